@@ -1,0 +1,26 @@
+# The two commands a newcomer needs: `make run` (demo gateway on 127.0.0.1:8080) and `make test`.
+PYTHON ?= python3
+VENV := .venv
+UV := $(VENV)/bin/uv
+PY := $(VENV)/bin/python
+
+.PHONY: run test bench venv clean
+
+$(UV):
+	$(PYTHON) -m venv $(VENV)
+	$(VENV)/bin/pip install --quiet --disable-pip-version-check uv==0.13.9
+
+venv: $(UV)
+	UV_PROJECT_ENVIRONMENT=$(VENV) $(UV) sync --frozen --quiet
+
+run: venv
+	GATEWAY_DEMO=$${GATEWAY_DEMO:-1} $(PY) -m app
+
+test: venv
+	$(PY) -m pytest $(PYTEST_ARGS)
+
+bench: venv
+	$(PY) -m bench
+
+clean:
+	rm -rf $(VENV) data .pytest_cache

@@ -1,0 +1,39 @@
+"""Errors found before streaming starts: plain HTTP errors with a JSON body (CONTRACT §1).
+
+`/v1/*` answers `{"error": {"type", "message", "param"}}`; the pi door answers `{"error": "<message>"}`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+from starlette.responses import Response
+
+
+class ApiError(Exception):
+    def __init__(
+        self, status: int, type_: str, message: str, param: str | None = None, headers: dict[str, str] | None = None
+    ) -> None:
+        super().__init__(message)
+        self.status = status
+        self.type = type_
+        self.message = message
+        self.param = param
+        self.headers = headers or {}
+
+    def body(self, pi: bool = False) -> dict[str, Any]:
+        if pi:
+            return {"error": self.message}
+        return {"error": {"type": self.type, "message": self.message, "param": self.param}}
+
+    def response(self, pi: bool = False) -> Response:
+        return json_response(self.body(pi), self.status, self.headers)
+
+
+def json_response(body: Any, status: int = 200, headers: dict[str, str] | None = None) -> Response:
+    return Response(orjson.dumps(body), status_code=status, headers=headers, media_type="application/json")
+
+
+def is_pi_path(path: str) -> bool:
+    return path.rstrip("/").endswith("/api/stream")

@@ -1,0 +1,112 @@
+"""HTTP routes (CONTRACT §1). Routes parse and authorize; the dispatcher and the event stream do the rest."""
+
+from __future__ import annotations
+
+import asyncio
+
+from fastapi import APIRouter, Request
+from starlette.responses import Response
+
+from app.api.body import parse_model, read_body
+from app.api.errors import ApiError, json_response
+from app.api.sse import event_stream_response
+from app.contract.request import PiStreamRequest, StreamRequest
+from app.dispatch import Interrupt, TurnJob
+from app.gateway import Gateway
+
+router = APIRouter()
+
+
+def _gateway(request: Request) -> Gateway:
+    return request.app.state.gateway
+
+
+def _request_id(request: Request) -> str:
+    return request.scope["state"]["request_id"]
+
+
+async def _job(request: Request, model: type[StreamRequest] | type[PiStreamRequest]) -> TurnJob:
+    gateway = _gateway(request)
+    key_id = gateway.keys.identify(request.headers.get("authorization"))
+    raw = await read_body(request, gateway.settings.max_body_bytes)
+    body = parse_model(raw, model, gateway.settings.max_json_depth)
+    unified = body.unified() if isinstance(body, PiStreamRequest) else body
+    return gateway.start_turn(unified, _request_id(request), key_id)
+
+
+def _stream(job: TurnJob, request: Request) -> Response:
+    gateway = _gateway(request)
+    return event_stream_response(
+        job, gateway.settings.keepalive_interval, {"X-Request-Id": job.turn.request_id}, lambda: gateway.draining
+    )
+
+
+@router.post("/v1/stream", tags=["turns"], summary="One assistant turn, streamed as server-sent events")
+async def stream_turn(request: Request) -> Response:
+    return _stream(await _job(request, StreamRequest), request)
+
+
+@router.post("/api/stream", tags=["turns"], summary="pi-compatible stream (pi's streamProxy client)")
+async def pi_stream(request: Request) -> Response:
+    return _stream(await _job(request, PiStreamRequest), request)
+
+
+@router.post("/v1/complete", tags=["turns"], summary="One assistant turn, answered as one AssistantMessage")
+async def complete_turn(request: Request) -> Response:
+    job = await _job(request, StreamRequest)
+    job.turn.close_reader()
+    disconnect = asyncio.create_task(_wait_for_disconnect(request))
+    try:
+        await asyncio.wait({job.task, disconnect}, return_when=asyncio.FIRST_COMPLETED)
+        if not job.task.done():
+            job.interrupt(Interrupt.CLIENT)
+        await asyncio.shield(job.task)
+    finally:
+        disconnect.cancel()
+    turn = job.turn
+    headers = {"X-Request-Id": turn.request_id}
+    if turn.outcome == "done":
+        return json_response(turn.message, 200, headers)
+    error = {"type": "upstream_error", "message": turn.message.get("errorMessage", ""), "param": None}
+    return json_response({"error": error, "message": turn.message, "requestId": turn.request_id}, 502, headers)
+
+
+async def _wait_for_disconnect(request: Request) -> None:
+    while (await request.receive())["type"] != "http.disconnect":
+        pass
+
+
+@router.get("/v1/models", tags=["catalog"], summary="Providers and models this gateway serves")
+async def list_models(request: Request) -> Response:
+    gateway = _gateway(request)
+    gateway.keys.identify(request.headers.get("authorization"))
+    providers = [
+        {"name": name, "api": provider.api} for name, provider in sorted(gateway.dispatcher.providers.items())
+    ]
+    models = [m.public() for m in gateway.catalog.listed() if m.provider in gateway.dispatcher.providers]
+    return json_response({"providers": providers, "models": models})
+
+
+@router.get("/healthz", tags=["operations"], summary="Liveness")
+async def healthz() -> Response:
+    return json_response({"status": "ok"})
+
+
+@router.get("/readyz", tags=["operations"], summary="Readiness: store reachable, not draining")
+async def readyz(request: Request) -> Response:
+    gateway = _gateway(request)
+    if gateway.draining:
+        return json_response({"status": "draining"}, 503)
+    return json_response({"status": "ready"})
+
+
+def install_error_handlers(app) -> None:
+    from app.api.errors import is_pi_path
+
+    async def api_error(request: Request, exc: ApiError) -> Response:
+        return exc.response(pi=is_pi_path(request.url.path))
+
+    app.add_exception_handler(ApiError, api_error)
+
+
+__all__ = ["router", "install_error_handlers", "ApiError"]

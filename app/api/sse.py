@@ -1,0 +1,41 @@
+"""The SSE writer: one frame per event (`id`, `event`, `data`), keep-alive comments, disconnect → abort."""
+
+from __future__ import annotations
+
+from typing import AsyncIterator, Callable
+
+import orjson
+from sse_starlette import EventSourceResponse, ServerSentEvent
+
+from app.dispatch import Interrupt, TurnJob
+
+
+def _ping() -> ServerSentEvent:
+    return ServerSentEvent(comment="ping")
+
+
+def event_stream_response(
+    job: TurnJob, keepalive: float, headers: dict[str, str], draining: Callable[[], bool]
+) -> EventSourceResponse:
+    turn = job.turn
+
+    async def frames() -> AsyncIterator[ServerSentEvent]:
+        sequence = 0
+        try:
+            while (event := await turn.next_event()) is not None:
+                sequence += 1
+                yield ServerSentEvent(data=orjson.dumps(event).decode(), event=event["type"], id=str(sequence))
+        finally:
+            if not turn.settled:
+                # The response ended before the terminal event: the client went away (or the server is
+                # stopping). Cancel the upstream; the pump settles the turn and writes the record.
+                job.interrupt(Interrupt.SHUTDOWN if draining() else Interrupt.CLIENT)
+            turn.close_reader()
+
+    return EventSourceResponse(
+        frames(),
+        headers={"Cache-Control": "no-cache", **headers},
+        ping=keepalive,
+        ping_message_factory=_ping,
+        sep="\n",
+    )

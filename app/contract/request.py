@@ -1,0 +1,59 @@
+"""The unified request (`/v1/stream`, `/v1/complete`) and the pi-compatible one (`/api/stream`)."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import Field
+
+from app.contract.messages import Context, WireModel
+
+Reasoning = Literal["minimal", "low", "medium", "high", "xhigh"]
+
+MODEL_REF_PATTERN = r"^[a-z0-9][a-z0-9_.-]*/\S+$"
+
+
+class StreamOptions(WireModel):
+    max_tokens: int | None = Field(default=None, ge=1, le=1_000_000)
+    temperature: float | None = Field(default=None, ge=0.0, le=2.0)
+    reasoning: Reasoning | None = None
+    throttle_ms: int | None = Field(default=None, ge=0, le=10_000, description="0 turns delta coalescing off")
+    session_id: str | None = Field(default=None, max_length=256)
+    metadata: dict[str, Any] | None = None
+
+
+class StreamRequest(WireModel):
+    model: str = Field(pattern=MODEL_REF_PATTERN, description='"<provider>/<model id>"')
+    fallback: list[str] = Field(default_factory=list, max_length=8)
+    context: Context
+    options: StreamOptions = Field(default_factory=StreamOptions)
+
+
+class PiModel(WireModel):
+    """pi's Model JSON. Only `provider` and `id` are used; `baseUrl` and `headers` are ignored on purpose."""
+
+    provider: str = Field(min_length=1)
+    id: str = Field(min_length=1)
+
+
+class PiOptions(WireModel):
+    temperature: float | None = Field(default=None, ge=0.0, le=2.0)
+    max_tokens: int | None = Field(default=None, ge=1, le=1_000_000)
+    reasoning: Reasoning | None = None
+
+
+class PiStreamRequest(WireModel):
+    model: PiModel
+    context: Context
+    options: PiOptions = Field(default_factory=PiOptions)
+
+    def unified(self) -> StreamRequest:
+        return StreamRequest(
+            model=f"{self.model.provider}/{self.model.id}",
+            context=self.context,
+            options=StreamOptions(
+                temperature=self.options.temperature,
+                max_tokens=self.options.max_tokens,
+                reasoning=self.options.reasoning,
+            ),
+        )

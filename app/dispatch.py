@@ -1,0 +1,327 @@
+"""Run one turn: pick the provider, retry and fall back before content, pump wire events into the Turn.
+
+The dispatcher is the only code that talks to both an adapter and the event stream. It owns:
+
+- the attempt plan: the requested model, then each `fallback`; each entry retried on retryable failures
+  (honouring the vendor's retry-after, capped) as long as nothing has reached the client yet;
+- the commit point: the first content event of an attempt sends `start` naming that provider and model,
+  after which no other provider may serve the turn;
+- the watchdog (first event, idle gap, total) and interruption (client gone, shutdown);
+- closing the upstream on every path, and telling the observers (ledger, metrics) once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from app.catalog import Catalog, ModelInfo, Pricing
+from app.contract.messages import Context
+from app.contract.request import StreamOptions
+from app.providers.base import Provider, ProviderError
+from app.settings import Settings
+from app.stream.turn import ContractViolation, ToolArgumentsError, Turn
+
+log = logging.getLogger("gateway.dispatch")
+
+
+class UnknownModel(LookupError):
+    """The model reference names no configured provider."""
+
+
+class Interrupt:
+    """Why a running turn was cancelled from outside its pump."""
+
+    CLIENT = "client disconnected"
+    SHUTDOWN = "gateway shutting down"
+    FIRST_EVENT = "first-event timeout"
+    IDLE = "idle timeout"
+    TOTAL = "total timeout"
+    GRACE = "late-frame grace over"
+
+
+@dataclass
+class Route:
+    provider: Provider
+    model: ModelInfo
+
+    @property
+    def label(self) -> str:
+        return f"{self.provider.name}/{self.model.id}"
+
+
+@dataclass(eq=False)
+class TurnJob:
+    """Everything a turn needs besides its event stream."""
+
+    turn: Turn
+    routes: list[Route]
+    context: Context
+    options: StreamOptions
+    api_key_id: str | None = None
+    requested_model: str = ""
+    fallback: list[str] = field(default_factory=list)
+    attempts: list[dict[str, Any]] = field(default_factory=list)
+    upstream_frames: int = 0
+    client_disconnected: bool = False
+    interrupt_reason: str | None = None
+    task: asyncio.Task | None = None
+    started_wall: float = field(default_factory=time.time)
+
+    def interrupt(self, reason: str) -> None:
+        """Cancel the running pump for `reason`; the first reason wins."""
+        if self.interrupt_reason is None and self.task is not None and not self.task.done():
+            self.interrupt_reason = reason
+            self.task.cancel()
+
+
+class TurnObserver(Protocol):
+    def turn_started(self, job: TurnJob) -> None: ...
+    def turn_finished(self, job: TurnJob) -> None: ...
+
+
+class Dispatcher:
+    def __init__(self, providers: dict[str, Provider], catalog: Catalog, settings: Settings) -> None:
+        self.providers = providers
+        self.catalog = catalog
+        self.settings = settings
+        self.observers: list[TurnObserver] = []
+
+    def route(self, ref: str) -> Route:
+        provider_name, _, model_id = ref.partition("/")
+        provider = self.providers.get(provider_name)
+        if provider is None or not model_id:
+            raise UnknownModel(ref)
+        model = self.catalog.model(provider_name, model_id) or ModelInfo(provider_name, model_id, Pricing())
+        return Route(provider, model)
+
+    async def run(self, job: TurnJob) -> None:
+        """Drive the turn to settlement. Never raises except CancelledError from an unknown canceller."""
+        turn = job.turn
+        watchdog = _Watchdog(job, self.settings)
+        for observer in self.observers:
+            _notify(observer.turn_started, job)
+        try:
+            await self._run_routes(job, watchdog)
+        except asyncio.CancelledError:
+            reason = job.interrupt_reason or Interrupt.SHUTDOWN
+            if reason == Interrupt.CLIENT:
+                job.client_disconnected = True
+                turn.settle_error(f"{_label(job)} request aborted: client disconnected", aborted=True)
+            elif reason != Interrupt.GRACE:
+                turn.settle_error(f"{_label(job)} {reason}" + _timeout_detail(reason, self.settings))
+            if job.interrupt_reason is None:
+                raise
+            asyncio.current_task().uncancel()
+        except Exception as exc:  # a bug of ours: log it, never show a stack trace to the client
+            log.exception("turn %s failed inside the gateway", turn.request_id)
+            turn.settle_error(f"{_label(job)} gateway internal error: {type(exc).__name__}")
+        finally:
+            watchdog.stop()
+            if not turn.settled:
+                turn.settle_error(f"{_label(job)} turn ended without a result")
+            if job.attempts and job.attempts[-1].get("endedAt") is None:
+                _end_attempt(job.attempts[-1], turn.outcome or "error", turn.message.get("errorMessage"))
+            for observer in self.observers:
+                _notify(observer.turn_finished, job)
+
+    async def _run_routes(self, job: TurnJob, watchdog: "_Watchdog") -> None:
+        turn = job.turn
+        settings = self.settings
+        last_error = "no route"
+        for route in job.routes:
+            for try_number in range(settings.retries + 1):
+                attempt = {
+                    "provider": route.provider.name,
+                    "api": route.provider.api,
+                    "model": route.model.id,
+                    "startedAt": time.time(),
+                    "endedAt": None,
+                    "outcome": None,
+                }
+                job.attempts.append(attempt)
+                try:
+                    await self._attempt(job, route, watchdog)
+                    _end_attempt(attempt, turn.outcome or "done", turn.message.get("errorMessage"))
+                    return
+                except ProviderError as error:
+                    message = _format_error(route, error)
+                    attempt["httpStatus"] = error.status
+                    _end_attempt(attempt, "error", message)
+                    if turn.started or not error.retryable:
+                        turn.settle_error(message)
+                        return
+                    last_error = message
+                    if try_number == settings.retries:
+                        break
+                    await asyncio.sleep(self._backoff(try_number, error))
+        suffix = f" (after {len(job.attempts)} attempts)" if len(job.attempts) > 1 else ""
+        if " retry-after-ms=" in last_error:
+            head, _, tail = last_error.rpartition(" retry-after-ms=")
+            turn.settle_error(f"{head}{suffix} retry-after-ms={tail}")
+        else:
+            turn.settle_error(f"{last_error}{suffix}")
+
+    def _backoff(self, try_number: int, error: ProviderError) -> float:
+        cap = self.settings.retry_after_cap_ms
+        if error.retry_after_ms is not None:
+            return min(error.retry_after_ms, cap) / 1000
+        return min(self.settings.retry_backoff_ms * (2**try_number), cap) / 1000
+
+    async def _attempt(self, job: TurnJob, route: Route, watchdog: "_Watchdog") -> None:
+        turn = job.turn
+        provider, model = route.provider, route.model
+        turn.prepare(provider.name, provider.api, model.id, model.pricing)
+        translator = provider.translator(model)
+        watchdog.attempt_started()
+        upstream = None
+        try:
+            try:
+                upstream = await provider.open(model, job.context, job.options)
+                async for wire in upstream:
+                    job.upstream_frames += 1
+                    watchdog.frame()
+                    if turn.settled:
+                        turn.late_frames += 1
+                        continue
+                    await self._apply(job, translator.feed(wire), watchdog)
+                if not turn.settled:
+                    await self._apply(job, translator.end(), watchdog)
+            except ProviderError:
+                raise
+            except ToolArgumentsError as exc:
+                raise ProviderError(str(exc), kind="tool_arguments") from None
+            except ContractViolation:
+                raise
+            except asyncio.CancelledError:
+                reason = job.interrupt_reason
+                if reason in (Interrupt.FIRST_EVENT, Interrupt.IDLE):
+                    # A watchdog timeout ends this attempt only: retryable while nothing was sent.
+                    job.interrupt_reason = None
+                    asyncio.current_task().uncancel()
+                    raise ProviderError(
+                        reason + _timeout_detail(reason, self.settings), retryable=not turn.started, kind="timeout"
+                    ) from None
+                if reason == Interrupt.GRACE:
+                    job.interrupt_reason = None
+                    asyncio.current_task().uncancel()
+                    return
+                raise
+            except Exception as exc:
+                error = provider.error(exc)
+                if error is None:
+                    raise
+                raise error from None
+        finally:
+            if upstream is not None:
+                await asyncio.shield(upstream.aclose())
+
+    async def _apply(self, job: TurnJob, events: list[dict[str, Any]], watchdog: "_Watchdog") -> None:
+        turn = job.turn
+        for event in events:
+            if event["type"] == "finish":
+                turn.settle_done(event["reason"])
+                watchdog.settled()
+                return
+            turn.apply(event)
+        if turn.congested:
+            watchdog.paused = True
+            await turn.wait_drained()
+            watchdog.paused = False
+            watchdog.frame()
+
+
+class _Watchdog:
+    """Checks the turn's deadlines with one timer handle; per upstream frame it only stores a timestamp."""
+
+    def __init__(self, job: TurnJob, settings: Settings) -> None:
+        self.job = job
+        self.settings = settings
+        self.loop = asyncio.get_running_loop()
+        self.created = self.loop.time()
+        self.attempt_start = self.created
+        self.last_frame: float | None = None
+        self.settled_at: float | None = None
+        self.paused = False  # waiting on a slow reader is not upstream silence
+        self._handle: asyncio.TimerHandle | None = None
+
+    def attempt_started(self) -> None:
+        self.attempt_start = self.loop.time()
+        self.last_frame = None
+        self._arm()
+
+    def frame(self) -> None:
+        self.last_frame = self.loop.time()
+
+    def settled(self) -> None:
+        self.settled_at = self.loop.time()
+        self._arm()
+
+    def stop(self) -> None:
+        if self._handle is not None:
+            self._handle.cancel()
+            self._handle = None
+
+    def _deadline(self) -> tuple[float, str]:
+        s = self.settings
+        if self.settled_at is not None:
+            return self.settled_at + s.late_frame_grace, Interrupt.GRACE
+        deadlines = [(self.created + s.total_timeout, Interrupt.TOTAL)]
+        if self.last_frame is None:
+            deadlines.append((self.attempt_start + s.first_event_timeout, Interrupt.FIRST_EVENT))
+        elif not self.paused:
+            deadlines.append((self.last_frame + s.idle_timeout, Interrupt.IDLE))
+        return min(deadlines)
+
+    def _arm(self) -> None:
+        self.stop()
+        when, _ = self._deadline()
+        self._handle = self.loop.call_at(when, self._check)
+
+    def _check(self) -> None:
+        self._handle = None
+        when, reason = self._deadline()
+        if self.loop.time() >= when:
+            self.job.interrupt(reason)
+        else:
+            self._handle = self.loop.call_at(when, self._check)
+
+
+def _label(job: TurnJob) -> str:
+    message = job.turn.message
+    if message.get("provider"):
+        return f"{message['provider']}/{message['model']}"
+    return job.requested_model
+
+
+def _format_error(route: Route, error: ProviderError) -> str:
+    text = f"{route.label} {error.message}"
+    if error.retry_after_ms is not None:
+        text += f" retry-after-ms={error.retry_after_ms}"
+    return text
+
+
+def _timeout_detail(reason: str, settings: Settings) -> str:
+    seconds = {
+        Interrupt.FIRST_EVENT: settings.first_event_timeout,
+        Interrupt.IDLE: settings.idle_timeout,
+        Interrupt.TOTAL: settings.total_timeout,
+    }.get(reason)
+    return f" fired after {seconds:g}s" if seconds is not None else ""
+
+
+def _end_attempt(attempt: dict[str, Any], outcome: str, error_message: str | None) -> None:
+    attempt["endedAt"] = time.time()
+    attempt["outcome"] = outcome
+    if error_message and outcome != "done":
+        attempt["errorMessage"] = error_message
+
+
+def _notify(callback: Any, job: TurnJob) -> None:
+    try:
+        callback(job)
+    except Exception:  # an observer must never break a turn
+        log.exception("observer %r failed for %s", callback, job.turn.request_id)

@@ -1,0 +1,134 @@
+"""The ASGI app (`uvicorn app.main:app`). `create_app(settings)` builds one for tests and tools."""
+
+from __future__ import annotations
+
+import logging
+import secrets
+import time
+from contextlib import asynccontextmanager
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from starlette.exceptions import HTTPException
+from starlette.responses import Response
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from app.api.errors import json_response
+from app.api.routes import install_error_handlers, router
+from app.gateway import Gateway
+from app.settings import Settings
+
+log = logging.getLogger("gateway")
+
+
+def new_request_id() -> str:
+    """Time-ordered, unguessable: 12 hex digits of milliseconds, then 16 random hex digits."""
+    return f"req_{int(time.time() * 1000):012x}{secrets.token_hex(8)}"
+
+
+class RequestIdMiddleware:
+    """Gives every request an id (in `scope["state"]["request_id"]`) and every response `X-Request-Id`."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        if scope["path"].startswith("//"):  # pi's client joins proxyUrl verbatim: accept `//api/stream`
+            scope = {**scope, "path": "/" + scope["path"].lstrip("/")}
+        request_id = new_request_id()
+        scope.setdefault("state", {})["request_id"] = request_id
+        header = (b"x-request-id", request_id.encode())
+
+        started = False
+
+        async def send_with_id(message: Message) -> None:
+            nonlocal started
+            if message["type"] == "http.response.start":
+                started = True
+                headers = [h for h in message.get("headers", []) if h[0].lower() != b"x-request-id"]
+                message["headers"] = [*headers, header]
+            await send(message)
+
+        try:
+            await self.app(scope, receive, send_with_id)
+        except Exception:
+            # A bug of ours: log it with the request id, answer 500 without a stack trace.
+            log.exception("unhandled error in request %s on %s", request_id, scope.get("path"))
+            if not started:
+                await json_response(
+                    {"error": {"type": "internal_error", "message": "internal error", "param": None}}, 500
+                )(scope, receive, send_with_id)
+
+
+def demo_settings(settings: Settings) -> Settings:
+    """Point every provider at the simulator mounted on this same server, with demo keys."""
+    base = f"http://127.0.0.1:{settings.port}/_simulator"
+    return settings.model_copy(
+        update={
+            "anthropic_api_key": settings.anthropic_api_key or _secret("demo-anthropic-key"),
+            "openai_api_key": settings.openai_api_key or _secret("demo-openai-key"),
+            "gemini_api_key": settings.gemini_api_key or _secret("demo-gemini-key"),
+            "anthropic_base_url": f"{base}/anthropic",
+            "openai_base_url": f"{base}/openai/v1",
+            "google_base_url": f"{base}/google",
+        }
+    )
+
+
+def _secret(value: str) -> Any:
+    from pydantic import SecretStr
+
+    return SecretStr(value)
+
+
+def create_app(settings: Settings | None = None, gateway: Gateway | None = None) -> FastAPI:
+    settings = settings or Settings()
+    if settings.demo:
+        settings = demo_settings(settings)
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI):
+        gw = gateway or Gateway(settings)
+        app.state.gateway = gw
+        if not gw.keys.enabled:
+            log.warning("GATEWAY_API_KEYS is empty: the gateway accepts requests without a key")
+        try:
+            yield
+        finally:
+            await gw.drain(timeout=0)
+            await gw.aclose()
+
+    app = FastAPI(
+        title="LLM streaming gateway",
+        version="0.1.0",
+        lifespan=lifespan,
+        docs_url=None,
+        redoc_url=None,
+    )
+    app.include_router(router)
+    install_error_handlers(app)
+
+    async def http_error(request: Request, exc: HTTPException) -> Response:
+        kind = {404: "not_found", 405: "method_not_allowed"}.get(exc.status_code, "http_error")
+        return json_response({"error": {"type": kind, "message": str(exc.detail), "param": None}}, exc.status_code)
+
+    async def validation_error(request: Request, exc: RequestValidationError) -> Response:
+        first = exc.errors()[0] if exc.errors() else {"loc": (), "msg": "invalid request"}
+        param = ".".join(str(p) for p in first["loc"])
+        return json_response({"error": {"type": "validation_error", "message": f"{param}: {first['msg']}", "param": param}}, 422)
+
+    app.add_exception_handler(HTTPException, http_error)
+    app.add_exception_handler(RequestValidationError, validation_error)
+    if settings.demo:
+        from simulator.app import create_simulator
+
+        app.mount("/_simulator", create_simulator())
+    app.add_middleware(RequestIdMiddleware)
+    return app
+
+
+app = create_app()

@@ -1,0 +1,67 @@
+"""Anthropic Messages adapter (api `anthropic-messages`) on the official `anthropic` SDK's raw event stream."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import anthropic
+
+from app.catalog import ModelInfo
+from app.contract.messages import Context
+from app.contract.request import StreamOptions
+from app.providers.anthropic.events import AnthropicTranslator
+from app.providers.anthropic.request import API, build_params
+from app.providers.base import RETRYABLE_STATUS, ProviderError, Upstream, retry_after_ms
+from app.providers.transport import TransportSettings, http_client, transport_error
+
+
+class AnthropicProvider:
+    api = API
+
+    def __init__(self, name: str, api_key: str, base_url: str | None, transport: TransportSettings) -> None:
+        self.name = name
+        self.client = anthropic.AsyncAnthropic(
+            api_key=api_key, base_url=base_url, max_retries=0, http_client=http_client(transport)
+        )
+
+    async def open(self, model: ModelInfo, context: Context, options: StreamOptions) -> Upstream:
+        stream = await self.client.messages.create(**build_params(model, context, options))
+        return Upstream(stream.__aiter__(), stream.close)
+
+    def translator(self, model: ModelInfo) -> AnthropicTranslator:
+        return AnthropicTranslator()
+
+    def error(self, exc: BaseException) -> ProviderError | None:
+        if isinstance(exc, anthropic.APIStatusError):
+            detail = _error_detail(exc.body)
+            if exc.status_code == 200:  # an in-band `event: error` frame, raised by the SDK
+                return ProviderError(f"sent an error event: {detail}", retryable=True)
+            return ProviderError(
+                f"returned HTTP {exc.status_code}: {detail}",
+                status=exc.status_code,
+                retry_after_ms=retry_after_ms(exc.response.headers),
+                retryable=exc.status_code in RETRYABLE_STATUS,
+                kind="http",
+            )
+        if isinstance(exc, anthropic.APIConnectionError):
+            return transport_error(exc.__cause__ or exc)
+        return transport_error(exc)
+
+    async def aclose(self) -> None:
+        await self.client.close()
+
+
+def _error_detail(body: Any) -> str:
+    """`<error type>: <message>` from an Anthropic error body, whatever shape it came in."""
+    if isinstance(body, str):
+        try:
+            body = json.loads(body)
+        except ValueError:
+            return body[:500]
+    if isinstance(body, dict):
+        error = body.get("error", body)
+        if isinstance(error, dict):
+            return f"{error.get('type', 'error')}: {error.get('message', '')}".strip()
+    return str(body)[:500] if body else "no error details"
+

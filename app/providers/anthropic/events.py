@@ -1,0 +1,156 @@
+"""Translate Anthropic Messages wire events (the SDK's raw stream) into adapter events.
+
+Mapping (reference: pi-ai's anthropic provider, with its bugs fixed):
+- `message_start` → usage (input, cacheRead, cacheWrite, output so far)
+- `content_block_start` text/thinking/redacted_thinking/tool_use → `*_start`; server tools and unknown
+  block types (web search results, compaction, …) are not client content and are skipped with their deltas
+- `text_delta`/`thinking_delta`/`input_json_delta` → deltas; `signature_delta` extends the thinking signature
+- `content_block_stop` → `*_end` (the event stream parses tool arguments strictly)
+- `message_delta` → usage (non-null fields overwrite) and the stop reason
+- `message_stop` → `finish`; refusal/sensitive or an unknown stop reason raise instead
+- a body that ends without `message_stop` raises (truncated)
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from app.providers.base import ProviderError
+
+STOP_REASONS = {
+    "end_turn": "stop",
+    "pause_turn": "stop",
+    "stop_sequence": "stop",
+    "max_tokens": "length",
+    "model_context_window_exceeded": "length",
+    "tool_use": "toolUse",
+}
+REFUSALS = frozenset({"refusal", "sensitive"})
+
+_USAGE_FIELDS = (
+    ("input_tokens", "input"),
+    ("output_tokens", "output"),
+    ("cache_read_input_tokens", "cacheRead"),
+    ("cache_creation_input_tokens", "cacheWrite"),
+)
+
+
+def _get(obj: Any, name: str, default: Any = None) -> Any:
+    if isinstance(obj, dict):
+        return obj.get(name, default)
+    return getattr(obj, name, default)
+
+
+class AnthropicTranslator:
+    def __init__(self) -> None:
+        self.usage = {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0}
+        self.stop_reason: str | None = None
+        self.finished = False
+        self._blocks: dict[int, str] = {}  # wire index -> our block kind ("skip" for non-client blocks)
+        self._signature: list[str] = []
+        self._redacted_data: str | None = None
+
+    def feed(self, wire: Any) -> list[dict[str, Any]]:
+        kind = _get(wire, "type")
+        if kind == "content_block_delta":
+            return self._delta(wire)
+        if kind == "content_block_start":
+            return self._start(wire)
+        if kind == "content_block_stop":
+            return self._stop(wire)
+        if kind == "message_start":
+            return self._usage(_get(_get(wire, "message"), "usage"))
+        if kind == "message_delta":
+            self.stop_reason = _get(_get(wire, "delta"), "stop_reason") or self.stop_reason
+            return self._usage(_get(wire, "usage"))
+        if kind == "message_stop":
+            return self._finish()
+        if kind == "error":
+            error = _get(wire, "error") or {}
+            raise ProviderError(
+                f"sent an error event: {_get(error, 'type', 'error')}: {_get(error, 'message', '')}", retryable=True
+            )
+        return []  # ping and event types this gateway does not know yet
+
+    def end(self) -> list[dict[str, Any]]:
+        if not self.finished:
+            raise ProviderError("stream ended before message_stop (truncated)", retryable=True, kind="truncated")
+        return []
+
+    def _usage(self, usage: Any) -> list[dict[str, Any]]:
+        if usage is None:
+            return []
+        for wire_name, name in _USAGE_FIELDS:
+            value = _get(usage, wire_name)
+            if value is not None:
+                self.usage[name] = value
+        return [{"type": "usage", **self.usage}]
+
+    def _start(self, wire: Any) -> list[dict[str, Any]]:
+        index = _get(wire, "index")
+        block = _get(wire, "content_block")
+        block_type = _get(block, "type")
+        if block_type == "text":
+            self._blocks[index] = "text"
+            events = [{"type": "text_start"}]
+            if text := _get(block, "text"):
+                events.append({"type": "text_delta", "delta": text})
+            return events
+        if block_type == "thinking":
+            self._blocks[index] = "thinking"
+            self._signature = [_get(block, "signature") or ""]
+            events = [{"type": "thinking_start"}]
+            if text := _get(block, "thinking"):
+                events.append({"type": "thinking_delta", "delta": text})
+            return events
+        if block_type == "redacted_thinking":
+            self._blocks[index] = "redacted"
+            self._redacted_data = _get(block, "data") or ""
+            return [{"type": "thinking_start"}]
+        if block_type == "tool_use":
+            self._blocks[index] = "toolcall"
+            return [{"type": "toolcall_start", "id": _get(block, "id"), "toolName": _get(block, "name")}]
+        self._blocks[index] = "skip"
+        return []
+
+    def _delta(self, wire: Any) -> list[dict[str, Any]]:
+        block = self._blocks.get(_get(wire, "index"))
+        delta = _get(wire, "delta")
+        delta_type = _get(delta, "type")
+        if delta_type == "text_delta" and block == "text":
+            return [{"type": "text_delta", "delta": _get(delta, "text") or ""}]
+        if delta_type == "input_json_delta" and block == "toolcall":
+            return [{"type": "toolcall_delta", "delta": _get(delta, "partial_json") or ""}]
+        if delta_type == "thinking_delta" and block == "thinking":
+            return [{"type": "thinking_delta", "delta": _get(delta, "thinking") or ""}]
+        if delta_type == "signature_delta" and block == "thinking":
+            self._signature.append(_get(delta, "signature") or "")
+            return []
+        if block is None:
+            raise ProviderError(f"sent {delta_type} for unknown content block {_get(wire, 'index')}")
+        return []  # citations and deltas of skipped blocks
+
+    def _stop(self, wire: Any) -> list[dict[str, Any]]:
+        block = self._blocks.pop(_get(wire, "index"), None)
+        if block == "text":
+            return [{"type": "text_end"}]
+        if block == "thinking":
+            signature = "".join(self._signature)
+            self._signature = []
+            return [{"type": "thinking_end", "signature": signature} if signature else {"type": "thinking_end"}]
+        if block == "redacted":
+            data, self._redacted_data = self._redacted_data, None
+            return [{"type": "thinking_end", "signature": data, "redacted": True}]
+        if block == "toolcall":
+            return [{"type": "toolcall_end"}]
+        return []
+
+    def _finish(self) -> list[dict[str, Any]]:
+        self.finished = True
+        reason = self.stop_reason
+        if reason in REFUSALS:
+            raise ProviderError(f"refused: stop_reason={reason}", kind="refusal")
+        mapped = STOP_REASONS.get(reason or "end_turn")
+        if mapped is None:
+            raise ProviderError(f"ended with an unknown stop_reason={reason}", kind="stop_reason")
+        return [{"type": "finish", "reason": mapped}]

@@ -1,0 +1,115 @@
+"""Build the Anthropic Messages request body from the unified context and options."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from app.catalog import ModelInfo
+from app.contract.messages import (
+    AssistantMessage,
+    Context,
+    ImageContent,
+    TextContent,
+    ThinkingContent,
+    ToolCall,
+    ToolResultMessage,
+)
+from app.contract.request import StreamOptions
+from app.providers.handoff import Target, prepare_history, sanitize_id
+
+API = "anthropic-messages"
+THINKING_BUDGETS = {"minimal": 1024, "low": 2048, "medium": 8192, "high": 16384, "xhigh": 32768}
+DEFAULT_MAX_TOKENS = 4096
+_CACHE = {"type": "ephemeral"}
+
+
+def _user_block(block: TextContent | ImageContent) -> dict[str, Any]:
+    if isinstance(block, ImageContent):
+        return {"type": "image", "source": {"type": "base64", "media_type": block.mime_type, "data": block.data}}
+    return {"type": "text", "text": block.text}
+
+
+def _assistant_block(block: Any) -> dict[str, Any] | None:
+    if isinstance(block, ThinkingContent):
+        if block.redacted:
+            return {"type": "redacted_thinking", "data": block.thinking_signature or ""}
+        if block.thinking_signature:
+            return {"type": "thinking", "thinking": block.thinking, "signature": block.thinking_signature}
+        return {"type": "text", "text": block.thinking} if block.thinking.strip() else None
+    if isinstance(block, ToolCall):
+        return {"type": "tool_use", "id": block.id, "name": block.name, "input": block.arguments}
+    return {"type": "text", "text": block.text} if block.text else None
+
+
+def convert_messages(context: Context, model_id: str) -> list[dict[str, Any]]:
+    history = prepare_history(context.messages, Target("anthropic", API, model_id), sanitize_id)
+    out: list[dict[str, Any]] = []
+    for message in history:
+        if isinstance(message, AssistantMessage):
+            blocks = [b for b in map(_assistant_block, message.content) if b is not None]
+            if blocks:
+                out.append({"role": "assistant", "content": blocks})
+        elif isinstance(message, ToolResultMessage):
+            result = {
+                "type": "tool_result",
+                "tool_use_id": message.tool_call_id,
+                "content": [_user_block(b) for b in message.content] or [{"type": "text", "text": ""}],
+                "is_error": message.is_error,
+            }
+            previous = out[-1] if out else None
+            if previous and previous["role"] == "user" and previous.get("_tool_results"):
+                previous["content"].append(result)  # consecutive results go in one user turn
+            else:
+                out.append({"role": "user", "content": [result], "_tool_results": True})
+        else:
+            content = message.content
+            if isinstance(content, str):
+                blocks = [{"type": "text", "text": content}] if content else []
+            else:
+                blocks = [_user_block(b) for b in content if not (isinstance(b, TextContent) and not b.text)]
+            if blocks:
+                out.append({"role": "user", "content": blocks})
+    for message in out:
+        message.pop("_tool_results", None)
+    # Prompt caching: mark the last user block so the conversation prefix is cached between turns.
+    for message in reversed(out):
+        if message["role"] == "user":
+            message["content"][-1] = {**message["content"][-1], "cache_control": _CACHE}
+            break
+    return out
+
+
+def build_params(model: ModelInfo, context: Context, options: StreamOptions) -> dict[str, Any]:
+    """Keyword arguments for `client.messages.create(..., stream=True)`."""
+    max_tokens = options.max_tokens or (model.max_tokens // 3 if model.max_tokens else DEFAULT_MAX_TOKENS)
+    params: dict[str, Any] = {
+        "model": model.id,
+        "messages": convert_messages(context, model.id),
+        "stream": True,
+    }
+    if context.system_prompt:
+        params["system"] = [{"type": "text", "text": context.system_prompt, "cache_control": _CACHE}]
+    if context.tools:
+        params["tools"] = [
+            {"name": t.name, "description": t.description, "input_schema": t.parameters or {"type": "object"}}
+            for t in context.tools
+        ]
+    if options.reasoning:
+        budget = THINKING_BUDGETS[options.reasoning]
+        if not options.max_tokens:
+            max_tokens = max_tokens + budget
+            if model.max_tokens:
+                max_tokens = min(max_tokens, model.max_tokens)
+        if max_tokens <= budget:
+            budget = max(1024, max_tokens - 1024)
+            max_tokens = max(max_tokens, budget + 1024)
+        params["thinking"] = {"type": "enabled", "budget_tokens": budget}
+    elif options.temperature is not None:
+        # Anthropic rejects temperature with thinking. This SDK version no longer types `temperature`, but the
+        # Messages API still takes it for the models that support it, so it goes in the body as is.
+        params["extra_body"] = {"temperature": options.temperature}
+    params["max_tokens"] = max_tokens
+    user_id = (options.metadata or {}).get("userId")
+    if isinstance(user_id, str) and user_id:
+        params["metadata"] = {"user_id": user_id}
+    return params

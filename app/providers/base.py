@@ -1,0 +1,132 @@
+"""What every vendor adapter provides, and the events it speaks to the event stream.
+
+An adapter has two halves: `open()` builds the vendor call through the official SDK and returns the raw
+event stream (an `Upstream`), and a `Translator` turns each raw wire event into zero or more *adapter
+events*. Adapter events are dicts with a `type`:
+
+    text_start | thinking_start                          {}
+    text_delta | thinking_delta | toolcall_delta         {"delta": str}
+    text_end | thinking_end                              {"signature"?: str, "redacted"?: bool}
+    toolcall_start                                       {"id": str, "toolName": str}
+    toolcall_end                                         {"thoughtSignature"?: str}
+    usage                                                {"input", "output", "cacheRead", "cacheWrite"}
+    finish                                               {"reason": "stop" | "length" | "toolUse"}
+
+`contentIndex`, block text, tool argument parsing and settlement are the event stream's job
+(`app.stream.turn`), so an adapter only translates. A vendor failure (HTTP error, in-band error, refusal,
+missing terminal signal) is raised as `ProviderError`. Adapters know nothing of HTTP, the ledger or each other.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import time
+from typing import Any, AsyncIterator, Callable, Awaitable, Mapping, Protocol
+
+from app.contract.messages import Context
+from app.contract.request import StreamOptions
+from app.catalog import ModelInfo
+
+RETRYABLE_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504, 529})
+
+
+class ProviderError(Exception):
+    """An upstream failure, phrased without the provider/model prefix (the dispatcher adds it).
+
+    `retryable` says whether another attempt may help (only used before content reached the client).
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        status: int | None = None,
+        retry_after_ms: int | None = None,
+        retryable: bool = False,
+        kind: str = "upstream",
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        self.status = status
+        self.retry_after_ms = retry_after_ms
+        self.retryable = retryable
+        self.kind = kind
+
+
+class Upstream:
+    """A vendor's raw event stream: iterate it for wire events, `aclose()` drops the connection."""
+
+    def __init__(self, events: AsyncIterator[Any], close: Callable[[], Awaitable[None]]) -> None:
+        self._events = events
+        self._close = close
+        self.closed = False
+
+    def __aiter__(self) -> AsyncIterator[Any]:
+        return self._events
+
+    async def aclose(self) -> None:
+        if not self.closed:
+            self.closed = True
+            await self._close()
+
+
+class Translator(Protocol):
+    def feed(self, wire: Any) -> list[dict[str, Any]]:
+        """Adapter events for one wire event; raises ProviderError for a vendor-reported failure."""
+
+    def end(self) -> list[dict[str, Any]]:
+        """Called when the upstream body ended; raises ProviderError if no terminal signal was seen."""
+
+
+class Provider(Protocol):
+    name: str
+    api: str
+
+    async def open(self, model: ModelInfo, context: Context, options: StreamOptions) -> Upstream:
+        """Send the request; raises ProviderError (via `error`) when the vendor refuses it."""
+
+    def translator(self, model: ModelInfo) -> Translator: ...
+
+    def error(self, exc: BaseException) -> ProviderError | None:
+        """The ProviderError for an SDK or transport exception, or None if it is not one of those."""
+
+
+def retry_after_ms(headers: Mapping[str, str] | None, now: float | None = None) -> int | None:
+    """Milliseconds until the vendor wants a retry, from `retry-after-ms`, `retry-after` (seconds or HTTP date)
+    or `x-ratelimit-reset(-ms)`; None when the headers say nothing usable."""
+    if not headers:
+        return None
+    now = time.time() if now is None else now
+    candidates: list[float] = []
+
+    def number(name: str) -> float | None:
+        value = headers.get(name)
+        if value is None:
+            return None
+        try:
+            return float(value)
+        except ValueError:
+            return None
+
+    if (ms := number("retry-after-ms")) is not None:
+        candidates.append(ms)
+    raw = headers.get("retry-after")
+    if raw is not None:
+        try:
+            candidates.append(float(raw) * 1000)
+        except ValueError:
+            try:
+                candidates.append((email.utils.parsedate_to_datetime(raw).timestamp() - now) * 1000)
+            except (TypeError, ValueError, IndexError):
+                pass
+    if (ms := number("x-ratelimit-reset-ms")) is not None:
+        candidates.append(ms)
+    if (reset := number("x-ratelimit-reset")) is not None:
+        if reset > 1e12:
+            candidates.append(reset - now * 1000)
+        elif reset > 1e9:
+            candidates.append((reset - now) * 1000)
+        else:
+            candidates.append(reset * 1000)
+    valid = [c for c in candidates if c >= 0]
+    return int(max(valid)) if valid else None

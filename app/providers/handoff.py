@@ -1,0 +1,123 @@
+"""Make a conversation from any provider safe to replay to a target model (cross-provider handoff).
+
+Run by every adapter before it converts the history to its wire format:
+
+- assistant turns that ended in `error` or `aborted` are dropped (and results of their tool calls with them);
+- thinking from the same model (same provider, api and id) is kept with its signature; from another model
+  it becomes plain text, and empty or redacted thinking is dropped;
+- text and tool calls from another model lose their signatures; their tool call ids are normalised by the
+  target's rule and the matching tool results follow the new ids;
+- a tool call with no result gets a synthetic error result before the conversation moves on;
+- lone UTF-16 surrogates are removed from text, never from signed content.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Callable
+
+from app.contract.messages import (
+    AssistantMessage,
+    Message,
+    TextContent,
+    ThinkingContent,
+    ToolCall,
+    ToolResultMessage,
+    UserMessage,
+)
+
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+NO_RESULT = "No result provided"
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    provider: str
+    api: str
+    model: str
+
+    def is_same_model(self, message: AssistantMessage) -> bool:
+        return message.provider == self.provider and message.api == self.api and message.model == self.model
+
+
+def strip_surrogates(text: str) -> str:
+    return _LONE_SURROGATE.sub("", text) if _LONE_SURROGATE.search(text) else text
+
+
+def _clean_blocks(blocks: list) -> list:
+    return [TextContent(text=strip_surrogates(b.text)) if isinstance(b, TextContent) else b for b in blocks]
+
+
+def prepare_history(
+    messages: list[Message], target: Target, normalize_id: Callable[[str], str] = lambda i: i
+) -> list[Message]:
+    out: list[Message] = []
+    id_map: dict[str, str] = {}
+    dropped_calls: set[str] = set()
+    pending: dict[str, ToolCall] = {}  # calls of the last assistant turn still waiting for a result
+
+    def flush_orphans() -> None:
+        for call in pending.values():
+            out.append(
+                ToolResultMessage(
+                    tool_call_id=call.id, tool_name=call.name, content=[TextContent(text=NO_RESULT)], is_error=True
+                )
+            )
+        pending.clear()
+
+    for message in messages:
+        if isinstance(message, AssistantMessage):
+            if message.stop_reason in ("error", "aborted"):
+                dropped_calls.update(b.id for b in message.content if isinstance(b, ToolCall))
+                continue
+            flush_orphans()
+            same = target.is_same_model(message)
+            blocks: list = []
+            for block in message.content:
+                if isinstance(block, ThinkingContent):
+                    if same and (block.thinking_signature or block.redacted):
+                        blocks.append(block)
+                    elif block.redacted or not block.thinking.strip():
+                        continue
+                    else:
+                        blocks.append(TextContent(text=strip_surrogates(block.thinking)))
+                elif isinstance(block, TextContent):
+                    text = strip_surrogates(block.text)
+                    if not text:
+                        continue
+                    blocks.append(TextContent(text=text, text_signature=block.text_signature if same else None))
+                elif isinstance(block, ToolCall):
+                    call = block
+                    if not same:
+                        new_id = normalize_id(block.id)
+                        id_map[block.id] = new_id
+                        call = ToolCall(id=new_id, name=block.name, arguments=block.arguments)
+                    pending[call.id] = call
+                    blocks.append(call)
+            if blocks:
+                out.append(message.model_copy(update={"content": blocks}))
+        elif isinstance(message, ToolResultMessage):
+            if message.tool_call_id in dropped_calls:
+                continue
+            call_id = id_map.get(message.tool_call_id, message.tool_call_id)
+            if call_id not in pending:
+                continue  # a result for no call we are sending: the target would reject it
+            pending.pop(call_id)
+            out.append(message.model_copy(update={"tool_call_id": call_id, "content": _clean_blocks(message.content)}))
+        else:
+            flush_orphans()
+            assert isinstance(message, UserMessage)
+            content = message.content
+            if isinstance(content, str):
+                content = strip_surrogates(content)
+            else:
+                content = _clean_blocks(content)
+            out.append(message.model_copy(update={"content": content}))
+    return out
+
+
+def sanitize_id(raw: str, limit: int = 64) -> str:
+    """Anthropic-style ids: `[A-Za-z0-9_-]`, at most 64 characters."""
+    return re.sub(r"[^A-Za-z0-9_-]", "_", raw)[:limit] or "call"
+

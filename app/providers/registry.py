@@ -1,0 +1,38 @@
+"""Which adapter serves which api, and the providers this gateway has keys for."""
+
+from __future__ import annotations
+
+import logging
+import os
+from typing import Callable
+
+from app.catalog import Catalog
+from app.providers.anthropic import AnthropicProvider
+from app.providers.base import Provider
+from app.providers.transport import TransportSettings
+from app.settings import Settings
+
+log = logging.getLogger("gateway.providers")
+
+ADAPTERS: dict[str, Callable[..., Provider]] = {
+    AnthropicProvider.api: AnthropicProvider,
+}
+
+
+def build_providers(settings: Settings, catalog: Catalog) -> dict[str, Provider]:
+    """One SDK client per configured provider. A provider without a key is left out (requests get 404)."""
+    transport = TransportSettings(connect_timeout=settings.connect_timeout, total_timeout=settings.total_timeout)
+    providers: dict[str, Provider] = {}
+    for info in catalog.providers.values():
+        adapter = ADAPTERS.get(info.api)
+        if adapter is None:
+            log.warning("provider %s: api %s has no adapter here", info.name, info.api)
+            continue
+        key = settings.provider_key(info.name) or next(
+            (os.environ[name] for name in info.key_env if os.environ.get(name)), None
+        )
+        if not key:
+            continue
+        base_url = settings.provider_base_url(info.name) or info.base_url
+        providers[info.name] = adapter(info.name, key, base_url, transport)
+    return providers

@@ -1,0 +1,60 @@
+"""Configuration from the environment (CONTRACT §7). Every setting is `GATEWAY_<NAME>` unless noted."""
+
+from __future__ import annotations
+
+from pydantic import AliasChoices, Field, SecretStr
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="GATEWAY_", extra="ignore", populate_by_name=True)
+
+    host: str = "127.0.0.1"
+    port: int = 8080
+    api_keys: SecretStr = Field(default=SecretStr(""), description="comma-separated `name:key` or `key`")
+
+    # Provider keys use the vendors' own variable names.
+    anthropic_api_key: SecretStr | None = Field(default=None, validation_alias=AliasChoices("ANTHROPIC_API_KEY"))
+    openai_api_key: SecretStr | None = Field(default=None, validation_alias=AliasChoices("OPENAI_API_KEY"))
+    gemini_api_key: SecretStr | None = Field(
+        default=None, validation_alias=AliasChoices("GEMINI_API_KEY", "GOOGLE_API_KEY")
+    )
+    anthropic_base_url: str | None = None
+    openai_base_url: str | None = None
+    google_base_url: str | None = None
+
+    catalog: str | None = None
+    database_url: str = "sqlite:///./data/gateway.db"
+    retain_content: bool = True
+    throttle_ms: int = Field(default=50, ge=0, le=10_000)
+    demo: bool = False
+
+    # Timeouts, in seconds. Each ends a turn with an `error` that names it.
+    connect_timeout: float = 10.0
+    first_event_timeout: float = 60.0
+    idle_timeout: float = 60.0
+    total_timeout: float = 600.0
+    keepalive_interval: float = 15.0
+    late_frame_grace: float = Field(default=1.0, description="how long to keep counting upstream frames after settlement")
+
+    # Retry and fallback (before any content reached the client).
+    retries: int = Field(default=2, ge=0, le=10)
+    retry_backoff_ms: int = 200
+    retry_after_cap_ms: int = 10_000
+
+    # Limits.
+    max_body_bytes: int = 4 * 1024 * 1024
+    max_json_depth: int = 64
+    max_pending_bytes: int = 256 * 1024
+    max_streams: int = 10_000
+    max_streams_per_key: int = 1_000
+
+    log_level: str = "info"
+    log_content: bool = False
+
+    def provider_key(self, name: str) -> str | None:
+        secret = {"anthropic": self.anthropic_api_key, "openai": self.openai_api_key, "google": self.gemini_api_key}.get(name)
+        return secret.get_secret_value() if secret else None
+
+    def provider_base_url(self, name: str) -> str | None:
+        return {"anthropic": self.anthropic_base_url, "openai": self.openai_base_url, "google": self.google_base_url}.get(name)

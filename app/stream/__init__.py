@@ -1,0 +1,1 @@
+"""The per-request event stream: settle guard, coalescing, back-pressure."""

@@ -1,0 +1,79 @@
+"""Anthropic Messages streaming wire format (`POST /v1/messages`, `stream: true`)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Iterator
+
+from simulator import scenarios as s
+
+ROUTE = "/anthropic/v1/messages"
+STOP_REASONS = {"stop": "end_turn", "length": "max_tokens", "toolUse": "tool_use", "refusal": "refusal",
+                "pause": "pause_turn", "safety": "refusal", "malformed_call": "end_turn"}
+
+
+def frame(event: str, data: dict[str, Any]) -> bytes:
+    return f"event: {event}\ndata: {json.dumps(data, ensure_ascii=False)}\n\n".encode()
+
+
+def prompt_of(body: dict[str, Any]) -> str:
+    for message in reversed(body.get("messages") or []):
+        if message.get("role") == "user":
+            content = message.get("content")
+            if isinstance(content, str):
+                return content
+            texts = [b.get("text", "") for b in content or [] if isinstance(b, dict) and b.get("type") == "text"]
+            if texts:
+                return " ".join(texts)
+    return ""
+
+
+def error_body(error: s.HttpError) -> dict[str, Any]:
+    return {"type": "error", "error": {"type": error.type, "message": error.message}}
+
+
+def encode(scenario: s.Scenario, model: str, steps: list[s.Step] | None = None) -> Iterator[bytes | s.Step]:
+    index = 0
+    for step in scenario.steps if steps is None else steps:
+        if isinstance(step, s.Usage):
+            usage = {"input_tokens": step.input, "output_tokens": 1, "cache_read_input_tokens": step.cache_read,
+                     "cache_creation_input_tokens": step.cache_write}
+            yield frame("message_start", {"type": "message_start", "message": {
+                "id": "msg_sim_0001", "type": "message", "role": "assistant", "model": model, "content": [],
+                "stop_reason": None, "stop_sequence": None, "usage": usage}})
+        elif isinstance(step, s.TextBlock):
+            yield frame("content_block_start", {"type": "content_block_start", "index": index, "content_block": {"type": "text", "text": ""}})
+            yield frame("ping", {"type": "ping"})
+            for chunk in step.chunks:
+                yield frame("content_block_delta", {"type": "content_block_delta", "index": index, "delta": {"type": "text_delta", "text": chunk}})
+            yield frame("content_block_stop", {"type": "content_block_stop", "index": index})
+            index += 1
+        elif isinstance(step, s.ThinkingBlock):
+            yield frame("content_block_start", {"type": "content_block_start", "index": index, "content_block": {"type": "thinking", "thinking": "", "signature": ""}})
+            for chunk in step.chunks:
+                yield frame("content_block_delta", {"type": "content_block_delta", "index": index, "delta": {"type": "thinking_delta", "thinking": chunk}})
+            half = len(step.signature) // 2
+            for part in (step.signature[:half], step.signature[half:]):
+                yield frame("content_block_delta", {"type": "content_block_delta", "index": index, "delta": {"type": "signature_delta", "signature": part}})
+            yield frame("content_block_stop", {"type": "content_block_stop", "index": index})
+            index += 1
+        elif isinstance(step, s.RedactedThinking):
+            yield frame("content_block_start", {"type": "content_block_start", "index": index, "content_block": {"type": "redacted_thinking", "data": step.data}})
+            yield frame("content_block_stop", {"type": "content_block_stop", "index": index})
+            index += 1
+        elif isinstance(step, s.ToolCallBlock):
+            yield frame("content_block_start", {"type": "content_block_start", "index": index, "content_block": {"type": "tool_use", "id": step.id, "name": step.name, "input": {}}})
+            for fragment in step.fragments or [""]:
+                yield frame("content_block_delta", {"type": "content_block_delta", "index": index, "delta": {"type": "input_json_delta", "partial_json": fragment}})
+            yield frame("content_block_stop", {"type": "content_block_stop", "index": index})
+            index += 1
+        elif isinstance(step, s.Stop):
+            yield frame("message_delta", {"type": "message_delta", "delta": {"stop_reason": STOP_REASONS[step.reason], "stop_sequence": None},
+                                          "usage": {"output_tokens": step.output}})
+            yield frame("message_stop", {"type": "message_stop"})
+        elif isinstance(step, s.ErrorEvent):
+            yield frame("error", {"type": "error", "error": {"type": step.type, "message": step.message}})
+        elif isinstance(step, s.UnknownEvent):
+            yield frame("future_event", {"type": "future_event", "detail": {"anything": [1, 2, 3]}})
+        else:
+            yield step

@@ -1,0 +1,251 @@
+"""The vendor simulator: an ASGI app that speaks each vendor's streaming wire format.
+
+Routes (mounted wherever; the gateway's demo mode mounts it at `/_simulator`):
+
+- `POST /anthropic/v1/messages`                             Anthropic Messages
+- `GET  /_sim/requests?contains=…`                          what it saw, newest last
+- `GET  /_sim/wait?contains=…&until=closed|finished&timeout=` long-poll until a matching request got there
+- `DELETE /_sim/requests`                                   forget everything
+
+For every request it records the body, the scenario, frames sent, whether the whole scenario was sent
+(`completed`) and whether the client closed the connection before the end (`clientClosed`, `closedAt`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import itertools
+import json
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+from starlette.types import Receive, Scope, Send
+
+from simulator import anthropic, scenarios as s
+
+SAMPLES = Path(__file__).resolve().parent.parent / "tests" / "wire_samples"  # the recorded vendor streams
+
+
+@dataclass
+class Seen:
+    id: int
+    vendor: str
+    model: str
+    scenario: dict[str, Any]
+    body: dict[str, Any]
+    raw: str
+    auth_sha256: str | None
+    started_at: float = field(default_factory=time.time)
+    status: int | None = None
+    frames_sent: int = 0
+    completed: bool = False
+    client_closed: bool = False
+    closed_at: float | None = None
+    finished_at: float | None = None
+    changed: asyncio.Event = field(default_factory=asyncio.Event, repr=False)
+
+    def public(self) -> dict[str, Any]:
+        return {
+            "id": self.id, "vendor": self.vendor, "model": self.model, "scenario": self.scenario, "body": self.body,
+            "authSha256": self.auth_sha256, "startedAt": self.started_at, "status": self.status,
+            "framesSent": self.frames_sent, "completed": self.completed, "clientClosed": self.client_closed,
+            "closedAt": self.closed_at, "finishedAt": self.finished_at,
+        }
+
+    def touch(self) -> None:
+        self.changed.set()
+        self.changed = asyncio.Event()
+
+
+class SimulatorState:
+    def __init__(self, keep: int = 5000) -> None:
+        self.seen: list[Seen] = []
+        self.keep = keep
+        self._ids = itertools.count(1)
+        self.added = asyncio.Event()
+
+    def add(self, **fields: Any) -> Seen:
+        entry = Seen(id=next(self._ids), **fields)
+        self.seen.append(entry)
+        if len(self.seen) > self.keep:
+            del self.seen[: len(self.seen) - self.keep]
+        self.added.set()
+        self.added = asyncio.Event()
+        return entry
+
+    def matching(self, contains: str | None) -> list[Seen]:
+        return [e for e in self.seen if not contains or contains in e.raw]
+
+
+@dataclass
+class Vendor:
+    """How one vendor's wire format is produced from a scenario."""
+
+    name: str
+    encode: Callable[[s.Scenario, str, list[s.Step] | None], Iterator[bytes | s.Step]]
+    prompt_of: Callable[[dict[str, Any]], str]
+    error_body: Callable[[s.HttpError], dict[str, Any]]
+    sample_prefix: str
+
+
+VENDORS: dict[str, Vendor] = {
+    "anthropic": Vendor("anthropic", anthropic.encode, anthropic.prompt_of, anthropic.error_body, "anthropic-"),
+}
+
+
+class _Abort(Exception):
+    """Raised inside the ASGI app to make the server drop the connection mid-body."""
+
+
+class ScenarioResponse:
+    """Plays a scenario as an SSE body, watching for the client closing the connection."""
+
+    def __init__(self, vendor: Vendor, scenario: s.Scenario, model: str, entry: Seen) -> None:
+        self.vendor = vendor
+        self.scenario = scenario
+        self.model = model
+        self.entry = entry
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        entry = self.entry
+        watcher = asyncio.create_task(self._watch(receive, asyncio.current_task()))
+        try:
+            await self._play(send)
+        except asyncio.CancelledError:
+            if not entry.client_closed:
+                raise
+            asyncio.current_task().uncancel()
+        finally:
+            watcher.cancel()
+            entry.finished_at = time.time()
+            entry.touch()
+
+    async def _watch(self, receive: Receive, player: asyncio.Task | None) -> None:
+        while True:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                self.entry.client_closed = True
+                self.entry.closed_at = time.time()
+                self.entry.touch()
+                if player is not None:
+                    player.cancel()
+                return
+
+    async def _play(self, send: Send) -> None:
+        scenario, entry = self.scenario, self.entry
+        if scenario.hang_before_headers:
+            await asyncio.Event().wait()
+        if scenario.http_error is not None:
+            error = scenario.http_error
+            entry.status = error.status
+            body = json.dumps(self.vendor.error_body(error)).encode()
+            headers = [(b"content-type", b"application/json"), *((k.encode(), v.encode()) for k, v in error.headers.items())]
+            await send({"type": "http.response.start", "status": error.status, "headers": headers})
+            await send({"type": "http.response.body", "body": body})
+            entry.completed = True
+            return
+        entry.status = 200
+        await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"text/event-stream"), (b"cache-control", b"no-cache")]})
+        delay = scenario.delay_ms / 1000
+        for item in self._items():
+            if isinstance(item, bytes):
+                if delay and entry.frames_sent:
+                    await asyncio.sleep(delay)
+                await send({"type": "http.response.body", "body": item, "more_body": True})
+                entry.frames_sent += 1
+            elif isinstance(item, s.Truncate):
+                break
+            elif isinstance(item, s.Reset):
+                raise _Abort("simulated connection reset")
+            elif isinstance(item, s.Hang):
+                await asyncio.Event().wait()
+        await send({"type": "http.response.body", "body": b"", "more_body": False})
+        entry.completed = True
+
+    def _items(self) -> Iterator[bytes | s.Step]:
+        if self.scenario.replay is not None:
+            name = self.scenario.replay
+            path = SAMPLES / f"{name}.sse"
+            data = path.read_bytes()
+            # Frames are separated by a blank line (LF or CRLF); replay them one by one, byte for byte.
+            sep = b"\r\n\r\n" if b"\r\n\r\n" in data else b"\n\n"
+            parts = data.split(sep)
+            for part in parts[:-1]:
+                yield part + sep
+            if parts[-1]:
+                yield parts[-1]
+            return
+        yield from self.vendor.encode(self.scenario, self.model, None)
+        if self.scenario.late:
+            yield from self.vendor.encode(self.scenario, self.model, self.scenario.late)
+
+
+def create_simulator() -> Starlette:
+    state = SimulatorState()
+
+    async def vendor_call(request: Request, vendor: Vendor, model: str) -> Response | ScenarioResponse:
+        raw = (await request.body()).decode("utf-8", "replace")
+        try:
+            body = json.loads(raw) if raw else {}
+        except ValueError:
+            return JSONResponse({"error": {"type": "invalid_request_error", "message": "invalid JSON"}}, 400)
+        model = model or str(body.get("model", ""))
+        scenario = s.build(model, vendor.prompt_of(body))
+        if scenario.replay is not None and not scenario.replay.startswith(vendor.sample_prefix):
+            scenario.replay = vendor.sample_prefix + scenario.replay
+        if scenario.replay is not None and not (SAMPLES / f"{scenario.replay}.sse").is_file():
+            return JSONResponse({"error": {"type": "not_found_error", "message": f"no sample {scenario.replay}"}}, 404)
+        auth = (
+            request.headers.get("x-api-key")
+            or request.headers.get("authorization", "").removeprefix("Bearer ")
+            or request.headers.get("x-goog-api-key")
+        )
+        entry = state.add(
+            vendor=vendor.name, model=model, scenario=s.summary(scenario), body=body, raw=raw,
+            auth_sha256=hashlib.sha256(auth.encode()).hexdigest() if auth else None,
+        )
+        return ScenarioResponse(vendor, scenario, model, entry)
+
+    async def anthropic_messages(request: Request) -> Response | ScenarioResponse:
+        return await vendor_call(request, VENDORS["anthropic"], "")
+
+    async def requests_seen(request: Request) -> Response:
+        if request.method == "DELETE":
+            state.seen.clear()
+            return JSONResponse({"cleared": True})
+        return JSONResponse([e.public() for e in state.matching(request.query_params.get("contains"))])
+
+    async def wait(request: Request) -> Response:
+        """Long-poll: the newest request containing `contains` once it reached `until` (closed | finished)."""
+        contains = request.query_params.get("contains")
+        until = request.query_params.get("until", "finished")
+        timeout = float(request.query_params.get("timeout", "10"))
+        try:
+            async with asyncio.timeout(timeout):
+                while True:
+                    found = state.matching(contains)
+                    entry = found[-1] if found else None
+                    if entry is not None and (entry.client_closed if until == "closed" else entry.finished_at is not None):
+                        return JSONResponse(entry.public())
+                    await (entry.changed.wait() if entry is not None else state.added.wait())
+        except TimeoutError:
+            found = state.matching(contains)
+            return JSONResponse({"timeout": True, "entry": found[-1].public() if found else None}, 408)
+
+    app = Starlette(routes=[
+        Route(anthropic.ROUTE, anthropic_messages, methods=["POST"]),
+        Route("/_sim/requests", requests_seen, methods=["GET", "DELETE"]),
+        Route("/_sim/wait", wait, methods=["GET"]),
+    ])
+    app.state.sim = state
+    return app
+
+
+app = create_simulator()

@@ -1,0 +1,211 @@
+"""Vendor-neutral scenarios: what the simulated model does, as a list of steps each vendor encoder renders.
+
+The scenario is chosen by the model id: `<name>` or `<name>;key=value;key=value`, e.g. `slow;n=64;delay_ms=20`.
+A model id that names no scenario (e.g. `claude-sonnet-4-5`) plays `text`. `replay-<sample>` serves a
+recorded wire sample verbatim (see `simulator/samples/`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, Union
+
+
+@dataclass
+class Usage:
+    input: int = 25
+    output: int = 0
+    cache_read: int = 0
+    cache_write: int = 0
+
+
+@dataclass
+class TextBlock:
+    chunks: list[str]
+    signature: str | None = None
+
+
+@dataclass
+class ThinkingBlock:
+    chunks: list[str]
+    signature: str = "sig-sim-0001"
+
+
+@dataclass
+class RedactedThinking:
+    data: str = "redacted-sim-payload"
+
+
+@dataclass
+class ToolCallBlock:
+    id: str
+    name: str
+    fragments: list[str]
+
+
+@dataclass
+class Stop:
+    reason: str = "stop"  # stop | length | toolUse | refusal | pause | safety | malformed_call
+    output: int = 0
+
+
+@dataclass
+class ErrorEvent:
+    type: str = "overloaded_error"
+    message: str = "Overloaded"
+
+
+@dataclass
+class Truncate:
+    """End the body cleanly without the vendor's terminal event."""
+
+
+@dataclass
+class Reset:
+    """Abort the connection mid-body (the client sees an incomplete chunked body)."""
+
+
+@dataclass
+class Hang:
+    """Stop sending and keep the connection open until the client leaves."""
+
+
+@dataclass
+class UnknownEvent:
+    """An event type no client knows yet; a gateway must skip it."""
+
+
+@dataclass
+class HttpError:
+    status: int
+    type: str = "api_error"
+    message: str = "simulated failure"
+    headers: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class HangBeforeHeaders:
+    """Never send the response headers."""
+
+
+Step = Union[
+    Usage, TextBlock, ThinkingBlock, RedactedThinking, ToolCallBlock, Stop, ErrorEvent, Truncate, Reset, Hang,
+    UnknownEvent,
+]
+
+
+@dataclass
+class Scenario:
+    name: str
+    steps: list[Step] = field(default_factory=list)
+    late: list[Step] = field(default_factory=list)  # frames sent after the terminal event
+    http_error: HttpError | None = None
+    hang_before_headers: bool = False
+    delay_ms: float = 0.0  # pause between frames
+    replay: str | None = None
+
+
+def _words(text: str, per_chunk: int = 2) -> list[str]:
+    words = text.split(" ")
+    return [" ".join(words[i : i + per_chunk]) + (" " if i + per_chunk < len(words) else "") for i in range(0, len(words), per_chunk)]
+
+
+def _int(params: dict[str, str], key: str, default: int) -> int:
+    try:
+        return int(params.get(key, default))
+    except ValueError:
+        return default
+
+
+WEATHER_FRAGMENTS = ['{"ci', 'ty": "Pa', 'ris", "unit', '": "celsius"}']
+TIME_FRAGMENTS = ['{"timez', 'one": "Europe/', 'Paris"}']
+
+
+def build(model: str, prompt: str) -> Scenario:
+    name, *raw = model.split(";")
+    params = dict(p.split("=", 1) for p in raw if "=" in p)
+    delay = float(params.get("delay_ms", 0))
+    usage = Usage(input=_int(params, "input", 25), cache_read=_int(params, "cache_read", 0), cache_write=_int(params, "cache_write", 0))
+    reply = _words(f"Hello from the simulator. You said: {prompt[:200]}" if prompt else "Hello from the simulator.")
+    text = TextBlock(reply)
+    stop = Stop("stop", output=len(reply) + 3)
+
+    if name.startswith("replay-"):
+        return Scenario(name, replay=name[len("replay-") :], delay_ms=delay)
+    factory = SCENARIOS.get(name)
+    if factory is None:
+        return Scenario("text", [usage, text, stop], delay_ms=delay)
+    scenario = factory(params, usage, text, stop)
+    scenario.name = name
+    scenario.delay_ms = delay or scenario.delay_ms
+    return scenario
+
+
+def _http(status: int, type_: str, message: str) -> Callable[..., Scenario]:
+    def factory(params: dict[str, str], usage: Usage, text: TextBlock, stop: Stop) -> Scenario:
+        headers = {}
+        if "retry_after" in params:
+            headers["retry-after"] = params["retry_after"]
+        if "retry_after_ms" in params:
+            headers["retry-after-ms"] = params["retry_after_ms"]
+        return Scenario("", http_error=HttpError(status, type_, message, headers))
+
+    return factory
+
+
+def _paced(params: dict[str, str], usage: Usage, text: TextBlock, stop: Stop) -> Scenario:
+    n = _int(params, "n", 64)
+    size = _int(params, "size", 8)
+    chunks = [f"{i:0{max(size - 1, 1)}d} "[:size] for i in range(n)]
+    return Scenario("", [usage, TextBlock(chunks), Stop("stop", output=n)], delay_ms=float(params.get("delay_ms", 20)))
+
+
+SCENARIOS: dict[str, Callable[[dict[str, str], Usage, TextBlock, Stop], Scenario]] = {
+    "text": lambda p, u, t, s: Scenario("", [u, t, s]),
+    "thinking": lambda p, u, t, s: Scenario(
+        "", [u, ThinkingBlock(["The user greets me. ", "I should ", "greet back."], "sig-sim-thinking-42"), t, s]
+    ),
+    "redacted-thinking": lambda p, u, t, s: Scenario("", [u, RedactedThinking("EncryptedBlob=="), t, s]),
+    "tools": lambda p, u, t, s: Scenario(
+        "",
+        [
+            u,
+            TextBlock(["Let me ", "check."]),
+            ToolCallBlock("toolu_sim_weather", "get_weather", WEATHER_FRAGMENTS),
+            ToolCallBlock("toolu_sim_time", "get_time", TIME_FRAGMENTS),
+            Stop("toolUse", output=40),
+        ],
+    ),
+    "tool-empty-args": lambda p, u, t, s: Scenario("", [u, ToolCallBlock("toolu_sim_noargs", "get_version", []), Stop("toolUse", 5)]),
+    "tools-malformed": lambda p, u, t, s: Scenario(
+        "", [u, ToolCallBlock("toolu_sim_bad", "get_weather", ['{"city": "Par', 'is", "unit": ']), Stop("toolUse", 9)]
+    ),
+    "error-mid-stream": lambda p, u, t, s: Scenario("", [u, TextBlock(t.chunks[:2]), ErrorEvent()]),
+    "error-before-content": lambda p, u, t, s: Scenario("", [u, ErrorEvent()]),
+    "http-429": _http(429, "rate_limit_error", "simulated rate limit"),
+    "http-500": _http(500, "api_error", "simulated internal error"),
+    "http-529": _http(529, "overloaded_error", "simulated overload"),
+    "http-400": _http(400, "invalid_request_error", "simulated bad request"),
+    "http-401": _http(401, "authentication_error", "simulated bad key"),
+    "truncated": lambda p, u, t, s: Scenario("", [u, TextBlock(t.chunks[:2]), Truncate()]),
+    "reset": lambda p, u, t, s: Scenario("", [u, TextBlock(t.chunks[:2]), Reset()]),
+    "slow": _paced,
+    "late-frames": lambda p, u, t, s: Scenario("", [u, t, s], late=[TextBlock(["late ", "frame"]), Stop("stop")]),
+    "hang": lambda p, u, t, s: Scenario("", [u, Hang()]),
+    "hang-mid-stream": lambda p, u, t, s: Scenario("", [u, TextBlock(t.chunks[:2]), Hang()]),
+    "hang-before-headers": lambda p, u, t, s: Scenario("", hang_before_headers=True),
+    "max-tokens": lambda p, u, t, s: Scenario("", [u, t, Stop("length", s.output)]),
+    "refusal": lambda p, u, t, s: Scenario("", [u, TextBlock(["I can't ", "help with that."]), Stop("refusal", 6)]),
+    "safety": lambda p, u, t, s: Scenario("", [u, TextBlock(["Partial "]), Stop("safety", 2)]),
+    "malformed-call": lambda p, u, t, s: Scenario("", [u, Stop("malformed_call", 0)]),
+    "pause-turn": lambda p, u, t, s: Scenario("", [u, t, Stop("pause", s.output)]),
+    "unknown-event": lambda p, u, t, s: Scenario("", [u, UnknownEvent(), t, s]),
+}
+
+
+def scenario_names() -> list[str]:
+    return sorted(SCENARIOS)
+
+
+def summary(scenario: Scenario) -> dict[str, Any]:
+    return {"name": scenario.name, "replay": scenario.replay, "delayMs": scenario.delay_ms}

@@ -1,0 +1,168 @@
+"""Shared rig: the vendor simulator and gateways under uvicorn on loopback, and an SSE client."""
+
+from __future__ import annotations
+
+import json
+import threading
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterator
+
+import httpx
+import pytest
+
+from app.main import create_app
+from app.settings import Settings
+from simulator.app import create_simulator
+from tests.conformance import Frame, check_frames, parse_sse
+from tests.servers import ServerThread
+
+HERE = Path(__file__).parent
+PROVIDER_KEYS = {
+    "anthropic": "sk-ant-test-PROVIDERKEY-0123456789",
+    "openai": "sk-openai-test-PROVIDERKEY-0123456789",
+    "google": "AIza-test-PROVIDERKEY-0123456789",
+}
+
+
+@dataclass
+class StreamResult:
+    status: int
+    headers: httpx.Headers
+    text: str
+    frames: list[Frame] = field(default_factory=list)
+    events: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def terminal(self) -> dict[str, Any]:
+        return self.events[-1]
+
+    @property
+    def message(self) -> dict[str, Any]:
+        return self.terminal["message"]
+
+    def types(self) -> list[str]:
+        return [e["type"] for e in self.events]
+
+    def json(self) -> Any:
+        return json.loads(self.text)
+
+
+class FinishedTurns:
+    """A turn observer that lets a test wait (from its own thread) for a turn to finish."""
+
+    def __init__(self) -> None:
+        self._done: dict[str, Any] = {}
+        self._cond = threading.Condition()
+
+    def turn_started(self, job: Any) -> None:
+        pass
+
+    def turn_finished(self, job: Any) -> None:
+        with self._cond:
+            self._done[job.turn.request_id] = job
+            self._cond.notify_all()
+
+    def wait(self, request_id: str, timeout: float = 10) -> Any:
+        with self._cond:
+            assert self._cond.wait_for(lambda: request_id in self._done, timeout), f"turn {request_id} never finished"
+            return self._done[request_id]
+
+
+class Gateway:
+    """A gateway server plus the calls tests make to it."""
+
+    def __init__(self, server: ServerThread, sim: "Simulator") -> None:
+        self.server = server
+        self.url = server.url
+        self.sim = sim
+        self.http = httpx.Client(base_url=self.url, timeout=30)
+        self.finished = FinishedTurns()
+        self.state.dispatcher.observers.append(self.finished)
+
+    def job(self, request_id: str, timeout: float = 10) -> Any:
+        """The finished turn (dispatcher job) for a request id."""
+        return self.finished.wait(request_id, timeout)
+
+    @property
+    def state(self) -> Any:
+        return self.server.app.state.gateway
+
+    def stream(self, body: dict[str, Any], path: str = "/v1/stream", check: bool = True, **kwargs: Any) -> StreamResult:
+        response = self.http.post(path, json=body, **kwargs)
+        result = StreamResult(response.status_code, response.headers, response.text)
+        if response.status_code == 200 and response.headers["content-type"].startswith("text/event-stream"):
+            result.frames = parse_sse(response.text)
+            result.events = check_frames(result.frames) if check else [json.loads(f.data) for f in result.frames]
+        return result
+
+
+class Simulator:
+    def __init__(self, server: ServerThread) -> None:
+        self.server = server
+        self.url = server.url
+        self.http = httpx.Client(base_url=self.url, timeout=30)
+
+    def seen(self, contains: str) -> list[dict[str, Any]]:
+        return self.http.get("/_sim/requests", params={"contains": contains}).json()
+
+    def wait(self, contains: str, until: str = "finished", timeout: float = 10) -> dict[str, Any]:
+        response = self.http.get("/_sim/wait", params={"contains": contains, "until": until, "timeout": timeout})
+        assert response.status_code == 200, f"simulator never saw {contains!r} reach {until}: {response.text}"
+        return response.json()
+
+
+def settings_for(sim_url: str, **overrides: Any) -> Settings:
+    values: dict[str, Any] = dict(
+        anthropic_api_key=PROVIDER_KEYS["anthropic"],
+        openai_api_key=PROVIDER_KEYS["openai"],
+        gemini_api_key=PROVIDER_KEYS["google"],
+        anthropic_base_url=f"{sim_url}/anthropic",
+        openai_base_url=f"{sim_url}/openai/v1",
+        google_base_url=f"{sim_url}/google",
+        catalog=str(HERE / "catalog.json"),
+        retries=1,
+        retry_backoff_ms=5,
+        retry_after_cap_ms=1500,
+        late_frame_grace=2.0,
+    )
+    values.update(overrides)
+    return Settings(**values)
+
+
+@pytest.fixture(scope="session")
+def sim() -> Iterator[Simulator]:
+    server = ServerThread(create_simulator(), "simulator").start()
+    yield Simulator(server)
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+def gateway_factory(sim: Simulator) -> Iterator[Any]:
+    started: list[ServerThread] = []
+
+    def make(**overrides: Any) -> Gateway:
+        server = ServerThread(create_app(settings_for(sim.url, **overrides)), "gateway").start()
+        started.append(server)
+        return Gateway(server, sim)
+
+    yield make
+    for server in started:
+        server.stop()
+
+
+@pytest.fixture(scope="session")
+def gateway(gateway_factory: Any) -> Gateway:
+    return gateway_factory()
+
+
+def marker() -> str:
+    """A unique string to put in a prompt, so the simulator's log can be searched for this request."""
+    return f"m-{uuid.uuid4().hex[:12]}"
+
+
+def turn(model: str, prompt: str | None = None, **extra: Any) -> dict[str, Any]:
+    body: dict[str, Any] = {"model": model, "context": {"messages": [{"role": "user", "content": prompt or marker()}]}}
+    body.update(extra)
+    return body
