@@ -6,7 +6,9 @@ Mapping (reference: pi-ai's anthropic provider, with its bugs fixed):
   block types (web search results, compaction, …) are not client content and are skipped with their deltas
 - `text_delta`/`thinking_delta`/`input_json_delta` → deltas; `signature_delta` extends the thinking signature
 - `content_block_stop` → `*_end` (the event stream parses tool arguments strictly)
-- `message_delta` → usage (non-null fields overwrite) and the stop reason
+- `message_delta` → usage (non-null fields overwrite) and the stop reason; when the usage carries
+  `iterations` (server-side compaction ran a second model call) the turn's usage is their sum, since
+  every iteration is billed and the top-level fields describe only the last one
 - `message_stop` → `finish`; refusal/sensitive or an unknown stop reason raise instead
 - a body that ends without `message_stop` raises (truncated)
 """
@@ -80,10 +82,15 @@ class AnthropicTranslator:
     def _usage(self, usage: Any) -> list[dict[str, Any]]:
         if usage is None:
             return []
-        for wire_name, name in _USAGE_FIELDS:
-            value = _get(usage, wire_name)
-            if value is not None:
-                self.usage[name] = value
+        iterations = _get(usage, "iterations")
+        if iterations:
+            for wire_name, name in _USAGE_FIELDS:
+                self.usage[name] = sum(_get(item, wire_name) or 0 for item in iterations)
+        else:
+            for wire_name, name in _USAGE_FIELDS:
+                value = _get(usage, wire_name)
+                if value is not None:
+                    self.usage[name] = value
         return [{"type": "usage", **self.usage}]
 
     def _start(self, wire: Any) -> list[dict[str, Any]]:
