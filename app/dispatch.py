@@ -66,6 +66,7 @@ class TurnJob:
     fallback: list[str] = field(default_factory=list)
     attempts: list[dict[str, Any]] = field(default_factory=list)
     upstream_frames: int = 0
+    upstream_wait: float = 0.0  # seconds spent awaiting the upstream (open and each next frame), for metrics
     client_disconnected: bool = False
     interrupt_reason: str | None = None
     task: asyncio.Task | None = None
@@ -157,6 +158,7 @@ class Dispatcher:
                     last_error = message
                     if try_number == settings.retries:
                         break
+                    watchdog.between_attempts()
                     await asyncio.sleep(self._backoff(try_number, error))
         suffix = f" (after {len(job.attempts)} attempts)" if len(job.attempts) > 1 else ""
         if " retry-after-ms=" in last_error:
@@ -180,8 +182,8 @@ class Dispatcher:
         upstream = None
         try:
             try:
-                upstream = await provider.open(model, job.context, job.options)
-                async for wire in upstream:
+                upstream = await _timed(job, provider.open(model, job.context, job.options))
+                async for wire in _TimedFrames(job, upstream):
                     job.upstream_frames += 1
                     watchdog.frame()
                     if turn.settled:
@@ -246,11 +248,18 @@ class _Watchdog:
         self.last_frame: float | None = None
         self.settled_at: float | None = None
         self.paused = False  # waiting on a slow reader is not upstream silence
+        self.in_attempt = False
         self._handle: asyncio.TimerHandle | None = None
 
     def attempt_started(self) -> None:
         self.attempt_start = self.loop.time()
         self.last_frame = None
+        self.in_attempt = True
+        self._arm()
+
+    def between_attempts(self) -> None:
+        """Backing off before a retry: only the total timeout runs."""
+        self.in_attempt = False
         self._arm()
 
     def frame(self) -> None:
@@ -270,7 +279,9 @@ class _Watchdog:
         if self.settled_at is not None:
             return self.settled_at + s.late_frame_grace, Interrupt.GRACE
         deadlines = [(self.created + s.total_timeout, Interrupt.TOTAL)]
-        if self.last_frame is None:
+        if not self.in_attempt:
+            pass
+        elif self.last_frame is None:
             deadlines.append((self.attempt_start + s.first_event_timeout, Interrupt.FIRST_EVENT))
         elif not self.paused:
             deadlines.append((self.last_frame + s.idle_timeout, Interrupt.IDLE))
@@ -318,6 +329,37 @@ def _end_attempt(attempt: dict[str, Any], outcome: str, error_message: str | Non
     attempt["outcome"] = outcome
     if error_message and outcome != "done":
         attempt["errorMessage"] = error_message
+
+
+async def _timed(job: TurnJob, awaitable: Any) -> Any:
+    """Await `awaitable`, adding the time it took to `job.upstream_wait`."""
+    loop = asyncio.get_running_loop()
+    start = loop.time()
+    try:
+        return await awaitable
+    finally:
+        job.upstream_wait += loop.time() - start
+
+
+class _TimedFrames:
+    """Iterates an upstream, adding the time spent waiting for each frame to `job.upstream_wait`."""
+
+    __slots__ = ("job", "frames", "loop")
+
+    def __init__(self, job: TurnJob, upstream: Any) -> None:
+        self.job = job
+        self.frames = upstream.__aiter__()
+        self.loop = asyncio.get_running_loop()
+
+    def __aiter__(self) -> "_TimedFrames":
+        return self
+
+    async def __anext__(self) -> Any:
+        start = self.loop.time()
+        try:
+            return await self.frames.__anext__()
+        finally:
+            self.job.upstream_wait += self.loop.time() - start
 
 
 def _notify(callback: Any, job: TurnJob) -> None:
