@@ -196,8 +196,9 @@ class Dispatcher:
                 raise
             except ToolArgumentsError as exc:
                 raise ProviderError(str(exc), kind="tool_arguments") from None
-            except ContractViolation:
-                raise
+            except ContractViolation as exc:
+                # Adapters translate frame by frame, so blocks out of order mean the upstream sent them so.
+                raise ProviderError(f"sent events out of order: {exc}", kind="protocol") from None
             except asyncio.CancelledError:
                 reason = job.interrupt_reason
                 if reason in (Interrupt.FIRST_EVENT, Interrupt.IDLE):

@@ -1,0 +1,71 @@
+"""Run the real dispatcher and event stream over a scripted list of wire events, without a network.
+
+Used by the property-based tests: a `ScriptedProvider` hands the dispatcher an `Upstream` that yields the
+given wire events (and can raise a transport error at the end), with a real adapter's Translator. Everything
+after that — attempts, settlement, the Turn, coalescing — is the production code.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any, Callable
+
+from app.catalog import ModelInfo, Pricing
+from app.contract.messages import Context, UserMessage
+from app.contract.request import StreamOptions
+from app.dispatch import Dispatcher, Route, TurnJob
+from app.providers.base import ProviderError, Upstream
+from app.settings import Settings
+from app.stream.turn import Turn
+
+
+class ScriptedProvider:
+    def __init__(self, name: str, api: str, translator: Callable[[], Any], wire: list[Any], fail_with: BaseException | None = None):
+        self.name = name
+        self.api = api
+        self._translator = translator
+        self.wire = wire
+        self.fail_with = fail_with
+        self.closed = False
+
+    async def open(self, model: ModelInfo, context: Context, options: StreamOptions) -> Upstream:
+        async def events():
+            for item in self.wire:
+                yield item
+            if self.fail_with is not None:
+                raise self.fail_with
+
+        async def close() -> None:
+            self.closed = True
+
+        return Upstream(events(), close)
+
+    def translator(self, model: ModelInfo) -> Any:
+        return self._translator()
+
+    def error(self, exc: BaseException) -> ProviderError | None:
+        return ProviderError(f"connection lost: {exc}", retryable=True) if isinstance(exc, ConnectionError) else None
+
+
+def run_script(provider: ScriptedProvider, *, throttle_ms: int = 0) -> tuple[list[dict[str, Any]], TurnJob]:
+    """Drive one turn over the script; returns the events a reader would see, and the job."""
+    settings = Settings(retries=0, late_frame_grace=0.5, first_event_timeout=5, idle_timeout=5, total_timeout=30)
+
+    async def main() -> tuple[list[dict[str, Any]], TurnJob]:
+        dispatcher = Dispatcher({provider.name: provider}, None, settings)  # type: ignore[arg-type]
+        turn = Turn("req_fuzz", throttle_ms=throttle_ms)
+        job = TurnJob(
+            turn=turn,
+            routes=[Route(provider, ModelInfo(provider.name, "fuzz-model", Pricing(1, 1, 1, 1)))],  # type: ignore[arg-type]
+            context=Context(messages=[UserMessage(content="hi")]),
+            options=StreamOptions(),
+            requested_model=f"{provider.name}/fuzz-model",
+        )
+        job.task = asyncio.create_task(dispatcher.run(job))
+        events = []
+        while (event := await turn.next_event()) is not None:
+            events.append(event)
+        await job.task
+        return events, job
+
+    return asyncio.run(main())

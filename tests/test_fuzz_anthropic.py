@@ -1,0 +1,125 @@
+"""Property-based fuzzing of the Anthropic adapter + dispatcher + event stream with generated wire streams.
+
+Valid streams must normalize exactly; corrupted ones (dropped, duplicated, reordered or unknown events,
+garbled tool JSON, truncation, transport failure, frames after the end) must still satisfy every
+invariant of the conformance checker: one terminal event, ordered blocks, text = deltas, args = deltas.
+"""
+
+from __future__ import annotations
+
+import json
+
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+from app.providers.anthropic.events import AnthropicTranslator
+from tests.conformance import check_events
+from tests.harness import ScriptedProvider, run_script
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers(-1000, 1000) | st.text(max_size=8),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=3),
+    max_leaves=6,
+)
+arguments = st.dictionaries(st.text(max_size=6), json_values, max_size=4)
+STOPS = {"end_turn": "stop", "stop_sequence": "stop", "pause_turn": "stop", "max_tokens": "length", "tool_use": "toolUse"}
+
+
+def split(draw, text: str) -> list[str]:
+    cuts = sorted(set(draw(st.lists(st.integers(0, len(text)), max_size=4))))
+    points = [0, *cuts, len(text)]
+    return [text[a:b] for a, b in zip(points, points[1:])]
+
+
+@st.composite
+def anthropic_stream(draw):
+    usage_in = draw(st.integers(0, 10_000))
+    wire = [{"type": "message_start", "message": {"usage": {"input_tokens": usage_in, "output_tokens": 1}}}]
+    expected = []
+    kinds = draw(st.lists(st.sampled_from(["text", "thinking", "tool", "redacted", "server"]), max_size=5))
+    for index, kind in enumerate(kinds):
+        if kind == "text":
+            chunks = draw(st.lists(st.text(max_size=8), max_size=5))
+            wire.append({"type": "content_block_start", "index": index, "content_block": {"type": "text", "text": ""}})
+            wire += [{"type": "content_block_delta", "index": index, "delta": {"type": "text_delta", "text": c}} for c in chunks]
+            expected.append({"type": "text", "text": "".join(chunks)})
+        elif kind == "thinking":
+            chunks = draw(st.lists(st.text(max_size=8), max_size=4))
+            signature = draw(st.text(alphabet="abcdef0123456789", min_size=1, max_size=12))
+            wire.append({"type": "content_block_start", "index": index, "content_block": {"type": "thinking", "thinking": "", "signature": ""}})
+            wire += [{"type": "content_block_delta", "index": index, "delta": {"type": "thinking_delta", "thinking": c}} for c in chunks]
+            wire.append({"type": "content_block_delta", "index": index, "delta": {"type": "signature_delta", "signature": signature}})
+            expected.append({"type": "thinking", "thinking": "".join(chunks), "thinkingSignature": signature})
+        elif kind == "redacted":
+            wire.append({"type": "content_block_start", "index": index, "content_block": {"type": "redacted_thinking", "data": "blob"}})
+            expected.append({"type": "thinking", "thinking": "", "thinkingSignature": "blob", "redacted": True})
+        elif kind == "tool":
+            args = draw(arguments)
+            text = json.dumps(args) if args or draw(st.booleans()) else ""
+            call_id = f"toolu_{index}"
+            wire.append({"type": "content_block_start", "index": index, "content_block": {"type": "tool_use", "id": call_id, "name": "tool", "input": {}}})
+            wire += [{"type": "content_block_delta", "index": index, "delta": {"type": "input_json_delta", "partial_json": f}} for f in split(draw, text)]
+            expected.append({"type": "toolCall", "id": call_id, "name": "tool", "arguments": args})
+        else:
+            wire.append({"type": "content_block_start", "index": index, "content_block": {"type": "server_tool_use", "id": "srv", "name": "web_search", "input": {}}})
+            wire.append({"type": "content_block_delta", "index": index, "delta": {"type": "input_json_delta", "partial_json": '{"q": 1}'}})
+        wire.append({"type": "content_block_stop", "index": index})
+    stop = draw(st.sampled_from(sorted(STOPS)))
+    wire.append({"type": "message_delta", "delta": {"stop_reason": stop}, "usage": {"output_tokens": draw(st.integers(0, 5000))}})
+    wire.append({"type": "message_stop"})
+    return wire, expected, stop
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(anthropic_stream(), st.sampled_from([0, 50]))
+def test_valid_streams_normalize_exactly(stream, throttle):
+    wire, expected, stop = stream
+    provider = ScriptedProvider("anthropic", "anthropic-messages", AnthropicTranslator, wire)
+    events, job = run_script(provider, throttle_ms=throttle)
+    check_events(events)
+    terminal = events[-1]
+    assert terminal["type"] == "done", terminal.get("errorMessage")
+    assert terminal["message"]["content"] == expected
+    has_calls = any(b["type"] == "toolCall" for b in expected)
+    assert terminal["reason"] == ("toolUse" if has_calls else "stop" if STOPS[stop] == "toolUse" else STOPS[stop])
+    assert provider.closed
+
+
+MUTATIONS = ["drop", "duplicate", "swap", "unknown", "truncate", "garble", "late", "transport", "error_event"]
+
+
+@settings(max_examples=1200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(anthropic_stream(), st.sampled_from(MUTATIONS), st.integers(0, 10_000), st.sampled_from([0, 50]))
+def test_corrupted_streams_keep_every_invariant(stream, mutation, seed, throttle):
+    wire, _, _ = stream
+    wire = list(wire)
+    at = seed % len(wire)
+    fail_with = None
+    if mutation == "drop":
+        del wire[at]
+    elif mutation == "duplicate":
+        wire.insert(at, wire[at])
+    elif mutation == "swap" and at + 1 < len(wire):
+        wire[at], wire[at + 1] = wire[at + 1], wire[at]
+    elif mutation == "unknown":
+        wire.insert(at, {"type": "mystery_event", "payload": [1, 2]})
+    elif mutation == "truncate":
+        wire = wire[:at]
+    elif mutation == "garble":
+        wire.insert(at, {"type": "content_block_delta", "index": seed % 4, "delta": {"type": "input_json_delta", "partial_json": "}{"}})
+    elif mutation == "late":
+        wire += [{"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "late"}}, {"type": "message_stop"}]
+    elif mutation == "transport":
+        wire = wire[:at]
+        fail_with = ConnectionError("reset by peer")
+    elif mutation == "error_event":
+        wire.insert(at, {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}})
+    provider = ScriptedProvider("anthropic", "anthropic-messages", AnthropicTranslator, wire, fail_with)
+    events, job = run_script(provider, throttle_ms=throttle)
+    check_events(events)
+    terminal = events[-1]
+    if terminal["type"] == "error":
+        assert terminal["errorMessage"].startswith("anthropic/fuzz-model ")
+        assert "internal error" not in terminal["errorMessage"]
+    if mutation in ("truncate", "transport") and not any(w.get("type") == "message_stop" for w in wire):
+        assert terminal["type"] == "error"
+    assert provider.closed
