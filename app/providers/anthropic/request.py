@@ -82,6 +82,8 @@ def convert_messages(context: Context, model_id: str) -> list[dict[str, Any]]:
 def build_params(model: ModelInfo, context: Context, options: StreamOptions) -> dict[str, Any]:
     """Keyword arguments for `client.messages.create(..., stream=True)`."""
     max_tokens = options.max_tokens or (model.max_tokens // 3 if model.max_tokens else DEFAULT_MAX_TOKENS)
+    if model.max_tokens:
+        max_tokens = min(max_tokens, model.max_tokens)  # a request above the model's limit would only fail upstream
     params: dict[str, Any] = {
         "model": model.id,
         "messages": convert_messages(context, model.id),
