@@ -212,7 +212,7 @@ def test_replayed_history_is_sent_in_anthropic_format(gateway):
 
 def test_reasoning_sets_a_thinking_budget_and_drops_temperature(gateway):
     m = marker()
-    body = turn("anthropic/text", m, options={"reasoning": "medium", "maxTokens": 20000, "temperature": 0.5})
+    body = turn("anthropic/unlisted-model", m, options={"reasoning": "medium", "maxTokens": 20000, "temperature": 0.5})
     gateway.stream(body)
     sent = gateway.sim.seen(m)[0]["body"]
     assert sent["thinking"] == {"type": "enabled", "budget_tokens": 8192}
