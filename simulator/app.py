@@ -3,6 +3,8 @@
 Routes (mounted wherever; the gateway's demo mode mounts it at `/_simulator`):
 
 - `POST /anthropic/v1/messages`                             Anthropic Messages
+- `POST /openai/v1/responses`                               OpenAI Responses
+- `POST /google/v1beta/models/{model}:streamGenerateContent`  Gemini (`?alt=sse`; the model is in the path)
 - `GET  /_sim/requests?contains=…`                          what it saw, newest last
 - `GET  /_sim/wait?contains=…&until=closed|finished&timeout=` long-poll until a matching request got there
 - `DELETE /_sim/requests`                                   forget everything
@@ -29,6 +31,8 @@ from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
 from simulator import anthropic, scenarios as s
+from simulator import openai
+from simulator import google
 
 SAMPLES = Path(__file__).resolve().parent.parent / "tests" / "wire_samples"  # the recorded vendor streams
 
@@ -97,6 +101,8 @@ class Vendor:
 
 VENDORS: dict[str, Vendor] = {
     "anthropic": Vendor("anthropic", anthropic.encode, anthropic.prompt_of, anthropic.error_body, "anthropic-"),
+    "openai": Vendor("openai", openai.encode, openai.prompt_of, openai.error_body, "openai-responses-"),
+    "google": Vendor("google", google.encode, google.prompt_of, google.error_body, "gemini"),
 }
 
 
@@ -216,6 +222,12 @@ def create_simulator() -> Starlette:
     async def anthropic_messages(request: Request) -> Response | ScenarioResponse:
         return await vendor_call(request, VENDORS["anthropic"], "")
 
+    async def openai_responses(request: Request) -> Response | ScenarioResponse:
+        return await vendor_call(request, VENDORS["openai"], "")
+
+    async def google_stream(request: Request) -> Response | ScenarioResponse:
+        return await vendor_call(request, VENDORS["google"], request.path_params["model"])
+
     async def requests_seen(request: Request) -> Response:
         if request.method == "DELETE":
             state.seen.clear()
@@ -241,6 +253,8 @@ def create_simulator() -> Starlette:
 
     app = Starlette(routes=[
         Route(anthropic.ROUTE, anthropic_messages, methods=["POST"]),
+        Route(openai.ROUTE, openai_responses, methods=["POST"]),
+        Route(google.ROUTE, google_stream, methods=["POST"]),
         Route("/_sim/requests", requests_seen, methods=["GET", "DELETE"]),
         Route("/_sim/wait", wait, methods=["GET"]),
     ])

@@ -41,6 +41,9 @@ class ToolCallBlock:
     id: str
     name: str
     fragments: list[str]
+    # Where the format allows: None streams the fragments; "done" sends the arguments only whole at the end of
+    # the call (OpenAI `function_call_arguments.done`), "item" only with the finished item (`output_item.done`).
+    whole: str | None = None
 
 
 @dataclass
@@ -177,6 +180,10 @@ SCENARIOS: dict[str, Callable[[dict[str, str], Usage, TextBlock, Stop], Scenario
         ],
     ),
     "tool-empty-args": lambda p, u, t, s: Scenario("", [u, ToolCallBlock("toolu_sim_noargs", "get_version", []), Stop("toolUse", 5)]),
+    # The call's chunk, then the finish in a later chunk of its own (an empty text part, as Gemini 3 sends).
+    "tool-stop-later": lambda p, u, t, s: Scenario(
+        "", [u, ToolCallBlock("toolu_sim_weather", "get_weather", WEATHER_FRAGMENTS), TextBlock([""]), Stop("toolUse", 8)]
+    ),
     "tools-malformed": lambda p, u, t, s: Scenario(
         "", [u, ToolCallBlock("toolu_sim_bad", "get_weather", ['{"city": "Par', 'is", "unit": ']), Stop("toolUse", 9)]
     ),
@@ -200,6 +207,16 @@ SCENARIOS: dict[str, Callable[[dict[str, str], Usage, TextBlock, Stop], Scenario
     "malformed-call": lambda p, u, t, s: Scenario("", [u, Stop("malformed_call", 0)]),
     "pause-turn": lambda p, u, t, s: Scenario("", [u, t, Stop("pause", s.output)]),
     "unknown-event": lambda p, u, t, s: Scenario("", [u, UnknownEvent(), t, s]),
+    "args-only-done": lambda p, u, t, s: Scenario(
+        "",
+        [
+            u,
+            ToolCallBlock("call_sim_weather", "get_weather", WEATHER_FRAGMENTS, whole="done"),
+            ToolCallBlock("call_sim_time", "get_time", TIME_FRAGMENTS, whole="item"),
+            Stop("toolUse", output=30),
+        ],
+    ),
+    "incomplete": lambda p, u, t, s: Scenario("", [u, TextBlock(t.chunks[:2]), Stop("length", 4)]),
 }
 
 

@@ -9,6 +9,8 @@ from typing import Callable
 from app.catalog import Catalog
 from app.providers.anthropic import AnthropicProvider
 from app.providers.base import Provider
+from app.providers.google import GoogleProvider
+from app.providers.openai import OpenAIResponsesProvider
 from app.providers.transport import TransportSettings
 from app.settings import Settings
 
@@ -16,6 +18,8 @@ log = logging.getLogger("gateway.providers")
 
 ADAPTERS: dict[str, Callable[..., Provider]] = {
     AnthropicProvider.api: AnthropicProvider,
+    OpenAIResponsesProvider.api: OpenAIResponsesProvider,
+    GoogleProvider.api: GoogleProvider,
 }
 
 

@@ -1,0 +1,120 @@
+"""Google Gemini adapter (api `google-generative-ai`) on the official `google-genai` SDK's async stream.
+
+How the SDK is set up (google-genai 3.x):
+- it is given the shared httpx2 client (`http_options.httpx_async_client`), our base URL and api version
+  `v1beta`; no `retry_options`, so it sends each request once; automatic continuation and automatic function
+  calling are off per request (see `request.build_request`);
+- the SDK passes its own (unset) timeout with every request, which would turn the client's timeouts off,
+  so a request hook puts the client's timeouts back;
+- closing the SDK's async generator does not close the HTTP response under it (its inner generators are
+  only finalised later), so a response hook remembers the responses of the current turn and `Upstream.aclose`
+  closes them, which drops the connection at once.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import re
+from typing import Any
+
+import httpx2
+import pydantic
+from google import genai
+from google.genai import errors as genai_errors
+from google.genai import types
+
+from app.catalog import ModelInfo
+from app.contract.messages import Context
+from app.contract.request import StreamOptions
+from app.providers.base import RETRYABLE_STATUS, ProviderError, Upstream, retry_after_ms
+from app.providers.google.events import GoogleTranslator
+from app.providers.google.request import API, build_request
+from app.providers.transport import TransportSettings, http_client, transport_error
+
+# The HTTP responses opened for the current task's turn (set by `open`, filled by the response hook).
+_RESPONSES: contextvars.ContextVar[list[httpx2.Response] | None] = contextvars.ContextVar("google_responses", default=None)
+
+
+async def _remember_response(response: httpx2.Response) -> None:
+    opened = _RESPONSES.get()
+    if opened is not None:
+        opened.append(response)
+
+
+class GoogleProvider:
+    api = API
+
+    def __init__(self, name: str, api_key: str, base_url: str | None, transport: TransportSettings) -> None:
+        self.name = name
+        self._http = http_client(transport)
+        timeouts = self._http.timeout.as_dict()
+
+        async def restore_timeouts(request: httpx2.Request) -> None:
+            request.extensions["timeout"] = timeouts
+
+        self._http.event_hooks = {"request": [restore_timeouts], "response": [_remember_response]}
+        self.client = genai.Client(
+            api_key=api_key,
+            vertexai=False,
+            http_options=types.HttpOptions(base_url=base_url or None, api_version="v1beta", httpx_async_client=self._http),
+        )
+
+    async def open(self, model: ModelInfo, context: Context, options: StreamOptions) -> Upstream:
+        params = build_request(model, context, options)
+        opened: list[httpx2.Response] = []
+        _RESPONSES.set(opened)
+        stream = await self.client.aio.models.generate_content_stream(**params)
+
+        async def close() -> None:
+            try:
+                await stream.aclose()
+            finally:
+                for response in opened:
+                    await response.aclose()
+
+        return Upstream(stream.__aiter__(), close)
+
+    def translator(self, model: ModelInfo) -> GoogleTranslator:
+        return GoogleTranslator()
+
+    def error(self, exc: BaseException) -> ProviderError | None:
+        if isinstance(exc, genai_errors.APIError):
+            detail = f"{exc.status or 'error'}: {exc.message or 'no error details'}"
+            http_status = getattr(exc.response, "status_code", None)
+            if http_status is not None and http_status != 200:
+                headers = getattr(exc.response, "headers", None)
+                return ProviderError(
+                    f"returned HTTP {http_status}: {detail}",
+                    status=http_status,
+                    retry_after_ms=retry_after_ms(headers) or _retry_info_ms(exc.details),
+                    retryable=http_status in RETRYABLE_STATUS,
+                    kind="http",
+                )
+            # An `{"error": …}` chunk inside a 200 stream, raised by the SDK.
+            return ProviderError(
+                f"sent an error chunk: {exc.code} {detail}",
+                retry_after_ms=_retry_info_ms(exc.details),
+                retryable=exc.code is None or exc.code in RETRYABLE_STATUS,
+            )
+        if isinstance(exc, (genai_errors.UnknownApiResponseError, pydantic.ValidationError)):
+            return ProviderError(f"sent a chunk the SDK could not read: {str(exc)[:300]}", retryable=True, kind="malformed")
+        return transport_error(exc)
+
+    async def aclose(self) -> None:
+        await self.client.aio.aclose()
+        self.client.close()  # the sync client the SDK made for itself
+        await self._http.aclose()
+
+
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)s\s*$")
+
+
+def _retry_info_ms(details: Any) -> int | None:
+    """Milliseconds from a `google.rpc.RetryInfo` detail (`"retryDelay": "37s"`) in an error body."""
+    error = details.get("error", details) if isinstance(details, dict) else None
+    for item in (error or {}).get("details") or [] if isinstance(error, dict) else []:
+        if isinstance(item, dict) and str(item.get("@type", "")).endswith("google.rpc.RetryInfo"):
+            match = _DURATION.match(str(item.get("retryDelay", "")))
+            if match:
+                return int(float(match.group(1)) * 1000)
+    return None

@@ -1,0 +1,171 @@
+"""Translate Gemini `streamGenerateContent` chunks into adapter events.
+
+A chunk is the SDK's `GenerateContentResponse` (snake_case attributes, signatures as bytes) or, in unit
+tests, the wire JSON as a dict (camelCase, signatures as base64 text); both read the same here.
+
+Mapping (reference: pi-ai's google provider, with its gaps closed):
+- only `candidates[0].content.parts` is read; a part with `thought: true` is thinking, other text is text;
+  a part of the other kind closes the open block (`*_end`) and opens a new one (`*_start`)
+- empty text emits nothing; a `thoughtSignature` on it goes to the open block of its kind (or, when none
+  is open, to the next one), which is how Gemini 3 signs a text answer (on a final empty part)
+- `functionCall` → the open block is closed, then `toolcall_start`, ONE `toolcall_delta` with the args
+  as JSON (`{}` when absent) and `toolcall_end` carrying the part's `thoughtSignature`; a call without
+  an id (Gemini 2.x), or with one already used in this turn, gets `<name>_<counter>_<random>`
+- `usageMetadata` (every chunk, latest wins): input = prompt − cached (the prompt count includes the
+  cache), cacheRead = cached, output = candidates + thoughts
+- `finishReason` STOP → stop (the event stream makes it toolUse when a call was made), MAX_TOKENS →
+  length; every other reason is a ProviderError naming it, also when a call was made. It is raised at the
+  next call (`end()`, as the body ends there), so the parts of the finishing chunk still reach the message
+- a prompt blocked by `promptFeedback.blockReason` raises; a body that ends without a finishReason raises
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import secrets
+from typing import Any
+
+from app.providers.base import ProviderError
+
+FINISH_REASONS = {"STOP": "stop", "MAX_TOKENS": "length"}
+
+
+def _get(obj: Any, snake: str, camel: str | None = None) -> Any:
+    """A field of an SDK object (snake_case) or of a wire dict (camelCase, or snake_case)."""
+    if obj is None:
+        return None
+    if isinstance(obj, dict):
+        value = obj.get(camel) if camel else None
+        return obj.get(snake) if value is None else value
+    return getattr(obj, snake, None)
+
+
+def _enum(value: Any) -> str | None:
+    if value is None:
+        return None
+    return str(getattr(value, "value", value))
+
+
+def signature_text(value: Any) -> str | None:
+    """A thoughtSignature as the base64 text Gemini sent (the SDK hands it over decoded, as bytes)."""
+    if not value:
+        return None
+    if isinstance(value, (bytes, bytearray)):
+        return base64.b64encode(bytes(value)).decode("ascii")
+    return str(value)
+
+
+class GoogleTranslator:
+    def __init__(self) -> None:
+        self.usage = {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0}
+        self.finished = False
+        self._open: str | None = None  # "text" | "thinking"
+        self._signature: str | None = None  # of the open block
+        self._pending_signature: dict[str, str] = {}  # for the next block of a kind
+        self._calls = 0
+        self._ids: set[str] = set()
+        self._failure: ProviderError | None = None  # an error finish, raised once its chunk was delivered
+
+    def feed(self, wire: Any) -> list[dict[str, Any]]:
+        if self._failure is not None:
+            raise self._failure
+        events: list[dict[str, Any]] = []
+        candidates = _get(wire, "candidates") or []
+        candidate = candidates[0] if candidates else None
+        content = _get(candidate, "content")
+        for part in _get(content, "parts") or []:
+            events.extend(self._part(part))
+        usage = _get(wire, "usage_metadata", "usageMetadata")
+        if usage is not None:
+            events.append(self._usage(usage))
+        reason = _enum(_get(candidate, "finish_reason", "finishReason"))
+        if reason:
+            events.extend(self._finish(reason, _get(candidate, "finish_message", "finishMessage")))
+        elif not candidates:
+            block = _enum(_get(_get(wire, "prompt_feedback", "promptFeedback"), "block_reason", "blockReason"))
+            if block:
+                self.finished = True
+                raise ProviderError(f"blocked the prompt: blockReason={block}", kind="refusal")
+        return events
+
+    def end(self) -> list[dict[str, Any]]:
+        if self._failure is not None:
+            raise self._failure
+        if not self.finished:
+            raise ProviderError("stream ended without a finishReason (truncated)", retryable=True, kind="truncated")
+        return []
+
+    # ------------------------------------------------------------------ parts
+
+    def _part(self, part: Any) -> list[dict[str, Any]]:
+        call = _get(part, "function_call", "functionCall")
+        signature = signature_text(_get(part, "thought_signature", "thoughtSignature"))
+        if call is not None:
+            return self._call(call, signature)
+        text = _get(part, "text")
+        if text is None:
+            return []  # inline data, executable code and part kinds this gateway does not know
+        kind = "thinking" if _get(part, "thought") is True else "text"
+        events: list[dict[str, Any]] = []
+        if text:
+            if self._open != kind:
+                events.extend(self._close())
+                self._open = kind
+                self._signature = self._pending_signature.pop(kind, None)
+                events.append({"type": f"{kind}_start"})
+            events.append({"type": f"{kind}_delta", "delta": text})
+        if signature:
+            if self._open == kind:
+                self._signature = signature  # the last non-empty signature wins
+            else:
+                self._pending_signature[kind] = signature
+        return events
+
+    def _call(self, call: Any, signature: str | None) -> list[dict[str, Any]]:
+        events = self._close()
+        name = _get(call, "name") or "unknown_tool"
+        self._calls += 1
+        call_id = _get(call, "id")
+        if not call_id or call_id in self._ids:
+            call_id = f"{name}_{self._calls}_{secrets.token_hex(4)}"
+        self._ids.add(call_id)
+        args = _get(call, "args")
+        end: dict[str, Any] = {"type": "toolcall_end"}
+        if signature:
+            end["thoughtSignature"] = signature
+        events += [
+            {"type": "toolcall_start", "id": call_id, "toolName": name},
+            {"type": "toolcall_delta", "delta": json.dumps(args if args is not None else {}, ensure_ascii=False, separators=(",", ":"))},
+            end,
+        ]
+        return events
+
+    def _close(self) -> list[dict[str, Any]]:
+        if self._open is None:
+            return []
+        event: dict[str, Any] = {"type": f"{self._open}_end"}
+        if self._signature:
+            event["signature"] = self._signature
+        self._open = None
+        self._signature = None
+        return [event]
+
+    # ------------------------------------------------------------------ usage and finish
+
+    def _usage(self, usage: Any) -> dict[str, Any]:
+        prompt = _get(usage, "prompt_token_count", "promptTokenCount") or 0
+        cached = _get(usage, "cached_content_token_count", "cachedContentTokenCount") or 0
+        candidates = _get(usage, "candidates_token_count", "candidatesTokenCount") or 0
+        thoughts = _get(usage, "thoughts_token_count", "thoughtsTokenCount") or 0
+        self.usage = {"input": max(prompt - cached, 0), "output": candidates + thoughts, "cacheRead": cached, "cacheWrite": 0}
+        return {"type": "usage", **self.usage}
+
+    def _finish(self, reason: str, message: Any) -> list[dict[str, Any]]:
+        self.finished = True
+        mapped = FINISH_REASONS.get(reason)
+        if mapped is None:
+            detail = f": {message}" if message else ""
+            self._failure = ProviderError(f"stopped: finishReason={reason}{detail}", kind="finish_reason")
+            return []
+        return [*self._close(), {"type": "finish", "reason": mapped}]

@@ -1,0 +1,169 @@
+"""Build the `generate_content_stream` call (model, contents, config) from the unified context and options.
+
+Contents and config are given to the SDK as dicts of its own (snake_case) types; the SDK validates them and
+writes the camelCase wire body. Byte fields (signatures, image data) are passed decoded, as the SDK expects.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from typing import Any
+
+from app.catalog import ModelInfo
+from app.contract.messages import (
+    AssistantMessage,
+    Context,
+    ImageContent,
+    TextContent,
+    ThinkingContent,
+    ToolCall,
+    ToolResultMessage,
+)
+from app.contract.request import StreamOptions
+from app.providers.base import ProviderError
+from app.providers.handoff import Target, prepare_history
+
+API = "google-generative-ai"
+# Gemini 3 accepts calls replayed without their signature only with this documented placeholder.
+SKIP_SIGNATURE = "skip_thought_signature_validator"
+THINKING_BUDGETS = {
+    "2.5-pro": {"minimal": 128, "low": 2048, "medium": 8192, "high": 32768},
+    "2.5-flash": {"minimal": 128, "low": 2048, "medium": 8192, "high": 24576},
+}
+GEMINI3_PRO_LEVELS = {"minimal": "LOW", "low": "LOW", "medium": "HIGH", "high": "HIGH"}
+GEMINI3_LEVELS = {"minimal": "MINIMAL", "low": "LOW", "medium": "MEDIUM", "high": "HIGH"}
+
+
+def is_gemini3(model_id: str) -> bool:
+    return "gemini-3" in model_id.lower()
+
+
+def signature_bytes(signature: str | None) -> bytes | None:
+    """A stored signature as the bytes the SDK sends (base64 again); None when it is not base64."""
+    if not signature:
+        return None
+    for decode in (lambda s: base64.b64decode(s, validate=True), lambda s: base64.urlsafe_b64decode(s)):
+        try:
+            return decode(signature)
+        except (binascii.Error, ValueError):
+            continue
+    return None
+
+
+def thinking_config(model_id: str, reasoning: str) -> dict[str, Any]:
+    effort = "high" if reasoning == "xhigh" else reasoning
+    lowered = model_id.lower()
+    if is_gemini3(lowered):
+        levels = GEMINI3_PRO_LEVELS if "pro" in lowered else GEMINI3_LEVELS
+        return {"include_thoughts": True, "thinking_level": levels[effort]}
+    budget = -1  # dynamic: the model decides
+    for family, budgets in THINKING_BUDGETS.items():
+        if family in lowered:
+            budget = budgets[effort]
+            break
+    return {"include_thoughts": True, "thinking_budget": budget}
+
+
+def _image(block: ImageContent) -> dict[str, Any]:
+    try:
+        data = base64.b64decode(block.data, validate=True)
+    except (binascii.Error, ValueError):
+        raise ProviderError("cannot send an image whose data is not base64", kind="request") from None
+    return {"inline_data": {"mime_type": block.mime_type, "data": data}}
+
+
+def _user_parts(content: str | list) -> list[dict[str, Any]]:
+    if isinstance(content, str):
+        return [{"text": content}] if content else []
+    return [_image(b) if isinstance(b, ImageContent) else {"text": b.text} for b in content if not (isinstance(b, TextContent) and not b.text)]
+
+
+def _model_parts(message: AssistantMessage, gemini3: bool) -> list[dict[str, Any]]:
+    parts: list[dict[str, Any]] = []
+    for block in message.content:
+        if isinstance(block, ThinkingContent):
+            # prepare_history kept it as thinking: same model, signed (Gemini never redacts)
+            if block.redacted:
+                continue
+            signature = signature_bytes(block.thinking_signature)
+            if signature is not None:
+                parts.append({"text": block.thinking, "thought": True, "thought_signature": signature})
+            elif block.thinking.strip():
+                parts.append({"text": block.thinking})
+        elif isinstance(block, TextContent):
+            part: dict[str, Any] = {"text": block.text}
+            if (signature := signature_bytes(block.text_signature)) is not None:
+                part["thought_signature"] = signature
+            parts.append(part)
+        elif isinstance(block, ToolCall):
+            part = {"function_call": {"name": block.name, "args": block.arguments}}
+            signature = signature_bytes(block.thought_signature)
+            if signature is None and gemini3:
+                signature = signature_bytes(SKIP_SIGNATURE)
+            if signature is not None:
+                part["thought_signature"] = signature
+            parts.append(part)
+    return parts
+
+
+def _tool_result_parts(message: ToolResultMessage, name: str) -> list[dict[str, Any]]:
+    text = "\n".join(b.text for b in message.content if isinstance(b, TextContent))
+    response = {"error": text} if message.is_error else {"output": text}
+    parts = [{"function_response": {"name": name, "response": response}}]
+    parts += [_image(b) for b in message.content if isinstance(b, ImageContent)]
+    return parts
+
+
+def convert_contents(context: Context, model_id: str) -> list[dict[str, Any]]:
+    history = prepare_history(context.messages, Target("google", API, model_id))
+    gemini3 = is_gemini3(model_id)
+    names: dict[str, str] = {}  # tool call id -> name, for results that do not say
+    out: list[dict[str, Any]] = []
+    merging = False  # the last user turn holds tool results: the next result joins it
+    for message in history:
+        if isinstance(message, AssistantMessage):
+            names.update((b.id, b.name) for b in message.content if isinstance(b, ToolCall))
+            parts = _model_parts(message, gemini3)
+            if parts:
+                out.append({"role": "model", "parts": parts})
+            merging = False
+        elif isinstance(message, ToolResultMessage):
+            name = message.tool_name or names.get(message.tool_call_id, "tool")
+            parts = _tool_result_parts(message, name)
+            if merging:
+                out[-1]["parts"].extend(parts)
+            else:
+                out.append({"role": "user", "parts": parts})
+                merging = True
+        else:
+            parts = _user_parts(message.content)
+            if parts:
+                out.append({"role": "user", "parts": parts})
+            merging = False
+    return out
+
+
+def build_request(model: ModelInfo, context: Context, options: StreamOptions) -> dict[str, Any]:
+    """Keyword arguments for `client.aio.models.generate_content_stream(...)`."""
+    config: dict[str, Any] = {
+        # The gateway retries and runs tools itself: no SDK-side follow-up requests of any kind.
+        "automatic_function_calling": {"disable": True},
+        "automatic_continuation": False,
+    }
+    if context.system_prompt:
+        config["system_instruction"] = {"parts": [{"text": context.system_prompt}]}
+    if context.tools:
+        config["tools"] = [{
+            "function_declarations": [
+                {"name": t.name, "description": t.description, "parameters_json_schema": t.parameters or {"type": "object"}}
+                for t in context.tools
+            ]
+        }]
+    if options.max_tokens:
+        config["max_output_tokens"] = options.max_tokens
+    if options.temperature is not None:
+        config["temperature"] = options.temperature
+    if options.reasoning:
+        config["thinking_config"] = thinking_config(model.id, options.reasoning)
+    return {"model": model.id, "contents": convert_contents(context, model.id), "config": config}

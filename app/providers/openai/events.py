@@ -1,0 +1,333 @@
+"""Translate OpenAI Responses wire events (the SDK's raw stream) into adapter events.
+
+Mapping (reference: pi-ai's openai-responses provider, with its gaps closed):
+- `output_item.added` reasoning / message / function_call → `thinking_start` / `text_start` / `toolcall_start`
+  (tool call id `"<call_id>|<item_id>"`); other item types (built-in tools) are skipped with their events
+- `reasoning_summary_text.delta` → `thinking_delta`; a new summary part after `reasoning_summary_part.done`
+  first gets a `"\\n\\n"` delta, so the thinking text is the summaries joined by a blank line
+- `output_text.delta` and `refusal.delta` → `text_delta` (a refusal streams as text, the turn then fails)
+- `function_call_arguments.delta` → `toolcall_delta`; when no delta came, the whole arguments from
+  `function_call_arguments.done` (or `output_item.done`) go out as one `toolcall_delta`
+- `output_item.done` → `*_end`. Text the deltas did not carry is sent first (never re-sent). The thinking
+  signature is the whole reasoning item as JSON (replayable); the text signature is `{"v":1,"id":…}`.
+  A `done` for an item that was never `added` opens and closes it in one go.
+- `response.completed` → usage and `finish` (stop); a refusal raises instead
+- `response.incomplete` → usage and `finish` (length) for `max_output_tokens`; any other reason
+  (e.g. `content_filter`) raises
+- `response.failed` and `error` → raise with the vendor's code and message
+- a body that ends without completed/incomplete/failed raises (truncated)
+
+Usage comes only with the terminal event: input = input_tokens − cached_tokens, cacheRead = cached_tokens.
+Where a terminal event carries usage but ends the turn as an error (refusal, content filter), the usage is
+emitted and the error raised on the next frame or at the end of the body, so the failed turn is still billed.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from app.providers.base import ProviderError
+
+_CLIENT_ITEMS = frozenset({"reasoning", "message", "function_call"})  # every other item type is skipped
+_NOT_RETRYABLE_CODES = ("invalid", "context_length", "content_policy", "content_filter", "unsupported")
+
+
+def _get(obj: Any, name: str, default: Any = None) -> Any:
+    if isinstance(obj, dict):
+        return obj.get(name, default)
+    return getattr(obj, name, default)
+
+
+def _as_dict(obj: Any) -> dict[str, Any]:
+    """An SDK model (or a dict) as the JSON-ready dict the vendor sent."""
+    if isinstance(obj, dict):
+        return obj
+    to_dict = getattr(obj, "to_dict", None)
+    if to_dict is not None:
+        return to_dict(mode="json")
+    return dict(obj)
+
+
+def _retryable(code: Any) -> bool:
+    text = str(code or "").lower()
+    return not any(marker in text for marker in _NOT_RETRYABLE_CODES)
+
+
+@dataclass
+class _Item:
+    """The output item whose block is open."""
+
+    kind: str  # text | thinking | toolcall
+    id: str
+    sent: list[str] = field(default_factory=list)  # what went out as deltas
+    part_done: bool = False  # thinking: a summary part ended; the next one starts after "\n\n"
+    refusal: bool = False
+
+    @property
+    def text(self) -> str:
+        return "".join(self.sent)
+
+
+class OpenAIResponsesTranslator:
+    def __init__(self) -> None:
+        self.usage = {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0}
+        self.finished = False
+        self.refused = False
+        self._open: _Item | None = None
+        self._skipped: set[str] = set()
+        self._pending: ProviderError | None = None
+
+    # ------------------------------------------------------------------ Translator protocol
+
+    def feed(self, wire: Any) -> list[dict[str, Any]]:
+        if self._pending is not None:
+            self._raise_pending()
+        kind = _get(wire, "type")
+        handler = _HANDLERS.get(kind)
+        return handler(self, wire) if handler is not None else []  # created, in_progress, unknown events
+
+    def end(self) -> list[dict[str, Any]]:
+        if self._pending is not None:
+            self._raise_pending()
+        if not self.finished:
+            raise ProviderError(
+                "stream ended before response.completed (truncated)", retryable=True, kind="truncated"
+            )
+        return []
+
+    # ------------------------------------------------------------------ items
+
+    def _item_added(self, wire: Any) -> list[dict[str, Any]]:
+        return self._open_item(_get(wire, "item"))
+
+    def _open_item(self, item: Any) -> list[dict[str, Any]]:
+        item_type = _get(item, "type")
+        item_id = _get(item, "id") or ""
+        if item_type not in _CLIENT_ITEMS:
+            self._skipped.add(item_id)
+            return []
+        events = self._close_open() if self._open is not None else []  # the vendor never finished it
+        if item_type == "reasoning":
+            self._open = _Item("thinking", item_id)
+            events.append({"type": "thinking_start"})
+        elif item_type == "message":
+            self._open = _Item("text", item_id)
+            events.append({"type": "text_start"})
+        else:
+            self._open = _Item("toolcall", item_id)
+            events.append({"type": "toolcall_start", "id": f"{_get(item, 'call_id')}|{item_id}", "toolName": _get(item, "name")})
+            if arguments := _get(item, "arguments"):
+                events.extend(self._delta("toolcall_delta", arguments))
+        return events
+
+    def _item_done(self, wire: Any) -> list[dict[str, Any]]:
+        item = _get(wire, "item")
+        item_id = _get(item, "id") or ""
+        if item_id in self._skipped:
+            self._skipped.discard(item_id)
+            return []
+        events: list[dict[str, Any]] = []
+        if self._open is None or self._open.id != item_id:
+            events = self._open_item(item)  # a `done` without its `added`
+            if self._open is None or self._open.id != item_id:
+                self._skipped.discard(item_id)
+                return events
+        return events + self._close_open(item)
+
+    def _close_open(self, item: Any = None) -> list[dict[str, Any]]:
+        """End the open block; `item` is the finished output item (None when the vendor never finished it)."""
+        current = self._open
+        assert current is not None
+        events: list[dict[str, Any]] = []
+        if current.kind == "thinking":
+            end: dict[str, Any] = {"type": "thinking_end"}
+            if item is not None:
+                summary = "\n\n".join(_get(p, "text") or "" for p in _get(item, "summary") or [])
+                events.extend(self._catch_up("thinking_delta", summary))
+                end["signature"] = json.dumps(_as_dict(item), ensure_ascii=False, separators=(",", ":"))
+        elif current.kind == "text":
+            end = {"type": "text_end"}
+            if item is not None:
+                texts: list[str] = []
+                for part in _get(item, "content") or []:
+                    if _get(part, "type") == "refusal":
+                        current.refusal = True
+                        texts.append(_get(part, "refusal") or "")
+                    else:
+                        texts.append(_get(part, "text") or "")
+                events.extend(self._catch_up("text_delta", "".join(texts)))
+                signature: dict[str, Any] = {"v": 1, "id": current.id}
+                if phase := _get(item, "phase"):
+                    signature["phase"] = phase
+                end["signature"] = json.dumps(signature, separators=(",", ":"))
+            self.refused = self.refused or current.refusal
+        else:
+            if item is not None and not current.sent and (arguments := _get(item, "arguments")):
+                events.extend(self._delta("toolcall_delta", arguments))
+            end = {"type": "toolcall_end"}
+        events.append(end)
+        self._open = None
+        return events
+
+    def _catch_up(self, delta_type: str, final: str) -> list[dict[str, Any]]:
+        """The part of the item's final text that no delta carried (nothing when the deltas disagree)."""
+        assert self._open is not None
+        sent = self._open.text
+        if len(final) > len(sent) and final.startswith(sent):
+            return self._delta(delta_type, final[len(sent) :])
+        return []
+
+    def _delta(self, delta_type: str, text: str) -> list[dict[str, Any]]:
+        assert self._open is not None
+        if not text:
+            return []
+        self._open.sent.append(text)
+        return [{"type": delta_type, "delta": text}]
+
+    def _owner(self, wire: Any, kind: str) -> _Item | None:
+        """The open block a delta event belongs to; None for deltas of skipped items."""
+        item_id = _get(wire, "item_id")
+        current = self._open
+        if current is not None and current.kind == kind and (item_id is None or item_id == current.id):
+            return current
+        if item_id in self._skipped:
+            return None
+        raise ProviderError(f"sent {_get(wire, 'type')} for output item {item_id} that is not open")
+
+    # ------------------------------------------------------------------ deltas
+
+    def _text_delta(self, wire: Any) -> list[dict[str, Any]]:
+        if self._owner(wire, "text") is None:
+            return []
+        return self._delta("text_delta", _get(wire, "delta") or "")
+
+    def _refusal_delta(self, wire: Any) -> list[dict[str, Any]]:
+        owner = self._owner(wire, "text")
+        if owner is None:
+            return []
+        owner.refusal = True
+        return self._delta("text_delta", _get(wire, "delta") or "")
+
+    def _content_part_added(self, wire: Any) -> list[dict[str, Any]]:
+        if _get(_get(wire, "part"), "type") == "refusal":
+            owner = self._owner(wire, "text")
+            if owner is not None:
+                owner.refusal = True
+        return []
+
+    def _summary_part_added(self, wire: Any) -> list[dict[str, Any]]:
+        owner = self._owner(wire, "thinking")
+        return self._part_break(owner) if owner is not None else []
+
+    def _summary_delta(self, wire: Any) -> list[dict[str, Any]]:
+        owner = self._owner(wire, "thinking")
+        if owner is None:
+            return []
+        return self._part_break(owner) + self._delta("thinking_delta", _get(wire, "delta") or "")
+
+    def _part_break(self, owner: _Item) -> list[dict[str, Any]]:
+        if not owner.part_done:
+            return []
+        owner.part_done = False
+        return self._delta("thinking_delta", "\n\n") if owner.sent else []
+
+    def _summary_part_done(self, wire: Any) -> list[dict[str, Any]]:
+        owner = self._owner(wire, "thinking")
+        if owner is not None:
+            owner.part_done = True
+        return []
+
+    def _arguments_delta(self, wire: Any) -> list[dict[str, Any]]:
+        if self._owner(wire, "toolcall") is None:
+            return []
+        return self._delta("toolcall_delta", _get(wire, "delta") or "")
+
+    def _arguments_done(self, wire: Any) -> list[dict[str, Any]]:
+        owner = self._owner(wire, "toolcall")
+        if owner is None or owner.sent:
+            return []
+        return self._delta("toolcall_delta", _get(wire, "arguments") or "")
+
+    # ------------------------------------------------------------------ terminal events
+
+    def _usage(self, response: Any) -> list[dict[str, Any]]:
+        usage = _get(response, "usage")
+        if usage is None:
+            return []
+        cached = _get(_get(usage, "input_tokens_details"), "cached_tokens") or 0
+        self.usage = {
+            "input": max((_get(usage, "input_tokens") or 0) - cached, 0),
+            "output": _get(usage, "output_tokens") or 0,
+            "cacheRead": cached,
+            "cacheWrite": 0,
+        }
+        return [{"type": "usage", **self.usage}]
+
+    def _terminal(self, wire: Any) -> list[dict[str, Any]]:
+        self.finished = True
+        events = self._close_open() if self._open is not None else []
+        return events + self._usage(_get(wire, "response"))
+
+    def _completed(self, wire: Any) -> list[dict[str, Any]]:
+        events = self._terminal(wire)
+        if self.refused:
+            self._pending = ProviderError("refused: the response is a refusal", kind="refusal")
+            return events
+        return events + [{"type": "finish", "reason": "stop"}]
+
+    def _incomplete(self, wire: Any) -> list[dict[str, Any]]:
+        events = self._terminal(wire)
+        reason = _get(_get(_get(wire, "response"), "incomplete_details"), "reason") or "unknown"
+        if reason == "max_output_tokens" and not self.refused:
+            return events + [{"type": "finish", "reason": "length"}]
+        if reason == "content_filter":
+            self._pending = ProviderError("stopped by the content filter: incomplete reason=content_filter", kind="refusal")
+        elif self.refused:
+            self._pending = ProviderError(f"refused: the response is a refusal (incomplete reason={reason})", kind="refusal")
+        else:
+            self._pending = ProviderError(f"response incomplete: reason={reason}", kind="stop_reason")
+        return events
+
+    def _failed(self, wire: Any) -> list[dict[str, Any]]:
+        self.finished = True
+        response = _get(wire, "response")
+        error = _get(response, "error")
+        code, message = _get(error, "code"), _get(error, "message")
+        if error is None:
+            detail = f"status={_get(response, 'status') or 'failed'} (no error details)"
+        else:
+            detail = f"{code or 'error'}: {message or ''}".strip()
+        raise ProviderError(f"response failed: {detail}", retryable=_retryable(code), kind="failed")
+
+    def _error(self, wire: Any) -> list[dict[str, Any]]:
+        error = _get(wire, "error")  # the Responses `error` event is flat; some senders nest an `error` object
+        if error is not None:
+            code, message = _get(error, "code") or _get(error, "type"), _get(error, "message") or ""
+        else:
+            code, message = _get(wire, "code"), _get(wire, "message") or ""
+        raise ProviderError(f"sent an error event: {code or 'error'}: {message}".strip(), retryable=_retryable(code))
+
+    def _raise_pending(self) -> None:
+        error, self._pending = self._pending, None
+        assert error is not None
+        raise error
+
+
+_HANDLERS = {
+    "response.output_item.added": OpenAIResponsesTranslator._item_added,
+    "response.output_item.done": OpenAIResponsesTranslator._item_done,
+    "response.content_part.added": OpenAIResponsesTranslator._content_part_added,
+    "response.output_text.delta": OpenAIResponsesTranslator._text_delta,
+    "response.refusal.delta": OpenAIResponsesTranslator._refusal_delta,
+    "response.reasoning_summary_part.added": OpenAIResponsesTranslator._summary_part_added,
+    "response.reasoning_summary_text.delta": OpenAIResponsesTranslator._summary_delta,
+    "response.reasoning_summary_part.done": OpenAIResponsesTranslator._summary_part_done,
+    "response.function_call_arguments.delta": OpenAIResponsesTranslator._arguments_delta,
+    "response.function_call_arguments.done": OpenAIResponsesTranslator._arguments_done,
+    "response.completed": OpenAIResponsesTranslator._completed,
+    "response.incomplete": OpenAIResponsesTranslator._incomplete,
+    "response.failed": OpenAIResponsesTranslator._failed,
+    "error": OpenAIResponsesTranslator._error,
+}
