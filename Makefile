@@ -4,7 +4,7 @@ VENV := .venv
 UV := $(VENV)/bin/uv
 PY := $(VENV)/bin/python
 
-.PHONY: run test bench venv clean
+.PHONY: run test bench venv clean image-smoke
 
 $(UV):
 	$(PYTHON) -m venv $(VENV)
@@ -21,6 +21,10 @@ test: venv
 
 bench: venv
 	$(PY) -m bench
+
+# Build the container image and serve a demo turn through it (starts a Docker engine if none is running).
+image-smoke:
+	bash scripts/image-smoke.sh
 
 clean:
 	rm -rf $(VENV) data .pytest_cache

@@ -1,0 +1,49 @@
+#!/bin/sh
+# Container entrypoint: uvicorn with the production loop and parser (uvloop, httptools).
+#
+#   GATEWAY_HOST, GATEWAY_PORT     bind address (the image sets 0.0.0.0:8080)
+#   GATEWAY_WORKERS                worker processes (default 1). With more than one, Prometheus metrics are
+#                                  kept in PROMETHEUS_MULTIPROC_DIR (default /tmp/gateway-metrics), emptied here
+#                                  at start as prometheus-client requires, and /metrics sums every worker.
+#   GATEWAY_DRAIN_TIMEOUT          seconds in-flight streams get on SIGTERM (the app's setting, default 20);
+#                                  uvicorn's own graceful-shutdown limit is set 10 s above it.
+#   GATEWAY_LOG_LEVEL              uvicorn's log level too (default info)
+#
+# Any arguments replace the server command (e.g. `docker run IMAGE python -c ...`).
+set -eu
+
+if [ "$#" -gt 0 ]; then
+    exec "$@"
+fi
+
+workers="${GATEWAY_WORKERS:-1}"
+case "$workers" in
+    ''|*[!0-9]*) echo "GATEWAY_WORKERS must be a whole number, got '$workers'" >&2; exit 64 ;;
+esac
+[ "$workers" -ge 1 ] || workers=1
+
+if [ "$workers" -gt 1 ]; then
+    PROMETHEUS_MULTIPROC_DIR="${PROMETHEUS_MULTIPROC_DIR:-/tmp/gateway-metrics}"
+    export PROMETHEUS_MULTIPROC_DIR
+    mkdir -p "$PROMETHEUS_MULTIPROC_DIR"
+    find "$PROMETHEUS_MULTIPROC_DIR" -mindepth 1 -maxdepth 1 -name '*.db' -delete
+else
+    # One process keeps its metrics in memory.
+    unset PROMETHEUS_MULTIPROC_DIR prometheus_multiproc_dir 2>/dev/null || true
+fi
+
+drain="${GATEWAY_DRAIN_TIMEOUT:-20}"
+drain="${drain%%.*}"
+case "$drain" in
+    ''|*[!0-9]*) drain=20 ;;
+esac
+
+exec python -m uvicorn app.main:app \
+    --host "${GATEWAY_HOST:-0.0.0.0}" \
+    --port "${GATEWAY_PORT:-8080}" \
+    --workers "$workers" \
+    --loop uvloop \
+    --http httptools \
+    --timeout-graceful-shutdown "$((drain + 10))" \
+    --log-level "$(echo "${GATEWAY_LOG_LEVEL:-info}" | tr '[:upper:]' '[:lower:]')" \
+    --no-server-header
