@@ -88,3 +88,14 @@ def test_complete_rejects_bad_input_the_same_way(gateway):
 def test_pi_door_errors_are_strings(gateway):
     response = gateway.http.post("/api/stream", content=b"nope")
     assert response.status_code == 400 and isinstance(response.json()["error"], str)
+
+
+def test_lone_surrogates_are_accepted_and_removed_before_the_upstream(gateway):
+    from tests.conftest import marker
+
+    m = marker()
+    raw = ('{"model": "anthropic/text", "context": {"messages": [{"role": "user", "content": "%s cut \\ud83d here"}]}}' % m).encode()
+    response = gateway.http.post("/v1/stream", content=raw, headers={"content-type": "application/json"})
+    assert response.status_code == 200
+    sent = gateway.sim.seen(m)[0]["body"]["messages"][0]["content"][-1]["text"]
+    assert sent == f"{m} cut  here"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any, TypeVar
 
 import orjson
@@ -44,11 +45,25 @@ def json_depth(value: Any, limit: int) -> int:
     return deepest
 
 
+def _lenient_loads(raw: bytes, error: orjson.JSONDecodeError) -> Any:
+    """JSON with lone UTF-16 surrogate escapes (`"\\ud83d"`, which JavaScript clients send when a string was
+    cut inside an emoji) is valid JSON that orjson refuses; parse it with the standard library, and let the
+    adapters strip the lone surrogates (app.providers.handoff)."""
+    if "surrogate" not in str(error):
+        raise ApiError(400, "invalid_json", f"request body is not valid JSON: {error}")
+    try:
+        return json.loads(raw)
+    except RecursionError:
+        raise ApiError(413, "payload_too_deep", "request body nests too deeply") from None
+    except ValueError as exc:
+        raise ApiError(400, "invalid_json", f"request body is not valid JSON: {exc}") from None
+
+
 def parse_model(raw: bytes, model: type[M], max_depth: int) -> M:
     try:
         data = orjson.loads(raw) if raw else None
     except orjson.JSONDecodeError as exc:
-        raise ApiError(400, "invalid_json", f"request body is not valid JSON: {exc}") from None
+        data = _lenient_loads(raw, exc)
     if not isinstance(data, dict):
         raise ApiError(400, "invalid_request", "request body must be a JSON object")
     if json_depth(data, max_depth) > max_depth:
