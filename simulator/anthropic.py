@@ -12,6 +12,9 @@ STOP_REASONS = {"stop": "end_turn", "length": "max_tokens", "toolUse": "tool_use
                 "pause": "pause_turn", "safety": "refusal", "malformed_call": "end_turn"}
 
 
+_CUTS = (s.ErrorEvent, s.Truncate, s.Reset, s.Hang)
+
+
 def frame(event: str, data: dict[str, Any]) -> bytes:
     return f"event: {event}\ndata: {json.dumps(data, ensure_ascii=False)}\n\n".encode()
 
@@ -34,7 +37,10 @@ def error_body(error: s.HttpError) -> dict[str, Any]:
 
 def encode(scenario: s.Scenario, model: str, steps: list[s.Step] | None = None) -> Iterator[bytes | s.Step]:
     index = 0
-    for step in scenario.steps if steps is None else steps:
+    steps = scenario.steps if steps is None else steps
+    for position, step in enumerate(steps):
+        # A block followed by a failure is cut inside the block (no content_block_stop), as real cuts are.
+        cut_after = position + 1 < len(steps) and isinstance(steps[position + 1], _CUTS)
         if isinstance(step, s.Usage):
             usage = {"input_tokens": step.input, "output_tokens": 1, "cache_read_input_tokens": step.cache_read,
                      "cache_creation_input_tokens": step.cache_write}
@@ -46,7 +52,8 @@ def encode(scenario: s.Scenario, model: str, steps: list[s.Step] | None = None) 
             yield frame("ping", {"type": "ping"})
             for chunk in step.chunks:
                 yield frame("content_block_delta", {"type": "content_block_delta", "index": index, "delta": {"type": "text_delta", "text": chunk}})
-            yield frame("content_block_stop", {"type": "content_block_stop", "index": index})
+            if not cut_after:
+                yield frame("content_block_stop", {"type": "content_block_stop", "index": index})
             index += 1
         elif isinstance(step, s.ThinkingBlock):
             yield frame("content_block_start", {"type": "content_block_start", "index": index, "content_block": {"type": "thinking", "thinking": "", "signature": ""}})

@@ -73,8 +73,10 @@ def encode(scenario: s.Scenario, model: str, steps: list[s.Step] | None = None) 
     def event(type_: str, **data: Any) -> bytes:
         return frame(type_, {"type": type_, **data, "sequence_number": next(sequence)})
 
-    for step in steps:
+    for position, step in enumerate(steps):
         index = len(output)
+        # A block followed by a failure is cut inside the block (no .done events), as real cuts are.
+        cut_after = position + 1 < len(steps) and isinstance(steps[position + 1], (s.ErrorEvent, s.Truncate, s.Reset, s.Hang))
         if isinstance(step, s.Usage):
             usage = step
             yield event("response.created", response=_response(model, "in_progress", []))
@@ -94,6 +96,9 @@ def encode(scenario: s.Scenario, model: str, steps: list[s.Step] | None = None) 
                     yield event("response.refusal.delta", delta=chunk, **ids)
                 else:
                     yield event("response.output_text.delta", delta=chunk, logprobs=[], **ids)
+            if cut_after:
+                output.append(item)
+                continue
             if refusal:
                 yield event("response.refusal.done", refusal=text, **ids)
             else:
