@@ -2,19 +2,23 @@
 
 import uvicorn
 
+from app.logs import configure_logging
 from app.settings import Settings
 
 
 def main() -> None:
     settings = Settings()
+    log_config = configure_logging(settings.log_level)
     uvicorn.run(
         "app.main:app",
         host=settings.host,
         port=settings.port,
         log_level=settings.log_level,
+        log_config=log_config,
         loop="uvloop",
         http="httptools",
-        timeout_graceful_shutdown=30,
+        # Must outlive the drain (GATEWAY_DRAIN_TIMEOUT) plus the SSE responses' margin after it.
+        timeout_graceful_shutdown=int(settings.drain_timeout) + 20,
     )
 
 

@@ -151,7 +151,7 @@ class Dispatcher:
                 except ProviderError as error:
                     message = _format_error(route, error)
                     attempt["httpStatus"] = error.status
-                    _end_attempt(attempt, "error", message)
+                    _end_attempt(attempt, turn.outcome if turn.settled else "error", message)  # settled: a late failure
                     if turn.started or not error.retryable:
                         turn.settle_error(message)
                         return

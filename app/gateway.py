@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import signal
 import time
+from collections import Counter
 from typing import Iterable
 
 from app.api.auth import KeyRing
@@ -12,6 +14,9 @@ from app.api.errors import ApiError
 from app.catalog import Catalog
 from app.contract.request import StreamRequest
 from app.dispatch import Dispatcher, Interrupt, TurnJob, UnknownModel
+from app.ledger import LedgerObserver, open_ledger
+from app.logs import RequestLog, register_secrets
+from app.metrics import Metrics
 from app.providers.base import Provider
 from app.providers.registry import build_providers
 from app.settings import Settings
@@ -28,12 +33,24 @@ class Gateway:
         self.dispatcher = Dispatcher(
             providers if providers is not None else build_providers(settings, self.catalog), self.catalog, settings
         )
+        self.ledger = open_ledger(settings.database_url, settings)
+        self.recorder = LedgerObserver.from_settings(self.ledger, settings)  # lifespan: start() / aclose()
+        self.dispatcher.observers.append(self.recorder)
         self.jobs: set[TurnJob] = set()
         self.draining = False
         self.started_at = time.time()
+        self.streams_per_key: Counter[str] = Counter()
+        self.metrics = Metrics(self.catalog)
+        self.dispatcher.observers.append(self.metrics)
+        self.dispatcher.observers.append(RequestLog(settings.log_content))
+        register_secrets(
+            *(settings.provider_key(name) for name in ("anthropic", "openai", "google")),
+            *(part.rpartition(":")[2].strip() for part in settings.api_keys.get_secret_value().split(",")),
+        )
 
     def start_turn(self, request: StreamRequest, request_id: str, key_id: str | None) -> TurnJob:
         """Resolve the model and its fallbacks, then start the turn's pump in the background."""
+        self._check_capacity(key_id)
         routes = []
         for index, ref in enumerate([request.model, *request.fallback]):
             try:
@@ -62,7 +79,52 @@ class Gateway:
         job.task = asyncio.create_task(self.dispatcher.run(job), name=f"turn-{request_id}")
         self.jobs.add(job)
         job.task.add_done_callback(lambda _: self.jobs.discard(job))
+        if key_id is not None:
+            self.streams_per_key[key_id] += 1
+            job.task.add_done_callback(lambda _: self._release_key(key_id))
         return job
+
+    def _check_capacity(self, key_id: str | None) -> None:
+        """Refuse a new turn while draining (503) or at a concurrency limit (429), with `Retry-After`."""
+        settings = self.settings
+        if self.draining:
+            self.metrics.rejected_request("draining")
+            raise ApiError(503, "shutting_down", "gateway shutting down", headers={"Retry-After": "1"})
+        if len(self.jobs) >= settings.max_streams:
+            self.metrics.rejected_request("max_streams")
+            raise ApiError(
+                429,
+                "too_many_streams",
+                f"too many concurrent streams on this gateway (limit {settings.max_streams})",
+                headers={"Retry-After": "1"},
+            )
+        if key_id is not None and self.streams_per_key[key_id] >= settings.max_streams_per_key:
+            self.metrics.rejected_request("max_streams_per_key")
+            raise ApiError(
+                429,
+                "too_many_streams",
+                f"too many concurrent streams for API key {key_id} (limit {settings.max_streams_per_key})",
+                headers={"Retry-After": "1"},
+            )
+
+    def _release_key(self, key_id: str) -> None:
+        self.streams_per_key[key_id] -= 1
+        if self.streams_per_key[key_id] <= 0:
+            del self.streams_per_key[key_id]
+
+    async def watch_shutdown(self, poll: float = 0.1) -> None:
+        """Drain when the server starts shutting down (SIGTERM).
+
+        uvicorn closes its listeners and then waits for open responses before the lifespan shutdown runs, so
+        draining cannot wait for the lifespan: this task (started by the lifespan) notices the server's exit
+        flag, marks the gateway draining (`/readyz` answers 503), gives in-flight turns `drain_timeout`, then
+        settles the rest with `error` ("gateway shutting down"). SSE responses are kept open until then (see
+        `app.api.sse`).
+        """
+        while not server_exiting():
+            await asyncio.sleep(poll)
+        log.info("shutdown requested: draining %d turn(s) for up to %gs", len(self.jobs), self.settings.drain_timeout)
+        await self.drain(self.settings.drain_timeout)
 
     async def drain(self, timeout: float) -> None:
         """Stop taking turns, let those in flight finish for up to `timeout`, then settle the rest."""
@@ -80,3 +142,21 @@ class Gateway:
             close = getattr(provider, "aclose", None)
             if close is not None:
                 await close()
+
+
+def server_exiting() -> bool:
+    """True once the ASGI server hosting us is shutting down.
+
+    uvicorn installs its `handle_exit` as the SIGTERM/SIGINT handler; its `should_exit` flag is what its main
+    loop watches. sse-starlette's `AppStatus.should_exit` is also honoured (set when its patch took effect).
+    """
+    try:
+        from sse_starlette.sse import AppStatus
+
+        if AppStatus.should_exit:
+            return True
+    except ImportError:  # pragma: no cover
+        pass
+    handler = signal.getsignal(signal.SIGTERM)
+    server = getattr(handler, "__self__", None)
+    return bool(getattr(server, "should_exit", False))

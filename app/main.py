@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import secrets
 import time
@@ -15,8 +16,11 @@ from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from app.api.errors import json_response
+from app.api.records import router as records_router
 from app.api.routes import install_error_handlers, router
 from app.gateway import Gateway
+from app.logs import ensure_configured
+from app.openapi import build_openapi
 from app.settings import Settings
 
 log = logging.getLogger("gateway")
@@ -92,15 +96,21 @@ def create_app(settings: Settings | None = None, gateway: Gateway | None = None)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI):
+        ensure_configured(settings.log_level)
         gw = gateway or Gateway(settings)
+        await gw.recorder.start()  # the request ledger: migrate, mark interrupted records, start the writer
         app.state.gateway = gw
+        shutdown_watch = asyncio.create_task(gw.watch_shutdown(), name="gateway-shutdown-watch")
         if not gw.keys.enabled:
             log.warning("GATEWAY_API_KEYS is empty: the gateway accepts requests without a key")
         try:
             yield
         finally:
+            shutdown_watch.cancel()
             await gw.drain(timeout=0)
             await gw.aclose()
+            await gw.recorder.aclose()  # flush queued record writes, close the store
+            gw.metrics.close()
 
     app = FastAPI(
         title="LLM streaming gateway",
@@ -110,7 +120,9 @@ def create_app(settings: Settings | None = None, gateway: Gateway | None = None)
         redoc_url=None,
     )
     app.include_router(router)
+    app.include_router(records_router)
     install_error_handlers(app)
+    app.openapi = lambda: build_openapi(app)  # type: ignore[method-assign]  # request/event shapes added
 
     async def http_error(request: Request, exc: HTTPException) -> Response:
         kind = {404: "not_found", 405: "method_not_allowed"}.get(exc.status_code, "http_error")

@@ -25,7 +25,18 @@ class Settings(BaseSettings):
 
     catalog: str | None = None
     database_url: str = "sqlite:///./data/gateway.db"
-    retain_content: bool = True
+    retain_content: bool = Field(default=True, description="store the AssistantMessage in request records")
+
+    # Request ledger (app/ledger/). Record writes are queued and written in batches by one task.
+    ledger_queue_max: int = Field(default=100_000, ge=1, description="record writes that may wait; beyond, dropped and logged")
+    ledger_batch_max: int = Field(default=500, ge=1, description="record writes per database transaction")
+    ledger_flush_timeout_s: float = Field(default=10.0, ge=0, description="at shutdown, how long to flush queued writes")
+    ledger_ping_timeout_s: float = Field(default=2.0, gt=0, description="/readyz: how long the store may take to answer")
+    ledger_pool_size: int = Field(default=10, ge=1, description="PostgreSQL: connections in the pool")
+    ledger_heartbeat_s: float = Field(default=10.0, gt=0, description="PostgreSQL: how often this instance heartbeats")
+    ledger_instance_stale_s: float = Field(
+        default=60.0, gt=0, description="PostgreSQL: an instance silent this long is dead; its open records are interrupted"
+    )
     throttle_ms: int = Field(default=50, ge=0, le=10_000)
     demo: bool = False
 
@@ -48,6 +59,9 @@ class Settings(BaseSettings):
     max_pending_bytes: int = 256 * 1024
     max_streams: int = 10_000
     max_streams_per_key: int = 1_000
+    drain_timeout: float = Field(
+        default=20.0, ge=0, description="on SIGTERM, how long in-flight turns may run before they end with an error"
+    )
 
     log_level: str = "info"
     log_content: bool = False

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
+import os
+import shutil
+import tempfile
 import threading
 import uuid
 from dataclasses import dataclass, field
@@ -126,6 +130,7 @@ def settings_for(sim_url: str, **overrides: Any) -> Settings:
         retry_backoff_ms=5,
         retry_after_cap_ms=1500,
         late_frame_grace=2.0,
+        database_url=f"sqlite:///{_test_data_dir()}/gateway-{uuid.uuid4().hex[:12]}.db",  # never ./data
     )
     values.update(overrides)
     return Settings(**values)
@@ -155,6 +160,88 @@ def gateway_factory(sim: Simulator) -> Iterator[Any]:
 @pytest.fixture(scope="session")
 def gateway(gateway_factory: Any) -> Gateway:
     return gateway_factory()
+
+
+_TEST_DATA: list[Path] = []
+
+
+def _test_data_dir() -> Path:
+    """One temporary directory per test session for the gateways' SQLite ledgers."""
+    if not _TEST_DATA:
+        _TEST_DATA.append(Path(tempfile.mkdtemp(prefix="gateway-tests-")))
+    return _TEST_DATA[0]
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _remove_test_data() -> Iterator[None]:
+    yield
+    for path in _TEST_DATA:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+# PostgreSQL for the ledger tests; set GATEWAY_TEST_POSTGRES_URL= (empty) to skip the postgres variants.
+POSTGRES_URL = os.environ.get("GATEWAY_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test")
+
+
+def run_async(coro: Any) -> Any:
+    """Run a coroutine to completion from sync or async test code (in a thread with its own loop)."""
+    outcome: dict[str, Any] = {}
+
+    def run() -> None:
+        try:
+            outcome["value"] = asyncio.run(coro)
+        except BaseException as exc:  # re-raised in the caller's thread
+            outcome["error"] = exc
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    thread.join()
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome.get("value")
+
+
+async def _postgres_exec(sql: str) -> None:
+    import asyncpg
+
+    conn = await asyncpg.connect(POSTGRES_URL)
+    try:
+        await conn.execute(sql)
+    finally:
+        await conn.close()
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def ledger_url(request: Any, tmp_path: Path) -> Iterator[str]:
+    """A fresh, empty ledger per test: a SQLite temp file, or a PostgreSQL schema of its own."""
+    if request.param == "sqlite":
+        yield f"sqlite:///{tmp_path}/ledger.db"
+        return
+    if not POSTGRES_URL:
+        pytest.skip("GATEWAY_TEST_POSTGRES_URL is empty")
+    schema = f"gwtest_{uuid.uuid4().hex[:16]}"
+    run_async(_postgres_exec(f"CREATE SCHEMA {schema}"))
+    separator = "&" if "?" in POSTGRES_URL else "?"
+    try:
+        yield f"{POSTGRES_URL}{separator}search_path={schema}"
+    finally:
+        run_async(_postgres_exec(f"DROP SCHEMA IF EXISTS {schema} CASCADE"))
+
+
+@pytest.fixture
+def ledger_gateway(sim: "Simulator", ledger_url: str) -> Iterator[Any]:
+    """`make(**settings)`: gateways on this test's ledger, stopped when the test ends."""
+    started: list[ServerThread] = []
+
+    def make(**overrides: Any) -> Gateway:
+        overrides.setdefault("database_url", ledger_url)
+        server = ServerThread(create_app(settings_for(sim.url, **overrides)), "gateway").start()
+        started.append(server)
+        return Gateway(server, sim)
+
+    yield make
+    for server in started:
+        server.stop()
 
 
 def marker() -> str:

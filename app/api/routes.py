@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 
 from fastapi import APIRouter, Request
+from pydantic import ValidationError
 from starlette.responses import Response
 
 from app.api.body import parse_model, read_body
@@ -15,6 +16,7 @@ from app.dispatch import Interrupt, TurnJob
 from app.gateway import Gateway
 
 router = APIRouter()
+SHUTDOWN_MARGIN = 10.0  # seconds an SSE response outlives the drain timeout, for the shutdown error to reach the client
 
 
 def _gateway(request: Request) -> Gateway:
@@ -30,14 +32,22 @@ async def _job(request: Request, model: type[StreamRequest] | type[PiStreamReque
     key_id = gateway.keys.identify(request.headers.get("authorization"))
     raw = await read_body(request, gateway.settings.max_body_bytes)
     body = parse_model(raw, model, gateway.settings.max_json_depth)
-    unified = body.unified() if isinstance(body, PiStreamRequest) else body
+    try:
+        unified = body.unified() if isinstance(body, PiStreamRequest) else body
+    except ValidationError:  # e.g. a pi provider name that cannot form a `<provider>/<model id>` reference
+        raise ApiError(422, "validation_error", "model: provider and id do not name a model", param="model") from None
     return gateway.start_turn(unified, _request_id(request), key_id)
 
 
 def _stream(job: TurnJob, request: Request) -> Response:
     gateway = _gateway(request)
     return event_stream_response(
-        job, gateway.settings.keepalive_interval, {"X-Request-Id": job.turn.request_id}, lambda: gateway.draining
+        job,
+        gateway.settings.keepalive_interval,
+        {"X-Request-Id": job.turn.request_id},
+        lambda: gateway.draining,
+        shutdown_grace=gateway.settings.drain_timeout + SHUTDOWN_MARGIN,
+        sent=gateway.metrics.sse_events,
     )
 
 
@@ -97,7 +107,17 @@ async def readyz(request: Request) -> Response:
     gateway = _gateway(request)
     if gateway.draining:
         return json_response({"status": "draining"}, 503)
+    try:
+        await asyncio.wait_for(gateway.ledger.ping(), gateway.settings.ledger_ping_timeout_s)
+    except Exception:
+        return json_response({"status": "store unavailable"}, 503)
     return json_response({"status": "ready"})
+
+
+@router.get("/metrics", tags=["operations"], summary="Prometheus metrics (text exposition)")
+async def metrics(request: Request) -> Response:
+    body, content_type = _gateway(request).metrics.exposition()
+    return Response(body, media_type=content_type)
 
 
 def install_error_handlers(app) -> None:

@@ -15,8 +15,17 @@ def _ping() -> ServerSentEvent:
 
 
 def event_stream_response(
-    job: TurnJob, keepalive: float, headers: dict[str, str], draining: Callable[[], bool]
+    job: TurnJob,
+    keepalive: float,
+    headers: dict[str, str],
+    draining: Callable[[], bool],
+    shutdown_grace: float = 0,
+    sent: Callable[[int], None] | None = None,
 ) -> EventSourceResponse:
+    """`shutdown_grace`: how long the response stays open once the server is exiting. sse-starlette would
+    otherwise cut the stream as soon as uvicorn sets `should_exit`; the gateway's drain settles the turn
+    before this runs out, so the client still gets its terminal event. `sent(n)` is told how many events
+    the response wrote."""
     turn = job.turn
 
     async def frames() -> AsyncIterator[ServerSentEvent]:
@@ -26,6 +35,8 @@ def event_stream_response(
                 sequence += 1
                 yield ServerSentEvent(data=orjson.dumps(event).decode(), event=event["type"], id=str(sequence))
         finally:
+            if sent is not None:
+                sent(sequence)
             if not turn.settled:
                 # The response ended before the terminal event: the client went away (or the server is
                 # stopping). Cancel the upstream; the pump settles the turn and writes the record.
@@ -38,4 +49,5 @@ def event_stream_response(
         ping=keepalive,
         ping_message_factory=_ping,
         sep="\n",
+        shutdown_grace_period=shutdown_grace,
     )

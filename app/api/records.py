@@ -1,0 +1,55 @@
+"""Request records over HTTP (CONTRACT §1, §5): one record by id, or the caller's most recent ones.
+
+Both are scoped to the caller's key: a record of another key is answered exactly like a missing one (404),
+so ids cannot be probed. With authentication off every caller sees every record. Before reading, the
+route waits briefly for this replica's queued record writes, so a client sees its own finished request.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from fastapi import APIRouter, Query, Request
+from starlette.responses import Response
+
+from app.api.errors import ApiError, json_response
+from app.gateway import Gateway
+
+log = logging.getLogger("gateway.records")
+router = APIRouter()
+
+READ_YOUR_WRITES_WAIT_S = 2.0
+
+
+def _unavailable(exc: Exception) -> ApiError:
+    log.warning("request ledger read failed: %s", type(exc).__name__)
+    return ApiError(503, "store_unavailable", "the request ledger is unavailable, try again", headers={"Retry-After": "1"})
+
+
+async def _scope(request: Request) -> tuple[Gateway, str | None]:
+    gateway: Gateway = request.app.state.gateway
+    key_id = gateway.keys.identify(request.headers.get("authorization"))
+    await gateway.recorder.flush(READ_YOUR_WRITES_WAIT_S)
+    return gateway, key_id
+
+
+@router.get("/v1/requests/{request_id}", tags=["records"], summary="One request record, for the key that made it")
+async def get_record(request: Request, request_id: str) -> Response:
+    gateway, key_id = await _scope(request)
+    try:
+        record = await gateway.ledger.get(request_id, key_id)
+    except Exception as exc:
+        raise _unavailable(exc) from None
+    if record is None:
+        raise ApiError(404, "not_found", "no request record with this id", param="requestId")
+    return json_response(record)
+
+
+@router.get("/v1/requests", tags=["records"], summary="The caller's most recent request records, newest first")
+async def list_records(request: Request, limit: int = Query(default=20, ge=1, le=200)) -> Response:
+    gateway, key_id = await _scope(request)
+    try:
+        records = await gateway.ledger.list(key_id, limit)
+    except Exception as exc:
+        raise _unavailable(exc) from None
+    return json_response({"records": records})

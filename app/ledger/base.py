@@ -1,0 +1,210 @@
+"""The request ledger (CONTRACT §5): what a record holds, how it is stored, and the store interface.
+
+Times. Every point in time in a record (`createdAt`, `settledAt`, `attempts[].startedAt`/`endedAt`) is an
+integer count of milliseconds since the Unix epoch (UTC), like `message.timestamp`; `ttftMs` and
+`durationMs` are integer milliseconds. `durationMs` is `settledAt - createdAt`, where `settledAt` is when the
+turn's cleanup finished (upstream closed, late frames counted); `ttftMs` is measured on the monotonic clock
+from the request's arrival to its first content event.
+
+Life of a record. It is written "open" when the turn starts (`outcome` and `settledAt` null) and replaced by
+the settled record when the turn finishes. A record still open when its gateway process is gone is marked
+`interrupted` at the next start (see `app.ledger.postgres` for the rule with several replicas).
+
+Storage. Each row has a few indexed columns (request id, api key id, instance id, created/settled time,
+outcome) and the record as JSON text. The columns are authoritative for `outcome` and `settledAt`, so marking
+a record `interrupted` is a single UPDATE; `decode_row` merges them back into the record.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import socket
+import time
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal, Sequence
+
+import orjson
+
+if TYPE_CHECKING:
+    from app.dispatch import TurnJob
+
+WriteKind = Literal["insert", "complete"]
+INTERRUPTED_MESSAGE = "interrupted: the gateway process serving this request stopped before it settled"
+
+# Instance ids created in this process (several gateways can live in one process, e.g. in tests).
+PROCESS_INSTANCES: set[str] = set()
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+def _ms(seconds: float | None) -> int | None:
+    return None if seconds is None else int(seconds * 1000)
+
+
+def new_instance_id() -> str:
+    """A gateway process's id, stored on its records: host name, pid and a random suffix."""
+    instance = f"{socket.gethostname()[:40]}-{os.getpid()}-{secrets.token_hex(4)}"
+    PROCESS_INSTANCES.add(instance)
+    return instance
+
+
+def build_record(job: "TurnJob", *, settled_at: int | None, retain_content: bool) -> dict[str, Any]:
+    """The CONTRACT §5 record of a turn: open (`settled_at` None) or settled at `settled_at` (epoch ms).
+
+    Called on the event loop thread; the caller serializes it before awaiting anything, because the
+    message dict is the live one of the turn.
+    """
+    turn = job.turn
+    message = turn.message
+    created = _ms(job.started_wall) or 0
+    settled = settled_at is not None
+    attempts = []
+    for attempt in job.attempts:
+        item: dict[str, Any] = {
+            "provider": attempt.get("provider"),
+            "api": attempt.get("api"),
+            "model": attempt.get("model"),
+            "startedAt": _ms(attempt.get("startedAt")),
+            "endedAt": _ms(attempt.get("endedAt")),
+            "outcome": attempt.get("outcome"),
+        }
+        if attempt.get("httpStatus") is not None:
+            item["httpStatus"] = attempt["httpStatus"]
+        if attempt.get("errorMessage"):
+            item["errorMessage"] = attempt["errorMessage"]
+        attempts.append(item)
+    served = bool(job.attempts)
+    ttft = None
+    if turn.first_content_at is not None:
+        ttft = max(0, round((turn.first_content_at - turn.created_at) * 1000))
+    record: dict[str, Any] = {
+        "requestId": turn.request_id,
+        "createdAt": created,
+        "settledAt": settled_at,
+        "apiKeyId": job.api_key_id,
+        "requestedModel": job.requested_model,
+        "fallback": list(job.fallback),
+        "attempts": attempts,
+        "provider": message.get("provider") if served else None,
+        "api": message.get("api") if served else None,
+        "model": message.get("model") if served else None,
+        "outcome": turn.outcome if settled else None,
+        "stopReason": message.get("stopReason") if settled else None,
+        "errorMessage": message.get("errorMessage") if settled else None,
+        "usage": message.get("usage"),
+        "ttftMs": ttft,
+        "durationMs": max(0, settled_at - created) if settled else None,
+        "upstreamFrames": job.upstream_frames,
+        "eventsSent": turn.events_sent,
+        "lateFramesDropped": turn.late_frames,
+        "clientDisconnected": job.client_disconnected,
+    }
+    if retain_content:
+        record["message"] = message
+    return record
+
+
+@dataclass(frozen=True)
+class StoredRow:
+    """One row of the `gateway_requests` table, ready for a parameterized statement."""
+
+    request_id: str
+    api_key_id: str | None
+    instance_id: str
+    created_at: int
+    settled_at: int | None
+    outcome: str | None
+    record: str  # JSON text
+
+    def params(self) -> tuple[Any, ...]:
+        return (self.request_id, self.api_key_id, self.instance_id, self.created_at, self.settled_at, self.outcome, self.record)
+
+
+def encode_record(record: dict[str, Any], instance_id: str) -> StoredRow:
+    return StoredRow(
+        request_id=record["requestId"],
+        api_key_id=record["apiKeyId"],
+        instance_id=instance_id,
+        created_at=record["createdAt"],
+        settled_at=record["settledAt"],
+        outcome=record["outcome"],
+        # `default=str` and non-str keys: encoding a record never fails.
+        record=orjson.dumps(record, default=str, option=orjson.OPT_NON_STR_KEYS).decode(),
+    )
+
+
+def decode_row(record_json: str, outcome: str | None, settled_at: int | None) -> dict[str, Any]:
+    """A stored row back to its record; the `outcome`/`settled_at` columns win over the JSON."""
+    record = orjson.loads(record_json)
+    record["outcome"] = outcome
+    record["settledAt"] = settled_at
+    if outcome == "interrupted" and not record.get("errorMessage"):
+        record["errorMessage"] = INTERRUPTED_MESSAGE
+    return record
+
+
+# Columns of `gateway_requests`, in `StoredRow.params()` order.
+COLUMNS = "request_id, api_key_id, instance_id, created_at, settled_at, outcome, record"
+UPSERT_SET = (
+    "api_key_id = excluded.api_key_id, instance_id = excluded.instance_id, created_at = excluded.created_at, "
+    "settled_at = excluded.settled_at, outcome = excluded.outcome, record = excluded.record"
+)
+
+
+class Ledger(ABC):
+    """A request-record store. Safe to use from one event loop; `write` is called by one writer at a time.
+
+    `api_key_id=None` in `get`/`list` means "not scoped to a key" (authentication is off).
+    """
+
+    instance_id: str
+
+    @abstractmethod
+    async def start(self) -> int:
+        """Connect, migrate the schema, and mark records left open by dead processes `interrupted`.
+
+        Returns how many records were marked.
+        """
+
+    @abstractmethod
+    async def write(self, items: Sequence[tuple[WriteKind, "dict[str, Any] | StoredRow"]]) -> None:
+        """Write a batch in one transaction: `insert` adds an open record (kept if it exists), `complete`
+        replaces it with the settled one. Record dicts are serialized before the first await; a `StoredRow`
+        (from `encode_record`) is written as it is."""
+
+    async def insert(self, record: dict[str, Any]) -> None:
+        await self.write([("insert", record)])
+
+    async def complete(self, record: dict[str, Any]) -> None:
+        await self.write([("complete", record)])
+
+    @abstractmethod
+    async def get(self, request_id: str, api_key_id: str | None) -> dict[str, Any] | None: ...
+
+    @abstractmethod
+    async def list(self, api_key_id: str | None, limit: int) -> list[dict[str, Any]]:
+        """The most recent records, newest first."""
+
+    @abstractmethod
+    async def ping(self) -> None:
+        """Raise when the store cannot be reached."""
+
+    @abstractmethod
+    async def aclose(self) -> None: ...
+
+    def encode(self, items: Sequence[tuple[WriteKind, "dict[str, Any] | StoredRow"]]) -> tuple[list[tuple], list[tuple]]:
+        """Split a batch into (insert params, complete params); the last write of a request id wins."""
+        latest: dict[str, tuple[WriteKind, StoredRow]] = {}
+        for kind, record in items:
+            row = record if isinstance(record, StoredRow) else encode_record(record, self.instance_id)
+            previous = latest.get(row.request_id)
+            if previous is not None and previous[0] == "complete" and kind == "insert":
+                continue
+            latest[row.request_id] = (kind, row)
+        inserts = [row.params() for kind, row in latest.values() if kind == "insert"]
+        completes = [row.params() for kind, row in latest.values() if kind == "complete"]
+        return inserts, completes

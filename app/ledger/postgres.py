@@ -1,0 +1,251 @@
+"""The shared ledger: PostgreSQL through an asyncpg pool, for one or several gateway replicas.
+
+`GATEWAY_DATABASE_URL=postgresql://user:pass@host:5432/db` (`postgres://` works too). Query parameters that
+are not connection options are server settings, so `?search_path=gw` puts the tables in schema `gw`.
+
+Migration. At start every replica takes `pg_advisory_xact_lock` inside one transaction, reads
+`gateway_schema_version` and runs the missing (idempotent) DDL, so replicas starting together migrate once.
+
+Which open records are `interrupted`. Each gateway process has an instance id, stored on its records, and
+a row in `gateway_instances` whose `heartbeat_at` it refreshes every `GATEWAY_LEDGER_HEARTBEAT_S` (times
+are the database server's `now()`, so hosts' clocks do not matter). At start, and on every heartbeat, a
+replica marks `interrupted` the open records (`outcome IS NULL`) of
+
+1. instances whose heartbeat is older than `GATEWAY_LEDGER_INSTANCE_STALE_S`;
+2. instances with no `gateway_instances` row (a replica deletes its row when it closes cleanly);
+3. earlier instances on this same host (same host name, boot id and pid namespace) whose process is gone:
+   its pid no longer exists or is a zombie, or it is this process's own pid (a restarted container) but not
+   an instance of this process;
+
+and deletes the rows of those instances. A live replica's in-flight records are never marked: it has a
+fresh heartbeat, a row, and (on the same host) a running process. Should a replica stall past the stale
+limit and then recover, its own completion overwrites the `interrupted` mark and its heartbeat re-creates
+its row.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import socket
+from pathlib import Path
+from typing import Any, Sequence
+
+import asyncpg
+
+from app.ledger.base import (
+    COLUMNS,
+    PROCESS_INSTANCES,
+    UPSERT_SET,
+    Ledger,
+    StoredRow,
+    WriteKind,
+    decode_row,
+    new_instance_id,
+    now_ms,
+)
+
+log = logging.getLogger("gateway.ledger")
+
+SCHEMA_VERSION = 1
+MIGRATION_LOCK = 0x6C6C6D67_6C656467 & 0x7FFFFFFFFFFFFFFF  # "llmgledg": one advisory lock id for the DDL
+MIGRATIONS: dict[int, list[str]] = {
+    1: [
+        """CREATE TABLE IF NOT EXISTS gateway_requests (
+            request_id TEXT PRIMARY KEY,
+            api_key_id TEXT,
+            instance_id TEXT NOT NULL,
+            created_at BIGINT NOT NULL,
+            settled_at BIGINT,
+            outcome TEXT,
+            record TEXT NOT NULL)""",
+        "CREATE INDEX IF NOT EXISTS gateway_requests_key_created "
+        "ON gateway_requests (api_key_id, created_at DESC, request_id DESC)",
+        "CREATE INDEX IF NOT EXISTS gateway_requests_created ON gateway_requests (created_at DESC, request_id DESC)",
+        "CREATE INDEX IF NOT EXISTS gateway_requests_open ON gateway_requests (instance_id) WHERE outcome IS NULL",
+        """CREATE TABLE IF NOT EXISTS gateway_instances (
+            instance_id TEXT PRIMARY KEY,
+            host TEXT NOT NULL,
+            pid INTEGER NOT NULL,
+            started_at TIMESTAMPTZ NOT NULL DEFAULT now(),
+            heartbeat_at TIMESTAMPTZ NOT NULL DEFAULT now())""",
+    ],
+}
+_SELECT = "SELECT record, outcome, settled_at FROM gateway_requests"
+_VALUES = "VALUES ($1, $2, $3, $4, $5, $6, $7)"
+
+
+def host_identity() -> str:
+    """Host name, boot id and pid namespace: two processes with equal identities can see each other's pids."""
+    parts = [socket.gethostname()]
+    try:
+        parts.append(Path("/proc/sys/kernel/random/boot_id").read_text().strip())
+    except OSError:
+        parts.append("")
+    try:
+        parts.append(os.readlink("/proc/self/ns/pid"))
+    except OSError:
+        parts.append("")
+    return "|".join(parts)
+
+
+def local_process_gone(instance_id: str, pid: int) -> bool:
+    """True when an instance of this host certainly no longer runs (see the module docstring, rule 3)."""
+    if pid == os.getpid():
+        return instance_id not in PROCESS_INSTANCES
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:
+        return False
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+        return stat[stat.rindex(")") + 2] == "Z"
+    except (OSError, ValueError, IndexError):
+        return False
+
+
+class PostgresLedger(Ledger):
+    def __init__(
+        self, url: str, *, pool_size: int = 10, heartbeat_s: float = 10.0, stale_s: float = 60.0
+    ) -> None:
+        if not url.startswith(("postgresql://", "postgres://")):
+            raise ValueError("a PostgreSQL ledger URL looks like postgresql://user@host:5432/db")
+        self._url = url
+        self._pool_size = pool_size
+        self.heartbeat_s = heartbeat_s
+        self.stale_s = stale_s
+        self.instance_id = new_instance_id()
+        self.host = host_identity()
+        self._pool: asyncpg.Pool | None = None
+        self._heartbeat: asyncio.Task | None = None
+
+    async def start(self) -> int:
+        self._pool = await asyncpg.create_pool(self._url, min_size=1, max_size=self._pool_size)
+        async with self._pool.acquire() as conn:
+            async with conn.transaction():
+                await conn.execute("SELECT pg_advisory_xact_lock($1)", MIGRATION_LOCK)
+                await conn.execute(
+                    "CREATE TABLE IF NOT EXISTS gateway_schema_version "
+                    "(version INTEGER PRIMARY KEY, applied_at TIMESTAMPTZ NOT NULL DEFAULT now())"
+                )
+                current = await conn.fetchval("SELECT COALESCE(MAX(version), 0) FROM gateway_schema_version")
+                for version in range(current + 1, SCHEMA_VERSION + 1):
+                    for statement in MIGRATIONS[version]:
+                        await conn.execute(statement)
+                    await conn.execute("INSERT INTO gateway_schema_version (version) VALUES ($1)", version)
+            await self._beat(conn)
+            marked = await self._mark_orphans(conn)
+        self._heartbeat = asyncio.create_task(self._heartbeat_loop(), name="ledger-heartbeat")
+        return marked
+
+    async def _beat(self, conn: asyncpg.Connection) -> None:
+        await conn.execute(
+            "INSERT INTO gateway_instances (instance_id, host, pid) VALUES ($1, $2, $3) "
+            "ON CONFLICT (instance_id) DO UPDATE SET heartbeat_at = now()",
+            self.instance_id,
+            self.host,
+            os.getpid(),
+        )
+
+    async def _mark_orphans(self, conn: asyncpg.Connection) -> int:
+        async with conn.transaction():
+            rows = await conn.fetch(
+                "SELECT instance_id, host, pid, heartbeat_at < now() - make_interval(secs => $2) AS stale "
+                "FROM gateway_instances WHERE instance_id <> $1",
+                self.instance_id,
+                float(self.stale_s),
+            )
+            dead = [
+                r["instance_id"]
+                for r in rows
+                if r["stale"] or (r["host"] == self.host and local_process_gone(r["instance_id"], r["pid"]))
+            ]
+            status = await conn.execute(
+                "UPDATE gateway_requests r SET outcome = 'interrupted', settled_at = $1 "
+                "WHERE r.outcome IS NULL AND r.instance_id <> $2 AND (r.instance_id = ANY($3::text[]) OR NOT EXISTS "
+                "(SELECT 1 FROM gateway_instances i WHERE i.instance_id = r.instance_id))",
+                now_ms(),
+                self.instance_id,
+                dead,
+            )
+            if dead:
+                await conn.execute("DELETE FROM gateway_instances WHERE instance_id = ANY($1::text[])", dead)
+        marked = int(status.split()[-1])
+        if marked:
+            log.warning("marked %d request records interrupted (their gateway process is gone)", marked)
+        return marked
+
+    async def _heartbeat_loop(self) -> None:
+        while True:
+            await asyncio.sleep(self.heartbeat_s)
+            try:
+                async with self._require().acquire() as conn:
+                    await self._beat(conn)
+                    await self._mark_orphans(conn)
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                log.warning("ledger heartbeat failed: %s", type(exc).__name__)
+
+    async def write(self, items: Sequence[tuple[WriteKind, "dict[str, Any] | StoredRow"]]) -> None:
+        inserts, completes = self.encode(items)
+        async with self._require().acquire() as conn:
+            async with conn.transaction():
+                if inserts:
+                    await conn.executemany(
+                        f"INSERT INTO gateway_requests ({COLUMNS}) {_VALUES} ON CONFLICT (request_id) DO NOTHING",
+                        inserts,
+                    )
+                if completes:
+                    await conn.executemany(
+                        f"INSERT INTO gateway_requests ({COLUMNS}) {_VALUES} "
+                        f"ON CONFLICT (request_id) DO UPDATE SET {UPSERT_SET}",
+                        completes,
+                    )
+
+    async def get(self, request_id: str, api_key_id: str | None) -> dict[str, Any] | None:
+        pool = self._require()
+        if api_key_id is None:
+            row = await pool.fetchrow(f"{_SELECT} WHERE request_id = $1", request_id)
+        else:
+            row = await pool.fetchrow(f"{_SELECT} WHERE request_id = $1 AND api_key_id = $2", request_id, api_key_id)
+        return decode_row(row["record"], row["outcome"], row["settled_at"]) if row else None
+
+    async def list(self, api_key_id: str | None, limit: int) -> list[dict[str, Any]]:
+        pool = self._require()
+        if api_key_id is None:
+            rows = await pool.fetch(f"{_SELECT} ORDER BY created_at DESC, request_id DESC LIMIT $1", limit)
+        else:
+            rows = await pool.fetch(
+                f"{_SELECT} WHERE api_key_id = $1 ORDER BY created_at DESC, request_id DESC LIMIT $2", api_key_id, limit
+            )
+        return [decode_row(r["record"], r["outcome"], r["settled_at"]) for r in rows]
+
+    async def ping(self) -> None:
+        await self._require().fetchval("SELECT 1")
+
+    async def aclose(self) -> None:
+        if self._heartbeat is not None:
+            self._heartbeat.cancel()
+            await asyncio.gather(self._heartbeat, return_exceptions=True)
+            self._heartbeat = None
+        pool, self._pool = self._pool, None
+        if pool is None:
+            return
+        try:
+            # A clean stop: no heartbeat row, so anything of ours still open counts as interrupted (rule 2).
+            await pool.execute("DELETE FROM gateway_instances WHERE instance_id = $1", self.instance_id)
+        except Exception as exc:
+            log.warning("could not remove this instance's heartbeat row: %s", type(exc).__name__)
+        try:
+            await asyncio.wait_for(pool.close(), timeout=10)
+        except (TimeoutError, asyncio.TimeoutError):
+            pool.terminate()
+
+    def _require(self) -> asyncpg.Pool:
+        if self._pool is None:
+            raise RuntimeError("the ledger is not started")
+        return self._pool

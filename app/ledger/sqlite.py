@@ -1,0 +1,158 @@
+"""The embedded ledger: one SQLite file (WAL), for a single gateway replica.
+
+`sqlite:///./data/gateway.db` is the relative file `./data/gateway.db`, `sqlite:////var/lib/gw.db` the
+absolute `/var/lib/gw.db`, `sqlite:///:memory:` an in-memory database (tests). The file's directory is
+created. Writes go through one connection, reads through a second one, so a reader never waits for a write
+batch (WAL lets both run). A single replica owns the file, so at start every record still open belongs to a
+process that is gone: all of them are marked `interrupted`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Sequence
+
+import aiosqlite
+
+from app.ledger.base import (
+    COLUMNS,
+    UPSERT_SET,
+    Ledger,
+    StoredRow,
+    WriteKind,
+    decode_row,
+    new_instance_id,
+    now_ms,
+)
+
+SCHEMA_VERSION = 1
+MIGRATIONS: dict[int, list[str]] = {
+    1: [
+        f"""CREATE TABLE IF NOT EXISTS gateway_requests (
+            request_id TEXT PRIMARY KEY,
+            api_key_id TEXT,
+            instance_id TEXT NOT NULL,
+            created_at INTEGER NOT NULL,
+            settled_at INTEGER,
+            outcome TEXT,
+            record TEXT NOT NULL)""",
+        "CREATE INDEX IF NOT EXISTS gateway_requests_key_created "
+        "ON gateway_requests (api_key_id, created_at DESC, request_id DESC)",
+        "CREATE INDEX IF NOT EXISTS gateway_requests_created ON gateway_requests (created_at DESC, request_id DESC)",
+        "CREATE INDEX IF NOT EXISTS gateway_requests_open ON gateway_requests (instance_id) WHERE outcome IS NULL",
+    ],
+}
+_SELECT = "SELECT record, outcome, settled_at FROM gateway_requests"
+
+
+def sqlite_path(url: str) -> str:
+    """The file path of a `sqlite:///…` URL."""
+    if not url.startswith("sqlite:///"):
+        raise ValueError("a SQLite ledger URL looks like sqlite:///path/to/file.db")
+    path = url[len("sqlite:///") :].split("?", 1)[0]
+    if not path:
+        raise ValueError("the SQLite ledger URL names no file")
+    return path
+
+
+class SqliteLedger(Ledger):
+    def __init__(self, url: str) -> None:
+        self.path = sqlite_path(url)
+        self.instance_id = new_instance_id()
+        self._writer: aiosqlite.Connection | None = None
+        self._reader: aiosqlite.Connection | None = None
+
+    async def _connect(self) -> aiosqlite.Connection:
+        db = await aiosqlite.connect(self.path, isolation_level=None)  # autocommit; transactions are explicit
+        await db.execute("PRAGMA busy_timeout = 5000")
+        return db
+
+    async def start(self) -> int:
+        memory = self.path == ":memory:"
+        if not memory:
+            Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+        self._writer = await self._connect()
+        if not memory:
+            await self._writer.execute("PRAGMA journal_mode = WAL")
+            await self._writer.execute("PRAGMA synchronous = NORMAL")
+        await self._migrate(self._writer)
+        self._reader = self._writer if memory else await self._connect()
+        cursor = await self._writer.execute(
+            "UPDATE gateway_requests SET outcome = 'interrupted', settled_at = ? WHERE outcome IS NULL", (now_ms(),)
+        )
+        return cursor.rowcount
+
+    async def _migrate(self, db: aiosqlite.Connection) -> None:
+        await db.execute("BEGIN IMMEDIATE")
+        try:
+            await db.execute(
+                "CREATE TABLE IF NOT EXISTS gateway_schema_version (version INTEGER PRIMARY KEY, applied_at INTEGER NOT NULL)"
+            )
+            async with db.execute("SELECT COALESCE(MAX(version), 0) FROM gateway_schema_version") as cursor:
+                current = (await cursor.fetchone())[0]
+            for version in range(current + 1, SCHEMA_VERSION + 1):
+                for statement in MIGRATIONS[version]:
+                    await db.execute(statement)
+                await db.execute("INSERT INTO gateway_schema_version VALUES (?, ?)", (version, now_ms()))
+            await db.execute("COMMIT")
+        except BaseException:
+            await db.execute("ROLLBACK")
+            raise
+
+    async def write(self, items: Sequence[tuple[WriteKind, "dict[str, Any] | StoredRow"]]) -> None:
+        inserts, completes = self.encode(items)
+        db = self._require(self._writer)
+        placeholders = ", ".join("?" * 7)
+        await db.execute("BEGIN")
+        try:
+            if inserts:
+                await db.executemany(
+                    f"INSERT INTO gateway_requests ({COLUMNS}) VALUES ({placeholders}) ON CONFLICT (request_id) DO NOTHING",
+                    inserts,
+                )
+            if completes:
+                await db.executemany(
+                    f"INSERT INTO gateway_requests ({COLUMNS}) VALUES ({placeholders}) "
+                    f"ON CONFLICT (request_id) DO UPDATE SET {UPSERT_SET}",
+                    completes,
+                )
+            await db.execute("COMMIT")
+        except BaseException:
+            await db.execute("ROLLBACK")
+            raise
+
+    async def get(self, request_id: str, api_key_id: str | None) -> dict[str, Any] | None:
+        db = self._require(self._reader)
+        if api_key_id is None:
+            query, params = f"{_SELECT} WHERE request_id = ?", (request_id,)
+        else:
+            query, params = f"{_SELECT} WHERE request_id = ? AND api_key_id = ?", (request_id, api_key_id)
+        async with db.execute(query, params) as cursor:
+            row = await cursor.fetchone()
+        return decode_row(*row) if row else None
+
+    async def list(self, api_key_id: str | None, limit: int) -> list[dict[str, Any]]:
+        db = self._require(self._reader)
+        order = "ORDER BY created_at DESC, request_id DESC LIMIT ?"
+        if api_key_id is None:
+            query, params = f"{_SELECT} {order}", (limit,)
+        else:
+            query, params = f"{_SELECT} WHERE api_key_id = ? {order}", (api_key_id, limit)
+        async with db.execute(query, params) as cursor:
+            rows = await cursor.fetchall()
+        return [decode_row(*row) for row in rows]
+
+    async def ping(self) -> None:
+        async with self._require(self._reader).execute("SELECT 1") as cursor:
+            await cursor.fetchone()
+
+    async def aclose(self) -> None:
+        for db in {id(c): c for c in (self._reader, self._writer) if c is not None}.values():
+            await db.close()
+        self._reader = self._writer = None
+
+    @staticmethod
+    def _require(db: aiosqlite.Connection | None) -> aiosqlite.Connection:
+        if db is None:
+            raise RuntimeError("the ledger is not started")
+        return db

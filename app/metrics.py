@@ -1,0 +1,186 @@
+"""Prometheus metrics (`GET /metrics`), fed by a turn observer and a few counters the HTTP layer bumps.
+
+Every metric is named `gateway_*`; counters end in `_total`, durations are `_seconds` histograms. Labels are
+bounded: `provider` (a configured provider), `model` (a catalog model id, or `other` for ids the catalog does
+not list, so a client cannot grow the series without limit), `outcome` (`done | error | aborted`) and `kind`
+(a small fixed vocabulary per metric). Request ids and keys are never labels.
+
+Multi-worker mode: when `PROMETHEUS_MULTIPROC_DIR` is set (before the process starts), prometheus-client
+keeps values in files in that directory, `/metrics` aggregates every worker's files with a
+`MultiProcessCollector`, and the active-streams gauge sums the live workers (`livesum`). The directory must
+be empty when the gateway starts (the usual prometheus-client rule).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import Any
+
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client import multiprocess
+from prometheus_client.process_collector import ProcessCollector
+
+from app.catalog import Catalog
+from app.dispatch import Interrupt, TurnJob
+
+OTHER_MODEL = "other"
+TOKEN_KINDS = (("input", "input"), ("output", "output"), ("cacheRead", "cache_read"), ("cacheWrite", "cache_write"))
+
+_LATENCY_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 120, 300, 600)
+_OVERHEAD_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 5)
+
+
+def multiprocess_dir() -> str | None:
+    return os.environ.get("PROMETHEUS_MULTIPROC_DIR") or os.environ.get("prometheus_multiproc_dir") or None
+
+
+def timeout_kind(message: str | None) -> str | None:
+    """Which timeout an attempt's or turn's error message reports, if any."""
+    if not message:
+        return None
+    if Interrupt.FIRST_EVENT in message:
+        return "first_event"
+    if Interrupt.IDLE in message:
+        return "idle"
+    if Interrupt.TOTAL in message:
+        return "total"
+    if "connect timeout" in message:
+        return "connect"
+    if " timed out: " in message:
+        return "transport"
+    return None
+
+
+class Metrics:
+    """The gateway's metrics. One per Gateway; added to `dispatcher.observers`."""
+
+    def __init__(self, catalog: Catalog) -> None:
+        self.catalog = catalog
+        self.multiprocess = multiprocess_dir() is not None
+        # In multiprocess mode the values live in files; the metrics need no registry of their own.
+        own = None if self.multiprocess else CollectorRegistry(auto_describe=True)
+        self._own = own
+        pm = ("provider", "model")
+
+        def counter(name: str, doc: str, labels: tuple[str, ...] = ()) -> Counter:
+            return Counter(name, doc, labels, registry=own)
+
+        def histogram(name: str, doc: str, labels: tuple[str, ...], buckets: tuple[float, ...]) -> Histogram:
+            return Histogram(name, doc, labels, registry=own, buckets=buckets)
+
+        self.requests = counter(
+            "gateway_requests_total", "Turns settled, by the provider and model that served them and outcome", (*pm, "outcome")
+        )
+        self.active = Gauge(
+            "gateway_active_streams", "Turns in flight (streams and completions)", registry=own, multiprocess_mode="livesum"
+        )
+        self.ttft = histogram(
+            "gateway_time_to_first_token_seconds", "From request accepted to the first content event", pm, _LATENCY_BUCKETS
+        )
+        self.duration = histogram(
+            "gateway_stream_duration_seconds", "From request accepted to settlement", (*pm, "outcome"), _LATENCY_BUCKETS
+        )
+        self.upstream = histogram(
+            "gateway_upstream_latency_seconds",
+            "Time a turn spent waiting on upstreams (connecting, response headers, each next frame)",
+            pm,
+            _LATENCY_BUCKETS,
+        )
+        self.overhead = histogram(
+            "gateway_overhead_seconds",
+            "Turn duration minus the time spent waiting on upstreams (includes retry backoff and slow readers)",
+            pm,
+            _OVERHEAD_BUCKETS,
+        )
+        self.tokens = counter("gateway_tokens_total", "Tokens reported by the upstream, by kind", (*pm, "kind"))
+        self.cost = counter("gateway_cost_usd_total", "Cost in USD from the catalog prices", pm)
+        self.retries = counter("gateway_retries_total", "Attempts retried on the same provider and model", pm)
+        self.fallbacks = counter("gateway_fallbacks_total", "Turns that left this provider and model for the next fallback", pm)
+        self.cancellations = counter("gateway_cancellations_total", "Turns cancelled from outside (client, shutdown)", ("kind",))
+        self.timeouts = counter(
+            "gateway_timeouts_total", "Attempts ended by a timeout (connect, first_event, idle, total, transport)", ("kind",)
+        )
+        self.late_frames = counter("gateway_late_frames_dropped_total", "Upstream frames dropped after settlement", ("provider",))
+        self.events_sent = counter("gateway_sse_events_sent_total", "SSE events written to clients (keep-alives not counted)")
+        self.rejected = counter("gateway_rejected_requests_total", "Requests refused before a turn started, by kind", ("kind",))
+        if own is not None:
+            ProcessCollector(registry=own)
+
+    # ----------------------------------------------------------------- exposition
+
+    def exposition(self) -> tuple[bytes, str]:
+        """The text exposition and its content type."""
+        if self.multiprocess:
+            registry = CollectorRegistry()
+            multiprocess.MultiProcessCollector(registry)
+        else:
+            assert self._own is not None
+            registry = self._own
+        return generate_latest(registry), CONTENT_TYPE_LATEST
+
+    def close(self) -> None:
+        """This process is going away: drop its live gauge values from the shared directory."""
+        if self.multiprocess:
+            multiprocess.mark_process_dead(os.getpid())
+
+    # ----------------------------------------------------------------- turn observer
+
+    def model_label(self, provider: str, model: str) -> str:
+        return model if self.catalog.model(provider, model) is not None else OTHER_MODEL
+
+    def turn_started(self, job: TurnJob) -> None:
+        self.active.inc()
+
+    def turn_finished(self, job: TurnJob) -> None:
+        self.active.dec()
+        turn = job.turn
+        message = turn.message
+        provider = message.get("provider") or job.requested_model.partition("/")[0]
+        model = self.model_label(provider, message.get("model") or job.requested_model.partition("/")[2])
+        outcome = turn.outcome or "error"
+        self.requests.labels(provider, model, outcome).inc()
+
+        duration = max(time.monotonic() - turn.created_at, 0.0)
+        self.duration.labels(provider, model, outcome).observe(duration)
+        if turn.first_content_at is not None:
+            self.ttft.labels(provider, model).observe(max(turn.first_content_at - turn.created_at, 0.0))
+        self.upstream.labels(provider, model).observe(job.upstream_wait)
+        self.overhead.labels(provider, model).observe(max(duration - job.upstream_wait, 0.0))
+
+        usage = message.get("usage") or {}
+        for field, kind in TOKEN_KINDS:
+            count = usage.get(field) or 0
+            if count > 0:
+                self.tokens.labels(provider, model, kind).inc(count)
+        cost = (usage.get("cost") or {}).get("total") or 0
+        if cost > 0:
+            self.cost.labels(provider, model).inc(cost)
+
+        self._attempts(job.attempts)
+        if job.client_disconnected or turn.outcome == "aborted":
+            self.cancellations.labels("client").inc()
+        elif (message.get("errorMessage") or "").endswith(Interrupt.SHUTDOWN):
+            self.cancellations.labels("shutdown").inc()
+        if turn.late_frames:
+            self.late_frames.labels(provider).inc(turn.late_frames)
+
+    def _attempts(self, attempts: list[dict[str, Any]]) -> None:
+        for index, attempt in enumerate(attempts):
+            kind = timeout_kind(attempt.get("errorMessage"))
+            if kind is not None:
+                self.timeouts.labels(kind).inc()
+            if index + 1 < len(attempts):
+                following = attempts[index + 1]
+                labels = (attempt["provider"], self.model_label(attempt["provider"], attempt["model"]))
+                same = (following["provider"], following["model"]) == (attempt["provider"], attempt["model"])
+                (self.retries if same else self.fallbacks).labels(*labels).inc()
+
+    # ----------------------------------------------------------------- HTTP layer
+
+    def sse_events(self, count: int) -> None:
+        if count:
+            self.events_sent.inc(count)
+
+    def rejected_request(self, kind: str) -> None:
+        self.rejected.labels(kind).inc()

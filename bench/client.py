@@ -1,0 +1,226 @@
+"""The load generator's client: raw asyncio streams, HTTP/1.1, chunked bodies, SSE frames.
+
+It is deliberately small (no httpx per stream) so that one bench process can hold thousands of streams
+without becoming the bottleneck; `bench` reports its own CPU share next to every figure to show it.
+
+Both paths are read by the same code: `Path.DIRECT` POSTs the Anthropic wire request to the simulator and
+counts `content_block_delta` frames; `Path.GATEWAY` POSTs `/v1/stream` and counts `text_delta` frames.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import time
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any
+
+import orjson
+
+
+class Path(str, Enum):
+    DIRECT = "direct"
+    GATEWAY = "gateway"
+
+
+@dataclass(frozen=True)
+class Target:
+    """Where a path's requests go and how its frames read."""
+
+    path: Path
+    port: int
+    host: str = "127.0.0.1"
+
+    @property
+    def url_path(self) -> str:
+        return "/anthropic/v1/messages" if self.path is Path.DIRECT else "/v1/stream"
+
+    @property
+    def delta_prefix(self) -> bytes:
+        return b"event: content_block_delta" if self.path is Path.DIRECT else b"event: text_delta"
+
+    @property
+    def end_event(self) -> bytes:
+        return b"event: message_stop" if self.path is Path.DIRECT else b"event: done"
+
+    def body(self, scenario: str, prompt: str, throttle_ms: int | None) -> bytes:
+        if self.path is Path.DIRECT:
+            return orjson.dumps({
+                "model": scenario, "max_tokens": 4096, "stream": True,
+                "messages": [{"role": "user", "content": [{"type": "text", "text": prompt}]}],
+            })
+        options: dict[str, Any] = {"maxTokens": 4096}
+        if throttle_ms is not None:
+            options["throttleMs"] = throttle_ms
+        return orjson.dumps({
+            "model": f"anthropic/{scenario}",
+            "context": {"messages": [{"role": "user", "content": prompt}]},
+            "options": options,
+        })
+
+    def request(self, scenario: str, prompt: str, throttle_ms: int | None) -> bytes:
+        body = self.body(scenario, prompt, throttle_ms)
+        head = (
+            f"POST {self.url_path} HTTP/1.1\r\nHost: {self.host}:{self.port}\r\n"
+            f"Content-Type: application/json\r\nAccept: text/event-stream\r\nx-api-key: bench-key\r\n"
+            f"anthropic-version: 2023-06-01\r\nContent-Length: {len(body)}\r\nConnection: close\r\n\r\n"
+        )
+        return head.encode() + body
+
+
+@dataclass
+class StreamResult:
+    status: int = 0
+    started: float = 0.0  # perf_counter just before connecting
+    first_delta: float | None = None  # perf_counter at the first text delta
+    delta_times: list[float] = field(default_factory=list)
+    text: list[str] = field(default_factory=list)
+    completed: bool = False  # the terminal event (message_stop / done) arrived
+    request_id: str | None = None
+    error: str | None = None
+    closed_wall: float | None = None  # time.time() when the client closed early (cancellation)
+
+    @property
+    def ttft(self) -> float | None:
+        return None if self.first_delta is None else self.first_delta - self.started
+
+    @property
+    def gaps(self) -> list[float]:
+        t = self.delta_times
+        return [b - a for a, b in zip(t, t[1:])]
+
+    @property
+    def joined(self) -> str:
+        return "".join(self.text)
+
+
+class _Chunked:
+    """Incremental decoder of an HTTP/1.1 chunked body."""
+
+    __slots__ = ("buf", "need", "done")
+
+    def __init__(self) -> None:
+        self.buf = b""
+        self.need: int | None = None
+        self.done = False
+
+    def feed(self, data: bytes) -> bytes:
+        self.buf += data
+        out = []
+        while not self.done:
+            if self.need is None:
+                end = self.buf.find(b"\r\n")
+                if end < 0:
+                    break
+                size = int(self.buf[:end].split(b";", 1)[0], 16)
+                self.buf = self.buf[end + 2 :]
+                if size == 0:
+                    self.done = True
+                    break
+                self.need = size
+            elif len(self.buf) >= self.need + 2:
+                out.append(self.buf[: self.need])
+                self.buf = self.buf[self.need + 2 :]
+                self.need = None
+            else:
+                break
+        return b"".join(out)
+
+
+async def _read_head(reader: asyncio.StreamReader) -> tuple[int, dict[str, str]]:
+    raw = await reader.readuntil(b"\r\n\r\n")
+    lines = raw.decode("latin-1").split("\r\n")
+    status = int(lines[0].split(" ", 2)[1])
+    headers = {}
+    for line in lines[1:]:
+        if ":" in line:
+            k, v = line.split(":", 1)
+            headers[k.strip().lower()] = v.strip()
+    return status, headers
+
+
+async def stream(
+    target: Target,
+    scenario: str,
+    prompt: str,
+    *,
+    throttle_ms: int | None = 0,
+    cancel_after: int | None = None,
+) -> StreamResult:
+    """One streamed turn. With `cancel_after=k` the client closes the connection after k text deltas."""
+    result = StreamResult(started=time.perf_counter())
+    writer = None
+    try:
+        reader, writer = await asyncio.open_connection(target.host, target.port, limit=1 << 20)
+        writer.write(target.request(scenario, prompt, throttle_ms))
+        result.status, headers = await _read_head(reader)
+        result.request_id = headers.get("x-request-id")
+        chunked = _Chunked() if headers.get("transfer-encoding", "").lower() == "chunked" else None
+        prefix, end_event = target.delta_prefix, target.end_event
+        pending = b""
+        sep = b""  # the frame separator, learnt from the first frame: LF LF or CRLF CRLF
+        while True:
+            data = await reader.read(1 << 16)
+            now = time.perf_counter()
+            if not data:
+                break
+            if chunked is not None:
+                data = chunked.feed(data)
+            pending += data
+            if not sep:
+                sep = b"\r\n\r\n" if b"\r\n\r\n" in pending else b"\n\n" if b"\n\n" in pending else b""
+                if not sep:
+                    continue
+            if sep not in pending:
+                continue
+            *frames, pending = pending.split(sep)
+            for frame in frames:
+                if frame.startswith(prefix, frame.find(b"event: ")):
+                    payload = orjson.loads(frame[frame.index(b"data: ") + 6 :])
+                    text = payload["delta"]["text"] if target.path is Path.DIRECT else payload["delta"]
+                    if isinstance(text, str):
+                        if result.first_delta is None:
+                            result.first_delta = now
+                        result.delta_times.append(now)
+                        result.text.append(text)
+                elif end_event in frame:
+                    result.completed = True
+            if cancel_after is not None and len(result.delta_times) >= cancel_after:
+                result.closed_wall = time.time()
+                writer.close()
+                writer = None
+                return result
+            if chunked is not None and chunked.done:
+                break
+    except Exception as exc:  # a failed stream is a figure (lost frames), not a crash of the bench
+        result.error = f"{type(exc).__name__}: {exc}"
+    finally:
+        if writer is not None:
+            writer.close()
+    return result
+
+
+async def slow_read(target: Target, scenario: str, prompt: str, *, rate: int, seconds: float) -> dict[str, Any]:
+    """Read a stream at `rate` bytes per second for `seconds`, with a small receive buffer, then hang up."""
+    loop = asyncio.get_running_loop()
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 8192)
+    sock.setblocking(False)
+    received = 0
+    try:
+        await loop.sock_connect(sock, (target.host, target.port))
+        await loop.sock_sendall(sock, target.request(scenario, prompt, None))
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            tick = time.monotonic()
+            data = await asyncio.wait_for(loop.sock_recv(sock, rate), timeout=max(deadline - tick, 0.01))
+            if not data:
+                break
+            received += len(data)
+            await asyncio.sleep(max(0.0, 1.0 - (time.monotonic() - tick)))
+    except TimeoutError:
+        pass
+    finally:
+        sock.close()
+    return {"bytesRead": received, "seconds": seconds}

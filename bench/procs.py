@@ -1,0 +1,139 @@
+"""The simulator and the gateway as separate uvicorn processes (one worker each), measured with psutil."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import httpx
+import psutil
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def cpu_seconds(proc: psutil.Process) -> float:
+    t = proc.cpu_times()
+    return t.user + t.system
+
+
+@dataclass
+class Server:
+    """One uvicorn process serving `app` on a free loopback port."""
+
+    name: str
+    app: str
+    env: dict[str, str] = field(default_factory=dict)
+    health: str = "/healthz"
+    port: int = 0
+    popen: subprocess.Popen | None = None
+    proc: psutil.Process | None = None
+    workdir: str = ""
+
+    def start(self) -> "Server":
+        self.port = free_port()
+        self.workdir = tempfile.mkdtemp(prefix=f"bench-{self.name}-")
+        env = {**os.environ, "PYTHONPATH": str(ROOT), **self.env}
+        cmd = [
+            sys.executable, "-m", "uvicorn", self.app, "--host", "127.0.0.1", "--port", str(self.port),
+            "--loop", "uvloop", "--http", "httptools", "--log-level", "warning", "--no-access-log",
+            "--backlog", "4096", "--timeout-keep-alive", "30",
+        ]
+        self.popen = subprocess.Popen(cmd, cwd=self.workdir, env=env, stdout=subprocess.DEVNULL,
+                                      stderr=open(Path(self.workdir) / "stderr.log", "wb"))
+        self.proc = psutil.Process(self.popen.pid)
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            if self.popen.poll() is not None:
+                raise RuntimeError(f"{self.name} exited: {self.stderr()[-2000:]}")
+            try:
+                if httpx.get(f"{self.url}{self.health}", timeout=1).status_code < 500:
+                    return self
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.1)
+        raise RuntimeError(f"{self.name} did not start")
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def stderr(self) -> str:
+        try:
+            return (Path(self.workdir) / "stderr.log").read_text(errors="replace")
+        except OSError:
+            return ""
+
+    def cpu(self) -> float:
+        assert self.proc is not None
+        return cpu_seconds(self.proc)
+
+    def rss(self) -> int:
+        assert self.proc is not None
+        return self.proc.memory_info().rss
+
+    def stop(self) -> None:
+        if self.popen is not None and self.popen.poll() is None:
+            self.popen.terminate()
+            try:
+                self.popen.wait(15)
+            except subprocess.TimeoutExpired:
+                self.popen.kill()
+                self.popen.wait(5)
+
+
+def simulator() -> Server:
+    return Server("simulator", "simulator.app:app", health="/_sim/requests?contains=healthcheck").start()
+
+
+def gateway(sim: Server, database_url: str | None = None, **env: str) -> Server:
+    settings = {
+        "GATEWAY_ANTHROPIC_BASE_URL": f"{sim.url}/anthropic",
+        "ANTHROPIC_API_KEY": "bench-key",
+        "GATEWAY_API_KEYS": "",
+        "GATEWAY_LOG_LEVEL": "warning",
+        **env,
+    }
+    if database_url:
+        settings["GATEWAY_DATABASE_URL"] = database_url
+    return Server("gateway", "app.main:app", env=settings).start()
+
+
+class Sampler:
+    """Samples a process's RSS every `interval` seconds while running; keeps the peak and the series."""
+
+    def __init__(self, server: Server, interval: float = 0.05) -> None:
+        self.server = server
+        self.interval = interval
+        self.peak = 0
+        self.samples: list[tuple[float, int]] = []
+        self._task: asyncio.Task | None = None
+
+    async def _run(self) -> None:
+        start = time.monotonic()
+        while True:
+            rss = self.server.rss()
+            self.peak = max(self.peak, rss)
+            self.samples.append((time.monotonic() - start, rss))
+            await asyncio.sleep(self.interval)
+
+    def __enter__(self) -> "Sampler":
+        self.peak = self.server.rss()
+        self._task = asyncio.get_running_loop().create_task(self._run())
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._task is not None:
+            self._task.cancel()

@@ -1,0 +1,190 @@
+"""bench/results/latest.json, the Markdown summary and the PNG plot."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+RESULTS = Path(__file__).resolve().parent / "results"
+
+TARGETS = [
+    # (id, label, unit, limit, higher_is_better)
+    ("ttft_p50_c50", "added TTFT p50 at concurrency 50", "ms", 2.0, False),
+    ("ttft_p99_c50", "added TTFT p99 at concurrency 50", "ms", 10.0, False),
+    ("cpu_default", "gateway CPU per 1,000 upstream events, coalescing 50 ms", "ms", 60.0, False),
+    ("max_streams", "concurrent paced streams, no lost frame, added gap p99 < 10 ms", "streams", 1000, True),
+    ("rss_per_stream", "gateway RSS per stream at 1,000 concurrent streams", "KB", 64.0, False),
+    ("slow_reader", "gateway RSS growth, 1 KB/s reader on a 5 MB stream", "MB", 16.0, False),
+    ("cancel_p99", "cancellation p99 (client gone → upstream closed)", "ms", 50.0, False),
+]
+
+
+def figures(results: dict[str, Any]) -> dict[str, float | None]:
+    got: dict[str, float | None] = {}
+    for level in results.get("ttft", {}).get("levels", []):
+        if level["concurrency"] == 50:
+            got["ttft_p50_c50"] = level["added"]["ttftP50Ms"]
+            got["ttft_p99_c50"] = level["added"]["ttftP99Ms"]
+    if "cpu" in results:
+        got["cpu_default"] = results["cpu"]["default"]["gatewayCpuMsPer1k"]
+        got["cpu_off"] = results["cpu"]["off"]["gatewayCpuMsPer1k"]
+    if "concurrency" in results:
+        got["max_streams"] = results["concurrency"]["maxSustained"]
+        got["rss_per_stream"] = results["concurrency"]["rss"]["gateway"]["kbPerStream"]
+    if "slowReader" in results:
+        got["slow_reader"] = results["slowReader"]["gateway"]["rssGrowthMB"]
+    if "cancel" in results:
+        got["cancel_p99"] = results["cancel"]["gateway"]["p99Ms"]
+    return got
+
+
+def targets(results: dict[str, Any]) -> list[dict[str, Any]]:
+    got = figures(results)
+    rows = []
+    for key, label, unit, limit, higher in TARGETS:
+        value = got.get(key)
+        met = None if value is None else (value >= limit if higher else value <= limit)
+        rows.append({"id": key, "label": label, "unit": unit, "target": limit, "value": value, "met": met})
+    return rows
+
+
+def write(results: dict[str, Any], name: str = "latest") -> list[Path]:
+    RESULTS.mkdir(exist_ok=True)
+    results["targets"] = targets(results)
+    json_path = RESULTS / f"{name}.json"
+    json_path.write_text(json.dumps(results, indent=1, sort_keys=False) + "\n")
+    md_path = RESULTS / ("summary.md" if name == "latest" else f"{name}.md")
+    md_path.write_text(markdown(results))
+    paths = [json_path, md_path]
+    png = plot(results, RESULTS / f"{name}.png")
+    if png:
+        paths.append(png)
+    return paths
+
+
+def _fmt(value: Any, unit: str = "") -> str:
+    if value is None:
+        return "–"
+    if isinstance(value, float):
+        value = f"{value:.2f}" if abs(value) < 100 else f"{value:.0f}"
+    return f"{value} {unit}".strip()
+
+
+def markdown(results: dict[str, Any]) -> str:
+    meta = results.get("meta", {})
+    lines = [
+        "# Gateway benchmark: latest run",
+        "",
+        f"Run {meta.get('finishedAt', '?')} on {meta.get('cpus', '?')} CPUs, {'quick' if meta.get('quick') else 'full'} mode, "
+        f"{meta.get('durationS', '?')} s. Every figure is gateway path minus (or over) direct path, measured in the "
+        "same process with interleaved rounds; medians over rounds. See bench/README.md.",
+        "",
+        "| target | value | limit | met |",
+        "|---|---|---|---|",
+    ]
+    for row in results.get("targets", []):
+        op = "≥" if row["id"] == "max_streams" else "≤"
+        met = {True: "yes", False: "**no**", None: "not run"}[row["met"]]
+        lines.append(f"| {row['label']} | {_fmt(row['value'], row['unit'])} | {op} {row['target']} {row['unit']} | {met} |")
+    if "ttft" in results:
+        lines += ["", "## 1. Added time to first token and inter-frame gap (paced 64 × 20 ms, coalescing off)", "",
+                  "| concurrency | added TTFT p50 | p99 | added gap p50 | p99 | TTFT ratio p50 | direct gap p99 | lost frames | gateway CPU share | load generator CPU share |",
+                  "|---|---|---|---|---|---|---|---|---|---|"]
+        for lv in results["ttft"]["levels"]:
+            a, r = lv["added"], lv["ratio"]
+            lines.append(f"| {lv['concurrency']} | {_fmt(a['ttftP50Ms'], 'ms')} | {_fmt(a['ttftP99Ms'], 'ms')} | "
+                         f"{_fmt(a['gapP50Ms'], 'ms')} | {_fmt(a['gapP99Ms'], 'ms')} | {_fmt(r['ttftP50Ms'])}× | "
+                         f"{_fmt(lv['directGapP99Ms'], 'ms')} | {lv['lostFrames']} | {_fmt(lv['gatewayCpuShare'])} | {_fmt(lv['loadgenCpuShare'])} |")
+    if "cpu" in results:
+        c = results["cpu"]
+        lines += ["", f"## 2. Gateway CPU per 1,000 upstream events (unpaced, {c['streamsPerRound']} × {c['eventsPerStream']} events)", "",
+                  "| coalescing | gateway CPU ms / 1k events | simulator CPU ms / 1k | gateway ÷ simulator | events/s via gateway | direct | throughput ratio | frames per stream |",
+                  "|---|---|---|---|---|---|---|---|"]
+        for label in ("default", "off"):
+            x = c[label]
+            lines.append(f"| {label} ({x['throttleMs']}) | {_fmt(x['gatewayCpuMsPer1k'])} | {_fmt(x['simulatorCpuMsPer1k'])} | "
+                         f"{_fmt(x['gatewayOverSimulatorCpu'])}× | {x['gatewayEventsPerS']} | {x['directEventsPerS']} | "
+                         f"{_fmt(x['throughputRatio'])} | {_fmt(x['framesPerStream'])} |")
+    if "concurrency" in results:
+        c = results["concurrency"]
+        lines += ["", f"## 3. Concurrent paced streams (max sustained: {c['maxSustained']})", "",
+                  "| concurrency | passed | added gap p99 | direct gap p99 | added TTFT p50 | lost frames | failed | gateway CPU share | load generator CPU share |",
+                  "|---|---|---|---|---|---|---|---|---|"]
+        for lv in c["levels"]:
+            lines.append(f"| {lv['concurrency']} | {'yes' if lv['passed'] else 'no'} | {_fmt(lv['added']['gapP99Ms'], 'ms')} | "
+                         f"{_fmt(lv['directGapP99Ms'], 'ms')} | {_fmt(lv['added']['ttftP50Ms'], 'ms')} | {lv['lostFrames']} | "
+                         f"{lv['failedStreams']} | {_fmt(lv['gatewayCpuShare'])} | {_fmt(lv['loadgenCpuShare'])} |")
+        rss = c["rss"]
+        g, d = rss["gateway"], rss["direct"]
+        lines += ["", f"RSS at {rss['streams']} open streams: gateway {g['kbPerStream']} KB/stream "
+                  f"(idle {g['idleRssMB']} MB → {g['rssAllOpenMB']} MB, peak {g['peakRssMB']} MB, {g['failed']} failed); "
+                  f"simulator (direct path, for scale) {d['kbPerStream']} KB/stream."]
+    if "slowReader" in results:
+        s = results["slowReader"]
+        g, d = s["gateway"], s["direct"]
+        lines += ["", "## 4. Slow reader (1 KB/s, 5 MB unpaced stream)", "",
+                  f"Over {s['seconds']:g} s: gateway RSS growth {g['rssGrowthMB']} MB; the simulator sent {g['simulatorFramesSent']} of "
+                  f"{s['streamBytes'] // 256 + 6} frames through the gateway (direct: {d['simulatorFramesSent']}, simulator RSS growth "
+                  f"{d['rssGrowthMB']} MB); upstream closed after the reader left: {g['upstreamClosed']}."]
+    if "cancel" in results:
+        c = results["cancel"]
+        lines += ["", f"## 5. Cancellation ({c['cancels']} cancels at random points)", "",
+                  f"Client close → simulator sees the upstream closed: gateway p50 {c['gateway']['p50Ms']} ms, p99 {c['gateway']['p99Ms']} ms "
+                  f"(direct p50 {c['direct']['p50Ms']} ms, p99 {c['direct']['p99Ms']} ms; added p99 {c['added']['p99Ms']} ms); "
+                  f"missed {c['gateway']['missed']}."]
+    if "ledger" in results:
+        lines += ["", "## 6. Ledger on", ""]
+        led = results["ledger"]
+        if "postgresql" in led and isinstance(led["postgresql"], str):
+            lines.append(f"- postgresql: {led['postgresql']}")
+        for name, entry in led["backends"].items():
+            if not entry.get("ledgerActive"):
+                lines.append(f"- {name}: {entry.get('note')}")
+                continue
+            ttfts = ", ".join(f"c={lv['concurrency']}: +{_fmt(lv['added']['ttftP50Ms'])}/+{_fmt(lv['added']['ttftP99Ms'])} ms"
+                              for lv in entry["ttft"]["levels"])
+            lines.append(f"- {name}: added TTFT p50/p99 {ttfts}; max sustained paced streams {entry['concurrency']['maxSustained']}")
+    if "meta" in results and results["meta"].get("notes"):
+        lines += ["", "## Notes", ""] + [f"- {n}" for n in results["meta"]["notes"]]
+    return "\n".join(lines) + "\n"
+
+
+def plot(results: dict[str, Any], path: Path) -> Path | None:
+    series: dict[str, dict[int, dict[str, float | None]]] = {"default settings": {}}
+    for lv in results.get("ttft", {}).get("levels", []) + results.get("concurrency", {}).get("levels", []):
+        series["default settings"].setdefault(lv["concurrency"], lv["added"])
+    for name, entry in results.get("ledger", {}).get("backends", {}).items():
+        if entry.get("ledgerActive"):
+            s = series.setdefault(f"ledger {name}", {})
+            for lv in entry["ttft"]["levels"] + entry["concurrency"]["levels"]:
+                s.setdefault(lv["concurrency"], lv["added"])
+    if not series["default settings"]:
+        return None
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
+    panels = [("added time to first token", ("ttftP50Ms", "ttftP99Ms"), 10.0), ("added inter-frame gap", ("gapP50Ms", "gapP99Ms"), 10.0)]
+    for ax, (title, keys, limit) in zip(axes, panels):
+        for name, points in series.items():
+            xs = sorted(points)
+            for key, style in zip(keys, ("-o", "--s")):
+                ys = [points[x].get(key) for x in xs]
+                pairs = [(x, y) for x, y in zip(xs, ys) if y is not None]
+                if pairs:
+                    ax.plot([p[0] for p in pairs], [max(p[1], 0.01) for p in pairs], style, label=f"{name} {key[-5:-2]}")
+        ax.axhline(limit, color="grey", linestyle=":", label=f"{limit:g} ms target (p99)")
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel("concurrent paced streams (64 deltas × 20 ms)")
+        ax.set_ylabel("gateway − direct, ms")
+        ax.set_title(title)
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path

@@ -1,0 +1,48 @@
+"""The bench's own arithmetic: chunked decoding, lost-frame counting, the comparison and the targets.
+
+Run with `.venv/bin/python -m pytest bench/test_bench.py -q` (not part of `make test`: tests/ is the suite).
+"""
+
+from __future__ import annotations
+
+from bench.client import StreamResult, _Chunked
+from bench.report import targets
+from bench.scenarios import expected_text, lost_frames
+from bench.stats import compare
+
+
+def test_chunked_decoder_handles_chunks_split_anywhere() -> None:
+    body = b"5\r\nhello\r\n7;ext=1\r\n, world\r\n0\r\n\r\n"
+    for cut in range(1, len(body)):
+        decoder = _Chunked()
+        out = decoder.feed(body[:cut]) + decoder.feed(body[cut:])
+        assert out == b"hello, world"
+        assert decoder.done
+
+
+def test_lost_frames_counts_missing_deltas_not_frames() -> None:
+    expected = expected_text(10, 8)
+    whole = StreamResult(text=[expected[:24], expected[24:]])  # coalesced into two frames: nothing lost
+    assert lost_frames(whole, expected, 8) == 0
+    missing_tail = StreamResult(text=[expected[:56]])
+    assert lost_frames(missing_tail, expected, 8) == 3
+    hole = StreamResult(text=[expected[:16], expected[24:]])  # delta 2 dropped: everything after it is off
+    assert lost_frames(hole, expected, 8) == 8
+
+
+def test_compare_takes_the_median_of_per_round_differences() -> None:
+    rounds = [
+        {"direct": {"x": 10.0}, "gateway": {"x": 11.0}},
+        {"direct": {"x": 20.0}, "gateway": {"x": 30.0}},
+        {"direct": {"x": 10.0}, "gateway": {"x": 12.0}},
+    ]
+    summary = compare(rounds, ["x"])
+    assert summary["added"]["x"] == 2.0
+    assert summary["ratio"]["x"] == 1.2
+
+
+def test_targets_report_met_and_missing() -> None:
+    results = {"cancel": {"gateway": {"p99Ms": 80.0}}}
+    rows = {r["id"]: r for r in targets(results)}
+    assert rows["cancel_p99"]["met"] is False
+    assert rows["ttft_p50_c50"]["met"] is None

@@ -1,0 +1,397 @@
+"""Request records (CONTRACT §5) on both stores: what each outcome records, crash recovery, concurrency.
+
+Every test runs against SQLite (a temp file) and PostgreSQL (a schema of its own), via `ledger_url`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from app.ledger import open_ledger
+from app.ledger.base import INTERRUPTED_MESSAGE
+from app.ledger.postgres import PostgresLedger
+from tests.conftest import HERE, PROVIDER_KEYS, marker, run_async, turn
+
+FIELDS = {
+    "requestId", "createdAt", "settledAt", "apiKeyId", "requestedModel", "fallback", "attempts", "provider", "api",
+    "model", "outcome", "stopReason", "errorMessage", "usage", "ttftMs", "durationMs", "upstreamFrames",
+    "eventsSent", "lateFramesDropped", "clientDisconnected", "message",
+}  # fmt: skip
+
+
+def record_of(gateway: Any, request_id: str, **kwargs: Any) -> dict[str, Any]:
+    """The settled record of a request: wait for the turn to finish, then read it over HTTP."""
+    gateway.job(request_id)
+    response = gateway.http.get(f"/v1/requests/{request_id}", **kwargs)
+    assert response.status_code == 200, response.text
+    return response.json()
+
+
+async def _raw_rows(url: str) -> str:
+    """Every stored row of every ledger table, as text (what an operator with SELECT * would see)."""
+    if url.startswith("sqlite"):
+        import sqlite3
+
+        with sqlite3.connect(url[len("sqlite:///") :]) as db:
+            tables = [r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
+            return repr([db.execute(f"SELECT * FROM {t}").fetchall() for t in tables])
+    import asyncpg
+
+    conn = await asyncpg.connect(url)
+    try:
+        tables = [r[0] for r in await conn.fetch("SELECT tablename FROM pg_tables WHERE schemaname = current_schema()")]
+        return repr([[tuple(r) for r in await conn.fetch(f"SELECT * FROM {t}")] for t in tables])
+    finally:
+        await conn.close()
+
+
+def raw_rows(url: str) -> str:
+    return run_async(_raw_rows(url))
+
+
+async def _scalar(url: str, sql: str) -> Any:
+    if url.startswith("sqlite"):
+        import sqlite3
+
+        with sqlite3.connect(url[len("sqlite:///") :]) as db:
+            return db.execute(sql).fetchone()[0]
+    import asyncpg
+
+    conn = await asyncpg.connect(url)
+    try:
+        return await conn.fetchval(sql)
+    finally:
+        await conn.close()
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+# ---------------------------------------------------------------------------------------------- outcomes
+
+
+def test_done_record(ledger_gateway):
+    gw = ledger_gateway()
+    m = marker()
+    result = gw.stream(turn("anthropic/text", f"hello {m}"))
+    request_id = result.headers["x-request-id"]
+    record = record_of(gw, request_id)
+    assert set(record) == FIELDS
+    assert record["requestId"] == request_id == result.events[0]["requestId"]
+    assert record["outcome"] == "done" and record["stopReason"] == "stop" and record["errorMessage"] is None
+    assert (record["provider"], record["api"], record["model"]) == ("anthropic", "anthropic-messages", "text")
+    assert record["requestedModel"] == "anthropic/text" and record["fallback"] == []
+    assert record["apiKeyId"] is None  # authentication is off on this gateway
+    assert record["message"] == result.message
+    assert record["usage"] == result.terminal["usage"]
+    assert record["eventsSent"] == len(result.events)
+    assert record["upstreamFrames"] > 0 and record["lateFramesDropped"] == 0
+    assert record["clientDisconnected"] is False
+    assert isinstance(record["createdAt"], int) and isinstance(record["settledAt"], int)
+    assert record["durationMs"] == record["settledAt"] - record["createdAt"] >= 0
+    assert 0 <= record["ttftMs"] <= record["durationMs"]
+    [attempt] = record["attempts"]
+    assert attempt["outcome"] == "done" and attempt["model"] == "text"
+    assert record["createdAt"] <= attempt["startedAt"] <= attempt["endedAt"] <= record["settledAt"]
+    assert "httpStatus" not in attempt and "errorMessage" not in attempt
+
+
+def test_fallback_record_lists_every_attempt(ledger_gateway):
+    gw = ledger_gateway()
+    result = gw.stream(turn("anthropic/http-500", fallback=["anthropic/text"]))
+    start = result.events[0]
+    assert start["model"] == "text"
+    record = record_of(gw, result.headers["x-request-id"])
+    assert record["outcome"] == "done"
+    assert record["fallback"] == ["anthropic/text"] and record["requestedModel"] == "anthropic/http-500"
+    assert (record["provider"], record["model"]) == ("anthropic", "text")
+    attempts = record["attempts"]
+    assert len(attempts) >= 3  # http-500 tried twice (retries=1), then the fallback
+    failed, served = attempts[:-1], attempts[-1]
+    for attempt in failed:
+        assert attempt["model"] == "http-500" and attempt["outcome"] == "error" and attempt["httpStatus"] == 500
+        assert "simulated internal error" in attempt["errorMessage"]
+    assert served["model"] == "text" and served["outcome"] == "done"
+    starts = [a["startedAt"] for a in attempts]
+    assert starts == sorted(starts)
+
+
+def test_error_record(ledger_gateway):
+    gw = ledger_gateway()
+    result = gw.stream(turn("anthropic/http-500"))
+    record = record_of(gw, result.headers["x-request-id"])
+    assert record["outcome"] == "error" and record["stopReason"] == "error"
+    assert record["errorMessage"] == result.terminal["errorMessage"]
+    assert "anthropic/http-500" in record["errorMessage"]
+    assert [a["httpStatus"] for a in record["attempts"]] == [500, 500]
+    assert record["ttftMs"] is None
+
+
+def test_error_mid_stream_keeps_partial_content(ledger_gateway):
+    gw = ledger_gateway()
+    result = gw.stream(turn("anthropic/error-mid-stream", "say something"))
+    record = record_of(gw, result.headers["x-request-id"])
+    assert record["outcome"] == "error"
+    assert record["message"]["content"] == result.message["content"]
+    assert record["message"]["content"][0]["text"].startswith("Hello")
+    assert record["ttftMs"] is not None
+
+
+def test_client_disconnect_records_aborted_with_partial_content(ledger_gateway):
+    gw = ledger_gateway()
+    m = marker()
+    with httpx.Client(base_url=gw.url, timeout=30) as client:
+        with client.stream("POST", "/v1/stream", json=turn("anthropic/slow;n=1000;delay_ms=20", m)) as response:
+            request_id = response.headers["x-request-id"]
+            for line in response.iter_lines():
+                if line.startswith("event: text_delta"):
+                    break
+    gw.sim.wait(m, until="closed")
+    record = record_of(gw, request_id)
+    assert record["outcome"] == "aborted" and record["stopReason"] == "aborted"
+    assert record["clientDisconnected"] is True
+    assert "client disconnected" in record["errorMessage"]
+    text = record["message"]["content"][0]["text"]
+    assert text.startswith("0000000 ") and 0 < len(text) < 1000 * 8
+    assert record["attempts"][-1]["outcome"] == "aborted"
+
+
+def test_retention_off_stores_no_content(ledger_gateway, ledger_url):
+    gw = ledger_gateway(retain_content=False)
+    m = marker()
+    result = gw.stream(turn("anthropic/text", f"secret prompt {m}"))
+    record = record_of(gw, result.headers["x-request-id"])
+    assert record["outcome"] == "done" and "message" not in record
+    assert set(record) == FIELDS - {"message"}
+    assert record["usage"] == result.terminal["usage"]
+    rows = raw_rows(ledger_url)
+    assert result.headers["x-request-id"] in rows
+    assert m not in rows and "Hello from the simulator" not in rows
+
+
+# ---------------------------------------------------------------------------------------------- load
+
+
+async def test_records_for_100_concurrent_streams(ledger_gateway):
+    gw = ledger_gateway()
+
+    async def one(client: httpx.AsyncClient, i: int) -> tuple[str, str]:
+        async with client.stream("POST", "/v1/stream", json=turn("anthropic/text", f"n{i} {marker()}")) as response:
+            assert response.status_code == 200
+            body = "".join([chunk async for chunk in response.aiter_text()])
+            return response.headers["x-request-id"], body
+
+    async with httpx.AsyncClient(base_url=gw.url, timeout=60, limits=httpx.Limits(max_connections=100)) as client:
+        results = await asyncio.gather(*(one(client, i) for i in range(100)))
+    ids = {request_id for request_id, _ in results}
+    assert len(ids) == 100
+    assert all("event: done" in body for _, body in results)
+    for request_id in ids:
+        gw.job(request_id)
+    listed = gw.http.get("/v1/requests", params={"limit": 200}).json()["records"]
+    assert {r["requestId"] for r in listed} == ids
+    assert all(r["outcome"] == "done" and r["settledAt"] is not None for r in listed)
+    assert all(r["message"]["content"][0]["text"].startswith("Hello") for r in listed)
+
+
+# ---------------------------------------------------------------------------------------------- crash recovery
+
+
+def _gateway_process(sim_url: str, database_url: str, port: int, stderr: Any) -> subprocess.Popen:
+    env = {
+        **os.environ,
+        "GATEWAY_HOST": "127.0.0.1",
+        "GATEWAY_PORT": str(port),
+        "GATEWAY_DATABASE_URL": database_url,
+        "ANTHROPIC_API_KEY": PROVIDER_KEYS["anthropic"],
+        "GATEWAY_ANTHROPIC_BASE_URL": f"{sim_url}/anthropic",
+        "GATEWAY_CATALOG": str(HERE / "catalog.json"),
+        "GATEWAY_LOG_LEVEL": "warning",
+    }
+    return subprocess.Popen(
+        [sys.executable, "-m", "app"], cwd=HERE.parent, env=env, stdout=subprocess.DEVNULL, stderr=stderr
+    )
+
+
+def _wait_ready(proc: subprocess.Popen, url: str, log: Path) -> None:
+    deadline = time.monotonic() + 180  # a loaded machine can take a while to import the SDKs
+    while time.monotonic() < deadline:
+        assert proc.poll() is None, f"gateway exited: {log.read_text()[-2000:]}"
+        try:
+            if httpx.get(f"{url}/readyz", timeout=2).status_code == 200:
+                return
+        except httpx.TransportError:
+            pass
+        time.sleep(0.1)  # polling a starting process, not synchronising the test
+    raise AssertionError(f"gateway never became ready: {log.read_text()[-2000:]}")
+
+
+def test_record_left_open_by_a_crash_is_interrupted_at_next_start(sim, ledger_url, tmp_path):
+    log = tmp_path / "gateway.log"
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    m = marker()
+    with log.open("ab") as stderr:
+        first = _gateway_process(sim.url, ledger_url, port, stderr)
+        try:
+            _wait_ready(first, url, log)
+            with httpx.Client(base_url=url, timeout=30) as client:
+                response = client.send(
+                    client.build_request("POST", "/v1/stream", json=turn("anthropic/slow;n=1000;delay_ms=20", m)),
+                    stream=True,
+                )
+                request_id = response.headers["x-request-id"]
+                lines = response.iter_lines()
+                assert any(line.startswith("event: text_delta") for line in lines)
+                open_record = client.get(f"/v1/requests/{request_id}").json()
+                assert open_record["outcome"] is None and open_record["settledAt"] is None
+                assert open_record["requestedModel"] == "anthropic/slow;n=1000;delay_ms=20"
+                first.kill()  # SIGKILL: no shutdown, no flush
+                first.wait(10)
+                response.close()
+        finally:
+            first.kill()
+            first.wait(10)
+        sim.wait(m, until="closed")
+
+        second = _gateway_process(sim.url, ledger_url, port, stderr)
+        try:
+            _wait_ready(second, url, log)
+            record = httpx.get(f"{url}/v1/requests/{request_id}", timeout=10).json()
+        finally:
+            second.terminate()
+            second.wait(30)
+    assert record["outcome"] == "interrupted"
+    assert record["settledAt"] >= record["createdAt"]
+    assert record["errorMessage"] == INTERRUPTED_MESSAGE
+    assert record["requestId"] == request_id
+
+
+# ---------------------------------------------------------------------------------------------- the stores
+
+
+def _record(request_id: str, key: str | None = "alice", created: int = 1_000, outcome: str | None = None) -> dict:
+    return {
+        "requestId": request_id, "createdAt": created, "settledAt": created + 5 if outcome else None,
+        "apiKeyId": key, "requestedModel": "anthropic/text", "fallback": [], "attempts": [], "provider": None,
+        "api": None, "model": None, "outcome": outcome, "stopReason": None, "errorMessage": None, "usage": None,
+        "ttftMs": None, "durationMs": None, "upstreamFrames": 0, "eventsSent": 0, "lateFramesDropped": 0,
+        "clientDisconnected": False,
+    }  # fmt: skip
+
+
+async def test_store_scoping_order_and_upsert(ledger_url):
+    ledger = open_ledger(ledger_url)
+    await ledger.start()
+    try:
+        await ledger.write([("insert", _record("req_a", created=1)), ("insert", _record("req_b", "bob", created=2))])
+        await ledger.write([("insert", _record("req_c", created=3)), ("complete", _record("req_c", created=3, outcome="done"))])
+        await ledger.complete(_record("req_a", created=1, outcome="error"))
+        await ledger.insert(_record("req_a", created=1))  # a late insert never reopens a settled record
+        assert [r["requestId"] for r in await ledger.list("alice", 10)] == ["req_c", "req_a"]
+        assert [r["requestId"] for r in await ledger.list(None, 10)] == ["req_c", "req_b", "req_a"]
+        assert [r["requestId"] for r in await ledger.list(None, 1)] == ["req_c"]
+        assert (await ledger.get("req_a", "alice"))["outcome"] == "error"
+        assert await ledger.get("req_b", "alice") is None
+        assert (await ledger.get("req_b", None))["apiKeyId"] == "bob"
+        assert (await ledger.get("req_b", "bob"))["outcome"] is None
+        await ledger.ping()
+    finally:
+        await ledger.aclose()
+
+
+async def test_migration_is_safe_when_replicas_start_together(ledger_url):
+    ledgers = [open_ledger(ledger_url) for _ in range(4)]
+    try:
+        await asyncio.gather(*(ledger.start() for ledger in ledgers))
+        await ledgers[0].insert(_record("req_x"))
+        assert (await ledgers[3].get("req_x", "alice"))["requestId"] == "req_x"
+    finally:
+        for ledger in ledgers:
+            await ledger.aclose()
+    assert await _scalar(ledger_url, "SELECT COUNT(*) FROM gateway_schema_version") == 1
+
+
+async def test_sqlite_start_marks_every_open_record(tmp_path):
+    url = f"sqlite:///{tmp_path}/nested/dir/ledger.db"
+    first = open_ledger(url)
+    await first.start()
+    await first.insert(_record("req_open"))
+    await first.complete(_record("req_done", outcome="done"))
+    await first.aclose()
+    second = open_ledger(url)
+    assert await second.start() == 1
+    try:
+        assert (await second.get("req_open", "alice"))["outcome"] == "interrupted"
+        assert (await second.get("req_done", "alice"))["outcome"] == "done"
+    finally:
+        await second.aclose()
+
+
+async def test_postgres_start_spares_live_replicas_and_marks_dead_ones(ledger_url):
+    if not ledger_url.startswith("postgres"):
+        pytest.skip("the instance rule is PostgreSQL's (SQLite serves a single replica)")
+    import asyncpg
+
+    # Long heartbeats: only the newcomer's start may mark anything during this test.
+    live, stalled, crashed, closed = (PostgresLedger(ledger_url, heartbeat_s=3600) for _ in range(4))
+    for ledger in (live, stalled, crashed, closed):
+        await ledger.start()
+    dead_pid = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    await live.insert(_record("req_live"))
+    await stalled.insert(_record("req_stalled"))
+    await crashed.insert(_record("req_crashed"))
+    await closed.insert(_record("req_closed"))
+    conn = await asyncpg.connect(ledger_url)
+    try:
+        # `stalled` stopped heartbeating long ago; `crashed` ran on this host as a process that has exited.
+        await conn.execute(
+            "UPDATE gateway_instances SET heartbeat_at = now() - interval '1 hour' WHERE instance_id = $1",
+            stalled.instance_id,
+        )
+        await conn.execute(
+            "UPDATE gateway_instances SET pid = $1 WHERE instance_id = $2", int(dead_pid.stdout), crashed.instance_id
+        )
+        await closed.aclose()  # a clean stop removes its heartbeat row
+        newcomer = PostgresLedger(ledger_url, heartbeat_s=3600)
+        assert await newcomer.start() == 3
+        outcomes = {rid: (await newcomer.get(rid, None))["outcome"] for rid in ("req_live", "req_stalled", "req_crashed", "req_closed")}
+        assert outcomes == {"req_live": None, "req_stalled": "interrupted", "req_crashed": "interrupted", "req_closed": "interrupted"}
+        instances = {r[0] for r in await conn.fetch("SELECT instance_id FROM gateway_instances")}
+        assert instances == {live.instance_id, newcomer.instance_id}
+        # The stalled replica recovers: its completion wins over the mark.
+        await stalled.complete(_record("req_stalled", outcome="done"))
+        assert (await newcomer.get("req_stalled", None))["outcome"] == "done"
+        await newcomer.aclose()
+    finally:
+        await conn.close()
+        for ledger in (live, stalled, crashed):
+            await ledger.aclose()
+
+
+def test_unsupported_database_url_is_refused_without_echoing_it():
+    with pytest.raises(ValueError) as info:
+        open_ledger("mysql://user:hunter2@db/gw")
+    assert "hunter2" not in str(info.value)
+
+
+def test_readyz_is_503_when_the_store_is_unreachable(ledger_gateway):
+    gw = ledger_gateway()
+    assert gw.http.get("/readyz").status_code == 200
+    gw.server.call(gw.state.ledger.aclose())
+    response = gw.http.get("/readyz")
+    assert response.status_code == 503 and response.json() == {"status": "store unavailable"}

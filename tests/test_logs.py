@@ -1,0 +1,63 @@
+"""Structured logs: one JSON line per settled request, no keys, content only when asked for."""
+
+from __future__ import annotations
+
+import json
+import logging
+
+import pytest
+
+from app.logs import REQUEST_LOGGER, JsonFormatter
+from tests.conftest import PROVIDER_KEYS, marker, turn
+
+CLIENT_KEY = "sk-client-logs-0001"
+
+
+def _request_line(gw, caplog, body) -> dict:
+    with caplog.at_level(logging.INFO, logger=REQUEST_LOGGER):
+        result = gw.stream(body, headers={"Authorization": f"Bearer {CLIENT_KEY}"})
+        request_id = result.headers["x-request-id"]
+        gw.job(request_id)
+    records = [r for r in caplog.records if r.name == REQUEST_LOGGER and getattr(r, "requestId", None) == request_id]
+    assert len(records) == 1
+    line = JsonFormatter().format(records[0])
+    for key in (*PROVIDER_KEYS.values(), CLIENT_KEY):
+        assert key not in line
+    return json.loads(line)
+
+
+@pytest.fixture(scope="module")
+def plain(gateway_factory):
+    return gateway_factory(api_keys=f"logs:{CLIENT_KEY}")
+
+
+def test_settled_request_line(plain, caplog):
+    m = marker()
+    entry = _request_line(plain, caplog, turn("anthropic/text", f"secret prompt {m}"))
+    assert entry["logger"] == REQUEST_LOGGER and entry["level"] == "info"
+    assert entry["apiKeyId"] == "logs" and entry["provider"] == "anthropic" and entry["model"] == "text"
+    assert entry["outcome"] == "done" and entry["stopReason"] == "stop" and entry["attempts"] == 1
+    assert entry["tokens"]["input"] == 25 and entry["cost"] > 0
+    assert entry["ttftMs"] >= 0 and entry["durationMs"] >= entry["ttftMs"]
+    assert entry["errorMessage"] is None
+    assert m not in json.dumps(entry)  # no message content by default
+
+
+def test_error_line(plain, caplog):
+    entry = _request_line(plain, caplog, turn("anthropic/http-401"))
+    assert entry["level"] == "warning" and entry["outcome"] == "error"
+    assert entry["errorMessage"].startswith("anthropic/http-401 returned HTTP 401")
+
+
+def test_content_only_when_enabled(gateway_factory, caplog):
+    gw = gateway_factory(api_keys=f"logs:{CLIENT_KEY}", log_content=True)
+    m = marker()
+    entry = _request_line(gw, caplog, turn("anthropic/text", f"prompt {m}"))
+    assert m in entry["content"][0]["text"]
+    assert entry["context"]["messages"][0]["content"] == f"prompt {m}"
+
+
+def test_formatter_redacts_keys_that_slip_into_messages(plain):
+    record = logging.LogRecord("gateway", logging.ERROR, __file__, 1, "upstream said %s", (PROVIDER_KEYS["anthropic"],), None)
+    line = JsonFormatter().format(record)
+    assert PROVIDER_KEYS["anthropic"] not in line and "[redacted]" in line

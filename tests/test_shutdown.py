@@ -1,0 +1,74 @@
+"""Graceful shutdown: SIGTERM with streams in flight, as a real `python -m app` process."""
+
+from __future__ import annotations
+
+import json
+import signal
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
+import httpx
+
+from tests.conformance import check_frames, parse_sse
+from tests.conftest import marker, turn
+from tests.procs import GatewayProcess
+
+STREAMS = 20
+SLOW = "anthropic/slow;n=300;delay_ms=20"  # about 6 s: cannot finish inside a 1 s drain
+
+
+def test_sigterm_settles_every_stream(sim, tmp_path):
+    proc = GatewayProcess(
+        sim.url, GATEWAY_DRAIN_TIMEOUT="1", GATEWAY_KEEPALIVE_INTERVAL="0.5", _db=str(tmp_path / "gateway.db")
+    )
+    try:
+        proc.wait_ready()
+        assert httpx.get(f"{proc.url}/readyz", timeout=5).json() == {"status": "ready"}
+        all_started = threading.Barrier(STREAMS + 1, timeout=30)
+
+        def run_stream() -> str:
+            with httpx.Client(base_url=proc.url, timeout=60) as client:
+                with client.stream("POST", "/v1/stream", json=turn(SLOW, marker())) as response:
+                    assert response.status_code == 200
+                    lines, started = [], False
+                    for line in response.iter_lines():
+                        lines.append(line)
+                        if not started and line.startswith("data:"):
+                            started = True
+                            all_started.wait()
+                    return "\n".join(lines) + "\n"
+
+        with ThreadPoolExecutor(STREAMS) as pool:
+            futures = [pool.submit(run_stream) for _ in range(STREAMS)]
+            all_started.wait()  # every stream has its first event: all 20 are in flight
+            proc.proc.send_signal(signal.SIGTERM)
+            bodies = [f.result(timeout=60) for f in futures]
+
+        for body in bodies:
+            events = check_frames(parse_sse(body))  # exactly one terminal event, last
+            terminal = events[-1]
+            assert terminal["type"] == "error" and terminal["reason"] == "error", terminal
+            assert terminal["errorMessage"] == f"{SLOW} gateway shutting down"
+            assert terminal["message"]["content"][0]["text"]  # the partial text is kept
+
+        assert proc.proc.wait(timeout=60) in (0, -signal.SIGTERM)
+        # Each settled turn wrote its request log line (JSON), no keys anywhere.
+        stderr = proc.proc.stderr.read().decode()
+        settled = [json.loads(line) for line in stderr.splitlines() if '"gateway.requests"' in line]
+        assert len(settled) == STREAMS
+        assert all(entry["errorMessage"].endswith("gateway shutting down") for entry in settled)
+        assert "PROVIDERKEY" not in stderr
+    finally:
+        proc.stop()
+
+
+def test_draining_gateway_is_unready_and_refuses_turns(gateway_factory):
+    gw = gateway_factory()
+    assert gw.http.get("/readyz").status_code == 200
+    gw.server.call(gw.state.drain(0))
+    ready = gw.http.get("/readyz")
+    assert ready.status_code == 503 and ready.json() == {"status": "draining"}
+    refused = gw.http.post("/v1/stream", json=turn("anthropic/text"))
+    assert refused.status_code == 503 and refused.headers["retry-after"] == "1"
+    assert refused.json()["error"]["type"] == "shutting_down"
+    assert gw.http.get("/healthz").status_code == 200  # still alive while draining
