@@ -7,6 +7,7 @@ Routes (mounted wherever; the gateway's demo mode mounts it at `/_simulator`):
 - `POST /google/v1beta/models/{model}:streamGenerateContent`  Gemini (`?alt=sse`; the model is in the path)
 - `GET  /_sim/requests?contains=…`                          what it saw, newest last
 - `GET  /_sim/wait?contains=…&until=closed|finished&timeout=` long-poll until a matching request got there
+  (`&all=1`: until every matching request got there; answers the list)
 - `DELETE /_sim/requests`                                   forget everything
 
 For every request it records the body, the scenario, frames sent, whether the whole scenario was sent
@@ -33,6 +34,7 @@ from starlette.types import Receive, Scope, Send
 from simulator import anthropic, scenarios as s
 from simulator import openai
 from simulator import google
+from simulator import faults as sim_faults
 
 SAMPLES = Path(__file__).resolve().parent.parent / "tests" / "wire_samples"  # the recorded vendor streams
 
@@ -113,11 +115,12 @@ class _Abort(Exception):
 class ScenarioResponse:
     """Plays a scenario as an SSE body, watching for the client closing the connection."""
 
-    def __init__(self, vendor: Vendor, scenario: s.Scenario, model: str, entry: Seen) -> None:
+    def __init__(self, vendor: Vendor, scenario: s.Scenario, model: str, entry: Seen, fault: sim_faults.Fault | None = None) -> None:
         self.vendor = vendor
         self.scenario = scenario
         self.model = model
         self.entry = entry
+        self.fault = fault  # simulator/faults.py: applied to the frames below
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         entry = self.entry
@@ -160,7 +163,7 @@ class ScenarioResponse:
         entry.status = 200
         await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"text/event-stream"), (b"cache-control", b"no-cache")]})
         delay = scenario.delay_ms / 1000
-        for item in self._items():
+        for item in sim_faults.apply(self.fault, self.vendor.name, self.vendor.encode, self.model, self._items()):
             if isinstance(item, bytes):
                 if delay and entry.frames_sent:
                     await asyncio.sleep(delay)
@@ -172,6 +175,11 @@ class ScenarioResponse:
                 raise _Abort("simulated connection reset")
             elif isinstance(item, s.Hang):
                 await asyncio.Event().wait()
+            elif isinstance(item, sim_faults.Drip):
+                for offset in range(0, len(item.data), item.chunk):
+                    await asyncio.sleep(item.interval)
+                    await send({"type": "http.response.body", "body": item.data[offset : offset + item.chunk], "more_body": True})
+                entry.frames_sent += 1
         await send({"type": "http.response.body", "body": b"", "more_body": False})
         entry.completed = True
 
@@ -204,6 +212,8 @@ def create_simulator() -> Starlette:
             return JSONResponse({"error": {"type": "invalid_request_error", "message": "invalid JSON"}}, 400)
         model = model or str(body.get("model", ""))
         scenario = s.build(model, vendor.prompt_of(body))
+        fault = sim_faults.parse(model)
+        sim_faults.prepare(fault, scenario)
         if scenario.replay is not None and not scenario.replay.startswith(vendor.sample_prefix):
             scenario.replay = vendor.sample_prefix + scenario.replay
         if scenario.replay is not None and not (SAMPLES / f"{scenario.replay}.sse").is_file():
@@ -217,7 +227,7 @@ def create_simulator() -> Starlette:
             vendor=vendor.name, model=model, scenario=s.summary(scenario), body=body, raw=raw,
             auth_sha256=hashlib.sha256(auth.encode()).hexdigest() if auth else None,
         )
-        return ScenarioResponse(vendor, scenario, model, entry)
+        return ScenarioResponse(vendor, scenario, model, entry, fault)
 
     async def anthropic_messages(request: Request) -> Response | ScenarioResponse:
         return await vendor_call(request, VENDORS["anthropic"], "")
@@ -238,13 +248,19 @@ def create_simulator() -> Starlette:
         """Long-poll: the newest request containing `contains` once it reached `until` (closed | finished)."""
         contains = request.query_params.get("contains")
         until = request.query_params.get("until", "finished")
+        every = request.query_params.get("all") == "1"  # every matching request, not only the newest
         timeout = float(request.query_params.get("timeout", "10"))
         try:
             async with asyncio.timeout(timeout):
                 while True:
                     found = state.matching(contains)
                     entry = found[-1] if found else None
-                    if entry is not None and (entry.client_closed if until == "closed" else entry.finished_at is not None):
+                    reached = [e for e in found if (e.client_closed if until == "closed" else e.finished_at is not None)]
+                    if every and found and len(reached) == len(found):
+                        return JSONResponse([e.public() for e in found])
+                    if every and found:
+                        entry = next(e for e in found if all(e is not r for r in reached))
+                    elif entry is not None and any(entry is r for r in reached):
                         return JSONResponse(entry.public())
                     await (entry.changed.wait() if entry is not None else state.added.wait())
         except TimeoutError:

@@ -28,12 +28,14 @@ def event_stream_response(
     the response wrote."""
     turn = job.turn
 
-    async def frames() -> AsyncIterator[ServerSentEvent]:
+    async def frames() -> AsyncIterator[bytes]:
         sequence = 0
         try:
             while (event := await turn.next_event()) is not None:
                 sequence += 1
-                yield ServerSentEvent(data=orjson.dumps(event).decode(), event=event["type"], id=str(sequence))
+                # orjson escapes every control character, so `data` is always one line: the frame is safe
+                # to write as bytes (sse-starlette passes bytes through), without re-encoding the JSON.
+                yield b"id: %d\nevent: %s\ndata: %s\n\n" % (sequence, event["type"].encode(), orjson.dumps(event))
         finally:
             if sent is not None:
                 sent(sequence)

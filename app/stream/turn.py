@@ -142,7 +142,10 @@ class Turn:
             block = self._require_open(kind[: kind.index("_")])
             if not delta:
                 return
-            self._open_parts.append(delta)
+            parts = self._open_parts
+            parts.append(delta)
+            if len(parts) >= 256:  # a long block: keep one string, not thousands of small ones
+                self._open_parts = ["".join(parts)]
             self._count_content()
             self._enqueue_delta(kind, block["_index"], delta)
         elif kind in _BLOCK_KINDS:

@@ -6,6 +6,7 @@ import json
 from typing import Any
 
 import anthropic
+from anthropic import AsyncStream
 
 from app.catalog import ModelInfo
 from app.contract.messages import Context
@@ -26,7 +27,14 @@ class AnthropicProvider:
         )
 
     async def open(self, model: ModelInfo, context: Context, options: StreamOptions) -> Upstream:
-        stream = await self.client.messages.create(**build_params(model, context, options))
+        """POST /v1/messages with `stream: true` through the SDK (auth, headers, SSE decoding, in-band error
+        events, status errors) but with untyped events: building the SDK's pydantic event objects was 28% of
+        the gateway's CPU per streamed event, and the translator reads plain dicts."""
+        params = build_params(model, context, options)
+        params.update(params.pop("extra_body", None) or {})
+        stream = await self.client.post(
+            "/v1/messages", body=params, cast_to=object, stream=True, stream_cls=AsyncStream[object]
+        )
         return Upstream(stream.__aiter__(), stream.close)
 
     def translator(self, model: ModelInfo) -> AnthropicTranslator:

@@ -7,6 +7,7 @@ import json
 from typing import Any
 
 import openai
+from openai import AsyncStream
 
 from app.catalog import ModelInfo
 from app.contract.messages import Context
@@ -27,7 +28,13 @@ class OpenAIResponsesProvider:
         )
 
     async def open(self, model: ModelInfo, context: Context, options: StreamOptions) -> Upstream:
-        stream = await self.client.responses.create(**build_params(model, context, options))
+        """POST /responses with `stream: true` through the SDK (auth, SSE decoding, in-band error events,
+        status errors) but with untyped events: the translator reads plain dicts, and building the SDK's
+        pydantic event objects would dominate the gateway's CPU per streamed event."""
+        stream = await self.client.post(
+            "/responses", body=build_params(model, context, options), cast_to=object, stream=True,
+            stream_cls=AsyncStream[object],
+        )
         return Upstream(stream.__aiter__(), stream.close)
 
     def translator(self, model: ModelInfo) -> OpenAIResponsesTranslator:
