@@ -69,3 +69,28 @@ def run_script(provider: ScriptedProvider, *, throttle_ms: int = 0) -> tuple[lis
         return events, job
 
     return asyncio.run(main())
+
+
+GENERIC_MUTATIONS = ["drop", "duplicate", "swap", "truncate", "transport"]
+
+
+def corrupt(wire: list[Any], mutation: str, seed: int) -> tuple[list[Any], BaseException | None, int]:
+    """Apply one vendor-neutral corruption to a wire script at a position picked by `seed`.
+
+    Returns the new script, the transport error the upstream should raise at its end (or None), and the
+    position, so that a caller can insert its vendor's own odd frames there for the other mutations."""
+    wire = list(wire)
+    at = seed % len(wire)
+    fail_with: BaseException | None = None
+    if mutation == "drop":
+        del wire[at]
+    elif mutation == "duplicate":
+        wire.insert(at, wire[at])
+    elif mutation == "swap" and at + 1 < len(wire):
+        wire[at], wire[at + 1] = wire[at + 1], wire[at]
+    elif mutation == "truncate":
+        wire = wire[:at]
+    elif mutation == "transport":
+        wire = wire[:at]
+        fail_with = ConnectionError("reset by peer")
+    return wire, fail_with, at

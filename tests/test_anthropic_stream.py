@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import httpx
 import pytest
 
 from tests.conformance import check_frames, parse_sse
@@ -146,27 +145,6 @@ def test_late_frames_after_terminal_are_dropped_and_counted(gateway):
     job = gateway.job(result.headers["x-request-id"])
     assert job.turn.late_frames > 0
     assert job.turn.outcome == "done"
-
-
-def test_client_disconnect_cancels_upstream(gateway):
-    m = marker()
-    body = turn("anthropic/slow;n=500;delay_ms=20", m)
-    with httpx.Client(base_url=gateway.url, timeout=30) as client:
-        with client.stream("POST", "/v1/stream", json=body) as response:
-            request_id = response.headers["x-request-id"]
-            seen_delta = False
-            for line in response.iter_lines():
-                if line.startswith("data:") and '"text_delta"' in line:
-                    seen_delta = True
-                    break
-            assert seen_delta
-    closed = gateway.sim.wait(m, until="closed")
-    assert closed["clientClosed"] is True and closed["completed"] is False
-    job = gateway.job(request_id)
-    assert job.turn.outcome == "aborted"
-    assert job.client_disconnected is True
-    assert job.turn.message["stopReason"] == "aborted"
-    assert job.turn.message["content"][0]["text"]  # the content received so far is kept
 
 
 def test_replayed_history_is_sent_in_anthropic_format(gateway):

@@ -112,9 +112,13 @@ def test_cancellation_closes_the_upstream(gateway, provider):
             for line in response.iter_lines():
                 if '"text_delta"' in line:
                     break
-    assert gateway.sim.wait(m, until="closed")["completed"] is False
+    closed = gateway.sim.wait(m, until="closed")
+    assert closed["clientClosed"] is True and closed["completed"] is False
     job = gateway.job(request_id)
     assert job.turn.outcome == "aborted" and job.client_disconnected
+    assert job.turn.message["stopReason"] == "aborted"
+    assert job.turn.message["content"][0]["text"]  # the content received so far is kept
+    assert len(gateway.sim.seen(m)) == 1  # content was sent: never retried
 
 
 @pytest.mark.parametrize("provider", PROVIDERS)

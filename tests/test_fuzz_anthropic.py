@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 from app.providers.anthropic.events import AnthropicTranslator
 from tests.conformance import check_events
-from tests.harness import ScriptedProvider, run_script
+from tests.harness import ScriptedProvider, corrupt, run_script
 
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers(-1000, 1000) | st.text(max_size=8),
@@ -91,26 +91,13 @@ MUTATIONS = ["drop", "duplicate", "swap", "unknown", "truncate", "garble", "late
 @given(anthropic_stream(), st.sampled_from(MUTATIONS), st.integers(0, 10_000), st.sampled_from([0, 50]))
 def test_corrupted_streams_keep_every_invariant(stream, mutation, seed, throttle):
     wire, _, _ = stream
-    wire = list(wire)
-    at = seed % len(wire)
-    fail_with = None
-    if mutation == "drop":
-        del wire[at]
-    elif mutation == "duplicate":
-        wire.insert(at, wire[at])
-    elif mutation == "swap" and at + 1 < len(wire):
-        wire[at], wire[at + 1] = wire[at + 1], wire[at]
-    elif mutation == "unknown":
+    wire, fail_with, at = corrupt(wire, mutation, seed)
+    if mutation == "unknown":
         wire.insert(at, {"type": "mystery_event", "payload": [1, 2]})
-    elif mutation == "truncate":
-        wire = wire[:at]
     elif mutation == "garble":
         wire.insert(at, {"type": "content_block_delta", "index": seed % 4, "delta": {"type": "input_json_delta", "partial_json": "}{"}})
     elif mutation == "late":
         wire += [{"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "late"}}, {"type": "message_stop"}]
-    elif mutation == "transport":
-        wire = wire[:at]
-        fail_with = ConnectionError("reset by peer")
     elif mutation == "error_event":
         wire.insert(at, {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}})
     provider = ScriptedProvider("anthropic", "anthropic-messages", AnthropicTranslator, wire, fail_with)

@@ -20,7 +20,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 from app.providers.google.events import GoogleTranslator
 from tests.conformance import check_events
-from tests.harness import ScriptedProvider, run_script
+from tests.harness import ScriptedProvider, corrupt, run_script
 
 EXAMPLES = int(os.environ.get("FUZZ_EXAMPLES", "0"))
 VALID_EXAMPLES = EXAMPLES or 400
@@ -169,20 +169,10 @@ MUTATIONS = ["drop", "duplicate", "swap", "unknown", "truncate", "odd_parts", "b
 @given(google_stream(), st.sampled_from(MUTATIONS), st.integers(0, 10_000), st.booleans(), st.sampled_from([0, 2]))
 def test_corrupted_streams_keep_every_invariant(stream, mutation, seed, as_sdk, throttle):
     wire, _, _, _ = stream
-    wire = list(wire)
-    at = seed % len(wire)
-    fail_with = None
-    if mutation == "drop":
-        del wire[at]
-    elif mutation == "duplicate":
-        wire.insert(at, wire[at])
-    elif mutation == "swap" and at + 1 < len(wire):
-        wire[at], wire[at + 1] = wire[at + 1], wire[at]
-    elif mutation == "unknown":
+    wire, fail_with, at = corrupt(wire, mutation, seed)
+    if mutation == "unknown":
         wire.insert(at, {"candidates": [{"content": {"parts": [{"futurePart": {"x": 1}}, {"executableCode": {"code": "1"}}]}}],
                          "futureField": True})
-    elif mutation == "truncate":
-        wire = wire[:at]
     elif mutation == "odd_parts":  # valid to the SDK, odd for a client: empty candidates, nameless calls, no content
         wire.insert(at, [{"candidates": []}, {"candidates": [{"index": 0}]}, {"candidates": [{"content": {"parts": [
             {"functionCall": {}}, {"text": "", "thought": True, "thoughtSignature": "c2ln"}]}}]}, {}][seed % 4])
@@ -194,9 +184,6 @@ def test_corrupted_streams_keep_every_invariant(stream, mutation, seed, as_sdk, 
         wire.insert(at, {"promptFeedback": {"blockReason": "SAFETY"}, "usageMetadata": {"promptTokenCount": 3}})
     elif mutation == "late":
         wire += [{"candidates": [{"content": {"parts": [{"text": "late"}]}, "finishReason": "STOP", "index": 0}]}]
-    elif mutation == "transport":
-        wire = wire[:at]
-        fail_with = ConnectionError("reset by peer")
     elif mutation == "error_chunk":  # the SDK raises on an error chunk: as a transport failure at that point
         wire = wire[:at]
         fail_with = ConnectionError("error chunk")

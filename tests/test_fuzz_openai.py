@@ -17,7 +17,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 from app.providers.openai.events import OpenAIResponsesTranslator
 from tests.conformance import check_events
-from tests.harness import ScriptedProvider, run_script
+from tests.harness import ScriptedProvider, corrupt, run_script
 
 EXAMPLES = int(os.environ.get("FUZZ_EXAMPLES", "0"))
 VALID_EXAMPLES = EXAMPLES or 400
@@ -135,27 +135,14 @@ MUTATIONS = ["drop", "duplicate", "swap", "unknown", "truncate", "garble", "late
 @given(openai_stream(), st.sampled_from(MUTATIONS), st.integers(0, 10_000), st.sampled_from([0, 2]))  # a 2 ms window still holds and merges; 50 ms would cost real time
 def test_corrupted_streams_keep_every_invariant(stream, mutation, seed, throttle):
     wire, _, _, _ = stream
-    wire = list(wire)
-    at = seed % len(wire)
-    fail_with = None
-    if mutation == "drop":
-        del wire[at]
-    elif mutation == "duplicate":
-        wire.insert(at, wire[at])
-    elif mutation == "swap" and at + 1 < len(wire):
-        wire[at], wire[at + 1] = wire[at + 1], wire[at]
-    elif mutation == "unknown":
+    wire, fail_with, at = corrupt(wire, mutation, seed)
+    if mutation == "unknown":
         wire.insert(at, {"type": "response.mystery_event", "payload": [1, 2]})
-    elif mutation == "truncate":
-        wire = wire[:at]
     elif mutation == "garble":
         wire.insert(at, {"type": "response.function_call_arguments.delta", "item_id": f"fc_{seed % 5}", "output_index": seed % 5, "delta": "}{"})
     elif mutation == "late":
         wire += [{"type": "response.output_text.delta", "item_id": "msg_0", "output_index": 0, "content_index": 0, "delta": "late"},
                  {"type": "response.completed", "response": {"id": "resp_1", "status": "completed"}}]
-    elif mutation == "transport":
-        wire = wire[:at]
-        fail_with = ConnectionError("reset by peer")
     elif mutation == "error_event":
         wire.insert(at, {"type": "error", "code": "server_error", "message": "The server had an error", "param": None})
     elif mutation == "orphan":  # an item finished that was never added, with odd contents

@@ -28,7 +28,7 @@ from app.ledger.base import (
 SCHEMA_VERSION = 1
 MIGRATIONS: dict[int, list[str]] = {
     1: [
-        f"""CREATE TABLE IF NOT EXISTS gateway_requests (
+        """CREATE TABLE IF NOT EXISTS gateway_requests (
             request_id TEXT PRIMARY KEY,
             api_key_id TEXT,
             instance_id TEXT NOT NULL,

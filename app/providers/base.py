@@ -20,6 +20,7 @@ missing terminal signal) is raised as `ProviderError`. Adapters know nothing of 
 from __future__ import annotations
 
 import email.utils
+import json
 import time
 from typing import Any, AsyncIterator, Callable, Awaitable, Mapping, Protocol
 
@@ -89,6 +90,21 @@ class Provider(Protocol):
 
     def error(self, exc: BaseException) -> ProviderError | None:
         """The ProviderError for an SDK or transport exception, or None if it is not one of those."""
+
+
+def error_detail(body: Any) -> str:
+    """`<error type or code>: <message>` from a vendor's JSON error body, whatever shape it came in."""
+    if isinstance(body, str):
+        try:
+            body = json.loads(body)
+        except ValueError:
+            return body[:500]
+    if isinstance(body, dict):
+        error = body.get("error", body)
+        if isinstance(error, dict):
+            kind = error.get("type") or error.get("code") or "error"
+            return f"{kind}: {error.get('message') or ''}".strip()
+    return str(body)[:500] if body else "no error details"
 
 
 def retry_after_ms(headers: Mapping[str, str] | None, now: float | None = None) -> int | None:

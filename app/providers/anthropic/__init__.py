@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import json
-from typing import Any
 
 import anthropic
 from anthropic import AsyncStream
@@ -13,7 +11,7 @@ from app.contract.messages import Context
 from app.contract.request import StreamOptions
 from app.providers.anthropic.events import AnthropicTranslator
 from app.providers.anthropic.request import API, build_params
-from app.providers.base import RETRYABLE_STATUS, ProviderError, Upstream, retry_after_ms
+from app.providers.base import RETRYABLE_STATUS, ProviderError, Upstream, error_detail, retry_after_ms
 from app.providers.transport import TransportSettings, http_client, transport_error
 
 
@@ -42,7 +40,7 @@ class AnthropicProvider:
 
     def error(self, exc: BaseException) -> ProviderError | None:
         if isinstance(exc, anthropic.APIStatusError):
-            detail = _error_detail(exc.body)
+            detail = error_detail(exc.body)
             if exc.status_code == 200:  # an in-band `event: error` frame, raised by the SDK
                 return ProviderError(f"sent an error event: {detail}", retryable=True)
             return ProviderError(
@@ -58,18 +56,4 @@ class AnthropicProvider:
 
     async def aclose(self) -> None:
         await self.client.close()
-
-
-def _error_detail(body: Any) -> str:
-    """`<error type>: <message>` from an Anthropic error body, whatever shape it came in."""
-    if isinstance(body, str):
-        try:
-            body = json.loads(body)
-        except ValueError:
-            return body[:500]
-    if isinstance(body, dict):
-        error = body.get("error", body)
-        if isinstance(error, dict):
-            return f"{error.get('type', 'error')}: {error.get('message', '')}".strip()
-    return str(body)[:500] if body else "no error details"
 

@@ -3,8 +3,6 @@
 
 from __future__ import annotations
 
-import json
-from typing import Any
 
 import openai
 from openai import AsyncStream
@@ -12,7 +10,7 @@ from openai import AsyncStream
 from app.catalog import ModelInfo
 from app.contract.messages import Context
 from app.contract.request import StreamOptions
-from app.providers.base import RETRYABLE_STATUS, ProviderError, Upstream, retry_after_ms
+from app.providers.base import RETRYABLE_STATUS, ProviderError, Upstream, error_detail, retry_after_ms
 from app.providers.openai.events import OpenAIResponsesTranslator
 from app.providers.openai.request import API, build_params
 from app.providers.transport import TransportSettings, http_client, transport_error
@@ -43,7 +41,7 @@ class OpenAIResponsesProvider:
     def error(self, exc: BaseException) -> ProviderError | None:
         if isinstance(exc, openai.APIStatusError):
             return ProviderError(
-                f"returned HTTP {exc.status_code}: {_error_detail(exc.body)}",
+                f"returned HTTP {exc.status_code}: {error_detail(exc.body)}",
                 status=exc.status_code,
                 retry_after_ms=retry_after_ms(exc.response.headers),
                 retryable=exc.status_code in RETRYABLE_STATUS,
@@ -53,23 +51,9 @@ class OpenAIResponsesProvider:
             error = transport_error(exc.__cause__) if exc.__cause__ is not None else None
             return error or ProviderError(f"connection failed: {exc.message}", retryable=True, kind="connect")
         if isinstance(exc, openai.APIError):  # an in-band `{"error": {...}}` frame, raised by the SDK
-            return ProviderError(f"sent an error event: {_error_detail(exc.body)}", retryable=True)
+            return ProviderError(f"sent an error event: {error_detail(exc.body)}", retryable=True)
         return transport_error(exc)
 
     async def aclose(self) -> None:
         await self.client.close()
 
-
-def _error_detail(body: Any) -> str:
-    """`<error type or code>: <message>` from an OpenAI error body, whatever shape it came in."""
-    if isinstance(body, str):
-        try:
-            body = json.loads(body)
-        except ValueError:
-            return body[:500]
-    if isinstance(body, dict):
-        error = body.get("error", body)
-        if isinstance(error, dict):
-            kind = error.get("type") or error.get("code") or "error"
-            return f"{kind}: {error.get('message') or ''}".strip()
-    return str(body)[:500] if body else "no error details"
