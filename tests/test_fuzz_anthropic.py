@@ -8,12 +8,17 @@ invariant of the conformance checker: one terminal event, ordered blocks, text =
 from __future__ import annotations
 
 import json
+import os
 
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from app.providers.anthropic.events import AnthropicTranslator
 from tests.conformance import check_events
 from tests.harness import ScriptedProvider, corrupt, run_script
+
+EXAMPLES = int(os.environ.get("FUZZ_EXAMPLES", "0"))  # the soak raises it; `make test` runs the defaults
+VALID_EXAMPLES = EXAMPLES or 400
+CORRUPT_EXAMPLES = EXAMPLES or 1200
 
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers(-1000, 1000) | st.text(max_size=8),
@@ -69,7 +74,7 @@ def anthropic_stream(draw):
     return wire, expected, stop
 
 
-@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=VALID_EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(anthropic_stream(), st.sampled_from([0, 50]))
 def test_valid_streams_normalize_exactly(stream, throttle):
     wire, expected, stop = stream
@@ -87,7 +92,7 @@ def test_valid_streams_normalize_exactly(stream, throttle):
 MUTATIONS = ["drop", "duplicate", "swap", "unknown", "truncate", "garble", "late", "transport", "error_event"]
 
 
-@settings(max_examples=1200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=CORRUPT_EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(anthropic_stream(), st.sampled_from(MUTATIONS), st.integers(0, 10_000), st.sampled_from([0, 50]))
 def test_corrupted_streams_keep_every_invariant(stream, mutation, seed, throttle):
     wire, _, _ = stream
