@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import logging
 import secrets
 import time
@@ -100,6 +101,10 @@ def create_app(settings: Settings | None = None, gateway: Gateway | None = None)
         gw = gateway or Gateway(settings)
         await gw.recorder.start()  # the request ledger: migrate, mark interrupted records, start the writer
         app.state.gateway = gw
+        # Everything imported and built so far lives as long as the process: move it out of the cyclic
+        # collector's sight, so that collections during streaming scan only per-request objects.
+        gc.collect()
+        gc.freeze()
         shutdown_watch = asyncio.create_task(gw.watch_shutdown(), name="gateway-shutdown-watch")
         if not gw.keys.enabled:
             log.warning("GATEWAY_API_KEYS is empty: the gateway accepts requests without a key")
