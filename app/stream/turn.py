@@ -97,7 +97,8 @@ class Turn:
 
         # Block state.
         self._open: dict[str, Any] | None = None
-        self._open_parts: list[str] = []
+        self._open_parts: list[str] = []  # the open block's recent deltas
+        self._open_chunks: list[str] = []  # …and its earlier ones, joined 256 at a time
 
         # Settlement and counters.
         self.started = False
@@ -144,8 +145,11 @@ class Turn:
                 return
             parts = self._open_parts
             parts.append(delta)
-            if len(parts) >= 256:  # a long block: keep one string, not thousands of small ones
-                self._open_parts = ["".join(parts)]
+            if len(parts) >= 256:
+                # A long block: keep a few joined chunks, neither thousands of small strings nor one string
+                # re-joined again and again (each re-join would copy the whole text so far).
+                self._open_chunks.append("".join(parts))
+                parts.clear()
             self._count_content()
             self._enqueue_delta(kind, block["_index"], delta)
         elif kind in _BLOCK_KINDS:
@@ -267,6 +271,7 @@ class Turn:
         block["_index"] = index
         self._open = block
         self._open_parts = []
+        self._open_chunks = []
         self.message["content"].append(block)
         self._count_content()
         self._enqueue(public)
@@ -274,9 +279,8 @@ class Turn:
     def _close_block(self, kind: str, event: dict[str, Any]) -> None:
         block = self._require_open(kind[: kind.index("_")])
         index = block.pop("_index")
-        text = "".join(self._open_parts)
+        text = self._open_text()
         self._open = None
-        self._open_parts = []
         if block["type"] == "toolCall":
             if not text:
                 # Invariant 4: every call has at least one delta, also when the provider sent none.
@@ -313,6 +317,12 @@ class Turn:
         self._count_content()
         self._enqueue(public)
 
+    def _open_text(self) -> str:
+        """The open block's whole text so far (and resets the parts: called when the block ends)."""
+        chunks, parts = self._open_chunks, self._open_parts
+        self._open_chunks, self._open_parts = [], []
+        return "".join(chunks) + "".join(parts) if chunks else "".join(parts)
+
     def _drop_open_block(self) -> None:
         """On error: keep a partial text/thinking block, drop a tool call that never completed."""
         block = self._open
@@ -322,9 +332,8 @@ class Turn:
         if block["type"] == "toolCall":
             self.message["content"].pop()
         else:
-            block[block["type"]] = "".join(self._open_parts)
+            block[block["type"]] = self._open_text()
         self._open = None
-        self._open_parts = []
 
     def _settle(self, outcome: str, event: dict[str, Any]) -> None:
         self.settled = True
