@@ -104,7 +104,7 @@ build_local_base() {
 
 base="$BASE_IMAGE"
 if ! docker image inspect "$BASE_IMAGE" >/dev/null 2>&1 && ! timeout 120 docker pull -q "$BASE_IMAGE" >"$WORK/pull.log" 2>&1; then
-    say "cannot pull $BASE_IMAGE ($(tail -n 1 "$WORK/pull.log")): using $LOCAL_BASE"
+    say "cannot pull $BASE_IMAGE (no container registry reachable; details in $WORK/pull.log): using $LOCAL_BASE"
     base="$LOCAL_BASE"
     docker image inspect "$LOCAL_BASE" >/dev/null 2>&1 || build_local_base
 fi
