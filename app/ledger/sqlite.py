@@ -9,6 +9,9 @@ process that is gone: all of them are marked `interrupted`.
 
 from __future__ import annotations
 
+import asyncio
+import sqlite3
+
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -73,7 +76,7 @@ class SqliteLedger(Ledger):
             Path(self.path).parent.mkdir(parents=True, exist_ok=True)
         self._writer = await self._connect()
         if not memory:
-            await self._writer.execute("PRAGMA journal_mode = WAL")
+            await _use_wal(self._writer)
             await self._writer.execute("PRAGMA synchronous = NORMAL")
         await self._migrate(self._writer)
         self._reader = self._writer if memory else await self._connect()
@@ -156,3 +159,19 @@ class SqliteLedger(Ledger):
         if db is None:
             raise RuntimeError("the ledger is not started")
         return db
+
+
+async def _use_wal(db: aiosqlite.Connection) -> None:
+    """Switch the file to WAL (it stays so). Switching takes an exclusive lock and SQLite answers "locked" at once,
+    without its busy timeout, when another process opens the file at the same moment: wait and look again."""
+    for attempt in range(40):
+        async with db.execute("PRAGMA journal_mode") as cursor:
+            if str((await cursor.fetchone())[0]).lower() == "wal":
+                return
+        try:
+            await db.execute("PRAGMA journal_mode = WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or attempt == 39:
+                raise
+            await asyncio.sleep(0.025 * (attempt + 1))
