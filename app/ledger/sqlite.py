@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
-
 from pathlib import Path
 from typing import Any, Sequence
 
