@@ -119,7 +119,7 @@ def test_output_cap_is_length(gateway):
 
 def test_refusal_is_an_error_that_says_so(gateway):
     result = gateway.stream(turn("openai/refusal"))
-    assert result.types() == ["start", "text_start", "text_delta", "text_end", "error"]
+    assert result.types() == ["start", "text_start", "text_delta", "text_delta", "text_end", "error"]
     assert result.terminal["errorMessage"] == "openai/refusal refused: the response is a refusal"
     assert result.message["content"][0]["text"] == "I can't help with that."
     assert result.terminal["usage"]["output"] == 6  # the refused response still counts
