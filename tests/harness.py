@@ -8,7 +8,10 @@ after that — attempts, settlement, the Turn, coalescing — is the production 
 from __future__ import annotations
 
 import asyncio
+import os
 from typing import Any, Callable
+
+from hypothesis import strategies as st
 
 from app.catalog import ModelInfo, Pricing
 from app.contract.messages import Context, UserMessage
@@ -94,3 +97,24 @@ def corrupt(wire: list[Any], mutation: str, seed: int) -> tuple[list[Any], BaseE
         wire = wire[:at]
         fail_with = ConnectionError("reset by peer")
     return wire, fail_with, at
+
+
+# ---------------------------------------------------------------- shared pieces of the property-based tests
+
+EXAMPLES = int(os.environ.get("FUZZ_EXAMPLES", "0"))  # the soak raises it; `make test` runs the defaults
+VALID_EXAMPLES = EXAMPLES or 400
+CORRUPT_EXAMPLES = EXAMPLES or 1200
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers(-1000, 1000) | st.text(max_size=8),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=3),
+    max_leaves=6,
+)
+arguments = st.dictionaries(st.text(max_size=6), json_values, max_size=4)
+
+
+def split(draw: Any, text: str) -> list[str]:
+    """Cut a string at up to 4 drawn points: how a vendor might fragment streamed JSON."""
+    cuts = sorted(set(draw(st.lists(st.integers(0, len(text)), max_size=4))))
+    points = [0, *cuts, len(text)]
+    return [text[a:b] for a, b in zip(points, points[1:])]

@@ -12,27 +12,25 @@ after the end) must keep every invariant of the conformance checker and never en
 from __future__ import annotations
 
 import base64
-import os
 from typing import Any
 
 from google.genai import models, types
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from app.providers.google.events import GoogleTranslator
 from tests.conformance import check_events
-from tests.harness import ScriptedProvider, corrupt, run_script
+from tests.harness import (
+    CORRUPT_EXAMPLES,
+    VALID_EXAMPLES,
+    ScriptedProvider,
+    arguments,
+    corrupt,
+    run_script,
+)
 
-EXAMPLES = int(os.environ.get("FUZZ_EXAMPLES", "0"))
-VALID_EXAMPLES = EXAMPLES or 400
-CORRUPT_EXAMPLES = EXAMPLES or 1200
 FINISHES = {"STOP": "stop", "MAX_TOKENS": "length"}
 
-json_values = st.recursive(
-    st.none() | st.booleans() | st.integers(-1000, 1000) | st.text(max_size=8),
-    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=3),
-    max_leaves=6,
-)
-arguments = st.dictionaries(st.text(max_size=6), json_values, max_size=4)
 signatures = st.binary(min_size=1, max_size=9).map(lambda b: base64.b64encode(b).decode())
 
 

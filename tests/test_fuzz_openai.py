@@ -11,30 +11,21 @@ every invariant of the conformance checker and never end in an internal error.
 from __future__ import annotations
 
 import json
-import os
 
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from app.providers.openai.events import OpenAIResponsesTranslator
 from tests.conformance import check_events
-from tests.harness import ScriptedProvider, corrupt, run_script
-
-EXAMPLES = int(os.environ.get("FUZZ_EXAMPLES", "0"))
-VALID_EXAMPLES = EXAMPLES or 400
-CORRUPT_EXAMPLES = EXAMPLES or 1200
-
-json_values = st.recursive(
-    st.none() | st.booleans() | st.integers(-1000, 1000) | st.text(max_size=8),
-    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=3),
-    max_leaves=6,
+from tests.harness import (
+    CORRUPT_EXAMPLES,
+    VALID_EXAMPLES,
+    ScriptedProvider,
+    arguments,
+    corrupt,
+    run_script,
+    split,
 )
-arguments = st.dictionaries(st.text(max_size=6), json_values, max_size=4)
-
-
-def split(draw, text: str) -> list[str]:
-    cuts = sorted(set(draw(st.lists(st.integers(0, len(text)), max_size=4))))
-    points = [0, *cuts, len(text)]
-    return [text[a:b] for a, b in zip(points, points[1:])]
 
 
 @st.composite
