@@ -183,9 +183,8 @@ class Dispatcher:
         try:
             try:
                 upstream = await _timed(job, provider.open(model, job.context, job.options))
-                async for wire in _TimedFrames(job, upstream):
+                async for wire in _TimedFrames(job, upstream, watchdog):
                     job.upstream_frames += 1
-                    watchdog.frame()
                     if turn.settled:
                         turn.late_frames += 1
                         continue
@@ -343,24 +342,28 @@ async def _timed(job: TurnJob, awaitable: Any) -> Any:
 
 
 class _TimedFrames:
-    """Iterates an upstream, adding the time spent waiting for each frame to `job.upstream_wait`."""
+    """Iterates an upstream, adding the time spent waiting for each frame to `job.upstream_wait` and telling
+    the watchdog when the frame came (one clock reading serves both)."""
 
-    __slots__ = ("job", "frames", "loop")
+    __slots__ = ("job", "frames", "watchdog")
 
-    def __init__(self, job: TurnJob, upstream: Any) -> None:
+    def __init__(self, job: TurnJob, upstream: Any, watchdog: "_Watchdog") -> None:
         self.job = job
         self.frames = upstream.__aiter__()
-        self.loop = asyncio.get_running_loop()
+        self.watchdog = watchdog
 
     def __aiter__(self) -> "_TimedFrames":
         return self
 
     async def __anext__(self) -> Any:
-        start = self.loop.time()
+        clock = self.watchdog.loop.time
+        start = clock()
         try:
             return await self.frames.__anext__()
         finally:
-            self.job.upstream_wait += self.loop.time() - start
+            now = clock()
+            self.job.upstream_wait += now - start
+            self.watchdog.last_frame = now
 
 
 def _notify(callback: Any, job: TurnJob) -> None:

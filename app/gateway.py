@@ -5,9 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import signal
-import time
 from collections import Counter
-from typing import Iterable
 
 from app.api.auth import KeyRing
 from app.api.errors import ApiError
@@ -38,7 +36,6 @@ class Gateway:
         self.dispatcher.observers.append(self.recorder)
         self.jobs: set[TurnJob] = set()
         self.draining = False
-        self.started_at = time.time()
         self.streams_per_key: Counter[str] = Counter()
         self.metrics = Metrics(self.catalog)
         self.dispatcher.observers.append(self.metrics)
@@ -88,24 +85,18 @@ class Gateway:
         """Refuse a new turn while draining (503) or at a concurrency limit (429), with `Retry-After`."""
         settings = self.settings
         if self.draining:
-            self.metrics.rejected_request("draining")
-            raise ApiError(503, "shutting_down", "gateway shutting down", headers={"Retry-After": "1"})
-        if len(self.jobs) >= settings.max_streams:
-            self.metrics.rejected_request("max_streams")
-            raise ApiError(
-                429,
-                "too_many_streams",
-                f"too many concurrent streams on this gateway (limit {settings.max_streams})",
-                headers={"Retry-After": "1"},
-            )
-        if key_id is not None and self.streams_per_key[key_id] >= settings.max_streams_per_key:
-            self.metrics.rejected_request("max_streams_per_key")
-            raise ApiError(
-                429,
-                "too_many_streams",
-                f"too many concurrent streams for API key {key_id} (limit {settings.max_streams_per_key})",
-                headers={"Retry-After": "1"},
-            )
+            refusal = ("draining", 503, "shutting_down", "gateway shutting down")
+        elif len(self.jobs) >= settings.max_streams:
+            limit = settings.max_streams
+            refusal = ("max_streams", 429, "too_many_streams", f"too many concurrent streams on this gateway (limit {limit})")
+        elif key_id is not None and self.streams_per_key[key_id] >= settings.max_streams_per_key:
+            limit = settings.max_streams_per_key
+            refusal = ("max_streams_per_key", 429, "too_many_streams", f"too many concurrent streams for API key {key_id} (limit {limit})")
+        else:
+            return
+        kind, status, type_, message = refusal
+        self.metrics.rejected_request(kind)
+        raise ApiError(status, type_, message, headers={"Retry-After": "1"})
 
     def _release_key(self, key_id: str) -> None:
         self.streams_per_key[key_id] -= 1
@@ -137,8 +128,9 @@ class Gateway:
             if still_running:
                 await asyncio.wait(still_running, timeout=5)
 
-    async def aclose(self, providers: Iterable[Provider] | None = None) -> None:
-        for provider in providers or self.dispatcher.providers.values():
+    async def aclose(self) -> None:
+        """Close every provider's SDK client (and its connection pool)."""
+        for provider in self.dispatcher.providers.values():
             close = getattr(provider, "aclose", None)
             if close is not None:
                 await close()

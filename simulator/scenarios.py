@@ -220,9 +220,6 @@ SCENARIOS: dict[str, Callable[[dict[str, str], Usage, TextBlock, Stop], Scenario
 }
 
 
-def scenario_names() -> list[str]:
-    return sorted(SCENARIOS)
-
 
 def summary(scenario: Scenario) -> dict[str, Any]:
     return {"name": scenario.name, "replay": scenario.replay, "delayMs": scenario.delay_ms}

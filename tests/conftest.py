@@ -143,18 +143,23 @@ def sim() -> Iterator[Simulator]:
     server.stop()
 
 
-@pytest.fixture(scope="session")
-def gateway_factory(sim: Simulator) -> Iterator[Any]:
+def _gateways(sim: Simulator, **defaults: Any) -> Iterator[Any]:
+    """Yields `make(**settings)`, which starts a gateway (settings over `defaults`); stops them all after."""
     started: list[ServerThread] = []
 
     def make(**overrides: Any) -> Gateway:
-        server = ServerThread(create_app(settings_for(sim.url, **overrides)), "gateway").start()
+        server = ServerThread(create_app(settings_for(sim.url, **{**defaults, **overrides})), "gateway").start()
         started.append(server)
         return Gateway(server, sim)
 
     yield make
     for server in started:
         server.stop()
+
+
+@pytest.fixture(scope="session")
+def gateway_factory(sim: Simulator) -> Iterator[Any]:
+    yield from _gateways(sim)
 
 
 @pytest.fixture(scope="session")
@@ -231,17 +236,7 @@ def ledger_url(request: Any, tmp_path: Path) -> Iterator[str]:
 @pytest.fixture
 def ledger_gateway(sim: "Simulator", ledger_url: str) -> Iterator[Any]:
     """`make(**settings)`: gateways on this test's ledger, stopped when the test ends."""
-    started: list[ServerThread] = []
-
-    def make(**overrides: Any) -> Gateway:
-        overrides.setdefault("database_url", ledger_url)
-        server = ServerThread(create_app(settings_for(sim.url, **overrides)), "gateway").start()
-        started.append(server)
-        return Gateway(server, sim)
-
-    yield make
-    for server in started:
-        server.stop()
+    yield from _gateways(sim, database_url=ledger_url)
 
 
 def marker() -> str:

@@ -6,11 +6,8 @@ Every test runs against SQLite (a temp file) and PostgreSQL (a schema of its own
 from __future__ import annotations
 
 import asyncio
-import os
 import subprocess
 import sys
-import time
-from pathlib import Path
 from typing import Any
 
 import httpx
@@ -19,7 +16,8 @@ import pytest
 from app.ledger import open_ledger
 from app.ledger.base import INTERRUPTED_MESSAGE
 from app.ledger.postgres import PostgresLedger
-from tests.conftest import HERE, PROVIDER_KEYS, marker, run_async, turn
+from tests.conftest import marker, run_async, turn
+from tests.procs import GatewayProcess, free_port
 
 FIELDS = {
     "requestId", "createdAt", "settledAt", "apiKeyId", "requestedModel", "fallback", "attempts", "provider", "api",
@@ -71,14 +69,6 @@ async def _scalar(url: str, sql: str) -> Any:
         return await conn.fetchval(sql)
     finally:
         await conn.close()
-
-
-def free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 # ---------------------------------------------------------------------------------------------- outcomes
@@ -211,44 +201,15 @@ async def test_records_for_100_concurrent_streams(ledger_gateway):
 # ---------------------------------------------------------------------------------------------- crash recovery
 
 
-def _gateway_process(sim_url: str, database_url: str, port: int, stderr: Any) -> subprocess.Popen:
-    env = {
-        **os.environ,
-        "GATEWAY_HOST": "127.0.0.1",
-        "GATEWAY_PORT": str(port),
-        "GATEWAY_DATABASE_URL": database_url,
-        "ANTHROPIC_API_KEY": PROVIDER_KEYS["anthropic"],
-        "GATEWAY_ANTHROPIC_BASE_URL": f"{sim_url}/anthropic",
-        "GATEWAY_CATALOG": str(HERE / "catalog.json"),
-        "GATEWAY_LOG_LEVEL": "warning",
-    }
-    return subprocess.Popen(
-        [sys.executable, "-m", "app"], cwd=HERE.parent, env=env, stdout=subprocess.DEVNULL, stderr=stderr
-    )
-
-
-def _wait_ready(proc: subprocess.Popen, url: str, log: Path) -> None:
-    deadline = time.monotonic() + 180  # a loaded machine can take a while to import the SDKs
-    while time.monotonic() < deadline:
-        assert proc.poll() is None, f"gateway exited: {log.read_text()[-2000:]}"
-        try:
-            if httpx.get(f"{url}/readyz", timeout=2).status_code == 200:
-                return
-        except httpx.TransportError:
-            pass
-        time.sleep(0.1)  # polling a starting process, not synchronising the test
-    raise AssertionError(f"gateway never became ready: {log.read_text()[-2000:]}")
-
-
 def test_record_left_open_by_a_crash_is_interrupted_at_next_start(sim, ledger_url, tmp_path):
     log = tmp_path / "gateway.log"
     port = free_port()
     url = f"http://127.0.0.1:{port}"
     m = marker()
     with log.open("ab") as stderr:
-        first = _gateway_process(sim.url, ledger_url, port, stderr)
+        first = GatewayProcess(sim.url, port=port, database_url=ledger_url, stderr=stderr)
         try:
-            _wait_ready(first, url, log)
+            first.wait_ready()
             with httpx.Client(base_url=url, timeout=30) as client:
                 response = client.send(
                     client.build_request("POST", "/v1/stream", json=turn("anthropic/slow;n=1000;delay_ms=20", m)),
@@ -260,21 +221,19 @@ def test_record_left_open_by_a_crash_is_interrupted_at_next_start(sim, ledger_ur
                 open_record = client.get(f"/v1/requests/{request_id}").json()
                 assert open_record["outcome"] is None and open_record["settledAt"] is None
                 assert open_record["requestedModel"] == "anthropic/slow;n=1000;delay_ms=20"
-                first.kill()  # SIGKILL: no shutdown, no flush
-                first.wait(10)
+                first.stop()  # SIGKILL: no shutdown, no flush
                 response.close()
         finally:
-            first.kill()
-            first.wait(10)
+            first.stop()
         sim.wait(m, until="closed")
 
-        second = _gateway_process(sim.url, ledger_url, port, stderr)
+        second = GatewayProcess(sim.url, port=port, database_url=ledger_url, stderr=stderr)
         try:
-            _wait_ready(second, url, log)
+            second.wait_ready()
             record = httpx.get(f"{url}/v1/requests/{request_id}", timeout=10).json()
         finally:
-            second.terminate()
-            second.wait(30)
+            second.proc.terminate()
+            second.proc.wait(30)
     assert record["outcome"] == "interrupted"
     assert record["settledAt"] >= record["createdAt"]
     assert record["errorMessage"] == INTERRUPTED_MESSAGE

@@ -105,7 +105,7 @@ def test_multiprocess_mode(sim, tmp_path):
     """With PROMETHEUS_MULTIPROC_DIR set, values go to files there and /metrics aggregates them."""
     metrics_dir = tmp_path / "prom"
     metrics_dir.mkdir()
-    proc = GatewayProcess(sim.url, PROMETHEUS_MULTIPROC_DIR=str(metrics_dir), _db=str(tmp_path / "g.db"))
+    proc = GatewayProcess(sim.url, PROMETHEUS_MULTIPROC_DIR=str(metrics_dir), database_url=f"sqlite:///{tmp_path}/g.db")
     try:
         proc.wait_ready()
         response = httpx.post(f"{proc.url}/v1/stream", json=turn("anthropic/text", marker()), timeout=30)

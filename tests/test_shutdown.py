@@ -19,7 +19,7 @@ SLOW = "anthropic/slow;n=300;delay_ms=20"  # about 6 s: cannot finish inside a 1
 
 def test_sigterm_settles_every_stream(sim, tmp_path):
     proc = GatewayProcess(
-        sim.url, GATEWAY_DRAIN_TIMEOUT="1", GATEWAY_KEEPALIVE_INTERVAL="0.5", _db=str(tmp_path / "gateway.db")
+        sim.url, GATEWAY_DRAIN_TIMEOUT="1", GATEWAY_KEEPALIVE_INTERVAL="0.5", database_url=f"sqlite:///{tmp_path}/gateway.db"
     )
     try:
         proc.wait_ready()

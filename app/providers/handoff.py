@@ -19,6 +19,7 @@ from typing import Callable
 
 from app.contract.messages import (
     AssistantMessage,
+    ImageContent,
     Message,
     TextContent,
     ThinkingContent,
@@ -115,6 +116,13 @@ def prepare_history(
                 content = _clean_blocks(content)
             out.append(message.model_copy(update={"content": content}))
     return out
+
+
+def user_blocks(content: str | list) -> list[TextContent | ImageContent]:
+    """A user message's content as blocks, without empty text blocks (vendors reject those)."""
+    if isinstance(content, str):
+        return [TextContent(text=content)] if content else []
+    return [b for b in content if not (isinstance(b, TextContent) and not b.text)]
 
 
 def sanitize_id(raw: str, limit: int = 64) -> str:

@@ -106,7 +106,6 @@ class Turn:
         self.terminal: dict[str, Any] | None = None
         self.outcome: str | None = None  # done | error | aborted
         self.tool_calls = 0
-        self.content_events = 0
         self.late_frames = 0
         self.events_sent = 0
         self.first_content_at: float | None = None
@@ -150,7 +149,6 @@ class Turn:
                 # re-joined again and again (each re-join would copy the whole text so far).
                 self._open_chunks.append("".join(parts))
                 parts.clear()
-            self._count_content()
             self._enqueue_delta(kind, block["_index"], delta)
         elif kind in _BLOCK_KINDS:
             self._open_block(kind, event)
@@ -245,11 +243,6 @@ class Turn:
 
     # ----------------------------------------------------------------- internals
 
-    def _count_content(self) -> None:
-        self.content_events += 1
-        if self.first_content_at is None:
-            self.first_content_at = self._clock()
-
     def _require_open(self, kind: str) -> dict[str, Any]:
         block = self._open
         wanted = "toolCall" if kind == "toolcall" else kind
@@ -273,7 +266,8 @@ class Turn:
         self._open_parts = []
         self._open_chunks = []
         self.message["content"].append(block)
-        self._count_content()
+        if self.first_content_at is None:  # every delta and end follows a block start
+            self.first_content_at = self._clock()
         self._enqueue(public)
 
     def _close_block(self, kind: str, event: dict[str, Any]) -> None:
@@ -314,7 +308,6 @@ class Turn:
             if event.get("redacted"):
                 block["redacted"] = True
                 public["redacted"] = True
-        self._count_content()
         self._enqueue(public)
 
     def _open_text(self) -> str:

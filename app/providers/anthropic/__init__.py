@@ -11,8 +11,8 @@ from app.contract.messages import Context
 from app.contract.request import StreamOptions
 from app.providers.anthropic.events import AnthropicTranslator
 from app.providers.anthropic.request import API, build_params
-from app.providers.base import RETRYABLE_STATUS, ProviderError, Upstream, error_detail, retry_after_ms
-from app.providers.transport import TransportSettings, http_client, transport_error
+from app.providers.base import ProviderError, Upstream
+from app.providers.transport import TransportSettings, http_client, stainless_error
 
 
 class AnthropicProvider:
@@ -39,20 +39,7 @@ class AnthropicProvider:
         return AnthropicTranslator()
 
     def error(self, exc: BaseException) -> ProviderError | None:
-        if isinstance(exc, anthropic.APIStatusError):
-            detail = error_detail(exc.body)
-            if exc.status_code == 200:  # an in-band `event: error` frame, raised by the SDK
-                return ProviderError(f"sent an error event: {detail}", retryable=True)
-            return ProviderError(
-                f"returned HTTP {exc.status_code}: {detail}",
-                status=exc.status_code,
-                retry_after_ms=retry_after_ms(exc.response.headers),
-                retryable=exc.status_code in RETRYABLE_STATUS,
-                kind="http",
-            )
-        if isinstance(exc, anthropic.APIConnectionError):
-            return transport_error(exc.__cause__ or exc)
-        return transport_error(exc)
+        return stainless_error(exc, anthropic)
 
     async def aclose(self) -> None:
         await self.client.close()

@@ -15,7 +15,7 @@ from app.contract.messages import (
     ToolResultMessage,
 )
 from app.contract.request import StreamOptions
-from app.providers.handoff import Target, prepare_history, sanitize_id
+from app.providers.handoff import Target, prepare_history, sanitize_id, user_blocks
 
 API = "anthropic-messages"
 THINKING_BUDGETS = {"minimal": 1024, "low": 2048, "medium": 8192, "high": 16384, "xhigh": 32768}
@@ -62,11 +62,7 @@ def convert_messages(context: Context, model_id: str) -> list[dict[str, Any]]:
             else:
                 out.append({"role": "user", "content": [result], "_tool_results": True})
         else:
-            content = message.content
-            if isinstance(content, str):
-                blocks = [{"type": "text", "text": content}] if content else []
-            else:
-                blocks = [_user_block(b) for b in content if not (isinstance(b, TextContent) and not b.text)]
+            blocks = [_user_block(b) for b in user_blocks(message.content)]
             if blocks:
                 out.append({"role": "user", "content": blocks})
     for message in out:

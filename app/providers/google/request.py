@@ -22,7 +22,7 @@ from app.contract.messages import (
 )
 from app.contract.request import StreamOptions
 from app.providers.base import ProviderError
-from app.providers.handoff import Target, prepare_history
+from app.providers.handoff import Target, prepare_history, user_blocks
 
 API = "google-generative-ai"
 # Gemini 3 accepts calls replayed without their signature only with this documented placeholder.
@@ -74,9 +74,7 @@ def _image(block: ImageContent) -> dict[str, Any]:
 
 
 def _user_parts(content: str | list) -> list[dict[str, Any]]:
-    if isinstance(content, str):
-        return [{"text": content}] if content else []
-    return [_image(b) if isinstance(b, ImageContent) else {"text": b.text} for b in content if not (isinstance(b, TextContent) and not b.text)]
+    return [_image(b) if isinstance(b, ImageContent) else {"text": b.text} for b in user_blocks(content)]
 
 
 def _model_parts(message: AssistantMessage, gemini3: bool) -> list[dict[str, Any]]:

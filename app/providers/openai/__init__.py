@@ -10,10 +10,10 @@ from openai import AsyncStream
 from app.catalog import ModelInfo
 from app.contract.messages import Context
 from app.contract.request import StreamOptions
-from app.providers.base import RETRYABLE_STATUS, ProviderError, Upstream, error_detail, retry_after_ms
+from app.providers.base import ProviderError, Upstream
 from app.providers.openai.events import OpenAIResponsesTranslator
 from app.providers.openai.request import API, build_params
-from app.providers.transport import TransportSettings, http_client, transport_error
+from app.providers.transport import TransportSettings, http_client, stainless_error
 
 
 class OpenAIResponsesProvider:
@@ -39,20 +39,7 @@ class OpenAIResponsesProvider:
         return OpenAIResponsesTranslator()
 
     def error(self, exc: BaseException) -> ProviderError | None:
-        if isinstance(exc, openai.APIStatusError):
-            return ProviderError(
-                f"returned HTTP {exc.status_code}: {error_detail(exc.body)}",
-                status=exc.status_code,
-                retry_after_ms=retry_after_ms(exc.response.headers),
-                retryable=exc.status_code in RETRYABLE_STATUS,
-                kind="http",
-            )
-        if isinstance(exc, openai.APIConnectionError):
-            error = transport_error(exc.__cause__) if exc.__cause__ is not None else None
-            return error or ProviderError(f"connection failed: {exc.message}", retryable=True, kind="connect")
-        if isinstance(exc, openai.APIError):  # an in-band `{"error": {...}}` frame, raised by the SDK
-            return ProviderError(f"sent an error event: {error_detail(exc.body)}", retryable=True)
-        return transport_error(exc)
+        return stainless_error(exc, openai)
 
     async def aclose(self) -> None:
         await self.client.close()

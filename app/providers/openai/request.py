@@ -28,7 +28,7 @@ from app.contract.messages import (
     ToolResultMessage,
 )
 from app.contract.request import StreamOptions
-from app.providers.handoff import Target, prepare_history
+from app.providers.handoff import Target, prepare_history, user_blocks
 
 API = "openai-responses"
 PROVIDER = "openai"
@@ -161,11 +161,7 @@ def convert_input(context: Context, model_id: str) -> list[dict[str, Any]]:
         elif isinstance(message, ToolResultMessage):
             items.append(_tool_output(message))
         else:
-            content = message.content
-            if isinstance(content, str):
-                parts = [{"type": "input_text", "text": content}] if content else []
-            else:
-                parts = [_user_part(b) for b in content if not (isinstance(b, TextContent) and not b.text)]
+            parts = [_user_part(b) for b in user_blocks(message.content)]
             if parts:
                 items.append({"role": "user", "content": parts})
     return items
