@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import signal
 from collections import Counter
 
 from app.api.auth import KeyRing
@@ -17,6 +16,7 @@ from app.logs import RequestLog, register_secrets
 from app.metrics import Metrics
 from app.providers.base import Provider
 from app.providers.registry import build_providers
+from app.server import server_exiting
 from app.settings import Settings
 from app.stream.turn import Turn
 
@@ -36,6 +36,7 @@ class Gateway:
         self.dispatcher.observers.append(self.recorder)
         self.jobs: set[TurnJob] = set()
         self.draining = False
+        self.listening = False  # the server's listening sockets are set up (`app.server.bound_send_buffers`)
         self.streams_per_key: Counter[str] = Counter()
         self.metrics = Metrics(self.catalog)
         self.dispatcher.observers.append(self.metrics)
@@ -134,21 +135,3 @@ class Gateway:
             close = getattr(provider, "aclose", None)
             if close is not None:
                 await close()
-
-
-def server_exiting() -> bool:
-    """True once the ASGI server hosting us is shutting down.
-
-    uvicorn installs its `handle_exit` as the SIGTERM/SIGINT handler; its `should_exit` flag is what its main
-    loop watches. sse-starlette's `AppStatus.should_exit` is also honoured (set when its patch took effect).
-    """
-    try:
-        from sse_starlette.sse import AppStatus
-
-        if AppStatus.should_exit:
-            return True
-    except ImportError:  # pragma: no cover
-        pass
-    handler = signal.getsignal(signal.SIGTERM)
-    server = getattr(handler, "__self__", None)
-    return bool(getattr(server, "should_exit", False))

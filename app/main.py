@@ -22,6 +22,7 @@ from app.api.routes import install_error_handlers, router
 from app.gateway import Gateway
 from app.logs import ensure_configured
 from app.openapi import build_openapi
+from app.server import bound_send_buffers
 from app.settings import Settings
 
 log = logging.getLogger("gateway")
@@ -90,6 +91,12 @@ def _secret(value: str) -> Any:
     return SecretStr(value)
 
 
+async def _set_up_listening(gateway: Gateway, settings: Settings) -> None:
+    """Bound the client connections' send buffers once the server listens; only then is the gateway ready."""
+    await bound_send_buffers(settings.send_buffer_bytes)
+    gateway.listening = True
+
+
 def create_app(settings: Settings | None = None, gateway: Gateway | None = None) -> FastAPI:
     settings = settings or Settings()
     if settings.demo:
@@ -106,12 +113,14 @@ def create_app(settings: Settings | None = None, gateway: Gateway | None = None)
         gc.collect()
         gc.freeze()
         shutdown_watch = asyncio.create_task(gw.watch_shutdown(), name="gateway-shutdown-watch")
+        send_buffers = asyncio.create_task(_set_up_listening(gw, settings), name="gateway-listening")
         if not gw.keys.enabled:
             log.warning("GATEWAY_API_KEYS is empty: the gateway accepts requests without a key")
         try:
             yield
         finally:
             shutdown_watch.cancel()
+            send_buffers.cancel()
             await gw.drain(timeout=0)
             await gw.aclose()
             await gw.recorder.aclose()  # flush queued record writes, close the store

@@ -57,6 +57,9 @@ class Settings(BaseSettings):
     max_body_bytes: int = 4 * 1024 * 1024
     max_json_depth: int = 64
     max_pending_bytes: int = 256 * 1024
+    send_buffer_bytes: int = Field(
+        default=256 * 1024, ge=0, description="SO_SNDBUF of client connections (0: kernel autotuning); bounds what a slow reader buffers"
+    )
     max_streams: int = 10_000
     max_streams_per_key: int = 1_000
     drain_timeout: float = Field(

@@ -59,7 +59,7 @@ class Server:
             if self.popen.poll() is not None:
                 raise RuntimeError(f"{self.name} exited: {self.stderr()[-2000:]}")
             try:
-                if httpx.get(f"{self.url}{self.health}", timeout=1).status_code < 500:
+                if httpx.get(f"{self.url}{self.health}", timeout=1).status_code == 200:
                     return self
             except httpx.HTTPError:
                 pass
@@ -108,7 +108,7 @@ def gateway(sim: Server, database_url: str | None = None, **env: str) -> Server:
     }
     if database_url:
         settings["GATEWAY_DATABASE_URL"] = database_url
-    return Server("gateway", "app.main:app", env=settings).start()
+    return Server("gateway", "app.main:app", env=settings, health="/readyz").start()
 
 
 class Sampler:

@@ -12,7 +12,7 @@ from app.contract.request import StreamOptions
 from app.providers.anthropic.events import AnthropicTranslator
 from app.providers.anthropic.request import API, build_params
 from app.providers.base import ProviderError, Upstream
-from app.providers.transport import TransportSettings, http_client, stainless_error
+from app.providers.transport import TransportSettings, client_options, stainless_error
 
 
 class AnthropicProvider:
@@ -21,7 +21,7 @@ class AnthropicProvider:
     def __init__(self, name: str, api_key: str, base_url: str | None, transport: TransportSettings) -> None:
         self.name = name
         self.client = anthropic.AsyncAnthropic(
-            api_key=api_key, base_url=base_url, max_retries=0, http_client=http_client(transport)
+            api_key=api_key, base_url=base_url, max_retries=0, http_client=anthropic.DefaultAioHttpClient(**client_options(transport))
         )
 
     async def open(self, model: ModelInfo, context: Context, options: StreamOptions) -> Upstream:

@@ -13,7 +13,7 @@ from app.contract.request import StreamOptions
 from app.providers.base import ProviderError, Upstream
 from app.providers.openai.events import OpenAIResponsesTranslator
 from app.providers.openai.request import API, build_params
-from app.providers.transport import TransportSettings, http_client, stainless_error
+from app.providers.transport import TransportSettings, client_options, stainless_error
 
 
 class OpenAIResponsesProvider:
@@ -22,7 +22,7 @@ class OpenAIResponsesProvider:
     def __init__(self, name: str, api_key: str, base_url: str | None, transport: TransportSettings) -> None:
         self.name = name
         self.client = openai.AsyncOpenAI(
-            api_key=api_key, base_url=base_url, max_retries=0, http_client=http_client(transport)
+            api_key=api_key, base_url=base_url, max_retries=0, http_client=openai.DefaultAioHttpClient(**client_options(transport))
         )
 
     async def open(self, model: ModelInfo, context: Context, options: StreamOptions) -> Upstream:
