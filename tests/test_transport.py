@@ -31,7 +31,7 @@ REFUSED = aiohttp.ClientConnectorError(
         (httpx2.ConnectError, aiohttp.ConnectionTimeoutError(), "connect timeout", "connect_timeout"),
         (httpx2.ConnectError, aiohttp.ServerDisconnectedError(), "connection lost: Server disconnected", "transport"),
         (httpx2.ReadError, aiohttp.ClientPayloadError("Response payload is not completed"), "connection lost: Response payload", "transport"),
-        (httpx2.ReadTimeout, aiohttp.SocketTimeoutError(), "timed out: SocketTimeoutError", "timeout"),
+        (httpx2.ReadTimeout, aiohttp.SocketTimeoutError(), "timed out: ReadTimeout", "timeout"),
     ],
 )
 def test_the_aiohttp_error_underneath_decides(wrapper, cause, message, kind):

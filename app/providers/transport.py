@@ -42,8 +42,8 @@ def http_client(settings: TransportSettings) -> httpx2.AsyncClient:
 
 def transport_error(exc: BaseException) -> ProviderError | None:
     """A ProviderError for a network, framing or decoding failure; None for anything else (our own bugs)."""
-    if isinstance(exc.__cause__, aiohttp.ClientError) and (underneath := _aiohttp_error(exc.__cause__)):
-        return underneath
+    if isinstance(exc.__cause__, aiohttp.ClientError):
+        exc = _httpx_equivalent(exc.__cause__) or exc
     if isinstance(exc, httpx2.ConnectTimeout):
         return ProviderError("connect timeout", retryable=True, kind="connect_timeout")
     if isinstance(exc, httpx2.ConnectError):
@@ -57,17 +57,17 @@ def transport_error(exc: BaseException) -> ProviderError | None:
     return None
 
 
-def _aiohttp_error(exc: aiohttp.ClientError) -> ProviderError | None:
-    """The SDKs' aiohttp transport re-raises aiohttp errors as httpx2 errors, not always aptly (the openai
-    SDK's reads a refused connection as a connect timeout), so the aiohttp error underneath decides."""
+def _httpx_equivalent(exc: aiohttp.ClientError) -> httpx2.TransportError | None:
+    """The httpx2 error an aiohttp one amounts to. The SDKs' aiohttp transport maps them itself, not always
+    aptly (the openai SDK's reads a refused connection as a connect timeout), so the error underneath decides."""
     if isinstance(exc, aiohttp.ConnectionTimeoutError):
-        return ProviderError("connect timeout", retryable=True, kind="connect_timeout")
+        return httpx2.ConnectTimeout(str(exc))
     if isinstance(exc, aiohttp.ServerTimeoutError):
-        return ProviderError(f"timed out: {type(exc).__name__}", retryable=True, kind="timeout")
+        return httpx2.ReadTimeout(str(exc))
     if isinstance(exc, aiohttp.ClientConnectorError):
-        return ProviderError(f"connection failed: {exc}", retryable=True, kind="connect")
+        return httpx2.ConnectError(str(exc))
     if isinstance(exc, (aiohttp.ClientPayloadError, aiohttp.ClientConnectionError)):
-        return ProviderError(f"connection lost: {exc or type(exc).__name__}", retryable=True, kind="transport")
+        return httpx2.ReadError(str(exc) or type(exc).__name__)
     return None
 
 

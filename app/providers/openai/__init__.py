@@ -22,7 +22,10 @@ class OpenAIResponsesProvider:
     def __init__(self, name: str, api_key: str, base_url: str | None, transport: TransportSettings) -> None:
         self.name = name
         self.client = openai.AsyncOpenAI(
-            api_key=api_key, base_url=base_url, max_retries=0, http_client=openai.DefaultAioHttpClient(**client_options(transport))
+            api_key=api_key,
+            base_url=base_url,
+            max_retries=0,
+            http_client=openai.DefaultAioHttpClient(**client_options(transport)),
         )
 
     async def open(self, model: ModelInfo, context: Context, options: StreamOptions) -> Upstream:
