@@ -188,9 +188,11 @@ class Dispatcher:
                     if turn.settled:
                         turn.late_frames += 1
                         continue
-                    await self._apply(job, translator.feed(wire), watchdog)
+                    self._apply(job, translator.feed(wire), watchdog)
+                    if turn.congested:
+                        await self._wait_for_reader(job, watchdog)
                 if not turn.settled:
-                    await self._apply(job, translator.end(), watchdog)
+                    self._apply(job, translator.end(), watchdog)
             except ProviderError:
                 raise
             except ToolArgumentsError as exc:
@@ -221,7 +223,8 @@ class Dispatcher:
             if upstream is not None:
                 await asyncio.shield(upstream.aclose())
 
-    async def _apply(self, job: TurnJob, events: list[dict[str, Any]], watchdog: "_Watchdog") -> None:
+    @staticmethod
+    def _apply(job: TurnJob, events: list[dict[str, Any]], watchdog: "_Watchdog") -> None:
         turn = job.turn
         for event in events:
             if event["type"] == "finish":
@@ -229,11 +232,14 @@ class Dispatcher:
                 watchdog.settled()
                 return
             turn.apply(event)
-        if turn.congested:
-            watchdog.paused = True
-            await turn.wait_drained()
-            watchdog.paused = False
-            watchdog.frame()
+
+    @staticmethod
+    async def _wait_for_reader(job: TurnJob, watchdog: "_Watchdog") -> None:
+        """The reader is far behind: stop reading the upstream until it catches up (not upstream silence)."""
+        watchdog.paused = True
+        await job.turn.wait_drained()
+        watchdog.paused = False
+        watchdog.frame()
 
 
 class _Watchdog:
@@ -279,11 +285,9 @@ class _Watchdog:
         if self.settled_at is not None:
             return self.settled_at + s.late_frame_grace, Interrupt.GRACE
         deadlines = [(self.created + s.total_timeout, Interrupt.TOTAL)]
-        if not self.in_attempt:
-            pass
-        elif self.last_frame is None:
+        if self.in_attempt and self.last_frame is None:
             deadlines.append((self.attempt_start + s.first_event_timeout, Interrupt.FIRST_EVENT))
-        elif not self.paused:
+        elif self.in_attempt and not self.paused:
             deadlines.append((self.last_frame + s.idle_timeout, Interrupt.IDLE))
         return min(deadlines)
 

@@ -13,6 +13,8 @@ import signal
 import socket
 from typing import Any
 
+from sse_starlette.sse import AppStatus
+
 log = logging.getLogger("gateway")
 
 
@@ -24,8 +26,6 @@ def hosting_server() -> Any | None:
 
 def server_exiting() -> bool:
     """True once the server is shutting down. sse-starlette's `AppStatus.should_exit` is honoured too."""
-    from sse_starlette.sse import AppStatus
-
     if AppStatus.should_exit:
         return True
     server = hosting_server()

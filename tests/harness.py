@@ -11,6 +11,7 @@ import asyncio
 import os
 from typing import Any, Callable
 
+from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 
 from app.catalog import ModelInfo, Pricing
@@ -20,6 +21,7 @@ from app.dispatch import Dispatcher, Route, TurnJob
 from app.providers.base import ProviderError, Upstream
 from app.settings import Settings
 from app.stream.turn import Turn
+from tests.conformance import check_events
 
 
 class ScriptedProvider:
@@ -104,6 +106,20 @@ def corrupt(wire: list[Any], mutation: str, seed: int) -> tuple[list[Any], BaseE
 EXAMPLES = int(os.environ.get("FUZZ_EXAMPLES", "0"))  # the soak raises it; `make test` runs the defaults
 VALID_EXAMPLES = EXAMPLES or 400
 CORRUPT_EXAMPLES = EXAMPLES or 1200
+fuzz_valid = settings(max_examples=VALID_EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+fuzz_corrupt = settings(max_examples=CORRUPT_EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+def run_corrupted(provider: ScriptedProvider, *, throttle_ms: int) -> tuple[dict[str, Any], TurnJob]:
+    """Run a corrupted script: every invariant of the checker holds, and an `error` names the provider and
+    model and is never an internal error. Returns the terminal event and the job."""
+    events, job = run_script(provider, throttle_ms=throttle_ms)
+    check_events(events)
+    terminal = events[-1]
+    if terminal["type"] == "error":
+        assert terminal["errorMessage"].startswith(f"{provider.name}/fuzz-model ")
+        assert "internal error" not in terminal["errorMessage"]
+    return terminal, job
 
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers(-1000, 1000) | st.text(max_size=8),

@@ -9,17 +9,18 @@ from __future__ import annotations
 
 import json
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from app.providers.anthropic.events import AnthropicTranslator
 from tests.conformance import check_events
 from tests.harness import (
-    CORRUPT_EXAMPLES,
-    VALID_EXAMPLES,
     ScriptedProvider,
     arguments,
     corrupt,
+    fuzz_corrupt,
+    fuzz_valid,
+    run_corrupted,
     run_script,
     split,
 )
@@ -67,7 +68,7 @@ def anthropic_stream(draw):
     return wire, expected, stop
 
 
-@settings(max_examples=VALID_EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@fuzz_valid
 @given(anthropic_stream(), st.sampled_from([0, 50]))
 def test_valid_streams_normalize_exactly(stream, throttle):
     wire, expected, stop = stream
@@ -85,7 +86,7 @@ def test_valid_streams_normalize_exactly(stream, throttle):
 MUTATIONS = ["drop", "duplicate", "swap", "unknown", "truncate", "garble", "late", "transport", "error_event"]
 
 
-@settings(max_examples=CORRUPT_EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@fuzz_corrupt
 @given(anthropic_stream(), st.sampled_from(MUTATIONS), st.integers(0, 10_000), st.sampled_from([0, 50]))
 def test_corrupted_streams_keep_every_invariant(stream, mutation, seed, throttle):
     wire, _, _ = stream
@@ -99,12 +100,7 @@ def test_corrupted_streams_keep_every_invariant(stream, mutation, seed, throttle
     elif mutation == "error_event":
         wire.insert(at, {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}})
     provider = ScriptedProvider("anthropic", "anthropic-messages", AnthropicTranslator, wire, fail_with)
-    events, job = run_script(provider, throttle_ms=throttle)
-    check_events(events)
-    terminal = events[-1]
-    if terminal["type"] == "error":
-        assert terminal["errorMessage"].startswith("anthropic/fuzz-model ")
-        assert "internal error" not in terminal["errorMessage"]
+    terminal, _ = run_corrupted(provider, throttle_ms=throttle)
     if mutation in ("truncate", "transport") and not any(w.get("type") == "message_stop" for w in wire):
         assert terminal["type"] == "error"
     assert provider.closed

@@ -15,17 +15,18 @@ import base64
 from typing import Any
 
 from google.genai import models, types
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from app.providers.google.events import GoogleTranslator
 from tests.conformance import check_events
 from tests.harness import (
-    CORRUPT_EXAMPLES,
-    VALID_EXAMPLES,
     ScriptedProvider,
     arguments,
     corrupt,
+    fuzz_corrupt,
+    fuzz_valid,
+    run_corrupted,
     run_script,
 )
 
@@ -139,7 +140,7 @@ def _feed(wire: list[dict[str, Any]], as_sdk: bool) -> list[Any]:
     return [sdk(w) for w in wire] if as_sdk else wire
 
 
-@settings(max_examples=VALID_EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@fuzz_valid
 @given(google_stream(), st.booleans(), st.sampled_from([0, 2]))  # a 2 ms window still holds and merges
 def test_valid_streams_normalize_exactly(stream, as_sdk, throttle):
     wire, expected, stop, tokens = stream
@@ -163,7 +164,7 @@ MUTATIONS = ["drop", "duplicate", "swap", "unknown", "truncate", "odd_parts", "b
              "error_chunk"]
 
 
-@settings(max_examples=CORRUPT_EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@fuzz_corrupt
 @given(google_stream(), st.sampled_from(MUTATIONS), st.integers(0, 10_000), st.booleans(), st.sampled_from([0, 2]))
 def test_corrupted_streams_keep_every_invariant(stream, mutation, seed, as_sdk, throttle):
     wire, _, _, _ = stream
@@ -186,12 +187,7 @@ def test_corrupted_streams_keep_every_invariant(stream, mutation, seed, as_sdk, 
         wire = wire[:at]
         fail_with = ConnectionError("error chunk")
     provider = ScriptedProvider("google", "google-generative-ai", GoogleTranslator, _feed(wire, as_sdk), fail_with)
-    events, job = run_script(provider, throttle_ms=throttle)
-    check_events(events)
-    terminal = events[-1]
-    if terminal["type"] == "error":
-        assert terminal["errorMessage"].startswith("google/fuzz-model ")
-        assert "internal error" not in terminal["errorMessage"]
+    terminal, job = run_corrupted(provider, throttle_ms=throttle)
     if mutation in ("truncate", "transport") and not any(
         (w.get("candidates") or [{}])[0].get("finishReason") for w in wire
     ):

@@ -12,17 +12,18 @@ from __future__ import annotations
 
 import json
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from app.providers.openai.events import OpenAIResponsesTranslator
 from tests.conformance import check_events
 from tests.harness import (
-    CORRUPT_EXAMPLES,
-    VALID_EXAMPLES,
     ScriptedProvider,
     arguments,
     corrupt,
+    fuzz_corrupt,
+    fuzz_valid,
+    run_corrupted,
     run_script,
     split,
 )
@@ -101,7 +102,7 @@ def openai_stream(draw):
     return wire, expected, "length" if length else "stop", tokens
 
 
-@settings(max_examples=VALID_EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@fuzz_valid
 @given(openai_stream(), st.sampled_from([0, 2]))  # a 2 ms window still holds and merges; 50 ms would cost real time
 def test_valid_streams_normalize_exactly(stream, throttle):
     wire, expected, stop, tokens = stream
@@ -122,7 +123,7 @@ def test_valid_streams_normalize_exactly(stream, throttle):
 MUTATIONS = ["drop", "duplicate", "swap", "unknown", "truncate", "garble", "late", "transport", "error_event", "orphan"]
 
 
-@settings(max_examples=CORRUPT_EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@fuzz_corrupt
 @given(openai_stream(), st.sampled_from(MUTATIONS), st.integers(0, 10_000), st.sampled_from([0, 2]))  # a 2 ms window still holds and merges; 50 ms would cost real time
 def test_corrupted_streams_keep_every_invariant(stream, mutation, seed, throttle):
     wire, _, _, _ = stream
@@ -142,12 +143,7 @@ def test_corrupted_streams_keep_every_invariant(stream, mutation, seed, throttle
             "arguments": ["{}", "[1]", "", "{\"a\":"][seed % 4], "content": [{"type": "refusal", "refusal": "no"}] if seed % 2 else [],
             "summary": [{"type": "summary_text", "text": "s"}]}})
     provider = ScriptedProvider("openai", "openai-responses", OpenAIResponsesTranslator, wire, fail_with)
-    events, job = run_script(provider, throttle_ms=throttle)
-    check_events(events)
-    terminal = events[-1]
-    if terminal["type"] == "error":
-        assert terminal["errorMessage"].startswith("openai/fuzz-model ")
-        assert "internal error" not in terminal["errorMessage"]
+    terminal, job = run_corrupted(provider, throttle_ms=throttle)
     terminals = ("response.completed", "response.incomplete", "response.failed")
     if mutation in ("truncate", "transport") and not any(w.get("type") in terminals for w in wire):
         assert terminal["type"] == "error"

@@ -27,6 +27,11 @@ from app.catalog import Pricing
 from app.stream.usage import new_usage, priced_usage
 
 _BLOCK_KINDS = {"text_start": "text", "thinking_start": "thinking", "toolcall_start": "toolCall"}
+# The block type each delta and end event belongs to.
+_BLOCK_OF = {
+    "text_delta": "text", "thinking_delta": "thinking", "toolcall_delta": "toolCall",
+    "text_end": "text", "thinking_end": "thinking", "toolcall_end": "toolCall",
+}
 _EVENT_OVERHEAD = 64  # bytes charged to the memory bound for any queued event besides its text
 
 
@@ -139,7 +144,7 @@ class Turn:
             self._commit()
         if kind in ("text_delta", "thinking_delta", "toolcall_delta"):
             delta = event["delta"]
-            block = self._require_open(kind[: kind.index("_")])
+            block = self._require_open(kind)
             if not delta:
                 return
             parts = self._open_parts
@@ -244,10 +249,11 @@ class Turn:
     # ----------------------------------------------------------------- internals
 
     def _require_open(self, kind: str) -> dict[str, Any]:
+        """The open block that the delta or end event `kind` belongs to."""
         block = self._open
-        wanted = "toolCall" if kind == "toolcall" else kind
+        wanted = _BLOCK_OF[kind]
         if block is None or block["type"] != wanted:
-            raise ContractViolation(f"{kind} event without an open {wanted} block")
+            raise ContractViolation(f"{kind} without an open {wanted} block")
         return block
 
     def _open_block(self, kind: str, event: dict[str, Any]) -> None:
@@ -271,7 +277,7 @@ class Turn:
         self._enqueue(public)
 
     def _close_block(self, kind: str, event: dict[str, Any]) -> None:
-        block = self._require_open(kind[: kind.index("_")])
+        block = self._require_open(kind)
         index = block.pop("_index")
         text = self._open_text()
         self._open = None
