@@ -28,6 +28,7 @@ class ProviderInfo:
     api: str
     key_env: tuple[str, ...] = ()
     base_url: str | None = None
+    compat: dict[str, Any] = field(default_factory=dict)  # per-vendor wire differences (api `openai-completions`)
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,6 +75,7 @@ class Catalog:
                 api=p["api"],
                 key_env=tuple([key_env] if isinstance(key_env, str) else key_env),
                 base_url=p.get("baseUrl"),
+                compat=dict(p.get("compat") or {}),
             )
         for m in data.get("models", []):
             cost = m.get("cost", {})

@@ -15,7 +15,8 @@ from app.contract.messages import Context
 from app.contract.request import StreamOptions
 from app.providers.base import ProviderError
 from app.providers.google.events import GoogleTranslator
-from app.providers.google.request import SKIP_SIGNATURE, build_request, convert_contents, thinking_config
+from app.providers.handoff import Target
+from app.providers.google.request import API, SKIP_SIGNATURE, build_request, convert_contents, thinking_config
 
 SAMPLES = Path(__file__).parent / "wire_samples"
 
@@ -188,7 +189,7 @@ def test_replay_signatures_by_model():
                      {"type": "text", "text": "answer", "textSignature": "VEVYVA=="}], "stopReason": "stop"},
         {"role": "user", "content": "again"},
     ]}
-    contents = convert_contents(Context.model_validate(history), "gemini-3-pro-preview")
+    contents = convert_contents(Context.model_validate(history), Target("google", API, "gemini-3-pro-preview"))
     other, result, mine = contents[1]["parts"], contents[2]["parts"], contents[3]["parts"]
     # From another model: thinking is plain text, the unsigned call gets the Gemini 3 placeholder.
     assert other[0] == {"text": "elsewhere"}

@@ -38,5 +38,5 @@ def build_providers(settings: Settings, catalog: Catalog) -> dict[str, Provider]
         if not key:
             continue
         base_url = settings.provider_base_url(info.name) or info.base_url
-        providers[info.name] = adapter(info.name, key, base_url, transport)
+        providers[info.name] = adapter(info.name, key, base_url, transport, compat=info.compat)
     return providers

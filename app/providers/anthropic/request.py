@@ -41,8 +41,8 @@ def _assistant_block(block: Any) -> dict[str, Any] | None:
     return {"type": "text", "text": block.text} if block.text else None
 
 
-def convert_messages(context: Context, model_id: str) -> list[dict[str, Any]]:
-    history = prepare_history(context.messages, Target("anthropic", API, model_id), sanitize_id)
+def convert_messages(context: Context, target: Target) -> list[dict[str, Any]]:
+    history = prepare_history(context.messages, target, sanitize_id)
     out: list[dict[str, Any]] = []
     for message in history:
         if isinstance(message, AssistantMessage):
@@ -82,7 +82,7 @@ def build_params(model: ModelInfo, context: Context, options: StreamOptions) -> 
         max_tokens = min(max_tokens, model.max_tokens)  # a request above the model's limit would only fail upstream
     params: dict[str, Any] = {
         "model": model.id,
-        "messages": convert_messages(context, model.id),
+        "messages": convert_messages(context, Target(model.provider, API, model.id)),
         "stream": True,
     }
     if context.system_prompt:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import contextvars
 import re
-from typing import Any
+from typing import Any, Mapping
 
 import httpx2
 import pydantic
@@ -44,8 +44,16 @@ async def _remember_response(response: httpx2.Response) -> None:
 class GoogleProvider:
     api = API
 
-    def __init__(self, name: str, api_key: str, base_url: str | None, transport: TransportSettings) -> None:
+    def __init__(
+        self,
+        name: str,
+        api_key: str,
+        base_url: str | None,
+        transport: TransportSettings,
+        compat: Mapping[str, Any] | None = None,
+    ) -> None:
         self.name = name
+        self.compat = dict(compat or {})
         self._http = http_client(transport)
         timeouts = self._http.timeout.as_dict()
 

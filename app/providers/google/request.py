@@ -113,9 +113,9 @@ def _tool_result_parts(message: ToolResultMessage, name: str) -> list[dict[str, 
     return parts
 
 
-def convert_contents(context: Context, model_id: str) -> list[dict[str, Any]]:
-    history = prepare_history(context.messages, Target("google", API, model_id))
-    gemini3 = is_gemini3(model_id)
+def convert_contents(context: Context, target: Target) -> list[dict[str, Any]]:
+    history = prepare_history(context.messages, target)
+    gemini3 = is_gemini3(target.model)
     names: dict[str, str] = {}  # tool call id -> name, for results that do not say
     out: list[dict[str, Any]] = []
     merging = False  # the last user turn holds tool results: the next result joins it
@@ -164,4 +164,4 @@ def build_request(model: ModelInfo, context: Context, options: StreamOptions) ->
         config["temperature"] = options.temperature
     if options.reasoning:
         config["thinking_config"] = thinking_config(model.id, options.reasoning)
-    return {"model": model.id, "contents": convert_contents(context, model.id), "config": config}
+    return {"model": model.id, "contents": convert_contents(context, Target(model.provider, API, model.id)), "config": config}

@@ -31,7 +31,6 @@ from app.contract.request import StreamOptions
 from app.providers.handoff import Target, prepare_history, user_blocks
 
 API = "openai-responses"
-PROVIDER = "openai"
 _ID_LIMIT = 64
 _UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
 _XHIGH_MODELS = re.compile(r"gpt-5\.(?:[2-9]|\d{2,})|codex-max")
@@ -151,8 +150,7 @@ def _tool_output(message: ToolResultMessage) -> dict[str, Any]:
     return {"type": "function_call_output", "call_id": call_id, "output": output}
 
 
-def convert_input(context: Context, model_id: str) -> list[dict[str, Any]]:
-    target = Target(PROVIDER, API, model_id)
+def convert_input(context: Context, target: Target) -> list[dict[str, Any]]:
     history = prepare_history(context.messages, target, normalize_tool_call_id)
     items: list[dict[str, Any]] = []
     for message in history:
@@ -171,7 +169,7 @@ def build_params(model: ModelInfo, context: Context, options: StreamOptions) -> 
     """Keyword arguments for `client.responses.create(..., stream=True)`."""
     params: dict[str, Any] = {
         "model": model.id,
-        "input": convert_input(context, model.id),
+        "input": convert_input(context, Target(model.provider, API, model.id)),
         "stream": True,
         "store": False,
     }

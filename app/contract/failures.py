@@ -1,0 +1,84 @@
+"""Failure data as data: what kind of failure ended an attempt, why a turn was interrupted, and one attempt.
+
+Adapters raise `ProviderError(kind=ErrorKind.…)`; the dispatcher records every try as an `Attempt`; metrics,
+logs and the ledger read these kinds instead of parsing message text. Both enums are `StrEnum`s, so their
+values are what records and metric labels show.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from typing import Any
+
+
+class ErrorKind(enum.StrEnum):
+    """Why an upstream attempt failed (`ProviderError.kind`)."""
+
+    HTTP = "http"  # the vendor answered with an HTTP error status
+    UPSTREAM = "upstream"  # an in-band error event from the vendor
+    CONNECT = "connect"  # the connection could not be made
+    CONNECT_TIMEOUT = "connect_timeout"
+    TRANSPORT = "transport"  # the connection broke mid-stream
+    TIMEOUT = "timeout"  # a watchdog timeout (first event, idle) or a transport read timeout
+    MALFORMED = "malformed"  # bytes or JSON the SDK could not read
+    TRUNCATED = "truncated"  # the body ended without the vendor's terminal signal
+    PROTOCOL = "protocol"  # events out of order
+    REFUSAL = "refusal"  # a refusal or safety stop
+    STOP_REASON = "stop_reason"  # a stop the gateway cannot present as success
+    TOOL_ARGUMENTS = "tool_arguments"  # a tool call's arguments did not parse (or were cut off)
+    INTERNAL = "internal"  # a bug of ours
+
+
+class Interrupt(enum.StrEnum):
+    """Why a running turn was cancelled from outside its pump. The value is the text error messages use."""
+
+    CLIENT = "client disconnected"
+    SHUTDOWN = "gateway shutting down"
+    FIRST_EVENT = "first-event timeout"
+    IDLE = "idle timeout"
+    TOTAL = "total timeout"
+    GRACE = "late-frame grace over"
+
+
+class AttemptOutcome(enum.StrEnum):
+    DONE = "done"
+    ERROR = "error"
+    ABORTED = "aborted"
+
+
+@dataclass(slots=True)
+class Attempt:
+    """One try of one provider/model within a turn (CONTRACT §5 `attempts[]`). Times are epoch seconds."""
+
+    provider: str
+    api: str
+    model: str
+    started_at: float
+    ended_at: float | None = None
+    outcome: AttemptOutcome | None = None
+    kind: ErrorKind | None = None
+    http_status: int | None = None
+    retry_after_ms: int | None = None
+    error_message: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def record(self) -> dict[str, Any]:
+        """The record's camelCase shape (epoch milliseconds), without unset fields."""
+        out: dict[str, Any] = {
+            "provider": self.provider,
+            "api": self.api,
+            "model": self.model,
+            "startedAt": int(self.started_at * 1000),
+            "endedAt": int(self.ended_at * 1000) if self.ended_at is not None else None,
+            "outcome": str(self.outcome) if self.outcome is not None else None,
+        }
+        if self.kind is not None:
+            out["kind"] = str(self.kind)
+        if self.http_status is not None:
+            out["httpStatus"] = self.http_status
+        if self.retry_after_ms is not None:
+            out["retryAfterMs"] = self.retry_after_ms
+        if self.error_message:
+            out["errorMessage"] = self.error_message
+        return out
