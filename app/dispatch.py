@@ -22,14 +22,11 @@ from app.catalog import Catalog, ModelInfo, Pricing
 from app.contract.messages import Context
 from app.contract.request import StreamOptions
 from app.providers.base import Provider, ProviderError
+from app.refusals import UnknownModel
 from app.settings import Settings
 from app.stream.turn import ContractViolation, ToolArgumentsError, Turn
 
 log = logging.getLogger("gateway.dispatch")
-
-
-class UnknownModel(LookupError):
-    """The model reference names no configured provider."""
 
 
 class Interrupt:
@@ -95,7 +92,7 @@ class Dispatcher:
         provider_name, _, model_id = ref.partition("/")
         provider = self.providers.get(provider_name)
         if provider is None or not model_id:
-            raise UnknownModel(ref)
+            raise UnknownModel(f"{ref}: unknown model")
         model = self.catalog.model(provider_name, model_id) or ModelInfo(provider_name, model_id, Pricing())
         return Route(provider, model)
 

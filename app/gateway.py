@@ -7,15 +7,15 @@ import logging
 from collections import Counter
 
 from app.api.auth import KeyRing
-from app.api.errors import ApiError
 from app.catalog import Catalog
 from app.contract.request import StreamRequest
-from app.dispatch import Dispatcher, Interrupt, TurnJob, UnknownModel
+from app.dispatch import Dispatcher, Interrupt, TurnJob
 from app.ledger import LedgerObserver, open_ledger
 from app.logs import RequestLog, register_secrets
 from app.metrics import Metrics
 from app.providers.base import Provider
 from app.providers.registry import build_providers
+from app.refusals import AtCapacity, Draining, UnknownModel
 from app.server import server_exiting
 from app.settings import Settings
 from app.stream.turn import Turn
@@ -61,8 +61,10 @@ class Gateway:
                     if provider in self.catalog.providers
                     else f"unknown provider '{provider}'"
                 )
-                raise ApiError(404, "model_not_found", f"{ref}: {reason}", param=param) from None
+                raise UnknownModel(f"{ref}: {reason}", param=param) from None
         options = request.options
+        for route in routes:  # a request the serving vendor cannot honour is refused before any upstream call
+            route.provider.check_request(route.model, request.context, options)
         throttle = self.settings.throttle_ms if options.throttle_ms is None else options.throttle_ms
         turn = Turn(request_id, throttle_ms=throttle, max_pending_bytes=self.settings.max_pending_bytes)
         job = TurnJob(
@@ -83,21 +85,21 @@ class Gateway:
         return job
 
     def _check_capacity(self, key_id: str | None) -> None:
-        """Refuse a new turn while draining (503) or at a concurrency limit (429), with `Retry-After`."""
+        """Refuse a new turn while draining or at a concurrency limit."""
         settings = self.settings
         if self.draining:
-            refusal = ("draining", 503, "shutting_down", "gateway shutting down")
-        elif len(self.jobs) >= settings.max_streams:
+            self.metrics.rejected_request("draining")
+            raise Draining("gateway shutting down")
+        if len(self.jobs) >= settings.max_streams:
             limit = settings.max_streams
-            refusal = ("max_streams", 429, "too_many_streams", f"too many concurrent streams on this gateway (limit {limit})")
-        elif key_id is not None and self.streams_per_key[key_id] >= settings.max_streams_per_key:
+            self.metrics.rejected_request("max_streams")
+            raise AtCapacity(f"too many concurrent streams on this gateway (limit {limit})", "max_streams")
+        if key_id is not None and self.streams_per_key[key_id] >= settings.max_streams_per_key:
             limit = settings.max_streams_per_key
-            refusal = ("max_streams_per_key", 429, "too_many_streams", f"too many concurrent streams for API key {key_id} (limit {limit})")
-        else:
-            return
-        kind, status, type_, message = refusal
-        self.metrics.rejected_request(kind)
-        raise ApiError(status, type_, message, headers={"Retry-After": "1"})
+            self.metrics.rejected_request("max_streams_per_key")
+            raise AtCapacity(
+                f"too many concurrent streams for API key {key_id} (limit {limit})", "max_streams_per_key"
+            )
 
     def _release_key(self, key_id: str) -> None:
         self.streams_per_key[key_id] -= 1

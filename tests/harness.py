@@ -48,6 +48,9 @@ class ScriptedProvider:
     def translator(self, model: ModelInfo) -> Any:
         return self._translator()
 
+    def check_request(self, model: ModelInfo, context: Context, options: StreamOptions) -> None:
+        pass
+
     def error(self, exc: BaseException) -> ProviderError | None:
         return ProviderError(f"connection lost: {exc}", retryable=True) if isinstance(exc, ConnectionError) else None
 

@@ -10,6 +10,8 @@ from typing import Any
 import orjson
 from starlette.responses import Response
 
+from app.refusals import AtCapacity, Draining, Refusal, RequestRejected, UnknownModel
+
 
 class ApiError(Exception):
     def __init__(
@@ -29,6 +31,19 @@ class ApiError(Exception):
 
     def response(self, pi: bool = False) -> Response:
         return json_response(self.body(pi), self.status, self.headers)
+
+
+def refusal_error(refusal: Refusal) -> ApiError:
+    """The HTTP status and body for a refusal from the gateway core (the only place that maps them)."""
+    if isinstance(refusal, UnknownModel):
+        return ApiError(404, "model_not_found", refusal.message, param=refusal.param)
+    if isinstance(refusal, AtCapacity):
+        return ApiError(429, "too_many_streams", refusal.message, headers={"Retry-After": "1"})
+    if isinstance(refusal, Draining):
+        return ApiError(503, "shutting_down", refusal.message, headers={"Retry-After": "1"})
+    if isinstance(refusal, RequestRejected):
+        return ApiError(400, "invalid_request", refusal.message, param=refusal.param)
+    return ApiError(400, "invalid_request", refusal.message, param=refusal.param)
 
 
 def json_response(body: Any, status: int = 200, headers: dict[str, str] | None = None) -> Response:

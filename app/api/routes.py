@@ -9,11 +9,12 @@ from pydantic import ValidationError
 from starlette.responses import Response
 
 from app.api.body import parse_model, read_body
-from app.api.errors import ApiError, json_response
+from app.api.errors import ApiError, json_response, refusal_error
 from app.api.sse import event_stream_response
 from app.contract.request import PiStreamRequest, StreamRequest
 from app.dispatch import Interrupt, TurnJob
 from app.gateway import Gateway
+from app.refusals import Refusal
 
 router = APIRouter()
 SHUTDOWN_MARGIN = 10.0  # seconds an SSE response outlives the drain timeout, for the shutdown error to reach the client
@@ -132,7 +133,11 @@ def install_error_handlers(app) -> None:
     async def api_error(request: Request, exc: ApiError) -> Response:
         return exc.response(pi=is_pi_path(request.url.path))
 
+    async def refusal(request: Request, exc: Refusal) -> Response:
+        return refusal_error(exc).response(pi=is_pi_path(request.url.path))
+
     app.add_exception_handler(ApiError, api_error)
+    app.add_exception_handler(Refusal, refusal)
 
 
 __all__ = ["router", "install_error_handlers", "ApiError"]

@@ -13,6 +13,16 @@ Reasoning = Literal["minimal", "low", "medium", "high", "xhigh"]
 MODEL_REF_PATTERN = r"^[a-z0-9][a-z0-9_.-]*/\S+$"
 
 
+class ToolChoiceTool(WireModel):
+    """Force one named tool."""
+
+    type: Literal["tool"]
+    name: str = Field(min_length=1, max_length=256)
+
+
+ToolChoice = Literal["auto", "none", "required"] | ToolChoiceTool
+
+
 class StreamOptions(WireModel):
     max_tokens: int | None = Field(default=None, ge=1, le=1_000_000)
     temperature: float | None = Field(default=None, ge=0.0, le=2.0)
@@ -20,6 +30,15 @@ class StreamOptions(WireModel):
     throttle_ms: int | None = Field(default=None, ge=0, le=10_000, description="0 turns delta coalescing off")
     session_id: str | None = Field(default=None, max_length=256)
     metadata: dict[str, Any] | None = None
+    stop: list[str] | None = Field(
+        default=None, max_length=16, description="stop sequences; a vendor that cannot honour them refuses with 400"
+    )
+    tool_choice: ToolChoice | None = Field(
+        default=None, description='"auto" (default), "none", "required" (some tool), or {"type": "tool", "name"}'
+    )
+    partial_arguments: bool = Field(
+        default=False, description="add `partialArguments` (the arguments parsed so far) to each toolcall_delta"
+    )
 
 
 class StreamRequest(WireModel):

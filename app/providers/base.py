@@ -88,6 +88,9 @@ class Provider(Protocol):
 
     def translator(self, model: ModelInfo) -> Translator: ...
 
+    def check_request(self, model: ModelInfo, context: Context, options: StreamOptions) -> None:
+        """Raise `app.refusals.RequestRejected` for a request this vendor cannot honour (before any call)."""
+
     def error(self, exc: BaseException) -> ProviderError | None:
         """The ProviderError for an SDK or transport exception, or None if it is not one of those."""
 

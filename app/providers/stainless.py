@@ -51,6 +51,9 @@ class StainlessProvider:
     def translator(self, model: ModelInfo) -> Translator:
         raise NotImplementedError
 
+    def check_request(self, model: ModelInfo, context: Context, options: StreamOptions) -> None:
+        """Every request is accepted (the vendor mappings refine this)."""
+
     async def open(self, model: ModelInfo, context: Context, options: StreamOptions) -> Upstream:
         """POST the request with `stream: true` through the SDK (auth, headers, SSE decoding, in-band error
         events, status errors), reading untyped events."""

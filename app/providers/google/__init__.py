@@ -85,6 +85,9 @@ class GoogleProvider:
     def translator(self, model: ModelInfo) -> GoogleTranslator:
         return GoogleTranslator()
 
+    def check_request(self, model: ModelInfo, context: Context, options: StreamOptions) -> None:
+        """Every request is accepted (the vendor mappings refine this)."""
+
     def error(self, exc: BaseException) -> ProviderError | None:
         if isinstance(exc, genai_errors.APIError):
             detail = f"{exc.status or 'error'}: {exc.message or 'no error details'}"

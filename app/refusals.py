@@ -1,0 +1,36 @@
+"""Why the gateway refuses a turn before it starts, as domain errors without HTTP statuses.
+
+The gateway core raises these; the HTTP layer alone maps them to statuses and bodies (`app.api.errors`), and
+each door phrases them in its own error shape.
+"""
+
+from __future__ import annotations
+
+
+class Refusal(Exception):
+    """A turn the gateway will not start. `param` names the request field at fault, when there is one."""
+
+    def __init__(self, message: str, param: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.param = param
+
+
+class UnknownModel(Refusal):
+    """The model (or a fallback) names no configured provider/model."""
+
+
+class AtCapacity(Refusal):
+    """A concurrency limit is reached (`limit` is the setting's name: `max_streams`, `max_streams_per_key`)."""
+
+    def __init__(self, message: str, limit: str) -> None:
+        super().__init__(message)
+        self.limit = limit
+
+
+class Draining(Refusal):
+    """The gateway is shutting down and takes no new turns."""
+
+
+class RequestRejected(Refusal):
+    """The request asks for something the serving vendor cannot honour (raised by `Provider.check_request`)."""
