@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 from pydantic import AliasChoices, Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
@@ -22,6 +24,9 @@ class Settings(BaseSettings):
     anthropic_base_url: str | None = None
     openai_base_url: str | None = None
     google_base_url: str | None = None
+    base_urls: dict[str, str] = Field(
+        default_factory=dict, description="catalog provider name → base URL (also `GATEWAY_<NAME>_BASE_URL`)"
+    )
 
     catalog: str | None = None
     database_url: str = "sqlite:///./data/gateway.db"
@@ -74,4 +79,6 @@ class Settings(BaseSettings):
         return secret.get_secret_value() if secret else None
 
     def provider_base_url(self, name: str) -> str | None:
-        return {"anthropic": self.anthropic_base_url, "openai": self.openai_base_url, "google": self.google_base_url}.get(name)
+        builtin = {"anthropic": self.anthropic_base_url, "openai": self.openai_base_url, "google": self.google_base_url}
+        env_name = "GATEWAY_" + name.upper().replace("-", "_").replace(".", "_") + "_BASE_URL"
+        return builtin.get(name) or self.base_urls.get(name) or os.environ.get(env_name) or None

@@ -5,6 +5,7 @@ Routes (mounted wherever; the gateway's demo mode mounts it at `/_simulator`):
 - `POST /anthropic/v1/messages`                             Anthropic Messages
 - `POST /openai/v1/responses`                               OpenAI Responses
 - `POST /google/v1beta/models/{model}:streamGenerateContent`  Gemini (`?alt=sse`; the model is in the path)
+- `POST /compat/v1/chat/completions`                        OpenAI Chat Completions (api `openai-completions`)
 - `GET  /_sim/requests?contains=…`                          what it saw, newest last
 - `GET  /_sim/wait?contains=…&until=closed|finished&timeout=` long-poll until a matching request got there
   (`&all=1`: until every matching request got there; answers the list)
@@ -34,6 +35,7 @@ from starlette.types import Receive, Scope, Send
 from simulator import anthropic, scenarios as s
 from simulator import openai
 from simulator import google
+from simulator import openai_completions
 from simulator import faults as sim_faults
 
 SAMPLES = Path(__file__).resolve().parent.parent / "tests" / "wire_samples"  # the recorded vendor streams
@@ -105,6 +107,7 @@ VENDORS: dict[str, Vendor] = {
     "anthropic": Vendor("anthropic", anthropic.encode, anthropic.prompt_of, anthropic.error_body, "anthropic-"),
     "openai": Vendor("openai", openai.encode, openai.prompt_of, openai.error_body, "openai-responses-"),
     "google": Vendor("google", google.encode, google.prompt_of, google.error_body, "gemini"),
+    "compat": Vendor("compat", openai_completions.encode, openai_completions.prompt_of, openai_completions.error_body, "chat/chat-"),
 }
 
 
@@ -235,6 +238,9 @@ def create_simulator() -> Starlette:
     async def openai_responses(request: Request) -> Response | ScenarioResponse:
         return await vendor_call(request, VENDORS["openai"], "")
 
+    async def chat_completions(request: Request) -> Response | ScenarioResponse:
+        return await vendor_call(request, VENDORS["compat"], "")
+
     async def google_stream(request: Request) -> Response | ScenarioResponse:
         return await vendor_call(request, VENDORS["google"], request.path_params["model"])
 
@@ -271,6 +277,7 @@ def create_simulator() -> Starlette:
         Route(anthropic.ROUTE, anthropic_messages, methods=["POST"]),
         Route(openai.ROUTE, openai_responses, methods=["POST"]),
         Route(google.ROUTE, google_stream, methods=["POST"]),
+        Route(openai_completions.ROUTE, chat_completions, methods=["POST"]),
         Route("/_sim/requests", requests_seen, methods=["GET", "DELETE"]),
         Route("/_sim/wait", wait, methods=["GET"]),
     ])

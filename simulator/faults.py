@@ -184,6 +184,16 @@ def classify(vendor: str, frame: bytes, first: bool) -> str | None:
             "response.function_call_arguments.delta": "toolargs", "response.completed": "terminal",
             "response.incomplete": "terminal", "response.failed": "terminal",
         }.get(kind)
+    if vendor == "compat":
+        choice = (data.get("choices") or [{}])[0]
+        delta = choice.get("delta") or {}
+        if choice.get("finish_reason"):
+            return "terminal"
+        if delta.get("tool_calls") and any((c.get("function") or {}).get("arguments") for c in delta["tool_calls"]):
+            return "toolargs"
+        if first:
+            return "start"
+        return "text" if isinstance(delta.get("content"), str) and delta["content"] else None
     # google
     candidates = data.get("candidates") or [{}]
     if candidates[0].get("finishReason"):
@@ -241,6 +251,13 @@ def _edit_delta(vendor: str, frame: bytes, edit: Any) -> bytes:
         delta[key] = edit(delta[key])
     elif vendor == "openai":
         data["delta"] = edit(data["delta"])
+    elif vendor == "compat":
+        delta = data["choices"][0]["delta"]
+        if delta.get("tool_calls"):
+            function = delta["tool_calls"][0]["function"]
+            function["arguments"] = edit(function["arguments"])
+        else:
+            delta["content"] = edit(delta["content"])
     else:
         part = next(p for p in _google_parts(data) if "text" in p)
         part["text"] = edit(part["text"])

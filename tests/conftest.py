@@ -125,6 +125,7 @@ def settings_for(sim_url: str, **overrides: Any) -> Settings:
         anthropic_base_url=f"{sim_url}/anthropic",
         openai_base_url=f"{sim_url}/openai/v1",
         google_base_url=f"{sim_url}/google",
+        base_urls={"compat": f"{sim_url}/compat/v1"},  # tests/catalog.json: a keyless openai-completions provider
         catalog=str(HERE / "catalog.json"),
         retries=1,
         retry_backoff_ms=5,

@@ -1,0 +1,50 @@
+"""OpenAI Chat Completions adapter (api `openai-completions`) on the official `openai` SDK's raw chunk stream
+(`POST /chat/completions` with `stream: true`, untyped and back-pressured like the Responses adapter).
+
+One adapter serves every vendor and local server that speaks the format; what differs between them is data,
+the catalog provider's `compat` (`app.providers.openai_completions.compat.Compat`).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+import openai
+
+from app.catalog import ModelInfo
+from app.contract.messages import Context
+from app.contract.request import StreamOptions
+from app.providers.openai_completions import request
+from app.providers.openai_completions.compat import Compat
+from app.providers.openai_completions.events import ChatCompletionsTranslator
+from app.providers.stainless import StainlessProvider
+from app.providers.transport import TransportSettings
+
+NO_KEY = "no-key"  # sent to servers that need none (the SDK insists on some key)
+
+
+class OpenAICompletionsProvider(StainlessProvider):
+    api = request.API
+    sdk = openai
+    client_class = openai.AsyncOpenAI
+    path = "/chat/completions"
+
+    def __init__(
+        self,
+        name: str,
+        api_key: str,
+        base_url: str | None,
+        transport: TransportSettings,
+        compat: Mapping[str, Any] | None = None,
+    ) -> None:
+        self.rules = Compat.parse(compat)  # first: a bad catalog entry fails before a client is made
+        super().__init__(name, api_key or NO_KEY, base_url, transport, compat)
+
+    def build_params(self, model: ModelInfo, context: Context, options: StreamOptions) -> dict[str, Any]:
+        return request.build_params(model, context, options, self.rules)
+
+    def check_request(self, model: ModelInfo, context: Context, options: StreamOptions) -> None:
+        request.check_request(self.rules, context, options)
+
+    def translator(self, model: ModelInfo) -> ChatCompletionsTranslator:
+        return ChatCompletionsTranslator()

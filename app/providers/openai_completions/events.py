@@ -1,0 +1,263 @@
+"""Translate Chat Completions chunks (`chat.completion.chunk`, the SDK's raw stream) into adapter events.
+
+Only choice 0 is read. Per delta, in this order:
+- thinking: `reasoning_content`, else `reasoning`, else the `text` of `reasoning_details` entries of type
+  `reasoning.text` (vendors repeat one text in several of these fields; it counts once). A signature in
+  `reasoning_details` (`signature`, or the `data` of a `reasoning.encrypted` entry) becomes the thinking
+  block's signature, so the same model can be sent it back. Mistral's typed content parts
+  (`[{"type": "thinking", "thinking": [{"type": "text", ...}]}, {"type": "text", ...}]`) count too.
+- text: a non-empty string `content` (whitespace included) or typed `text` parts; `refusal` streams as text and
+  the turn then fails as a refusal.
+- tool calls, assembled by `index`. A fragment without `index` (Mistral) that brings a new `id` starts a new
+  call, one without `id` continues the open one. Id and name come from the first fragment that has them; a
+  call without a vendor id gets a stable synthesized one (`call_<hash of response id and index>`).
+  Fragments of a call after another call began are refused (never re-ordered or invented).
+
+Usage: the last non-null `usage` object, emitted once per distinct value (Groq repeats it). input =
+prompt_tokens − cached (`prompt_tokens_details.cached_tokens`, or DeepSeek's `prompt_cache_hit_tokens`),
+cacheRead = cached, output = completion_tokens, plus reasoning_tokens where total_tokens shows the vendor
+counts them outside completion_tokens (xAI).
+
+The terminal signal is the last `finish_reason`, acted on at the end of the body (usage often follows it in a
+trailing `choices: []` chunk): `toolUse` whenever a call completed, else `stop` → stop, `length` → length;
+`content_filter` and a refusal raise (kind refusal); a body without any `finish_reason` raises (truncated).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from app.contract.failures import ErrorKind
+from app.providers.base import ProviderError, error_detail
+
+_STOP_REASONS = {"stop": "stop", "eos": "stop", "end_turn": "stop", "stop_sequence": "stop", "length": "length",
+                 "max_tokens": "length", "tool_calls": "toolUse", "function_call": "toolUse"}
+
+
+def synthesized_id(response_id: str, index: Any) -> str:
+    """A stable id for a call the vendor sent without one (same stream → same id)."""
+    digest = hashlib.sha256(f"{response_id}:{index}".encode()).hexdigest()[:24]
+    return f"call_{digest}"
+
+
+@dataclass
+class _Call:
+    key: Any
+    id: str | None = None
+    name: str | None = None
+    started: bool = False
+    held: list[str] = field(default_factory=list)  # argument fragments that came before the name
+
+
+class ChatCompletionsTranslator:
+    def __init__(self) -> None:
+        self.finish_reason: str | None = None
+        self.refused = False
+        self.response_id = ""
+        self._open: str | None = None  # text | thinking | toolcall
+        self._signature: str | None = None  # of the open thinking block
+        self._call: _Call | None = None  # the open tool call
+        self._closed_calls: set[Any] = set()
+        self._calls_done = 0
+        self._usage: dict[str, int] | None = None
+        self._auto_keys = 0
+
+    # ------------------------------------------------------------------ Translator protocol
+
+    def feed(self, wire: Any) -> list[dict[str, Any]]:
+        if not isinstance(wire, dict):
+            raise ProviderError(f"sent a chunk that is not a JSON object: {str(wire)[:100]}", kind=ErrorKind.MALFORMED)
+        if wire.get("error"):  # the SDK raises for these; a sender that slipped one past it ends the same way
+            raise ProviderError(f"sent an error event: {error_detail(wire)}", retryable=True, kind=ErrorKind.UPSTREAM)
+        if not self.response_id and isinstance(wire.get("id"), str):
+            self.response_id = wire["id"]
+        events: list[dict[str, Any]] = []
+        choices = wire.get("choices")
+        if choices:
+            choice = next((c for c in choices if isinstance(c, dict) and c.get("index", 0) == 0), None)
+            if choice is not None:
+                delta = choice.get("delta")
+                if isinstance(delta, dict) and delta:
+                    self._delta(delta, events)
+                if choice.get("finish_reason"):
+                    self.finish_reason = str(choice["finish_reason"])
+        usage = wire.get("usage")
+        if isinstance(usage, dict):
+            self._set_usage(usage, events)
+        return events
+
+    def end(self) -> list[dict[str, Any]]:
+        events = self._close() if self._open is not None else []
+        reason = self.finish_reason
+        if self.refused:
+            raise ProviderError("refused: the answer is a refusal", kind=ErrorKind.REFUSAL)
+        if reason is None:
+            raise ProviderError("stream ended without a finish_reason (truncated)", retryable=True, kind=ErrorKind.TRUNCATED)
+        if reason == "content_filter":
+            raise ProviderError("stopped by the content filter: finish_reason=content_filter", kind=ErrorKind.REFUSAL)
+        mapped = "toolUse" if self._calls_done else _STOP_REASONS.get(reason)
+        if mapped is None:
+            raise ProviderError(f"stopped for an unknown reason: finish_reason={reason}", kind=ErrorKind.STOP_REASON)
+        if mapped == "toolUse" and not self._calls_done:
+            mapped = "stop"
+        return events + [{"type": "finish", "reason": mapped}]
+
+    # ------------------------------------------------------------------ deltas
+
+    def _delta(self, delta: dict[str, Any], events: list[dict[str, Any]]) -> None:
+        thinking = delta.get("reasoning_content") or delta.get("reasoning")
+        details = delta.get("reasoning_details")
+        if isinstance(details, list) and details:
+            detail_text = self._details(details, events)
+            thinking = thinking or detail_text
+        if isinstance(thinking, str) and thinking:
+            self._text("thinking", thinking, events)
+        content = delta.get("content")
+        if isinstance(content, str):
+            if content:
+                self._text("text", content, events)
+        elif isinstance(content, list):
+            self._parts(content, events)
+        refusal = delta.get("refusal")
+        if isinstance(refusal, str) and refusal:
+            self.refused = True
+            self._text("text", refusal, events)
+        calls = delta.get("tool_calls")
+        if isinstance(calls, list):
+            for fragment in calls:
+                if isinstance(fragment, dict):
+                    self._tool_fragment(fragment, events)
+
+    def _details(self, details: list[Any], events: list[dict[str, Any]]) -> str:
+        """The thinking text in `reasoning_details` entries; keeps their signature for the block's end."""
+        texts: list[str] = []
+        for entry in details:
+            if not isinstance(entry, dict):
+                continue
+            kind = entry.get("type")
+            if kind == "reasoning.text" and isinstance(entry.get("text"), str):
+                texts.append(entry["text"])
+            signature = entry.get("signature") or (entry.get("data") if kind == "reasoning.encrypted" else None)
+            if isinstance(signature, str) and signature:
+                if self._open is None:  # an encrypted entry with no text before it
+                    self._switch("thinking", events)
+                if self._open == "thinking":  # a signature after the thinking ended has nothing to sign
+                    self._signature = signature
+        return "".join(texts)
+
+    def _parts(self, parts: list[Any], events: list[dict[str, Any]]) -> None:
+        for part in parts:
+            if not isinstance(part, dict):
+                continue
+            if part.get("type") == "text" and isinstance(part.get("text"), str) and part["text"]:
+                self._text("text", part["text"], events)
+            elif part.get("type") == "thinking":
+                inner = part.get("thinking")
+                if isinstance(inner, str):
+                    texts = [inner]
+                else:
+                    texts = [p.get("text") or "" for p in inner or [] if isinstance(p, dict)]
+                if text := "".join(texts):
+                    self._text("thinking", text, events)
+
+    def _text(self, kind: str, text: str, events: list[dict[str, Any]]) -> None:
+        if self._open != kind:
+            self._switch(kind, events)
+        events.append({"type": f"{kind}_delta", "delta": text})
+
+    def _switch(self, kind: str, events: list[dict[str, Any]]) -> None:
+        if self._open is not None:
+            events.extend(self._close())
+        self._open = kind
+        events.append({"type": f"{kind}_start"})
+
+    def _close(self) -> list[dict[str, Any]]:
+        kind, self._open = self._open, None
+        if kind == "thinking":
+            end: dict[str, Any] = {"type": "thinking_end"}
+            if self._signature:
+                end["signature"] = self._signature
+            self._signature = None
+            return [end]
+        if kind == "text":
+            return [{"type": "text_end"}]
+        call, self._call = self._call, None
+        assert call is not None
+        self._closed_calls.add(call.key)
+        events: list[dict[str, Any]] = []
+        if not call.started:
+            raise ProviderError(f"sent tool call {call.id or call.key} without a name", kind=ErrorKind.PROTOCOL)
+        self._calls_done += 1
+        events.append({"type": "toolcall_end"})
+        return events
+
+    # ------------------------------------------------------------------ tool calls
+
+    def _key(self, fragment: dict[str, Any]) -> Any:
+        index = fragment.get("index")
+        if index is not None:
+            return ("index", index)
+        vendor_id = fragment.get("id")
+        if vendor_id and (self._call is None or (self._call.id and self._call.id != vendor_id)):
+            self._auto_keys += 1
+            return ("auto", self._auto_keys)
+        if self._call is None:
+            self._auto_keys += 1
+            return ("auto", self._auto_keys)
+        return self._call.key
+
+    def _tool_fragment(self, fragment: dict[str, Any], events: list[dict[str, Any]]) -> None:
+        key = self._key(fragment)
+        function = fragment.get("function") if isinstance(fragment.get("function"), dict) else {}
+        if self._open != "toolcall" or self._call is None or self._call.key != key:
+            if key in self._closed_calls:
+                raise ProviderError(
+                    f"sent arguments for tool call {key[1]} after another call began", kind=ErrorKind.PROTOCOL
+                )
+            if self._open is not None:
+                events.extend(self._close())
+            self._open = "toolcall"
+            self._call = _Call(key)
+        call = self._call
+        if call.id is None and isinstance(fragment.get("id"), str) and fragment["id"]:
+            call.id = fragment["id"]
+        if call.name is None and isinstance(function.get("name"), str) and function["name"]:
+            call.name = function["name"]
+        arguments = function.get("arguments")
+        if isinstance(arguments, dict):  # a few local servers send the arguments as an object
+            arguments = json.dumps(arguments, ensure_ascii=False)
+        if isinstance(arguments, str) and arguments:
+            call.held.append(arguments)
+        if not call.started and call.name is not None:
+            call.started = True
+            call_id = call.id or synthesized_id(self.response_id, key[1])
+            call.id = call_id
+            events.append({"type": "toolcall_start", "id": call_id, "toolName": call.name})
+        if call.started and call.held:
+            events.extend({"type": "toolcall_delta", "delta": text} for text in call.held)
+            call.held.clear()
+
+    # ------------------------------------------------------------------ usage
+
+    def _set_usage(self, usage: dict[str, Any], events: list[dict[str, Any]]) -> None:
+        prompt = _int(usage.get("prompt_tokens"))
+        completion = _int(usage.get("completion_tokens"))
+        details = usage.get("prompt_tokens_details")
+        cached = _int(details.get("cached_tokens")) if isinstance(details, dict) else 0
+        cached = cached or _int(usage.get("prompt_cache_hit_tokens"))
+        output_details = usage.get("completion_tokens_details")
+        reasoning = _int(output_details.get("reasoning_tokens")) if isinstance(output_details, dict) else 0
+        total = usage.get("total_tokens")
+        if reasoning and total == prompt + completion + reasoning:
+            completion += reasoning  # reasoning counted outside completion_tokens (xAI)
+        tokens = {"input": max(prompt - cached, 0), "output": completion, "cacheRead": min(cached, prompt), "cacheWrite": 0}
+        if tokens != self._usage:
+            self._usage = tokens
+            events.append({"type": "usage", **tokens})
+
+
+def _int(value: Any) -> int:
+    return value if isinstance(value, int) and value > 0 else 0

@@ -1,0 +1,212 @@
+"""Build the Chat Completions request body from the unified context and options, per the vendor's `Compat`.
+
+History mapping (after `handoff.prepare_history`):
+- the system prompt → a `developer` or `system` message (`compat.developerRole`);
+- user text/images → a `user` message (a plain string, or `text` / `image_url` parts with a data URL);
+- same-model thinking → the vendor's reasoning field (`compat.reasoningField`), or plain text
+  (`compat.thinkingAsText`), or left out; a signature goes back as an OpenRouter `reasoning_details` entry
+  when the provider takes OpenRouter's reasoning knob;
+- text and tool calls → one `assistant` message (`content` and `tool_calls`);
+- tool results → `tool` messages (text joined by newlines; `name` where `compat.toolResultName`); images in
+  a result follow as a `user` message, since `tool` messages carry text only.
+Tool call ids from other models are made valid by the vendor's rules (`compat.toolCallId*`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from typing import Any
+
+from app.catalog import ModelInfo
+from app.contract.messages import (
+    AssistantMessage,
+    Context,
+    ImageContent,
+    TextContent,
+    ThinkingContent,
+    ToolCall,
+    ToolResultMessage,
+)
+from app.contract.request import StreamOptions, ToolChoiceTool
+from app.providers.handoff import Target, prepare_history, user_blocks
+from app.providers.openai_completions.compat import Compat
+from app.refusals import RequestRejected
+
+API = "openai-completions"
+_UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
+_EFFORT_ORDER = ("minimal", "low", "medium", "high", "xhigh")
+
+
+def tool_call_id_rule(compat: Compat):
+    """The function that turns another model's tool call id into one this vendor accepts (deterministic)."""
+
+    def normalize(raw: str) -> str:
+        if compat.tool_call_id_alphanumeric:
+            length = compat.tool_call_id_length or 9
+            clean = re.sub(r"[^A-Za-z0-9]", "", raw)
+            if len(clean) == length:
+                return clean
+            return hashlib.sha256(raw.encode()).hexdigest()[:length]
+        clean = _UNSAFE.sub("_", raw) or "call"
+        limit = compat.tool_call_id_max_length
+        if limit and len(clean) > limit:
+            # Keep the ids of one conversation distinct: a prefix plus a hash of the whole id.
+            clean = clean[: limit - 9] + "_" + hashlib.sha256(raw.encode()).hexdigest()[:8]
+        return clean
+
+    return normalize
+
+
+def reasoning_level(compat: Compat, level: str) -> str:
+    """The unified level, or the nearest one the vendor accepts (never above what was asked, where possible)."""
+    if level in compat.reasoning_efforts or not compat.reasoning_efforts:
+        return level
+    rank = _EFFORT_ORDER.index(level)
+    lower = [e for e in compat.reasoning_efforts if e in _EFFORT_ORDER and _EFFORT_ORDER.index(e) <= rank]
+    if lower:
+        return max(lower, key=_EFFORT_ORDER.index)
+    return min(compat.reasoning_efforts, key=lambda e: _EFFORT_ORDER.index(e) if e in _EFFORT_ORDER else 99)
+
+
+def _image_part(block: ImageContent) -> dict[str, Any]:
+    return {"type": "image_url", "image_url": {"url": f"data:{block.mime_type};base64,{block.data}"}}
+
+
+def _user_content(blocks: list[TextContent | ImageContent]) -> str | list[dict[str, Any]]:
+    if all(isinstance(b, TextContent) for b in blocks):
+        return "\n".join(b.text for b in blocks if isinstance(b, TextContent))
+    return [_image_part(b) if isinstance(b, ImageContent) else {"type": "text", "text": b.text} for b in blocks]
+
+
+def _assistant(message: AssistantMessage, compat: Compat) -> dict[str, Any] | None:
+    texts: list[str] = []
+    thinking: list[str] = []
+    signatures: list[dict[str, Any]] = []
+    calls: list[dict[str, Any]] = []
+    for block in message.content:
+        if isinstance(block, ThinkingContent):
+            # Only same-model thinking reaches here (handoff turns the rest into text).
+            if block.redacted or not block.thinking:
+                continue
+            if compat.thinking_as_text:
+                texts.append(block.thinking)
+            elif compat.reasoning_field:
+                thinking.append(block.thinking)
+            if block.thinking_signature and compat.reasoning_param == "openrouter":
+                signatures.append({"type": "reasoning.text", "text": block.thinking, "signature": block.thinking_signature})
+        elif isinstance(block, TextContent):
+            if block.text:
+                texts.append(block.text)
+        elif isinstance(block, ToolCall):
+            calls.append({
+                "id": block.id,
+                "type": "function",
+                "function": {"name": block.name, "arguments": json.dumps(block.arguments, ensure_ascii=False)},
+            })
+    if not texts and not calls and not thinking:
+        return None
+    out: dict[str, Any] = {"role": "assistant", "content": "".join(texts) if texts else None}
+    if thinking and compat.reasoning_field:
+        out[compat.reasoning_field] = "".join(thinking)
+    if signatures:
+        out["reasoning_details"] = signatures
+    if calls:
+        out["tool_calls"] = calls
+    return out
+
+
+def _tool_results(message: ToolResultMessage, compat: Compat) -> list[dict[str, Any]]:
+    text = "\n".join(b.text for b in message.content if isinstance(b, TextContent))
+    result: dict[str, Any] = {"role": "tool", "tool_call_id": message.tool_call_id, "content": text or ("(see image)" if message.content else "")}
+    if compat.tool_result_name:
+        result["name"] = message.tool_name
+    out = [result]
+    images = [b for b in message.content if isinstance(b, ImageContent)]
+    if images:
+        out.append({"role": "user", "content": [{"type": "text", "text": "Images returned by the tool:"}, *map(_image_part, images)]})
+    return out
+
+
+def convert_messages(context: Context, target: Target, compat: Compat) -> list[dict[str, Any]]:
+    history = prepare_history(context.messages, target, tool_call_id_rule(compat))
+    messages: list[dict[str, Any]] = []
+    if context.system_prompt:
+        messages.append({"role": "developer" if compat.developer_role else "system", "content": context.system_prompt})
+    for message in history:
+        if isinstance(message, AssistantMessage):
+            if (converted := _assistant(message, compat)) is not None:
+                messages.append(converted)
+        elif isinstance(message, ToolResultMessage):
+            messages.extend(_tool_results(message, compat))
+        else:
+            blocks = user_blocks(message.content)
+            if blocks:
+                messages.append({"role": "user", "content": _user_content(blocks)})
+    return messages
+
+
+def _tool_choice(choice: Any) -> Any:
+    if isinstance(choice, ToolChoiceTool):
+        return {"type": "function", "function": {"name": choice.name}}
+    return choice
+
+
+def has_images(context: Context) -> bool:
+    for message in context.messages:
+        content = getattr(message, "content", None)
+        if isinstance(content, list) and any(isinstance(b, ImageContent) for b in content):
+            return True
+    return False
+
+
+def check_request(compat: Compat, context: Context, options: StreamOptions) -> None:
+    """Raise RequestRejected for what this vendor cannot honour."""
+    if options.stop:
+        if not compat.stop:
+            raise RequestRejected("this provider does not accept stop sequences", param="options.stop")
+        if len(options.stop) > compat.max_stop:
+            raise RequestRejected(f"this provider accepts at most {compat.max_stop} stop sequences", param="options.stop")
+    choice = options.tool_choice
+    if choice is not None and choice != "auto":
+        if not compat.tool_choice:
+            raise RequestRejected("this provider does not accept toolChoice", param="options.toolChoice")
+        if choice == "required" and not compat.tool_choice_required:
+            raise RequestRejected('this provider does not accept toolChoice "required"', param="options.toolChoice")
+        if isinstance(choice, ToolChoiceTool) and choice.name not in {t.name for t in context.tools or []}:
+            raise RequestRejected(f"toolChoice names tool {choice.name!r}, which is not among the tools", param="options.toolChoice")
+    if not compat.images and has_images(context):
+        raise RequestRejected("this provider does not accept images", param="context.messages")
+
+
+def build_params(model: ModelInfo, context: Context, options: StreamOptions, compat: Compat) -> dict[str, Any]:
+    """The JSON body of `POST /chat/completions` with `stream: true`."""
+    params: dict[str, Any] = {
+        "model": model.id,
+        "messages": convert_messages(context, Target(model.provider, API, model.id), compat),
+        "stream": True,
+    }
+    if compat.stream_usage:
+        params["stream_options"] = {"include_usage": True}
+    if context.tools:
+        params["tools"] = [
+            {"type": "function", "function": {
+                "name": t.name, "description": t.description,
+                "parameters": t.parameters or {"type": "object", "properties": {}}}}
+            for t in context.tools
+        ]
+        if options.tool_choice is not None:
+            params["tool_choice"] = _tool_choice(options.tool_choice)
+    if options.max_tokens:
+        params[compat.max_tokens_field] = min(options.max_tokens, model.max_tokens or options.max_tokens)
+    reasoning_on = bool(options.reasoning) and compat.reasoning_param != "none"
+    if options.reasoning and compat.reasoning_param == "reasoning_effort":
+        params["reasoning_effort"] = reasoning_level(compat, options.reasoning)
+    elif options.reasoning and compat.reasoning_param == "openrouter":
+        params["reasoning"] = {"effort": reasoning_level(compat, options.reasoning)}
+    if options.temperature is not None and (not reasoning_on or compat.temperature_with_reasoning):
+        params["temperature"] = options.temperature
+    if options.stop:
+        params["stop"] = list(options.stop)
+    return params
