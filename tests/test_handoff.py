@@ -18,7 +18,7 @@ from app.contract.messages import AssistantMessage, TextContent, ThinkingContent
 from app.providers.handoff import NO_RESULT, Target, prepare_history
 from tests.conftest import marker, turn
 
-PROVIDERS = ["anthropic", "openai", "google"]
+PROVIDERS = ["anthropic", "openai", "google", "compat"]  # compat: api openai-completions (tests/catalog.json)
 SAFE_ID = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 
 
@@ -102,7 +102,22 @@ def _google_view(body):
     return thinking, texts, calls, results
 
 
-VIEWS = {"anthropic": _anthropic_view, "openai": _openai_view, "google": _google_view}
+def _completions_view(body):
+    thinking, texts, calls, results = [], [], [], []
+    for message in body["messages"]:
+        if message["role"] == "assistant":
+            if message.get("reasoning_content"):
+                thinking.append(message["reasoning_content"])
+            content = message.get("content")
+            if content:
+                texts.extend([content] if isinstance(content, str) else [p["text"] for p in content])
+            calls.extend(c["id"] for c in message.get("tool_calls") or [])
+        elif message["role"] == "tool":
+            results.append(message["tool_call_id"])
+    return thinking, texts, calls, results
+
+
+VIEWS = {"anthropic": _anthropic_view, "openai": _openai_view, "google": _google_view, "compat": _completions_view}
 
 
 @pytest.mark.parametrize("target", PROVIDERS)
@@ -124,6 +139,10 @@ def test_conversation_moves_between_providers(gateway, conversations, source, ta
         assert len(thinking) == 1
         if target == "openai":
             assert thinking[0] == json.loads(source_thinking["thinkingSignature"])
+        elif target == "compat":
+            # Back in the field it came in (the signature names it).
+            assert source_thinking["thinkingSignature"] == "reasoning_content"
+            assert thinking == [source_thinking["thinking"]]
         elif target == "google":
             assert thinking[0][0] == source_thinking["thinking"]
             assert base64.b64decode(thinking[0][1].replace("-", "+").replace("_", "/") + "==") == base64.b64decode(
@@ -138,7 +157,7 @@ def test_conversation_moves_between_providers(gateway, conversations, source, ta
         assert source_thinking["thinkingSignature"] not in json.dumps(sent)
     # Tool calls and their results, with ids the target accepts (Gemini matches by name).
     assert len(calls) == 2 and sorted(results) == sorted(calls)
-    if target in ("anthropic", "openai"):
+    if target in ("anthropic", "openai", "compat"):
         assert all(SAFE_ID.match(c) for c in calls)
 
 

@@ -22,8 +22,10 @@ class Compat:
     reasoning_param: ReasoningParam = "reasoning_effort"  # how `options.reasoning` is sent, or not at all
     reasoning_efforts: tuple[str, ...] = ("minimal", "low", "medium", "high")  # levels the vendor accepts
     stream_usage: bool = True  # send `stream_options: {"include_usage": true}`
-    reasoning_field: Literal["reasoning_content", "reasoning"] | None = None  # replay thinking in this field
-    thinking_as_text: bool = False  # replay same-model thinking as plain assistant text
+    # Same-model thinking goes back in the field it came in (`field`), as plain assistant text (`text`), or not
+    # at all (`drop`: DeepSeek rejects `reasoning_content` in input messages).
+    thinking_replay: Literal["field", "text", "drop"] = "field"
+    reasoning_field: Literal["reasoning_content", "reasoning"] = "reasoning_content"  # when the field is unknown
     tool_call_id_max_length: int | None = 40  # OpenAI: 40; longer ids from other vendors are shortened
     tool_call_id_alphanumeric: bool = False  # Mistral: ids of exactly 9 characters [A-Za-z0-9]
     tool_call_id_length: int | None = None  # exact length the vendor requires (Mistral: 9)
@@ -50,6 +52,8 @@ class Compat:
             raise ValueError(f"compat maxTokensField must be max_completion_tokens or max_tokens, not {compat.max_tokens_field!r}")
         if compat.reasoning_param not in ("reasoning_effort", "openrouter", "none"):
             raise ValueError(f"compat reasoningParam must be reasoning_effort, openrouter or none, not {compat.reasoning_param!r}")
-        if compat.reasoning_field not in (None, "reasoning_content", "reasoning"):
+        if compat.reasoning_field not in ("reasoning_content", "reasoning"):
             raise ValueError(f"compat reasoningField must be reasoning_content or reasoning, not {compat.reasoning_field!r}")
+        if compat.thinking_replay not in ("field", "text", "drop"):
+            raise ValueError(f"compat thinkingReplay must be field, text or drop, not {compat.thinking_replay!r}")
         return compat

@@ -4,7 +4,8 @@ Only choice 0 is read. Per delta, in this order:
 - thinking: `reasoning_content`, else `reasoning`, else the `text` of `reasoning_details` entries of type
   `reasoning.text` (vendors repeat one text in several of these fields; it counts once). A signature in
   `reasoning_details` (`signature`, or the `data` of a `reasoning.encrypted` entry) becomes the thinking
-  block's signature, so the same model can be sent it back. Mistral's typed content parts
+  block's signature, so the same model can be sent it back; without one the signature is the name of the field
+  the thinking came in (`reasoning_content` / `reasoning`), the field it is replayed in. Mistral's typed content parts
   (`[{"type": "thinking", "thinking": [{"type": "text", ...}]}, {"type": "text", ...}]`) count too.
 - text: a non-empty string `content` (whitespace included) or typed `text` parts; `refusal` streams as text and
   the turn then fails as a refusal.
@@ -33,6 +34,7 @@ from typing import Any
 from app.contract.failures import ErrorKind
 from app.providers.base import ProviderError, error_detail
 
+_REASONING_FIELDS = ("reasoning_content", "reasoning")
 _STOP_REASONS = {"stop": "stop", "eos": "stop", "end_turn": "stop", "stop_sequence": "stop", "length": "length",
                  "max_tokens": "length", "tool_calls": "toolUse", "function_call": "toolUse"}
 
@@ -58,7 +60,7 @@ class ChatCompletionsTranslator:
         self.refused = False
         self.response_id = ""
         self._open: str | None = None  # text | thinking | toolcall
-        self._signature: str | None = None  # of the open thinking block
+        self._signature: str | None = None  # of the open thinking block: a vendor signature or the field name
         self._call: _Call | None = None  # the open tool call
         self._closed_calls: set[Any] = set()
         self._calls_done = 0
@@ -108,13 +110,16 @@ class ChatCompletionsTranslator:
     # ------------------------------------------------------------------ deltas
 
     def _delta(self, delta: dict[str, Any], events: list[dict[str, Any]]) -> None:
-        thinking = delta.get("reasoning_content") or delta.get("reasoning")
+        source = next((f for f in _REASONING_FIELDS if isinstance(delta.get(f), str) and delta[f]), None)
+        thinking = delta[source] if source else None
         details = delta.get("reasoning_details")
         if isinstance(details, list) and details:
             detail_text = self._details(details, events)
             thinking = thinking or detail_text
-        if isinstance(thinking, str) and thinking:
+        if thinking:
             self._text("thinking", thinking, events)
+            if source and self._signature is None:
+                self._signature = source  # replayed in the field it came in, unless a real signature comes
         content = delta.get("content")
         if isinstance(content, str):
             if content:

@@ -3,9 +3,9 @@
 History mapping (after `handoff.prepare_history`):
 - the system prompt → a `developer` or `system` message (`compat.developerRole`);
 - user text/images → a `user` message (a plain string, or `text` / `image_url` parts with a data URL);
-- same-model thinking → the vendor's reasoning field (`compat.reasoningField`), or plain text
-  (`compat.thinkingAsText`), or left out; a signature goes back as an OpenRouter `reasoning_details` entry
-  when the provider takes OpenRouter's reasoning knob;
+- same-model thinking (`compat.thinkingReplay`): in the field it came in (its signature names it), or with a
+  vendor signature as an OpenRouter `reasoning_details` entry (OpenRouter's reasoning knob) or in
+  `compat.reasoningField`; or as plain text; or left out;
 - text and tool calls → one `assistant` message (`content` and `tool_calls`);
 - tool results → `tool` messages (text joined by newlines; `name` where `compat.toolResultName`); images in
   a result follow as a `user` message, since `tool` messages carry text only.
@@ -35,6 +35,7 @@ from app.providers.openai_completions.compat import Compat
 from app.refusals import RequestRejected
 
 API = "openai-completions"
+REASONING_FIELDS = ("reasoning_content", "reasoning")  # a thinking signature naming the field it came in
 _UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
 _EFFORT_ORDER = ("minimal", "low", "medium", "high", "xhigh")
 
@@ -82,20 +83,23 @@ def _user_content(blocks: list[TextContent | ImageContent]) -> str | list[dict[s
 
 def _assistant(message: AssistantMessage, compat: Compat) -> dict[str, Any] | None:
     texts: list[str] = []
-    thinking: list[str] = []
-    signatures: list[dict[str, Any]] = []
+    reasoning: dict[str, list[str]] = {}
+    details: list[dict[str, Any]] = []
     calls: list[dict[str, Any]] = []
     for block in message.content:
         if isinstance(block, ThinkingContent):
-            # Only same-model thinking reaches here (handoff turns the rest into text).
-            if block.redacted or not block.thinking:
+            # Only same-model thinking with a signature reaches here (handoff turns the rest into text).
+            if block.redacted or not block.thinking or compat.thinking_replay == "drop":
                 continue
-            if compat.thinking_as_text:
+            signature = block.thinking_signature or ""
+            if compat.thinking_replay == "text":
                 texts.append(block.thinking)
-            elif compat.reasoning_field:
-                thinking.append(block.thinking)
-            if block.thinking_signature and compat.reasoning_param == "openrouter":
-                signatures.append({"type": "reasoning.text", "text": block.thinking, "signature": block.thinking_signature})
+            elif signature in REASONING_FIELDS:
+                reasoning.setdefault(signature, []).append(block.thinking)
+            elif compat.reasoning_param == "openrouter":
+                details.append({"type": "reasoning.text", "text": block.thinking, "signature": signature})
+            else:
+                reasoning.setdefault(compat.reasoning_field, []).append(block.thinking)
         elif isinstance(block, TextContent):
             if block.text:
                 texts.append(block.text)
@@ -105,13 +109,18 @@ def _assistant(message: AssistantMessage, compat: Compat) -> dict[str, Any] | No
                 "type": "function",
                 "function": {"name": block.name, "arguments": json.dumps(block.arguments, ensure_ascii=False)},
             })
-    if not texts and not calls and not thinking:
+    if not texts and not calls and not reasoning and not details:
         return None
-    out: dict[str, Any] = {"role": "assistant", "content": "".join(texts) if texts else None}
-    if thinking and compat.reasoning_field:
-        out[compat.reasoning_field] = "".join(thinking)
-    if signatures:
-        out["reasoning_details"] = signatures
+    content: Any = None
+    if len(texts) == 1:
+        content = texts[0]
+    elif texts:  # blocks stay apart (one text part each) rather than run together
+        content = [{"type": "text", "text": text} for text in texts]
+    out: dict[str, Any] = {"role": "assistant", "content": content}
+    for field, parts in reasoning.items():
+        out[field] = "".join(parts)
+    if details:
+        out["reasoning_details"] = details
     if calls:
         out["tool_calls"] = calls
     return out
