@@ -187,8 +187,10 @@ def classify(vendor: str, frame: bytes, first: bool) -> str | None:
     if vendor == "compat":
         choice = (data.get("choices") or [{}])[0]
         delta = choice.get("delta") or {}
+        if data.get("usage") and (choice.get("finish_reason") or data.get("choices") == []):
+            return "terminal"  # the turn is complete once finish_reason and usage are in
         if choice.get("finish_reason"):
-            return "terminal"
+            return None
         if delta.get("tool_calls") and any((c.get("function") or {}).get("arguments") for c in delta["tool_calls"]):
             return "toolargs"
         if first:

@@ -28,7 +28,7 @@ from simulator.faults import APPLICABLE, POINTS, applicable
 from tests.conftest import marker, turn
 from tests.harness import ScriptedProvider, run_script
 
-PROVIDERS = ("anthropic", "openai", "google")
+PROVIDERS = ("anthropic", "openai", "google", "compat")  # compat: api openai-completions
 SCENARIO = "tools"
 FILLER_MB = 1
 # Faults that cannot break a turn wherever they land; any fault after the terminal frame cannot either.
@@ -102,7 +102,7 @@ def _message_mentions(fault: str, point: str, extra: str) -> tuple[str, ...]:
     if fault == "error_event":
         return ("simulated in-band error",)
     if fault == "close" or (fault == "reset" and point == "before_headers"):
-        return ("truncated", "connection lost", "without a finishReason")
+        return ("truncated", "connection lost", "without a finishReason", "without a finish_reason")
     if fault == "reset":
         return ("connection lost", "truncated", "malformed")
     if fault in ("bad_json", "bad_framing", "non_utf8"):

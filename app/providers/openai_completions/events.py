@@ -19,8 +19,8 @@ prompt_tokens − cached (`prompt_tokens_details.cached_tokens`, or DeepSeek's `
 cacheRead = cached, output = completion_tokens, plus reasoning_tokens where total_tokens shows the vendor
 counts them outside completion_tokens (xAI).
 
-The terminal signal is the last `finish_reason`, acted on at the end of the body (usage often follows it in a
-trailing `choices: []` chunk): `toolUse` whenever a call completed, else `stop` → stop, `length` → length;
+The terminal signal is the `finish_reason`, acted on once usage has come too (with it, or in the trailing
+`choices: []` chunk that follows it), else at the end of the body: `toolUse` whenever a call completed, else `stop` → stop, `length` → length;
 `content_filter` and a refusal raise (kind refusal); a body without any `finish_reason` raises (truncated).
 """
 
@@ -66,10 +66,16 @@ class ChatCompletionsTranslator:
         self._calls_done = 0
         self._usage: dict[str, int] | None = None
         self._auto_keys = 0
+        self._settled = False  # the finish event went out (or the terminal error is pending)
+        self._pending: ProviderError | None = None
 
     # ------------------------------------------------------------------ Translator protocol
 
     def feed(self, wire: Any) -> list[dict[str, Any]]:
+        if self._pending is not None:
+            self._raise_pending()
+        if self._settled:
+            return []  # frames after the turn settled (Groq repeats its usage) change nothing
         if not isinstance(wire, dict):
             raise ProviderError(f"sent a chunk that is not a JSON object: {str(wire)[:100]}", kind=ErrorKind.MALFORMED)
         if wire.get("error"):  # the SDK raises for these; a sender that slipped one past it ends the same way
@@ -89,9 +95,30 @@ class ChatCompletionsTranslator:
         usage = wire.get("usage")
         if isinstance(usage, dict):
             self._set_usage(usage, events)
+        if self.finish_reason is not None and self._usage is not None and not self._settled:
+            # The turn is complete: settle now rather than at the end of the body (after `[DONE]` the SDK drains
+            # the rest of the body, which a stalled vendor may never end). An error waits for the next frame or
+            # the end, so the usage that came with it is applied first.
+            try:
+                events.extend(self._settle())
+            except ProviderError as error:
+                self._pending = error
         return events
 
     def end(self) -> list[dict[str, Any]]:
+        if self._pending is not None:
+            self._raise_pending()
+        if self._settled:
+            return []
+        return self._settle()
+
+    def _raise_pending(self) -> None:
+        error, self._pending = self._pending, None
+        assert error is not None
+        raise error
+
+    def _settle(self) -> list[dict[str, Any]]:
+        self._settled = True
         events = self._close() if self._open is not None else []
         reason = self.finish_reason
         if self.refused:
