@@ -81,6 +81,8 @@ def demo_settings(settings: Settings) -> Settings:
             "anthropic_base_url": f"{base}/anthropic",
             "openai_base_url": f"{base}/openai/v1",
             "google_base_url": f"{base}/google",
+            # `compat`: the simulator's Chat Completions endpoint, served by the openai-completions adapter.
+            "base_urls": {"compat": f"{base}/compat/v1", **settings.base_urls},
         }
     )
 

@@ -157,3 +157,13 @@ def test_vendors_are_active_only_with_their_key_and_local_servers_only_with_thei
     assert {"groq", "vllm"} <= set(providers) and "ollama" not in providers
     assert str(providers["vllm"].client.base_url).startswith("http://127.0.0.1:9/v1")
     assert str(providers["groq"].client.base_url).startswith("https://api.groq.com/openai/v1")
+
+
+def test_demo_mode_offers_a_compat_provider_on_the_simulator(monkeypatch):
+    from app.main import demo_settings
+
+    monkeypatch.delenv("GATEWAY_COMPAT_BASE_URL", raising=False)
+    assert "compat" not in build_providers(Settings(), Catalog.load())  # keyless: only with a base URL
+    providers = build_providers(demo_settings(Settings(port=8123)), Catalog.load())
+    assert providers["compat"].api == "openai-completions"
+    assert str(providers["compat"].client.base_url) == "http://127.0.0.1:8123/_simulator/compat/v1/"
