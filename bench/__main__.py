@@ -1,6 +1,6 @@
 """`python -m bench [scenario …] [--quick] [--concurrency N …]` — see bench/README.md.
 
-With no scenario it runs all six and writes bench/results/latest.json, summary.md and latest.png. A run of
+With no scenario it runs all seven and writes bench/results/latest.json, summary.md and latest.png. A run of
 chosen scenarios writes bench/results/partial.{json,md,png} instead (or `--out NAME`).
 """
 
@@ -20,8 +20,8 @@ import uvloop
 
 from bench import report, scenarios as sc
 
-SCENARIOS = ("ttft", "cpu", "concurrency", "slow-reader", "cancel", "ledger")
-KEYS = {"slow-reader": "slowReader"}
+SCENARIOS = ("ttft", "cpu", "cpu-apis", "concurrency", "slow-reader", "cancel", "ledger")
+KEYS = {"slow-reader": "slowReader", "cpu-apis": "cpuApis"}
 
 
 def _args(argv: list[str]) -> argparse.Namespace:
@@ -75,6 +75,8 @@ async def _run(args: argparse.Namespace, name: str) -> dict[str, Any]:
                 value = await sc.ttft(bench, args.concurrency)
             elif name == "cpu":
                 value = await sc.cpu(bench)
+            elif name == "cpu-apis":
+                value = await sc.cpu_apis(bench)
             elif name == "concurrency":
                 value = await sc.concurrency(bench, args.concurrency)
             elif name == "slow-reader":

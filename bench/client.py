@@ -31,6 +31,7 @@ class Target:
     path: Path
     port: int
     host: str = "127.0.0.1"
+    provider: str = "anthropic"  # gateway path: the provider the model ref names (direct is Anthropic's wire)
 
     @property
     def url_path(self) -> str:
@@ -54,7 +55,7 @@ class Target:
         if throttle_ms is not None:
             options["throttleMs"] = throttle_ms
         return orjson.dumps({
-            "model": f"anthropic/{scenario}",
+            "model": f"{self.provider}/{scenario}",
             "context": {"messages": [{"role": "user", "content": prompt}]},
             "options": options,
         })

@@ -102,6 +102,12 @@ def gateway(sim: Server, database_url: str | None = None, **env: str) -> Server:
     settings = {
         "GATEWAY_ANTHROPIC_BASE_URL": f"{sim.url}/anthropic",
         "ANTHROPIC_API_KEY": "bench-key",
+        # The other apis, for `cpu-apis` (the same simulator speaks every vendor's format).
+        "GATEWAY_OPENAI_BASE_URL": f"{sim.url}/openai/v1",
+        "OPENAI_API_KEY": "bench-key",
+        "GATEWAY_GOOGLE_BASE_URL": f"{sim.url}/google",
+        "GEMINI_API_KEY": "bench-key",
+        "GATEWAY_COMPAT_BASE_URL": f"{sim.url}/compat/v1",
         "GATEWAY_API_KEYS": "",
         "GATEWAY_LOG_LEVEL": "warning",
         **env,

@@ -106,6 +106,14 @@ def markdown(results: dict[str, Any]) -> str:
             lines.append(f"| {label} ({x['throttleMs']}) | {_fmt(x['gatewayCpuMsPer1k'])} | {_fmt(x['simulatorCpuMsPer1k'])} | "
                          f"{_fmt(x['gatewayOverSimulatorCpu'])}× | {x['gatewayEventsPerS']} | {x['directEventsPerS']} | "
                          f"{_fmt(x['throughputRatio'])} | {_fmt(x['framesPerStream'])} |")
+    if "cpuApis" in results:
+        c = results["cpuApis"]
+        lines += ["", f"## 2b. Gateway CPU per 1,000 upstream events, per api (same run, {c['streamsPerRound']} streams of `{c['scenario']}`, coalescing at the default)", "",
+                  "| api | provider | upstream events per stream | gateway CPU ms / 1k upstream events | gateway CPU ms / 1k text deltas | lost frames |",
+                  "|---|---|---|---|---|---|"]
+        for api, x in c["apis"].items():
+            lines.append(f"| {api} | {x['provider']} | {_fmt(x['upstreamEventsPerStream'])} | {_fmt(x['gatewayCpuMsPer1k'])} | "
+                         f"{_fmt(x['gatewayCpuMsPer1kDeltas'])} | {x['lostFrames']} |")
     if "concurrency" in results:
         c = results["concurrency"]
         lines += ["", f"## 3. Concurrent paced streams (max sustained: {c['maxSustained']})", "",

@@ -270,6 +270,51 @@ async def cpu(bench: Bench) -> dict[str, Any]:
     return out
 
 
+API_PROVIDERS = {"anthropic-messages": "anthropic", "openai-responses": "openai",
+                 "google-generative-ai": "google", "openai-completions": "compat"}
+
+
+async def cpu_apis(bench: Bench) -> dict[str, Any]:
+    """Gateway CPU per 1,000 upstream events for each api, in the same run: the same unpaced scenario played
+    in each vendor's wire format, through the gateway only, coalescing at the server default. Upstream events
+    are the frames the simulator sent (each format frames the same deltas differently)."""
+    n, size, streams = (2000, 8, 4) if bench.quick else (5000, 8, 4)
+    rounds = 2 if bench.quick else 3
+    scenario = paced(n, 0, size)
+    expected = expected_text(n, size)
+    out: dict[str, Any] = {"scenario": scenario, "streamsPerRound": streams, "rounds": rounds, "apis": {}}
+    per_api: dict[str, list[dict[str, Any]]] = {api: [] for api in API_PROVIDERS}
+    for r in range(rounds):
+        order = list(API_PROVIDERS) if r % 2 == 0 else list(reversed(API_PROVIDERS))
+        for api in order:
+            target = Target(Path.GATEWAY, bench.gw.port, provider=API_PROVIDERS[api])
+            mark = bench._marker()
+            usage = _Usage(bench)
+            results = await asyncio.gather(
+                *(stream(target, scenario, f"{mark}-{i}", throttle_ms=None) for i in range(streams))
+            )
+            u = usage.done()
+            seen = (await bench.http.get(f"{bench.sim.url}/_sim/requests", params={"contains": mark})).json()
+            events = sum(e["framesSent"] for e in seen)
+            summary = _summarise(list(results), expected, size)
+            per_api[api].append({
+                **u, "upstreamEvents": events, "lostFrames": summary["lostFrames"],
+                "gatewayCpuMsPer1k": round(u["gatewayCpuS"] / events * 1e6, 3) if events else None,
+                "gatewayCpuMsPer1kDeltas": round(u["gatewayCpuS"] / (streams * n) * 1e6, 3),
+            })
+            await bench.forget()
+    for api, rows in per_api.items():
+        out["apis"][api] = {
+            "provider": API_PROVIDERS[api],
+            "upstreamEventsPerStream": median(row["upstreamEvents"] / streams for row in rows),
+            "gatewayCpuMsPer1k": median(row["gatewayCpuMsPer1k"] for row in rows if row["gatewayCpuMsPer1k"]),
+            "gatewayCpuMsPer1kDeltas": median(row["gatewayCpuMsPer1kDeltas"] for row in rows),
+            "lostFrames": sum(row["lostFrames"] for row in rows),
+            "perRound": rows,
+        }
+    return out
+
+
 # ---------------------------------------------------------------------- 3. concurrency and RSS per stream
 
 
