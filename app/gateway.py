@@ -6,7 +6,7 @@ import asyncio
 import logging
 from collections import Counter
 
-from app.api.auth import KeyRing
+from app.api.auth import KeyRing, parse_keys
 from app.catalog import Catalog
 from app.contract.request import StreamRequest
 from app.dispatch import Dispatcher, Interrupt, TurnJob
@@ -27,7 +27,8 @@ class Gateway:
     def __init__(self, settings: Settings, providers: dict[str, Provider] | None = None) -> None:
         self.settings = settings
         self.catalog = Catalog.load(settings.catalog)
-        self.keys = KeyRing(settings.api_keys.get_secret_value())
+        client_keys = parse_keys(settings.api_keys.get_secret_value())
+        self.keys = KeyRing(client_keys)
         self.dispatcher = Dispatcher(
             providers if providers is not None else build_providers(settings, self.catalog), self.catalog, settings
         )
@@ -43,7 +44,7 @@ class Gateway:
         self.dispatcher.observers.append(RequestLog(settings.log_content))
         register_secrets(
             *(settings.provider_key(name) for name in ("anthropic", "openai", "google")),
-            *(part.rpartition(":")[2].strip() for part in settings.api_keys.get_secret_value().split(",")),
+            *(key.secret for key in client_keys),
         )
 
     def start_turn(self, request: StreamRequest, request_id: str, key_id: str | None) -> TurnJob:

@@ -105,3 +105,30 @@ def test_no_key_in_stored_rows_or_logs(ledger_gateway, ledger_url, caplog, capfd
         assert secret not in rows, f"a stored record contains {secret[:6]}…"
         assert secret not in logs, f"a log line contains {secret[:6]}…"
         assert secret not in listed.text
+
+
+COLON_KEY = "sk-colon:part2:part3-SECRET"
+
+
+def test_key_spec_is_split_on_the_first_colon_only():
+    from app.api.auth import ClientKey, parse_keys
+
+    keys = parse_keys(f"named:{COLON_KEY}, bare-key-0001 ,,:unnamed-0002")
+    assert keys[0] == ClientKey("named", COLON_KEY)
+    assert keys[1].secret == "bare-key-0001" and keys[1].name.startswith("key-")
+    assert keys[2].secret == "unnamed-0002" and keys[2].name.startswith("key-")
+    assert len(keys) == 3 and COLON_KEY not in repr(keys)
+
+
+def test_key_with_colons_authenticates_and_is_fully_blanked_in_logs(gateway_factory):
+    from app.logs import JsonFormatter
+
+    gw = gateway_factory(api_keys=f"colon:{COLON_KEY}")
+    result = gw.stream(turn("anthropic/text"), headers={"Authorization": f"Bearer {COLON_KEY}"})
+    assert result.status == 200 and result.terminal["type"] == "done"
+    assert gw.job(result.headers["x-request-id"]).api_key_id == "colon"
+    record = logging.LogRecord("gateway", logging.ERROR, __file__, 1, "client sent %s", (COLON_KEY,), None)
+    line = JsonFormatter().format(record)
+    assert "[redacted]" in line
+    for part in COLON_KEY.split(":"):
+        assert part not in line, line

@@ -2,30 +2,55 @@
 
 A key's public identity (`apiKeyId` in records, logs and metrics) is its configured name, or for a bare
 key `key-` and the first 12 hex digits of its SHA-256. The key itself is never stored or logged.
+
+`parse_keys` is the one reader of a key spec: auth and log redaction both use what it returns, so they
+agree on where a key starts (after the first `:`; the key itself may contain `:`).
 """
 
 from __future__ import annotations
 
 import hashlib
 import hmac
+from collections.abc import Iterable
+from dataclasses import dataclass, field
 
 from app.api.errors import ApiError
 
 OPEN_PATHS = frozenset({"/healthz", "/readyz", "/metrics"})
 
 
+@dataclass(frozen=True)
+class ClientKey:
+    """One configured client key: its public id and the secret a client sends as its bearer token."""
+
+    name: str
+    secret: str = field(repr=False)
+
+
+def key_id(secret: str) -> str:
+    """The public id of a key configured without a name."""
+    return "key-" + hashlib.sha256(secret.encode()).hexdigest()[:12]
+
+
+def parse_keys(spec: str) -> list[ClientKey]:
+    """`name:key` or `key` items separated by commas. The name ends at the FIRST `:`; everything after it is
+    the key (which may itself contain `:`). An empty name (`:key`) or no name gets `key_id(key)`."""
+    keys: list[ClientKey] = []
+    for item in (part.strip() for part in spec.split(",")):
+        if not item:
+            continue
+        name, sep, secret = item.partition(":")
+        if not sep:
+            name, secret = "", item
+        secret = secret.strip()
+        if secret:
+            keys.append(ClientKey(name.strip() or key_id(secret), secret))
+    return keys
+
+
 class KeyRing:
-    def __init__(self, spec: str) -> None:
-        self._keys: list[tuple[str, bytes]] = []
-        for item in (part.strip() for part in spec.split(",")):
-            if not item:
-                continue
-            name, sep, key = item.partition(":")
-            if not sep:
-                name, key = "", item
-            if not name:
-                name = "key-" + hashlib.sha256(key.encode()).hexdigest()[:12]
-            self._keys.append((name, hashlib.sha256(key.encode()).digest()))
+    def __init__(self, keys: Iterable[ClientKey]) -> None:
+        self._keys: list[tuple[str, bytes]] = [(key.name, hashlib.sha256(key.secret.encode()).digest()) for key in keys]
 
     @property
     def enabled(self) -> bool:
