@@ -16,7 +16,8 @@ from starlette.exceptions import HTTPException
 from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from app.api.errors import json_response
+from app.api.body import validation_error as invalid_request
+from app.api.errors import is_pi_path, json_response
 from app.api.records import router as records_router
 from app.api.routes import install_error_handlers, router
 from app.gateway import Gateway
@@ -145,9 +146,7 @@ def create_app(settings: Settings | None = None, gateway: Gateway | None = None)
         return json_response({"error": {"type": kind, "message": str(exc.detail), "param": None}}, exc.status_code)
 
     async def validation_error(request: Request, exc: RequestValidationError) -> Response:
-        first = exc.errors()[0] if exc.errors() else {"loc": (), "msg": "invalid request"}
-        param = ".".join(str(p) for p in first["loc"])
-        return json_response({"error": {"type": "validation_error", "message": f"{param}: {first['msg']}", "param": param}}, 422)
+        return invalid_request(list(exc.errors())).response(pi=is_pi_path(request.url.path))
 
     app.add_exception_handler(HTTPException, http_error)
     app.add_exception_handler(RequestValidationError, validation_error)

@@ -99,3 +99,80 @@ def test_lone_surrogates_are_accepted_and_removed_before_the_upstream(gateway):
     assert response.status_code == 200
     sent = gateway.sim.seen(m)[0]["body"]["messages"][0]["content"][-1]["text"]
     assert sent == f"{m} cut  here"
+
+
+def _raw(text: str) -> bytes:
+    """A body written by hand, so that JSON escapes such as a lone `\\ud83d` reach the gateway unchanged."""
+    return text.encode()
+
+
+_LONE = "\\ud83d"
+_MSG = '{"role": "user", "content": "hi"}'
+
+
+@pytest.mark.parametrize(
+    "body, param",
+    [
+        ('{"model": "anthropic/text", "fallback": ["anthropic/te%sxt"], "context": {"messages": [%s]}}' % (_LONE, _MSG),
+         "fallback.0"),
+        ('{"model": "anthropic/text", "context": {"messages": [%s], "tools": [{"name": "t", "description": "d%s"}]}}'
+         % (_MSG, _LONE), "context.tools.0.description"),
+        ('{"model": "anthropic/text", "context": {"messages": [%s], "tools": [{"name": "t", "parameters": '
+         '{"type": "object", "properties": {"a%s": {"type": "string"}}}}]}}' % (_MSG, _LONE),
+         "context.tools.0.parameters.properties"),
+        ('{"model": "anthropic/text", "context": {"messages": [%s]}, "options": {"metadata": {"userId": "u%s"}}}'
+         % (_MSG, _LONE), "options.metadata.userId"),
+        ('{"model": "anthropic/text", "context": {"messages": [%s, {"role": "assistant", "content": [{"type": "toolCall",'
+         ' "id": "c1", "name": "t", "arguments": {"q": "x%s"}}]}]}}' % (_MSG, _LONE),
+         "context.messages.1.content.0.arguments.q"),
+        ('{"model": "anthropic/text", "context": {"messages": [%s, {"role": "assistant", "content": [{"type": "thinking",'
+         ' "thinking": "x%s", "thinkingSignature": "sig"}]}]}}' % (_MSG, _LONE),
+         "context.messages.1.content.0.thinking"),
+    ],
+)
+@pytest.mark.parametrize("path", ["/v1/stream", "/v1/complete"])
+def test_lone_surrogates_outside_message_text_are_422_naming_the_field(gateway, body, param, path):
+    response = gateway.http.post(path, content=_raw(body), headers={"content-type": "application/json"})
+    error = error_of(response, 422)
+    assert error["type"] == "validation_error" and error["param"] == param
+    assert "surrogate" in error["message"]
+
+
+def test_pi_door_rejects_lone_surrogates_too(gateway):
+    body = ('{"model": {"provider": "anthropic", "id": "te%sxt"}, "context": {"messages": [%s]}}' % (_LONE, _MSG))
+    response = gateway.http.post("/api/stream", content=_raw(body), headers={"content-type": "application/json"})
+    assert response.status_code == 422 and "model.id" in response.json()["error"]
+
+
+def test_lone_surrogates_in_the_system_prompt_are_removed(gateway):
+    from tests.conftest import marker
+
+    m = marker()
+    body = ('{"model": "anthropic/text", "context": {"systemPrompt": "be %s brief\\udc00", "messages": '
+            '[{"role": "user", "content": [{"type": "text", "text": "%s"}]}]}}' % (_LONE, m))
+    response = gateway.http.post("/v1/complete", content=_raw(body), headers={"content-type": "application/json"})
+    assert response.status_code == 200, response.text
+    system = gateway.sim.seen(m)[0]["body"]["system"]
+    assert system[0]["text"] == "be  brief"
+
+
+def test_json_deeper_than_the_parser_allows_is_413(gateway):
+    raw = b'{"model": "anthropic/text", "options": {"metadata": {"a": ' + b"[" * 1100 + b"]" * 1100 + b"}}}"
+    response = gateway.http.post("/v1/stream", content=raw, headers={"content-type": "application/json"})
+    assert error_of(response, 413)["type"] == "payload_too_deep"
+
+
+def test_every_validation_problem_is_listed(gateway):
+    body = {"model": 5, "fallback": [1], "context": {"messages": [{"role": "user"}]}}
+    error = error_of(gateway.http.post("/v1/stream", json=body), 422)
+    assert error["param"] == "model"
+    for part in ("model:", "fallback.0:", "context.messages.0.user.content:"):
+        assert part in error["message"]
+    assert "more)" not in error["message"]
+
+
+def test_a_system_role_message_says_where_the_system_prompt_goes(gateway):
+    body = {"model": "anthropic/text", "context": {"messages": [{"role": "system", "content": "be brief"}]}}
+    error = error_of(gateway.http.post("/v1/stream", json=body), 422)
+    assert error["param"] == "context.messages.0"
+    assert "context.systemPrompt" in error["message"]

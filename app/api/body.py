@@ -1,17 +1,35 @@
-"""Read and validate a request body: size limit, JSON, nesting depth, then the pydantic contract model."""
+"""Read and validate a request body: size limit, JSON, nesting depth, what strings may contain, then the
+pydantic contract model.
+
+This is the one place that decides what a request may contain (every door parses its body here):
+
+- at most `GATEWAY_MAX_BODY_BYTES` bytes (413) of JSON (400) nested at most `GATEWAY_MAX_JSON_DEPTH` levels
+  (413, also for JSON deeper than the parser's own limit of 1,024);
+- lone UTF-16 surrogate escapes (`"\\ud83d"`, which JavaScript clients send when they cut a string inside an
+  emoji) are removed from the text a person wrote (the paths a door's model names in `PROSE_PATHS`: message
+  text, the system prompt) and refused with 422 naming the field anywhere else (ids, tool schemas, metadata,
+  tool-call arguments, thinking, which may be signed), since no vendor and no record can carry them;
+- then the door's model (422 listing every problem, `param` naming the first).
+"""
 
 from __future__ import annotations
 
 import json
+import re
 from typing import Any, TypeVar
 
 import orjson
 from pydantic import BaseModel, ValidationError
+from pydantic_core import ErrorDetails
 from starlette.requests import Request
 
 from app.api.errors import ApiError
 
 M = TypeVar("M", bound=BaseModel)
+
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+_INT64 = (-(2**63), 2**64 - 1)  # orjson reads integers beyond 64 bits as floats; the fallback parser does too
+ANY_INDEX = "*"  # in a prose path: any list index
 
 
 async def read_body(request: Request, limit: int) -> bytes:
@@ -29,50 +47,130 @@ async def read_body(request: Request, limit: int) -> bytes:
 
 
 def json_depth(value: Any, limit: int) -> int:
-    """Nesting depth of a parsed JSON value, walked iteratively; stops counting once past `limit`."""
-    deepest = 0
-    stack = [(value, 1)]
-    while stack:
-        item, depth = stack.pop()
-        if depth > deepest:
-            deepest = depth
-            if deepest > limit:
-                return deepest
-        if isinstance(item, dict):
-            stack.extend((v, depth + 1) for v in item.values())
-        elif isinstance(item, list):
-            stack.extend((v, depth + 1) for v in item)
-    return deepest
+    """Nesting depth of a parsed JSON value, walked level by level; stops counting once past `limit`."""
+    depth = 0
+    level = [value]
+    while level:
+        depth += 1
+        if depth > limit:
+            return depth
+        below: list[Any] = []
+        for item in level:
+            if type(item) is dict:
+                below.extend(v for v in item.values() if type(v) is dict or type(v) is list)
+            elif type(item) is list:
+                below.extend(v for v in item if type(v) is dict or type(v) is list)
+        level = below
+    return depth
 
 
-def _lenient_loads(raw: bytes, error: orjson.JSONDecodeError) -> Any:
-    """JSON with lone UTF-16 surrogate escapes (`"\\ud83d"`, which JavaScript clients send when a string was
-    cut inside an emoji) is valid JSON that orjson refuses; parse it with the standard library, and let the
-    adapters strip the lone surrogates (app.providers.handoff)."""
-    if "surrogate" not in str(error):
-        raise ApiError(400, "invalid_json", f"request body is not valid JSON: {error}")
+def _too_deep(limit: int) -> ApiError:
+    return ApiError(413, "payload_too_deep", f"request body nests deeper than {limit} levels")
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if value in (float("inf"), float("-inf")):
+        raise ValueError(f"number {text} is out of range")
+    return value
+
+
+def _int_like_orjson(text: str) -> int | float:
+    value = int(text)
+    return value if _INT64[0] <= value <= _INT64[1] else float(value)
+
+
+def _refuse_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def _loads(raw: bytes, max_depth: int) -> tuple[Any, bool]:
+    """The parsed body, and whether it may hold lone surrogates (then it came from the fallback parser).
+
+    orjson refuses lone surrogate escapes, which are valid JSON; such a body is parsed again by the standard
+    library, told to read numbers as orjson does."""
     try:
-        return json.loads(raw)
+        return (orjson.loads(raw) if raw else None), False
+    except orjson.JSONDecodeError as exc:
+        if "depth limit" in str(exc):
+            raise _too_deep(max_depth) from None
+        if "surrogate" not in str(exc):
+            raise ApiError(400, "invalid_json", f"request body is not valid JSON: {exc}") from None
+    try:
+        data = json.loads(raw, parse_float=_finite_float, parse_int=_int_like_orjson, parse_constant=_refuse_constant)
     except RecursionError:
-        raise ApiError(413, "payload_too_deep", "request body nests too deeply") from None
+        raise _too_deep(max_depth) from None
     except ValueError as exc:
         raise ApiError(400, "invalid_json", f"request body is not valid JSON: {exc}") from None
+    return data, True
+
+
+def _is_prose(path: tuple[str | int, ...], prose_paths: tuple[tuple[str, ...], ...]) -> bool:
+    for pattern in prose_paths:
+        if len(pattern) == len(path) and all(
+            p == ANY_INDEX and isinstance(step, int) or p == step for p, step in zip(pattern, path)
+        ):
+            return True
+    return False
+
+
+def clean_surrogates(data: Any, prose_paths: tuple[tuple[str, ...], ...]) -> None:
+    """Remove lone surrogates from prose in place; refuse them anywhere else, keys included (422 naming
+    the field)."""
+    stack: list[tuple[Any, tuple[str | int, ...]]] = [(data, ())]
+    while stack:
+        item, where = stack.pop()
+        children = item.items() if isinstance(item, dict) else enumerate(item)
+        for key, child in children:
+            if isinstance(key, str) and _LONE_SURROGATE.search(key):
+                _refuse_surrogate(where)
+            if isinstance(child, (dict, list)):
+                stack.append((child, (*where, key)))
+            elif isinstance(child, str) and _LONE_SURROGATE.search(child):
+                path = (*where, key)
+                if not _is_prose(path, prose_paths):
+                    _refuse_surrogate(path)
+                item[key] = _LONE_SURROGATE.sub("", child)
+
+
+def _refuse_surrogate(path: tuple[str | int, ...]) -> None:
+    param = ".".join(str(p) for p in path)
+    raise ApiError(
+        422,
+        "validation_error",
+        f"{param}: contains a lone UTF-16 surrogate (half of a character); only message text and the system "
+        "prompt may, and there it is removed",
+        param=param,
+    )
+
+
+def validation_error(errors: list[ErrorDetails]) -> ApiError:
+    """One 422 listing every problem; `param` names the first."""
+    problems = [_describe(e) for e in errors] or [("", "invalid request")]
+    message = "; ".join(f"{param}: {text}" if param else text for param, text in problems)
+    return ApiError(422, "validation_error", message, param=problems[0][0] or None)
+
+
+def _describe(error: ErrorDetails) -> tuple[str, str]:
+    param = ".".join(str(p) for p in error["loc"])
+    ctx = error.get("ctx") or {}
+    if error["type"] == "union_tag_invalid" and ctx.get("tag") == "system":
+        return param, (
+            "there is no system role: the system prompt goes in context.systemPrompt; messages are user, "
+            "assistant or toolResult"
+        )
+    return param, error["msg"]
 
 
 def parse_model(raw: bytes, model: type[M], max_depth: int) -> M:
-    try:
-        data = orjson.loads(raw) if raw else None
-    except orjson.JSONDecodeError as exc:
-        data = _lenient_loads(raw, exc)
+    data, may_hold_surrogates = _loads(raw, max_depth)
     if not isinstance(data, dict):
         raise ApiError(400, "invalid_request", "request body must be a JSON object")
     if json_depth(data, max_depth) > max_depth:
-        raise ApiError(413, "payload_too_deep", f"request body nests deeper than {max_depth} levels")
+        raise _too_deep(max_depth)
+    if may_hold_surrogates:
+        clean_surrogates(data, getattr(model, "PROSE_PATHS", ()))
     try:
         return model.model_validate(data)
     except ValidationError as exc:
-        first = exc.errors(include_url=False)[0]
-        param = ".".join(str(p) for p in first["loc"])
-        count = exc.error_count()
-        more = f" (and {count - 1} more)" if count > 1 else ""
-        raise ApiError(422, "validation_error", f"{param}: {first['msg']}{more}", param=param) from None
+        raise validation_error(exc.errors(include_url=False)) from None

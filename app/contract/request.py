@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import Field
 
@@ -11,6 +11,14 @@ from app.contract.messages import Context, WireModel
 Reasoning = Literal["minimal", "low", "medium", "high", "xhigh"]
 
 MODEL_REF_PATTERN = r"^[a-z0-9][a-z0-9_.-]*/\S+$"
+
+# Where a request holds text a person wrote (message text, the system prompt): there the body parser removes
+# lone UTF-16 surrogates, anywhere else it refuses them (app.api.body). "*" stands for any list index.
+CONTEXT_PROSE_PATHS: tuple[tuple[str, ...], ...] = (
+    ("context", "systemPrompt"),
+    ("context", "messages", "*", "content"),
+    ("context", "messages", "*", "content", "*", "text"),
+)
 
 
 class ToolChoiceTool(WireModel):
@@ -42,6 +50,8 @@ class StreamOptions(WireModel):
 
 
 class StreamRequest(WireModel):
+    PROSE_PATHS: ClassVar[tuple[tuple[str, ...], ...]] = CONTEXT_PROSE_PATHS
+
     model: str = Field(pattern=MODEL_REF_PATTERN, description='"<provider>/<model id>"')
     fallback: list[str] = Field(default_factory=list, max_length=8)
     context: Context
@@ -62,6 +72,8 @@ class PiOptions(WireModel):
 
 
 class PiStreamRequest(WireModel):
+    PROSE_PATHS: ClassVar[tuple[tuple[str, ...], ...]] = CONTEXT_PROSE_PATHS
+
     model: PiModel
     context: Context
     options: PiOptions = Field(default_factory=PiOptions)
