@@ -1,0 +1,195 @@
+"""Encode the normalized event stream as Anthropic Messages server-sent events, and a settled turn as one
+`message` object.
+
+    start                    → message_start (id `msg_<requestId>`, model `<provider>/<model>`, usage so far)
+    text_start / _delta      → content_block_start {text} / content_block_delta text_delta
+    thinking_start / _delta  → content_block_start {thinking} / content_block_delta thinking_delta
+    thinking_end             → content_block_delta signature_delta (origin-wrapped, see `signatures`)
+                               then content_block_stop
+    thinking, redacted       → content_block_start {redacted_thinking, data: origin-wrapped} + content_block_stop
+    toolcall_start / _delta  → content_block_start {tool_use} / content_block_delta input_json_delta
+    *_end                    → content_block_stop
+    done                     → message_delta (stop_reason, usage) then message_stop
+    error                    → event: error {"type": "error", "error": {"type", "message"}}
+
+A thinking block's `content_block_start` waits for its first delta (or its end): only `thinking_end` says
+whether the block was redacted, and a redacted block is a different block type on this wire. Usage is in
+Anthropic's sense: `input_tokens` without cache reads and writes, which have fields of their own.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import orjson
+
+from app.doors.anthropic_messages.errors import ErrorShape, error_body
+from app.doors.anthropic_messages.signatures import Origin, wrap
+
+STOP_REASONS = {"stop": "end_turn", "length": "max_tokens", "toolUse": "tool_use"}
+PING = b'event: ping\ndata: {"type":"ping"}\n\n'
+
+
+def frame(name: str, data: dict[str, Any]) -> bytes:
+    """One SSE frame; orjson escapes control characters, so `data` is always one line."""
+    return b"event: %s\ndata: %s\n\n" % (name.encode(), orjson.dumps(data))
+
+
+def message_id(request_id: str) -> str:
+    return f"msg_{request_id}"
+
+
+def anthropic_usage(usage: dict[str, Any] | None) -> dict[str, int]:
+    usage = usage or {}
+    return {
+        "input_tokens": usage.get("input", 0),
+        "output_tokens": usage.get("output", 0),
+        "cache_read_input_tokens": usage.get("cacheRead", 0),
+        "cache_creation_input_tokens": usage.get("cacheWrite", 0),
+    }
+
+
+def served_model(provider: str | None, model: str | None) -> str:
+    return f"{provider}/{model}" if provider and model else (model or "")
+
+
+def _origin(source: dict[str, Any]) -> Origin:
+    return Origin(source.get("provider") or "", source.get("api") or "", source.get("model") or "")
+
+
+class MessagesEncoder:
+    """Turns one turn's normalized events into Anthropic SSE bytes. `usage_so_far()` gives the usage known
+    when the stream starts (for `message_start`); `classify(error_event)` picks the error's type."""
+
+    def __init__(
+        self,
+        request_id: str,
+        usage_so_far: Callable[[], dict[str, Any] | None] = lambda: None,
+        classify: Callable[[dict[str, Any]], ErrorShape] = lambda event: ErrorShape(502, "api_error"),
+    ) -> None:
+        self.request_id = request_id
+        self._usage_so_far = usage_so_far
+        self._classify = classify
+        self._origin = Origin("", "", "")
+        self._thinking_pending: int | None = None  # a thinking block whose start is not sent yet
+        self._handlers: dict[str, Callable[[dict[str, Any]], bytes]] = {
+            "start": self._start,
+            "text_start": self._text_start,
+            "text_delta": self._text_delta,
+            "text_end": self._text_end,
+            "thinking_start": self._thinking_start,
+            "thinking_delta": self._thinking_delta,
+            "thinking_end": self._thinking_end,
+            "toolcall_start": self._toolcall_start,
+            "toolcall_delta": self._toolcall_delta,
+            "toolcall_end": self._toolcall_end,
+            "done": self._done,
+            "error": self._error,
+        }
+
+    def encode(self, event: dict[str, Any]) -> bytes:
+        """The SSE frames for one normalized event (none for a thinking block's start, see above)."""
+        return self._handlers[event["type"]](event)
+
+    def _start(self, event: dict[str, Any]) -> bytes:
+        self._origin = _origin(event)
+        message = {
+            "id": message_id(self.request_id),
+            "type": "message",
+            "role": "assistant",
+            "model": served_model(event.get("provider"), event.get("model")),
+            "content": [],
+            "stop_reason": None,
+            "stop_sequence": None,
+            "usage": anthropic_usage(self._usage_so_far()),
+        }
+        return frame("message_start", {"type": "message_start", "message": message})
+
+    def _block_start(self, index: int, block: dict[str, Any]) -> bytes:
+        return frame("content_block_start", {"type": "content_block_start", "index": index, "content_block": block})
+
+    def _delta(self, index: int, delta: dict[str, Any]) -> bytes:
+        return frame("content_block_delta", {"type": "content_block_delta", "index": index, "delta": delta})
+
+    def _stop(self, index: int) -> bytes:
+        return frame("content_block_stop", {"type": "content_block_stop", "index": index})
+
+    def _text_start(self, event: dict[str, Any]) -> bytes:
+        return self._block_start(event["contentIndex"], {"type": "text", "text": ""})
+
+    def _text_delta(self, event: dict[str, Any]) -> bytes:
+        return self._delta(event["contentIndex"], {"type": "text_delta", "text": event["delta"]})
+
+    def _text_end(self, event: dict[str, Any]) -> bytes:
+        return self._stop(event["contentIndex"])
+
+    def _thinking_start(self, event: dict[str, Any]) -> bytes:
+        self._thinking_pending = event["contentIndex"]
+        return b""
+
+    def _open_thinking(self, index: int) -> bytes:
+        if self._thinking_pending != index:
+            return b""
+        self._thinking_pending = None
+        return self._block_start(index, {"type": "thinking", "thinking": "", "signature": ""})
+
+    def _thinking_delta(self, event: dict[str, Any]) -> bytes:
+        index = event["contentIndex"]
+        return self._open_thinking(index) + self._delta(index, {"type": "thinking_delta", "thinking": event["delta"]})
+
+    def _thinking_end(self, event: dict[str, Any]) -> bytes:
+        index = event["contentIndex"]
+        signature = wrap(self._origin, event.get("contentSignature"))
+        if event.get("redacted") and self._thinking_pending == index:
+            self._thinking_pending = None
+            return self._block_start(index, {"type": "redacted_thinking", "data": signature}) + self._stop(index)
+        opened = self._open_thinking(index)
+        return opened + self._delta(index, {"type": "signature_delta", "signature": signature}) + self._stop(index)
+
+    def _toolcall_start(self, event: dict[str, Any]) -> bytes:
+        block = {"type": "tool_use", "id": event["id"], "name": event["toolName"], "input": {}}
+        return self._block_start(event["contentIndex"], block)
+
+    def _toolcall_delta(self, event: dict[str, Any]) -> bytes:
+        return self._delta(event["contentIndex"], {"type": "input_json_delta", "partial_json": event["delta"]})
+
+    def _toolcall_end(self, event: dict[str, Any]) -> bytes:
+        return self._stop(event["contentIndex"])
+
+    def _done(self, event: dict[str, Any]) -> bytes:
+        delta = {"stop_reason": STOP_REASONS[event["reason"]], "stop_sequence": None}
+        usage = anthropic_usage(event.get("usage"))
+        return frame("message_delta", {"type": "message_delta", "delta": delta, "usage": usage}) + frame(
+            "message_stop", {"type": "message_stop"}
+        )
+
+    def _error(self, event: dict[str, Any]) -> bytes:
+        shape = self._classify(event)
+        return frame("error", error_body(shape.type, event.get("errorMessage") or "error", self.request_id))
+
+
+def _content_block(block: dict[str, Any], origin: Origin) -> dict[str, Any]:
+    kind = block["type"]
+    if kind == "text":
+        return {"type": "text", "text": block["text"]}
+    if kind == "thinking":
+        signature = wrap(origin, block.get("thinkingSignature"))
+        if block.get("redacted"):
+            return {"type": "redacted_thinking", "data": signature}
+        return {"type": "thinking", "thinking": block["thinking"], "signature": signature}
+    return {"type": "tool_use", "id": block["id"], "name": block["name"], "input": block["arguments"]}
+
+
+def message_object(message: dict[str, Any], request_id: str) -> dict[str, Any]:
+    """The non-streaming answer for a turn that settled `done` (its final `AssistantMessage`)."""
+    origin = _origin(message)
+    return {
+        "id": message_id(request_id),
+        "type": "message",
+        "role": "assistant",
+        "model": served_model(message.get("provider"), message.get("model")),
+        "content": [_content_block(b, origin) for b in message["content"]],
+        "stop_reason": STOP_REASONS.get(message.get("stopReason") or "stop", "end_turn"),
+        "stop_sequence": None,
+        "usage": anthropic_usage(message.get("usage")),
+    }
