@@ -33,14 +33,14 @@ class Gateway:
             providers if providers is not None else build_providers(settings, self.catalog), self.catalog, settings
         )
         self.ledger = open_ledger(settings.database_url, settings)
-        self.recorder = LedgerObserver.from_settings(self.ledger, settings)  # lifespan: start() / aclose()
-        self.dispatcher.observers.append(self.recorder)
         self.jobs: set[TurnJob] = set()
         self.draining = False
         self.listening = False  # the server's listening sockets are set up (`app.server.bound_send_buffers`)
         self.streams_per_key: Counter[str] = Counter()
         self.metrics = Metrics(self.catalog)
         self.dispatcher.observers.append(self.metrics)
+        self.recorder = LedgerObserver.from_settings(self.ledger, settings, self.metrics)  # lifespan: start() / aclose()
+        self.dispatcher.observers.append(self.recorder)
         self.dispatcher.observers.append(RequestLog(settings.log_content))
         register_secrets(
             *(settings.provider_key(name) for name in ("anthropic", "openai", "google")),

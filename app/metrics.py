@@ -104,6 +104,14 @@ class Metrics:
         self.late_frames = counter("gateway_late_frames_dropped_total", "Upstream frames dropped after settlement", ("provider",))
         self.events_sent = counter("gateway_sse_events_sent_total", "SSE events written to clients (keep-alives not counted)")
         self.rejected = counter("gateway_rejected_requests_total", "Requests refused before a turn started, by kind", ("kind",))
+        self.ledger_dropped = counter(
+            "gateway_ledger_writes_dropped_total",
+            "Record writes dropped because the ledger queue was full (insert, complete, or content: kept without the message)",
+            ("kind",),
+        )
+        self.ledger_queued = Gauge(
+            "gateway_ledger_queue_bytes", "Memory of record writes waiting for the store", registry=own, multiprocess_mode="livesum"
+        )
         if own is not None:
             ProcessCollector(registry=own)
 
@@ -184,3 +192,11 @@ class Metrics:
 
     def rejected_request(self, kind: str) -> None:
         self.rejected.labels(kind).inc()
+
+    # ----------------------------------------------------------------- ledger (app.ledger.LedgerMetrics)
+
+    def ledger_queue(self, queued_bytes: int) -> None:
+        self.ledger_queued.set(queued_bytes)
+
+    def ledger_write_dropped(self, kind: str) -> None:
+        self.ledger_dropped.labels(kind).inc()

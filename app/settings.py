@@ -33,7 +33,11 @@ class Settings(BaseSettings):
     retain_content: bool = Field(default=True, description="store the AssistantMessage in request records")
 
     # Request ledger (app/ledger/). Record writes are queued and written in batches by one task.
-    ledger_queue_max: int = Field(default=100_000, ge=1, description="record writes that may wait; beyond, dropped and logged")
+    ledger_queue_bytes: int = Field(
+        default=64 * 1024 * 1024,
+        ge=1,
+        description="memory that record writes waiting for the store may use; beyond, writes are dropped, counted and logged",
+    )
     ledger_batch_max: int = Field(default=500, ge=1, description="record writes per database transaction")
     ledger_flush_timeout_s: float = Field(default=10.0, ge=0, description="at shutdown, how long to flush queued writes")
     ledger_ping_timeout_s: float = Field(default=2.0, gt=0, description="/readyz: how long the store may take to answer")

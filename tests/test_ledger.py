@@ -6,9 +6,15 @@ Every test runs against SQLite (a temp file) and PostgreSQL (a schema of its own
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import gc
+import logging
+import sqlite3
 import subprocess
 import sys
-from typing import Any
+import threading
+import types
+from typing import Any, Iterator
 
 import httpx
 import pytest
@@ -18,6 +24,7 @@ from app.ledger.base import INTERRUPTED_MESSAGE
 from app.ledger.postgres import PostgresLedger
 from tests.conftest import marker, run_async, turn
 from tests.procs import GatewayProcess, free_port
+from tests.test_metrics import scrape
 
 FIELDS = {
     "requestId", "createdAt", "settledAt", "apiKeyId", "requestedModel", "fallback", "attempts", "provider", "api",
@@ -354,3 +361,122 @@ def test_readyz_is_503_when_the_store_is_unreachable(ledger_gateway):
     gw.server.call(gw.state.ledger.aclose())
     response = gw.http.get("/readyz")
     assert response.status_code == 503 and response.json() == {"status": "store unavailable"}
+
+
+# ---------------------------------------------------------------------------------------------- the write queue
+
+
+@contextlib.contextmanager
+def store_outage(url: str) -> Iterator[None]:
+    """The store refuses writes while the block runs: another session holds the write lock (SQLite: an
+    exclusive transaction, so the gateway's writes fail after its busy timeout and are retried; PostgreSQL: an
+    exclusive table lock, so they wait). Reads still work. On exit the lock is released."""
+    locked, release = threading.Event(), threading.Event()
+    failure: list[BaseException] = []
+
+    async def hold_postgres() -> None:
+        import asyncpg
+
+        conn = await asyncpg.connect(url)
+        try:
+            async with conn.transaction():
+                await conn.execute("LOCK TABLE gateway_requests IN EXCLUSIVE MODE")
+                locked.set()
+                await asyncio.to_thread(release.wait)
+        finally:
+            await conn.close()
+
+    def hold() -> None:
+        try:
+            if url.startswith("sqlite"):
+                db = sqlite3.connect(url[len("sqlite:///") :], isolation_level=None)
+                db.execute("BEGIN EXCLUSIVE")
+                locked.set()
+                release.wait()
+                db.execute("ROLLBACK")
+                db.close()
+            else:
+                asyncio.run(hold_postgres())
+        except BaseException as exc:
+            failure.append(exc)
+            locked.set()
+
+    thread = threading.Thread(target=hold, name="store-outage")
+    thread.start()
+    locked.wait(30)
+    try:
+        assert not failure, failure
+        yield
+    finally:
+        release.set()
+        thread.join(30)
+
+
+def reachable_bytes(root: Any) -> int:
+    """Memory of everything reachable from `root` (what holding `root` keeps alive), modules and classes aside."""
+    seen: set[int] = set()
+    stack = [root]
+    total = 0
+    while stack:
+        obj = stack.pop()
+        if id(obj) in seen or isinstance(obj, (type, types.ModuleType, types.FunctionType)):
+            continue
+        seen.add(id(obj))
+        total += sys.getsizeof(obj)
+        stack.extend(gc.get_referents(obj))
+    return total
+
+
+def _dropped(gw: Any) -> float:
+    samples = scrape(gw.url)
+    return sum(v for (name, _), v in samples.items() if name == "gateway_ledger_writes_dropped_total")
+
+
+def test_queue_holds_records_not_request_contexts(ledger_gateway, ledger_url):
+    """During a store outage, queued writes keep only what the records need, not the turns' 1 MB contexts."""
+    bound = 256 * 1024
+    gw = ledger_gateway(ledger_queue_bytes=bound)
+    recorder = gw.state.recorder
+    ids = []
+    with store_outage(ledger_url):
+        for _ in range(4):
+            result = gw.stream(turn("anthropic/text", marker() + " " + "x" * 1_000_000))
+            assert result.terminal["type"] == "done"
+            ids.append(result.headers["x-request-id"])
+            gw.job(ids[-1])
+        assert recorder.queued_bytes <= bound
+        held = reachable_bytes(recorder.pending)
+        assert held <= bound, f"the queue keeps {held} bytes alive"
+        assert _dropped(gw) == 0  # small records: all of them fit
+    assert gw.server.call(recorder.flush(30), timeout=40)
+    for request_id in ids:
+        assert record_of(gw, request_id)["outcome"] == "done"
+
+
+def test_queue_is_bounded_by_bytes_and_drops_are_counted(ledger_gateway, ledger_url, caplog):
+    """A store outage longer than the queue holds: what does not fit is dropped, counted and logged; what is
+    written is never left open by a dropped completion; nothing waits for the store."""
+    bound = 12 * 1024
+    gw = ledger_gateway(ledger_queue_bytes=bound)
+    recorder = gw.state.recorder
+    ids = []
+    with caplog.at_level(logging.WARNING, logger="gateway.ledger"), store_outage(ledger_url):
+        for _ in range(30):
+            result = gw.stream(turn("anthropic/text", marker() + " " + "y" * 300))
+            assert result.terminal["type"] == "done"
+            ids.append(result.headers["x-request-id"])
+            gw.job(ids[-1])
+            assert recorder.queued_bytes <= bound
+        dropped = _dropped(gw)
+        assert dropped > 0
+        assert recorder.dropped == dropped
+        assert any("ledger queue full" in r.getMessage() for r in caplog.records)
+    assert gw.server.call(recorder.flush(30), timeout=40)
+    found = {}
+    for request_id in ids:
+        response = gw.http.get(f"/v1/requests/{request_id}")
+        assert response.status_code in (200, 404)
+        if response.status_code == 200:
+            found[request_id] = response.json()
+    assert 0 < len(found) < len(ids)
+    assert all(record["outcome"] == "done" for record in found.values())  # none left open

@@ -2,9 +2,11 @@
 
 The observer is a `TurnObserver` of the dispatcher. Its callbacks only append to an in-memory queue; one
 background writer task drains the queue in batches (an insert and a completion of the same request in one
-batch become one row write), so no database work ever runs between two frames of a stream. When the store
-is down the writer retries the batch with backoff and new records wait in the queue, up to
-`GATEWAY_LEDGER_QUEUE_MAX` entries (beyond that they are dropped and logged, never blocking a stream).
+batch become one row write), so no database work ever runs between two frames of a stream. Each write is
+encoded when it is queued, so the queue never keeps a turn or its request context. When the store is down
+the writer retries the batch with backoff and new writes wait in the queue, up to
+`GATEWAY_LEDGER_QUEUE_BYTES` (what happens beyond is `LedgerObserver`'s docstring: dropped, counted and
+logged, never blocking a stream).
 On shutdown `aclose()` flushes what is queued (up to `GATEWAY_LEDGER_FLUSH_TIMEOUT_S`) and closes the store.
 """
 
@@ -12,8 +14,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import sys
+import time
 from collections import deque
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Protocol
 
 from app.ledger.base import Ledger, StoredRow, WriteKind, build_record, encode_record, now_ms
 
@@ -22,7 +27,16 @@ if TYPE_CHECKING:
     from app.settings import Settings
 
 log = logging.getLogger("gateway.ledger")
-_YIELD_EVERY_BYTES = 256 * 1024  # the writer yields to the event loop after encoding this much
+_ENTRY_OVERHEAD = 512  # bytes counted per queued write besides its strings (the row and entry objects)
+_DROP_LOG_INTERVAL_S = 10.0
+
+
+class LedgerMetrics(Protocol):
+    """What the recorder reports to metrics (`app.metrics.Metrics`)."""
+
+    def ledger_queue(self, queued_bytes: int) -> None: ...
+
+    def ledger_write_dropped(self, kind: str) -> None: ...
 
 __all__ = ["Ledger", "LedgerObserver", "build_record", "open_ledger"]
 
@@ -49,59 +63,161 @@ def open_ledger(url: str, settings: "Settings | None" = None) -> Ledger:
     raise ValueError(f"GATEWAY_DATABASE_URL: unsupported scheme {scheme!r} (use sqlite:/// or postgresql://)")
 
 
+@dataclass(slots=True)
+class PendingWrite:
+    """One queued record write: the encoded row and the memory it is counted for in the queue's bound."""
+
+    seq: int  # queue order: 1, 2, 3 …
+    kind: WriteKind
+    row: StoredRow
+    size: int
+
+
+def pending_size(row: StoredRow) -> int:
+    """What a queued row keeps in memory: its JSON text, its other columns, and a fixed allowance for the
+    objects around them."""
+    return sys.getsizeof(row.record) + len(row.request_id) + len(row.api_key_id or "") + _ENTRY_OVERHEAD
+
+
 class LedgerObserver:
-    """Writes a record when a turn starts and completes it when the turn finishes, off the stream's path."""
+    """Writes a record when a turn starts and completes it when the turn finishes, off the stream's path.
+
+    The queue holds encoded rows (never the turn or its request context) and is bounded by their size,
+    `queue_bytes`, counting the batch being written. When a write does not fit:
+
+    - an insert is dropped: the record appears when its completion is written;
+    - a completion replaces its own insert if that is still queued; if it still does not fit, it is queued
+      without the message (as with `GATEWAY_RETAIN_CONTENT=false`), counted as a `content` drop;
+    - if even that does not fit, it is dropped together with its queued insert, so the store never keeps an
+      open record for a turn whose completion was dropped while its insert waited (an insert already written
+      stays open, and is marked `interrupted` by the liveness rule once this process is gone).
+
+    Every drop bumps `dropped`, the `gateway_ledger_writes_dropped_total{kind}` metric, and logs a warning
+    naming the request (at most one line per `_DROP_LOG_INTERVAL_S`, with the count since the last one).
+    A single write larger than the whole bound is accepted when the queue is empty.
+    """
 
     def __init__(
         self,
         ledger: Ledger,
         *,
         retain_content: bool = True,
-        queue_max: int = 100_000,
+        queue_bytes: int = 64 * 1024 * 1024,
         batch_max: int = 500,
         flush_timeout: float = 10.0,
+        metrics: "LedgerMetrics | None" = None,
     ) -> None:
         self.ledger = ledger
         self.retain_content = retain_content
-        self.queue_max = queue_max
+        self.queue_bytes = queue_bytes
         self.batch_max = batch_max
         self.flush_timeout = flush_timeout
+        self.metrics = metrics
         self.dropped = 0
         self.write_failures = 0
-        self._queue: deque[tuple[WriteKind, "TurnJob", int | None]] = deque()
+        self.queued_bytes = 0  # sizes of the queued writes plus the batch being written
+        self.pending: deque[PendingWrite] = deque()  # in `seq` order
+        self._in_flight: list[PendingWrite] = []  # the batch being written (older than everything pending)
         self._wakeup = asyncio.Event()
-        self._enqueued = 0  # sequence number of the last queued entry
-        self._done = 0  # entries written (or dropped), in order
+        self._enqueued = 0  # seq of the last queued write
         self._waiters: list[tuple[int, asyncio.Future[None]]] = []
         self._task: asyncio.Task | None = None
+        self._drops_unlogged = 0
+        self._drop_logged_at = float("-inf")
 
     @classmethod
-    def from_settings(cls, ledger: Ledger, settings: "Settings") -> "LedgerObserver":
+    def from_settings(cls, ledger: Ledger, settings: "Settings", metrics: "LedgerMetrics | None" = None) -> "LedgerObserver":
         return cls(
             ledger,
             retain_content=settings.retain_content,
-            queue_max=settings.ledger_queue_max,
+            queue_bytes=settings.ledger_queue_bytes,
             batch_max=settings.ledger_batch_max,
             flush_timeout=settings.ledger_flush_timeout_s,
+            metrics=metrics,
         )
 
     # ------------------------------------------------------------------ TurnObserver (event loop, no I/O)
 
     def turn_started(self, job: "TurnJob") -> None:
-        self._put("insert", job, None)
+        row = self._encode(job, None, self.retain_content)
+        if row is not None and not self._admit("insert", row):
+            self._drop("insert", row.request_id)
 
     def turn_finished(self, job: "TurnJob") -> None:
-        self._put("complete", job, now_ms())
-
-    def _put(self, kind: WriteKind, job: "TurnJob", settled_at: int | None) -> None:
-        self._enqueued += 1
-        if len(self._queue) >= self.queue_max:
-            self.dropped += 1
-            self._done += 1
-            log.warning("ledger queue full: dropped the %s of request %s", kind, job.turn.request_id)
+        settled_at = now_ms()
+        row = self._encode(job, settled_at, self.retain_content)
+        if row is None:
             return
-        self._queue.append((kind, job, settled_at))
+        request_id = row.request_id
+        queued_insert = self._queued_insert(request_id)
+        if queued_insert is not None:  # the completion supersedes it
+            self._remove(queued_insert)
+        if self._admit("complete", row):
+            return
+        if self.retain_content:
+            compact = self._encode(job, settled_at, False)
+            if compact is not None and self._admit("complete", compact):
+                self._drop("content", request_id)
+                return
+        self._drop("complete", request_id)
+
+    def _encode(self, job: "TurnJob", settled_at: int | None, retain_content: bool) -> StoredRow | None:
+        """The row now: the turn's message dict is live, and the queue must not keep the job."""
+        try:
+            record = build_record(job, settled_at=settled_at, retain_content=retain_content)
+            return encode_record(record, self.ledger.instance_id)
+        except Exception:  # a bug of ours: lose this record, never the turn
+            log.exception("could not build the record of %s", job.turn.request_id)
+            return None
+
+    def _admit(self, kind: WriteKind, row: StoredRow) -> bool:
+        size = pending_size(row)
+        if self.queued_bytes and self.queued_bytes + size > self.queue_bytes:
+            return False
+        self._enqueued += 1
+        self.pending.append(PendingWrite(self._enqueued, kind, row, size))
+        self.queued_bytes += size
+        self._queue_changed()
         self._wakeup.set()
+        return True
+
+    def _queued_insert(self, request_id: str) -> PendingWrite | None:
+        # Newest first: a turn's insert was queued when it started, usually not long ago.
+        for entry in reversed(self.pending):
+            if entry.row.request_id == request_id and entry.kind == "insert":
+                return entry
+        return None
+
+    def _remove(self, entry: PendingWrite) -> None:
+        """Take a queued (not yet popped) write out; it no longer holds up a flush."""
+        self.pending.remove(entry)
+        self.queued_bytes -= entry.size
+        self._queue_changed()
+        self._wake_flushers()
+
+    def _drop(self, kind: str, request_id: str) -> None:
+        self.dropped += 1
+        if self.metrics is not None:
+            self.metrics.ledger_write_dropped(kind)
+        self._drops_unlogged += 1
+        now = time.monotonic()
+        if now - self._drop_logged_at >= _DROP_LOG_INTERVAL_S:
+            log.warning(
+                "ledger queue full (GATEWAY_LEDGER_QUEUE_BYTES=%d, %d bytes waiting for the store): dropped the %s "
+                "write of request %s (%d writes dropped since the last such line)",
+                self.queue_bytes,
+                self.queued_bytes,
+                kind,
+                request_id,
+                self._drops_unlogged,
+                extra={"requestId": request_id, "droppedKind": kind, "droppedSinceLastLine": self._drops_unlogged},
+            )
+            self._drops_unlogged = 0
+            self._drop_logged_at = now
+
+    def _queue_changed(self) -> None:
+        if self.metrics is not None:
+            self.metrics.ledger_queue(self.queued_bytes)
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -115,7 +231,7 @@ class LedgerObserver:
     async def flush(self, timeout: float | None = None) -> bool:
         """Wait until everything queued before this call is written. False on timeout."""
         target = self._enqueued
-        if self._done >= target:
+        if self._settled_through() >= target:
             return True
         future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._waiters.append((target, future))
@@ -131,7 +247,7 @@ class LedgerObserver:
         """Flush what is queued (bounded by the flush timeout), stop the writer, close the store."""
         if self._task is not None:
             if not await self.flush(self.flush_timeout):
-                log.warning("ledger: %d record writes not flushed at shutdown", len(self._queue))
+                log.warning("ledger: %d record writes not flushed at shutdown", len(self.pending) + len(self._in_flight))
             self._task.cancel()
             await asyncio.gather(self._task, return_exceptions=True)
             self._task = None
@@ -141,30 +257,16 @@ class LedgerObserver:
 
     async def _writer(self) -> None:
         while True:
-            while not self._queue:
+            while not self.pending:
                 self._wakeup.clear()
                 await self._wakeup.wait()
-            count = min(len(self._queue), self.batch_max)
-            entries = [self._queue.popleft() for _ in range(count)]
-            items: list[tuple[WriteKind, StoredRow]] = []
-            encoded = 0
-            for kind, job, settled_at in entries:
-                try:
-                    record = build_record(job, settled_at=settled_at, retain_content=self.retain_content)
-                    row = encode_record(record, self.ledger.instance_id)  # now: the message dict is live
-                except Exception:  # a bug of ours: lose this record, never the writer
-                    log.exception("could not build the record of %s", job.turn.request_id)
-                    continue
-                items.append((kind, row))
-                encoded += len(row.record)
-                if encoded > _YIELD_EVERY_BYTES:  # let streams run between big records
-                    encoded = 0
-                    await asyncio.sleep(0)
+            count = min(len(self.pending), self.batch_max)
+            batch = self._in_flight = [self.pending.popleft() for _ in range(count)]
+            items = [(entry.kind, entry.row) for entry in batch]
             delay = 0.1
             while True:
                 try:
-                    if items:
-                        await self.ledger.write(items)
+                    await self.ledger.write(items)
                     break
                 except asyncio.CancelledError:
                     raise
@@ -173,10 +275,18 @@ class LedgerObserver:
                     log.warning("ledger write of %d records failed (%s); retrying", len(items), type(exc).__name__)
                     await asyncio.sleep(delay)
                     delay = min(delay * 2, 5.0)
-            self._done += count
+            self._in_flight = []
+            self.queued_bytes -= sum(entry.size for entry in batch)
+            self._queue_changed()
             self._wake_flushers()
 
+    def _settled_through(self) -> int:
+        """Every write with a seq up to this one is written or removed."""
+        oldest = self._in_flight or self.pending
+        return oldest[0].seq - 1 if oldest else self._enqueued
+
     def _wake_flushers(self) -> None:
+        settled = self._settled_through()
         for target, future in self._waiters:
-            if target <= self._done and not future.done():
+            if target <= settled and not future.done():
                 future.set_result(None)
