@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from app.catalog import Catalog, ModelInfo, Pricing
+from app.contract.failures import Interrupt
 from app.contract.messages import Context
 from app.contract.request import StreamOptions
 from app.providers.base import Provider, ProviderError
@@ -27,17 +28,6 @@ from app.settings import Settings
 from app.stream.turn import ContractViolation, ToolArgumentsError, Turn
 
 log = logging.getLogger("gateway.dispatch")
-
-
-class Interrupt:
-    """Why a running turn was cancelled from outside its pump."""
-
-    CLIENT = "client disconnected"
-    SHUTDOWN = "gateway shutting down"
-    FIRST_EVENT = "first-event timeout"
-    IDLE = "idle timeout"
-    TOTAL = "total timeout"
-    GRACE = "late-frame grace over"
 
 
 @dataclass

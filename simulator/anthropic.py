@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any, Iterator
 
 from simulator import scenarios as s
@@ -16,7 +15,7 @@ _CUTS = (s.ErrorEvent, s.Truncate, s.Reset, s.Hang)
 
 
 def frame(event: str, data: dict[str, Any]) -> bytes:
-    return f"event: {event}\ndata: {json.dumps(data, ensure_ascii=False)}\n\n".encode()
+    return f"event: {event}\ndata: {s.wire_json(data)}\n\n".encode()
 
 
 def prompt_of(body: dict[str, Any]) -> str:

@@ -37,7 +37,7 @@ HTTP_STATUSES = {400: "INVALID_ARGUMENT", 401: "UNAUTHENTICATED", 403: "PERMISSI
 
 
 def frame(data: dict[str, Any]) -> bytes:
-    return f"data: {json.dumps(data, ensure_ascii=False)}\r\n\r\n".encode()
+    return f"data: {s.wire_json(data)}\r\n\r\n".encode()
 
 
 def signature(raw: str) -> str:

@@ -21,7 +21,6 @@ with a `sequence_number`. How the vendor-neutral steps render:
 from __future__ import annotations
 
 import itertools
-import json
 from typing import Any, Iterator
 
 from simulator import scenarios as s
@@ -32,7 +31,7 @@ INCOMPLETE_REASONS = {"length": "max_output_tokens", "safety": "content_filter"}
 
 
 def frame(event: str, data: dict[str, Any]) -> bytes:
-    return f"event: {event}\ndata: {json.dumps(data, ensure_ascii=False)}\n\n".encode()
+    return f"event: {event}\ndata: {s.wire_json(data)}\n\n".encode()
 
 
 def prompt_of(body: dict[str, Any]) -> str:

@@ -23,7 +23,6 @@ in the finish chunk), `no_finish` (Snowflake: no finish_reason at all), `no_done
 
 from __future__ import annotations
 
-import json
 from typing import Any, Iterator
 
 from simulator import scenarios as s
@@ -34,7 +33,7 @@ FINISH = {"stop": "stop", "toolUse": "tool_calls", "length": "length", "safety":
 
 
 def frame(data: dict[str, Any] | str) -> bytes:
-    body = data if isinstance(data, str) else json.dumps(data, ensure_ascii=False)
+    body = data if isinstance(data, str) else s.wire_json(data)
     return f"data: {body}\n\n".encode()
 
 

@@ -7,8 +7,20 @@ recorded wire sample verbatim (see `simulator/samples/`).
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from typing import Any, Callable, Union
+
+
+def wire_json(data: Any) -> str:
+    """JSON for a wire frame: UTF-8 as vendors send it, but `\\uXXXX` escapes when the data holds a lone
+    surrogate (a vendor that cuts an emoji between events sends half a UTF-16 pair as an escape)."""
+    text = json.dumps(data, ensure_ascii=False)
+    try:
+        text.encode()
+    except UnicodeEncodeError:
+        return json.dumps(data)
+    return text
 
 
 @dataclass
@@ -217,6 +229,19 @@ SCENARIOS: dict[str, Callable[[dict[str, str], Usage, TextBlock, Stop], Scenario
         ],
     ),
     "incomplete": lambda p, u, t, s: Scenario("", [u, TextBlock(t.chunks[:2]), Stop("length", 4)]),
+    # Emoji cut between events inside their UTF-16 surrogate pair (a high surrogate ends one delta, its low
+    # surrogate starts the next), plus halves that never pair: a lone high before other text, a lone low,
+    # and a high surrogate that ends the block.
+    "split-surrogates": lambda p, u, t, s: Scenario(
+        "",
+        [
+            u,
+            ThinkingBlock(["Hmm \ud83e", "\udd14 let me see"]),
+            TextBlock(["Smile \ud83d", "\ude00 lone \ud83d", " and \ude00low end \ud83d"]),
+            ToolCallBlock("toolu_sim_face", "show_face", ['{"face": "\ud83d', '\ude00"}']),
+            Stop("toolUse", output=12),
+        ],
+    ),
 }
 
 

@@ -56,6 +56,11 @@ SCENARIOS = {
     "truncated": (["start", "text_start", "text_delta+", "error"], "error"),
     "unknown-event": (["start", "text_start", "text_delta+", "text_end", "done"], "stop"),
     "late-frames": (["start", "text_start", "text_delta+", "text_end", "done"], "stop"),
+    "split-surrogates": (
+        ["start", "thinking_start", "thinking_delta+", "thinking_end", "text_start", "text_delta+", "text_end",
+         "toolcall_start", "toolcall_delta+", "toolcall_end", "done"],
+        "toolUse",
+    ),
 }
 
 

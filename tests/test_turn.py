@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 
+import orjson
 import pytest
 
 from app.catalog import Pricing
@@ -298,3 +299,88 @@ async def test_closing_the_reader_releases_a_waiting_producer():
     assert not waiter.done()
     turn.close_reader()
     await asyncio.wait_for(waiter, 1)
+
+
+# ----------------------------------------------------------------- surrogate pairs cut between deltas
+
+GRIN = "\U0001f600"  # 😀, UTF-16 \ud83d\ude00
+
+
+@pytest.mark.parametrize("kind", ["text", "thinking"])
+def test_a_surrogate_pair_cut_between_deltas_is_joined(kind):
+    turn = new_turn(throttle_ms=0)
+    turn.apply({"type": f"{kind}_start"})
+    turn.apply({"type": f"{kind}_delta", "delta": "a \ud83d"})
+    turn.apply({"type": f"{kind}_delta", "delta": "\ude00 b"})
+    turn.apply({"type": f"{kind}_end"})
+    turn.settle_done("stop")
+    events = check_events(drain(turn))
+    deltas = [e["delta"] for e in events if e["type"] == f"{kind}_delta"]
+    assert deltas == ["a ", f"{GRIN} b"]
+    assert turn.message["content"][0][kind] == f"a {GRIN} b"
+    assert [e["content"] for e in events if e["type"] == f"{kind}_end"] == [f"a {GRIN} b"]
+
+
+def test_a_delta_that_is_only_a_high_surrogate_waits_for_the_next():
+    turn = new_turn(throttle_ms=0)
+    turn.apply({"type": "text_start"})
+    turn.apply({"type": "text_delta", "delta": "\ud83d"})
+    turn.apply({"type": "text_delta", "delta": "\ude00"})
+    turn.apply({"type": "text_end"})
+    turn.settle_done("stop")
+    events = drain(turn)
+    assert [e["delta"] for e in events if e["type"] == "text_delta"] == [GRIN]
+
+
+def test_halves_that_never_pair_are_dropped():
+    turn = new_turn(throttle_ms=0)
+    turn.apply({"type": "text_start"})
+    turn.apply({"type": "text_delta", "delta": "x\ude00y \ud83d"})  # a lone low, then a high …
+    turn.apply({"type": "text_delta", "delta": "z \ud83d"})  # … followed by no low; a high that ends the block
+    turn.apply({"type": "text_end"})
+    turn.apply({"type": "text_start"})
+    turn.apply({"type": "text_delta", "delta": "\ude00next"})  # a low half never pairs across blocks
+    turn.apply({"type": "text_end"})
+    turn.settle_done("stop")
+    events = check_events(drain(turn))
+    assert [b["text"] for b in turn.message["content"]] == ["xy z ", "next"]
+    for event in events:
+        orjson.dumps(event)  # every event encodes
+
+
+def test_tool_arguments_cut_inside_a_surrogate_pair_parse():
+    turn = new_turn(throttle_ms=0)
+    turn.apply({"type": "toolcall_start", "id": "call_\ud83d1", "toolName": "face"})
+    turn.apply({"type": "toolcall_delta", "delta": '{"face": "\ud83d'})
+    turn.apply({"type": "toolcall_delta", "delta": '\ude00"}'})
+    turn.apply({"type": "toolcall_end"})
+    turn.settle_done("toolUse")
+    events = check_events(drain(turn))
+    assert turn.message["content"][0]["arguments"] == {"face": GRIN}
+    assert turn.message["content"][0]["id"] == "call_1"
+    for event in events:
+        orjson.dumps(event)
+
+
+def test_an_error_message_with_half_an_emoji_is_valid_text():
+    turn = new_turn(throttle_ms=0)
+    turn.apply({"type": "text_start"})
+    turn.apply({"type": "text_delta", "delta": "partial \ud83d"})
+    turn.settle_error("vendor said \ud83d")
+    events = check_events(drain(turn))
+    assert turn.message["content"][0]["text"] == "partial "
+    assert turn.message["errorMessage"] == "vendor said "
+    for event in events:
+        orjson.dumps(event)
+
+
+def test_coalesced_deltas_join_a_cut_pair_too():
+    clock = FakeClock()
+    turn = new_turn(throttle_ms=50, clock=clock)
+    turn.apply({"type": "text_start"})
+    for delta in ["a", "b\ud83d", "\ude00c", "\ud83d", "\ude00"]:
+        turn.apply({"type": "text_delta", "delta": delta})
+    turn.apply({"type": "text_end"})
+    turn.settle_done("stop")
+    events = check_events(drain(turn))
+    assert "".join(e["delta"] for e in events if e["type"] == "text_delta") == f"ab{GRIN}c{GRIN}"

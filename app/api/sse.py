@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import logging
 from typing import AsyncIterator, Callable
 
 import orjson
 from sse_starlette import EventSourceResponse, ServerSentEvent
 
 from app.dispatch import Interrupt, TurnJob
+
+log = logging.getLogger("gateway.sse")
 
 
 def _ping() -> ServerSentEvent:
@@ -30,16 +33,24 @@ def event_stream_response(
 
     async def frames() -> AsyncIterator[bytes]:
         sequence = 0
+        failed = False  # an event could not be encoded: our bug, never the client's disconnect
         try:
             while (event := await turn.next_event()) is not None:
+                try:
+                    data = orjson.dumps(event)
+                except orjson.JSONEncodeError:
+                    log.exception("turn %s: %s event could not be encoded", turn.request_id, event.get("type"))
+                    failed = True
+                    job.interrupt(Interrupt.WRITER)  # the turn settles as an internal error
+                    break
                 sequence += 1
                 # orjson escapes every control character, so `data` is always one line: the frame is safe
                 # to write as bytes (sse-starlette passes bytes through), without re-encoding the JSON.
-                yield b"id: %d\nevent: %s\ndata: %s\n\n" % (sequence, event["type"].encode(), orjson.dumps(event))
+                yield b"id: %d\nevent: %s\ndata: %s\n\n" % (sequence, event["type"].encode(), data)
         finally:
             if sent is not None:
                 sent(sequence)
-            if not turn.settled:
+            if not turn.settled and not failed:
                 # The response ended before the terminal event: the client went away (or the server is
                 # stopping). Cancel the upstream; the pump settles the turn and writes the record.
                 job.interrupt(Interrupt.SHUTDOWN if draining() else Interrupt.CLIENT)

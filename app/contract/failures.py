@@ -39,6 +39,7 @@ class Interrupt(enum.StrEnum):
     IDLE = "idle timeout"
     TOTAL = "total timeout"
     GRACE = "late-frame grace over"
+    WRITER = "gateway internal error: an event could not be encoded for the client"  # a bug of ours, not the client
 
 
 class AttemptOutcome(enum.StrEnum):

@@ -24,6 +24,7 @@ from typing import Any, Callable
 import orjson
 
 from app.catalog import Pricing
+from app.stream.text import SurrogateJoiner, valid_text
 from app.stream.usage import new_usage, priced_usage
 
 _BLOCK_KINDS = {"text_start": "text", "thinking_start": "thinking", "toolcall_start": "toolCall"}
@@ -104,6 +105,7 @@ class Turn:
         self._open: dict[str, Any] | None = None
         self._open_parts: list[str] = []  # the open block's recent deltas
         self._open_chunks: list[str] = []  # …and its earlier ones, joined 256 at a time
+        self._joiner = SurrogateJoiner()  # the open block's deltas as valid text (emoji cut between events)
 
         # Settlement and counters.
         self.started = False
@@ -143,8 +145,8 @@ class Turn:
         if not self.started:
             self._commit()
         if kind in ("text_delta", "thinking_delta", "toolcall_delta"):
-            delta = event["delta"]
             block = self._require_open(kind)
+            delta = self._joiner.feed(event["delta"])
             if not delta:
                 return
             parts = self._open_parts
@@ -187,6 +189,7 @@ class Turn:
             return False
         self._drop_open_block()
         reason = "aborted" if aborted else "error"
+        message = valid_text(message)  # vendor error text can hold half an emoji too
         self.message["stopReason"] = reason
         self.message["errorMessage"] = message
         event = {"type": "error", "reason": reason, "errorMessage": message, "usage": self.message["usage"], "message": self.message}
@@ -262,8 +265,9 @@ class Turn:
         index = len(self.message["content"])
         block_type = _BLOCK_KINDS[kind]
         if block_type == "toolCall":
-            block = {"type": "toolCall", "id": event["id"], "name": event["toolName"], "arguments": {}}
-            public = {"type": kind, "contentIndex": index, "id": event["id"], "toolName": event["toolName"]}
+            call_id, name = valid_text(event["id"]), valid_text(event["toolName"])
+            block = {"type": "toolCall", "id": call_id, "name": name, "arguments": {}}
+            public = {"type": kind, "contentIndex": index, "id": call_id, "toolName": name}
         else:
             block = {"type": block_type, block_type: ""}
             public = {"type": kind, "contentIndex": index}
@@ -271,6 +275,7 @@ class Turn:
         self._open = block
         self._open_parts = []
         self._open_chunks = []
+        self._joiner.end()
         self.message["content"].append(block)
         if self.first_content_at is None:  # every delta and end follows a block start
             self.first_content_at = self._clock()
@@ -318,6 +323,7 @@ class Turn:
 
     def _open_text(self) -> str:
         """The open block's whole text so far (and resets the parts: called when the block ends)."""
+        self._joiner.end()  # a surrogate half still waiting never paired
         chunks, parts = self._open_chunks, self._open_parts
         self._open_chunks, self._open_parts = [], []
         return "".join(chunks) + "".join(parts) if chunks else "".join(parts)
