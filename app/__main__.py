@@ -3,6 +3,7 @@
 import uvicorn
 
 from app.logs import configure_logging
+from app.server import BoundedHttpToolsProtocol
 from app.settings import Settings
 
 
@@ -16,7 +17,7 @@ def main() -> None:
         log_level=settings.log_level,
         log_config=log_config,
         loop="uvloop",
-        http="httptools",
+        http=BoundedHttpToolsProtocol,  # httptools, with bounds on request headers (GATEWAY_MAX_HEADER_*)
         # Must outlive the drain (GATEWAY_DRAIN_TIMEOUT) plus the SSE responses' margin after it.
         timeout_graceful_shutdown=int(settings.drain_timeout) + 20,
     )

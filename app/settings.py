@@ -65,6 +65,12 @@ class Settings(BaseSettings):
     # Limits.
     max_body_bytes: int = 4 * 1024 * 1024
     max_json_depth: int = 64
+    max_header_bytes: int = Field(
+        default=64 * 1024, ge=1024, description="request line plus headers; beyond it: 431 and the connection closed"
+    )
+    header_timeout: float = Field(
+        default=15.0, gt=0, description="seconds a connection may take to send a request's headers (408, closed)"
+    )
     max_pending_bytes: int = 256 * 1024
     send_buffer_bytes: int = Field(
         default=256 * 1024, ge=0, description="SO_SNDBUF of client connections (0: kernel autotuning); bounds what a slow reader buffers"

@@ -64,3 +64,131 @@ def test_no_provider_key_in_events_errors_or_logs(gateway, caplog):
         for text in (*bodies, logged):
             assert key not in text
             assert key[-16:] not in text
+
+
+# --- the HTTP server's bounds on request headers (GATEWAY_MAX_HEADER_BYTES, GATEWAY_HEADER_TIMEOUT) ---
+
+import socket  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+import pytest  # noqa: E402
+
+from tests.procs import GatewayProcess  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def bounded_gateway(sim, tmp_path_factory):
+    proc = GatewayProcess(
+        sim.url,
+        database_url=f"sqlite:///{tmp_path_factory.mktemp('headers')}/gateway.db",
+        GATEWAY_MAX_HEADER_BYTES="8192",
+        GATEWAY_HEADER_TIMEOUT="1",
+    )
+    try:
+        proc.wait_ready()
+        yield proc
+    finally:
+        proc.stop()
+
+
+def _connect(proc: GatewayProcess) -> socket.socket:
+    sock = socket.create_connection(("127.0.0.1", proc.port), timeout=30)  # a safety net, never reached when green
+    return sock
+
+
+def _send_until_closed(sock: socket.socket, data: bytes, chunk: int = 65536) -> bool:
+    """Send `data`; False when the server closed the connection first."""
+    try:
+        for start in range(0, len(data), chunk):
+            sock.sendall(data[start : start + chunk])
+    except (BrokenPipeError, ConnectionResetError):
+        return False
+    return True
+
+
+def _answer(sock: socket.socket) -> bytes:
+    """Everything the server sends until it closes the connection ('' when it resets it)."""
+    received = b""
+    try:
+        while chunk := sock.recv(65536):
+            received += chunk
+    except ConnectionResetError:
+        pass
+    return received
+
+
+def _rss_bytes(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) * 1024
+    raise AssertionError("no VmRSS")
+
+
+def test_headers_within_the_limit_are_served(bounded_gateway):
+    sock = _connect(bounded_gateway)
+    with sock:
+        sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\nX-Pad: " + b"a" * 4000 + b"\r\nConnection: close\r\n\r\n")
+        assert _answer(sock).startswith(b"HTTP/1.1 200")
+
+
+def test_an_oversized_header_gets_431_and_the_connection_closed(bounded_gateway):
+    sock = _connect(bounded_gateway)
+    with sock:
+        head = b"GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: " + b"a" * 20000
+        sent = _send_until_closed(sock, head)
+        answer = _answer(sock)
+        assert answer.startswith(b"HTTP/1.1 431") or (not sent and answer == b""), answer[:100]
+        assert b"200 OK" not in answer
+
+
+def test_unfinished_huge_headers_do_not_grow_memory(bounded_gateway):
+    pid = bounded_gateway.proc.pid
+    before = _rss_bytes(pid)
+    sockets = [_connect(bounded_gateway) for _ in range(8)]
+    try:
+        for sock in sockets:
+            _send_until_closed(sock, b"GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: " + b"a" * (16 * 1024 * 1024))
+        grown = _rss_bytes(pid) - before
+        assert grown < 32 * 1024 * 1024, f"RSS grew by {grown / 1e6:.0f} MB"
+        for sock in sockets:
+            assert not _answer(sock).startswith(b"HTTP/1.1 200")
+    finally:
+        for sock in sockets:
+            sock.close()
+
+
+def test_connections_that_never_finish_their_headers_are_closed(bounded_gateway):
+    sockets = [_connect(bounded_gateway) for _ in range(50)]
+    try:
+        for index, sock in enumerate(sockets):
+            if index % 2:
+                sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\nX-Slow: ")  # half a request, then nothing
+        for sock in sockets:  # each answer ends because the server closes the connection
+            assert b"200 OK" not in _answer(sock)
+    finally:
+        for sock in sockets:
+            sock.close()
+
+
+def test_a_header_sent_a_byte_at_a_time_does_not_keep_the_connection(bounded_gateway):
+    import time
+
+    sock = _connect(bounded_gateway)
+    with sock:
+        sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n")
+        closed = False
+        for _ in range(240):  # at most a minute of trickling; the timeout is 1 s
+            if not _send_until_closed(sock, b"a"):
+                closed = True
+                break
+            time.sleep(0.25)  # the client's pace, not a synchronisation
+        assert closed, "a connection that never finished its headers stayed open for a minute"
+
+
+def test_pipelined_requests_whose_headers_together_pass_the_limit_are_served(bounded_gateway):
+    one = b"GET /healthz HTTP/1.1\r\nHost: x\r\nX-Pad: " + b"a" * 5000 + b"\r\n\r\n"
+    last = one.replace(b"Host: x\r\n", b"Host: x\r\nConnection: close\r\n")
+    sock = _connect(bounded_gateway)
+    with sock:
+        sock.sendall(one + last)
+        assert _answer(sock).count(b"HTTP/1.1 200") == 2
