@@ -1,17 +1,50 @@
-"""Providers and models the gateway serves, with prices (USD per million tokens) and limits.
+"""Providers, models and routes the gateway serves, with prices (USD per million tokens) and limits.
 
 The built-in catalog is `catalog.json` beside this file; `GATEWAY_CATALOG` names a file of the same shape
-whose providers and models are added (a model listed again replaces the built-in entry).
+whose providers, models and routes are added (an entry listed again replaces the built-in one).
+
+A file has up to three lists:
+- `providers`: `{name, api, baseUrl?, keyEnv?, compat?}`;
+- `models`: `{provider, id, reasoning?, contextWindow?, maxTokens?, cost? {input, output, cacheRead,
+  cacheWrite}, aliases?}`;
+- `routes`: `{name, model, fallback?, description?}` — a name clients may use as their model; `model` and
+  each `fallback` entry are `"<provider>/<model id>"`.
+A key the gateway does not know, a route naming an unknown provider or a model of an unknown provider fails
+at start-up with a `CatalogError` that names the file and the entry, so a typo never silently changes what
+serves a request.
 """
 
 from __future__ import annotations
 
 import json
+import re
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Collection, Mapping
 
 BUILTIN = Path(__file__).with_name("catalog.json")
+ROUTE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$")  # no `/`: never mistaken for `<provider>/<model>`
+_KEYS = {
+    "file": {"providers", "models", "routes"},
+    "provider": {"name", "api", "baseUrl", "keyEnv", "compat"},
+    "model": {"provider", "id", "reasoning", "contextWindow", "maxTokens", "cost", "aliases"},
+    "cost": {"input", "output", "cacheRead", "cacheWrite"},
+    "route": {"name", "model", "fallback", "description"},
+}
+
+
+class CatalogError(ValueError):
+    """A catalog file the gateway cannot serve from (raised at start-up)."""
+
+
+def _check_keys(kind: str, entry: Any, where: str) -> None:
+    if not isinstance(entry, dict):
+        raise CatalogError(f"{where}: expected an object, got {type(entry).__name__}")
+    unknown = sorted(set(entry) - _KEYS[kind])
+    if unknown:
+        known = ", ".join(sorted(_KEYS[kind]))
+        raise CatalogError(f"{where}: unknown key {', '.join(map(repr, unknown))} (known: {known})")
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,11 +74,10 @@ class ModelInfo:
     reasoning: bool = False
     aliases: tuple[str, ...] = ()
 
-    def public(self) -> dict[str, Any]:
+    def fields(self) -> dict[str, Any]:
+        """The catalog's fields of this model, as `GET /v1/models` shows them."""
         p = self.pricing
         return {
-            "provider": self.provider,
-            "id": self.id,
             "reasoning": self.reasoning,
             "contextWindow": self.context_window,
             "maxTokens": self.max_tokens,
@@ -54,21 +86,54 @@ class ModelInfo:
         }
 
 
+@dataclass(frozen=True, slots=True)
+class CatalogRoute:
+    """A name clients use as their model; the operator decides what serves it (`model`, then `fallback`)."""
+
+    name: str
+    model: str  # "<provider>/<model id>"
+    fallback: tuple[str, ...] = ()
+    description: str | None = None
+
+    @property
+    def entries(self) -> tuple[str, ...]:
+        return (self.model, *self.fallback)
+
+
 @dataclass
 class Catalog:
     providers: dict[str, ProviderInfo] = field(default_factory=dict)
     models: dict[tuple[str, str], ModelInfo] = field(default_factory=dict)
+    routes: dict[str, CatalogRoute] = field(default_factory=dict)
+    loaded_at: int = field(default_factory=lambda: int(time.time()))  # `created` of /v1/models entries
 
     @classmethod
     def load(cls, extra: str | Path | None = None) -> "Catalog":
+        """The built-in catalog plus `extra`; raises CatalogError for a file that cannot be served from."""
         catalog = cls()
-        catalog.add(json.loads(BUILTIN.read_text()))
+        catalog.add(json.loads(BUILTIN.read_text()), str(BUILTIN))
         if extra:
-            catalog.add(json.loads(Path(extra).read_text()))
+            try:
+                data = json.loads(Path(extra).read_text())
+            except (OSError, ValueError) as exc:
+                raise CatalogError(f"catalog {extra}: cannot read it as JSON: {exc}") from None
+            catalog.add(data, str(extra))
+        catalog.validate()
         return catalog
 
-    def add(self, data: dict[str, Any]) -> None:
-        for p in data.get("providers", []):
+    def add(self, data: dict[str, Any], source: str = "catalog") -> None:
+        """Add a catalog file's entries; raises CatalogError for unknown keys or missing fields."""
+        _check_keys("file", data, f"catalog {source}")
+        try:
+            self._add(data, source)
+        except (KeyError, TypeError, ValueError) as exc:
+            if isinstance(exc, CatalogError):
+                raise
+            raise CatalogError(f"catalog {source}: bad entry ({type(exc).__name__}: {exc})") from None
+
+    def _add(self, data: dict[str, Any], source: str) -> None:
+        for index, p in enumerate(data.get("providers", [])):
+            _check_keys("provider", p, f"catalog {source}: providers[{index}]")
             key_env = p.get("keyEnv", [])
             self.providers[p["name"]] = ProviderInfo(
                 name=p["name"],
@@ -77,8 +142,11 @@ class Catalog:
                 base_url=p.get("baseUrl"),
                 compat=dict(p.get("compat") or {}),
             )
-        for m in data.get("models", []):
+        for index, m in enumerate(data.get("models", [])):
+            where = f"catalog {source}: models[{index}] ({m.get('provider')}/{m.get('id')})" if isinstance(m, dict) else ""
+            _check_keys("model", m, where or f"catalog {source}: models[{index}]")
             cost = m.get("cost", {})
+            _check_keys("cost", cost, f"{where}: cost")
             info = ModelInfo(
                 provider=m["provider"],
                 id=m["id"],
@@ -93,9 +161,39 @@ class Catalog:
                 reasoning=bool(m.get("reasoning", False)),
                 aliases=tuple(m.get("aliases", [])),
             )
+            replaced = self.models.get((info.provider, info.id))
+            if replaced is not None:  # drop the replaced entry's aliases too
+                for key in [k for k, v in self.models.items() if v is replaced]:
+                    del self.models[key]
             self.models[(info.provider, info.id)] = info
             for alias in info.aliases:
                 self.models[(info.provider, alias)] = info
+        for index, r in enumerate(data.get("routes", [])):
+            where = f"catalog {source}: routes[{index}]"
+            _check_keys("route", r, where)
+            name = r["name"]
+            if not isinstance(name, str) or not ROUTE_NAME.match(name):
+                raise CatalogError(f"{where}: route name {name!r} must be letters, digits, '_', '.', ':' or '-' (no '/')")
+            fallback = r.get("fallback", [])
+            if not isinstance(fallback, list) or not all(isinstance(f, str) for f in [r["model"], *fallback]):
+                raise CatalogError(f"{where} ({name}): model must be a string and fallback a list of strings")
+            self.routes[name] = CatalogRoute(name, r["model"], tuple(fallback), r.get("description"))
+
+    def validate(self) -> None:
+        """Every model's provider and every route entry's provider is in the catalog."""
+        known = ", ".join(sorted(self.providers))
+        for info in self.listed():
+            if info.provider not in self.providers:
+                raise CatalogError(f"catalog model {info.provider}/{info.id}: unknown provider {info.provider!r} (known: {known})")
+        for route in self.routes.values():
+            for ref in route.entries:
+                provider, _, model_id = ref.partition("/")
+                if not model_id:
+                    raise CatalogError(f"catalog route {route.name!r}: {ref!r} must be '<provider>/<model id>'")
+                if provider not in self.providers:
+                    raise CatalogError(
+                        f"catalog route {route.name!r}: {ref!r} names unknown provider {provider!r} (known: {known})"
+                    )
 
     def model(self, provider: str, model_id: str) -> ModelInfo | None:
         return self.models.get((provider, model_id))
@@ -105,3 +203,39 @@ class Catalog:
         for info in self.models.values():
             seen.setdefault(id(info), info)
         return list(seen.values())
+
+    def model_list(self, configured: Collection[str]) -> list[dict[str, Any]]:
+        """`GET /v1/models` entries: OpenAI's model object (`id`, `object`, `created`, `owned_by`) plus the
+        catalog's fields, for each listed model of a configured provider, then each route that one of them
+        can serve (`owned_by: "gateway"`, with the fields of the model it names)."""
+        entries: list[dict[str, Any]] = []
+        for info in self.listed():
+            if info.provider in configured:
+                entries.append({
+                    "id": f"{info.provider}/{info.id}",
+                    "object": "model",
+                    "created": self.loaded_at,
+                    "owned_by": info.provider,
+                    "provider": info.provider,
+                    "model": info.id,
+                    "api": self.providers[info.provider].api,
+                    **info.fields(),
+                })
+        for route in self.routes.values():
+            if not any(ref.partition("/")[0] in configured for ref in route.entries):
+                continue
+            provider, _, model_id = route.model.partition("/")
+            info = self.model(provider, model_id) or ModelInfo(provider, model_id, Pricing())
+            entries.append({
+                "id": route.name,
+                "object": "model",
+                "created": self.loaded_at,
+                "owned_by": "gateway",
+                "route": {"model": route.model, "fallback": list(route.fallback)},
+                "description": route.description,
+                "provider": provider,
+                "model": info.id,
+                "api": self.providers[provider].api,
+                **info.fields(),
+            })
+        return entries

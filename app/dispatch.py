@@ -18,12 +18,12 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from app.catalog import Catalog, ModelInfo, Pricing
+from app.catalog import Catalog, ModelInfo
 from app.contract.failures import Interrupt
 from app.contract.messages import Context
 from app.contract.request import StreamOptions
 from app.providers.base import Provider, ProviderError
-from app.refusals import UnknownModel
+from app.resolve import ModelResolver
 from app.settings import Settings
 from app.stream.turn import ContractViolation, ToolArgumentsError, Turn
 
@@ -77,14 +77,12 @@ class Dispatcher:
         self.catalog = catalog
         self.settings = settings
         self.observers: list[TurnObserver] = []
+        self.resolver = ModelResolver(catalog, providers)
 
-    def route(self, ref: str) -> Route:
-        provider_name, _, model_id = ref.partition("/")
-        provider = self.providers.get(provider_name)
-        if provider is None or not model_id:
-            raise UnknownModel(f"{ref}: unknown model")
-        model = self.catalog.model(provider_name, model_id) or ModelInfo(provider_name, model_id, Pricing())
-        return Route(provider, model)
+    def plan(self, model: str, fallback: list[str]) -> list[Route]:
+        """The routes a request names (its model, then its fallbacks; see `app.resolve`); raises UnknownModel
+        or AmbiguousModel naming the field."""
+        return [Route(self.providers[s.provider], s.model) for s in self.resolver.plan(model, fallback)]
 
     async def run(self, job: TurnJob) -> None:
         """Drive the turn to settlement. Never raises except CancelledError from an unknown canceller."""

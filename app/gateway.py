@@ -9,13 +9,13 @@ from collections import Counter
 from app.api.auth import KeyRing, parse_keys
 from app.catalog import Catalog
 from app.contract.request import StreamRequest
-from app.dispatch import Dispatcher, Interrupt, TurnJob
+from app.dispatch import Dispatcher, Interrupt, Route, TurnJob
 from app.ledger import LedgerObserver, open_ledger
 from app.logs import RequestLog, register_secrets
 from app.metrics import Metrics
 from app.providers.base import Provider
 from app.providers.registry import build_providers
-from app.refusals import AtCapacity, Draining, UnknownModel
+from app.refusals import AtCapacity, Draining, RequestRejected
 from app.server import server_exiting
 from app.settings import Settings
 from app.stream.turn import Turn
@@ -50,22 +50,8 @@ class Gateway:
     def start_turn(self, request: StreamRequest, request_id: str, key_id: str | None) -> TurnJob:
         """Resolve the model and its fallbacks, then start the turn's pump in the background."""
         self._check_capacity(key_id)
-        routes = []
-        for index, ref in enumerate([request.model, *request.fallback]):
-            try:
-                routes.append(self.dispatcher.route(ref))
-            except UnknownModel:
-                param = "model" if index == 0 else f"fallback.{index - 1}"
-                provider = ref.partition("/")[0]
-                reason = (
-                    f"provider '{provider}' is not configured on this gateway"
-                    if provider in self.catalog.providers
-                    else f"unknown provider '{provider}'"
-                )
-                raise UnknownModel(f"{ref}: {reason}", param=param) from None
         options = request.options
-        for route in routes:  # a request the serving vendor cannot honour is refused before any upstream call
-            route.provider.check_request(route.model, request.context, options)
+        routes = self._honouring(self.dispatcher.plan(request.model, request.fallback), request)
         throttle = self.settings.throttle_ms if options.throttle_ms is None else options.throttle_ms
         turn = Turn(request_id, throttle_ms=throttle, max_pending_bytes=self.settings.max_pending_bytes)
         job = TurnJob(
@@ -84,6 +70,23 @@ class Gateway:
             self.streams_per_key[key_id] += 1
             job.task.add_done_callback(lambda _: self._release_key(key_id))
         return job
+
+    def _honouring(self, routes: list[Route], request: StreamRequest) -> list[Route]:
+        """The plan without the fallbacks that cannot honour the request (`Provider.check_request`), checked
+        before any upstream call. The first entry must honour it: otherwise its RequestRejected refuses the
+        turn (400). A fallback that cannot (say, OpenAI Responses for a request with stop sequences, behind
+        a catalog route) is left out rather than failing a turn its first choice can serve."""
+        kept = []
+        for index, route in enumerate(routes):
+            try:
+                route.provider.check_request(route.model, request.context, request.options)
+            except RequestRejected as refusal:
+                if index == 0:
+                    raise
+                log.info("fallback %s left out: %s", route.label, refusal.message)
+                continue
+            kept.append(route)
+        return kept
 
     def _check_capacity(self, key_id: str | None) -> None:
         """Refuse a new turn while draining or at a concurrency limit."""

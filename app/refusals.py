@@ -20,6 +20,10 @@ class UnknownModel(Refusal):
     """The model (or a fallback) names no configured provider/model."""
 
 
+class AmbiguousModel(Refusal):
+    """A bare model id that several configured providers list; the message names them."""
+
+
 class AtCapacity(Refusal):
     """A concurrency limit is reached (`limit` is the setting's name: `max_streams`, `max_streams_per_key`)."""
 

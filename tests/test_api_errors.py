@@ -29,7 +29,9 @@ def test_body_must_be_an_object(gateway):
     "body, param",
     [
         ({"model": 5, "context": {"messages": [{"role": "user", "content": "x"}]}}, "model"),
-        ({"model": "no-slash", "context": {"messages": [{"role": "user", "content": "x"}]}}, "model"),
+        ({"model": "has space", "context": {"messages": [{"role": "user", "content": "x"}]}}, "model"),
+        ({"model": "anthropic/text", "fallback": [""], "context": {"messages": [{"role": "user", "content": "x"}]}},
+         "fallback.0"),
         ({"model": "anthropic/text", "context": {"messages": []}}, "context.messages"),
         ({"model": "anthropic/text"}, "context"),
         ({"model": "anthropic/text", "context": {"messages": [{"role": "toolResult", "toolName": "t", "content": []}]}},
@@ -58,6 +60,11 @@ def test_unknown_fields_are_ignored(gateway):
 def test_unknown_provider_is_404(gateway):
     error = error_of(gateway.http.post("/v1/stream", json=turn("mystery/model-1")), 404)
     assert error["type"] == "model_not_found" and "mystery" in error["message"] and error["param"] == "model"
+
+
+def test_unknown_bare_model_is_404(gateway):
+    error = error_of(gateway.http.post("/v1/stream", json=turn("no-slash")), 404)
+    assert error["type"] == "model_not_found" and "no-slash" in error["message"] and error["param"] == "model"
 
 
 def test_oversized_body_is_413(gateway_factory):

@@ -91,15 +91,16 @@ async def _wait_for_disconnect(request: Request) -> None:
         pass
 
 
-@router.get("/v1/models", tags=["catalog"], summary="Providers and models this gateway serves")
+@router.get("/v1/models", tags=["catalog"], summary="Models and routes this gateway serves (OpenAI's list shape)")
 async def list_models(request: Request) -> Response:
+    """`{"object": "list", "data": [model objects]}` as OpenAI's `GET /v1/models` answers (the OpenAI SDKs'
+    `models.list()` reads it), each entry with the catalog's fields; `providers` lists the configured
+    providers (also those without catalog models)."""
     gateway = _gateway(request)
     gateway.keys.identify(request.headers.get("authorization"))
-    providers = [
-        {"name": name, "api": provider.api} for name, provider in sorted(gateway.dispatcher.providers.items())
-    ]
-    models = [m.public() for m in gateway.catalog.listed() if m.provider in gateway.dispatcher.providers]
-    return json_response({"providers": providers, "models": models})
+    configured = gateway.dispatcher.providers
+    providers = [{"name": name, "api": provider.api} for name, provider in sorted(configured.items())]
+    return json_response({"object": "list", "data": gateway.catalog.model_list(configured), "providers": providers})
 
 
 @router.get("/healthz", tags=["operations"], summary="Liveness")

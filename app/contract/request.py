@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import Field
 
@@ -10,7 +10,14 @@ from app.contract.messages import Context, WireModel
 
 Reasoning = Literal["minimal", "low", "medium", "high", "xhigh"]
 
-MODEL_REF_PATTERN = r"^[a-z0-9][a-z0-9_.-]*/\S+$"
+# A model name as a client writes it: "<provider>/<model id>", a catalog route or alias, or a bare model id
+# (resolved by `app.resolve`). Ids may contain `/` (`groq/openai/gpt-oss-120b`).
+MODEL_REF_PATTERN = r"^[A-Za-z0-9][^\s]*$"
+MODEL_NAME_DOC = (
+    '"<provider>/<model id>" (the id may contain "/"), a catalog route ("fast"), an alias, '
+    "or a bare model id that exactly one configured provider lists"
+)
+ModelName = Annotated[str, Field(pattern=MODEL_REF_PATTERN, max_length=512, description=MODEL_NAME_DOC)]
 
 # Where a request holds text a person wrote (message text, the system prompt): there the body parser removes
 # lone UTF-16 surrogates, anywhere else it refuses them (app.api.body). "*" stands for any list index.
@@ -52,8 +59,10 @@ class StreamOptions(WireModel):
 class StreamRequest(WireModel):
     PROSE_PATHS: ClassVar[tuple[tuple[str, ...], ...]] = CONTEXT_PROSE_PATHS
 
-    model: str = Field(pattern=MODEL_REF_PATTERN, description='"<provider>/<model id>"')
-    fallback: list[str] = Field(default_factory=list, max_length=8)
+    model: ModelName
+    fallback: list[ModelName] = Field(
+        default_factory=list, max_length=8, description="tried in order when an attempt fails before any content"
+    )
     context: Context
     options: StreamOptions = Field(default_factory=StreamOptions)
 

@@ -1,0 +1,93 @@
+"""Model names as clients write them → the providers and models that serve them. One resolver for every door
+(`/v1/stream`, `/v1/complete`, `/api/stream`, the OpenAI and Anthropic doors) and every `fallback` entry.
+
+A name is, in this order:
+
+1. a catalog route (`"fast"`): its model, then its fallback list; entries whose provider is not configured on
+   this gateway are skipped (the route fails only when none is);
+2. `"<provider>/<model id>"` when `<provider>` is a catalog provider; the id may contain `/` and may be an
+   alias. An id the catalog does not list is still served (its prices then count as 0);
+3. a bare model id or alias that exactly one configured provider lists (`claude-sonnet-4-5`,
+   `meta-llama/Llama-3.3-70B-Instruct-Turbo`). When several do, the request is refused naming them.
+
+Rule 3 also applies to a `<provider>/…` name whose provider is in the catalog but not configured, so
+`openai/gpt-oss-120b` reaches the one configured provider that lists that id when `openai` has no key.
+The plan of a request is its model's entries, then each of its own `fallback` entries' (a route used as a
+fallback contributes its model and fallback list).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+from typing import Collection, Sequence
+
+from app.catalog import Catalog, ModelInfo, Pricing
+from app.refusals import AmbiguousModel, UnknownModel
+
+
+@dataclass(frozen=True, slots=True)
+class Served:
+    """One entry of the attempt plan: a configured provider and the model it is asked for."""
+
+    provider: str
+    model: ModelInfo
+
+
+class ModelResolver:
+    def __init__(self, catalog: Catalog, configured: Collection[str]) -> None:
+        self.catalog = catalog
+        self.configured = frozenset(configured)
+        # bare id or alias → the configured providers that list it
+        self._bare: dict[str, set[str]] = defaultdict(set)
+        for provider, model_id in catalog.models:
+            if provider in self.configured:
+                self._bare[model_id].add(provider)
+
+    def plan(self, model: str, fallback: Sequence[str] = ()) -> list[Served]:
+        """The attempts for a request: its model's, then each fallback entry's. A refusal names the field
+        at fault in `param` (`model`, `fallback.0`, …)."""
+        served: list[Served] = []
+        for index, name in enumerate([model, *fallback]):
+            try:
+                served.extend(self.resolve(name))
+            except (UnknownModel, AmbiguousModel) as refusal:
+                refusal.param = "model" if index == 0 else f"fallback.{index - 1}"
+                raise
+        return served
+
+    def resolve(self, name: str) -> list[Served]:
+        """The attempts one name stands for: one entry, or a route's model and fallback."""
+        route = self.catalog.routes.get(name)
+        if route is not None:
+            served = [self._provider_model(ref) for ref in route.entries if ref.partition("/")[0] in self.configured]
+            if not served:
+                providers = ", ".join(dict.fromkeys(ref.partition("/")[0] for ref in route.entries))
+                raise UnknownModel(f"{name}: route of {providers}, none of which is configured on this gateway")
+            return served
+        provider, _, model_id = name.partition("/")
+        if model_id and provider in self.configured:
+            return [self._provider_model(name)]
+        candidates = sorted(self._bare.get(name, ()))
+        if len(candidates) == 1:
+            return [self._served(candidates[0], name)]
+        if candidates:
+            raise AmbiguousModel(
+                f"{name}: listed by several providers ({', '.join(candidates)}); "
+                f"name one as '<provider>/{name}' ({', '.join(f'{c}/{name}' for c in candidates)})"
+            )
+        if model_id and provider in self.catalog.providers:
+            raise UnknownModel(f"{name}: provider '{provider}' is not configured on this gateway")
+        if model_id:
+            raise UnknownModel(f"{name}: unknown provider '{provider}' (and no configured provider lists '{name}')")
+        raise UnknownModel(
+            f"{name}: unknown model: no route of that name and no configured provider lists it "
+            "(name it as '<provider>/<model id>'; GET /v1/models lists what is served)"
+        )
+
+    def _provider_model(self, ref: str) -> Served:
+        provider, _, model_id = ref.partition("/")
+        return self._served(provider, model_id)
+
+    def _served(self, provider: str, model_id: str) -> Served:
+        return Served(provider, self.catalog.model(provider, model_id) or ModelInfo(provider, model_id, Pricing()))
