@@ -15,6 +15,7 @@ from app.contract.request import PiStreamRequest, StreamRequest
 from app.dispatch import Interrupt, TurnJob
 from app.gateway import Gateway
 from app.refusals import Refusal
+from app.stream.partial_arguments import PartialArguments
 
 router = APIRouter()
 SHUTDOWN_MARGIN = 10.0  # seconds an SSE response outlives the drain timeout, for the shutdown error to reach the client
@@ -53,6 +54,7 @@ def _stream(job: TurnJob, request: Request) -> Response:
         lambda: gateway.draining,
         shutdown_grace=gateway.settings.drain_timeout + SHUTDOWN_MARGIN,
         sent=gateway.metrics.sse_events,
+        transform=PartialArguments() if job.options.partial_arguments else None,
     )
 
 

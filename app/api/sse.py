@@ -24,11 +24,12 @@ def event_stream_response(
     draining: Callable[[], bool],
     shutdown_grace: float = 0,
     sent: Callable[[int], None] | None = None,
+    transform: Callable[[dict], dict] | None = None,
 ) -> EventSourceResponse:
     """`shutdown_grace`: how long the response stays open once the server is exiting. sse-starlette would
     otherwise cut the stream as soon as uvicorn sets `should_exit`; the gateway's drain settles the turn
     before this runs out, so the client still gets its terminal event. `sent(n)` is told how many events
-    the response wrote."""
+    the response wrote. `transform` maps each event before it is encoded (e.g. `partialArguments`)."""
     turn = job.turn
 
     async def frames() -> AsyncIterator[bytes]:
@@ -44,6 +45,8 @@ def event_stream_response(
                     job.interrupt(Interrupt.WRITER)  # the turn settles as an internal error
                     break
                 sequence += 1
+                if transform is not None:
+                    event = transform(event)
                 # orjson escapes every control character, so `data` is always one line: the frame is safe
                 # to write as bytes (sse-starlette passes bytes through), without re-encoding the JSON.
                 yield b"id: %d\nevent: %s\ndata: %s\n\n" % (sequence, event["type"].encode(), data)

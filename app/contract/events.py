@@ -73,6 +73,10 @@ class ToolCallDeltaEvent(WireModel):
     type: Literal["toolcall_delta"] = "toolcall_delta"
     content_index: int
     delta: str = Field(description="a raw fragment of the arguments' JSON text")
+    partial_arguments: Any = Field(
+        default=None,
+        description="only with `options.partialArguments`: the arguments parsed so far (partial JSON completed)",
+    )
 
 
 class ToolCallPayload(WireModel):
