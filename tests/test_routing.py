@@ -233,3 +233,22 @@ def test_models_list_in_openais_shape_read_by_the_openai_sdk(routed):
     listed = next(m for m in models if m.id == "fast")
     assert listed.owned_by == "gateway" and listed.object == "model" and listed.created == fast["created"]
     assert client.models.list().data[0].model_extra  # the catalog's fields are kept by the SDK
+
+
+def test_a_route_fallback_that_cannot_honour_the_request_is_left_out(routed):
+    """`flaky` is anthropic (failing) then openai; OpenAI's Responses API has no stop sequences, so with
+    `stop` the plan is anthropic only: no call to openai, and the turn is not refused."""
+    m = marker()
+    result = routed.stream(turn("flaky", m, options={"stop": ["END"], "throttleMs": 0}))
+    assert result.status == 200 and result.terminal["type"] == "error"
+    assert {s["vendor"] for s in routed.sim.seen(m)} == {"anthropic"}
+    record = record_of(routed, result.headers["x-request-id"])
+    assert {a["provider"] for a in record["attempts"]} == {"anthropic"}
+
+
+def test_the_first_choice_that_cannot_honour_the_request_refuses_it(routed):
+    m = marker()
+    response = routed.http.post("/v1/stream", json=turn("openai/text", m, options={"stop": ["END"]},
+                                                        fallback=["anthropic/text"]))
+    assert response.status_code == 400 and response.json()["error"]["param"] == "options.stop"
+    assert routed.sim.seen(m) == []

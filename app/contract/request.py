@@ -41,11 +41,14 @@ ToolChoice = Literal["auto", "none", "required"] | ToolChoiceTool
 class StreamOptions(WireModel):
     max_tokens: int | None = Field(default=None, ge=1, le=1_000_000)
     temperature: float | None = Field(default=None, ge=0.0, le=2.0)
+    top_p: float | None = Field(
+        default=None, ge=0.0, le=1.0, description="nucleus sampling; a vendor that cannot honour it refuses with 400"
+    )
     reasoning: Reasoning | None = None
     throttle_ms: int | None = Field(default=None, ge=0, le=10_000, description="0 turns delta coalescing off")
     session_id: str | None = Field(default=None, max_length=256)
     metadata: dict[str, Any] | None = None
-    stop: list[str] | None = Field(
+    stop: list[Annotated[str, Field(min_length=1, max_length=1000)]] | None = Field(
         default=None, max_length=16, description="stop sequences; a vendor that cannot honour them refuses with 400"
     )
     tool_choice: ToolChoice | None = Field(

@@ -1,4 +1,9 @@
-"""Build the Anthropic Messages request body from the unified context and options."""
+"""Build the Anthropic Messages request body from the unified context and options.
+
+Options: `stop` → `stop_sequences`; `toolChoice` "auto" / "none" / "required" / a named tool → `tool_choice`
+`{type: auto | none | any | tool}` (only sent with tools); `topP` → `top_p` (with thinking Anthropic takes
+only 0.95–1, and never a forced tool: `check_request` refuses those).
+"""
 
 from __future__ import annotations
 
@@ -14,13 +19,17 @@ from app.contract.messages import (
     ToolCall,
     ToolResultMessage,
 )
-from app.contract.request import StreamOptions
+from app.contract.request import StreamOptions, ToolChoiceTool
+from app.providers.checks import TOOL_CHOICE, TOP_P, check_tool_choice, forces_a_tool
 from app.providers.handoff import Target, prepare_history, sanitize_id, user_blocks
+from app.refusals import RequestRejected
 
 API = "anthropic-messages"
 THINKING_BUDGETS = {"minimal": 1024, "low": 2048, "medium": 8192, "high": 16384, "xhigh": 32768}
 DEFAULT_MAX_TOKENS = 4096
 _CACHE = {"type": "ephemeral"}
+THINKING_MIN_TOP_P = 0.95
+_TOOL_CHOICE = {"auto": "auto", "none": "none", "required": "any"}
 
 
 def _user_block(block: TextContent | ImageContent) -> dict[str, Any]:
@@ -75,6 +84,25 @@ def convert_messages(context: Context, target: Target) -> list[dict[str, Any]]:
     return out
 
 
+def check_request(context: Context, options: StreamOptions) -> None:
+    """Raise RequestRejected for what the Messages API refuses."""
+    check_tool_choice(context, options)
+    if options.reasoning and forces_a_tool(options):
+        raise RequestRejected("Anthropic does not force a tool while thinking: drop options.reasoning or toolChoice",
+                              param=TOOL_CHOICE)
+    if options.reasoning and options.top_p is not None and options.top_p < THINKING_MIN_TOP_P:
+        raise RequestRejected(f"Anthropic takes topP between {THINKING_MIN_TOP_P} and 1 while thinking", param=TOP_P)
+
+
+def tool_choice(options: StreamOptions) -> dict[str, Any] | None:
+    choice = options.tool_choice
+    if choice is None:
+        return None
+    if isinstance(choice, ToolChoiceTool):
+        return {"type": "tool", "name": choice.name}
+    return {"type": _TOOL_CHOICE[choice]}
+
+
 def build_params(model: ModelInfo, context: Context, options: StreamOptions) -> dict[str, Any]:
     """Keyword arguments for `client.messages.create(..., stream=True)`."""
     max_tokens = options.max_tokens or (model.max_tokens // 3 if model.max_tokens else DEFAULT_MAX_TOKENS)
@@ -92,6 +120,12 @@ def build_params(model: ModelInfo, context: Context, options: StreamOptions) -> 
             {"name": t.name, "description": t.description, "input_schema": t.parameters or {"type": "object"}}
             for t in context.tools
         ]
+        if (choice := tool_choice(options)) is not None:
+            params["tool_choice"] = choice
+    if options.stop:
+        params["stop_sequences"] = list(options.stop)
+    if options.top_p is not None:
+        params["top_p"] = options.top_p
     if options.reasoning:
         budget = THINKING_BUDGETS[options.reasoning]
         if not options.max_tokens:

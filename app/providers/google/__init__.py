@@ -28,7 +28,7 @@ from app.contract.messages import Context
 from app.contract.request import StreamOptions
 from app.providers.base import RETRYABLE_STATUS, ProviderError, Upstream, retry_after_ms
 from app.providers.google.events import GoogleTranslator
-from app.providers.google.request import API, build_request
+from app.providers.google.request import API, build_request, check_request
 from app.providers.transport import TransportSettings, http_client, transport_error
 
 # The HTTP responses opened for the current task's turn (set by `open`, filled by the response hook).
@@ -86,7 +86,7 @@ class GoogleProvider:
         return GoogleTranslator()
 
     def check_request(self, model: ModelInfo, context: Context, options: StreamOptions) -> None:
-        """Every request is accepted (the vendor mappings refine this)."""
+        check_request(context, options)
 
     def error(self, exc: BaseException) -> ProviderError | None:
         if isinstance(exc, genai_errors.APIError):

@@ -2,6 +2,9 @@
 
 Contents and config are given to the SDK as dicts of its own (snake_case) types; the SDK validates them and
 writes the camelCase wire body. Byte fields (signatures, image data) are passed decoded, as the SDK expects.
+
+Options: `stop` → `stopSequences` (Gemini takes at most 5); `toolChoice` → `toolConfig.functionCallingConfig`
+mode AUTO / NONE / ANY, a named tool as ANY with `allowedFunctionNames` (only sent with tools); `topP` → `topP`.
 """
 
 from __future__ import annotations
@@ -20,8 +23,9 @@ from app.contract.messages import (
     ToolCall,
     ToolResultMessage,
 )
-from app.contract.request import StreamOptions
+from app.contract.request import StreamOptions, ToolChoiceTool
 from app.providers.base import ProviderError
+from app.providers.checks import check_stop_count, check_tool_choice
 from app.providers.handoff import Target, prepare_history, user_blocks
 
 API = "google-generative-ai"
@@ -33,6 +37,8 @@ THINKING_BUDGETS = {
 }
 GEMINI3_PRO_LEVELS = {"minimal": "LOW", "low": "LOW", "medium": "HIGH", "high": "HIGH"}
 GEMINI3_LEVELS = {"minimal": "MINIMAL", "low": "LOW", "medium": "MEDIUM", "high": "HIGH"}
+MAX_STOP_SEQUENCES = 5
+_CALLING_MODES = {"auto": "AUTO", "none": "NONE", "required": "ANY"}
 
 
 def is_gemini3(model_id: str) -> bool:
@@ -142,6 +148,21 @@ def convert_contents(context: Context, target: Target) -> list[dict[str, Any]]:
     return out
 
 
+def check_request(context: Context, options: StreamOptions) -> None:
+    """Raise RequestRejected for what Gemini refuses."""
+    check_stop_count(options, MAX_STOP_SEQUENCES, "Gemini")
+    check_tool_choice(context, options)
+
+
+def tool_config(options: StreamOptions) -> dict[str, Any] | None:
+    choice = options.tool_choice
+    if choice is None:
+        return None
+    if isinstance(choice, ToolChoiceTool):
+        return {"function_calling_config": {"mode": "ANY", "allowed_function_names": [choice.name]}}
+    return {"function_calling_config": {"mode": _CALLING_MODES[choice]}}
+
+
 def build_request(model: ModelInfo, context: Context, options: StreamOptions) -> dict[str, Any]:
     """Keyword arguments for `client.aio.models.generate_content_stream(...)`."""
     config: dict[str, Any] = {
@@ -158,6 +179,12 @@ def build_request(model: ModelInfo, context: Context, options: StreamOptions) ->
                 for t in context.tools
             ]
         }]
+        if (calling := tool_config(options)) is not None:
+            config["tool_config"] = calling
+    if options.stop:
+        config["stop_sequences"] = list(options.stop)
+    if options.top_p is not None:
+        config["top_p"] = options.top_p
     if options.max_tokens:
         config["max_output_tokens"] = options.max_tokens
     if options.temperature is not None:

@@ -9,6 +9,10 @@ History mapping (after `handoff.prepare_history`):
   another model is sent without its item id (its reasoning item is not replayed, and OpenAI rejects a
   `function_call` item id whose reasoning item is missing);
 - tool results → `function_call_output` (text joined by newlines, or a list of parts when images are present).
+
+Options: `toolChoice` → `tool_choice` "auto" / "none" / "required" / `{type: function, name}` (only sent with
+tools); `topP` → `top_p` (not with reasoning, like temperature). The Responses API has no stop sequences:
+`check_request` refuses a request with `stop`, and `topP` while reasoning.
 """
 
 from __future__ import annotations
@@ -27,8 +31,10 @@ from app.contract.messages import (
     ToolCall,
     ToolResultMessage,
 )
-from app.contract.request import StreamOptions
+from app.contract.request import StreamOptions, ToolChoiceTool
+from app.providers.checks import STOP, TOP_P, check_tool_choice
 from app.providers.handoff import Target, prepare_history, user_blocks
+from app.refusals import RequestRejected
 
 API = "openai-responses"
 _ID_LIMIT = 64
@@ -165,6 +171,23 @@ def convert_input(context: Context, target: Target) -> list[dict[str, Any]]:
     return items
 
 
+def check_request(context: Context, options: StreamOptions) -> None:
+    """Raise RequestRejected for what the Responses API cannot do."""
+    if options.stop:
+        raise RequestRejected("OpenAI's Responses API has no stop sequences: drop options.stop or choose another model",
+                              param=STOP)
+    if options.reasoning and options.top_p is not None:
+        raise RequestRejected("OpenAI reasoning models take no topP: drop options.topP or options.reasoning", param=TOP_P)
+    check_tool_choice(context, options)
+
+
+def tool_choice(options: StreamOptions) -> str | dict[str, Any] | None:
+    choice = options.tool_choice
+    if isinstance(choice, ToolChoiceTool):
+        return {"type": "function", "name": choice.name}
+    return choice
+
+
 def build_params(model: ModelInfo, context: Context, options: StreamOptions) -> dict[str, Any]:
     """Keyword arguments for `client.responses.create(..., stream=True)`."""
     params: dict[str, Any] = {
@@ -186,13 +209,18 @@ def build_params(model: ModelInfo, context: Context, options: StreamOptions) -> 
             }
             for t in context.tools
         ]
+        if (choice := tool_choice(options)) is not None:
+            params["tool_choice"] = choice
     if options.max_tokens:
         # A request above the model's limit would only fail upstream.
         params["max_output_tokens"] = min(options.max_tokens, model.max_tokens or options.max_tokens)
     if options.reasoning:
         params["reasoning"] = {"effort": reasoning_effort(model.id, options.reasoning), "summary": "auto"}
-    elif options.temperature is not None:
-        params["temperature"] = options.temperature
+    else:
+        if options.temperature is not None:
+            params["temperature"] = options.temperature
+        if options.top_p is not None:
+            params["top_p"] = options.top_p
     if options.reasoning or model.reasoning:
         # Without stored responses, reasoning can only be replayed from its encrypted content.
         params["include"] = ["reasoning.encrypted_content"]

@@ -30,6 +30,7 @@ from app.contract.messages import (
     ToolResultMessage,
 )
 from app.contract.request import StreamOptions, ToolChoiceTool
+from app.providers.checks import TOOL_CHOICE, TOP_P, check_tool_choice
 from app.providers.handoff import Target, prepare_history, user_blocks
 from app.providers.openai_completions.compat import Compat
 from app.refusals import RequestRejected
@@ -180,11 +181,12 @@ def check_request(compat: Compat, context: Context, options: StreamOptions) -> N
     choice = options.tool_choice
     if choice is not None and choice != "auto":
         if not compat.tool_choice:
-            raise RequestRejected("this provider does not accept toolChoice", param="options.toolChoice")
+            raise RequestRejected("this provider does not accept toolChoice", param=TOOL_CHOICE)
         if choice == "required" and not compat.tool_choice_required:
-            raise RequestRejected('this provider does not accept toolChoice "required"', param="options.toolChoice")
-        if isinstance(choice, ToolChoiceTool) and choice.name not in {t.name for t in context.tools or []}:
-            raise RequestRejected(f"toolChoice names tool {choice.name!r}, which is not among the tools", param="options.toolChoice")
+            raise RequestRejected('this provider does not accept toolChoice "required"', param=TOOL_CHOICE)
+    check_tool_choice(context, options)
+    if options.top_p is not None and options.reasoning and compat.reasoning_param != "none" and not compat.temperature_with_reasoning:
+        raise RequestRejected("this provider takes no topP while reasoning: drop options.topP or options.reasoning", param=TOP_P)
     if not compat.images and has_images(context):
         raise RequestRejected("this provider does not accept images", param="context.messages")
 
@@ -216,6 +218,8 @@ def build_params(model: ModelInfo, context: Context, options: StreamOptions, com
         params["reasoning"] = {"effort": reasoning_level(compat, options.reasoning)}
     if options.temperature is not None and (not reasoning_on or compat.temperature_with_reasoning):
         params["temperature"] = options.temperature
+    if options.top_p is not None and (not reasoning_on or compat.temperature_with_reasoning):
+        params["top_p"] = options.top_p
     if options.stop:
         params["stop"] = list(options.stop)
     return params
