@@ -6,11 +6,13 @@ import asyncio
 import logging
 from collections import Counter
 
-from app.api.auth import KeyRing, parse_keys
+from app.api.auth import parse_keys
 from app.catalog import Catalog
 from app.contract.request import StreamRequest
 from app.dispatch import Dispatcher, Interrupt, Route, TurnJob
+from app.keys import ClientKeys, watch_keys
 from app.ledger import LedgerObserver, open_ledger
+from app.limits import LimitStore, Limits, MemoryLimitStore
 from app.logs import RequestLog, register_secrets
 from app.metrics import Metrics
 from app.providers.base import Provider
@@ -28,7 +30,7 @@ class Gateway:
         self.settings = settings
         self.catalog = Catalog.load(settings.catalog)
         client_keys = parse_keys(settings.api_keys.get_secret_value())
-        self.keys = KeyRing(client_keys)
+        self.keys = ClientKeys(client_keys, settings.keys_file)
         self.dispatcher = Dispatcher(
             providers if providers is not None else build_providers(settings, self.catalog), self.catalog, settings
         )
@@ -42,16 +44,40 @@ class Gateway:
         self.recorder = LedgerObserver.from_settings(self.ledger, settings, self.metrics)  # lifespan: start() / aclose()
         self.dispatcher.observers.append(self.recorder)
         self.dispatcher.observers.append(RequestLog(settings.log_content))
+        self.limits = Limits(
+            self.keys,
+            _limit_store(settings),
+            self._ledger_spend,
+            fail_open=settings.redis_fail_open,
+            timeout=settings.redis_timeout,
+            lease_ttl=settings.redis_lease_ttl,
+            metrics=self.metrics,
+        )
+        self.dispatcher.observers.append(self.limits)
+        self._keys_watch: asyncio.Task | None = None
         register_secrets(
             *(settings.provider_key(name) for name in ("anthropic", "openai", "google")),
             *(key.secret for key in client_keys),
         )
 
-    def start_turn(self, request: StreamRequest, request_id: str, key_id: str | None) -> TurnJob:
-        """Resolve the model and its fallbacks, then start the turn's pump in the background."""
+    async def start(self) -> None:
+        """Background work besides the ledger: the limits' lease renewal and the keys file watch."""
+        await self.limits.start()
+        self._keys_watch = asyncio.create_task(
+            watch_keys(self.keys, self.settings.keys_reload_interval), name="gateway-keys-watch"
+        )
+
+    async def _ledger_spend(self, key_id: str, since_ms: int) -> float:
+        """What the ledger says a key spent since `since_ms` (queued record writes flushed first)."""
+        await self.recorder.flush(timeout=1.0)
+        return await self.ledger.spend(key_id, since_ms)
+
+    async def start_turn(self, request: StreamRequest, request_id: str, key_id: str | None) -> TurnJob:
+        """Resolve the model and its fallbacks, apply the key's policy, then start the turn's pump."""
         self._check_capacity(key_id)
         options = request.options
         routes = self._honouring(self.dispatcher.plan(request.model, request.fallback), request)
+        await self.limits.admit(key_id, [request.model, *request.fallback], request_id)
         throttle = self.settings.throttle_ms if options.throttle_ms is None else options.throttle_ms
         turn = Turn(request_id, throttle_ms=throttle, max_pending_bytes=self.settings.max_pending_bytes)
         job = TurnJob(
@@ -136,8 +162,21 @@ class Gateway:
                 await asyncio.wait(still_running, timeout=5)
 
     async def aclose(self) -> None:
-        """Close every provider's SDK client (and its connection pool)."""
+        """Close every provider's SDK client (and its connection pool), the limits and the keys watch."""
+        if self._keys_watch is not None:
+            self._keys_watch.cancel()
+            await asyncio.gather(self._keys_watch, return_exceptions=True)
+        await self.limits.aclose()
         for provider in self.dispatcher.providers.values():
             close = getattr(provider, "aclose", None)
             if close is not None:
                 await close()
+
+
+def _limit_store(settings: Settings) -> LimitStore:
+    """Redis when `GATEWAY_REDIS_URL` is set (shared by replicas), else this process's memory."""
+    if not settings.redis_url:
+        return MemoryLimitStore()
+    from app.redis_limits import RedisLimitStore, redis_client
+
+    return RedisLimitStore(redis_client(settings.redis_url, settings.redis_timeout), settings.redis_prefix)

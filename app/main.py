@@ -110,6 +110,7 @@ def create_app(settings: Settings | None = None, gateway: Gateway | None = None)
         ensure_configured(settings.log_level)
         gw = gateway or Gateway(settings)
         await gw.recorder.start()  # the request ledger: migrate, mark interrupted records, start the writer
+        await gw.start()  # limits (lease renewal), keys file watch
         app.state.gateway = gw
         # Everything imported and built so far lives as long as the process: move it out of the cyclic
         # collector's sight, so that collections during streaming scan only per-request objects.

@@ -112,6 +112,11 @@ class Metrics:
         self.ledger_queued = Gauge(
             "gateway_ledger_queue_bytes", "Memory of record writes waiting for the store", registry=own, multiprocess_mode="livesum"
         )
+        self.key_spend_usd = counter("gateway_key_spend_usd_total", "USD spent by settled turns, by client key name", ("key",))
+        self.limit_store_errors = counter(
+            "gateway_limit_store_errors_total", "Calls to the limit store (Redis) that failed or timed out", ("operation",)
+        )
+        self.resumptions = counter("gateway_resumptions_total", "Resumable streams continued with GET /v1/stream/{id}")
         if own is not None:
             ProcessCollector(registry=own)
 
@@ -200,3 +205,9 @@ class Metrics:
 
     def ledger_write_dropped(self, kind: str) -> None:
         self.ledger_dropped.labels(kind).inc()
+
+    def key_spend(self, key: str, usd: float) -> None:
+        self.key_spend_usd.labels(key).inc(usd)
+
+    def limit_store_error(self, operation: str) -> None:
+        self.limit_store_errors.labels(operation).inc()

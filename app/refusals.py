@@ -38,3 +38,21 @@ class Draining(Refusal):
 
 class RequestRejected(Refusal):
     """The request asks for something the serving vendor cannot honour (raised by `Provider.check_request`)."""
+
+
+class LimitExceeded(Refusal):
+    """A per-key limit of the keys file is reached. `kind`: `rate_limit_rpm`, `rate_limit_tpm`,
+    `concurrency_limit` or `budget_exceeded`; `retry_after` is whole seconds until it may succeed."""
+
+    def __init__(self, message: str, kind: str, retry_after: int) -> None:
+        super().__init__(message)
+        self.kind = kind
+        self.retry_after = max(1, retry_after)
+
+
+class ModelNotAllowed(Refusal):
+    """The key's policy does not allow this model (or fallback)."""
+
+
+class LimitsUnavailable(Refusal):
+    """The shared limit store did not answer and the gateway is set to fail closed."""

@@ -81,6 +81,15 @@ class Settings(BaseSettings):
         default=20.0, ge=0, description="on SIGTERM, how long in-flight turns may run before they end with an error"
     )
 
+    # Keys with a policy and replicas (app/keys.py, app/limits.py, docs/replicas.md).
+    keys_file: str | None = Field(default=None, description="JSON or TOML file of client keys (SHA-256 digests) with limits")
+    keys_reload_interval: float = Field(default=2.0, gt=0, description="seconds between checks of the keys file's mtime")
+    redis_url: str | None = Field(default=None, description="Redis shared by replicas for limits, spend and resumable streams")
+    redis_prefix: str = Field(default="gw", description="prefix of every Redis key the gateway writes")
+    redis_timeout: float = Field(default=0.25, gt=0, description="seconds any Redis call may take before it counts as failed")
+    redis_fail_open: bool = Field(default=True, description="Redis down or slow: admit (true) or refuse with 503 (false)")
+    redis_lease_ttl: float = Field(default=30.0, gt=0, description="seconds a concurrency lease lives without renewal")
+
     log_level: str = "info"
     log_content: bool = False
 

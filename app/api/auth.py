@@ -49,8 +49,10 @@ def parse_keys(spec: str) -> list[ClientKey]:
 
 
 class KeyRing:
-    def __init__(self, keys: Iterable[ClientKey]) -> None:
+    def __init__(self, keys: Iterable[ClientKey], digests: Iterable[tuple[str, bytes]] = ()) -> None:
+        """`keys`: from `GATEWAY_API_KEYS`; `digests`: more keys as (name, SHA-256 digest), e.g. the keys file."""
         self._keys: list[tuple[str, bytes]] = [(key.name, hashlib.sha256(key.secret.encode()).digest()) for key in keys]
+        self._keys.extend(digests)
 
     @property
     def enabled(self) -> bool:

@@ -10,7 +10,16 @@ from typing import Any
 import orjson
 from starlette.responses import Response
 
-from app.refusals import AtCapacity, Draining, Refusal, RequestRejected, UnknownModel
+from app.refusals import (
+    AtCapacity,
+    Draining,
+    LimitExceeded,
+    LimitsUnavailable,
+    ModelNotAllowed,
+    Refusal,
+    RequestRejected,
+    UnknownModel,
+)
 
 
 class ApiError(Exception):
@@ -39,6 +48,12 @@ def refusal_error(refusal: Refusal) -> ApiError:
         return ApiError(404, "model_not_found", refusal.message, param=refusal.param)
     if isinstance(refusal, AtCapacity):
         return ApiError(429, "too_many_streams", refusal.message, headers={"Retry-After": "1"})
+    if isinstance(refusal, LimitExceeded):
+        return ApiError(429, refusal.kind, refusal.message, headers={"Retry-After": str(refusal.retry_after)})
+    if isinstance(refusal, ModelNotAllowed):
+        return ApiError(403, "model_not_allowed", refusal.message, param=refusal.param)
+    if isinstance(refusal, LimitsUnavailable):
+        return ApiError(503, "limits_unavailable", refusal.message, headers={"Retry-After": "1"})
     if isinstance(refusal, Draining):
         return ApiError(503, "shutting_down", refusal.message, headers={"Retry-After": "1"})
     if isinstance(refusal, RequestRejected):

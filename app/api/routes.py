@@ -38,7 +38,7 @@ async def _job(request: Request, model: type[StreamRequest] | type[PiStreamReque
         unified = body.unified() if isinstance(body, PiStreamRequest) else body
     except ValidationError:  # e.g. a pi provider name that cannot form a `<provider>/<model id>` reference
         raise ApiError(422, "validation_error", "model: provider and id do not name a model", param="model") from None
-    job = gateway.start_turn(unified, _request_id(request), key_id)
+    job = await gateway.start_turn(unified, _request_id(request), key_id)
     # Let the turn's task run to its first wait, which sends the upstream request, before this request's
     # response is set up: the vendor starts working (and the time to first token runs) a little sooner.
     await asyncio.sleep(0)

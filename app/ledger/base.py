@@ -190,6 +190,10 @@ class Ledger(ABC):
         """The most recent records, newest first."""
 
     @abstractmethod
+    async def spend(self, api_key_id: str, since_ms: int) -> float:
+        """USD spent (records' usage.cost.total) by the settled turns of a key created since `since_ms`."""
+
+    @abstractmethod
     async def ping(self) -> None:
         """Raise when the store cannot be reached."""
 

@@ -224,6 +224,15 @@ class PostgresLedger(Ledger):
             )
         return [decode_row(r["record"], r["outcome"], r["settled_at"]) for r in rows]
 
+    async def spend(self, api_key_id: str, since_ms: int) -> float:
+        value = await self._require().fetchval(
+            "SELECT COALESCE(SUM(((record::jsonb) -> 'usage' -> 'cost' ->> 'total')::float8), 0) FROM gateway_requests "
+            "WHERE api_key_id = $1 AND created_at >= $2 AND outcome IS NOT NULL",
+            api_key_id,
+            since_ms,
+        )
+        return float(value or 0)
+
     async def ping(self) -> None:
         await self._require().fetchval("SELECT 1")
 

@@ -144,6 +144,14 @@ class SqliteLedger(Ledger):
             rows = await cursor.fetchall()
         return [decode_row(*row) for row in rows]
 
+    async def spend(self, api_key_id: str, since_ms: int) -> float:
+        query = (
+            "SELECT COALESCE(SUM(json_extract(record, '$.usage.cost.total')), 0) FROM gateway_requests "
+            "WHERE api_key_id = ? AND created_at >= ? AND outcome IS NOT NULL"
+        )
+        async with self._require(self._reader).execute(query, (api_key_id, since_ms)) as cursor:
+            return float((await cursor.fetchone())[0] or 0)
+
     async def ping(self) -> None:
         async with self._require(self._reader).execute("SELECT 1") as cursor:
             await cursor.fetchone()

@@ -1,0 +1,181 @@
+"""Client keys with a policy: the keys file (`GATEWAY_KEYS_FILE`), merged with `GATEWAY_API_KEYS`.
+
+The file (JSON, or TOML when its name ends in `.toml`) names each client key and gives its SHA-256 digest
+(hex) — never the key itself — and the key's limits. Every limit is optional; absent or 0 means unlimited:
+
+    [[keys]]
+    name = "team-a"
+    sha256 = "<64 hex digits: sha256 of the bearer key>"
+    requests_per_minute = 60        # sliding 60-second window
+    tokens_per_minute = 200000      # tokens (usage.totalTokens) of turns settled in the current minute
+    concurrent_streams = 4          # turns in flight at once
+    budget_usd_per_day = 5.0        # spend (usage.cost.total) of turns started this UTC day
+    budget_usd_per_month = 100.0    # ... this UTC month
+    models = ["anthropic/*", "fast"]   # glob patterns over the requested model references (empty: any)
+
+JSON is `{"keys": [ {the same fields} ]}`. `GATEWAY_API_KEYS` keys keep working and have no policy. The file
+is read again when it changes (mtime polled every `GATEWAY_KEYS_RELOAD_INTERVAL` seconds) and on SIGHUP; a file
+that does not parse keeps the previous keys (logged). At start a bad file stops the gateway.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import fnmatch
+import json
+import logging
+import os
+import signal
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from app.api.auth import ClientKey, KeyRing
+
+log = logging.getLogger("gateway.keys")
+
+
+class KeyPolicy(BaseModel):
+    """One key's limits. 0 means unlimited; `models` empty means any model."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    requests_per_minute: int = Field(default=0, ge=0)
+    tokens_per_minute: int = Field(default=0, ge=0)
+    concurrent_streams: int = Field(default=0, ge=0)
+    budget_usd_per_day: float = Field(default=0.0, ge=0)
+    budget_usd_per_month: float = Field(default=0.0, ge=0)
+    models: tuple[str, ...] = ()
+
+    def allows_model(self, ref: str) -> bool:
+        return not self.models or any(fnmatch.fnmatchcase(ref, pattern) for pattern in self.models)
+
+    @property
+    def has_budget(self) -> bool:
+        return self.budget_usd_per_day > 0 or self.budget_usd_per_month > 0
+
+
+UNLIMITED = KeyPolicy()
+
+
+class KeyEntry(KeyPolicy):
+    name: str = Field(min_length=1, max_length=200)
+    sha256: str = Field(pattern=r"^[0-9a-fA-F]{64}$")
+
+
+class KeysFile(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    keys: list[KeyEntry] = Field(default_factory=list)
+
+
+class KeysFileError(ValueError):
+    """The keys file cannot be read or does not validate (the message never contains a key)."""
+
+
+def load_keys_file(path: str | Path) -> KeysFile:
+    path = Path(path)
+    try:
+        raw = path.read_bytes()
+        data = tomllib.loads(raw.decode()) if path.suffix.lower() == ".toml" else json.loads(raw)
+        parsed = KeysFile.model_validate(data)
+    except (OSError, ValueError, tomllib.TOMLDecodeError, ValidationError) as exc:
+        raise KeysFileError(f"keys file {path}: {exc}") from None
+    names = [entry.name for entry in parsed.keys]
+    duplicates = sorted({name for name in names if names.count(name) > 1})
+    if duplicates:
+        raise KeysFileError(f"keys file {path}: duplicate names {duplicates}")
+    return parsed
+
+
+@dataclass(frozen=True)
+class _Loaded:
+    ring: KeyRing
+    policies: dict[str, KeyPolicy]
+    mtime: tuple[int, int] | None
+
+
+class ClientKeys:
+    """Who is calling (`identify`) and what they may do (`policy`): `GATEWAY_API_KEYS` plus the keys file.
+
+    `reload()` swaps both atomically; a request sees either the old or the new set, never a mix.
+    """
+
+    def __init__(self, api_keys: list[ClientKey], keys_file: str | None = None) -> None:
+        self.api_keys = api_keys  # from `GATEWAY_API_KEYS` (`app.api.auth.parse_keys`)
+        self.keys_file = keys_file or None
+        self._loaded = self._load()
+
+    def _load(self) -> _Loaded:
+        policies: dict[str, KeyPolicy] = {}
+        digests: list[tuple[str, bytes]] = []
+        mtime = None
+        if self.keys_file is not None:
+            mtime = _mtime(self.keys_file)
+            for entry in load_keys_file(self.keys_file).keys:
+                digests.append((entry.name, bytes.fromhex(entry.sha256)))
+                policies[entry.name] = KeyPolicy(**entry.model_dump(exclude={"name", "sha256"}))
+        return _Loaded(KeyRing(self.api_keys, digests), policies, mtime)
+
+    @property
+    def enabled(self) -> bool:
+        return self._loaded.ring.enabled
+
+    def identify(self, authorization: str | None) -> str | None:
+        """The caller's key name; None when auth is off. Raises ApiError(401) for a missing or unknown key."""
+        return self._loaded.ring.identify(authorization)
+
+    def policy(self, key_id: str | None) -> KeyPolicy:
+        if key_id is None:
+            return UNLIMITED
+        return self._loaded.policies.get(key_id, UNLIMITED)
+
+    def reload(self) -> bool:
+        """Read the keys file again. False (and the previous keys kept) when it does not load."""
+        if self.keys_file is None:
+            return False
+        try:
+            self._loaded = self._load()
+        except KeysFileError as exc:
+            log.error("keys file not reloaded, keeping the previous keys: %s", exc)
+            return False
+        log.info("keys file reloaded: %d keys with a policy", len(self._loaded.policies))
+        return True
+
+    def reload_if_changed(self) -> bool:
+        if self.keys_file is None:
+            return False
+        mtime = _mtime(self.keys_file)
+        if mtime is None or mtime == self._loaded.mtime:
+            return False
+        return self.reload()
+
+
+def _mtime(path: str) -> tuple[int, int] | None:
+    """Modification time (ns) and size: a rewrite within the same second still shows as a change."""
+    try:
+        stat = os.stat(path)
+    except OSError:
+        return None
+    return stat.st_mtime_ns, stat.st_size
+
+
+async def watch_keys(keys: ClientKeys, interval: float) -> None:
+    """Reload the keys file on SIGHUP and whenever its mtime changes (polled every `interval` seconds)."""
+    if keys.keys_file is None:
+        return
+    loop = asyncio.get_running_loop()
+    try:
+        loop.add_signal_handler(signal.SIGHUP, keys.reload)
+        hooked = True
+    except (ValueError, RuntimeError, NotImplementedError):  # not the main thread (tests), or no SIGHUP
+        hooked = False
+    try:
+        while True:
+            await asyncio.sleep(interval)
+            keys.reload_if_changed()
+    finally:
+        if hooked:
+            loop.remove_signal_handler(signal.SIGHUP)

@@ -1,0 +1,222 @@
+"""Keys with a policy (GATEWAY_KEYS_FILE) in one process: identification, model allowance (403), rpm, tpm,
+concurrency and spend budgets (429 naming the limit, with Retry-After), budget rebuilt from the ledger after a
+restart, reload on file change, and GATEWAY_API_KEYS still working next to the file."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from app.keys import ClientKeys, KeysFileError, load_keys_file
+from tests.conftest import marker, turn
+
+LEGACY = "legacy:sk-legacy-key-0000"
+
+
+def digest(key: str) -> str:
+    return hashlib.sha256(key.encode()).hexdigest()
+
+
+def bearer(key: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {key}"}
+
+
+def write_keys(path: Path, **policies: dict[str, Any]) -> None:
+    """One entry per name; the bearer key of `name` is `sk-<name>`."""
+    keys = [{"name": name, "sha256": digest(f"sk-{name}"), **policy} for name, policy in policies.items()]
+    path.write_text(json.dumps({"keys": keys}))
+
+
+def post(gw, key: str, model: str = "anthropic/text", **extra: Any) -> httpx.Response:
+    return gw.http.post("/v1/stream", json=turn(model, marker(), **extra), headers=bearer(key))
+
+
+def settle(gw) -> None:
+    """Wait until the gateway has charged its settled turns to the limit store."""
+    gw.server.call(gw.state.limits.idle())
+
+
+def test_keys_file_formats_and_errors(tmp_path):
+    toml = tmp_path / "keys.toml"
+    toml.write_text(
+        f'[[keys]]\nname = "a"\nsha256 = "{digest("sk-a")}"\nrequests_per_minute = 5\nmodels = ["anthropic/*"]\n'
+    )
+    loaded = load_keys_file(toml)
+    assert loaded.keys[0].requests_per_minute == 5 and loaded.keys[0].models == ("anthropic/*",)
+    keys = ClientKeys([], str(toml))
+    assert keys.identify("Bearer sk-a") == "a"
+    assert keys.policy("a").allows_model("anthropic/text") and not keys.policy("a").allows_model("openai/x")
+    bad = tmp_path / "bad.json"
+    for text in ("{", '{"keys": [{"name": "x", "sha256": "nothex"}]}', '{"keys": [{"name": "x", "sha256": "%s", "rpm": 1}]}' % ("0" * 64)):
+        bad.write_text(text)
+        with pytest.raises(KeysFileError):
+            load_keys_file(bad)
+    bad.write_text(json.dumps({"keys": [{"name": "x", "sha256": "0" * 64}, {"name": "x", "sha256": "1" * 64}]}))
+    with pytest.raises(KeysFileError, match="duplicate"):
+        load_keys_file(bad)
+
+
+def test_identification_and_models(gateway_factory, tmp_path):
+    path = tmp_path / "keys.json"
+    write_keys(path, team={"models": ["anthropic/text", "anthropic/thinking"]}, free={})
+    gw = gateway_factory(api_keys=LEGACY, keys_file=str(path))
+    ok = gw.stream(turn("anthropic/text"), headers=bearer("sk-team"))
+    assert ok.status == 200 and ok.terminal["type"] == "done"
+    assert gw.job(ok.headers["x-request-id"]).api_key_id == "team"
+    legacy = gw.stream(turn("anthropic/slow;n=2"), headers=bearer("sk-legacy-key-0000"))
+    assert legacy.status == 200 and gw.job(legacy.headers["x-request-id"]).api_key_id == "legacy"
+    assert post(gw, "sk-nobody").status_code == 401
+
+    refused = post(gw, "sk-team", "anthropic/slow;n=2")
+    assert refused.status_code == 403
+    assert refused.json()["error"] == {
+        "type": "model_not_allowed",
+        "message": "API key team may not use model anthropic/slow;n=2",
+        "param": "model",
+    }
+    fallback = post(gw, "sk-team", fallback=["openai/text"])
+    assert fallback.status_code == 403 and fallback.json()["error"]["param"] == "fallback.0"
+    pi = gw.http.post(
+        "/api/stream",
+        json={"model": {"provider": "openai", "id": "x"}, "context": {"messages": [{"role": "user", "content": "hi"}]}},
+        headers=bearer("sk-team"),
+    )
+    assert pi.status_code == 403 and "may not use model openai/x" in pi.json()["error"]
+    assert post(gw, "sk-free", "anthropic/slow;n=2").status_code == 200
+    assert 'gateway_rejected_requests_total{kind="model_not_allowed"} 3.0' in gw.http.get("/metrics").text
+
+
+def test_requests_per_minute(gateway_factory, tmp_path):
+    path = tmp_path / "keys.json"
+    write_keys(path, rpm={"requests_per_minute": 3}, other={})
+    gw = gateway_factory(keys_file=str(path))
+    assert [post(gw, "sk-rpm").status_code for _ in range(3)] == [200, 200, 200]
+    refused = post(gw, "sk-rpm")
+    assert refused.status_code == 429
+    assert refused.json()["error"]["type"] == "rate_limit_rpm" and "limit 3" in refused.json()["error"]["message"]
+    assert 1 <= int(refused.headers["retry-after"]) <= 60
+    assert post(gw, "sk-other").status_code == 200  # another key has its own window
+    # A refused request is not counted: /v1/complete is refused the same way.
+    assert gw.http.post("/v1/complete", json=turn("anthropic/text"), headers=bearer("sk-rpm")).status_code == 429
+    assert 'gateway_rejected_requests_total{kind="rate_limit_rpm"} 2.0' in gw.http.get("/metrics").text
+
+
+def test_concurrent_streams(gateway_factory, tmp_path):
+    path = tmp_path / "keys.json"
+    write_keys(path, conc={"concurrent_streams": 2})
+    gw = gateway_factory(keys_file=str(path))
+    client = httpx.Client(base_url=gw.url, timeout=30)
+    opened = []
+    try:
+        for _ in range(2):
+            cm = client.stream("POST", "/v1/stream", json=turn("anthropic/slow;n=2000;delay_ms=20"), headers=bearer("sk-conc"))
+            response = cm.__enter__()
+            assert response.status_code == 200
+            lines = response.iter_lines()
+            while not next(lines).startswith("data:"):
+                pass
+            opened.append((cm, response.headers["x-request-id"], lines))
+        refused = post(gw, "sk-conc")
+        assert refused.status_code == 429 and refused.headers["retry-after"] == "1"
+        assert refused.json()["error"]["type"] == "concurrency_limit"
+    finally:
+        for cm, request_id, _ in opened:
+            cm.__exit__(None, None, None)
+            gw.job(request_id)
+        client.close()
+    settle(gw)
+    assert post(gw, "sk-conc").status_code == 200  # the leases were released
+
+
+def test_tokens_per_minute(gateway_factory, tmp_path):
+    path = tmp_path / "keys.json"
+    write_keys(path, tpm={"tokens_per_minute": 10})
+    gw = gateway_factory(keys_file=str(path))
+    first = post(gw, "sk-tpm")
+    assert first.status_code == 200
+    gw.job(first.headers["x-request-id"])
+    settle(gw)
+    refused = post(gw, "sk-tpm")
+    assert refused.status_code == 429 and refused.json()["error"]["type"] == "rate_limit_tpm"
+    assert 1 <= int(refused.headers["retry-after"]) <= 60
+
+
+def test_budget_and_rebuild_from_ledger(gateway_factory, tmp_path):
+    path = tmp_path / "keys.json"
+    write_keys(path, spender={})
+    database = f"sqlite:///{tmp_path}/ledger.db"
+    gw = gateway_factory(keys_file=str(path), database_url=database)
+    first = gw.stream(turn("anthropic/text"), headers=bearer("sk-spender"))
+    cost = first.terminal["usage"]["cost"]["total"]
+    assert cost > 0
+    gw.job(first.headers["x-request-id"])
+    # A budget below one turn's cost: the key has spent it (the spend comes from the ledger, since this key
+    # had no budget, hence no counter, when its first turn ran).
+    write_keys(path, spender={"budget_usd_per_day": cost / 2})
+    assert gw.state.keys.reload()
+    refused = post(gw, "sk-spender")
+    assert refused.status_code == 429 and refused.json()["error"]["type"] == "budget_exceeded"
+    assert int(refused.headers["retry-after"]) >= 1
+    assert "until the period resets" in refused.json()["error"]["message"]
+
+    # A second gateway on the same ledger (a restart: empty memory) rebuilds the spend from the records.
+    again = gateway_factory(keys_file=str(path), database_url=database)
+    assert post(again, "sk-spender").status_code == 429
+    # A month budget with room left, no day budget: served.
+    write_keys(path, spender={"budget_usd_per_month": cost * 10})
+    assert again.state.keys.reload()
+    assert post(again, "sk-spender").status_code == 200
+    assert 'gateway_key_spend_usd_total{key="spender"}' in gw.http.get("/metrics").text
+
+
+def test_budget_just_above_one_turn(gateway_factory, tmp_path):
+    path = tmp_path / "keys.json"
+    write_keys(path, probe={})
+    gw = gateway_factory(keys_file=str(path))
+    probe = gw.stream(turn("anthropic/text", "same prompt"), headers=bearer("sk-probe"))
+    cost = probe.terminal["usage"]["cost"]["total"]
+    write_keys(path, probe={"budget_usd_per_day": cost * 2.5})
+    assert gw.state.keys.reload()
+    # Spent: 1 turn (from the ledger). A second and a third fit under 2.5 turns; then the budget is exhausted.
+    for _ in range(2):
+        served = gw.stream(turn("anthropic/text", "same prompt"), headers=bearer("sk-probe"))
+        assert served.status == 200
+        gw.job(served.headers["x-request-id"])
+        settle(gw)
+    assert post(gw, "sk-probe").status_code == 429
+
+
+def test_reload_on_file_change(gateway_factory, tmp_path):
+    path = tmp_path / "keys.json"
+    write_keys(path, first={})
+    gw = gateway_factory(keys_file=str(path), keys_reload_interval=0.05)
+    assert post(gw, "sk-first").status_code == 200
+    assert post(gw, "sk-second").status_code == 401
+    write_keys(path, second={})
+    stat = path.stat()
+    os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000_000))
+    deadline_reached = _wait(lambda: post(gw, "sk-second").status_code == 200)
+    assert deadline_reached, "the keys file change was not picked up"
+    assert post(gw, "sk-first").status_code == 401
+    # A broken file keeps the previous keys.
+    path.write_text("{ not json")
+    assert not gw.state.keys.reload()
+    assert post(gw, "sk-second").status_code == 200
+
+
+def _wait(condition, timeout: float = 10.0) -> bool:
+    """Poll a condition until it holds or `timeout` passes (the watch polls the file on its own clock)."""
+    import time
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(0.05)
+    return False
