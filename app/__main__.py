@@ -1,16 +1,20 @@
 """`python -m app`: serve the gateway with the settings from the environment."""
 
+import sys
+
 import uvicorn
 
 from app.logs import configure_logging
-from app.server import BoundedHttpToolsProtocol
+from app.server import BoundedHttpToolsProtocol, DrainingServer
 from app.settings import Settings
+
+STARTUP_FAILURE = 3  # uvicorn's exit status when the server could not start
 
 
 def main() -> None:
     settings = Settings()
     log_config = configure_logging(settings.log_level)
-    uvicorn.run(
+    config = uvicorn.Config(
         "app.main:app",
         host=settings.host,
         port=settings.port,
@@ -21,6 +25,11 @@ def main() -> None:
         # Must outlive the drain (GATEWAY_DRAIN_TIMEOUT) plus the SSE responses' margin after it.
         timeout_graceful_shutdown=int(settings.drain_timeout) + 20,
     )
+    # Listens on while the app drains (GATEWAY_DRAIN_TIMEOUT, then at most 5 s to settle the rest).
+    server = DrainingServer(config, drain_limit=settings.drain_timeout + 10)
+    server.run()
+    if not server.started:
+        sys.exit(STARTUP_FAILURE)
 
 
 if __name__ == "__main__":

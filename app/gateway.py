@@ -18,7 +18,7 @@ from app.metrics import Metrics
 from app.providers.base import Provider
 from app.providers.registry import build_providers
 from app.refusals import AtCapacity, Draining, RequestRejected
-from app.server import server_exiting
+from app.server import server_exiting, waits_for_drain
 from app.settings import Settings
 from app.stream.turn import Turn
 
@@ -145,10 +145,11 @@ class Gateway:
         settles the rest with `error` ("gateway shutting down"). SSE responses are kept open until then (see
         `app.api.sse`).
         """
-        while not server_exiting():
-            await asyncio.sleep(poll)
-        log.info("shutdown requested: draining %d turn(s) for up to %gs", len(self.jobs), self.settings.drain_timeout)
-        await self.drain(self.settings.drain_timeout)
+        with waits_for_drain():  # the listeners stay open meanwhile: new connections get 503, not refused
+            while not server_exiting():
+                await asyncio.sleep(poll)
+            log.info("shutdown requested: draining %d turn(s) for up to %gs", len(self.jobs), self.settings.drain_timeout)
+            await self.drain(self.settings.drain_timeout)
 
     async def drain(self, timeout: float) -> None:
         """Stop taking turns, let those in flight finish for up to `timeout`, then settle the rest."""

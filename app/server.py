@@ -1,5 +1,6 @@
 """The ASGI server hosting the gateway (uvicorn), seen from inside the app, and the HTTP protocol it serves
-with (`BoundedHttpToolsProtocol`: bounds on request headers).
+with (`BoundedHttpToolsProtocol`: bounds on request headers) and the server `python -m app` runs
+(`DrainingServer`: keeps listening while the app drains).
 
 uvicorn installs its `handle_exit` as the SIGTERM/SIGINT handler, so the handler's `__self__` is the running
 `uvicorn.Server`: its `should_exit` flag says the server is stopping, its `servers` hold the listening
@@ -12,9 +13,12 @@ import asyncio
 import logging
 import signal
 import socket
+from collections.abc import Iterator
+from contextlib import contextmanager
 from functools import lru_cache
 from typing import Any, NamedTuple
 
+import uvicorn
 from sse_starlette.sse import AppStatus
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
@@ -170,3 +174,39 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
             )
         )
         self.transport.close()
+
+
+class DrainingServer(uvicorn.Server):
+    """uvicorn's server, which keeps its listeners open while the app drains.
+
+    uvicorn stops accepting connections as soon as SIGTERM arrives. The gateway instead drains first
+    (`GATEWAY_DRAIN_TIMEOUT`): in-flight turns may finish, and meanwhile a new connection is answered, `/readyz`
+    and new turns with 503, so that load balancers and clients see "draining" rather than a refused connection.
+    The app says it drains with `waits_for_drain()`; once that ends (or after `drain_limit` seconds, or on a
+    second Ctrl-C) uvicorn's own shutdown runs.
+    """
+
+    def __init__(self, config: uvicorn.Config, drain_limit: float) -> None:
+        super().__init__(config)
+        self.drain_limit = drain_limit
+        self.app_draining = False
+
+    async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+        deadline = asyncio.get_running_loop().time() + self.drain_limit
+        while self.app_draining and not self.force_exit and asyncio.get_running_loop().time() < deadline:
+            await asyncio.sleep(0.1)
+        await super().shutdown(sockets)
+
+
+@contextmanager
+def waits_for_drain() -> Iterator[None]:
+    """While this block runs, a `DrainingServer` that is shutting down keeps listening (no-op elsewhere)."""
+    server = hosting_server()
+    if not isinstance(server, DrainingServer):
+        yield
+        return
+    server.app_draining = True
+    try:
+        yield
+    finally:
+        server.app_draining = False

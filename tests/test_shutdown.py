@@ -72,3 +72,31 @@ def test_draining_gateway_is_unready_and_refuses_turns(gateway_factory):
     assert refused.status_code == 503 and refused.headers["retry-after"] == "1"
     assert refused.json()["error"]["type"] == "shutting_down"
     assert gw.http.get("/healthz").status_code == 200  # still alive while draining
+
+
+def test_new_connections_during_drain_are_answered_503(sim, tmp_path):
+    """While in-flight turns drain, the listener stays open: a load balancer's probe and a new turn on a new
+    connection get 503 (draining), not a refused connection."""
+    proc = GatewayProcess(sim.url, GATEWAY_DRAIN_TIMEOUT="60", database_url=f"sqlite:///{tmp_path}/gateway.db")
+    try:
+        proc.wait_ready()
+        with httpx.Client(base_url=proc.url, timeout=60) as client:
+            with client.stream("POST", "/v1/stream", json=turn(SLOW, marker())) as response:
+                lines = response.iter_lines()
+                assert any(line.startswith("data:") for line in lines)  # the turn is in flight
+                proc.proc.send_signal(signal.SIGTERM)
+                for _ in range(600):  # until the gateway has noticed the signal; every answer must be HTTP
+                    with httpx.Client(base_url=proc.url, timeout=10) as fresh:
+                        ready = fresh.get("/readyz")
+                    if ready.status_code == 503:
+                        break
+                assert ready.json() == {"status": "draining"}
+                with httpx.Client(base_url=proc.url, timeout=10) as fresh:
+                    refused = fresh.post("/v1/stream", json=turn("anthropic/text"))
+                    assert refused.status_code == 503 and refused.json()["error"]["type"] == "shutting_down"
+                    assert fresh.get("/healthz").status_code == 200
+                rest = "\n".join(lines)
+        assert '"type":"done"' in rest  # the in-flight turn finished within the drain
+        assert proc.proc.wait(timeout=60) in (0, -signal.SIGTERM)
+    finally:
+        proc.stop()
