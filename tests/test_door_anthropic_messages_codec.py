@@ -67,6 +67,7 @@ def test_full_request_maps_every_field():
             tool_choice={"type": "tool", "name": "get_weather"},
             thinking={"type": "enabled", "budget_tokens": 10000},
             temperature=0.5,
+            top_p=0.9,
             stop_sequences=["END"],
             metadata={"user_id": "u1"},
             stream=True,
@@ -92,7 +93,7 @@ def test_full_request_maps_every_field():
     assert (result.tool_call_id, result.tool_name, result.content) == ("toolu_1", "get_weather", [TextContent(text="18C")])
     assert isinstance(follow_up, UserMessage) and follow_up.content == [TextContent(text="And tomorrow?")]
     options = unified.options
-    assert options.max_tokens == 256 and options.temperature == 0.5 and options.stop == ["END"]
+    assert options.max_tokens == 256 and options.temperature == 0.5 and options.top_p == 0.9 and options.stop == ["END"]
     assert options.reasoning == "medium"
     assert options.tool_choice == ToolChoiceTool(type="tool", name="get_weather")
     assert options.metadata == {"userId": "u1"}
@@ -181,7 +182,7 @@ USER = {"role": "user", "content": "Hi"}
 CALL = {"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_1", "name": "t", "input": {}}]}
 BAD = [
     ({"model": 5}, "model"),
-    ({"model": "no-slash-model"}, "model"),
+    ({"model": "has a space"}, "model"),
     ({"max_tokens": "many"}, "max_tokens"),
     ({"max_tokens": 0}, "max_tokens"),
     ({"messages": "Hi"}, "messages"),
@@ -221,6 +222,7 @@ BAD = [
     ({"temperature": 3}, "temperature"),
     ({"temperature": "hot"}, "temperature"),
     ({"top_k": 5}, "top_k"),
+    ({"top_p": 1.5}, "top_p"),
     ({"stop_sequences": "END"}, "stop_sequences"),
     ({"stop_sequences": [""]}, "stop_sequences.0"),
     ({"stop_sequences": [str(i) for i in range(17)]}, "stop_sequences"),
@@ -236,7 +238,7 @@ def test_bad_requests_name_the_field(fields, param):
         decode(body(**fields))
     assert caught.value.param == param
     assert caught.value.message.startswith(param)
-    assert caught.value.status == (404 if fields.get("model") == "no-slash-model" else 400)
+    assert caught.value.status == (404 if fields.get("model") == "has a space" else 400)
 
 
 # ----------------------------------------------------------------------------- events

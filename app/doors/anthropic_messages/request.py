@@ -372,7 +372,7 @@ def _options(body: dict[str, Any], tools: list[Tool]) -> StreamOptions:
     if body.get("temperature") is not None:
         options["temperature"] = _number(body["temperature"], "temperature", 0.0, 1.0)
     if body.get("top_p") is not None:
-        _fail("top_p", "is not supported by the gateway (not every vendor has it); use temperature")
+        options["top_p"] = _number(body["top_p"], "top_p", 0.0, 1.0)
     if body.get("stop_sequences") is not None:
         stops = [_string(s, f"stop_sequences.{i}", empty=False) for i, s in enumerate(_list(body["stop_sequences"], "stop_sequences"))]
         if len(stops) > 16:
