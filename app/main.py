@@ -17,7 +17,7 @@ from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from app.api.body import validation_error as invalid_request
-from app.api.errors import is_pi_path, json_response
+from app.api.errors import ApiError, is_pi_path, json_response
 from app.api.records import router as records_router
 from app.api.routes import install_error_handlers, router
 from app.gateway import Gateway
@@ -100,6 +100,15 @@ async def _set_up_listening(gateway: Gateway, settings: Settings) -> None:
     gateway.listening = True
 
 
+def _simulator_log_guard(app: FastAPI, request: Request) -> Response | None:
+    """The demo simulator's request log shows every caller's prompts: with auth on it needs a gateway key."""
+    try:
+        app.state.gateway.keys.identify(request.headers.get("authorization"))
+    except ApiError as refused:
+        return refused.response()
+    return None
+
+
 def create_app(settings: Settings | None = None, gateway: Gateway | None = None) -> FastAPI:
     settings = settings or Settings()
     if settings.demo:
@@ -154,7 +163,7 @@ def create_app(settings: Settings | None = None, gateway: Gateway | None = None)
     if settings.demo:
         from simulator.app import create_simulator
 
-        app.mount("/_simulator", create_simulator())
+        app.mount("/_simulator", create_simulator(log_guard=lambda request: _simulator_log_guard(app, request)))
     app.add_middleware(RequestIdMiddleware)
     return app
 

@@ -204,7 +204,13 @@ class ScenarioResponse:
             yield from self.vendor.encode(self.scenario, self.model, self.scenario.late)
 
 
-def create_simulator() -> Starlette:
+LogGuard = Callable[[Request], "Response | None"]
+MAX_WAIT_S = 300.0
+
+
+def create_simulator(log_guard: LogGuard | None = None) -> Starlette:
+    """`log_guard(request)` runs before the request log (`/_sim/*`) answers; a response it returns is sent
+    instead (the gateway's demo mode refuses callers without a gateway key when auth is on)."""
     state = SimulatorState()
 
     async def vendor_call(request: Request, vendor: Vendor, model: str) -> Response | ScenarioResponse:
@@ -245,6 +251,8 @@ def create_simulator() -> Starlette:
         return await vendor_call(request, VENDORS["google"], request.path_params["model"])
 
     async def requests_seen(request: Request) -> Response:
+        if log_guard is not None and (denied := log_guard(request)) is not None:
+            return denied
         if request.method == "DELETE":
             state.seen.clear()
             return JSONResponse({"cleared": True})
@@ -254,8 +262,16 @@ def create_simulator() -> Starlette:
         """Long-poll: the newest request containing `contains` once it reached `until` (closed | finished)."""
         contains = request.query_params.get("contains")
         until = request.query_params.get("until", "finished")
+        if log_guard is not None and (denied := log_guard(request)) is not None:
+            return denied
         every = request.query_params.get("all") == "1"  # every matching request, not only the newest
-        timeout = float(request.query_params.get("timeout", "10"))
+        try:
+            timeout = float(request.query_params.get("timeout", "10"))
+        except ValueError:
+            timeout = float("nan")
+        if not 0 <= timeout <= MAX_WAIT_S:  # also NaN
+            message = f"timeout must be a number of seconds from 0 to {MAX_WAIT_S:g}"
+            return JSONResponse({"error": {"type": "invalid_request_error", "message": message}}, 400)
         try:
             async with asyncio.timeout(timeout):
                 while True:

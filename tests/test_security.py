@@ -66,6 +66,50 @@ def test_no_provider_key_in_events_errors_or_logs(gateway, caplog):
             assert key[-16:] not in text
 
 
+
+def test_demo_simulator_log_needs_a_gateway_key_when_auth_is_on(gateway_factory):
+    gw = gateway_factory(demo=True, api_keys="alice:sk-alice-0123456789")
+    for path in ("/_simulator/_sim/requests", "/_simulator/_sim/wait?contains=x&timeout=0"):
+        denied = gw.http.get(path)
+        assert denied.status_code == 401, (path, denied.text)
+        assert denied.json()["error"]["type"] == "authentication_error"
+        assert gw.http.get(path, headers={"Authorization": "Bearer wrong"}).status_code == 401
+    allowed = gw.http.get("/_simulator/_sim/requests", headers={"Authorization": "Bearer sk-alice-0123456789"})
+    assert allowed.status_code == 200 and isinstance(allowed.json(), list)
+
+
+def test_demo_simulator_log_stays_open_without_auth(gateway_factory):
+    assert gateway_factory(demo=True).http.get("/_simulator/_sim/requests").status_code == 200
+
+
+def test_simulator_wait_with_a_bad_timeout_is_400(sim):
+    import httpx
+
+    for timeout in ("abc", "nan", "-1", "inf"):
+        response = httpx.get(f"{sim.url}/_sim/wait", params={"contains": "x", "timeout": timeout})
+        assert response.status_code == 400, (timeout, response.text)
+
+
+def test_a_client_leaving_in_the_middle_of_its_body_is_one_info_line(gateway, caplog):
+    import socket
+    import time
+
+    caplog.set_level(logging.INFO)
+    sock = socket.create_connection(("127.0.0.1", gateway.server.port), timeout=10)
+    with sock:
+        sock.sendall(b"POST /v1/stream HTTP/1.1\r\nHost: x\r\ncontent-type: application/json\r\n"
+                     b"content-length: 100000\r\n\r\n{\"model\": ")
+    deadline = time.monotonic() + 20
+    def relevant():
+        return [r for r in caplog.records if r.name.startswith("gateway") and ("disconnect" in r.getMessage() or r.levelno >= logging.ERROR)]
+    while not relevant() and time.monotonic() < deadline:
+        time.sleep(0.05)  # polling for the server's log line
+    records = relevant()
+    assert records, "nothing was logged"
+    assert all(r.levelno == logging.INFO and r.exc_info is None for r in records), [r.getMessage() for r in records]
+    assert len(records) == 1
+
+
 # --- the HTTP server's bounds on request headers (GATEWAY_MAX_HEADER_BYTES, GATEWAY_HEADER_TIMEOUT) ---
 
 import socket  # noqa: E402

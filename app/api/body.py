@@ -15,17 +15,19 @@ This is the one place that decides what a request may contain (every door parses
 from __future__ import annotations
 
 import json
+import logging
 import re
 from typing import Any, TypeVar
 
 import orjson
 from pydantic import BaseModel, ValidationError
 from pydantic_core import ErrorDetails
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 
 from app.api.errors import ApiError
 
 M = TypeVar("M", bound=BaseModel)
+log = logging.getLogger("gateway")
 
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 _INT64 = (-(2**63), 2**64 - 1)  # orjson reads integers beyond 64 bits as floats; the fallback parser does too
@@ -38,12 +40,21 @@ async def read_body(request: Request, limit: int) -> bytes:
         raise ApiError(413, "payload_too_large", f"request body exceeds {limit} bytes")
     chunks: list[bytes] = []
     size = 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > limit:
-            raise ApiError(413, "payload_too_large", f"request body exceeds {limit} bytes")
-        chunks.append(chunk)
+    try:
+        async for chunk in request.stream():
+            size += len(chunk)
+            if size > limit:
+                raise ApiError(413, "payload_too_large", f"request body exceeds {limit} bytes")
+            chunks.append(chunk)
+    except ClientDisconnect:
+        # The client's doing, not an error of ours: one info line; the answer goes nowhere.
+        log.info("request %s: client disconnected after %d bytes of its body", _request_id(request), size)
+        raise ApiError(400, "client_disconnected", "client disconnected while sending the request body") from None
     return b"".join(chunks)
+
+
+def _request_id(request: Request) -> str:
+    return request.scope.get("state", {}).get("request_id", "?")
 
 
 def json_depth(value: Any, limit: int) -> int:
