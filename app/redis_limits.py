@@ -96,12 +96,13 @@ def _decimal(value: float) -> str:
 
 
 def redis_client(url: str, timeout: float) -> Redis:
-    """An asyncio client whose every call gives up after `timeout` seconds, without retrying."""
+    """An asyncio client whose calls give up after `timeout` seconds. One immediate retry, so a pooled connection
+    that a Redis restart closed is replaced instead of failing the call."""
     return Redis.from_url(
         url,
         socket_timeout=timeout,
         socket_connect_timeout=timeout,
-        retry=Retry(NoBackoff(), 0),
+        retry=Retry(NoBackoff(), 1),
         decode_responses=True,
     )
 

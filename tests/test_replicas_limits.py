@@ -1,0 +1,234 @@
+"""Two gateway processes sharing one Redis (their own redis-server) and one ledger: per-key limits hold across
+both, spend survives Redis restarting empty (rebuilt from the ledger), and a Redis that is down or silent
+fails open or closed as configured without hanging a request."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import socket
+import threading
+import time
+from pathlib import Path
+from typing import Any, Iterator
+
+import httpx
+import pytest
+
+from tests.conftest import marker, turn
+from tests.procs import GatewayProcess, free_port
+from tests.redisproc import RedisServer
+from tests.test_keys_policy import bearer, digest
+
+KEY_NAMES = ("rpm10", "conc5", "spender", "prober", "tpm")
+
+
+def write_keys(path: Path, extra: dict[str, dict[str, Any]] | None = None) -> None:
+    policies: dict[str, dict[str, Any]] = {
+        "rpm10": {"requests_per_minute": 10},
+        "conc5": {"concurrent_streams": 5},
+        "spender": {},
+        "prober": {},
+        "tpm": {"tokens_per_minute": 1},
+        **(extra or {}),
+    }
+    keys = [{"name": name, "sha256": digest(f"sk-{name}"), **policy} for name, policy in policies.items()]
+    path.write_text(json.dumps({"keys": keys}))
+
+
+@pytest.fixture(scope="module")
+def cluster(sim, tmp_path_factory) -> Iterator[dict[str, Any]]:
+    tmp = tmp_path_factory.mktemp("replicas")
+    keys_file = tmp / "keys.json"
+    write_keys(keys_file)
+    redis_server = RedisServer().start()
+    env = {
+        "GATEWAY_KEYS_FILE": str(keys_file),
+        "GATEWAY_KEYS_RELOAD_INTERVAL": "3600",  # reloads in these tests come from SIGHUP
+        "GATEWAY_REDIS_URL": redis_server.url,
+        "GATEWAY_REDIS_TIMEOUT": "1",
+        "GATEWAY_REDIS_FAIL_OPEN": "false",
+    }
+    database = f"sqlite:///{tmp}/shared.db"
+    a = GatewayProcess(sim.url, database_url=database, **env)
+    b = GatewayProcess(sim.url, database_url=database, **env)
+    try:
+        a.wait_ready()
+        b.wait_ready()
+        yield {"a": a, "b": b, "redis": redis_server, "keys_file": keys_file}
+    finally:
+        a.stop()
+        b.stop()
+        redis_server.stop()
+
+
+def _post(url: str, key: str, model: str = "anthropic/text", path: str = "/v1/complete") -> httpx.Response:
+    return httpx.post(f"{url}{path}", json=turn(model, marker()), headers=bearer(key), timeout=60)
+
+
+def _wait(condition, timeout: float = 20.0) -> None:
+    """Poll a condition (state in another process) until it holds."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if condition():
+            return
+        time.sleep(0.05)
+    raise AssertionError("condition never held")
+
+
+def test_rpm_limit_holds_across_replicas(cluster):
+    urls = [cluster["a"].url, cluster["b"].url]
+
+    async def burst() -> list[int]:
+        async with httpx.AsyncClient(timeout=60) as client:
+            responses = await asyncio.gather(
+                *(
+                    client.post(f"{urls[i % 2]}/v1/complete", json=turn("anthropic/text"), headers=bearer("sk-rpm10"))
+                    for i in range(20)
+                )
+            )
+        for response in responses:
+            if response.status_code == 429:
+                assert response.json()["error"]["type"] == "rate_limit_rpm"
+                assert 1 <= int(response.headers["retry-after"]) <= 60
+        return [r.status_code for r in responses]
+
+    statuses = asyncio.run(burst())
+    assert sorted(statuses) == [200] * 10 + [429] * 10, statuses
+    # Both replicas took part in admitting and refusing.
+    assert {s for i, s in enumerate(statuses) if i % 2 == 0} and {s for i, s in enumerate(statuses) if i % 2 == 1}
+
+
+def test_concurrency_limit_holds_across_replicas_under_a_burst(cluster):
+    urls = [cluster["a"].url, cluster["b"].url]
+    answered = 0
+
+    async def burst() -> list[int]:
+        done = asyncio.Event()
+        statuses: list[int] = []
+
+        async def one(client: httpx.AsyncClient, index: int) -> None:
+            nonlocal answered
+            body = turn("anthropic/slow;n=3000;delay_ms=20")
+            async with client.stream("POST", f"{urls[index % 2]}/v1/stream", json=body, headers=bearer("sk-conc5")) as r:
+                statuses.append(r.status_code)
+                if r.status_code == 429:
+                    assert json.loads(await r.aread())["error"]["type"] == "concurrency_limit"
+                answered += 1
+                if answered == 100:
+                    done.set()
+                await done.wait()  # admitted streams stay open until every request has its answer
+
+        limits = httpx.Limits(max_connections=200, max_keepalive_connections=0)
+        async with httpx.AsyncClient(timeout=120, limits=limits) as client:
+            await asyncio.wait_for(asyncio.gather(*(one(client, i) for i in range(100))), 180)
+        return statuses
+
+    statuses = asyncio.run(burst())
+    assert statuses.count(200) == 5 and statuses.count(429) == 95, statuses
+    # The closed streams released their leases on both replicas: the key can stream again.
+    redis = cluster["redis"].client()
+    _wait(lambda: redis.zcard("gw:conc:conc5") == 0)
+    assert _post(cluster["b"].url, "sk-conc5").status_code == 200
+
+
+def _sighup_both(cluster, probe_name: str) -> None:
+    """Reload the keys file on both replicas with SIGHUP; `probe_name` is a key only the new file has."""
+    for proc in (cluster["a"], cluster["b"]):
+        proc.proc.send_signal(signal.SIGHUP)
+    for proc in (cluster["a"], cluster["b"]):
+        _wait(lambda: httpx.get(f"{proc.url}/v1/models", headers=bearer(f"sk-{probe_name}")).status_code == 200)
+
+
+def test_budget_shared_and_rebuilt_after_redis_restarts_empty(cluster):
+    a, b, redis_server = cluster["a"], cluster["b"], cluster["redis"]
+    probe = _post(a.url, "sk-prober")
+    assert probe.status_code == 200
+    cost = probe.json()["usage"]["cost"]["total"]
+    assert cost > 0
+    # A day budget of 1.5 turns: the first turn leaves room, the second (on the other replica) exhausts it.
+    write_keys(cluster["keys_file"], {"spender": {"budget_usd_per_day": cost * 1.5}, "reload1": {}})
+    _sighup_both(cluster, "reload1")
+    redis = redis_server.client()
+    day_key = next(iter(redis.scan_iter("gw:spend:spender:d:*")), None)
+    assert day_key is None  # nothing seeded yet
+
+    assert _post(a.url, "sk-spender").status_code == 200
+    _wait(lambda: float(redis.get(next(redis.scan_iter("gw:spend:spender:d:*"))) or 0) >= cost * 0.99)
+    assert _post(b.url, "sk-spender").status_code == 200  # spent 1 turn of 1.5: room left
+    _wait(lambda: float(redis.get(next(redis.scan_iter("gw:spend:spender:d:*"))) or 0) >= cost * 1.99)
+    # Replica A itself served one turn only; it refuses because B's turn is counted too.
+    refused = _post(a.url, "sk-spender")
+    assert refused.status_code == 429 and refused.json()["error"]["type"] == "budget_exceeded"
+    assert int(refused.headers["retry-after"]) >= 1
+
+    # Redis restarts empty: the counters are rebuilt from the ledger, the budget still holds on both.
+    redis_server.restart_empty()
+    assert redis_server.client().dbsize() == 0
+    for proc in (b, a):
+        again = _post(proc.url, "sk-spender")
+        assert again.status_code == 429, again.text
+        assert again.json()["error"]["type"] == "budget_exceeded"
+    rebuilt = float(redis_server.client().get(next(redis_server.client().scan_iter("gw:spend:spender:d:*"))))
+    assert rebuilt == pytest.approx(cost * 2, rel=1e-6)
+
+
+def test_tokens_per_minute_shared(cluster):
+    assert _post(cluster["a"].url, "sk-tpm").status_code == 200
+    redis = cluster["redis"].client()
+    _wait(lambda: any(int(redis.get(k) or 0) > 0 for k in redis.scan_iter("gw:tpm:tpm:*")))
+    refused = _post(cluster["b"].url, "sk-tpm")
+    assert refused.status_code == 429 and refused.json()["error"]["type"] == "rate_limit_tpm"
+
+
+# ---------------------------------------------------------------------------------------------- Redis faults
+
+
+class SilentServer:
+    """Accepts TCP connections and never answers: a Redis that hangs."""
+
+    def __init__(self) -> None:
+        self.sock = socket.create_server(("127.0.0.1", 0))
+        self.port = self.sock.getsockname()[1]
+        self.conns: list[socket.socket] = []
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            self.conns.append(conn)
+
+    def close(self) -> None:
+        self.sock.close()
+        for conn in self.conns:
+            conn.close()
+
+
+@pytest.mark.parametrize("fault", ["down", "silent"])
+def test_redis_down_or_silent_fails_open_or_closed(gateway_factory, tmp_path, fault):
+    keys_file = tmp_path / "keys.json"
+    write_keys(keys_file)
+    silent = SilentServer() if fault == "silent" else None
+    port = silent.port if silent else free_port()  # nothing listens on a fresh free port
+    url = f"redis://127.0.0.1:{port}/0"
+    try:
+        open_gw = gateway_factory(keys_file=str(keys_file), redis_url=url, redis_timeout=0.3, redis_fail_open=True)
+        closed_gw = gateway_factory(keys_file=str(keys_file), redis_url=url, redis_timeout=0.3, redis_fail_open=False)
+        started = time.monotonic()
+        served = open_gw.stream(turn("anthropic/text"), headers=bearer("sk-rpm10"))
+        assert served.status == 200 and served.terminal["type"] == "done"  # fail open: limits skipped, stream works
+        refused = closed_gw.http.post("/v1/stream", json=turn("anthropic/text"), headers=bearer("sk-rpm10"))
+        assert refused.status_code == 503 and refused.json()["error"]["type"] == "limits_unavailable"
+        assert refused.headers["retry-after"] == "1"
+        # A key without store-backed limits never touches Redis.
+        assert closed_gw.stream(turn("anthropic/text"), headers=bearer("sk-spender")).status == 200
+        assert time.monotonic() - started < 10  # bounded by the timeout, nothing hangs
+        assert 'gateway_limit_store_errors_total{operation="admit"}' in closed_gw.http.get("/metrics").text
+    finally:
+        if silent:
+            silent.close()
