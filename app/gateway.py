@@ -77,7 +77,8 @@ class Gateway:
         self._check_capacity(key_id)
         options = request.options
         routes = self._honouring(self.dispatcher.plan(request.model, request.fallback), request)
-        await self.limits.admit(key_id, [request.model, *request.fallback], request_id)
+        names = [self.dispatcher.resolver.policy_name(name) for name in (request.model, *request.fallback)]
+        await self.limits.admit(key_id, names, request_id)
         throttle = self.settings.throttle_ms if options.throttle_ms is None else options.throttle_ms
         turn = Turn(request_id, throttle_ms=throttle, max_pending_bytes=self.settings.max_pending_bytes)
         job = TurnJob(

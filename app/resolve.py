@@ -85,6 +85,16 @@ class ModelResolver:
             "(name it as '<provider>/<model id>'; GET /v1/models lists what is served)"
         )
 
+    def policy_name(self, name: str) -> str:
+        """The name a key's allowed-model patterns are matched against: a route's own name (the operator
+        allows a route by naming it), otherwise the `<provider>/<model id>` that serves it, so that a bare id
+        or an alias is allowed exactly when the model it stands for is (`claude-sonnet-4-5` is matched as
+        `anthropic/claude-sonnet-4-5`). For a name that `resolve` accepts."""
+        if name in self.catalog.routes:
+            return name
+        served = self.resolve(name)[0]
+        return f"{served.provider}/{served.model.id}"
+
     def _provider_model(self, ref: str) -> Served:
         provider, _, model_id = ref.partition("/")
         return self._served(provider, model_id)

@@ -252,3 +252,20 @@ def test_the_first_choice_that_cannot_honour_the_request_refuses_it(routed):
                                                         fallback=["anthropic/text"]))
     assert response.status_code == 400 and response.json()["error"]["param"] == "options.stop"
     assert routed.sim.seen(m) == []
+
+
+def test_key_policies_see_the_model_a_name_stands_for(gateway_factory, tmp_path):
+    """A key allowed `anthropic/*` may use the bare id of an anthropic model, not of an openai one; a route
+    is allowed by its own name."""
+    from tests.test_keys_policy import bearer, write_keys
+
+    keys = tmp_path / "keys.json"
+    write_keys(keys, team={"models": ["anthropic/*", "fast"]})
+    gw = gateway_factory(catalog=write(tmp_path, ROUTES), keys_file=str(keys), api_keys="")
+    ok = gw.stream(turn("text-latest"), headers=bearer("sk-team"))  # an alias → anthropic/text
+    assert ok.status == 200 and ok.events[0]["provider"] == "anthropic"
+    assert gw.stream(turn("fast"), headers=bearer("sk-team")).status == 200
+    refused = gw.http.post("/v1/stream", json=turn("anthropic/text", fallback=["only-openai"]), headers=bearer("sk-team"))
+    assert refused.status_code == 403, refused.text
+    error = refused.json()["error"]
+    assert error["param"] == "fallback.0" and "openai/only-openai" in error["message"]
