@@ -6,13 +6,20 @@ The dispatcher is the only code that talks to both an adapter and the event stre
   (honouring the vendor's retry-after, capped) as long as nothing has reached the client yet;
 - the commit point: the first content event of an attempt sends `start` naming that provider and model,
   after which no other provider may serve the turn;
-- the watchdog (first event, idle gap, total) and interruption (client gone, shutdown);
+- the watchdog (first event, idle gap, total, late-frame grace), driven by explicit transitions (attempt
+  started, first frame, paused, resumed, between attempts, settled), each re-arming its timer;
+- interruption from outside (client gone, shutdown, a writer failure, a watchdog deadline), never lost:
+  interrupts arriving together resolve by precedence, WRITER > CLIENT > SHUTDOWN > TOTAL > FIRST_EVENT /
+  IDLE (these two end the attempt only) > GRACE (see `app.contract.failures.Interrupt`);
 - closing the upstream on every path, and telling the observers (ledger, metrics) once.
+
+docs/internals.md describes the watchdog's phases and the interrupt precedence.
 """
 
 from __future__ import annotations
 
 import asyncio
+import enum
 import logging
 import time
 from dataclasses import dataclass, field
@@ -55,15 +62,21 @@ class TurnJob:
     upstream_frames: int = 0
     upstream_wait: float = 0.0  # seconds spent awaiting the upstream (open and each next frame), for metrics
     client_disconnected: bool = False
-    interrupt_reason: str | None = None
+    interrupt_reason: Interrupt | None = None
     task: asyncio.Task | None = None
     started_wall: float = field(default_factory=time.time)
 
-    def interrupt(self, reason: str) -> None:
-        """Cancel the running pump for `reason`; the first reason wins."""
-        if self.interrupt_reason is None and self.task is not None and not self.task.done():
+    def interrupt(self, reason: Interrupt) -> None:
+        """Cancel the running pump for `reason`. Never lost: a reason that outranks one still pending (not yet
+        seen by the pump) replaces it; a weaker one is ignored (`Interrupt` gives the precedence)."""
+        if self.task is None or self.task.done():
+            return
+        pending = self.interrupt_reason
+        if pending is None:
             self.interrupt_reason = reason
             self.task.cancel()
+        elif reason.outranks(pending):
+            self.interrupt_reason = reason  # the cancellation is already on its way; it now means `reason`
 
 
 class TurnObserver(Protocol):
@@ -87,7 +100,7 @@ class Dispatcher:
     async def run(self, job: TurnJob) -> None:
         """Drive the turn to settlement. Never raises except CancelledError from an unknown canceller."""
         turn = job.turn
-        watchdog = _Watchdog(job, self.settings)
+        watchdog = Watchdog(job, self.settings)
         for observer in self.observers:
             _notify(observer.turn_started, job)
         try:
@@ -95,8 +108,9 @@ class Dispatcher:
         except asyncio.CancelledError:
             reason = job.interrupt_reason or Interrupt.SHUTDOWN
             if reason == Interrupt.CLIENT:
-                job.client_disconnected = True
-                turn.settle_error(f"{_label(job)} request aborted: client disconnected", aborted=True)
+                # A client that leaves after the terminal event (during the late-frame grace) aborted nothing.
+                if turn.settle_error(f"{_label(job)} request aborted: client disconnected", aborted=True):
+                    job.client_disconnected = True
             elif reason != Interrupt.GRACE:
                 turn.settle_error(f"{_label(job)} {reason}" + _timeout_detail(reason, self.settings))
             if job.interrupt_reason is None:
@@ -114,7 +128,7 @@ class Dispatcher:
             for observer in self.observers:
                 _notify(observer.turn_finished, job)
 
-    async def _run_routes(self, job: TurnJob, watchdog: "_Watchdog") -> None:
+    async def _run_routes(self, job: TurnJob, watchdog: "Watchdog") -> None:
         turn = job.turn
         settings = self.settings
         last_error = "no route"
@@ -158,7 +172,7 @@ class Dispatcher:
             return min(error.retry_after_ms, cap) / 1000
         return min(self.settings.retry_backoff_ms * (2**try_number), cap) / 1000
 
-    async def _attempt(self, job: TurnJob, route: Route, watchdog: "_Watchdog") -> None:
+    async def _attempt(self, job: TurnJob, route: Route, watchdog: "Watchdog") -> None:
         turn = job.turn
         provider, model = route.provider, route.model
         turn.prepare(provider.name, provider.api, model.id, model.pricing)
@@ -187,8 +201,9 @@ class Dispatcher:
                 raise ProviderError(f"sent events out of order: {exc}", kind="protocol") from None
             except asyncio.CancelledError:
                 reason = job.interrupt_reason
-                if reason in (Interrupt.FIRST_EVENT, Interrupt.IDLE):
-                    # A watchdog timeout ends this attempt only: retryable while nothing was sent.
+                if reason is not None and reason.ends_attempt_only:
+                    # A watchdog timeout ends this attempt only: retryable while nothing was sent. (A client
+                    # or shutdown interrupt arriving with it has replaced it: see `TurnJob.interrupt`.)
                     job.interrupt_reason = None
                     asyncio.current_task().uncancel()
                     raise ProviderError(
@@ -209,7 +224,7 @@ class Dispatcher:
                 await asyncio.shield(upstream.aclose())
 
     @staticmethod
-    def _apply(job: TurnJob, events: list[dict[str, Any]], watchdog: "_Watchdog") -> None:
+    def _apply(job: TurnJob, events: list[dict[str, Any]], watchdog: "Watchdog") -> None:
         turn = job.turn
         for event in events:
             if event["type"] == "finish":
@@ -219,71 +234,116 @@ class Dispatcher:
             turn.apply(event)
 
     @staticmethod
-    async def _wait_for_reader(job: TurnJob, watchdog: "_Watchdog") -> None:
+    async def _wait_for_reader(job: TurnJob, watchdog: "Watchdog") -> None:
         """The reader is far behind: stop reading the upstream until it catches up (not upstream silence)."""
-        watchdog.paused = True
+        watchdog.paused()
         await job.turn.wait_drained()
-        watchdog.paused = False
-        watchdog.frame()
+        watchdog.resumed()
 
 
-class _Watchdog:
-    """Checks the turn's deadlines with one timer handle; per upstream frame it only stores a timestamp."""
+class WatchPhase(enum.Enum):
+    """Where a turn is, as far as its deadlines go. Each phase names the deadlines that run in it."""
 
-    def __init__(self, job: TurnJob, settings: Settings) -> None:
+    STARTING = "starting"  # before the first attempt: total
+    AWAITING_FIRST_EVENT = "awaiting first event"  # an attempt is open, no frame yet: first event, total
+    STREAMING = "streaming"  # frames are coming: idle gap since the last frame, total
+    PAUSED = "paused"  # waiting on a slow reader, not reading the upstream (not its silence): total
+    BETWEEN_ATTEMPTS = "between attempts"  # backing off before a retry: total
+    SETTLED = "settled"  # the terminal event went out: late-frame grace only
+
+
+class Watchdog:
+    """The turn's deadlines (first event, idle gap, total, late-frame grace) on one timer handle.
+
+    The dispatcher reports each transition (`attempt_started`, `between_attempts`, `paused`, `resumed`,
+    `settled`), and each one re-arms the timer for the new phase's nearest deadline. Per upstream frame only
+    a timestamp is stored (`frame`): the idle deadline only moves later, so a timer that fires early
+    recomputes the deadline and re-arms itself. When a deadline passes, the job is interrupted with its
+    reason (`TurnJob.interrupt`).
+    """
+
+    def __init__(self, job: TurnJob, settings: Settings, loop: asyncio.AbstractEventLoop | None = None) -> None:
         self.job = job
         self.settings = settings
-        self.loop = asyncio.get_running_loop()
+        self.loop = loop or asyncio.get_running_loop()  # its clock and timers (a test may pass a fake one)
         self.created = self.loop.time()
+        self.phase = WatchPhase.STARTING
         self.attempt_start = self.created
         self.last_frame: float | None = None
         self.settled_at: float | None = None
-        self.paused = False  # waiting on a slow reader is not upstream silence
-        self.in_attempt = False
         self._handle: asyncio.TimerHandle | None = None
+        self._arm()
+
+    # ----------------------------------------------------------------- transitions
 
     def attempt_started(self) -> None:
         self.attempt_start = self.loop.time()
         self.last_frame = None
-        self.in_attempt = True
-        self._arm()
+        self._enter(WatchPhase.AWAITING_FIRST_EVENT)
+
+    def frame(self, now: float | None = None) -> None:
+        """An upstream frame arrived (at `now`, the loop's clock). The first one of an attempt starts the idle
+        deadline; later ones only move it."""
+        self.last_frame = self.loop.time() if now is None else now
+        if self.phase is WatchPhase.AWAITING_FIRST_EVENT:
+            self._enter(WatchPhase.STREAMING)
 
     def between_attempts(self) -> None:
         """Backing off before a retry: only the total timeout runs."""
-        self.in_attempt = False
-        self._arm()
+        self._enter(WatchPhase.BETWEEN_ATTEMPTS)
 
-    def frame(self) -> None:
+    def paused(self) -> None:
+        """The reader is far behind and the upstream is not being read: its silence is ours, not the vendor's."""
+        self._enter(WatchPhase.PAUSED)
+
+    def resumed(self) -> None:
+        """Reading the upstream again: the idle gap counts from now."""
         self.last_frame = self.loop.time()
+        self._enter(WatchPhase.STREAMING)
 
     def settled(self) -> None:
         self.settled_at = self.loop.time()
-        self._arm()
+        self._enter(WatchPhase.SETTLED)
 
     def stop(self) -> None:
         if self._handle is not None:
             self._handle.cancel()
             self._handle = None
 
-    def _deadline(self) -> tuple[float, str]:
+    # ----------------------------------------------------------------- deadlines
+
+    def deadline(self) -> tuple[float, Interrupt]:
+        """The nearest deadline of the current phase (loop time) and the interrupt it fires."""
         s = self.settings
-        if self.settled_at is not None:
+        phase = self.phase
+        if phase is WatchPhase.SETTLED:
+            assert self.settled_at is not None
             return self.settled_at + s.late_frame_grace, Interrupt.GRACE
         deadlines = [(self.created + s.total_timeout, Interrupt.TOTAL)]
-        if self.in_attempt and self.last_frame is None:
+        if phase is WatchPhase.AWAITING_FIRST_EVENT:
             deadlines.append((self.attempt_start + s.first_event_timeout, Interrupt.FIRST_EVENT))
-        elif self.in_attempt and not self.paused:
+        elif phase is WatchPhase.STREAMING:
+            assert self.last_frame is not None
             deadlines.append((self.last_frame + s.idle_timeout, Interrupt.IDLE))
         return min(deadlines)
 
+    @property
+    def armed_at(self) -> float | None:
+        """When the timer will next look at the deadlines (loop time), None when stopped."""
+        return None if self._handle is None else self._handle.when()
+
+    def _enter(self, phase: WatchPhase) -> None:
+        self.phase = phase
+        self._arm()
+
     def _arm(self) -> None:
         self.stop()
-        when, _ = self._deadline()
+        when, _ = self.deadline()
         self._handle = self.loop.call_at(when, self._check)
 
     def _check(self) -> None:
         self._handle = None
-        when, reason = self._deadline()
+        when, reason = self.deadline()
         if self.loop.time() >= when:
             self.job.interrupt(reason)
         else:
@@ -336,7 +396,7 @@ class _TimedFrames:
 
     __slots__ = ("job", "frames", "watchdog")
 
-    def __init__(self, job: TurnJob, upstream: Any, watchdog: "_Watchdog") -> None:
+    def __init__(self, job: TurnJob, upstream: Any, watchdog: "Watchdog") -> None:
         self.job = job
         self.frames = upstream.__aiter__()
         self.watchdog = watchdog
@@ -348,11 +408,14 @@ class _TimedFrames:
         clock = self.watchdog.loop.time
         start = clock()
         try:
-            return await self.frames.__anext__()
-        finally:
-            now = clock()
-            self.job.upstream_wait += now - start
-            self.watchdog.last_frame = now
+            frame = await self.frames.__anext__()
+        except BaseException:  # the end of the body, a transport error, or an interrupt: not a frame
+            self.job.upstream_wait += clock() - start
+            raise
+        now = clock()
+        self.job.upstream_wait += now - start
+        self.watchdog.frame(now)
+        return frame
 
 
 def _notify(callback: Any, job: TurnJob) -> None:

@@ -31,15 +31,31 @@ class ErrorKind(enum.StrEnum):
 
 
 class Interrupt(enum.StrEnum):
-    """Why a running turn was cancelled from outside its pump. The value is the text error messages use."""
+    """Why a running turn was cancelled from outside its pump. The value is the text error messages use.
 
+    Precedence: when several interrupts arrive before the pump runs (in the same loop iteration), the one
+    listed first below wins and none is lost: a turn-ending reason always replaces an attempt-ending one
+    (a client that left during a timeout is never answered by a retry). A weaker reason arriving after a
+    stronger one is ignored.
+    """
+
+    WRITER = "gateway internal error: an event could not be encoded for the client"  # a bug of ours, not the client
     CLIENT = "client disconnected"
     SHUTDOWN = "gateway shutting down"
-    FIRST_EVENT = "first-event timeout"
-    IDLE = "idle timeout"
     TOTAL = "total timeout"
-    GRACE = "late-frame grace over"
-    WRITER = "gateway internal error: an event could not be encoded for the client"  # a bug of ours, not the client
+    FIRST_EVENT = "first-event timeout"  # ends the attempt only (retryable while nothing was sent)
+    IDLE = "idle timeout"  # ends the attempt only (retryable while nothing was sent)
+    GRACE = "late-frame grace over"  # the turn has settled: stop counting late frames, close the upstream
+
+    @property
+    def ends_attempt_only(self) -> bool:
+        """A watchdog timeout of one attempt: the turn may go on with the next attempt."""
+        return self in (Interrupt.FIRST_EVENT, Interrupt.IDLE)
+
+    def outranks(self, other: "Interrupt") -> bool:
+        """True when this reason wins over `other` (see the class docstring)."""
+        order = list(Interrupt)
+        return order.index(self) < order.index(other)
 
 
 class AttemptOutcome(enum.StrEnum):

@@ -1,0 +1,364 @@
+"""The dispatcher on its own, with a scripted provider (tests/fake_provider.py): the watchdog's transitions,
+interrupt precedence, retry and fallback."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any, Callable
+
+import pytest
+
+from app.contract.failures import Interrupt
+from app.dispatch import Dispatcher, Watchdog, WatchPhase
+from app.providers.base import ProviderError
+from app.settings import Settings
+from tests.fake_provider import HANG, FakeProvider, Gate, new_job, text_frames
+
+TIMEOUTS = dict(first_event_timeout=10.0, idle_timeout=3.0, total_timeout=100.0, late_frame_grace=1.0)
+
+
+# ----------------------------------------------------------------- the watchdog, on a fake clock
+
+
+class FakeTimer:
+    def __init__(self, loop: "FakeLoop", when: float, callback: Callable[[], None]) -> None:
+        self.loop, self._when, self.callback, self.cancelled = loop, when, callback, False
+
+    def when(self) -> float:
+        return self._when
+
+    def cancel(self) -> None:
+        self.cancelled = True
+
+
+class FakeLoop:
+    """The two things the watchdog takes from its loop: a clock and `call_at`. `advance` fires due timers."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+        self.timers: list[FakeTimer] = []
+
+    def time(self) -> float:
+        return self.now
+
+    def call_at(self, when: float, callback: Callable[[], None]) -> FakeTimer:
+        timer = FakeTimer(self, when, callback)
+        self.timers.append(timer)
+        return timer
+
+    def advance(self, seconds: float) -> None:
+        self.now += seconds
+        for timer in list(self.timers):
+            if not timer.cancelled and timer.when() <= self.now:
+                self.timers.remove(timer)
+                timer.callback()
+
+
+class RecordingJob:
+    def __init__(self) -> None:
+        self.interrupts: list[Interrupt] = []
+
+    def interrupt(self, reason: Interrupt) -> None:
+        self.interrupts.append(reason)
+
+
+def new_watchdog() -> tuple[Watchdog, FakeLoop, RecordingJob]:
+    loop, job = FakeLoop(), RecordingJob()
+    return Watchdog(job, Settings(**TIMEOUTS), loop=loop), loop, job  # type: ignore[arg-type]
+
+
+def armed(watchdog: Watchdog) -> tuple[float, Interrupt]:
+    """The deadline the timer is armed for, and the one it would fire."""
+    when, reason = watchdog.deadline()
+    assert watchdog.armed_at == when, (watchdog.phase, watchdog.armed_at, when)
+    return when, reason
+
+
+def test_a_new_turn_runs_only_the_total_timeout():
+    watchdog, loop, _ = new_watchdog()
+    assert watchdog.phase is WatchPhase.STARTING
+    assert armed(watchdog) == (loop.now + 100, Interrupt.TOTAL)
+
+
+def test_attempt_started_arms_the_first_event_timeout():
+    watchdog, loop, _ = new_watchdog()
+    loop.advance(5)
+    watchdog.attempt_started()
+    assert watchdog.phase is WatchPhase.AWAITING_FIRST_EVENT
+    assert armed(watchdog) == (loop.now + 10, Interrupt.FIRST_EVENT)
+
+
+def test_the_first_frame_arms_the_idle_timeout():
+    watchdog, loop, _ = new_watchdog()
+    watchdog.attempt_started()
+    loop.advance(1)
+    watchdog.frame()
+    assert watchdog.phase is WatchPhase.STREAMING
+    assert armed(watchdog) == (loop.now + 3, Interrupt.IDLE)  # sooner than the first-event deadline
+
+
+def test_later_frames_move_the_idle_deadline_and_an_early_timer_re_arms():
+    watchdog, loop, job = new_watchdog()
+    watchdog.attempt_started()
+    watchdog.frame()
+    for _ in range(5):
+        loop.advance(2)
+        watchdog.frame()  # only a timestamp: the timer stays where it was
+    assert watchdog.deadline() == (loop.now + 3, Interrupt.IDLE)
+    assert job.interrupts == []  # the early timer looked, found the deadline moved, and re-armed
+    assert watchdog.armed_at is not None and watchdog.armed_at <= loop.now + 3
+    loop.advance(3)
+    loop.advance(0)
+    assert job.interrupts == [Interrupt.IDLE]
+
+
+def test_between_attempts_runs_only_the_total_timeout():
+    watchdog, loop, job = new_watchdog()
+    watchdog.attempt_started()
+    watchdog.between_attempts()
+    assert watchdog.phase is WatchPhase.BETWEEN_ATTEMPTS
+    assert armed(watchdog) == (loop.now + 100, Interrupt.TOTAL)
+    loop.advance(50)  # a long backoff is no first-event timeout
+    assert job.interrupts == []
+
+
+def test_paused_runs_only_the_total_timeout():
+    watchdog, loop, job = new_watchdog()
+    watchdog.attempt_started()
+    watchdog.frame()
+    watchdog.paused()
+    assert watchdog.phase is WatchPhase.PAUSED
+    assert armed(watchdog) == (loop.now + 100, Interrupt.TOTAL)
+    loop.advance(30)  # a slow reader is not upstream silence
+    assert job.interrupts == []
+
+
+def test_resumed_re_arms_the_idle_timeout():
+    """Issue 11 defect 2: a timer that looked at the deadlines while paused was left armed for the total
+    timeout, so a vendor that stalled after a slow reader held the stream for the total timeout."""
+    watchdog, loop, job = new_watchdog()
+    watchdog.attempt_started()
+    watchdog.frame()
+    watchdog.paused()
+    loop.advance(30)  # the timer runs while paused
+    watchdog.resumed()
+    assert watchdog.phase is WatchPhase.STREAMING
+    assert armed(watchdog) == (loop.now + 3, Interrupt.IDLE)
+    loop.advance(3)
+    assert job.interrupts == [Interrupt.IDLE]
+
+
+def test_settled_runs_only_the_late_frame_grace():
+    watchdog, loop, job = new_watchdog()
+    watchdog.attempt_started()
+    watchdog.frame()
+    watchdog.settled()
+    assert watchdog.phase is WatchPhase.SETTLED
+    assert armed(watchdog) == (loop.now + 1, Interrupt.GRACE)
+    watchdog.frame()  # late frames change nothing
+    assert watchdog.phase is WatchPhase.SETTLED
+    loop.advance(1)
+    assert job.interrupts == [Interrupt.GRACE]
+
+
+def test_the_total_timeout_fires_in_any_phase_but_settled():
+    watchdog, loop, job = new_watchdog()
+    watchdog.attempt_started()
+    for _ in range(40):
+        loop.advance(2.5)
+        watchdog.frame()
+    assert job.interrupts == [Interrupt.TOTAL]
+
+
+def test_stop_disarms():
+    watchdog, loop, job = new_watchdog()
+    watchdog.stop()
+    assert watchdog.armed_at is None
+    loop.advance(1000)
+    assert job.interrupts == []
+
+
+# ----------------------------------------------------------------- interrupt precedence
+
+
+def test_interrupt_precedence_order():
+    order = [Interrupt.WRITER, Interrupt.CLIENT, Interrupt.SHUTDOWN, Interrupt.TOTAL,
+             Interrupt.FIRST_EVENT, Interrupt.IDLE, Interrupt.GRACE]
+    for stronger, weaker in zip(order, order[1:]):
+        assert stronger.outranks(weaker) and not weaker.outranks(stronger)
+    assert [r for r in Interrupt if r.ends_attempt_only] == [Interrupt.FIRST_EVENT, Interrupt.IDLE]
+
+
+def dispatcher(**settings: Any) -> Dispatcher:
+    return Dispatcher({}, None, Settings(**{"retries": 1, "retry_backoff_ms": 1, **settings}))  # type: ignore[arg-type]
+
+
+async def until(condition: Callable[[], bool]) -> None:
+    """Let other tasks run until `condition` holds (bounded: a test that waits for nothing fails)."""
+    for _ in range(1000):
+        if condition():
+            return
+        await asyncio.sleep(0)
+    raise AssertionError("condition never held")
+
+
+async def started(provider: FakeProvider, *scripts: list[Any], **settings: Any):
+    provider.scripts = list(scripts)
+    job = new_job(provider)
+    job.turn.close_reader()  # like /v1/complete: nobody reads events
+    job.task = asyncio.create_task(dispatcher(**settings).run(job))
+    await until(lambda: provider.opened == 1)
+    await asyncio.sleep(0)  # the pump now waits on the upstream
+    return job
+
+
+@pytest.mark.parametrize("order", ["timeout first", "client first"])
+@pytest.mark.parametrize("timeout", [Interrupt.FIRST_EVENT, Interrupt.IDLE])
+async def test_a_client_leaving_with_a_timeout_is_never_lost(timeout, order):
+    """Issue 11 defect 3: both in one loop iteration; the turn must end aborted, with no retry."""
+    provider = FakeProvider()
+    job = await started(provider, [HANG], text_frames("never read"))
+    reasons = [timeout, Interrupt.CLIENT] if order == "timeout first" else [Interrupt.CLIENT, timeout]
+    for reason in reasons:
+        job.interrupt(reason)
+    await asyncio.wait_for(job.task, 5)
+    assert job.turn.outcome == "aborted" and job.client_disconnected
+    assert provider.opened == 1 and provider.closed == 1  # no retry, the upstream closed
+    assert job.turn.message["errorMessage"] == "fake/m request aborted: client disconnected"
+
+
+async def test_a_shutdown_with_a_timeout_ends_the_turn():
+    provider = FakeProvider()
+    job = await started(provider, [HANG], text_frames("never read"))
+    job.interrupt(Interrupt.IDLE)
+    job.interrupt(Interrupt.SHUTDOWN)
+    await asyncio.wait_for(job.task, 5)
+    assert job.turn.outcome == "error" and not job.client_disconnected
+    assert job.turn.message["errorMessage"] == "fake/m gateway shutting down"
+    assert provider.opened == 1
+
+
+async def test_a_weaker_interrupt_after_a_stronger_one_is_ignored():
+    provider = FakeProvider()
+    job = await started(provider, [HANG])
+    job.interrupt(Interrupt.SHUTDOWN)
+    job.interrupt(Interrupt.FIRST_EVENT)
+    await asyncio.wait_for(job.task, 5)
+    assert job.turn.message["errorMessage"] == "fake/m gateway shutting down"
+
+
+async def test_a_timeout_alone_ends_the_attempt_and_the_turn_retries():
+    provider = FakeProvider()
+    job = await started(provider, [HANG], text_frames("second try"))
+    job.interrupt(Interrupt.FIRST_EVENT)
+    await asyncio.wait_for(job.task, 5)
+    assert job.turn.outcome == "done" and job.turn.message["content"][0]["text"] == "second try"
+    assert provider.opened == 2 and provider.closed == 2
+    first = job.attempts[0]
+    assert first["outcome"] == "error" and "first-event timeout fired after" in first["errorMessage"]
+
+
+async def test_a_timeout_after_content_ends_the_turn():
+    provider = FakeProvider()
+    job = await started(provider, [[{"type": "text_start"}], [{"type": "text_delta", "delta": "so far"}], HANG])
+    job.interrupt(Interrupt.IDLE)
+    await asyncio.wait_for(job.task, 5)
+    assert job.turn.outcome == "error" and provider.opened == 1
+    assert job.turn.message["errorMessage"].startswith("fake/m idle timeout fired after")
+    assert job.turn.message["content"] == [{"type": "text", "text": "so far"}]
+
+
+async def test_a_client_leaving_after_the_terminal_event_aborted_nothing():
+    gate = asyncio.Event()
+    provider = FakeProvider()
+    job = await started(provider, [*text_frames("whole"), Gate(gate)])  # settled, then late-frame grace
+    await until(lambda: job.turn.settled)
+    job.interrupt(Interrupt.CLIENT)
+    await asyncio.wait_for(job.task, 5)
+    assert job.turn.outcome == "done" and not job.client_disconnected
+
+
+# ----------------------------------------------------------------- the idle timeout after a slow reader
+
+
+async def test_a_vendor_stalling_after_a_slow_reader_hits_the_idle_timeout():
+    """Defect 2 through the dispatcher: the pump pauses for a reader that does not read (longer than the
+    first-event timeout, so the timer looks at the deadlines while paused), the reader catches up, the vendor
+    stalls: the idle timeout ends the turn (within the 10 s this test waits), not the total one."""
+    provider = FakeProvider(scripts=[[[{"type": "text_start"}], *[[{"type": "text_delta", "delta": "x" * 100}]] * 40, HANG]])
+    job = new_job(provider, max_pending_bytes=1000)
+    settings = dict(first_event_timeout=0.2, idle_timeout=0.2, total_timeout=600.0)  # the old bug waited 600 s
+    job.task = asyncio.create_task(dispatcher(**settings).run(job))
+    await until(lambda: job.turn.congested)
+    await asyncio.sleep(0.5)  # the slow reader (the scenario under test, not synchronisation)
+    events = []
+    while (event := await asyncio.wait_for(job.turn.next_event(), 10)) is not None:
+        events.append(event)
+    assert events[-1]["type"] == "error"
+    assert events[-1]["errorMessage"].startswith("fake/m idle timeout fired after 0.2s"), events[-1]["errorMessage"]
+
+
+# ----------------------------------------------------------------- retry and fallback
+
+
+def retryable(status: int = 503, retry_after_ms: int | None = None) -> ProviderError:
+    return ProviderError(f"returned HTTP {status}", status=status, retryable=True, kind="http", retry_after_ms=retry_after_ms)
+
+
+async def run_job(*providers: FakeProvider, **settings: Any):
+    job = new_job(*providers)
+    job.turn.close_reader()
+    job.task = asyncio.create_task(dispatcher(**settings).run(job))
+    await asyncio.wait_for(job.task, 5)
+    return job
+
+
+async def test_a_retryable_failure_is_retried_on_the_same_route():
+    provider = FakeProvider(scripts=[[retryable()], text_frames("ok")])
+    job = await run_job(provider)
+    assert job.turn.outcome == "done" and provider.opened == 2
+    assert [a["outcome"] for a in job.attempts] == ["error", "done"]
+    assert job.attempts[0]["httpStatus"] == 503
+
+
+async def test_retries_exhausted_fall_back_to_the_next_route():
+    first, second = FakeProvider(name="first"), FakeProvider(name="second")
+    first.scripts = [[retryable(429)], [retryable(429)]]
+    second.scripts = [text_frames("from the fallback")]
+    job = await run_job(first, second)
+    assert job.turn.outcome == "done" and job.turn.message["provider"] == "second"
+    assert [(a["provider"], a["outcome"]) for a in job.attempts] == [("first", "error"), ("first", "error"), ("second", "done")]
+
+
+async def test_a_failure_that_is_not_retryable_ends_the_turn():
+    first, second = FakeProvider(name="first"), FakeProvider(name="second")
+    first.scripts = [[ProviderError("returned HTTP 400", status=400, kind="http")]]
+    job = await run_job(first, second)
+    assert job.turn.outcome == "error" and second.opened == 0
+    assert job.turn.message["errorMessage"] == "first/m returned HTTP 400"
+
+
+async def test_a_failure_after_content_is_never_retried():
+    provider = FakeProvider(scripts=[[[{"type": "text_start"}], [{"type": "text_delta", "delta": "partial"}], retryable()]])
+    job = await run_job(provider)
+    assert job.turn.outcome == "error" and provider.opened == 1
+    assert job.turn.message["content"] == [{"type": "text", "text": "partial"}]
+
+
+async def test_every_route_failing_names_the_attempts_and_keeps_the_retry_hint():
+    provider = FakeProvider(scripts=[[retryable(429, 5)], [retryable(429, 7)]])
+    job = await run_job(provider)
+    assert job.turn.message["errorMessage"] == "fake/m returned HTTP 429 (after 2 attempts) retry-after-ms=7"
+
+
+def test_backoff_honours_retry_after_up_to_the_cap():
+    d = dispatcher(retry_backoff_ms=100, retry_after_cap_ms=1000)
+    assert d._backoff(0, retryable(retry_after_ms=250)) == 0.25
+    assert d._backoff(0, retryable(retry_after_ms=60_000)) == 1.0
+    assert [d._backoff(n, retryable()) for n in range(5)] == [0.1, 0.2, 0.4, 0.8, 1.0]
+
+
+async def test_a_body_that_ends_without_its_terminal_signal_is_truncated():
+    provider = FakeProvider(scripts=[[[{"type": "text_start"}], [{"type": "text_delta", "delta": "cut"}]]])
+    job = await run_job(provider)
+    assert job.turn.outcome == "error" and "truncated" in job.turn.message["errorMessage"]
