@@ -14,7 +14,7 @@ from typing import Any, Callable
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 
-from app.catalog import ModelInfo, Pricing
+from app.catalog import Catalog, ModelInfo, Pricing
 from app.contract.messages import Context, UserMessage
 from app.contract.request import StreamOptions
 from app.dispatch import Dispatcher, Route, TurnJob
@@ -60,7 +60,7 @@ def run_script(provider: ScriptedProvider, *, throttle_ms: int = 0) -> tuple[lis
     settings = Settings(retries=0, late_frame_grace=0.5, first_event_timeout=5, idle_timeout=5, total_timeout=30)
 
     async def main() -> tuple[list[dict[str, Any]], TurnJob]:
-        dispatcher = Dispatcher({provider.name: provider}, None, settings)  # type: ignore[arg-type]
+        dispatcher = Dispatcher({provider.name: provider}, Catalog(), settings)  # type: ignore[arg-type]
         turn = Turn("req_fuzz", throttle_ms=throttle_ms)
         job = TurnJob(
             turn=turn,

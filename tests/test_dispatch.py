@@ -8,6 +8,7 @@ from typing import Any, Callable
 
 import pytest
 
+from app.catalog import Catalog
 from app.contract.failures import Interrupt
 from app.dispatch import Dispatcher, Watchdog, WatchPhase
 from app.providers.base import ProviderError
@@ -64,7 +65,7 @@ class RecordingJob:
 
 def new_watchdog() -> tuple[Watchdog, FakeLoop, RecordingJob]:
     loop, job = FakeLoop(), RecordingJob()
-    return Watchdog(job, Settings(**TIMEOUTS), loop=loop), loop, job  # type: ignore[arg-type]
+    return Watchdog(job, Settings(**TIMEOUTS), loop=loop), loop, job
 
 
 def armed(watchdog: Watchdog) -> tuple[float, Interrupt]:
@@ -190,7 +191,7 @@ def test_interrupt_precedence_order():
 
 
 def dispatcher(**settings: Any) -> Dispatcher:
-    return Dispatcher({}, None, Settings(**{"retries": 1, "retry_backoff_ms": 1, **settings}))  # type: ignore[arg-type]
+    return Dispatcher({}, Catalog(), Settings(**{"retries": 1, "retry_backoff_ms": 1, **settings}))
 
 
 async def until(condition: Callable[[], bool]) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 
 from app.api.sse import event_stream_response
+from app.catalog import Catalog
 from app.contract.failures import Interrupt
 from app.dispatch import Dispatcher
 from app.settings import Settings
@@ -24,7 +25,7 @@ async def test_an_event_that_cannot_be_encoded_is_an_internal_error_not_a_discon
         return event
 
     job.turn.next_event = next_event
-    job.task = asyncio.create_task(Dispatcher({}, None, Settings()).run(job))
+    job.task = asyncio.create_task(Dispatcher({}, Catalog(), Settings()).run(job))
     response = event_stream_response(job, 15, {}, lambda: False)
     frames = [frame async for frame in response.body_iterator]
     await asyncio.wait_for(job.task, 5)
