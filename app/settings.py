@@ -1,4 +1,4 @@
-"""Configuration from the environment (CONTRACT §7). Every setting is `GATEWAY_<NAME>` unless noted."""
+"""Configuration from the environment (README.md, Configuration). Every setting is `GATEWAY_<NAME>` unless noted."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Errors found before streaming starts: plain HTTP errors with a JSON body (CONTRACT §1).
+"""Errors found before streaming starts: plain HTTP errors with a JSON body (docs/api.md §9).
 
 `/v1/*` answers `{"error": {"type", "message", "param"}}`; the pi door answers `{"error": "<message>"}`.
 """

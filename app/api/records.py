@@ -1,4 +1,4 @@
-"""Request records over HTTP (CONTRACT §1, §5): one record by id, or the caller's most recent ones.
+"""Request records over HTTP (docs/api.md §1, §10): one record by id, or the caller's most recent ones.
 
 Both are scoped to the caller's key: a record of another key is answered exactly like a missing one (404),
 so ids cannot be probed. With authentication off every caller sees every record. Before reading, the

@@ -1,4 +1,4 @@
-"""HTTP routes (CONTRACT §1). Routes parse and authorize; the dispatcher and the event stream do the rest."""
+"""HTTP routes (docs/api.md §1). Routes parse and authorize; the dispatcher and the event stream do the rest."""
 
 from __future__ import annotations
 

@@ -1,1 +1,1 @@
-"""The public contract as plain data: requests, messages, events (CONTRACT §2–§3)."""
+"""The public contract as plain data: requests, messages, events (docs/api.md §3–§5)."""

@@ -1,4 +1,4 @@
-"""The normalized event vocabulary (CONTRACT §3).
+"""The normalized event vocabulary (docs/api.md §5).
 
 At run time events are plain dicts built by `app.stream` (no per-event validation on the hot path). These
 models document the shapes for the OpenAPI spec, and the conformance checker in the tests validates every

@@ -66,7 +66,7 @@ class AttemptOutcome(enum.StrEnum):
 
 @dataclass(slots=True)
 class Attempt:
-    """One try of one provider/model within a turn (CONTRACT §5 `attempts[]`). Times are epoch seconds."""
+    """One try of one provider/model within a turn (docs/api.md §10 `attempts`). Times are epoch seconds."""
 
     provider: str
     api: str

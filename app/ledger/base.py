@@ -1,4 +1,4 @@
-"""The request ledger (CONTRACT §5): what a record holds, how it is stored, and the store interface.
+"""The request ledger (docs/api.md §10): what a record holds, how it is stored, and the store interface.
 
 Times. Every point in time in a record (`createdAt`, `settledAt`, `attempts[].startedAt`/`endedAt`) is an
 integer count of milliseconds since the Unix epoch (UTC), like `message.timestamp`; `ttftMs` and
@@ -53,7 +53,7 @@ def new_instance_id() -> str:
 
 
 def build_record(job: "TurnJob", *, settled_at: int | None, retain_content: bool) -> dict[str, Any]:
-    """The CONTRACT §5 record of a turn: open (`settled_at` None) or settled at `settled_at` (epoch ms).
+    """The record (docs/api.md §10) of a turn: open (`settled_at` None) or settled at `settled_at` (epoch ms).
 
     Called on the event loop thread; the caller serializes it before awaiting anything, because the
     message dict is the live one of the turn.

@@ -1,4 +1,4 @@
-"""The event stream of one turn: ordering, settlement, coalescing and the memory bound (CONTRACT §3).
+"""The event stream of one turn: ordering, settlement, coalescing and the memory bound (docs/api.md §5–§6).
 
 A `Turn` sits between the producer (the dispatcher, feeding adapter events) and one consumer (the SSE
 writer or `/v1/complete`). It is the only place that
