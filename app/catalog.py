@@ -118,7 +118,6 @@ class Catalog:
             except (OSError, ValueError) as exc:
                 raise CatalogError(f"catalog {extra}: cannot read it as JSON: {exc}") from None
             catalog.add(data, str(extra))
-        catalog.validate()
         return catalog
 
     def add(self, data: dict[str, Any], source: str = "catalog") -> None:
@@ -130,6 +129,7 @@ class Catalog:
             if isinstance(exc, CatalogError):
                 raise
             raise CatalogError(f"catalog {source}: bad entry ({type(exc).__name__}: {exc})") from None
+        self.validate(source)
 
     def _add(self, data: dict[str, Any], source: str) -> None:
         for index, p in enumerate(data.get("providers", [])):
@@ -179,20 +179,23 @@ class Catalog:
                 raise CatalogError(f"{where} ({name}): model must be a string and fallback a list of strings")
             self.routes[name] = CatalogRoute(name, r["model"], tuple(fallback), r.get("description"))
 
-    def validate(self) -> None:
-        """Every model's provider and every route entry's provider is in the catalog."""
+    def validate(self, source: str = "catalog") -> None:
+        """Every model's provider and every route entry's provider is in the catalog (checked after each file
+        is added, so `source` is the file whose entries made it fail)."""
         known = ", ".join(sorted(self.providers))
         for info in self.listed():
             if info.provider not in self.providers:
-                raise CatalogError(f"catalog model {info.provider}/{info.id}: unknown provider {info.provider!r} (known: {known})")
+                raise CatalogError(
+                    f"catalog {source}: model {info.provider}/{info.id}: unknown provider {info.provider!r} (known: {known})"
+                )
         for route in self.routes.values():
             for ref in route.entries:
                 provider, _, model_id = ref.partition("/")
                 if not model_id:
-                    raise CatalogError(f"catalog route {route.name!r}: {ref!r} must be '<provider>/<model id>'")
+                    raise CatalogError(f"catalog {source}: route {route.name!r}: {ref!r} must be '<provider>/<model id>'")
                 if provider not in self.providers:
                     raise CatalogError(
-                        f"catalog route {route.name!r}: {ref!r} names unknown provider {provider!r} (known: {known})"
+                        f"catalog {source}: route {route.name!r}: {ref!r} names unknown provider {provider!r} (known: {known})"
                     )
 
     def model(self, provider: str, model_id: str) -> ModelInfo | None:
