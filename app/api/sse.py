@@ -37,6 +37,8 @@ def event_stream_response(
         failed = False  # an event could not be encoded: our bug, never the client's disconnect
         try:
             while (event := await turn.next_event()) is not None:
+                if transform is not None:
+                    event = transform(event)
                 try:
                     data = orjson.dumps(event)
                 except orjson.JSONEncodeError:
@@ -45,8 +47,6 @@ def event_stream_response(
                     job.interrupt(Interrupt.WRITER)  # the turn settles as an internal error
                     break
                 sequence += 1
-                if transform is not None:
-                    event = transform(event)
                 # orjson escapes every control character, so `data` is always one line: the frame is safe
                 # to write as bytes (sse-starlette passes bytes through), without re-encoding the JSON.
                 yield b"id: %d\nevent: %s\ndata: %s\n\n" % (sequence, event["type"].encode(), data)
