@@ -10,6 +10,7 @@ import openai
 import pytest
 
 from app.catalog import BUILTIN, Catalog, CatalogError
+from app.contract.catalog import ModelList
 from app.refusals import AmbiguousModel, UnknownModel
 from app.resolve import ModelResolver
 from tests.conftest import PROVIDER_KEYS, marker, settings_for, turn
@@ -217,6 +218,7 @@ def test_pi_door_resolves_the_same_way(routed):
 def test_models_list_in_openais_shape_read_by_the_openai_sdk(routed):
     body = routed.http.get("/v1/models").json()
     assert body["object"] == "list"
+    ModelList.model_validate(body)  # the shape the OpenAPI document declares
     by_id = {entry["id"]: entry for entry in body["data"]}
     text = by_id["anthropic/text"]
     assert text["object"] == "model" and text["owned_by"] == "anthropic" and isinstance(text["created"], int)

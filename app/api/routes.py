@@ -11,6 +11,7 @@ from starlette.responses import Response
 from app.api.body import parse_model, read_body
 from app.api.errors import ApiError, json_response, refusal_error
 from app.api.sse import event_stream_response
+from app.contract.catalog import ModelList
 from app.contract.request import PiStreamRequest, StreamRequest
 from app.dispatch import Interrupt, TurnJob
 from app.gateway import Gateway
@@ -93,7 +94,12 @@ async def _wait_for_disconnect(request: Request) -> None:
         pass
 
 
-@router.get("/v1/models", tags=["catalog"], summary="Models and routes this gateway serves (OpenAI's list shape)")
+@router.get(
+    "/v1/models",
+    tags=["catalog"],
+    summary="Models and routes this gateway serves (OpenAI's list shape)",
+    responses={200: {"model": ModelList, "description": "OpenAI's model list with the catalog's fields"}},
+)
 async def list_models(request: Request) -> Response:
     """`{"object": "list", "data": [model objects]}` as OpenAI's `GET /v1/models` answers (the OpenAI SDKs'
     `models.list()` reads it), each entry with the catalog's fields; `providers` lists the configured
