@@ -226,12 +226,19 @@ class Dispatcher:
     @staticmethod
     def _apply(job: TurnJob, events: list[dict[str, Any]], watchdog: "Watchdog") -> None:
         turn = job.turn
-        for event in events:
-            if event["type"] == "finish":
-                turn.settle_done(event["reason"])
-                watchdog.settled()
-                return
-            turn.apply(event)
+        try:
+            for event in events:
+                if event["type"] == "finish":
+                    turn.settle_done(event["reason"])
+                    watchdog.settled()
+                    return
+                turn.apply(event)
+        except ToolArgumentsError as error:
+            last = events[-1]
+            if last["type"] == "finish" and last["reason"] == "length":
+                # The adapter closed, at the message's end, a call whose arguments the token limit had cut.
+                raise error.cut_off() from None
+            raise
 
     @staticmethod
     async def _wait_for_reader(job: TurnJob, watchdog: "Watchdog") -> None:

@@ -71,7 +71,8 @@ def encode(scenario: s.Scenario, model: str, steps: list[s.Step] | None = None) 
             yield frame("content_block_start", {"type": "content_block_start", "index": index, "content_block": {"type": "tool_use", "id": step.id, "name": step.name, "input": {}}})
             for fragment in step.fragments or [""]:
                 yield frame("content_block_delta", {"type": "content_block_delta", "index": index, "delta": {"type": "input_json_delta", "partial_json": fragment}})
-            yield frame("content_block_stop", {"type": "content_block_stop", "index": index})
+            if not step.cut:
+                yield frame("content_block_stop", {"type": "content_block_stop", "index": index})
             index += 1
         elif isinstance(step, s.Stop):
             yield frame("message_delta", {"type": "message_delta", "delta": {"stop_reason": STOP_REASONS[step.reason], "stop_sequence": None},

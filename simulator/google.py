@@ -131,6 +131,8 @@ def encode(scenario: s.Scenario, model: str, steps: list[s.Step] | None = None) 
                 yield from enc.hold([part])
         elif isinstance(step, s.RedactedThinking):
             yield from enc.hold([{"text": "", "thought": True, "thoughtSignature": signature(step.data)}])
+        elif isinstance(step, s.ToolCallBlock) and step.cut:
+            continue  # calls come whole: one the token limit cut is never sent
         elif isinstance(step, s.ToolCallBlock):
             call: dict[str, Any] = {"name": step.name}
             if step.fragments:

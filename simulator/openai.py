@@ -134,6 +134,9 @@ def encode(scenario: s.Scenario, model: str, steps: list[s.Step] | None = None) 
             if not whole:
                 for fragment in step.fragments:
                     yield event("response.function_call_arguments.delta", delta=fragment, **ids)
+            if step.cut:  # never finished: no arguments.done, no output_item.done
+                output.append({**item, "status": "incomplete"})
+                continue
             if whole != "item":
                 yield event("response.function_call_arguments.done", arguments=arguments, **ids)
             yield event("response.output_item.done", item=item, output_index=index)

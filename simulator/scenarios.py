@@ -56,6 +56,9 @@ class ToolCallBlock:
     # Where the format allows: None streams the fragments; "done" sends the arguments only whole at the end of
     # the call (OpenAI `function_call_arguments.done`), "item" only with the finished item (`output_item.done`).
     whole: str | None = None
+    # The token limit cut the call: its fragments stop short and the vendor never closes it (where the format
+    # streams arguments; Gemini sends calls whole, so there the call is never sent).
+    cut: bool = False
 
 
 @dataclass
@@ -229,6 +232,16 @@ SCENARIOS: dict[str, Callable[[dict[str, str], Usage, TextBlock, Stop], Scenario
         ],
     ),
     "incomplete": lambda p, u, t, s: Scenario("", [u, TextBlock(t.chunks[:2]), Stop("length", 4)]),
+    # max_tokens reached inside a tool call's arguments: the message ends (length) with the call still open.
+    "tool-max-tokens": lambda p, u, t, s: Scenario(
+        "",
+        [
+            u,
+            TextBlock(["Let me ", "check."]),
+            ToolCallBlock("toolu_sim_weather", "get_weather", ['{"city": "Pa', 'ris", "un'], cut=True),
+            Stop("length", output=20),
+        ],
+    ),
     # Emoji cut between events inside their UTF-16 surrogate pair (a high surrogate ends one delta, its low
     # surrogate starts the next), plus halves that never pair: a lone high before other text, a lone low,
     # and a high surrogate that ends the block.

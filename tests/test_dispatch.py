@@ -363,3 +363,34 @@ async def test_a_body_that_ends_without_its_terminal_signal_is_truncated():
     provider = FakeProvider(scripts=[[[{"type": "text_start"}], [{"type": "text_delta", "delta": "cut"}]]])
     job = await run_job(provider)
     assert job.turn.outcome == "error" and "truncated" in job.turn.message["errorMessage"]
+
+
+# ----------------------------------------------------------------- the token limit inside a tool call
+
+
+@pytest.mark.parametrize("closed_by_adapter", [False, True])
+async def test_arguments_cut_off_by_the_token_limit_name_the_call(closed_by_adapter):
+    """Whether the adapter leaves the call open (Anthropic) or closes it at the message's end (Responses, Chat
+    Completions), the turn ends with one error naming the call and the token limit (CONTRACT invariant 5)."""
+    end = [{"type": "toolcall_end"}] if closed_by_adapter else []
+    provider = FakeProvider(scripts=[[
+        [{"type": "toolcall_start", "id": "call_1", "toolName": "get_weather"}],
+        [{"type": "toolcall_delta", "delta": '{"city": "Pa'}],
+        [*end, {"type": "finish", "reason": "length"}],
+    ]])
+    job = await run_job(provider)
+    assert job.turn.outcome == "error"
+    assert job.turn.message["errorMessage"] == (
+        "fake/m tool call call_1 (get_weather): arguments were cut off by the token limit (stop reason length)"
+    )
+    assert job.turn.message["content"] == []
+
+
+async def test_arguments_that_do_not_parse_at_a_normal_stop_are_not_called_cut_off():
+    provider = FakeProvider(scripts=[[
+        [{"type": "toolcall_start", "id": "call_1", "toolName": "t"}],
+        [{"type": "toolcall_delta", "delta": '{"a": '}],
+        [{"type": "toolcall_end"}, {"type": "finish", "reason": "toolUse"}],
+    ]])
+    job = await run_job(provider)
+    assert "arguments are not valid JSON" in job.turn.message["errorMessage"]

@@ -384,3 +384,40 @@ def test_coalesced_deltas_join_a_cut_pair_too():
     turn.settle_done("stop")
     events = check_events(drain(turn))
     assert "".join(e["delta"] for e in events if e["type"] == "text_delta") == f"ab{GRIN}c{GRIN}"
+
+
+# ----------------------------------------------------------------- the token limit inside a block
+
+
+def test_the_token_limit_inside_a_tool_call_is_a_tool_arguments_error():
+    turn = new_turn(throttle_ms=0)
+    turn.apply({"type": "text_start"})
+    turn.apply({"type": "text_delta", "delta": "Let me check."})
+    turn.apply({"type": "text_end"})
+    turn.apply({"type": "toolcall_start", "id": "toolu_1", "toolName": "get_weather"})
+    turn.apply({"type": "toolcall_delta", "delta": '{"city": "Pa'})
+    with pytest.raises(ToolArgumentsError) as raised:
+        turn.settle_done("length")
+    assert str(raised.value) == "tool call toolu_1 (get_weather): arguments were cut off by the token limit (stop reason length)"
+    assert (raised.value.call_id, raised.value.name) == ("toolu_1", "get_weather")
+    assert not turn.settled and [b["type"] for b in turn.message["content"]] == ["text"]
+    assert turn.settle_error(f"p/m {raised.value}")
+    events = check_events(drain(turn))
+    assert "toolcall_end" not in [e["type"] for e in events]
+
+
+def test_the_token_limit_inside_a_text_block_ends_the_block():
+    turn = new_turn(throttle_ms=0)
+    turn.apply({"type": "text_start"})
+    turn.apply({"type": "text_delta", "delta": "cut he"})
+    assert turn.settle_done("length")
+    events = check_events(drain(turn))
+    assert [e["type"] for e in events] == ["start", "text_start", "text_delta", "text_end", "done"]
+    assert events[-2]["content"] == "cut he" and events[-1]["reason"] == "length"
+
+
+def test_any_other_stop_with_an_open_block_is_a_contract_violation():
+    turn = new_turn(throttle_ms=0)
+    turn.apply({"type": "toolcall_start", "id": "c1", "toolName": "t"})
+    with pytest.raises(ContractViolation, match="open"):
+        turn.settle_done("toolUse")

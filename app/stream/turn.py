@@ -40,8 +40,21 @@ class ContractViolation(RuntimeError):
     """An adapter produced events out of order. A bug of ours, reported as an internal error."""
 
 
+ARGUMENTS_CUT_OFF = "arguments were cut off by the token limit (stop reason length)"
+
+
 class ToolArgumentsError(Exception):
-    """A tool call's streamed arguments did not parse as one JSON object."""
+    """A tool call's streamed arguments did not parse as one JSON object, or the token limit cut them off."""
+
+    def __init__(self, call_id: str, name: str, problem: str) -> None:
+        super().__init__(f"tool call {call_id} ({name}): {problem}")
+        self.call_id = call_id
+        self.name = name
+        self.problem = problem
+
+    def cut_off(self) -> "ToolArgumentsError":
+        """The same call, failed because the message ended at the token limit inside its arguments."""
+        return ToolArgumentsError(self.call_id, self.name, ARGUMENTS_CUT_OFF)
 
 
 class _PendingDelta:
@@ -168,13 +181,24 @@ class Turn:
         self.message["usage"] = priced_usage(tokens, self.pricing)
 
     def settle_done(self, reason: str) -> bool:
-        """Settle as `done`. Returns False when the turn had already settled."""
+        """Settle as `done`. Returns False when the turn had already settled.
+
+        A vendor that reaches its token limit (`length`) may end the message inside a block without closing
+        it: a text or thinking block ends there, a tool call whose arguments were cut off raises
+        `ToolArgumentsError` (CONTRACT invariant 5: nothing is repaired or invented). Any other block left
+        open is a `ContractViolation`."""
         if self.settled:
             return False
         if not self.started:
             self._commit()
-        if self._open is not None:
-            raise ContractViolation(f"done while {self._open['type']} block {self._open['_index']} is open")
+        block = self._open
+        if block is not None:
+            if reason != "length":
+                raise ContractViolation(f"done while {block['type']} block {block['_index']} is open")
+            if block["type"] == "toolCall":
+                self._drop_open_block()
+                raise ToolArgumentsError(block["id"], block["name"], ARGUMENTS_CUT_OFF)
+            self._close_block(f"{block['type']}_end", {})
         if self.tool_calls:
             reason = "toolUse"
         elif reason == "toolUse":
@@ -295,13 +319,11 @@ class Turn:
                 arguments = orjson.loads(text)
             except orjson.JSONDecodeError as exc:
                 self.message["content"].pop()
-                raise ToolArgumentsError(
-                    f"tool call {block['id']} ({block['name']}): arguments are not valid JSON: {exc}"
-                ) from None
+                raise ToolArgumentsError(block["id"], block["name"], f"arguments are not valid JSON: {exc}") from None
             if not isinstance(arguments, dict):
                 self.message["content"].pop()
                 raise ToolArgumentsError(
-                    f"tool call {block['id']} ({block['name']}): arguments are JSON {type(arguments).__name__}, not an object"
+                    block["id"], block["name"], f"arguments are JSON {type(arguments).__name__}, not an object"
                 )
             block["arguments"] = arguments
             if event.get("thoughtSignature"):

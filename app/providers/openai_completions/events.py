@@ -20,7 +20,8 @@ cacheRead = cached, output = completion_tokens, plus reasoning_tokens where tota
 counts them outside completion_tokens (xAI).
 
 The terminal signal is the `finish_reason`, acted on once usage has come too (with it, or in the trailing
-`choices: []` chunk that follows it), else at the end of the body: `toolUse` whenever a call completed, else `stop` → stop, `length` → length;
+`choices: []` chunk that follows it), else at the end of the body: `stop` → stop, `length` → length, `tool_calls` → toolUse (the event stream makes it
+`toolUse` whenever a call completed, `stop` when none did; an unknown reason with completed calls is toolUse);
 `content_filter` and a refusal raise (kind refusal); a body without any `finish_reason` raises (truncated).
 """
 
@@ -127,11 +128,13 @@ class ChatCompletionsTranslator:
             raise ProviderError("stream ended without a finish_reason (truncated)", retryable=True, kind=ErrorKind.TRUNCATED)
         if reason == "content_filter":
             raise ProviderError("stopped by the content filter: finish_reason=content_filter", kind=ErrorKind.REFUSAL)
-        mapped = "toolUse" if self._calls_done else _STOP_REASONS.get(reason)
+        # The event stream makes it toolUse when a call completed, stop when none did; `length` stays, so that a
+        # call the token limit cut off is reported as such (app.dispatch).
+        mapped = _STOP_REASONS.get(reason)
+        if mapped is None and self._calls_done:
+            mapped = "toolUse"  # an unknown reason with completed calls: the calls say what happened
         if mapped is None:
             raise ProviderError(f"stopped for an unknown reason: finish_reason={reason}", kind=ErrorKind.STOP_REASON)
-        if mapped == "toolUse" and not self._calls_done:
-            mapped = "stop"
         return events + [{"type": "finish", "reason": mapped}]
 
     # ------------------------------------------------------------------ deltas
