@@ -271,3 +271,17 @@ def test_key_policies_see_the_model_a_name_stands_for(gateway_factory, tmp_path)
     assert refused.status_code == 403, refused.text
     error = refused.json()["error"]
     assert error["param"] == "fallback.0" and "openai/only-openai" in error["message"]
+
+
+def test_a_message_naming_the_model_by_an_alias_is_the_same_model(routed):
+    """Thinking signed by `text-latest` (an alias of anthropic/text, as a pi client names it) goes back signed."""
+    m = marker()
+    body = {"model": "anthropic/text", "context": {"messages": [
+        {"role": "user", "content": "hi"},
+        {"role": "assistant", "provider": "anthropic", "api": "anthropic-messages", "model": "text-latest",
+         "content": [{"type": "thinking", "thinking": "Think.", "thinkingSignature": "sig-1"},
+                     {"type": "text", "text": "Hello."}], "stopReason": "stop"},
+        {"role": "user", "content": m}]}}
+    assert routed.stream(body).terminal["type"] == "done"
+    assistant = routed.sim.seen(m)[0]["body"]["messages"][1]
+    assert assistant["content"][0] == {"type": "thinking", "thinking": "Think.", "signature": "sig-1"}

@@ -3,7 +3,7 @@
 Run by every adapter before it converts the history to its wire format:
 
 - assistant turns that ended in `error` or `aborted` are dropped (and results of their tool calls with them);
-- thinking from the same model (same provider, api and id) is kept with its signature; from another model
+- thinking from the same model (same provider, api and id or alias) is kept with its signature; from another model
   it becomes plain text, and empty or redacted thinking is dropped;
 - text and tool calls from another model lose their signatures; their tool call ids are normalised by the
   target's rule and the matching tool results follow the new ids;
@@ -17,6 +17,7 @@ import re
 from dataclasses import dataclass
 from typing import Callable
 
+from app.catalog import ModelInfo
 from app.contract.messages import (
     AssistantMessage,
     ImageContent,
@@ -34,12 +35,25 @@ NO_RESULT = "No result provided"
 
 @dataclass(frozen=True, slots=True)
 class Target:
+    """The model a conversation is about to be sent to: provider name (a catalog provider's own name, never a
+    vendor name), api, model id, and the catalog's aliases of that id."""
+
     provider: str
     api: str
     model: str
+    aliases: frozenset[str] = frozenset()
+
+    @classmethod
+    def of(cls, model: ModelInfo, api: str) -> "Target":
+        return cls(model.provider, api, model.id, frozenset(model.aliases))
 
     def is_same_model(self, message: AssistantMessage) -> bool:
-        return message.provider == self.provider and message.api == self.api and message.model == self.model
+        """Same provider, api and model (by its id or an alias: pi clients name models by dated ids)."""
+        return (
+            message.provider == self.provider
+            and message.api == self.api
+            and (message.model == self.model or message.model in self.aliases)
+        )
 
 
 def strip_surrogates(text: str) -> str:

@@ -110,7 +110,7 @@ def build_params(model: ModelInfo, context: Context, options: StreamOptions) -> 
         max_tokens = min(max_tokens, model.max_tokens)  # a request above the model's limit would only fail upstream
     params: dict[str, Any] = {
         "model": model.id,
-        "messages": convert_messages(context, Target(model.provider, API, model.id)),
+        "messages": convert_messages(context, Target.of(model, API)),
         "stream": True,
     }
     if context.system_prompt:

@@ -191,4 +191,4 @@ def build_request(model: ModelInfo, context: Context, options: StreamOptions) ->
         config["temperature"] = options.temperature
     if options.reasoning:
         config["thinking_config"] = thinking_config(model.id, options.reasoning)
-    return {"model": model.id, "contents": convert_contents(context, Target(model.provider, API, model.id)), "config": config}
+    return {"model": model.id, "contents": convert_contents(context, Target.of(model, API)), "config": config}

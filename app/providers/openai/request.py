@@ -192,7 +192,7 @@ def build_params(model: ModelInfo, context: Context, options: StreamOptions) -> 
     """Keyword arguments for `client.responses.create(..., stream=True)`."""
     params: dict[str, Any] = {
         "model": model.id,
-        "input": convert_input(context, Target(model.provider, API, model.id)),
+        "input": convert_input(context, Target.of(model, API)),
         "stream": True,
         "store": False,
     }

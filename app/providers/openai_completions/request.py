@@ -195,7 +195,7 @@ def build_params(model: ModelInfo, context: Context, options: StreamOptions, com
     """The JSON body of `POST /chat/completions` with `stream: true`."""
     params: dict[str, Any] = {
         "model": model.id,
-        "messages": convert_messages(context, Target(model.provider, API, model.id), compat),
+        "messages": convert_messages(context, Target.of(model, API), compat),
         "stream": True,
     }
     if compat.stream_usage:
