@@ -93,6 +93,7 @@ def test_openai_refuses_stop_sequences_before_any_call(gateway):
 
 def test_openai_refuses_top_p_while_reasoning(gateway):
     refused(gateway, "openai/text", "options.topP", "topP", topP=0.5, reasoning="low")
+    refused(gateway, "openai/gpt-5-mini", "options.topP", "gpt-5-mini is one", topP=0.5)  # a reasoning model
 
 
 # --- Google Gemini ------------------------------------------------------------------------------------------

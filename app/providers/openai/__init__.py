@@ -25,7 +25,7 @@ class OpenAIResponsesProvider(StainlessProvider):
         return build_params(model, context, options)
 
     def check_request(self, model: ModelInfo, context: Context, options: StreamOptions) -> None:
-        check_request(context, options)
+        check_request(model, context, options)
 
     def translator(self, model: ModelInfo) -> OpenAIResponsesTranslator:
         return OpenAIResponsesTranslator()

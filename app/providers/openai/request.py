@@ -11,7 +11,7 @@ History mapping (after `handoff.prepare_history`):
 - tool results → `function_call_output` (text joined by newlines, or a list of parts when images are present).
 
 Options: `toolChoice` → `tool_choice` "auto" / "none" / "required" / `{type: function, name}` (only sent with
-tools); `topP` → `top_p` (not with reasoning, like temperature). The Responses API has no stop sequences:
+tools); `topP` → `top_p` (refused for reasoning models and with `reasoning`). The Responses API has no stop sequences:
 `check_request` refuses a request with `stop`, and `topP` while reasoning.
 """
 
@@ -171,13 +171,16 @@ def convert_input(context: Context, target: Target) -> list[dict[str, Any]]:
     return items
 
 
-def check_request(context: Context, options: StreamOptions) -> None:
+def check_request(model: ModelInfo, context: Context, options: StreamOptions) -> None:
     """Raise RequestRejected for what the Responses API cannot do."""
     if options.stop:
         raise RequestRejected("OpenAI's Responses API has no stop sequences: drop options.stop or choose another model",
                               param=STOP)
-    if options.reasoning and options.top_p is not None:
-        raise RequestRejected("OpenAI reasoning models take no topP: drop options.topP or options.reasoning", param=TOP_P)
+    if options.top_p is not None and (options.reasoning or model.reasoning):
+        raise RequestRejected(
+            f"OpenAI reasoning models take no topP ({model.id} {'is one' if model.reasoning else 'reasons here'})",
+            param=TOP_P,
+        )
     check_tool_choice(context, options)
 
 
