@@ -58,6 +58,7 @@ class TurnJob:
     api_key_id: str | None = None
     requested_model: str = ""
     fallback: list[str] = field(default_factory=list)
+    door: str = "unified"  # the client wire format: unified | pi | openai-chat | anthropic-messages
     attempts: list[dict[str, Any]] = field(default_factory=list)
     upstream_frames: int = 0
     upstream_wait: float = 0.0  # seconds spent awaiting the upstream (open and each next frame), for metrics

@@ -72,8 +72,11 @@ class Gateway:
         await self.recorder.flush(timeout=1.0)
         return await self.ledger.spend(key_id, since_ms)
 
-    async def start_turn(self, request: StreamRequest, request_id: str, key_id: str | None) -> TurnJob:
-        """Resolve the model and its fallbacks, apply the key's policy, then start the turn's pump."""
+    async def start_turn(
+        self, request: StreamRequest, request_id: str, key_id: str | None, door: str = "unified"
+    ) -> TurnJob:
+        """Resolve the model and its fallbacks, apply the key's policy, then start the turn's pump. `door`
+        names the client wire format the request came through (records and metrics show it)."""
         self._check_capacity(key_id)
         options = request.options
         routes = self._honouring(self.dispatcher.plan(request.model, request.fallback), request)
@@ -89,6 +92,7 @@ class Gateway:
             api_key_id=key_id,
             requested_model=request.model,
             fallback=list(request.fallback),
+            door=door,
         )
         job.task = asyncio.create_task(self.dispatcher.run(job), name=f"turn-{request_id}")
         self.jobs.add(job)

@@ -117,6 +117,7 @@ def request_fields(job: TurnJob, log_content: bool = False) -> dict[str, Any]:
     fields: dict[str, Any] = {
         "requestId": turn.request_id,
         "apiKeyId": job.api_key_id,
+        "door": job.door,
         "requestedModel": job.requested_model,
         "provider": message.get("provider"),
         "model": message.get("model"),

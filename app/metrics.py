@@ -2,8 +2,9 @@
 
 Every metric is named `gateway_*`; counters end in `_total`, durations are `_seconds` histograms. Labels are
 bounded: `provider` (a configured provider), `model` (a catalog model id, or `other` for ids the catalog does
-not list, so a client cannot grow the series without limit), `outcome` (`done | error | aborted`) and `kind`
-(a small fixed vocabulary per metric). Request ids and keys are never labels.
+not list, so a client cannot grow the series without limit), `outcome` (`done | error | aborted`), `door`
+(`unified | pi | openai-chat | anthropic-messages`, set by the server's routes) and `kind` (a small fixed
+vocabulary per metric). Request ids and keys are never labels.
 
 Multi-worker mode: when `PROMETHEUS_MULTIPROC_DIR` is set (before the process starts), prometheus-client
 keeps values in files in that directory, `/metrics` aggregates every worker's files with a
@@ -70,7 +71,9 @@ class Metrics:
             return Histogram(name, doc, labels, registry=own, buckets=buckets)
 
         self.requests = counter(
-            "gateway_requests_total", "Turns settled, by the provider and model that served them and outcome", (*pm, "outcome")
+            "gateway_requests_total",
+            "Turns settled, by the provider and model that served them, outcome and door (client wire format)",
+            (*pm, "outcome", "door"),
         )
         self.active = Gauge(
             "gateway_active_streams", "Turns in flight (streams and completions)", registry=own, multiprocess_mode="livesum"
@@ -152,7 +155,7 @@ class Metrics:
         provider = message.get("provider") or job.requested_model.partition("/")[0]
         model = self.model_label(provider, message.get("model") or job.requested_model.partition("/")[2])
         outcome = turn.outcome or "error"
-        self.requests.labels(provider, model, outcome).inc()
+        self.requests.labels(provider, model, outcome, job.door).inc()
 
         duration = max(time.monotonic() - turn.created_at, 0.0)
         self.duration.labels(provider, model, outcome).observe(duration)

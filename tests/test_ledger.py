@@ -19,7 +19,9 @@ from typing import Any, Iterator
 import httpx
 import pytest
 
-from app.ledger import open_ledger
+import orjson
+
+from app.ledger import open_ledger, postgres, sqlite
 from app.ledger.base import INTERRUPTED_MESSAGE
 from app.ledger.postgres import PostgresLedger
 from tests.conftest import marker, run_async, turn
@@ -29,7 +31,7 @@ from tests.test_metrics import scrape
 FIELDS = {
     "requestId", "createdAt", "settledAt", "apiKeyId", "requestedModel", "fallback", "attempts", "provider", "api",
     "model", "outcome", "stopReason", "errorMessage", "usage", "ttftMs", "durationMs", "upstreamFrames",
-    "eventsSent", "lateFramesDropped", "clientDisconnected", "message",
+    "eventsSent", "lateFramesDropped", "clientDisconnected", "message", "door",
 }  # fmt: skip
 
 
@@ -92,6 +94,7 @@ def test_done_record(ledger_gateway):
     assert record["outcome"] == "done" and record["stopReason"] == "stop" and record["errorMessage"] is None
     assert (record["provider"], record["api"], record["model"]) == ("anthropic", "anthropic-messages", "text")
     assert record["requestedModel"] == "anthropic/text" and record["fallback"] == []
+    assert record["door"] == "unified"
     assert record["apiKeyId"] is None  # authentication is off on this gateway
     assert record["message"] == result.message
     assert record["usage"] == result.terminal["usage"]
@@ -289,7 +292,52 @@ async def test_migration_is_safe_when_replicas_start_together(ledger_url):
     finally:
         for ledger in ledgers:
             await ledger.aclose()
-    assert await _scalar(ledger_url, "SELECT COUNT(*) FROM gateway_schema_version") == 1
+    expected = (postgres if ledger_url.startswith("postgresql") else sqlite).SCHEMA_VERSION
+    assert await _scalar(ledger_url, "SELECT COUNT(*) FROM gateway_schema_version") == expected
+
+
+async def _execute(url: str, statements: list[str]) -> None:
+    if url.startswith("sqlite"):
+        import sqlite3
+
+        with sqlite3.connect(url[len("sqlite:///") :]) as db:
+            for statement in statements:
+                db.execute(statement)
+        return
+    import asyncpg
+
+    conn = await asyncpg.connect(url)
+    try:
+        for statement in statements:
+            await conn.execute(statement)
+    finally:
+        await conn.close()
+
+
+async def test_a_version_1_store_gains_the_door_column(ledger_url):
+    """A store written before doors were recorded migrates: old records read `door: null`, new ones their door."""
+    store = postgres if ledger_url.startswith("postgresql") else sqlite
+    old = orjson.dumps(_record("req_old", outcome="done")).decode()
+    await _execute(
+        ledger_url,
+        [
+            *store.MIGRATIONS[1],
+            "CREATE TABLE gateway_schema_version (version INTEGER PRIMARY KEY, applied_at BIGINT NOT NULL DEFAULT 0)",
+            "INSERT INTO gateway_schema_version (version, applied_at) VALUES (1, 0)",
+            "INSERT INTO gateway_requests (request_id, api_key_id, instance_id, created_at, settled_at, outcome, record) "
+            f"VALUES ('req_old', 'alice', 'gone-1', 1000, 1005, 'done', '{old}')",
+        ],
+    )
+    ledger = open_ledger(ledger_url)
+    await ledger.start()
+    try:
+        await ledger.complete({**_record("req_new", created=2000, outcome="done"), "door": "openai-chat"})
+        assert (await ledger.get("req_old", "alice"))["door"] is None
+        assert (await ledger.get("req_new", "alice"))["door"] == "openai-chat"
+    finally:
+        await ledger.aclose()
+    assert await _scalar(ledger_url, "SELECT door FROM gateway_requests WHERE request_id = 'req_new'") == "openai-chat"
+    assert await _scalar(ledger_url, "SELECT MAX(version) FROM gateway_schema_version") == store.SCHEMA_VERSION
 
 
 async def test_sqlite_start_marks_every_open_record(tmp_path):

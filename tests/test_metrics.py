@@ -53,10 +53,10 @@ def test_requests_by_outcome(scripted):
     gw, (done, error, fallback) = scripted
     assert fallback.terminal["type"] == "done" and error.terminal["type"] == "error"
     m = scrape(gw.url)  # /metrics is open: no Authorization header
-    assert value(m, "gateway_requests_total", provider="anthropic", model="text", outcome="done") == 2
+    assert value(m, "gateway_requests_total", provider="anthropic", model="text", outcome="done", door="unified") == 2
     # Model ids the catalog does not list share the `other` label (bounded cardinality).
-    assert value(m, "gateway_requests_total", provider="anthropic", model="other", outcome="error") == 1
-    assert value(m, "gateway_requests_total", provider="anthropic", model="other", outcome="aborted") == 1
+    assert value(m, "gateway_requests_total", provider="anthropic", model="other", outcome="error", door="unified") == 1
+    assert value(m, "gateway_requests_total", provider="anthropic", model="other", outcome="aborted", door="unified") == 1
     assert not any("error-mid-stream" in str(key) or "req_" in str(key) for key in m)
     assert value(m, "gateway_active_streams") == 0
 
@@ -114,9 +114,9 @@ def test_multiprocess_mode(sim, tmp_path):
         deadline = time.monotonic() + 10
         while True:
             m = scrape(proc.url)
-            if value(m, "gateway_requests_total", provider="anthropic", model="text", outcome="done") or time.monotonic() > deadline:
+            if value(m, "gateway_requests_total", provider="anthropic", model="text", outcome="done", door="unified") or time.monotonic() > deadline:
                 break
-        assert value(m, "gateway_requests_total", provider="anthropic", model="text", outcome="done") == 1
+        assert value(m, "gateway_requests_total", provider="anthropic", model="text", outcome="done", door="unified") == 1
         assert value(m, "gateway_active_streams") == 0
         assert any(p.name.startswith("counter_") for p in metrics_dir.iterdir())
         assert any(p.name.startswith("gauge_livesum_") for p in metrics_dir.iterdir())

@@ -1,4 +1,5 @@
-"""Client keys: `Authorization: Bearer <key>` checked against `GATEWAY_API_KEYS` in constant time.
+"""Client keys: `Authorization: Bearer <key>` (or `x-api-key: <key>`, what the Anthropic SDKs send) checked
+against `GATEWAY_API_KEYS` in constant time.
 
 A key's public identity (`apiKeyId` in records, logs and metrics) is its configured name, or for a bare
 key `key-` and the first 12 hex digits of its SHA-256. The key itself is never stored or logged.
@@ -13,10 +14,20 @@ import hashlib
 import hmac
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import Mapping
 
 from app.api.errors import ApiError
 
 OPEN_PATHS = frozenset({"/healthz", "/readyz", "/metrics"})
+
+
+def authorization(headers: Mapping[str, str]) -> str | None:
+    """The credentials a request presents, as an Authorization value for `identify`: its `Authorization`
+    header (OpenAI SDKs, curl), or else its `x-api-key` header as a bearer token (Anthropic SDKs)."""
+    value = headers.get("authorization")
+    if value is None and (api_key := headers.get("x-api-key")) is not None:
+        return f"Bearer {api_key}"
+    return value
 
 
 @dataclass(frozen=True)

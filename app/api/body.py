@@ -173,15 +173,26 @@ def _describe(error: ErrorDetails) -> tuple[str, str]:
     return param, error["msg"]
 
 
-def parse_model(raw: bytes, model: type[M], max_depth: int) -> M:
+def parse_json(raw: bytes, max_depth: int, prose_paths: tuple[tuple[str, ...], ...] = ()) -> dict[str, Any]:
+    """The body as a JSON object within the nesting limit, lone surrogates removed from the `prose_paths`
+    (and refused anywhere else): 400 not JSON or not an object, 413 too deep, 422 a misplaced surrogate."""
     data, may_hold_surrogates = _loads(raw, max_depth)
     if not isinstance(data, dict):
         raise ApiError(400, "invalid_request", "request body must be a JSON object")
     if json_depth(data, max_depth) > max_depth:
         raise _too_deep(max_depth)
     if may_hold_surrogates:
-        clean_surrogates(data, getattr(model, "PROSE_PATHS", ()))
+        clean_surrogates(data, prose_paths)
+    return data
+
+
+def validate(data: dict[str, Any], model: type[M]) -> M:
+    """`data` as the pydantic contract `model` (422 listing every problem, `param` naming the first)."""
     try:
         return model.model_validate(data)
     except ValidationError as exc:
         raise validation_error(exc.errors(include_url=False)) from None
+
+
+def parse_model(raw: bytes, model: type[M], max_depth: int) -> M:
+    return validate(parse_json(raw, max_depth, getattr(model, "PROSE_PATHS", ())), model)

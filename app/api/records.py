@@ -12,6 +12,7 @@ import logging
 from fastapi import APIRouter, Query, Request
 from starlette.responses import Response
 
+from app.api.auth import authorization
 from app.api.errors import ApiError, json_response
 from app.gateway import Gateway
 
@@ -28,7 +29,7 @@ def _unavailable(exc: Exception) -> ApiError:
 
 async def _scope(request: Request) -> tuple[Gateway, str | None]:
     gateway: Gateway = request.app.state.gateway
-    key_id = gateway.keys.identify(request.headers.get("authorization"))
+    key_id = gateway.keys.identify(authorization(request.headers))
     await gateway.recorder.flush(READ_YOUR_WRITES_WAIT_S)
     return gateway, key_id
 

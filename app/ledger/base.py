@@ -86,6 +86,7 @@ def build_record(job: "TurnJob", *, settled_at: int | None, retain_content: bool
         "createdAt": created,
         "settledAt": settled_at,
         "apiKeyId": job.api_key_id,
+        "door": job.door,
         "requestedModel": job.requested_model,
         "fallback": list(job.fallback),
         "attempts": attempts,
@@ -119,9 +120,13 @@ class StoredRow:
     settled_at: int | None
     outcome: str | None
     record: str  # JSON text
+    door: str | None = None  # the client wire format (schema version 2)
 
     def params(self) -> tuple[Any, ...]:
-        return (self.request_id, self.api_key_id, self.instance_id, self.created_at, self.settled_at, self.outcome, self.record)
+        return (
+            self.request_id, self.api_key_id, self.instance_id, self.created_at, self.settled_at, self.outcome,
+            self.record, self.door,
+        )
 
 
 def encode_record(record: dict[str, Any], instance_id: str) -> StoredRow:
@@ -134,6 +139,7 @@ def encode_record(record: dict[str, Any], instance_id: str) -> StoredRow:
         outcome=record["outcome"],
         # `default=str` and non-str keys: encoding a record never fails.
         record=orjson.dumps(record, default=str, option=orjson.OPT_NON_STR_KEYS).decode(),
+        door=record.get("door"),
     )
 
 
@@ -142,16 +148,18 @@ def decode_row(record_json: str, outcome: str | None, settled_at: int | None) ->
     record = orjson.loads(record_json)
     record["outcome"] = outcome
     record["settledAt"] = settled_at
+    record.setdefault("door", None)  # records written before doors were recorded (schema version 1)
     if outcome == "interrupted" and not record.get("errorMessage"):
         record["errorMessage"] = INTERRUPTED_MESSAGE
     return record
 
 
 # Columns of `gateway_requests`, in `StoredRow.params()` order.
-COLUMNS = "request_id, api_key_id, instance_id, created_at, settled_at, outcome, record"
+COLUMNS = "request_id, api_key_id, instance_id, created_at, settled_at, outcome, record, door"
+COLUMN_COUNT = COLUMNS.count(",") + 1
 UPSERT_SET = (
     "api_key_id = excluded.api_key_id, instance_id = excluded.instance_id, created_at = excluded.created_at, "
-    "settled_at = excluded.settled_at, outcome = excluded.outcome, record = excluded.record"
+    "settled_at = excluded.settled_at, outcome = excluded.outcome, record = excluded.record, door = excluded.door"
 )
 
 

@@ -35,6 +35,7 @@ from typing import Any, Sequence
 import asyncpg
 
 from app.ledger.base import (
+    COLUMN_COUNT,
     COLUMNS,
     PROCESS_INSTANCES,
     UPSERT_SET,
@@ -48,7 +49,7 @@ from app.ledger.base import (
 
 log = logging.getLogger("gateway.ledger")
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 MIGRATION_LOCK = 0x6C6C6D67_6C656467 & 0x7FFFFFFFFFFFFFFF  # "llmgledg": one advisory lock id for the DDL
 MIGRATIONS: dict[int, list[str]] = {
     1: [
@@ -71,9 +72,11 @@ MIGRATIONS: dict[int, list[str]] = {
             started_at TIMESTAMPTZ NOT NULL DEFAULT now(),
             heartbeat_at TIMESTAMPTZ NOT NULL DEFAULT now())""",
     ],
+    # The door (client wire format) a request came through: unified, pi, openai-chat, anthropic-messages.
+    2: ["ALTER TABLE gateway_requests ADD COLUMN IF NOT EXISTS door TEXT"],
 }
 _SELECT = "SELECT record, outcome, settled_at FROM gateway_requests"
-_VALUES = "VALUES ($1, $2, $3, $4, $5, $6, $7)"
+_VALUES = "VALUES (" + ", ".join(f"${n}" for n in range(1, COLUMN_COUNT + 1)) + ")"
 
 
 def host_identity() -> str:

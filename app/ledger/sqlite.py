@@ -17,6 +17,7 @@ from typing import Any, Sequence
 import aiosqlite
 
 from app.ledger.base import (
+    COLUMN_COUNT,
     COLUMNS,
     UPSERT_SET,
     Ledger,
@@ -27,7 +28,7 @@ from app.ledger.base import (
     now_ms,
 )
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 MIGRATIONS: dict[int, list[str]] = {
     1: [
         """CREATE TABLE IF NOT EXISTS gateway_requests (
@@ -43,6 +44,8 @@ MIGRATIONS: dict[int, list[str]] = {
         "CREATE INDEX IF NOT EXISTS gateway_requests_created ON gateway_requests (created_at DESC, request_id DESC)",
         "CREATE INDEX IF NOT EXISTS gateway_requests_open ON gateway_requests (instance_id) WHERE outcome IS NULL",
     ],
+    # The door (client wire format) a request came through: unified, pi, openai-chat, anthropic-messages.
+    2: ["ALTER TABLE gateway_requests ADD COLUMN door TEXT"],
 }
 _SELECT = "SELECT record, outcome, settled_at FROM gateway_requests"
 
@@ -104,7 +107,7 @@ class SqliteLedger(Ledger):
     async def write(self, items: Sequence[tuple[WriteKind, "dict[str, Any] | StoredRow"]]) -> None:
         inserts, completes = self.encode(items)
         db = self._require(self._writer)
-        placeholders = ", ".join("?" * 7)
+        placeholders = ", ".join("?" * COLUMN_COUNT)
         await db.execute("BEGIN")
         try:
             if inserts:

@@ -1,0 +1,140 @@
+"""The HTTP glue every door shares: authenticate, read and parse the body, let the door decode it, start the
+turn, and answer with the door's encoder — a stream (`app.api.sse`) or one JSON body. Errors before the turn
+starts are rendered in the door's own error shape."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import Response
+
+from app.api.auth import authorization
+from app.api.body import parse_json, read_body
+from app.api.errors import ApiError, json_response, refusal_error
+from app.api.sse import event_stream_response
+from app.dispatch import Interrupt, TurnJob
+from app.doors.base import Door, EventEncoder, Failure, TurnResult
+from app.gateway import Gateway
+from app.refusals import Refusal
+
+SHUTDOWN_MARGIN = 10.0  # seconds an SSE response outlives the drain timeout, for the shutdown error to reach the client
+CLIENT_CLOSED_STATUS = 499  # what a non-streaming answer nobody reads any more carries (nginx's convention)
+
+
+async def serve(request: Request, door: Door, *, stream: bool | None = None) -> Response:
+    """One turn through `door`. `stream` overrides what the request asked for (`/v1/stream` vs `/v1/complete`)."""
+    gateway: Gateway = request.app.state.gateway
+    request_id: str = request.scope["state"]["request_id"]
+    try:
+        key_id = gateway.keys.identify(authorization(request.headers))
+        raw = await read_body(request, gateway.settings.max_body_bytes)
+        body = parse_json(raw, gateway.settings.max_json_depth, door.prose_paths)
+        decoded = door.decode(body, request.headers)
+        job = await gateway.start_turn(decoded.unified, request_id, key_id, door=door.name)
+    except ApiError as error:
+        return json_response(door.error_body(error), error.status, error.headers)
+    except Refusal as refusal:
+        error = refusal_error(refusal)
+        return json_response(door.error_body(error), error.status, error.headers)
+    # Let the turn's task run to its first wait, which sends the upstream request, before this request's
+    # response is set up: the vendor starts working (and the time to first token runs) a little sooner.
+    await asyncio.sleep(0)
+    encoder = door.encoder(request_id, decoded)
+    headers = {"X-Request-Id": request_id}
+    if not (decoded.stream if stream is None else stream):
+        return await _complete(job, encoder, request, headers)
+    first = None
+    if encoder.hold_until_start:
+        first = await _until_disconnect(request, job.turn.next_event())
+        if first is DISCONNECTED or first is None:  # the client left before the turn started
+            job.interrupt(Interrupt.CLIENT)
+            job.turn.close_reader()
+            return Response(status_code=CLIENT_CLOSED_STATUS, headers=headers)
+        if first["type"] == "error":
+            job.turn.close_reader()
+            await asyncio.shield(job.task)
+            refused = encoder.refuse(turn_result(job))
+            if refused is not None:
+                status, body = refused
+                return json_response(body, status, {**headers, **turn_result(job).retry_headers()})
+    return event_stream_response(
+        job,
+        encoder,
+        gateway.settings.keepalive_interval,
+        headers,
+        lambda: gateway.draining,
+        shutdown_grace=gateway.settings.drain_timeout + SHUTDOWN_MARGIN,
+        sent=gateway.metrics.sse_events,
+        first=first,
+    )
+
+
+async def _complete(job: TurnJob, encoder: EventEncoder, request: Request, headers: dict[str, str]) -> Response:
+    """Wait for the turn to settle (a client that hangs up cancels it) and answer with the door's body."""
+    job.turn.close_reader()
+    if await _until_disconnect(request, asyncio.shield(job.task)) is DISCONNECTED and not job.task.done():
+        job.interrupt(Interrupt.CLIENT)
+    await asyncio.shield(job.task)
+    result = turn_result(job)
+    status, body = encoder.complete(result)
+    return json_response(body, status, {**headers, **(result.retry_headers() if status >= 400 else {})})
+
+
+DISCONNECTED = object()
+
+
+async def _until_disconnect(request: Request, awaitable: Any) -> Any:
+    """The result of `awaitable`, or `DISCONNECTED` when the client hangs up first (then `awaitable` is
+    cancelled)."""
+    work = asyncio.ensure_future(awaitable)
+    disconnect = asyncio.create_task(_wait_for_disconnect(request))
+    try:
+        await asyncio.wait({work, disconnect}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        disconnect.cancel()
+    if work.done():
+        return work.result()
+    work.cancel()
+    return DISCONNECTED
+
+
+async def _wait_for_disconnect(request: Request) -> None:
+    while (await request.receive())["type"] != "http.disconnect":
+        pass
+
+
+def turn_result(job: TurnJob) -> TurnResult:
+    """A settled turn as doors see it: outcome, message, and for an error its kind and HTTP status."""
+    turn = job.turn
+    outcome = turn.outcome or "error"
+    message = turn.message
+    if outcome == "done":
+        return TurnResult(turn.request_id, outcome, message)
+    failure, status = _classify(job)
+    return TurnResult(turn.request_id, outcome, message, status, failure, _retry_after_ms(message))
+
+
+def _classify(job: TurnJob) -> tuple[Failure, int]:
+    text = job.turn.message.get("errorMessage") or ""
+    if job.turn.outcome == "aborted" or job.client_disconnected:
+        return Failure.ABORTED, CLIENT_CLOSED_STATUS
+    if text.endswith(Interrupt.SHUTDOWN):
+        return Failure.SHUTTING_DOWN, 503
+    if any(reason in text for reason in (Interrupt.FIRST_EVENT, Interrupt.IDLE, Interrupt.TOTAL)) or " timed out" in text:
+        return Failure.TIMEOUT, 504
+    status = job.attempts[-1].get("httpStatus") if job.attempts else None
+    if status == 429:
+        return Failure.RATE_LIMITED, 429
+    if status in (503, 529):
+        return Failure.OVERLOADED, 503
+    if status in (400, 404, 413, 422):
+        return Failure.INVALID_REQUEST, status
+    return Failure.UPSTREAM, 502
+
+
+def _retry_after_ms(message: dict[str, Any]) -> int | None:
+    """docs/api.md §6: an error message ends with ` retry-after-ms=N` when the upstream said when to retry."""
+    _, found, tail = (message.get("errorMessage") or "").rpartition(" retry-after-ms=")
+    return int(tail) if found and tail.isdigit() else None

@@ -1,0 +1,45 @@
+"""Doors: the wire formats clients speak, each the mirror of an adapter (docs/doors/).
+
+An adapter (`app/providers/<vendor>/`) turns the unified request into a vendor's wire request and the
+vendor's wire events into normalized events. A door does the opposite on the client side:
+
+    client wire ──door.decode──▶ StreamRequest ──dispatch──▶ adapter ──▶ normalized events ──door encoder──▶ client wire
+
+The request path therefore reads door → dispatch → adapter → event stream → door. A door knows neither
+providers, nor the dispatcher's internals, nor the ledger; the generic HTTP glue (`app/api/turns.py`: auth,
+body limits, errors, SSE keep-alive, disconnect → cancel, shutdown grace, the `sent` metric) serves every
+door the same way.
+
+Doors: `unified/` (`/v1/stream`, `/v1/complete`), `pi/` (`/api/stream`), `openai_chat/`
+(`/v1/chat/completions`), `anthropic_messages/` (`/v1/messages`). Each package has
+
+- `request.py` — `decode(body: dict, headers: Headers) -> DoorRequest`: the parsed JSON body (already
+  size- and depth-checked) to the unified `StreamRequest` plus how to answer (`stream`). Bad input raises
+  `ApiError` (`app.api.errors`) with a status, a type, a message and the offending `param`; the door renders
+  it in its own error shape (below). A door-specific subclass of `DoorRequest` carries what its encoder
+  needs (e.g. `include_usage`, the model name as the client wrote it).
+- `events.py` — the event encoder: a small class constructed per request with what it needs (request id,
+  the decoded request), with
+    - `encode(event: dict) -> bytes`: one normalized event (from `Turn.next_event()`) as wire bytes,
+      `b""` when the event produces nothing on this wire. The terminal event's bytes end the stream
+      (e.g. the usage chunk and `data: [DONE]`).
+    - `ping() -> bytes`: the keep-alive frame (`: ping\\n\\n` comment, or Anthropic's `event: ping`).
+    - `complete(result: TurnResult) -> tuple[int, Any]`: the non-streaming answer (status, JSON body).
+    - `refuse(result: TurnResult) -> tuple[int, Any] | None`, used when `hold_until_start` is true: the
+      glue waits for the turn's first event before sending response headers, and when that event is the
+      terminal `error` (the turn never started: vendor HTTP error, timeout before the first token) the
+      client gets this HTTP error instead of a stream that fails at once — what the vendors' own APIs do.
+- `error_body(error: ApiError) -> Any` (in `request.py` or `__init__.py`): the error shape —
+  `{"error": {"message", "type", "param", "code"}}` for OpenAI, `{"type": "error", "error": {"type",
+  "message"}}` for Anthropic, docs/api.md §9 `{"error": {"type", "message", "param"}}` for unified, a string
+  for pi.
+
+Each door package exports one `DOOR = Door(name, decode, encoder, error_body, prose_paths)`; `name` is what
+records (`door`) and metrics (`door` label) show: `unified`, `pi`, `openai-chat`, `anthropic-messages`;
+`prose_paths` name where in the body a person's text lives (lone UTF-16 surrogates are removed there and
+refused anywhere else, `app.api.body`).
+"""
+
+from app.doors.base import Door, DoorRequest, EventEncoder, TurnResult
+
+__all__ = ["Door", "DoorRequest", "EventEncoder", "TurnResult"]

@@ -1,0 +1,87 @@
+"""The door interface: what a door's decoder returns, what its encoder offers, and a settled turn as a door
+sees it (the contract is written down in `app/doors/__init__.py`)."""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+from typing import Any, Callable, Mapping, Protocol
+
+from app.api.errors import ApiError
+from app.contract.request import StreamRequest
+
+
+@dataclass(frozen=True, slots=True)
+class DoorRequest:
+    """A client's request as a door decoded it: the unified request and whether to answer as a stream.
+
+    Doors subclass it to carry what their encoder needs besides the unified request."""
+
+    unified: StreamRequest
+    stream: bool = True
+
+
+class Failure(enum.StrEnum):
+    """What kind of failure ended a turn, as a door needs it to pick its error type and status."""
+
+    INVALID_REQUEST = "invalid_request"  # the vendor rejected the request (HTTP 400/404/413/422)
+    RATE_LIMITED = "rate_limited"  # the vendor said 429 (after the gateway's own retries)
+    OVERLOADED = "overloaded"  # the vendor said 503/529
+    TIMEOUT = "timeout"  # a gateway timeout fired (connect, first event, idle, total)
+    SHUTTING_DOWN = "shutting_down"  # the gateway is stopping
+    ABORTED = "aborted"  # the client went away
+    UPSTREAM = "upstream"  # anything else: the vendor failed, refused, truncated, sent bad tool JSON
+
+
+@dataclass(frozen=True, slots=True)
+class TurnResult:
+    """A settled turn, door-agnostic: the final (or partial) AssistantMessage and, for an error, what kind
+    of failure it was and the HTTP status a non-streaming answer (or a refused stream) should carry."""
+
+    request_id: str
+    outcome: str  # done | error | aborted
+    message: dict[str, Any]
+    status: int = 200
+    failure: Failure | None = None
+    retry_after_ms: int | None = None
+
+    @property
+    def error_message(self) -> str:
+        return self.message.get("errorMessage") or ""
+
+    def retry_headers(self) -> dict[str, str]:
+        """`Retry-After` (whole seconds, rounded up) when the upstream said when to retry."""
+        if self.retry_after_ms is None:
+            return {}
+        return {"Retry-After": str(max(1, -(-self.retry_after_ms // 1000)))}
+
+
+class EventEncoder(Protocol):
+    """A door's per-request encoder of normalized events (see `app/doors/__init__.py`)."""
+
+    hold_until_start: bool
+
+    def encode(self, event: dict[str, Any]) -> bytes: ...
+
+    def ping(self) -> bytes: ...
+
+    def complete(self, result: TurnResult) -> tuple[int, Any]: ...
+
+    def refuse(self, result: TurnResult) -> tuple[int, Any] | None: ...
+
+
+Decoder = Callable[[dict[str, Any], Mapping[str, str]], DoorRequest]
+EncoderFactory = Callable[[str, Any], EventEncoder]  # (request id, the door's DoorRequest) → encoder
+
+
+@dataclass(frozen=True, slots=True)
+class Door:
+    """One door: its name (records' `door`, the metrics' `door` label), decoder, encoder and error shape."""
+
+    name: str
+    decode: Decoder
+    encoder: EncoderFactory
+    error_body: Callable[[ApiError], Any]
+    # Where in the body a person's text lives (`app.api.body.ANY_INDEX` for any list index): lone UTF-16
+    # surrogates are removed there and refused anywhere else.
+    prose_paths: tuple[tuple[str, ...], ...] = ()

@@ -1,0 +1,19 @@
+"""Decode `/v1/stream` and `/v1/complete` bodies: the unified request itself (docs/api.md §3)."""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+from app.api.body import validate
+from app.api.errors import ApiError
+from app.contract.request import StreamRequest
+from app.doors.base import DoorRequest
+
+
+def decode(body: dict[str, Any], headers: Mapping[str, str]) -> DoorRequest:
+    return DoorRequest(unified=validate(body, StreamRequest))
+
+
+def error_body(error: ApiError) -> dict[str, Any]:
+    """docs/api.md §9: `{"error": {"type", "message", "param"}}`."""
+    return {"error": {"type": error.type, "message": error.message, "param": error.param}}

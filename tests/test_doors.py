@@ -1,0 +1,53 @@
+"""The door framework over loopback HTTP: auth headers every door accepts, each door's error shape, and the
+door a record and a metric name."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.conftest import marker, turn
+
+KEY = "sk-client-door-0001"
+
+
+@pytest.fixture(scope="module")
+def keyed(gateway_factory):
+    return gateway_factory(api_keys=f"doors:{KEY}")
+
+
+@pytest.mark.parametrize("headers", [{"Authorization": f"Bearer {KEY}"}, {"x-api-key": KEY}])
+def test_bearer_and_x_api_key_both_authenticate(keyed, headers):
+    result = keyed.stream(turn("anthropic/text", marker()), headers=headers)
+    assert result.status == 200 and result.terminal["type"] == "done"
+    record = keyed.http.get(f"/v1/requests/{result.headers['x-request-id']}", headers=headers)
+    assert record.status_code == 200 and record.json()["apiKeyId"] == "doors"
+
+
+def test_a_wrong_x_api_key_is_refused(keyed):
+    result = keyed.stream(turn("anthropic/text"), headers={"x-api-key": "sk-wrong"})
+    assert result.status == 401 and result.json()["error"]["type"] == "authentication_error"
+
+
+def test_each_door_answers_errors_in_its_own_shape(keyed):
+    auth = {"x-api-key": KEY}
+    unified = keyed.http.post("/v1/stream", json={"model": "anthropic/text"}, headers=auth)
+    assert unified.status_code == 422
+    assert unified.json()["error"]["param"] == "context"
+    pi = keyed.http.post("/api/stream", json={"model": {"provider": "nope", "id": "x"}, "context": {"messages": [
+        {"role": "user", "content": "hi"}]}}, headers=auth)  # fmt: skip
+    assert pi.status_code == 404 and isinstance(pi.json()["error"], str)
+    pi_auth = keyed.http.post("/api/stream", json={})
+    assert pi_auth.status_code == 401 and isinstance(pi_auth.json()["error"], str)
+
+
+def test_records_and_metrics_name_the_door(gateway):
+    body = {"model": {"provider": "anthropic", "id": "text"}, "context": {"messages": [{"role": "user", "content": marker()}]}}
+    result = gateway.stream(body, path="/api/stream")
+    request_id = result.headers["x-request-id"]
+    gateway.job(request_id)
+    assert gateway.http.get(f"/v1/requests/{request_id}").json()["door"] == "pi"
+    unified = gateway.stream(turn("anthropic/text", marker()))
+    gateway.job(unified.headers["x-request-id"])
+    assert gateway.http.get(f"/v1/requests/{unified.headers['x-request-id']}").json()["door"] == "unified"
+    metrics = gateway.http.get("/metrics").text
+    assert 'door="pi"' in metrics and 'door="unified"' in metrics
