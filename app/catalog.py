@@ -21,7 +21,7 @@ import re
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Collection, Mapping
+from typing import Any, Collection
 
 BUILTIN = Path(__file__).with_name("catalog.json")
 ROUTE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$")  # no `/`: never mistaken for `<provider>/<model>`

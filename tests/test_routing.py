@@ -285,3 +285,17 @@ def test_a_message_naming_the_model_by_an_alias_is_the_same_model(routed):
     assert routed.stream(body).terminal["type"] == "done"
     assistant = routed.sim.seen(m)[0]["body"]["messages"][1]
     assert assistant["content"][0] == {"type": "thinking", "thinking": "Think.", "signature": "sig-1"}
+
+
+def test_models_list_in_anthropics_shape_for_the_anthropic_sdk(routed):
+    import anthropic
+
+    client = anthropic.Anthropic(base_url=routed.url, api_key="unused")
+    models = list(client.models.list())
+    by_id = {m.id: m for m in models}
+    openai_ids = {entry["id"] for entry in routed.http.get("/v1/models").json()["data"]}
+    assert set(by_id) == openai_ids
+    text = by_id["anthropic/text"]
+    assert text.type == "model" and text.max_tokens == 8192 and text.created_at.year >= 2025
+    assert text.display_name == "anthropic/text" and text.model_extra["api"] == "anthropic-messages"
+    assert by_id["flaky"].display_name == "test"  # a route's description

@@ -11,7 +11,7 @@ from starlette.responses import Response
 from app.api.auth import authorization
 from app.api.errors import ApiError, json_response, refusal_error
 from app.api.turns import serve
-from app.contract.catalog import ModelList
+from app.contract.catalog import ModelList, anthropic_model_list
 from app.doors import pi, unified
 from app.gateway import Gateway
 from app.refusals import Refusal
@@ -47,12 +47,16 @@ async def complete_turn(request: Request) -> Response:
 async def list_models(request: Request) -> Response:
     """`{"object": "list", "data": [model objects]}` as OpenAI's `GET /v1/models` answers (the OpenAI SDKs'
     `models.list()` reads it), each entry with the catalog's fields; `providers` lists the configured
-    providers (also those without catalog models)."""
+    providers (also those without catalog models). A request with an `anthropic-version` header (the
+    Anthropic SDKs) gets the same entries in Anthropic's list shape."""
     gateway = _gateway(request)
     gateway.keys.identify(authorization(request.headers))
     configured = gateway.dispatcher.providers
+    entries = gateway.catalog.model_list(configured)
+    if request.headers.get("anthropic-version"):
+        return json_response(anthropic_model_list(entries))
     providers = [{"name": name, "api": provider.api} for name, provider in sorted(configured.items())]
-    return json_response({"object": "list", "data": gateway.catalog.model_list(configured), "providers": providers})
+    return json_response({"object": "list", "data": entries, "providers": providers})
 
 
 @router.get("/healthz", tags=["operations"], summary="Liveness")
