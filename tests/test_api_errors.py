@@ -183,3 +183,37 @@ def test_a_system_role_message_says_where_the_system_prompt_goes(gateway):
     error = error_of(gateway.http.post("/v1/stream", json=body), 422)
     assert error["param"] == "context.messages.0"
     assert "context.systemPrompt" in error["message"]
+
+
+def _long_history(n: int) -> list[dict]:
+    return [{"role": "user", "content": f"m{i}"} if i % 2 == 0 else
+            {"role": "assistant", "content": [{"type": "text", "text": f"a{i}"}]} for i in range(n)]
+
+
+def test_a_long_history_validated_in_slices_equals_one_validation():
+    import orjson
+
+    from app.api.body import SLICE, parse_model
+    from app.contract.request import StreamRequest
+
+    raw = orjson.dumps({"model": "anthropic/text", "context": {"messages": _long_history(3 * SLICE + 7)}})
+    assert parse_model(raw, StreamRequest, 64) == StreamRequest.model_validate(orjson.loads(raw))
+
+
+def test_problems_in_a_long_history_name_their_message():
+    import orjson
+
+    from app.api.body import SLICE, parse_model
+    from app.api.errors import ApiError
+    from app.contract.request import StreamRequest
+
+    history = _long_history(3 * SLICE)
+    history[0] = {"role": "system", "content": "x"}
+    history[2 * SLICE + 1] = {"role": "assistant", "content": [{"type": "text"}]}
+    raw = orjson.dumps({"model": 5, "context": {"messages": history}})
+    with pytest.raises(ApiError) as caught:
+        parse_model(raw, StreamRequest, 64)
+    message = caught.value.message
+    assert caught.value.param == "model"
+    assert message.count("context.messages.0:") == 1 and "systemPrompt" in message
+    assert f"context.messages.{2 * SLICE + 1}.assistant.content.0.text.text: Field required" in message

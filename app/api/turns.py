@@ -11,7 +11,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from app.api.auth import authorization
-from app.api.body import parse_json, read_body
+from app.api.body import parse_json, parse_off_loop, read_body
 from app.api.errors import ApiError, json_response, refusal_error
 from app.api.sse import event_stream_response
 from app.dispatch import Interrupt, TurnJob
@@ -30,8 +30,10 @@ async def serve(request: Request, door: Door, *, stream: bool | None = None) -> 
     try:
         key_id = gateway.keys.identify(authorization(request.headers))
         raw = await read_body(request, gateway.settings.max_body_bytes)
-        body = parse_json(raw, gateway.settings.max_json_depth, door.prose_paths)
-        decoded = door.decode(body, request.headers)
+        depth = gateway.settings.max_json_depth
+        decoded = await parse_off_loop(
+            raw, lambda body: door.decode(parse_json(body, depth, door.prose_paths), request.headers)
+        )
         job = await gateway.start_turn(decoded.unified, request_id, key_id, door=door.name)
     except ApiError as error:
         return json_response(door.error_body(error), error.status, error.headers)

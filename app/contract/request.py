@@ -61,6 +61,7 @@ class StreamOptions(WireModel):
 
 class StreamRequest(WireModel):
     PROSE_PATHS: ClassVar[tuple[tuple[str, ...], ...]] = CONTEXT_PROSE_PATHS
+    BULK_LIST: ClassVar[tuple[str, ...]] = ("context", "messages")  # validated in slices when long (app.api.body)
 
     model: ModelName
     fallback: list[ModelName] = Field(
@@ -85,6 +86,7 @@ class PiOptions(WireModel):
 
 class PiStreamRequest(WireModel):
     PROSE_PATHS: ClassVar[tuple[tuple[str, ...], ...]] = CONTEXT_PROSE_PATHS
+    BULK_LIST: ClassVar[tuple[str, ...]] = ("context", "messages")  # validated in slices when long (app.api.body)
 
     model: PiModel
     context: Context

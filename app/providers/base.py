@@ -19,14 +19,16 @@ missing terminal signal) is raised as `ProviderError`. Adapters know nothing of 
 
 from __future__ import annotations
 
+import asyncio
 import email.utils
 import json
 import time
-from typing import Any, AsyncIterator, Callable, Awaitable, Mapping, Protocol
+from typing import Any, AsyncIterator, Callable, Awaitable, Mapping, Protocol, TypeVar
 
 from app.contract.messages import Context
 from app.contract.request import StreamOptions
 from app.catalog import ModelInfo
+from app.collector import gc_paused
 
 RETRYABLE_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504, 529})
 
@@ -149,3 +151,26 @@ def retry_after_ms(headers: Mapping[str, str] | None, now: float | None = None) 
             candidates.append(reset * 1000)
     valid = [c for c in candidates if c >= 0]
     return int(max(valid)) if valid else None
+
+
+OFF_LOOP_MESSAGES = 2_000  # histories at least this long are converted in a worker thread
+
+R = TypeVar("R")
+
+
+async def build_off_loop(
+    build: Callable[[ModelInfo, Context, StreamOptions], R], model: ModelInfo, context: Context, options: StreamOptions
+) -> R:
+    """`build(model, context, options)`, in a worker thread for a long history: converting 100,000 messages
+    takes the interpreter for a second, and on the event loop that second would stall every other stream.
+    (Python code in a worker thread hands the interpreter back every few milliseconds.)"""
+    if len(context.messages) < OFF_LOOP_MESSAGES:
+        return build(model, context, options)
+    return await asyncio.to_thread(_build_paused, build, model, context, options)
+
+
+def _build_paused(
+    build: Callable[[ModelInfo, Context, StreamOptions], R], model: ModelInfo, context: Context, options: StreamOptions
+) -> R:
+    with gc_paused():
+        return build(model, context, options)

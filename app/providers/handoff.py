@@ -13,6 +13,7 @@ Run by every adapter before it converts the history to its wire format:
 
 from __future__ import annotations
 
+import operator
 import re
 from dataclasses import dataclass
 from typing import Callable
@@ -61,7 +62,24 @@ def strip_surrogates(text: str) -> str:
 
 
 def _clean_blocks(blocks: list) -> list:
+    """`blocks` with lone surrogates removed from text; the same list when there are none (the usual case)."""
+    if not any(isinstance(b, TextContent) and _LONE_SURROGATE.search(b.text) for b in blocks):
+        return blocks
     return [TextContent(text=strip_surrogates(b.text)) if isinstance(b, TextContent) else b for b in blocks]
+
+
+def _text(text: str, signature: str | None = None) -> TextContent:
+    """A text block built from values that are already valid (no validation: this runs once per block of
+    every message of the history)."""
+    return TextContent.model_construct(text=text, text_signature=signature)
+
+
+def _changed(message: Message, **update: object) -> Message:
+    """`message` with `update`, or `message` itself when nothing changes (copying every message of a long
+    history was most of the cost of replaying it)."""
+    if all(getattr(message, name) is value for name, value in update.items()):
+        return message
+    return message.model_copy(update=update)
 
 
 def prepare_history(
@@ -96,12 +114,14 @@ def prepare_history(
                     elif block.redacted or not block.thinking.strip():
                         continue
                     else:
-                        blocks.append(TextContent(text=strip_surrogates(block.thinking)))
+                        blocks.append(_text(strip_surrogates(block.thinking)))
                 elif isinstance(block, TextContent):
                     text = strip_surrogates(block.text)
                     if not text:
                         continue
-                    blocks.append(TextContent(text=text, text_signature=block.text_signature if same else None))
+                    signature = block.text_signature if same else None
+                    unchanged = text is block.text and signature == block.text_signature
+                    blocks.append(block if unchanged else _text(text, signature))
                 elif isinstance(block, ToolCall):
                     call = block
                     if not same:
@@ -111,7 +131,8 @@ def prepare_history(
                     pending[call.id] = call
                     blocks.append(call)
             if blocks:
-                out.append(message.model_copy(update={"content": blocks}))
+                unchanged = len(blocks) == len(message.content) and all(map(operator.is_, blocks, message.content))
+                out.append(message if unchanged else message.model_copy(update={"content": blocks}))
         elif isinstance(message, ToolResultMessage):
             if message.tool_call_id in dropped_calls:
                 continue
@@ -119,7 +140,7 @@ def prepare_history(
             if call_id not in pending:
                 continue  # a result for no call we are sending: the target would reject it
             pending.pop(call_id)
-            out.append(message.model_copy(update={"tool_call_id": call_id, "content": _clean_blocks(message.content)}))
+            out.append(_changed(message, tool_call_id=call_id, content=_clean_blocks(message.content)))
         else:
             flush_orphans()
             assert isinstance(message, UserMessage)
@@ -128,14 +149,14 @@ def prepare_history(
                 content = strip_surrogates(content)
             else:
                 content = _clean_blocks(content)
-            out.append(message.model_copy(update={"content": content}))
+            out.append(_changed(message, content=content))
     return out
 
 
 def user_blocks(content: str | list) -> list[TextContent | ImageContent]:
     """A user message's content as blocks, without empty text blocks (vendors reject those)."""
     if isinstance(content, str):
-        return [TextContent(text=content)] if content else []
+        return [_text(content)] if content else []
     return [b for b in content if not (isinstance(b, TextContent) and not b.text)]
 
 

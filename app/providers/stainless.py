@@ -15,7 +15,7 @@ from typing import Any, Callable, ClassVar, Mapping
 from app.catalog import ModelInfo
 from app.contract.messages import Context
 from app.contract.request import StreamOptions
-from app.providers.base import ProviderError, Translator, Upstream
+from app.providers.base import ProviderError, Translator, Upstream, build_off_loop
 from app.providers.transport import TransportSettings, client_options, stainless_error
 
 
@@ -59,7 +59,7 @@ class StainlessProvider:
         events, status errors), reading untyped events."""
         stream = await self.client.post(
             self.path,
-            body=self.build_params(model, context, options),
+            body=await build_off_loop(self.build_params, model, context, options),
             cast_to=object,
             stream=True,
             stream_cls=self.sdk.AsyncStream[object],

@@ -70,6 +70,9 @@ def convert_messages(context: Context, target: Target) -> list[dict[str, Any]]:
                 previous["content"].append(result)  # consecutive results go in one user turn
             else:
                 out.append({"role": "user", "content": [result], "_tool_results": True})
+        elif isinstance(message.content, str):  # the usual user message: no block objects in between
+            if message.content:
+                out.append({"role": "user", "content": [{"type": "text", "text": message.content}]})
         else:
             blocks = [_user_block(b) for b in user_blocks(message.content)]
             if blocks:

@@ -26,7 +26,7 @@ from google.genai import types
 from app.catalog import ModelInfo
 from app.contract.messages import Context
 from app.contract.request import StreamOptions
-from app.providers.base import RETRYABLE_STATUS, ProviderError, Upstream, retry_after_ms
+from app.providers.base import RETRYABLE_STATUS, ProviderError, Upstream, build_off_loop, retry_after_ms
 from app.providers.google.events import GoogleTranslator
 from app.providers.google.request import API, build_request, check_request
 from app.providers.transport import TransportSettings, http_client, transport_error
@@ -68,7 +68,7 @@ class GoogleProvider:
         )
 
     async def open(self, model: ModelInfo, context: Context, options: StreamOptions) -> Upstream:
-        params = build_request(model, context, options)
+        params = await build_off_loop(build_request, model, context, options)
         opened: list[httpx2.Response] = []
         _RESPONSES.set(opened)
         stream = await self.client.aio.models.generate_content_stream(**params)

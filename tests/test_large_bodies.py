@@ -1,0 +1,58 @@
+"""A large valid request costs the other streams nothing: while the gateway reads, parses, validates and
+converts a 120,000-message conversation, another stream's events keep flowing (issue 11, defect 12)."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import httpx
+import orjson
+
+from tests.conftest import marker, turn
+from tests.procs import free_port
+
+MESSAGES = 120_000
+SLICES = 3
+
+
+def big_conversation(m: str) -> bytes:
+    messages = [{"role": "user" if i % 2 == 0 else "assistant", "content": f"m{i}"} for i in range(MESSAGES)]
+    messages = [{"role": "user", "content": x["content"]} if x["role"] == "user" else
+                {"role": "assistant", "content": [{"type": "text", "text": x["content"]}]} for x in messages]
+    messages.append({"role": "user", "content": m})
+    return orjson.dumps({"model": "anthropic/text", "context": {"messages": messages}})
+
+
+def test_a_huge_conversation_does_not_stall_other_streams(gateway_factory):
+    # Anthropic points at a closed port: the big turn is read, parsed, validated and converted by the Anthropic
+    # request builder, then fails to connect, all inside the gateway. The other stream runs on the simulator.
+    gw = gateway_factory(
+        anthropic_base_url=f"http://127.0.0.1:{free_port()}/anthropic", retries=0, max_body_bytes=16 * 1024 * 1024
+    )
+    big = big_conversation(marker())
+    arrivals: list[float] = []
+    first = threading.Event()
+
+    def other_stream() -> None:
+        body = turn("openai/slow;n=1000;delay_ms=5", marker(), options={"throttleMs": 0})
+        with httpx.Client(base_url=gw.server.url, timeout=120) as client:
+            with client.stream("POST", "/v1/stream", json=body) as response:
+                for line in response.iter_lines():
+                    if line.startswith("data:"):
+                        arrivals.append(time.monotonic())
+                        first.set()
+
+    reader = threading.Thread(target=other_stream)
+    reader.start()
+    assert first.wait(30)
+    started = time.monotonic()
+    response = httpx.post(f"{gw.server.url}/v1/complete", content=big, headers={"content-type": "application/json"}, timeout=120)
+    ended = time.monotonic()
+    reader.join(120)
+    assert response.status_code == 502, response.text[:300]  # the upstream was unreachable, as arranged
+    assert arrivals[-1] > ended, "the other stream ended before the big request did: make it longer"
+    # Progress, not speed: the other stream's events arrived in every part of the big request's time.
+    span = (ended - started) / SLICES
+    counts = [sum(started + i * span <= t < started + (i + 1) * span for t in arrivals) for i in range(SLICES)]
+    assert all(counts), f"events of the other stream per third of the big request: {counts}"
