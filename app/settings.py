@@ -48,6 +48,7 @@ class Settings(BaseSettings):
     )
     throttle_ms: int = Field(default=50, ge=0, le=10_000)
     demo: bool = False
+    console: bool | None = Field(default=None, description="serve the web console at /console (default: on in demo mode)")
 
     # Timeouts, in seconds. Each ends a turn with an `error` that names it.
     connect_timeout: float = 10.0

@@ -8,6 +8,7 @@ route waits briefly for this replica's queued record writes, so a client sees it
 from __future__ import annotations
 
 import logging
+from typing import Any, Literal
 
 from fastapi import APIRouter, Query, Request
 from starlette.responses import Response
@@ -20,6 +21,7 @@ log = logging.getLogger("gateway.records")
 router = APIRouter()
 
 READ_YOUR_WRITES_WAIT_S = 2.0
+Outcome = Literal["done", "error", "aborted", "interrupted"]
 
 
 def _unavailable(exc: Exception) -> ApiError:
@@ -46,11 +48,34 @@ async def get_record(request: Request, request_id: str) -> Response:
     return json_response(record)
 
 
+FILTER_SCAN = 200  # with a filter, the newest records of the key that are searched for matches
+
+
 @router.get("/v1/requests", tags=["records"], summary="The caller's most recent request records, newest first")
-async def list_records(request: Request, limit: int = Query(default=20, ge=1, le=200)) -> Response:
+async def list_records(
+    request: Request,
+    limit: int = Query(default=20, ge=1, le=200),
+    outcome: Outcome | None = Query(default=None, description="only records with this outcome"),
+    model: str | None = Query(
+        default=None, max_length=256, description="only records whose requested or actual `<provider>/<model>` contains this"
+    ),
+) -> Response:
+    """With `outcome` or `model`, the newest `limit` matches among the key's 200 newest records."""
     gateway, key_id = await _scope(request)
+    filtered = outcome is not None or bool(model)
     try:
-        records = await gateway.ledger.list(key_id, limit)
+        records = await gateway.ledger.list(key_id, FILTER_SCAN if filtered else limit)
     except Exception as exc:
         raise _unavailable(exc) from None
+    if filtered:
+        records = [r for r in records if _matches(r, outcome, model)][:limit]
     return json_response({"records": records})
+
+
+def _matches(record: dict[str, Any], outcome: str | None, model: str | None) -> bool:
+    if outcome is not None and record.get("outcome") != outcome:
+        return False
+    if model:
+        actual = f"{record.get('provider') or ''}/{record.get('model') or ''}"
+        return model in (record.get("requestedModel") or "") or model in actual
+    return True
