@@ -63,6 +63,7 @@ class TurnJob:
     upstream_frames: int = 0
     upstream_wait: float = 0.0  # seconds spent awaiting the upstream (open and each next frame), for metrics
     client_disconnected: bool = False
+    resumed: int = 0  # resumptions of a resumable stream (`GET /v1/stream/{id}`) while the turn ran
     interrupt_reason: Interrupt | None = None
     task: asyncio.Task | None = None
     started_wall: float = field(default_factory=time.time)

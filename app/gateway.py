@@ -15,6 +15,7 @@ from app.ledger import LedgerObserver, open_ledger
 from app.limits import LimitStore, Limits, MemoryLimitStore
 from app.logs import RequestLog, register_secrets
 from app.metrics import Metrics
+from app.resume import RedisEvents, ResumeHub
 from app.providers.base import Provider
 from app.providers.registry import build_providers
 from app.refusals import AtCapacity, Draining, RequestRejected
@@ -54,6 +55,8 @@ class Gateway:
             metrics=self.metrics,
         )
         self.dispatcher.observers.append(self.limits)
+        self.resume = _resume_hub(settings, self.metrics)
+        self.resume.on_resumed_late = self.recorder.turn_finished  # the record is written again with `resumed`
         self._keys_watch: asyncio.Task | None = None
         register_secrets(
             *(settings.provider_key(name) for name in ("anthropic", "openai", "google")),
@@ -173,6 +176,7 @@ class Gateway:
             self._keys_watch.cancel()
             await asyncio.gather(self._keys_watch, return_exceptions=True)
         await self.limits.aclose()
+        await self.resume.aclose()
         for provider in self.dispatcher.providers.values():
             close = getattr(provider, "aclose", None)
             if close is not None:
@@ -186,3 +190,23 @@ def _limit_store(settings: Settings) -> LimitStore:
     from app.redis_limits import RedisLimitStore, redis_client
 
     return RedisLimitStore(redis_client(settings.redis_url, settings.redis_timeout), settings.redis_prefix)
+
+
+def _resume_hub(settings: Settings, metrics: Metrics) -> ResumeHub:
+    """Resumable streams: kept in this process, and in Redis too when `GATEWAY_REDIS_URL` is set."""
+    events = None
+    if settings.redis_url:
+        from app.redis_limits import redis_client
+        from app.resume import BLOCK_MS
+
+        # Blocking stream reads wait up to BLOCK_MS: the socket timeout leaves room for them.
+        client = redis_client(settings.redis_url, settings.redis_timeout + BLOCK_MS / 1000, decode=False)
+        events = RedisEvents(client, settings.redis_prefix, settings.resume_ttl, settings.resume_max_events)
+    return ResumeHub(
+        grace_s=settings.resume_grace,
+        ttl_s=settings.resume_ttl,
+        cap=settings.resume_max_events,
+        redis=events,
+        timeout=settings.redis_timeout,
+        metrics=metrics,
+    )

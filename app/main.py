@@ -20,6 +20,7 @@ from app.api.body import validation_error as invalid_request
 from app.api.console import install_console
 from app.api.errors import ApiError, is_pi_path, json_response
 from app.api.records import router as records_router
+from app.api.resume import router as resume_router
 from app.api.routes import install_error_handlers, router
 from app.gateway import Gateway
 from app.logs import ensure_configured
@@ -149,6 +150,7 @@ def create_app(settings: Settings | None = None, gateway: Gateway | None = None)
     )
     app.include_router(router)
     app.include_router(records_router)
+    app.include_router(resume_router)
     install_console(app, settings)
     install_error_handlers(app)
     app.openapi = lambda: build_openapi(app)  # type: ignore[method-assign]  # request/event shapes added

@@ -95,7 +95,7 @@ def _decimal(value: float) -> str:
     return f"{float(value):.12f}"
 
 
-def redis_client(url: str, timeout: float) -> Redis:
+def redis_client(url: str, timeout: float, decode: bool = True) -> Redis:
     """An asyncio client whose calls give up after `timeout` seconds. One immediate retry, so a pooled connection
     that a Redis restart closed is replaced instead of failing the call."""
     return Redis.from_url(
@@ -103,7 +103,7 @@ def redis_client(url: str, timeout: float) -> Redis:
         socket_timeout=timeout,
         socket_connect_timeout=timeout,
         retry=Retry(NoBackoff(), 1),
-        decode_responses=True,
+        decode_responses=decode,
     )
 
 

@@ -56,3 +56,12 @@ class ModelNotAllowed(Refusal):
 
 class LimitsUnavailable(Refusal):
     """The shared limit store did not answer and the gateway is set to fail closed."""
+
+
+class EventsLost(Refusal):
+    """A resumption asks for events the gateway no longer has (trimmed by the cap, expired, or lost with a
+    Redis restart): never answered with a gap."""
+
+
+class EventStoreUnavailable(Refusal):
+    """The shared event store (Redis) did not answer a resumption in time."""

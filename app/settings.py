@@ -89,6 +89,9 @@ class Settings(BaseSettings):
     redis_prefix: str = Field(default="gw", description="prefix of every Redis key the gateway writes")
     redis_timeout: float = Field(default=0.25, gt=0, description="seconds any Redis call may take before it counts as failed")
     redis_fail_open: bool = Field(default=True, description="Redis down or slow: admit (true) or refuse with 503 (false)")
+    resume_grace: float = Field(default=30.0, ge=0, description="seconds a resumable turn runs on with no reader")
+    resume_ttl: float = Field(default=300.0, gt=0, description="seconds the events of a resumable turn are kept")
+    resume_max_events: int = Field(default=10_000, ge=1, description="events kept per resumable turn (older ones dropped)")
     redis_lease_ttl: float = Field(default=30.0, gt=0, description="seconds a concurrency lease lives without renewal")
 
     log_level: str = "info"

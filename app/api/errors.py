@@ -13,6 +13,8 @@ from starlette.responses import Response
 from app.refusals import (
     AtCapacity,
     Draining,
+    EventsLost,
+    EventStoreUnavailable,
     LimitExceeded,
     LimitsUnavailable,
     ModelNotAllowed,
@@ -54,6 +56,10 @@ def refusal_error(refusal: Refusal) -> ApiError:
         return ApiError(403, "model_not_allowed", refusal.message, param=refusal.param)
     if isinstance(refusal, LimitsUnavailable):
         return ApiError(503, "limits_unavailable", refusal.message, headers={"Retry-After": "1"})
+    if isinstance(refusal, EventsLost):
+        return ApiError(410, "resume_unavailable", refusal.message)
+    if isinstance(refusal, EventStoreUnavailable):
+        return ApiError(503, "event_store_unavailable", refusal.message, headers={"Retry-After": "1"})
     if isinstance(refusal, Draining):
         return ApiError(503, "shutting_down", refusal.message, headers={"Retry-After": "1"})
     if isinstance(refusal, RequestRejected):

@@ -57,6 +57,11 @@ class StreamOptions(WireModel):
     partial_arguments: bool = Field(
         default=False, description="add `partialArguments` (the arguments parsed so far) to each toolcall_delta"
     )
+    resumable: bool = Field(
+        default=False,
+        description="keep the events so a disconnected client can continue with GET /v1/stream/{requestId} and "
+        "Last-Event-ID; a disconnect then cancels the upstream only after GATEWAY_RESUME_GRACE seconds without a reader",
+    )
 
 
 class StreamRequest(WireModel):

@@ -103,6 +103,7 @@ def build_record(job: "TurnJob", *, settled_at: int | None, retain_content: bool
         "eventsSent": turn.events_sent,
         "lateFramesDropped": turn.late_frames,
         "clientDisconnected": job.client_disconnected,
+        "resumed": job.resumed,
     }
     if retain_content:
         record["message"] = message

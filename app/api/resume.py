@@ -1,0 +1,95 @@
+"""Resumable streams over HTTP (CONTRACT §10): the SSE response of a resumable turn, and
+`GET /v1/stream/{requestId}` with `Last-Event-ID`. The keeping and the grace window are `app.resume`."""
+
+from __future__ import annotations
+
+from typing import AsyncIterator
+
+from fastapi import APIRouter, Request
+from sse_starlette import EventSourceResponse
+from starlette.responses import Response
+
+from app.api.errors import ApiError
+from app.dispatch import TurnJob
+from app.doors.base import EventEncoder
+from app.doors.unified.events import PING
+from app.refusals import EventsLost
+from app.resume import LocalStream, NotInStore
+
+router = APIRouter()
+
+
+def _response(gateway, frames: AsyncIterator[bytes], headers: dict[str, str], ping: bytes) -> EventSourceResponse:
+    from app.api.turns import SHUTDOWN_MARGIN
+
+    return EventSourceResponse(
+        frames,
+        headers={"Cache-Control": "no-cache", **headers},
+        ping=gateway.settings.keepalive_interval,
+        ping_message_factory=lambda: ping,  # bytes pass through sse-starlette unchanged
+        sep="\n",
+        shutdown_grace_period=gateway.settings.drain_timeout + SHUTDOWN_MARGIN,
+    )
+
+
+def resumable_response(gateway, job: TurnJob, encoder: EventEncoder, headers: dict[str, str]) -> EventSourceResponse:
+    """The response of a resumable turn: the door's frames from the kept stream; a disconnect starts the grace
+    window instead of cancelling the upstream."""
+    stream: LocalStream = gateway.resume.track(job, encoder)
+    stream.readers += 1
+
+    async def frames() -> AsyncIterator[bytes]:
+        sent = 0
+        try:
+            async for frame in stream.follow(0):
+                sent += 1
+                yield frame.data
+        finally:
+            gateway.metrics.sse_events(sent)
+            gateway.resume.reader_left(job, stream, gateway.draining)
+
+    return _response(gateway, frames(), headers, encoder.ping())
+
+
+def _last_event_id(request: Request) -> int:
+    raw = request.headers.get("last-event-id", "").strip()
+    if not raw:
+        return 0
+    if not raw.isdigit() or len(raw) > 12:
+        raise ApiError(400, "invalid_request", "Last-Event-ID must be an event id of this stream (1, 2, 3 …)", param="Last-Event-ID")
+    return int(raw)
+
+
+@router.get("/v1/stream/{request_id}", tags=["turns"], summary="Continue a resumable stream after Last-Event-ID")
+async def resume_stream(request: Request, request_id: str) -> Response:
+    """The events of a resumable turn after the one named by `Last-Event-ID` (from the first without it),
+    terminal included, for the key that made the request. 404 for an unknown request or another key's;
+    410 `resume_unavailable` when the events are no longer kept; 503 when the event store does not answer."""
+    gateway = request.app.state.gateway
+    key_id = gateway.keys.identify(request.headers.get("authorization"))
+    after = _last_event_id(request)
+    try:
+        frames = await gateway.resume.resume(request_id, key_id, after)
+    except NotInStore as lost:
+        if await gateway.ledger.get(request_id, key_id) is None:
+            frames = None
+        else:
+            raise EventsLost(f"request {request_id} cannot be resumed: {lost.message}") from None
+    except EventsLost as lost:
+        raise EventsLost(f"request {request_id} cannot be resumed: {lost.message}") from None
+    if frames is None:
+        raise ApiError(404, "not_found", "no resumable stream with this id", param="requestId")
+
+    async def body() -> AsyncIterator[bytes]:
+        sent = 0
+        try:
+            async for frame in frames:
+                sent += 1
+                yield frame.data
+        except EventsLost as lost:
+            # Headers are sent: end without a terminal event, saying why, rather than skip events.
+            yield b": resume failed: " + lost.message.encode() + b"\n\n"
+        finally:
+            gateway.metrics.sse_events(sent)
+
+    return _response(gateway, body(), {}, PING)

@@ -1,0 +1,469 @@
+"""Resumable streams (`options.resumable: true`): the turn's events are kept, a client that disconnects may
+continue with `GET /v1/stream/{requestId}` and `Last-Event-ID`, on this replica or (with Redis) any other.
+
+How it works, for a resumable turn on the replica that runs it (the origin):
+
+- a tee task reads the turn's events (`turn.next_event()`), numbers them 1, 2, 3 … and appends each to a
+  `LocalStream` in memory and, with `GATEWAY_REDIS_URL`, to a Redis stream (a writer task per turn, in
+  order, in pipelined batches; capped at `GATEWAY_RESUME_MAX_EVENTS`, kept `GATEWAY_RESUME_TTL` seconds);
+- every SSE response for the turn — the original one and each resumption — reads from the kept events, so
+  a reader never holds the upstream back (the turn is buffered up to the cap instead of back-pressured);
+- when the last reader goes away before the terminal event, the turn is not cancelled: a grace monitor
+  waits until `GATEWAY_RESUME_GRACE` seconds pass with no reader on any replica (readers on other replicas
+  hold a short lease in Redis), then interrupts the turn as a client disconnect (it settles `aborted`).
+
+A resumption on another replica reads the Redis stream. Only the key that made the request may resume it
+(another key: 404). When the kept events do not reach back to `Last-Event-ID` (trimmed by the cap, expired,
+or lost with a Redis restart) the answer is 410 `resume_unavailable`; if events go missing while a
+resumption is being served, that response ends without a terminal event (and says why in an SSE comment),
+never with a silent gap.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, AsyncIterator, Callable
+
+from app.dispatch import Interrupt, TurnJob
+from app.doors.base import EventEncoder
+from app.refusals import EventsLost, EventStoreUnavailable
+
+if TYPE_CHECKING:
+    from redis.asyncio import Redis
+
+    from app.metrics import Metrics
+
+log = logging.getLogger("gateway.resume")
+
+TERMINAL_TYPES = (b"done", b"error")
+READER_LEASE_MS = 3000  # a reader on another replica renews its presence this often (well within)
+ORIGIN_LEASE_MS = 5000  # the origin replica renews "the turn is running here" this often (well within)
+BLOCK_MS = 1000  # one blocking read of the Redis stream
+
+
+@dataclass(frozen=True, slots=True)
+class Frame:
+    """One numbered event: its type and the frame the door's encoder wrote for it (`id: <seq>` …)."""
+
+    seq: int
+    type: bytes
+    data: bytes
+
+    @property
+    def terminal(self) -> bool:
+        return self.type in TERMINAL_TYPES
+
+
+class NotInStore(EventsLost):
+    """The event store does not know the request: never resumable, another replica's without Redis, expired,
+    or lost with a Redis restart (the HTTP layer asks the ledger which)."""
+
+
+@dataclass(eq=False)
+class LocalStream:
+    """The kept events of one resumable turn on its origin replica."""
+
+    request_id: str
+    key_id: str | None
+    cap: int
+    frames: list[Frame] = field(default_factory=list)
+    first_seq: int = 1  # seq of frames[0] (older ones trimmed by the cap)
+    done: bool = False
+    readers: int = 0
+    resumes: int = 0
+    _changed: asyncio.Event = field(default_factory=asyncio.Event)
+
+    @property
+    def last_seq(self) -> int:
+        return self.first_seq + len(self.frames) - 1
+
+    def append(self, frame: Frame) -> None:
+        self.frames.append(frame)
+        if len(self.frames) > self.cap:
+            drop = len(self.frames) - self.cap
+            del self.frames[:drop]
+            self.first_seq += drop
+        self._wake()
+
+    def finish(self) -> None:
+        self.done = True
+        self._wake()
+
+    def _wake(self) -> None:
+        self._changed.set()
+        self._changed = asyncio.Event()
+
+    async def follow(self, after: int) -> AsyncIterator[Frame]:
+        """Every kept frame after `after`, then each new one until the terminal. Raises EventsLost when the
+        frames after `after` were trimmed."""
+        position = after
+        while True:
+            if position + 1 < self.first_seq:
+                raise EventsLost(f"events after {position} were dropped (more than {self.cap} kept)")
+            batch = self.frames[position + 1 - self.first_seq :]
+            for frame in batch:
+                yield frame
+                position = frame.seq
+                if frame.terminal:
+                    return
+            if not batch:
+                if self.done:
+                    return
+                await self._changed.wait()
+
+
+class RedisEvents:
+    """The events of resumable turns in Redis, for resumptions on other replicas.
+
+    Keys: `<p>:resume:<id>` hash (`key`: the owner's key id, `resumes`: count), `<p>:resume:<id>:events`
+    the stream (entry ids `<seq>-1`, field `t` type, `d` the frame), `<p>:resume:<id>:origin` present while the
+    origin replica runs the turn, `<p>:resume:<id>:reader` present while a reader on another replica reads.
+    """
+
+    def __init__(self, client: "Redis", prefix: str, ttl_s: float, cap: int) -> None:
+        self.redis = client
+        self.prefix = prefix
+        self.ttl_ms = int(ttl_s * 1000)
+        self.cap = cap
+
+    def _key(self, request_id: str, suffix: str = "") -> str:
+        return f"{self.prefix}:resume:{request_id}{suffix}"
+
+    async def create(self, request_id: str, key_id: str | None) -> None:
+        meta = self._key(request_id)
+        async with self.redis.pipeline(transaction=True) as pipe:
+            pipe.hset(meta, mapping={"key": key_id or "", "resumes": 0})
+            pipe.pexpire(meta, self.ttl_ms)
+            pipe.set(self._key(request_id, ":origin"), 1, px=ORIGIN_LEASE_MS)
+            await pipe.execute()
+
+    async def append(self, request_id: str, frames: list[Frame], finished: bool) -> None:
+        events = self._key(request_id, ":events")
+        async with self.redis.pipeline(transaction=False) as pipe:
+            for frame in frames:
+                pipe.xadd(events, {"t": frame.type, "d": frame.data}, id=f"{frame.seq}-1", maxlen=self.cap, approximate=True)
+            pipe.pexpire(events, self.ttl_ms)
+            pipe.pexpire(self._key(request_id), self.ttl_ms)
+            if finished:
+                pipe.delete(self._key(request_id, ":origin"))
+            else:
+                pipe.set(self._key(request_id, ":origin"), 1, px=ORIGIN_LEASE_MS)
+            await pipe.execute()
+
+    async def origin_alive(self, request_id: str) -> None:
+        await self.redis.set(self._key(request_id, ":origin"), 1, px=ORIGIN_LEASE_MS)
+
+    async def owner(self, request_id: str) -> str | None:
+        """The key id that made the request ('' when auth was off); None when Redis does not know it."""
+        value = await self.redis.hget(self._key(request_id), "key")
+        return None if value is None else value.decode()
+
+    async def attach(self, request_id: str) -> None:
+        async with self.redis.pipeline(transaction=True) as pipe:
+            pipe.hincrby(self._key(request_id), "resumes", 1)
+            pipe.set(self._key(request_id, ":reader"), 1, px=READER_LEASE_MS)
+            await pipe.execute()
+
+    async def reading(self, request_id: str) -> None:
+        await self.redis.set(self._key(request_id, ":reader"), 1, px=READER_LEASE_MS)
+
+    async def status(self, request_id: str) -> tuple[int, bool]:
+        """(resumptions counted in Redis, a reader on another replica is attached)."""
+        async with self.redis.pipeline(transaction=False) as pipe:
+            pipe.hget(self._key(request_id), "resumes")
+            pipe.exists(self._key(request_id, ":reader"))
+            resumes, reader = await pipe.execute()
+        return int(resumes or 0), bool(reader)
+
+    async def first_seq(self, request_id: str) -> int | None:
+        entries = await self.redis.xrange(self._key(request_id, ":events"), count=1)
+        return _seq(entries[0][0]) if entries else None
+
+    async def read(self, request_id: str, after: int) -> tuple[list[Frame], bool, bool]:
+        """(frames after `after`, the request is still known to Redis, the origin still runs the turn);
+        blocks up to BLOCK_MS when there is nothing new."""
+        events = self._key(request_id, ":events")
+        answer = await self.redis.xread({events: f"{after}-1"}, count=500, block=BLOCK_MS)
+        frames = [Frame(_seq(entry_id), fields[b"t"], fields[b"d"]) for _, entries in answer for entry_id, fields in entries]
+        async with self.redis.pipeline(transaction=False) as pipe:
+            pipe.exists(self._key(request_id))
+            pipe.exists(self._key(request_id, ":origin"))
+            pipe.set(self._key(request_id, ":reader"), 1, px=READER_LEASE_MS)
+            known, origin, _ = await pipe.execute()
+        return frames, bool(known), bool(origin)
+
+
+def _seq(entry_id: bytes | str) -> int:
+    text = entry_id.decode() if isinstance(entry_id, bytes) else entry_id
+    return int(text.partition("-")[0])
+
+
+class ResumeHub:
+    """The resumable turns this replica runs, and resumption from here or (through Redis) from anywhere."""
+
+    def __init__(
+        self,
+        *,
+        grace_s: float,
+        ttl_s: float,
+        cap: int,
+        redis: RedisEvents | None = None,
+        timeout: float = 0.25,
+        metrics: "Metrics | None" = None,
+    ) -> None:
+        self.grace_s = grace_s
+        self.ttl_s = ttl_s
+        self.cap = cap
+        self.redis = redis
+        self.timeout = timeout
+        self.metrics = metrics
+        self.local: dict[str, LocalStream] = {}
+        self.jobs: dict[str, TurnJob] = {}  # the running resumable turns of this replica
+        self.on_resumed_late: Callable[[TurnJob], None] | None = None  # resumptions seen after the record was written
+        self._tasks: set[asyncio.Task] = set()
+
+    # ------------------------------------------------------------------ the origin side
+
+    def track(self, job: TurnJob, encoder: EventEncoder) -> LocalStream:
+        """Start keeping a resumable turn's events, as `encoder` (the door's) writes them, and return its
+        local stream."""
+        turn = job.turn
+        stream = LocalStream(turn.request_id, job.api_key_id, self.cap)
+        self.local[turn.request_id] = stream
+        self.jobs[turn.request_id] = job
+        self._spawn(self._tee(job, stream, encoder), f"resume-tee-{turn.request_id}")
+        return stream
+
+    async def _tee(self, job: TurnJob, stream: LocalStream, encoder: EventEncoder) -> None:
+        turn = job.turn
+        mirror = _Mirror(self, stream) if self.redis is not None else None
+        seq = 0
+        try:
+            while (event := await turn.next_event()) is not None:
+                try:
+                    data = encoder.encode(event)
+                except Exception:
+                    log.exception("turn %s: %s event could not be encoded", turn.request_id, event.get("type"))
+                    job.interrupt(Interrupt.WRITER)  # the turn settles as an internal error
+                    continue
+                seq += 1
+                frame = Frame(seq, event["type"].encode(), data)
+                stream.append(frame)
+                if mirror is not None:
+                    mirror.add(frame)
+        finally:
+            turn.close_reader()
+            stream.finish()
+            if mirror is not None:
+                mirror.finish()
+            self._forget_later(stream)
+            self.jobs.pop(turn.request_id, None)
+        if mirror is not None:
+            await mirror.done()
+            await self._refresh_resumed(job, final=True)
+
+    def reader_left(self, job: TurnJob, stream: LocalStream, draining: bool) -> None:
+        """A reader of a local stream went away: when it was the last one and the turn still runs, the turn
+        gets the grace window instead of being cancelled (while draining, it stops as any other)."""
+        stream.readers -= 1
+        if job.turn.settled or stream.readers > 0:
+            return
+        if draining:
+            job.interrupt(Interrupt.SHUTDOWN)
+            return
+        self._spawn(self._grace(job, stream), f"resume-grace-{stream.request_id}")
+
+    async def _grace(self, job: TurnJob, stream: LocalStream) -> None:
+        loop = asyncio.get_running_loop()
+        last_reader = loop.time()
+        poll = min(0.25, self.grace_s / 4) if self.grace_s > 0 else 0
+        while not job.turn.settled and (job.task is None or not job.task.done()):
+            remote = await self._refresh_resumed(job)
+            if stream.readers > 0 or remote:
+                if stream.readers > 0 and not remote:
+                    return  # a local reader took over; it starts its own grace when it leaves
+                last_reader = loop.time()
+            elif loop.time() - last_reader >= self.grace_s:
+                log.info("turn %s: nobody resumed within %gs, cancelling", stream.request_id, self.grace_s)
+                job.interrupt(Interrupt.CLIENT)
+                return
+            await asyncio.sleep(poll)
+
+    async def _refresh_resumed(self, job: TurnJob, final: bool = False) -> bool:
+        """Update `job.resumed` from Redis; True when a reader on another replica is attached."""
+        stream = self.local.get(job.turn.request_id)
+        if self.redis is None:
+            return False
+        try:
+            resumes, reader = await asyncio.wait_for(self.redis.status(job.turn.request_id), self.timeout)
+        except Exception as exc:
+            log.warning("resume status of %s unavailable (%s)", job.turn.request_id, type(exc).__name__)
+            return False
+        changed = resumes > job.resumed
+        job.resumed = max(job.resumed, resumes)
+        if final and changed and self.on_resumed_late is not None:
+            self.on_resumed_late(job)
+        return reader
+
+    def _forget_later(self, stream: LocalStream) -> None:
+        loop = asyncio.get_running_loop()
+        loop.call_later(self.ttl_s, lambda: self.local.pop(stream.request_id, None) if self.local.get(stream.request_id) is stream else None)
+
+    def _spawn(self, coro, name: str) -> None:
+        task = asyncio.get_running_loop().create_task(coro, name=name)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    # ------------------------------------------------------------------ resuming
+
+    async def resume(self, request_id: str, key_id: str | None, after: int) -> AsyncIterator[Frame] | None:
+        """The frames after `after` for the key that made the request; None when there is no such request
+        for this key (404). Raises EventsLost (410) or Unavailable (503)."""
+        stream = self.local.get(request_id)
+        if stream is not None:
+            if key_id is not None and stream.key_id != key_id:
+                return None
+            if after + 1 < stream.first_seq:
+                raise EventsLost(f"events after {after} are no longer kept (at most {self.cap})")
+            stream.resumes += 1
+            job = self.jobs.get(request_id)
+            if job is not None and not job.turn.settled:
+                job.resumed += 1
+            if self.redis is not None:
+                await self._quietly(self.redis.attach(request_id))
+            self._resumed()
+            stream.readers += 1  # now: the grace monitor must see this reader before the response starts
+            return self._local_frames(stream, after)
+        if self.redis is None:
+            return None
+        try:
+            owner = await asyncio.wait_for(self.redis.owner(request_id), self.timeout)
+            if owner is None:
+                raise NotInStore("its events are not in the event store (expired, or lost when Redis restarted)")
+            if key_id is not None and owner != key_id:
+                return None
+            first = await asyncio.wait_for(self.redis.first_seq(request_id), self.timeout)
+            if first is not None and first > after + 1:
+                raise EventsLost(f"events after {after} are no longer kept")
+            await asyncio.wait_for(self.redis.attach(request_id), self.timeout)
+        except EventsLost:
+            raise
+        except Exception as exc:
+            raise EventStoreUnavailable(f"the event store did not answer ({type(exc).__name__})") from None
+        self._resumed()
+        return self._remote_frames(request_id, after)
+
+    def known_locally(self, request_id: str) -> bool:
+        return request_id in self.local
+
+    async def _local_frames(self, stream: LocalStream, after: int) -> AsyncIterator[Frame]:
+        try:
+            async for frame in stream.follow(after):
+                yield frame
+        finally:
+            job = self.jobs.get(stream.request_id)
+            if job is not None:
+                self.reader_left(job, stream, draining=False)
+            else:
+                stream.readers -= 1
+
+    async def _remote_frames(self, request_id: str, after: int) -> AsyncIterator[Frame]:
+        assert self.redis is not None
+        position = after
+        while True:
+            frames, known, origin = await self.redis.read(request_id, position)
+            if not known:
+                raise EventsLost("the event store lost this request's events while it was being resumed")
+            for frame in frames:
+                if frame.seq != position + 1:
+                    raise EventsLost(f"event {position + 1} is missing from the event store")
+                yield frame
+                position = frame.seq
+                if frame.terminal:
+                    return
+            if not frames and not origin:
+                raise EventsLost("the replica running this turn stopped before it ended")
+
+    async def _quietly(self, awaitable) -> None:
+        try:
+            await asyncio.wait_for(awaitable, self.timeout)
+        except Exception as exc:
+            log.warning("resume store call failed (%s)", type(exc).__name__)
+
+    def _resumed(self) -> None:
+        if self.metrics is not None:
+            self.metrics.resumptions.inc()
+
+    async def aclose(self) -> None:
+        for task in list(self._tasks):
+            task.cancel()
+        if self._tasks:
+            await asyncio.gather(*self._tasks, return_exceptions=True)
+        if self.redis is not None:
+            await self.redis.redis.aclose()
+
+
+class _Mirror:
+    """Copies a local stream's frames to Redis in order, in batches, off the tee's path."""
+
+    def __init__(self, hub: ResumeHub, stream: LocalStream) -> None:
+        self.hub = hub
+        self.stream = stream
+        self.pending: list[Frame] = []
+        self.finished = False
+        self.wakeup = asyncio.Event()
+        self.failed = False
+        self.task = asyncio.get_running_loop().create_task(self._run(), name=f"resume-mirror-{stream.request_id}")
+
+    def add(self, frame: Frame) -> None:
+        self.pending.append(frame)
+        self.wakeup.set()
+
+    def finish(self) -> None:
+        self.finished = True
+        self.wakeup.set()
+
+    async def done(self) -> None:
+        await asyncio.gather(self.task, return_exceptions=True)
+
+    async def _run(self) -> None:
+        redis = self.hub.redis
+        assert redis is not None
+        request_id = self.stream.request_id
+        try:
+            await asyncio.wait_for(redis.create(request_id, self.stream.key_id), self.hub.timeout)
+        except Exception as exc:
+            self._failed(exc)
+        started = time.monotonic()
+        while True:
+            try:
+                await asyncio.wait_for(self.wakeup.wait(), ORIGIN_LEASE_MS / 3000)
+            except (TimeoutError, asyncio.TimeoutError):
+                pass
+            self.wakeup.clear()
+            batch, self.pending = self.pending, []
+            finished = self.finished and not self.pending
+            try:
+                if batch or finished:
+                    await asyncio.wait_for(redis.append(request_id, batch, finished), self.hub.timeout * 4)
+                else:
+                    await asyncio.wait_for(redis.origin_alive(request_id), self.hub.timeout)
+            except Exception as exc:
+                self._failed(exc)
+            if finished:
+                log.debug("turn %s mirrored to Redis in %.3fs", request_id, time.monotonic() - started)
+                return
+
+    def _failed(self, exc: BaseException) -> None:
+        if not self.failed:
+            self.failed = True
+            log.warning(
+                "turn %s: events not copied to Redis (%s); resuming on another replica will say they are lost",
+                self.stream.request_id,
+                type(exc).__name__,
+            )
+        if self.hub.metrics is not None:
+            self.hub.metrics.limit_store_error("resume")

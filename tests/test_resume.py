@@ -1,0 +1,92 @@
+"""Resumable streams within one gateway (no Redis): continue after Last-Event-ID with no gap and no
+duplicate, the upstream called once; nobody resumes → the upstream is closed after the grace window and the
+turn settles aborted; only the key that made the request may resume; non-resumable streams unchanged."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.conformance import check_frames, parse_sse
+from tests.conftest import marker, turn
+from tests.resume_client import read_some, resume
+
+KEYS = "alpha:sk-resume-alpha-01,beta:sk-resume-beta-02"
+ALPHA = {"Authorization": "Bearer sk-resume-alpha-01"}
+BETA = {"Authorization": "Bearer sk-resume-beta-02"}
+SLOW = "anthropic/slow;n=200;delay_ms=10"
+
+
+@pytest.fixture(scope="module")
+def gw(gateway_factory):
+    return gateway_factory(api_keys=KEYS, resume_grace=0.5)
+
+
+def resumable(model: str, prompt: str, **options) -> dict:
+    body = turn(model, prompt)
+    body["options"].update(resumable=True, **options)
+    return body
+
+
+def test_disconnect_and_resume_gives_the_whole_stream_once(gw):
+    prompt = marker()
+    request_id, head = read_some(gw.url, resumable(SLOW, prompt), ALPHA, 40)
+    assert [f.id for f in head] == [str(n) for n in range(1, 41)]
+    rest = resume(gw.url, request_id, ALPHA, head[-1].id)
+    assert rest.status_code == 200 and rest.headers["content-type"].startswith("text/event-stream")
+    tail = parse_sse(rest.text)
+    events = check_frames(head + tail)  # ids 1, 2, 3 … without gap or duplicate, every invariant, one terminal
+    assert events[-1]["type"] == "done"
+    text = "".join(e["delta"] for e in events if e["type"] == "text_delta")
+    assert text == events[-1]["message"]["content"][0]["text"]
+    assert len(gw.sim.seen(prompt)) == 1  # the upstream was called once
+    job = gw.job(request_id)
+    assert job.turn.outcome == "done" and job.resumed == 1 and not job.client_disconnected
+    record = gw.http.get(f"/v1/requests/{request_id}", headers=ALPHA).json()
+    assert record["resumed"] == 1 and record["outcome"] == "done"
+    assert "gateway_resumptions_total 1.0" in gw.http.get("/metrics").text
+
+    # A finished stream can be read again from the start (no Last-Event-ID) and after its last event.
+    again = resume(gw.url, request_id, ALPHA, None)
+    assert [json.loads(f.data) for f in parse_sse(again.text)] == events
+    assert resume(gw.url, request_id, ALPHA, str(len(events))).text.strip() == ""
+
+
+def test_nobody_resumes_upstream_closed_after_grace(gw):
+    prompt = marker()
+    request_id, _ = read_some(gw.url, resumable("anthropic/slow;n=2000;delay_ms=10", prompt), ALPHA, 5)
+    gw.sim.wait(prompt, until="closed", timeout=20)
+    job = gw.job(request_id)
+    assert job.turn.outcome == "aborted" and job.client_disconnected and job.resumed == 0
+    # What it produced until then is still there, ending with the aborted terminal.
+    rest = parse_sse(resume(gw.url, request_id, ALPHA, "5").text)
+    assert json.loads(rest[-1].data)["reason"] == "aborted"
+
+
+def test_only_the_same_key_resumes(gateway_factory):
+    gw = gateway_factory(api_keys=KEYS, resume_grace=60)
+    request_id, head = read_some(gw.url, resumable(SLOW, marker()), ALPHA, 3)
+    assert resume(gw.url, request_id, BETA, "3").status_code == 404
+    unknown = resume(gw.url, "req_doesnotexist", ALPHA, None)
+    assert unknown.status_code == 404 and unknown.json()["error"]["type"] == "not_found"
+    bad = resume(gw.url, request_id, ALPHA, "three")
+    assert bad.status_code == 400 and bad.json()["error"]["param"] == "Last-Event-ID"
+    events = check_frames(head + parse_sse(resume(gw.url, request_id, ALPHA, "3").text))
+    assert events[-1]["type"] == "done"
+
+
+def test_a_stream_that_is_not_resumable_cannot_be_resumed(gw):
+    result = gw.stream(turn("anthropic/text"), headers=ALPHA)
+    assert result.status == 200
+    assert resume(gw.url, result.headers["x-request-id"], ALPHA, "1").status_code == 404
+
+
+def test_events_beyond_the_cap_are_refused_not_skipped(gateway_factory):
+    small = gateway_factory(api_keys=KEYS, resume_grace=5, resume_max_events=20)
+    request_id, _ = read_some(small.url, resumable(SLOW, marker()), ALPHA, 2)
+    small.job(request_id)
+    lost = resume(small.url, request_id, ALPHA, "2")
+    assert lost.status_code == 410 and lost.json()["error"]["type"] == "resume_unavailable"
+    kept = parse_sse(resume(small.url, request_id, ALPHA, str(small.job(request_id).turn.events_sent - 5)).text)
+    assert len(kept) == 5 and json.loads(kept[-1].data)["type"] == "done"
