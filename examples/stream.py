@@ -1,8 +1,11 @@
 """Stream one turn from the gateway with httpx and print it as it arrives.
 
-    python examples/stream.py "What's the weather in Paris?"
-    python examples/stream.py --model anthropic/tools "Weather in Paris?"      # demo gateway: tool calls
-    GATEWAY_URL=http://127.0.0.1:8080 GATEWAY_API_KEY=... python examples/stream.py "Hello"
+    .venv/bin/python examples/stream.py "What's the weather in Paris?"
+    .venv/bin/python examples/stream.py --model anthropic/tools "Weather in Paris?"      # demo gateway: tool calls
+    GATEWAY_URL=http://127.0.0.1:8080 GATEWAY_API_KEY=... .venv/bin/python examples/stream.py "Hello"
+
+It needs httpx, which the project's `.venv` has (`make run` or `make test` creates it); with another Python,
+`pip install httpx` first.
 
 Text is printed as it streams, a tool call when it is complete (`toolcall_end`, arguments parsed), then the
 stop reason (`done`) or the error (`error`). Exit status: 0 done, 1 error event, 2 HTTP or connection error.
@@ -16,7 +19,10 @@ import os
 import sys
 from typing import Any, Iterator
 
-import httpx
+try:
+    import httpx
+except ModuleNotFoundError:
+    sys.exit("examples/stream.py needs httpx: run it with the project's .venv/bin/python, or pip install httpx")
 
 WEATHER_TOOL = {
     "name": "get_weather",
@@ -79,7 +85,8 @@ def print_stream(lines: Iterator[str]) -> int:
             print(flush=True)
         elif kind == "toolcall_end":
             call = event["toolCall"]
-            print(f"tool call: {call['name']} {json.dumps(call['arguments'])} (id {call['id']})", flush=True)
+            arguments = json.dumps(call["arguments"], separators=(",", ":"))
+            print(f"tool call: {call['name']} {arguments} (id {call['id']})", flush=True)
         elif kind == "done":
             usage = event["usage"]
             print(f"done: {event['reason']} ({usage['totalTokens']} tokens, ${usage['cost']['total']:.6f})", flush=True)
