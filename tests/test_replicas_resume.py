@@ -1,0 +1,147 @@
+"""Resumable streams across two gateway processes sharing a Redis (their own redis-server) and a ledger:
+disconnect from replica A, resume on replica B with Last-Event-ID and get exactly the rest (no gap, no
+duplicate, one terminal) while the upstream was called once; nobody resumes → upstream closed after the grace
+window and the record says aborted; another key → 404; Redis restarted → a clear 410, never a silent gap;
+Redis down → resumable streams still stream on their own replica, nothing hangs."""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any, Iterator
+
+import httpx
+import pytest
+
+from tests.conformance import check_frames, parse_sse
+from tests.conftest import marker, turn
+from tests.procs import GatewayProcess
+from tests.redisproc import RedisServer
+from tests.resume_client import read_some, resume
+
+KEYS = "alpha:sk-replica-alpha-01,beta:sk-replica-beta-02"
+ALPHA = {"Authorization": "Bearer sk-replica-alpha-01"}
+BETA = {"Authorization": "Bearer sk-replica-beta-02"}
+SLOW = "anthropic/slow;n=200;delay_ms=10"
+
+
+@pytest.fixture(scope="module")
+def pair(sim, tmp_path_factory) -> Iterator[dict[str, Any]]:
+    tmp = tmp_path_factory.mktemp("resume")
+    redis_server = RedisServer().start()
+    env = {
+        "GATEWAY_API_KEYS": KEYS,
+        "GATEWAY_REDIS_URL": redis_server.url,
+        "GATEWAY_RESUME_GRACE": "2",
+        "GATEWAY_REDIS_TIMEOUT": "0.5",
+    }
+    database = f"sqlite:///{tmp}/shared.db"
+    a = GatewayProcess(sim.url, database_url=database, **env)
+    b = GatewayProcess(sim.url, database_url=database, **env)
+    try:
+        a.wait_ready()
+        b.wait_ready()
+        yield {"a": a, "b": b, "redis": redis_server}
+    finally:
+        a.stop()
+        b.stop()
+        redis_server.stop()
+
+
+def resumable(model: str, prompt: str) -> dict[str, Any]:
+    body = turn(model, prompt)
+    body["options"]["resumable"] = True
+    return body
+
+
+def record(url: str, request_id: str, until) -> dict[str, Any]:
+    """The request's record once `until(record)` holds (the ledger is written after the turn settles)."""
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        response = httpx.get(f"{url}/v1/requests/{request_id}", headers=ALPHA, timeout=10)
+        if response.status_code == 200 and until(response.json()):
+            return response.json()
+        time.sleep(0.1)  # polling another process's ledger writes
+    raise AssertionError(f"record of {request_id} never reached the expected state")
+
+
+def test_disconnect_on_a_resume_on_b(pair, sim):
+    a, b = pair["a"], pair["b"]
+    prompt = marker()
+    request_id, head = read_some(a.url, resumable(SLOW, prompt), ALPHA, 50)
+    rest = resume(b.url, request_id, ALPHA, head[-1].id)
+    assert rest.status_code == 200
+    tail = parse_sse(rest.text)
+    assert tail[0].id == "51"
+    events = check_frames(head + tail)  # ids 1 … N without gap or duplicate, one terminal, every invariant
+    assert [e["type"] for e in events].count("done") == 1 and events[-1]["type"] == "done"
+    text = "".join(e["delta"] for e in events if e["type"] == "text_delta")
+    assert text == events[-1]["message"]["content"][0]["text"]
+    assert len(sim.seen(prompt)) == 1  # one upstream call for the whole stream
+    settled = record(b.url, request_id, lambda r: r["outcome"] == "done" and r["resumed"] == 1)
+    assert settled["clientDisconnected"] is False
+
+    # What an EventSource does on reconnect without an id: the whole stream again, from the event store.
+    again = resume(b.url, request_id, ALPHA, None)
+    assert [json.loads(f.data) for f in parse_sse(again.text)] == events
+    assert "gateway_resumptions_total 2.0" in httpx.get(f"{b.url}/metrics").text
+
+
+def test_nobody_resumes_upstream_closed_after_grace(pair, sim):
+    a = pair["a"]
+    prompt = marker()
+    request_id, _ = read_some(a.url, resumable("anthropic/slow;n=3000;delay_ms=10", prompt), ALPHA, 5)
+    started = time.monotonic()
+    sim.wait(prompt, until="closed", timeout=30)
+    assert time.monotonic() - started >= 1.5  # not before the grace window (2 s) ran out
+    settled = record(a.url, request_id, lambda r: r["outcome"] is not None)
+    assert settled["outcome"] == "aborted" and settled["clientDisconnected"] is True and settled["resumed"] == 0
+
+
+def test_another_key_gets_404_on_any_replica(pair):
+    a, b = pair["a"], pair["b"]
+    request_id, head = read_some(a.url, resumable(SLOW, marker()), ALPHA, 3)
+    for proc in (a, b):
+        refused = resume(proc.url, request_id, BETA, "3")
+        assert refused.status_code == 404 and refused.json()["error"]["type"] == "not_found"
+    assert resume(b.url, "req_unknown0000", ALPHA, None).status_code == 404
+    events = check_frames(head + parse_sse(resume(b.url, request_id, ALPHA, "3").text))
+    assert events[-1]["type"] == "done"
+
+
+def test_events_lost_with_redis_say_so(pair):
+    a, b, redis_server = pair["a"], pair["b"], pair["redis"]
+    request_id, _ = read_some(a.url, resumable("anthropic/slow;n=3000;delay_ms=10", marker()), ALPHA, 5)
+    redis_server.restart_empty()
+    lost = resume(b.url, request_id, ALPHA, "5")
+    assert lost.status_code == 410
+    error = lost.json()["error"]
+    assert error["type"] == "resume_unavailable" and request_id in error["message"]
+    # The replica running the turn still has every event: resuming there continues without a gap.
+    with httpx.Client(timeout=30) as client:
+        with client.stream("GET", f"{a.url}/v1/stream/{request_id}", headers={**ALPHA, "Last-Event-ID": "5"}) as r:
+            assert r.status_code == 200
+            text = ""
+            for chunk in r.iter_text():
+                text += chunk
+                if text.count("\n\n") >= 3:
+                    break
+    frames = [f for f in parse_sse(text[: text.rfind("\n\n") + 2]) if f.id is not None]
+    assert frames[0].id == "6"
+
+
+def test_redis_down_resumable_stream_still_streams(pair):
+    a, redis_server = pair["a"], pair["redis"]
+    redis_server.stop()
+    try:
+        started = time.monotonic()
+        response = httpx.post(f"{a.url}/v1/stream", json=resumable("anthropic/slow;n=20;delay_ms=5", marker()), headers=ALPHA, timeout=30)
+        assert response.status_code == 200
+        events = check_frames(parse_sse(response.text))
+        assert events[-1]["type"] == "done"
+        assert time.monotonic() - started < 15
+        # Resuming on the other replica needs the event store: a clear 503, quickly.
+        unavailable = resume(pair["b"].url, response.headers["x-request-id"], ALPHA, "1")
+        assert unavailable.status_code == 503 and unavailable.json()["error"]["type"] == "event_store_unavailable"
+    finally:
+        redis_server.start()
