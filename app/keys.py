@@ -11,7 +11,7 @@ The file (JSON, or TOML when its name ends in `.toml`) names each client key and
     concurrent_streams = 4          # turns in flight at once
     budget_usd_per_day = 5.0        # spend (usage.cost.total) of turns started this UTC day
     budget_usd_per_month = 100.0    # ... this UTC month
-    models = ["anthropic/*", "fast"]   # glob patterns over the requested model references (empty: any)
+    models = ["anthropic/*", "fast"]   # glob patterns (empty: any); see docs/replicas.md
 
 JSON is `{"keys": [ {the same fields} ]}`. `GATEWAY_API_KEYS` keys keep working and have no policy. The file
 is read again when it changes (mtime polled every `GATEWAY_KEYS_RELOAD_INTERVAL` seconds) and on SIGHUP; a file
