@@ -21,6 +21,10 @@ from app.api.auth import OPEN_PATHS
 from app.contract.events import StreamEvent
 from app.contract.messages import AssistantMessage
 from app.contract.request import PiStreamRequest, StreamRequest
+from app.doors.openai_chat import openapi as openai_chat_openapi
+
+# Doors that speak a vendor's wire format describe their own operation and schemas (`app/doors/*/openapi.py`).
+DOOR_DOCS = {openai_chat_openapi.PATH: openai_chat_openapi}
 
 SPEC_PATH = Path(__file__).resolve().parent.parent / "openapi" / "openapi.json"
 REF = "#/components/schemas/{model}"
@@ -172,6 +176,8 @@ def build_openapi(app: FastAPI) -> dict[str, Any]:
     )
     components = spec.setdefault("components", {})
     components.setdefault("schemas", {}).update(_components())
+    for door in DOOR_DOCS.values():
+        components["schemas"].update(door.SCHEMAS)
     components["securitySchemes"] = {"bearer": {"type": "http", "scheme": "bearer"}}
     turn_codes = ["400", "401", "404", "413", "422", "429", "503"]
     body = {
@@ -188,7 +194,9 @@ def build_openapi(app: FastAPI) -> dict[str, Any]:
     }
     for path, item in spec.get("paths", {}).items():
         for method, operation in item.items():
-            if path in body and method == "post":
+            if path in DOOR_DOCS and method == "post":
+                operation.update(DOOR_DOCS[path].operation())
+            elif path in body and method == "post":
                 model, responses = body[path]
                 example = _PI_EXAMPLE if model == "PiStreamRequest" else _EXAMPLE
                 operation["requestBody"] = {
@@ -215,7 +223,7 @@ def build_openapi(app: FastAPI) -> dict[str, Any]:
                     responses["503"]["description"] = "The request ledger is unavailable (see `Retry-After`)"
                 if "{" in path:
                     responses["404"] = _json(_ref("ErrorBody"), "No such record for this key")
-            if "422" in operation.get("responses", {}):  # our handler answers validation errors with ErrorBody
+            if "422" in operation.get("responses", {}) and path not in DOOR_DOCS:  # our handler answers with ErrorBody
                 operation["responses"]["422"] = _json(_ref("ErrorBody"), _ERRORS["422"])
             if path not in OPEN_PATHS:
                 operation["security"] = [{"bearer": []}]

@@ -12,7 +12,7 @@ from app.api.auth import authorization
 from app.api.errors import ApiError, json_response, refusal_error
 from app.api.turns import serve
 from app.contract.catalog import ModelList, anthropic_model_list
-from app.doors import pi, unified
+from app.doors import openai_chat, pi, unified
 from app.gateway import Gateway
 from app.refusals import Refusal
 
@@ -36,6 +36,15 @@ async def pi_stream(request: Request) -> Response:
 @router.post("/v1/complete", tags=["turns"], summary="One assistant turn, answered as one AssistantMessage")
 async def complete_turn(request: Request) -> Response:
     return await serve(request, unified.DOOR, stream=False)
+
+
+@router.post(
+    "/v1/chat/completions",
+    tags=["doors"],
+    summary="OpenAI Chat Completions door: streamed chat.completion.chunk lines or one chat.completion",
+)
+async def chat_completions(request: Request) -> Response:
+    return await serve(request, openai_chat.DOOR)
 
 
 @router.get(

@@ -1,0 +1,124 @@
+"""The door's entry in the OpenAPI document (`app.openapi`): request and response shapes, in brief.
+
+The full parameter table is docs/doors/openai-chat.md; OpenAI's own API reference describes the objects."""
+
+from __future__ import annotations
+
+from typing import Any
+
+PATH = "/v1/chat/completions"
+
+_ERROR = {
+    "type": "object",
+    "required": ["error"],
+    "properties": {
+        "error": {
+            "type": "object",
+            "required": ["message", "type"],
+            "properties": {
+                "message": {"type": "string"},
+                "type": {"type": "string"},
+                "param": {"type": ["string", "null"], "description": "the offending parameter, e.g. messages.2.tool_call_id"},
+                "code": {"type": ["string", "null"]},
+            },
+        }
+    },
+}
+_MESSAGE = {
+    "type": "object",
+    "required": ["role"],
+    "properties": {
+        "role": {"type": "string", "enum": ["system", "developer", "user", "assistant", "tool"]},
+        "content": {"description": "a string or a list of content parts (text; image_url with a data: URL)"},
+        "tool_calls": {"type": "array", "items": {"type": "object"}},
+        "tool_call_id": {"type": "string"},
+    },
+}
+SCHEMAS: dict[str, Any] = {
+    "ChatCompletionRequest": {
+        "type": "object",
+        "description": "OpenAI's Chat Completions request; every parameter is honoured or refused with 400 naming it",
+        "required": ["model", "messages"],
+        "properties": {
+            "model": {"type": "string", "description": '"<provider>/<model id>", a route or an alias'},
+            "messages": {"type": "array", "minItems": 1, "items": {"$ref": "#/components/schemas/ChatMessage"}},
+            "stream": {"type": "boolean"},
+            "stream_options": {"type": "object", "properties": {"include_usage": {"type": "boolean"}}},
+            "tools": {"type": "array", "items": {"type": "object"}},
+            "tool_choice": {},
+            "max_completion_tokens": {"type": "integer", "minimum": 1},
+            "max_tokens": {"type": "integer", "minimum": 1},
+            "temperature": {"type": "number", "minimum": 0, "maximum": 2},
+            "top_p": {"type": "number", "minimum": 0, "maximum": 1},
+            "stop": {"description": "a string or a list of strings"},
+            "reasoning_effort": {"type": "string", "enum": ["minimal", "low", "medium", "high", "xhigh"]},
+            "user": {"type": "string"},
+            "metadata": {"type": "object", "additionalProperties": {"type": "string"}},
+        },
+    },
+    "ChatMessage": _MESSAGE,
+    "ChatCompletion": {
+        "type": "object",
+        "description": "`chat.completion` (not streaming)",
+        "required": ["id", "object", "created", "model", "choices"],
+        "properties": {
+            "id": {"type": "string"},
+            "object": {"const": "chat.completion"},
+            "created": {"type": "integer"},
+            "model": {"type": "string", "description": "the provider/model that served the turn"},
+            "choices": {"type": "array", "items": {"type": "object"}},
+            "usage": {"type": "object"},
+        },
+    },
+    "OpenAIErrorBody": _ERROR,
+}
+
+_DESCRIPTIONS = {
+    "400": "Bad input or a parameter the gateway cannot honour (named in `param`); the upstream refused the request",
+    "401": "Missing or invalid API key",
+    "403": "The key may not use this model",
+    "404": "Unknown model; the upstream does not know the model",
+    "413": "Body too large or nested too deep",
+    "422": "A lone UTF-16 surrogate outside message text",
+    "429": "Rate limited: a gateway limit or the upstream's (see `Retry-After`)",
+    "502": "The upstream failed before the answer started (or, not streaming, at any point)",
+    "503": "Gateway shutting down, or the upstream overloaded (see `Retry-After`)",
+    "504": "A timeout fired before the answer started",
+}
+
+
+def operation() -> dict[str, Any]:
+    def error(code: str) -> dict[str, Any]:
+        body = {"description": _DESCRIPTIONS[code], "content": {"application/json": {"schema": _ref("OpenAIErrorBody")}}}
+        if code in ("429", "503"):
+            body["headers"] = {"Retry-After": {"description": "seconds to wait", "schema": {"type": "string"}}}
+        return body
+
+    return {
+        "requestBody": {
+            "required": True,
+            "content": {
+                "application/json": {
+                    "schema": _ref("ChatCompletionRequest"),
+                    "example": {"model": "anthropic/claude-sonnet-4-5", "stream": True,
+                                "messages": [{"role": "user", "content": "Hello"}]},  # fmt: skip
+                }
+            },
+        },
+        "responses": {
+            "200": {
+                "description": "With `stream: true`, `data:` lines of `chat.completion.chunk` objects, then "
+                "`data: [DONE]` (an error after the start is one `data: {\"error\": …}` line instead); "
+                "otherwise one `chat.completion`",
+                "content": {
+                    "text/event-stream": {"schema": {"type": "string"}},
+                    "application/json": {"schema": _ref("ChatCompletion")},
+                },
+            },
+            **{code: error(code) for code in _DESCRIPTIONS},
+        },
+    }
+
+
+def _ref(name: str) -> dict[str, str]:
+    return {"$ref": f"#/components/schemas/{name}"}

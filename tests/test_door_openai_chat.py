@@ -1,0 +1,386 @@
+"""The OpenAI Chat Completions door with the official `openai` SDK, as an application would use it, over
+loopback HTTP against the gateway in front of the simulator — each scenario against all three vendors."""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+
+import httpx
+import openai
+import pytest
+
+from tests.conftest import marker
+
+VENDORS = ["anthropic", "openai", "google"]
+KEY = "sk-client-chat-0001"
+WEATHER = {"city": "Paris", "unit": "celsius"}
+TIME = {"timezone": "Europe/Paris"}
+
+
+@pytest.fixture(scope="module")
+def gw(gateway_factory):
+    # Coalescing off: every vendor fragment is one chunk, so fragmented tool arguments stay fragmented.
+    return gateway_factory(throttle_ms=0, api_keys=f"chat:{KEY}")
+
+
+@pytest.fixture(scope="module")
+def client(gw) -> openai.OpenAI:
+    return openai.OpenAI(base_url=f"{gw.url}/v1", api_key=KEY, max_retries=0, timeout=30)
+
+
+def user(text: str) -> list[dict[str, Any]]:
+    return [{"role": "user", "content": text}]
+
+
+def collect(stream: Any) -> dict[str, Any]:
+    """Read a streamed completion as an application does: text, reasoning, tool calls by index, finish, usage."""
+    out: dict[str, Any] = {"ids": set(), "models": set(), "chunks": [], "text": "", "reasoning": "", "calls": {},
+                           "finish": None, "usage": None, "fragments": 0}  # fmt: skip
+    for chunk in stream:
+        out["chunks"].append(chunk)
+        out["ids"].add(chunk.id)
+        out["models"].add(chunk.model)
+        if chunk.usage is not None:
+            out["usage"] = chunk.usage
+        for choice in chunk.choices:
+            delta = choice.delta
+            out["text"] += delta.content or ""
+            out["reasoning"] += (delta.model_extra or {}).get("reasoning_content") or ""
+            for call in delta.tool_calls or []:
+                entry = out["calls"].setdefault(call.index, {"id": None, "name": None, "arguments": "", "ids_seen": []})
+                if call.id is not None:
+                    entry["ids_seen"].append(call.id)
+                    entry["id"] = call.id
+                if call.function and call.function.name:
+                    entry["name"] = call.function.name
+                if call.function and call.function.arguments:
+                    entry["arguments"] += call.function.arguments
+                    out["fragments"] += 1
+            if choice.finish_reason is not None:
+                out["finish"] = choice.finish_reason
+    return out
+
+
+def request_id_of(completion_id: str) -> str:
+    assert completion_id.startswith("chatcmpl-req_")
+    return completion_id[len("chatcmpl-") :]
+
+
+def record(gw: Any, request_id: str) -> dict[str, Any]:
+    gw.job(request_id)
+    response = gw.http.get(f"/v1/requests/{request_id}", headers={"Authorization": f"Bearer {KEY}"})
+    assert response.status_code == 200, response.text
+    return response.json()
+
+
+# ---------------------------------------------------------------------------------------------- text, thinking
+
+
+@pytest.mark.parametrize("vendor", VENDORS)
+def test_streamed_text_with_usage(gw, client, vendor):
+    m = marker()
+    stream = client.chat.completions.create(
+        model=f"{vendor}/text;input=30;cache_read=12", messages=user(m), stream=True, stream_options={"include_usage": True}
+    )
+    got = collect(stream)
+    first = got["chunks"][0]
+    assert first.choices[0].delta.role == "assistant"
+    assert len(got["ids"]) == 1 and got["models"] == {f"{vendor}/text;input=30;cache_read=12"}
+    assert got["text"] == f"Hello from the simulator. You said: {m}"
+    assert got["finish"] == "stop"
+    last = got["chunks"][-1]
+    assert last.choices == [] and last.usage is not None
+    rec = record(gw, request_id_of(first.id))
+    assert rec["door"] == "openai-chat" and rec["outcome"] == "done"
+    usage = rec["usage"]
+    assert got["usage"].prompt_tokens == usage["input"] + usage["cacheRead"] + usage["cacheWrite"]
+    assert got["usage"].prompt_tokens_details.cached_tokens == usage["cacheRead"] == 12
+    assert got["usage"].completion_tokens == usage["output"] > 0
+    assert got["usage"].total_tokens == got["usage"].prompt_tokens + got["usage"].completion_tokens
+
+
+def test_the_stream_ends_with_done_and_sends_usage_only_when_asked(gw):
+    body = {"model": "anthropic/text", "messages": user(marker()), "stream": True}
+    with httpx.Client(base_url=gw.url, headers={"Authorization": f"Bearer {KEY}"}, timeout=30) as http:
+        plain = http.post("/v1/chat/completions", json=body)
+        with_usage = http.post("/v1/chat/completions", json={**body, "stream_options": {"include_usage": True}})
+    for response in (plain, with_usage):
+        assert response.status_code == 200 and response.headers["content-type"].startswith("text/event-stream")
+        lines = [line for line in response.text.splitlines() if line.startswith("data: ")]
+        assert lines[-1] == "data: [DONE]"
+        assert response.headers["x-request-id"] in lines[0]
+    assert '"usage"' not in plain.text
+    usage_line = [line for line in with_usage.text.splitlines() if line.startswith("data: ")][-2]
+    assert json.loads(usage_line[len("data: ") :])["choices"] == []
+
+
+@pytest.mark.parametrize("vendor", VENDORS)
+def test_not_streamed_text_and_thinking(gw, client, vendor):
+    m = marker()
+    completion = client.chat.completions.create(model=f"{vendor}/thinking", messages=user(m))
+    assert completion.object == "chat.completion"
+    assert completion.model == f"{vendor}/thinking"
+    choice = completion.choices[0]
+    assert choice.message.content == f"Hello from the simulator. You said: {m}"
+    assert (choice.message.model_extra or {}).get("reasoning_content") == "The user greets me. I should greet back."
+    assert choice.finish_reason == "stop"
+    assert completion.usage.prompt_tokens > 0 and completion.usage.completion_tokens > 0
+    assert record(gw, request_id_of(completion.id))["door"] == "openai-chat"
+
+
+@pytest.mark.parametrize("vendor", VENDORS)
+def test_streamed_thinking_is_reasoning_content(client, vendor):
+    got = collect(client.chat.completions.create(model=f"{vendor}/thinking", messages=user(marker()), stream=True))
+    assert got["reasoning"] == "The user greets me. I should greet back."
+    assert got["text"].startswith("Hello from the simulator.")
+
+
+# ---------------------------------------------------------------------------------------------- tools
+
+TOOLS = [
+    {"type": "function", "function": {"name": "get_weather", "description": "Current weather",
+     "parameters": {"type": "object", "properties": {"city": {"type": "string"}, "unit": {"type": "string"}}}}},
+    {"type": "function", "function": {"name": "get_time", "parameters": {"type": "object", "properties": {
+     "timezone": {"type": "string"}}}}},
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("vendor", VENDORS)
+def test_parallel_fragmented_tool_calls_stream(client, vendor):
+    got = collect(client.chat.completions.create(model=f"{vendor}/tools", messages=user(marker()), tools=TOOLS, stream=True))
+    assert got["finish"] == "tool_calls"
+    assert sorted(got["calls"]) == [0, 1]
+    first, second = got["calls"][0], got["calls"][1]
+    assert (first["name"], json.loads(first["arguments"])) == ("get_weather", WEATHER)
+    assert (second["name"], json.loads(second["arguments"])) == ("get_time", TIME)
+    for call in (first, second):
+        assert call["id"] and call["ids_seen"] == [call["id"]]  # the id once, on the call's first fragment
+    assert first["id"] != second["id"]
+    if vendor != "google":  # Gemini sends a call's arguments whole
+        assert got["fragments"] >= 4  # the vendors' fragments arrive as fragments, not re-assembled
+
+
+@pytest.mark.parametrize("vendor", VENDORS)
+def test_multi_turn_tool_loop(gw, client, vendor):
+    m = marker()
+    messages: list[dict[str, Any]] = [{"role": "system", "content": "You are terse."}, *user(f"weather? {m}")]
+    first = client.chat.completions.create(model=f"{vendor}/tools", messages=messages, tools=TOOLS)
+    reply = first.choices[0].message
+    assert first.choices[0].finish_reason == "tool_calls" and len(reply.tool_calls) == 2
+    messages.append(reply.model_dump(exclude_none=True))
+    results = {"get_weather": f"18C cloudy {m}-w", "get_time": f"14:05 {m}-t"}
+    for call in reply.tool_calls:
+        messages.append({"role": "tool", "tool_call_id": call.id, "content": results[call.function.name]})
+    # The second turn goes to another vendor too: the history carries no provider and replays as foreign content.
+    other = VENDORS[(VENDORS.index(vendor) + 1) % 3]
+    for target in (vendor, other):
+        second = client.chat.completions.create(model=f"{target}/text", messages=messages, tools=TOOLS)
+        assert second.choices[0].finish_reason == "stop"
+        upstream = gw.sim.seen(f"{m}-w")
+        sent = [entry for entry in upstream if entry["vendor"] == target]
+        assert sent, f"{target} never received the tool results"
+        raw = json.dumps(sent[-1]["body"])
+        assert f"{m}-t" in raw and "You are terse." in raw
+    assert record(gw, request_id_of(second.id))["door"] == "openai-chat"
+
+
+def test_tool_choice_and_stop_reach_the_vendor(gw, client):
+    m = marker()
+    client.chat.completions.create(
+        model="anthropic/text", messages=user(m), tools=TOOLS, tool_choice={"type": "function", "function": {"name": "get_time"}},
+        stop=["END"], max_completion_tokens=77, temperature=0.5,
+    )  # fmt: skip
+    body = gw.sim.seen(m)[-1]["body"]
+    assert body["tool_choice"] == {"type": "tool", "name": "get_time"}
+    assert body["stop_sequences"] == ["END"] and body["max_tokens"] == 77 and body["temperature"] == 0.5
+
+
+@pytest.mark.parametrize("vendor", VENDORS)
+def test_malformed_tool_arguments_are_an_error_never_a_call(gw, client, vendor):
+    # Gemini sends arguments parsed, so its malformed call is its own stop reason.
+    says = "MALFORMED_FUNCTION_CALL" if vendor == "google" else "not valid JSON"
+    chunks = []
+    with pytest.raises(openai.APIError) as raised:
+        for chunk in client.chat.completions.create(model=f"{vendor}/tools-malformed", messages=user(marker()), tools=TOOLS, stream=True):
+            chunks.append(chunk)
+    assert says in str(raised.value)
+    assert all(c.choices[0].finish_reason is None for c in chunks if c.choices)
+    with pytest.raises(openai.APIStatusError) as raised:
+        client.chat.completions.create(model=f"{vendor}/tools-malformed", messages=user(marker()), tools=TOOLS)
+    assert raised.value.status_code == 502 and says in raised.value.body["message"]
+    assert raised.value.body["code"] == "upstream_error"
+
+
+# ---------------------------------------------------------------------------------------------- failures
+
+
+@pytest.mark.parametrize("vendor", VENDORS)
+@pytest.mark.parametrize(
+    ("scenario", "error_type", "status"),
+    [("http-429", openai.RateLimitError, 429), ("http-500", openai.InternalServerError, 502),
+     ("error-before-content", openai.InternalServerError, 502)],
+)  # fmt: skip
+def test_vendor_error_before_the_start_is_an_http_error(gw, client, vendor, scenario, error_type, status):
+    for stream in (True, False):
+        with pytest.raises(error_type) as raised:
+            result = client.chat.completions.create(model=f"{vendor}/{scenario}", messages=user(marker()), stream=stream)
+            if stream:
+                collect(result)
+        assert raised.value.status_code == status
+        assert raised.value.body["message"].startswith(f"{vendor}/{scenario}")
+        rec = record(gw, raised.value.response.headers["x-request-id"])
+        assert rec["outcome"] == "error" and rec["door"] == "openai-chat"
+
+
+@pytest.mark.parametrize("vendor", VENDORS)
+@pytest.mark.parametrize(
+    ("scenario", "says"), [("error-mid-stream", "error"), ("refusal", "refused|safety"), ("truncated", "truncated")]
+)
+def test_failure_after_the_start_raises_mid_stream(gw, client, vendor, scenario, says):
+    chunks = []
+    with pytest.raises(openai.APIError) as raised:
+        for chunk in client.chat.completions.create(model=f"{vendor}/{scenario}", messages=user(marker()), stream=True):
+            chunks.append(chunk)
+    assert not isinstance(raised.value, openai.APIStatusError)  # the stream had started: 200, then the error
+    assert chunks and chunks[0].choices[0].delta.role == "assistant"
+    assert any(word in str(raised.value).lower() for word in says.split("|"))
+    assert all(c.choices[0].finish_reason is None for c in chunks if c.choices)  # never a successful end
+    rec = record(gw, request_id_of(chunks[0].id))
+    assert rec["outcome"] == "error" and rec["door"] == "openai-chat"
+    with pytest.raises(openai.APIStatusError) as raised:
+        client.chat.completions.create(model=f"{vendor}/{scenario}", messages=user(marker()))
+    assert raised.value.status_code == 502
+    assert any(word in raised.value.body["message"].lower() for word in says.split("|"))
+
+
+@pytest.mark.parametrize("vendor", VENDORS)
+def test_truncation_by_max_tokens_is_finish_reason_length(client, vendor):
+    got = collect(client.chat.completions.create(model=f"{vendor}/max-tokens", messages=user(marker()), stream=True))
+    assert got["finish"] == "length"
+    completion = client.chat.completions.create(model=f"{vendor}/max-tokens", messages=user(marker()))
+    assert completion.choices[0].finish_reason == "length"
+
+
+@pytest.mark.parametrize("vendor", VENDORS)
+def test_client_cancel_closes_the_upstream(gw, client, vendor):
+    m = marker()
+    stream = client.chat.completions.create(model=f"{vendor}/slow;n=400;delay_ms=10", messages=user(m), stream=True)
+    seen = 0
+    for chunk in stream:
+        seen += 1
+        if seen == 3:
+            break
+    cancelled_at = time.time()
+    stream.close()
+    entry = gw.sim.wait(m, until="closed")
+    assert entry["clientClosed"] is True and not entry["completed"]
+    print(f"{vendor}: upstream closed {1000 * (entry['closedAt'] - cancelled_at):.1f} ms after the client cancelled")
+    rec = record(gw, request_id_of(chunk.id))
+    assert rec["outcome"] == "aborted" and rec["door"] == "openai-chat" and rec["clientDisconnected"] is True
+
+
+def test_auth_errors_in_openai_shape(gw):
+    bad = openai.OpenAI(base_url=f"{gw.url}/v1", api_key="sk-wrong", max_retries=0)
+    with pytest.raises(openai.AuthenticationError) as raised:
+        bad.chat.completions.create(model="anthropic/text", messages=user("hi"))
+    assert raised.value.body["type"] == "authentication_error"
+    with pytest.raises(openai.NotFoundError) as raised:
+        openai.OpenAI(base_url=f"{gw.url}/v1", api_key=KEY, max_retries=0).chat.completions.create(
+            model="nope/text", messages=user("hi")
+        )
+    assert raised.value.body["param"] == "model"
+
+
+# ---------------------------------------------------------------------------------------------- bad input
+
+IMAGE = "data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg=="
+
+
+def _body(m: str, **extra: Any) -> dict[str, Any]:
+    return {"model": "anthropic/text", "messages": user(m), **extra}
+
+
+def _call(call_id: str = "call_1", arguments: str = "{}") -> dict[str, Any]:
+    return {"id": call_id, "type": "function", "function": {"name": "get_time", "arguments": arguments}}
+
+
+BAD_INPUT = [
+    # (name, body builder, status, param)
+    ("n=2", lambda m: _body(m, n=2), 400, "n"),
+    ("logprobs", lambda m: _body(m, logprobs=True), 400, "logprobs"),
+    ("seed", lambda m: _body(m, seed=7), 400, "seed"),
+    ("json mode", lambda m: _body(m, response_format={"type": "json_object"}), 400, "response_format"),
+    ("penalty", lambda m: _body(m, presence_penalty=0.5), 400, "presence_penalty"),
+    ("unknown parameter", lambda m: _body(m, best_of=3), 400, "best_of"),
+    ("http image", lambda m: _body(m, messages=[{"role": "user", "content": [{"type": "text", "text": m}, {"type": "image_url",
+        "image_url": {"url": "https://example.com/cat.png"}}]}]), 400, "messages.0.content.1.image_url.url"),  # fmt: skip
+    ("bad data url", lambda m: _body(m, messages=[{"role": "user", "content": [{"type": "text", "text": m}, {"type": "image_url",
+        "image_url": {"url": "data:image/png;base64,***"}}]}]), 400, "messages.0.content.1.image_url.url"),  # fmt: skip
+    ("unknown role", lambda m: _body(m, messages=[{"role": "wizard", "content": m}]), 400, "messages.0.role"),
+    ("messages not a list", lambda m: _body(m, messages={"role": "user", "content": m}), 400, "messages"),
+    ("content wrong type", lambda m: _body(m, messages=[{"role": "user", "content": 42}, *user(m)]), 400, "messages.0.content"),
+    ("temperature type", lambda m: _body(m, temperature="hot"), 400, "temperature"),
+    ("temperature range", lambda m: _body(m, temperature=3), 400, "temperature"),
+    ("stream type", lambda m: _body(m, stream="yes"), 400, "stream"),
+    ("orphan tool result", lambda m: _body(m, messages=[*user(m), {"role": "tool", "tool_call_id": "call_x", "content": "r"}]),
+     400, "messages.1.tool_call_id"),  # fmt: skip
+    ("tool result answers no earlier call", lambda m: _body(m, messages=[*user(m), {"role": "assistant", "tool_calls": [_call("call_1")]},
+     {"role": "tool", "tool_call_id": "call_2", "content": "r"}]), 400, "messages.2.tool_call_id"),  # fmt: skip
+    ("invalid tool arguments JSON", lambda m: _body(m, messages=[*user(m), {"role": "assistant", "tool_calls": [_call(arguments='{"a": ')]},
+     {"role": "tool", "tool_call_id": "call_1", "content": "r"}]), 400, "messages.1.tool_calls.0.function.arguments"),  # fmt: skip
+    ("tool arguments not an object", lambda m: _body(m, messages=[*user(m), {"role": "assistant", "tool_calls": [_call(arguments="[1]")]}]),
+     400, "messages.1.tool_calls.0.function.arguments"),  # fmt: skip
+    ("tool choice names no tool", lambda m: _body(m, tools=TOOLS, tool_choice={"type": "function", "function": {"name": "nope"}}),
+     400, "tool_choice.function.name"),  # fmt: skip
+    ("custom tool", lambda m: _body(m, tools=[{"type": "custom", "custom": {"name": "x"}}]), 400, "tools.0.type"),
+    ("parallel tool calls off", lambda m: _body(m, tools=TOOLS, parallel_tool_calls=False), 400, "parallel_tool_calls"),
+    ("reasoning effort", lambda m: _body(m, reasoning_effort="extreme"), 400, "reasoning_effort"),
+    ("stream options without stream", lambda m: _body(m, stream_options={"include_usage": True}), 400, "stream_options"),
+    ("model missing", lambda m: {"messages": user(m)}, 400, "model"),
+    ("only a system message", lambda m: _body(m, messages=[{"role": "system", "content": m}]), 400, "messages"),
+    ("audio part", lambda m: _body(m, messages=[{"role": "user", "content": [{"type": "input_audio", "input_audio": {
+        "data": "AAAA", "format": "wav"}}, {"type": "text", "text": m}]}]), 400, "messages.0.content.0.type"),  # fmt: skip
+]
+
+
+@pytest.mark.parametrize(("name", "build", "status", "param"), BAD_INPUT, ids=[row[0] for row in BAD_INPUT])
+def test_bad_input_is_a_4xx_in_openai_shape_and_no_upstream_call(gw, name, build, status, param):
+    m = marker()
+    response = gw.http.post("/v1/chat/completions", json=build(m), headers={"Authorization": f"Bearer {KEY}"})
+    assert response.status_code == status, response.text
+    error = response.json()["error"]
+    assert error["param"] == param and error["message"] and error["type"] and "code" in error
+    assert gw.sim.seen(m) == []
+
+
+def test_the_sdk_raises_bad_request_with_the_message(gw, client):
+    m = marker()
+    with pytest.raises(openai.BadRequestError) as raised:
+        client.chat.completions.create(model="anthropic/text", messages=user(m), n=2)
+    assert "n: only 1" in raised.value.message and raised.value.body["param"] == "n"
+    assert gw.sim.seen(m) == []
+
+
+def test_a_50_mb_body_is_413_in_openai_shape(gw):
+    m = marker()
+    body = json.dumps(_body(m, messages=user(m + "x" * 50_000_000))).encode()
+    response = gw.http.post("/v1/chat/completions", content=body, headers={"Authorization": f"Bearer {KEY}", "content-type": "application/json"})
+    assert response.status_code == 413
+    assert response.json()["error"]["message"].startswith("request body exceeds")
+    assert gw.sim.seen(m) == []
+
+
+def test_not_json_is_400_in_openai_shape(gw):
+    response = gw.http.post("/v1/chat/completions", content=b"{nope", headers={"Authorization": f"Bearer {KEY}"})
+    assert response.status_code == 400 and response.json()["error"]["type"] == "invalid_request_error"
+
+
+def test_an_inline_image_reaches_the_vendor(gw, client):
+    m = marker()
+    client.chat.completions.create(
+        model="anthropic/text", messages=[{"role": "user", "content": [{"type": "text", "text": m}, {"type": "image_url", "image_url": {"url": IMAGE}}]}]
+    )  # fmt: skip
+    content = gw.sim.seen(m)[-1]["body"]["messages"][0]["content"]
+    assert {"type": "base64", "media_type": "image/png", "data": IMAGE.split(",", 1)[1]} in [c.get("source") for c in content]
