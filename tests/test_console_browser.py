@@ -126,6 +126,9 @@ def test_text_turn_streams_into_the_page(page, demo):
     assert frames.last.locator("td").nth(3).inner_text() == "done"
     assert "first token" in page.locator("#frames").inner_text()
     assert "time to first token" in page.locator("#timeline-summary").inner_text()
+    merged = page.locator(".timeline-panel .merged")
+    merged.wait_for()  # from the record: upstream frames against events sent
+    assert "upstream frames →" in merged.inner_text()
 
 
 def test_tool_call_turn_shows_arguments_as_a_tree(page, demo):
@@ -192,6 +195,7 @@ def test_requests_table_and_a_record_page(page, demo):
     row = page.locator(f"#records tr[data-id='{request_id}']")
     row.wait_for()
     cells = row.locator("td").all_inner_texts()
+    assert cells[1] == "unified"
     assert cells[2] == "anthropic/claude-sonnet-4-5" and cells[3] == "anthropic/claude-sonnet-4-5" and cells[4] == "done"
     assert cells[9] == "1"  # one attempt
     # filters go to the server: aborted only hides this record
@@ -251,12 +255,12 @@ def test_health_view_draws_the_summary(page, demo):
 
 
 def shoot(page: Any, path: Path, **options: Any) -> None:
-    """A screenshot, reduced to a 64-colour palette so the committed PNGs stay small."""
+    """A screenshot, reduced to a 128-colour palette so the committed PNGs stay small."""
     from PIL import Image
 
     page.screenshot(path=str(path), **options)
     with Image.open(path) as image:
-        small = image.convert("RGB").quantize(colors=64, method=Image.Quantize.MEDIANCUT)
+        small = image.convert("RGB").quantize(colors=128, method=Image.Quantize.MEDIANCUT)
     small.save(path, optimize=True)
 
 
@@ -289,7 +293,7 @@ def test_screenshots(page, demo):
     page.click("nav a[data-view=requests]")
     page.locator("#records tbody tr").first.wait_for()
     shoot(page, target / "requests.png")
-    page.locator("#records tbody tr").nth(1).click()
+    page.locator("#records tbody tr", has_text="anthropic/http-500").click()  # retried, then the fallback served
     page.locator("#record h2").wait_for()
     shoot(page, target / "record.png", full_page=True)
     page.click("nav a[data-view=health]")

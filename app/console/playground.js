@@ -134,6 +134,7 @@ async function send() {
     $("#stop").disabled = true;
     timeline.finish(performance.now() - started);
   }
+  if (terminal && view.id) timeline.merged(view.id);
   if (terminal?.type === "done") {
     state.messages = [...request.sent, terminal.message];
     state.pendingCalls = terminal.message.content.filter((block) => block.type === "toolCall");
@@ -158,6 +159,7 @@ class TurnView {
   }
 
   requestId(id) {
+    this.id = id;
     if (id) this.header.append(el("a", { class: "request-link", href: `#/requests/${encodeURIComponent(id)}` }, id));
   }
 
@@ -264,6 +266,7 @@ class Timeline {
     this.summary = $("#timeline-summary");
     this.summary.textContent = "streaming…";
     clear($("#timeline-chart"));
+    for (const note of document.querySelectorAll(".timeline-panel .merged")) note.remove();
     this.previous = null;
     this.ttft = null;
     this.deltas = 0;
@@ -302,6 +305,20 @@ class Timeline {
     }
     this.summary.textContent = parts.join(" · ");
     this.chart(totalMs);
+  }
+
+  /** From the turn's record: how many upstream frames became how many events (coalescing merges deltas). */
+  async merged(requestId) {
+    let record;
+    try {
+      record = await getJson(`/v1/requests/${encodeURIComponent(requestId)}`);
+    } catch {
+      return;
+    }
+    if (record.upstreamFrames == null || record.eventsSent == null) return;
+    const note = el("div", { class: "merged" }, `${record.upstreamFrames} upstream frames → ${record.eventsSent} events sent`);
+    if (record.upstreamFrames > record.eventsSent) note.append(` (coalescing merged or dropped ${record.upstreamFrames - record.eventsSent}; vendor frames without content, like pings and usage, are not events either)`);
+    this.summary.after(note);
   }
 
   chart(totalMs) {
