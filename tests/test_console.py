@@ -36,6 +36,7 @@ def test_console_page_and_files_carry_a_strict_policy(console_gateway):
     assert "default-src 'self'" in policy and "script-src 'self'" in policy and "'unsafe-inline'" not in policy
     assert page.headers["x-content-type-options"] == "nosniff" and page.headers["x-frame-options"] == "DENY"
     assert "<script" in page.text and "<script>" not in page.text  # modules from files, nothing inline
+    assert console_gateway.http.get("/console/").text == page.text
     script = console_gateway.http.get("/console/main.js")
     assert script.status_code == 200 and script.headers["content-type"].startswith("text/javascript")
     assert script.headers["content-security-policy"] == CONTENT_SECURITY_POLICY
@@ -66,7 +67,6 @@ def test_summary_counts_the_callers_turns_only(console_gateway):
     assert summary["ttftMs"]["count"] >= 2 and summary["ttftMs"]["p50"] is not None
     assert summary["providers"]["anthropic"]["turns"] >= 2 and summary["providers"]["anthropic"]["errors"] >= 1
     assert summary["minutes"][-1]["turns"]["done"] >= 1
-    assert summary["activeStreams"] == 0
     # another key sees none of them
     after = console_gateway.http.get("/v1/console/summary", headers=auth(OTHER)).json()
     assert after["turns"] == before["turns"]

@@ -131,6 +131,13 @@ def test_text_turn_streams_into_the_page(page, demo):
     assert "upstream frames →" in merged.inner_text()
 
 
+def test_thinking_grows_in_its_own_block(page, demo):
+    turn = send_turn(page, "anthropic/thinking", f"Think {marker()}")
+    turn.locator(".outcome-done").wait_for()
+    assert turn.locator(".block-thinking pre").inner_text() == "The user greets me. I should greet back."
+    assert turn.locator(".block-text pre").inner_text().startswith("Hello from the simulator.")
+
+
 def test_tool_call_turn_shows_arguments_as_a_tree(page, demo):
     page.click("#example-tool")
     turn = send_turn(page, "anthropic/tools", f"Weather? {marker()}")
@@ -171,6 +178,7 @@ def test_stop_cancels_the_upstream_and_the_record_is_aborted(page, demo):
     m = marker()
     turn = send_turn(page, "anthropic/slow;n=200;delay_ms=20", f"Count {m}")
     page.wait_for_function("() => document.querySelectorAll('#frames tbody tr.delta').length >= 5")
+    assert api(demo, "/v1/console/summary")["activeStreams"] == 1  # this key's stream, in flight
     page.click("#stop")
     turn.locator(".outcome-aborted").wait_for()
     seen = httpx.get(

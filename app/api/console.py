@@ -217,13 +217,14 @@ def _static(name: str) -> Response:
 
 
 @router.get("/console", include_in_schema=False)
+@router.get("/console/", include_in_schema=False)
 async def console_page() -> Response:
     return _static("index.html")
 
 
 @router.get("/console/{name}", include_in_schema=False)
 async def console_file(name: str) -> Response:
-    return _static(name or "index.html")
+    return _static(name)
 
 
 @router.get("/v1/console/summary", tags=["operations"], summary="The console's health summary for the caller's key")
