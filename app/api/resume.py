@@ -1,4 +1,4 @@
-"""Resumable streams over HTTP (CONTRACT §10): the SSE response of a resumable turn, and
+"""Resumable streams over HTTP (docs/replicas.md, Resumable streams): the SSE response of a resumable turn, and
 `GET /v1/stream/{requestId}` with `Last-Event-ID`. The keeping and the grace window are `app.resume`."""
 
 from __future__ import annotations

@@ -185,7 +185,7 @@ class Turn:
 
         A vendor that reaches its token limit (`length`) may end the message inside a block without closing
         it: a text or thinking block ends there, a tool call whose arguments were cut off raises
-        `ToolArgumentsError` (CONTRACT invariant 5: nothing is repaired or invented). Any other block left
+        `ToolArgumentsError` (docs/api.md §6, invariant 5: nothing is repaired or invented). Any other block left
         open is a `ContractViolation`."""
         if self.settled:
             return False
