@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from app.catalog import Catalog, ModelInfo
-from app.contract.failures import Interrupt
+from app.contract.failures import Attempt, AttemptOutcome, ErrorKind, Interrupt
 from app.contract.messages import Context
 from app.contract.request import StreamOptions
 from app.providers.base import Provider, ProviderError
@@ -59,12 +59,13 @@ class TurnJob:
     requested_model: str = ""
     fallback: list[str] = field(default_factory=list)
     door: str = "unified"  # the client wire format: unified | pi | openai-chat | anthropic-messages
-    attempts: list[dict[str, Any]] = field(default_factory=list)
+    attempts: list[Attempt] = field(default_factory=list)
     upstream_frames: int = 0
     upstream_wait: float = 0.0  # seconds spent awaiting the upstream (open and each next frame), for metrics
     client_disconnected: bool = False
     resumed: int = 0  # resumptions of a resumable stream (`GET /v1/stream/{id}`) while the turn ran
-    interrupt_reason: Interrupt | None = None
+    interrupt_reason: Interrupt | None = None  # pending: set by `interrupt`, cleared once the pump handled it
+    ended_by: Interrupt | None = None  # the interrupt that settled the turn (client, shutdown, total, writer)
     task: asyncio.Task | None = None
     started_wall: float = field(default_factory=time.time)
 
@@ -113,60 +114,61 @@ class Dispatcher:
                 # A client that leaves after the terminal event (during the late-frame grace) aborted nothing.
                 if turn.settle_error(f"{_label(job)} request aborted: client disconnected", aborted=True):
                     job.client_disconnected = True
+                    job.ended_by = reason
             elif reason != Interrupt.GRACE:
-                turn.settle_error(f"{_label(job)} {reason}" + _timeout_detail(reason, self.settings))
+                if turn.settle_error(f"{_label(job)} {reason}" + _timeout_detail(reason, self.settings)):
+                    job.ended_by = reason
             if job.interrupt_reason is None:
                 raise
             asyncio.current_task().uncancel()
         except Exception as exc:  # a bug of ours: log it, never show a stack trace to the client
             log.exception("turn %s failed inside the gateway", turn.request_id)
-            turn.settle_error(f"{_label(job)} gateway internal error: {type(exc).__name__}")
+            if turn.settle_error(f"{_label(job)} gateway internal error: {type(exc).__name__}") and job.attempts:
+                job.attempts[-1].failed_with(ErrorKind.INTERNAL)
         finally:
             watchdog.stop()
             if not turn.settled:
                 turn.settle_error(f"{_label(job)} turn ended without a result")
-            if job.attempts and job.attempts[-1].get("endedAt") is None:
-                _end_attempt(job.attempts[-1], turn.outcome or "error", turn.message.get("errorMessage"))
+            if job.attempts and not job.attempts[-1].ended:
+                last = job.attempts[-1]
+                last.interrupt = job.ended_by
+                if job.ended_by is Interrupt.WRITER:
+                    last.failed_with(ErrorKind.INTERNAL)
+                last.end(turn.outcome or AttemptOutcome.ERROR, turn.message.get("errorMessage"))
             for observer in self.observers:
                 _notify(observer.turn_finished, job)
 
     async def _run_routes(self, job: TurnJob, watchdog: "Watchdog") -> None:
         turn = job.turn
         settings = self.settings
-        last_error = "no route"
+        last: tuple[Route, ProviderError] | None = None
         for route in job.routes:
             for try_number in range(settings.retries + 1):
-                attempt = {
-                    "provider": route.provider.name,
-                    "api": route.provider.api,
-                    "model": route.model.id,
-                    "startedAt": time.time(),
-                    "endedAt": None,
-                    "outcome": None,
-                }
+                attempt = Attempt(route.provider.name, route.provider.api, route.model.id)
                 job.attempts.append(attempt)
                 try:
-                    await self._attempt(job, route, watchdog)
-                    _end_attempt(attempt, turn.outcome or "done", turn.message.get("errorMessage"))
+                    await self._attempt(job, route, watchdog, attempt)
+                    attempt.end(turn.outcome or AttemptOutcome.DONE, turn.message.get("errorMessage"))
                     return
                 except ProviderError as error:
                     message = _format_error(route, error)
-                    attempt["httpStatus"] = error.status
-                    _end_attempt(attempt, turn.outcome if turn.settled else "error", message)  # settled: a late failure
+                    attempt.failed_with(error.kind, http_status=error.status, retry_after_ms=error.retry_after_ms)
+                    # Settled already: a failure after the terminal event, which leaves the outcome as it was.
+                    attempt.end(turn.outcome if turn.settled and turn.outcome else AttemptOutcome.ERROR, message)
                     if turn.started or not error.retryable:
                         turn.settle_error(message)
                         return
-                    last_error = message
+                    last = (route, error)
                     if try_number == settings.retries:
                         break
                     watchdog.between_attempts()
                     await asyncio.sleep(self._backoff(try_number, error))
+        if last is None:
+            turn.settle_error(f"{job.requested_model} no route")
+            return
+        route, error = last
         suffix = f" (after {len(job.attempts)} attempts)" if len(job.attempts) > 1 else ""
-        if " retry-after-ms=" in last_error:
-            head, _, tail = last_error.rpartition(" retry-after-ms=")
-            turn.settle_error(f"{head}{suffix} retry-after-ms={tail}")
-        else:
-            turn.settle_error(f"{last_error}{suffix}")
+        turn.settle_error(_format_error(route, error, suffix))
 
     def _backoff(self, try_number: int, error: ProviderError) -> float:
         cap = self.settings.retry_after_cap_ms
@@ -174,7 +176,7 @@ class Dispatcher:
             return min(error.retry_after_ms, cap) / 1000
         return min(self.settings.retry_backoff_ms * (2**try_number), cap) / 1000
 
-    async def _attempt(self, job: TurnJob, route: Route, watchdog: "Watchdog") -> None:
+    async def _attempt(self, job: TurnJob, route: Route, watchdog: "Watchdog", attempt: Attempt) -> None:
         turn = job.turn
         provider, model = route.provider, route.model
         turn.prepare(provider.name, provider.api, model.id, model.pricing)
@@ -197,19 +199,20 @@ class Dispatcher:
             except ProviderError:
                 raise
             except ToolArgumentsError as exc:
-                raise ProviderError(str(exc), kind="tool_arguments") from None
+                raise ProviderError(str(exc), kind=ErrorKind.TOOL_ARGUMENTS) from None
             except ContractViolation as exc:
                 # Adapters translate frame by frame, so blocks out of order mean the upstream sent them so.
-                raise ProviderError(f"sent events out of order: {exc}", kind="protocol") from None
+                raise ProviderError(f"sent events out of order: {exc}", kind=ErrorKind.PROTOCOL) from None
             except asyncio.CancelledError:
                 reason = job.interrupt_reason
                 if reason is not None and reason.ends_attempt_only:
                     # A watchdog timeout ends this attempt only: retryable while nothing was sent. (A client
                     # or shutdown interrupt arriving with it has replaced it: see `TurnJob.interrupt`.)
+                    attempt.interrupt = reason
                     job.interrupt_reason = None
                     asyncio.current_task().uncancel()
                     raise ProviderError(
-                        reason + _timeout_detail(reason, self.settings), retryable=not turn.started, kind="timeout"
+                        reason + _timeout_detail(reason, self.settings), retryable=not turn.started, kind=ErrorKind.TIMEOUT
                     ) from None
                 if reason == Interrupt.GRACE:
                     job.interrupt_reason = None
@@ -366,8 +369,9 @@ def _label(job: TurnJob) -> str:
     return job.requested_model
 
 
-def _format_error(route: Route, error: ProviderError) -> str:
-    text = f"{route.label} {error.message}"
+def _format_error(route: Route, error: ProviderError, suffix: str = "") -> str:
+    """`<provider>/<model> <what happened><suffix>`, then ` retry-after-ms=N` when the vendor said when to retry."""
+    text = f"{route.label} {error.message}{suffix}"
     if error.retry_after_ms is not None:
         text += f" retry-after-ms={error.retry_after_ms}"
     return text
@@ -380,13 +384,6 @@ def _timeout_detail(reason: str, settings: Settings) -> str:
         Interrupt.TOTAL: settings.total_timeout,
     }.get(reason)
     return f" fired after {seconds:g}s" if seconds is not None else ""
-
-
-def _end_attempt(attempt: dict[str, Any], outcome: str, error_message: str | None) -> None:
-    attempt["endedAt"] = time.time()
-    attempt["outcome"] = outcome
-    if error_message and outcome != "done":
-        attempt["errorMessage"] = error_message
 
 
 async def _timed(job: TurnJob, awaitable: Any) -> Any:

@@ -16,14 +16,14 @@ from __future__ import annotations
 
 import os
 import time
-from typing import Any
 
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from prometheus_client import multiprocess
 from prometheus_client.process_collector import ProcessCollector
 
 from app.catalog import Catalog
-from app.dispatch import Interrupt, TurnJob
+from app.contract.failures import Attempt, Interrupt
+from app.dispatch import TurnJob
 
 OTHER_MODEL = "other"
 TOKEN_KINDS = (("input", "input"), ("output", "output"), ("cacheRead", "cache_read"), ("cacheWrite", "cache_write"))
@@ -34,23 +34,6 @@ _OVERHEAD_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25,
 
 def multiprocess_dir() -> str | None:
     return os.environ.get("PROMETHEUS_MULTIPROC_DIR") or os.environ.get("prometheus_multiproc_dir") or None
-
-
-def timeout_kind(message: str | None) -> str | None:
-    """Which timeout an attempt's or turn's error message reports, if any."""
-    if not message:
-        return None
-    if Interrupt.FIRST_EVENT in message:
-        return "first_event"
-    if Interrupt.IDLE in message:
-        return "idle"
-    if Interrupt.TOTAL in message:
-        return "total"
-    if "connect timeout" in message:
-        return "connect"
-    if " timed out: " in message:
-        return "transport"
-    return None
 
 
 class Metrics:
@@ -176,20 +159,20 @@ class Metrics:
         self._attempts(job.attempts)
         if job.client_disconnected or turn.outcome == "aborted":
             self.cancellations.labels("client").inc()
-        elif (message.get("errorMessage") or "").endswith(Interrupt.SHUTDOWN):
+        elif job.ended_by is Interrupt.SHUTDOWN:
             self.cancellations.labels("shutdown").inc()
         if turn.late_frames:
             self.late_frames.labels(provider).inc(turn.late_frames)
 
-    def _attempts(self, attempts: list[dict[str, Any]]) -> None:
+    def _attempts(self, attempts: list[Attempt]) -> None:
         for index, attempt in enumerate(attempts):
-            kind = timeout_kind(attempt.get("errorMessage"))
-            if kind is not None:
-                self.timeouts.labels(kind).inc()
+            timeout = attempt.timeout
+            if timeout is not None:
+                self.timeouts.labels(timeout).inc()
             if index + 1 < len(attempts):
                 following = attempts[index + 1]
-                labels = (attempt["provider"], self.model_label(attempt["provider"], attempt["model"]))
-                same = (following["provider"], following["model"]) == (attempt["provider"], attempt["model"])
+                labels = (attempt.provider, self.model_label(attempt.provider, attempt.model))
+                same = (following.provider, following.model) == (attempt.provider, attempt.model)
                 (self.retries if same else self.fallbacks).labels(*labels).inc()
 
     # ----------------------------------------------------------------- HTTP layer

@@ -9,7 +9,7 @@ from typing import Any, Callable
 import pytest
 
 from app.catalog import Catalog
-from app.contract.failures import Interrupt
+from app.contract.failures import AttemptOutcome, ErrorKind, Interrupt
 from app.dispatch import Dispatcher, Watchdog, WatchPhase
 from app.providers.base import ProviderError
 from app.settings import Settings
@@ -256,7 +256,7 @@ async def test_a_timeout_alone_ends_the_attempt_and_the_turn_retries():
     assert job.turn.outcome == "done" and job.turn.message["content"][0]["text"] == "second try"
     assert provider.opened == 2 and provider.closed == 2
     first = job.attempts[0]
-    assert first["outcome"] == "error" and "first-event timeout fired after" in first["errorMessage"]
+    assert first.outcome == "error" and "first-event timeout fired after" in first.error_message
 
 
 async def test_a_timeout_after_content_ends_the_turn():
@@ -318,8 +318,8 @@ async def test_a_retryable_failure_is_retried_on_the_same_route():
     provider = FakeProvider(scripts=[[retryable()], text_frames("ok")])
     job = await run_job(provider)
     assert job.turn.outcome == "done" and provider.opened == 2
-    assert [a["outcome"] for a in job.attempts] == ["error", "done"]
-    assert job.attempts[0]["httpStatus"] == 503
+    assert [a.outcome for a in job.attempts] == ["error", "done"]
+    assert job.attempts[0].http_status == 503
 
 
 async def test_retries_exhausted_fall_back_to_the_next_route():
@@ -328,7 +328,7 @@ async def test_retries_exhausted_fall_back_to_the_next_route():
     second.scripts = [text_frames("from the fallback")]
     job = await run_job(first, second)
     assert job.turn.outcome == "done" and job.turn.message["provider"] == "second"
-    assert [(a["provider"], a["outcome"]) for a in job.attempts] == [("first", "error"), ("first", "error"), ("second", "done")]
+    assert [(a.provider, a.outcome) for a in job.attempts] == [("first", "error"), ("first", "error"), ("second", "done")]
 
 
 async def test_a_failure_that_is_not_retryable_ends_the_turn():
@@ -394,3 +394,31 @@ async def test_arguments_that_do_not_parse_at_a_normal_stop_are_not_called_cut_o
     ]])
     job = await run_job(provider)
     assert "arguments are not valid JSON" in job.turn.message["errorMessage"]
+
+
+# ----------------------------------------------------------------- attempts as typed data
+
+
+async def test_attempts_carry_kinds_and_interrupts_and_keep_the_record_shape():
+    provider = FakeProvider()
+    job = await started(provider, [HANG], [retryable(503, 2)], text_frames("third"), retries=2)
+    job.interrupt(Interrupt.FIRST_EVENT)
+    await asyncio.wait_for(job.task, 5)
+    timed_out, refused, served = job.attempts
+    assert (timed_out.kind, timed_out.interrupt, timed_out.timeout) == (ErrorKind.TIMEOUT, Interrupt.FIRST_EVENT, "first_event")
+    assert (refused.kind, refused.http_status, refused.retry_after_ms, refused.timeout) == (ErrorKind.HTTP, 503, 2, None)
+    assert (served.outcome, served.kind, served.error_message) == (AttemptOutcome.DONE, None, None)
+    assert set(refused.record()) == {"provider", "api", "model", "startedAt", "endedAt", "outcome", "httpStatus", "errorMessage"}
+    assert set(served.record()) == {"provider", "api", "model", "startedAt", "endedAt", "outcome"}
+    assert job.ended_by is None
+
+
+@pytest.mark.parametrize("reason", [Interrupt.CLIENT, Interrupt.SHUTDOWN, Interrupt.TOTAL])
+async def test_the_interrupt_that_ended_the_turn_is_on_the_job_and_its_last_attempt(reason):
+    provider = FakeProvider()
+    job = await started(provider, [HANG])
+    job.interrupt(reason)
+    await asyncio.wait_for(job.task, 5)
+    assert job.ended_by is reason and job.attempts[-1].interrupt is reason
+    assert job.attempts[-1].timeout == ("total" if reason is Interrupt.TOTAL else None)
+    assert job.attempts[-1].outcome == ("aborted" if reason is Interrupt.CLIENT else "error")

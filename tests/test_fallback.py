@@ -13,12 +13,12 @@ def test_retryable_failure_falls_back_and_start_names_the_server(gateway):
     assert result.events[0]["type"] == "start" and result.events[0]["model"] == "text"
     assert result.terminal["type"] == "done" and result.message["model"] == "text"
     job = gateway.job(result.headers["x-request-id"])
-    assert [(a["model"], a["outcome"], a.get("httpStatus")) for a in job.attempts] == [
+    assert [(a.model, a.outcome, a.http_status) for a in job.attempts] == [
         ("http-529", "error", 529),
         ("http-529", "error", 529),
         ("text", "done", None),
     ]
-    assert "HTTP 529" in job.attempts[0]["errorMessage"]
+    assert "HTTP 529" in job.attempts[0].error_message
     assert [e["model"] for e in gateway.sim.seen(m)] == ["http-529", "http-529", "text"]
 
 
@@ -32,8 +32,8 @@ def test_connection_refused_falls_back(gateway_factory, tmp_path, monkeypatch):
     result = gw.stream(turn("deadend/claude-x", fallback=["anthropic/text"]))
     assert result.events[0]["provider"] == "anthropic"
     job = gw.job(result.headers["x-request-id"])
-    assert job.attempts[0]["provider"] == "deadend" and "connection failed" in job.attempts[0]["errorMessage"]
-    assert job.attempts[1]["outcome"] == "done"
+    assert job.attempts[0].provider == "deadend" and "connection failed" in job.attempts[0].error_message
+    assert job.attempts[1].outcome == "done"
 
 
 def test_error_before_content_is_retried(gateway):
@@ -50,7 +50,7 @@ def test_failure_after_content_never_switches_provider(gateway):
     assert result.events[0]["model"] == "error-mid-stream"
     assert len(gateway.sim.seen(m)) == 1
     job = gateway.job(result.headers["x-request-id"])
-    assert len(job.attempts) == 1 and job.attempts[0]["outcome"] == "error"
+    assert len(job.attempts) == 1 and job.attempts[0].outcome == "error"
 
 
 def test_non_retryable_error_does_not_fall_back(gateway):

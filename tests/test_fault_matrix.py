@@ -149,10 +149,10 @@ def test_fault(rig, provider, fault, point, extra):
     assert turn_.outcome == expected
     assert job.attempts, "no attempt recorded"
     for attempt in job.attempts:
-        assert attempt["endedAt"] is not None and attempt["outcome"] in ("done", "error"), attempt
-        assert attempt["provider"] == provider and attempt["model"] == model_id
-    assert job.attempts[-1]["outcome"] == expected, job.attempts
-    assert all(a["outcome"] == "error" for a in job.attempts[:-1])
+        assert attempt.ended_at is not None and attempt.outcome in ("done", "error"), attempt
+        assert attempt.provider == provider and attempt.model == model_id
+    assert job.attempts[-1].outcome == expected, job.attempts
+    assert all(a.outcome == "error" for a in job.attempts[:-1])
     if turn_.started:
         assert len(job.attempts) == 1, "content was sent, yet the turn was attempted again"
 
@@ -194,5 +194,5 @@ def test_a_transport_failure_after_the_terminal_event_leaves_the_attempt_done():
     provider = ScriptedProvider("anthropic", "anthropic-messages", AnthropicTranslator, wire, ConnectionError("reset"))
     events, job = run_script(provider)
     assert events[-1]["type"] == "done"
-    assert [a["outcome"] for a in job.attempts] == ["done"]
-    assert "errorMessage" not in job.attempts[0]
+    assert [a.outcome for a in job.attempts] == ["done"]
+    assert job.attempts[0].error_message is None

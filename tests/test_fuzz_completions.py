@@ -89,7 +89,7 @@ def test_valid_streams_normalize_exactly(stream, throttle):
     usage = terminal["usage"]
     assert (usage["input"], usage["output"], usage["cacheRead"]) == tokens
     assert provider.closed
-    assert [a["outcome"] for a in job.attempts] == ["done"]
+    assert [a.outcome for a in job.attempts] == ["done"]
 
 
 MUTATIONS = ["drop", "duplicate", "swap", "unknown", "truncate", "garble", "late", "transport", "error_event", "interleave"]
@@ -120,4 +120,4 @@ def test_corrupted_streams_keep_every_invariant(stream, mutation, seed, throttle
         made = [b for b in terminal["message"]["content"] if b["type"] == "toolCall"]
         assert all(b in expected for b in made) or mutation in ("duplicate", "swap", "drop", "garble", "interleave")
     assert provider.closed
-    assert job.turn.settled and job.attempts and job.attempts[-1]["outcome"] == job.turn.outcome
+    assert job.turn.settled and job.attempts and job.attempts[-1].outcome == job.turn.outcome

@@ -157,7 +157,7 @@ def test_valid_streams_normalize_exactly(stream, as_sdk, throttle):
     usage = terminal["usage"]
     assert (usage["input"], usage["output"], usage["cacheRead"]) == tokens
     assert provider.closed
-    assert [a["outcome"] for a in job.attempts] == ["done"]
+    assert [a.outcome for a in job.attempts] == ["done"]
 
 
 MUTATIONS = ["drop", "duplicate", "swap", "unknown", "truncate", "odd_parts", "bad_finish", "blocked", "late", "transport",
@@ -197,4 +197,4 @@ def test_corrupted_streams_keep_every_invariant(stream, mutation, seed, as_sdk, 
     ):
         assert terminal["type"] == "error"  # an error finish reason is never a success
     assert provider.closed
-    assert job.turn.settled and job.attempts and job.attempts[-1]["outcome"] == job.turn.outcome
+    assert job.turn.settled and job.attempts and job.attempts[-1].outcome == job.turn.outcome

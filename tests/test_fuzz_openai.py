@@ -117,7 +117,7 @@ def test_valid_streams_normalize_exactly(stream, throttle):
     usage = terminal["usage"]
     assert (usage["input"], usage["output"], usage["cacheRead"]) == tokens
     assert provider.closed
-    assert [a["outcome"] for a in job.attempts] == ["done"]
+    assert [a.outcome for a in job.attempts] == ["done"]
 
 
 MUTATIONS = ["drop", "duplicate", "swap", "unknown", "truncate", "garble", "late", "transport", "error_event", "orphan"]
@@ -148,4 +148,4 @@ def test_corrupted_streams_keep_every_invariant(stream, mutation, seed, throttle
     if mutation in ("truncate", "transport") and not any(w.get("type") in terminals for w in wire):
         assert terminal["type"] == "error"
     assert provider.closed
-    assert job.turn.settled and job.attempts and job.attempts[-1]["outcome"] == job.turn.outcome
+    assert job.turn.settled and job.attempts and job.attempts[-1].outcome == job.turn.outcome

@@ -147,7 +147,7 @@ def test_http_429_surfaces_retry_after_ms(gateway):
     seen = gateway.sim.seen(m)
     assert [s["status"] for s in seen] == [429, 429]  # one retry by the gateway, none by the SDK
     job = gateway.job(result.terminal["message"]["requestId"])
-    assert [a["httpStatus"] for a in job.attempts] == [429, 429]
+    assert [a.http_status for a in job.attempts] == [429, 429]
 
 
 def test_http_400_is_not_retried(gateway):

@@ -60,7 +60,7 @@ def test_connect_timeout(gateway_factory):
         assert result.types() == ["error"]
         assert result.terminal["errorMessage"] == "anthropic/text connect timeout"
         attempts = gw.job(result.headers["x-request-id"]).attempts
-        assert [a["outcome"] for a in attempts] == ["error"]
+        assert [a.outcome for a in attempts] == ["error"]
     finally:
         for s in fillers:
             s.close()

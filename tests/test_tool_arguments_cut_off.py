@@ -25,7 +25,7 @@ def test_arguments_cut_off_by_the_token_limit_end_the_turn_with_an_error_that_sa
     assert "toolcall_end" not in result.types()
     assert [b["type"] for b in result.message["content"]] == ["text"]  # the text so far is kept, the call is not
     job = gateway.job(result.headers["x-request-id"])
-    assert job.attempts[-1]["outcome"] == "error"
+    assert job.attempts[-1].outcome == "error"
 
 
 def test_google_sends_calls_whole_so_a_cut_call_never_arrives(gateway):

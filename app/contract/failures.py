@@ -8,6 +8,7 @@ values are what records and metric labels show.
 from __future__ import annotations
 
 import enum
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -27,6 +28,7 @@ class ErrorKind(enum.StrEnum):
     REFUSAL = "refusal"  # a refusal or safety stop
     STOP_REASON = "stop_reason"  # a stop the gateway cannot present as success
     TOOL_ARGUMENTS = "tool_arguments"  # a tool call's arguments did not parse (or were cut off)
+    REQUEST = "request"  # the vendor cannot be sent this request (found while building it)
     INTERNAL = "internal"  # a bug of ours
 
 
@@ -66,22 +68,58 @@ class AttemptOutcome(enum.StrEnum):
 
 @dataclass(slots=True)
 class Attempt:
-    """One try of one provider/model within a turn (docs/api.md §10 `attempts`). Times are epoch seconds."""
+    """One try of one provider/model within a turn (docs/api.md §10 `attempts`). Times are epoch seconds.
+
+    `kind` says why a failed attempt failed, `interrupt` which interrupt ended it (a watchdog timeout, the
+    client leaving, shutdown): metrics and logs read these, never the message text. The record shows the
+    CONTRACT fields only (`record()`)."""
 
     provider: str
     api: str
     model: str
-    started_at: float
+    started_at: float = field(default_factory=time.time)
     ended_at: float | None = None
     outcome: AttemptOutcome | None = None
     kind: ErrorKind | None = None
+    interrupt: Interrupt | None = None
     http_status: int | None = None
     retry_after_ms: int | None = None
     error_message: str | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def ended(self) -> bool:
+        return self.ended_at is not None
+
+    def end(self, outcome: AttemptOutcome | str, error_message: str | None = None) -> None:
+        """Close the attempt; an error message is kept only for an attempt that did not succeed."""
+        self.ended_at = time.time()
+        self.outcome = AttemptOutcome(outcome)
+        if error_message and self.outcome is not AttemptOutcome.DONE:
+            self.error_message = error_message
+
+    def failed_with(self, kind: ErrorKind | str, *, http_status: int | None = None, retry_after_ms: int | None = None) -> None:
+        """Note why the attempt failed (an unknown kind counts as `upstream`)."""
+        try:
+            self.kind = ErrorKind(kind)
+        except ValueError:
+            self.kind = ErrorKind.UPSTREAM
+        self.http_status = http_status
+        self.retry_after_ms = retry_after_ms
+
+    @property
+    def timeout(self) -> str | None:
+        """Which timeout ended the attempt, if one did: first_event | idle | total | connect | transport."""
+        if self.interrupt is not None and self.interrupt in _TIMEOUT_LABELS:
+            return _TIMEOUT_LABELS[self.interrupt]
+        if self.kind is ErrorKind.CONNECT_TIMEOUT:
+            return "connect"
+        if self.kind is ErrorKind.TIMEOUT:
+            return "transport"  # a watchdog timeout sets `interrupt` too, so this is the transport's own
+        return None
 
     def record(self) -> dict[str, Any]:
-        """The record's camelCase shape (epoch milliseconds), without unset fields."""
+        """The record's camelCase shape (epoch milliseconds), without unset optional fields:
+        `{provider, api, model, startedAt, endedAt, outcome, httpStatus?, errorMessage?}`."""
         out: dict[str, Any] = {
             "provider": self.provider,
             "api": self.api,
@@ -90,12 +128,11 @@ class Attempt:
             "endedAt": int(self.ended_at * 1000) if self.ended_at is not None else None,
             "outcome": str(self.outcome) if self.outcome is not None else None,
         }
-        if self.kind is not None:
-            out["kind"] = str(self.kind)
         if self.http_status is not None:
             out["httpStatus"] = self.http_status
-        if self.retry_after_ms is not None:
-            out["retryAfterMs"] = self.retry_after_ms
         if self.error_message:
             out["errorMessage"] = self.error_message
         return out
+
+
+_TIMEOUT_LABELS = {Interrupt.FIRST_EVENT: "first_event", Interrupt.IDLE: "idle", Interrupt.TOTAL: "total"}

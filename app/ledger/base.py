@@ -62,21 +62,7 @@ def build_record(job: "TurnJob", *, settled_at: int | None, retain_content: bool
     message = turn.message
     created = _ms(job.started_wall) or 0
     settled = settled_at is not None
-    attempts = []
-    for attempt in job.attempts:
-        item: dict[str, Any] = {
-            "provider": attempt.get("provider"),
-            "api": attempt.get("api"),
-            "model": attempt.get("model"),
-            "startedAt": _ms(attempt.get("startedAt")),
-            "endedAt": _ms(attempt.get("endedAt")),
-            "outcome": attempt.get("outcome"),
-        }
-        if attempt.get("httpStatus") is not None:
-            item["httpStatus"] = attempt["httpStatus"]
-        if attempt.get("errorMessage"):
-            item["errorMessage"] = attempt["errorMessage"]
-        attempts.append(item)
+    attempts = [attempt.record() for attempt in job.attempts]
     served = bool(job.attempts)
     ttft = None
     if turn.first_content_at is not None:
