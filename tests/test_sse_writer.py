@@ -8,6 +8,7 @@ from app.api.sse import event_stream_response
 from app.catalog import Catalog
 from app.contract.failures import Interrupt
 from app.dispatch import Dispatcher
+from app.doors.unified.events import UnifiedEncoder
 from app.settings import Settings
 from tests.fake_provider import FakeProvider, Gate, new_job
 
@@ -26,7 +27,7 @@ async def test_an_event_that_cannot_be_encoded_is_an_internal_error_not_a_discon
 
     job.turn.next_event = next_event
     job.task = asyncio.create_task(Dispatcher({}, Catalog(), Settings()).run(job))
-    response = event_stream_response(job, 15, {}, lambda: False)
+    response = event_stream_response(job, UnifiedEncoder(), 15, {}, lambda: False)
     frames = [frame async for frame in response.body_iterator]
     await asyncio.wait_for(job.task, 5)
 

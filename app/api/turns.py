@@ -122,14 +122,14 @@ def turn_result(job: TurnJob) -> TurnResult:
 
 
 def _classify(job: TurnJob) -> tuple[Failure, int]:
-    text = job.turn.message.get("errorMessage") or ""
     if job.turn.outcome == "aborted" or job.client_disconnected:
         return Failure.ABORTED, CLIENT_CLOSED_STATUS
-    if text.endswith(Interrupt.SHUTDOWN):
+    if job.ended_by is Interrupt.SHUTDOWN:
         return Failure.SHUTTING_DOWN, 503
-    if any(reason in text for reason in (Interrupt.FIRST_EVENT, Interrupt.IDLE, Interrupt.TOTAL)) or " timed out" in text:
+    last = job.attempts[-1] if job.attempts else None
+    if job.ended_by is Interrupt.TOTAL or (last is not None and last.timeout in ("first_event", "idle", "transport")):
         return Failure.TIMEOUT, 504
-    status = job.attempts[-1].get("httpStatus") if job.attempts else None
+    status = last.http_status if last is not None else None
     if status == 429:
         return Failure.RATE_LIMITED, 429
     if status in (503, 529):
