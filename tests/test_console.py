@@ -7,6 +7,7 @@ import pytest
 
 from app.api.console import CONTENT_SECURITY_POLICY, HealthWindow, percentiles
 from app.settings import Settings
+from app.contract.failures import Attempt, ErrorKind, Interrupt
 from tests.conftest import marker, turn
 
 KEY = "sk-console-http-0123456789"
@@ -79,9 +80,9 @@ def test_summary_counts_fallbacks_and_retries_by_provider():
         api_key_id = "k"
         upstream_wait = 0.0
         attempts = [
-            {"provider": "anthropic", "model": "m", "errorMessage": "anthropic/m returned HTTP 500"},
-            {"provider": "anthropic", "model": "m", "errorMessage": "anthropic/m first-event timeout fired after 1s"},
-            {"provider": "openai", "model": "g"},
+            Attempt("anthropic", "anthropic-messages", "m", kind=ErrorKind.HTTP, http_status=500),
+            Attempt("anthropic", "anthropic-messages", "m", kind=ErrorKind.TIMEOUT, interrupt=Interrupt.FIRST_EVENT),
+            Attempt("openai", "openai-responses", "g"),
         ]
 
         class turn:

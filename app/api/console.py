@@ -29,7 +29,6 @@ from starlette.responses import Response
 
 from app.api.errors import ApiError, json_response
 from app.dispatch import TurnJob
-from app.metrics import timeout_kind
 from app.settings import Settings
 
 STATIC_DIR = Path(__file__).resolve().parent.parent / "console"
@@ -158,12 +157,12 @@ class HealthWindow:
                 served.errors += 1
         attempts = job.attempts
         for index, attempt in enumerate(attempts):
-            counts = stats.provider(attempt["provider"])
-            if timeout_kind(attempt.get("errorMessage")) is not None:
+            counts = stats.provider(attempt.provider)
+            if attempt.timeout is not None:
                 counts.timeouts += 1
             if index + 1 < len(attempts):
                 following = attempts[index + 1]
-                same = (following["provider"], following["model"]) == (attempt["provider"], attempt["model"])
+                same = (following.provider, following.model) == (attempt.provider, attempt.model)
                 if same:
                     counts.retries += 1
                 else:
