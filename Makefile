@@ -4,7 +4,7 @@ VENV := .venv
 UV := $(VENV)/bin/uv
 PY := $(VENV)/bin/python
 
-.PHONY: run test bench venv clean image-smoke
+.PHONY: run test bench venv clean image-smoke examples-js
 
 $(UV):
 	$(PYTHON) -m venv $(VENV)
@@ -16,8 +16,16 @@ venv: $(UV)
 run: venv
 	GATEWAY_DEMO=$${GATEWAY_DEMO:-1} $(PY) -m app
 
-test: venv
+test: venv examples-js
 	$(PY) -m pytest $(PYTEST_ARGS)
+
+# The JavaScript examples' dependencies: the official openai and Anthropic SDKs, pinned in
+# examples/js/package-lock.json (installed again only when the lock file changes; skipped without npm).
+examples-js: examples/js/node_modules/.package-lock.json
+
+examples/js/node_modules/.package-lock.json: examples/js/package-lock.json
+	@if command -v npm >/dev/null; then npm ci --prefix examples/js --no-audit --no-fund --loglevel=error; \
+	else echo "npm not found: the JavaScript SDK examples are not installed (their tests skip)"; fi
 
 bench: venv
 	$(PY) -m bench

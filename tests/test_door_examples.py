@@ -1,0 +1,108 @@
+"""The door examples (examples/openai_chat.py with the openai SDK, examples/js/openai_chat.mjs with the npm
+`openai` package) run against the rig's gateway and print exactly what they promise: the serving model and
+completion id, text as it streams, tool calls when the stream ends, the finish reason — with their exit
+status (0 finished, 1 failed after the start, 2 HTTP or connection error)."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import marker
+from tests.procs import free_port
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+JS = EXAMPLES / "js"
+NODE = shutil.which("node")
+NPM = shutil.which("npm")
+COMPLETION_ID = "chatcmpl-req_[0-9a-f]{28}"
+
+
+@pytest.fixture(scope="session")
+def js_sdks() -> Path:
+    """examples/js with its pinned SDKs installed (`make test` installs them; `npm ci` here when missing)."""
+    if NODE is None:
+        pytest.skip("node is not installed")
+    if not (JS / "node_modules" / "openai").is_dir():
+        if NPM is None:
+            pytest.skip("npm is not installed: run `npm ci --prefix examples/js`")
+        subprocess.run([NPM, "ci", "--prefix", str(JS), "--no-audit", "--no-fund", "--loglevel=error"], check=True, timeout=300)
+    return JS
+
+
+CLIENTS = [pytest.param("python", id="python-openai"), pytest.param("node", id="node-openai")]
+
+
+def run(client: str, url: str, model: str, prompt: str, request: Any) -> subprocess.CompletedProcess[str]:
+    if client == "python":
+        command = [sys.executable, str(EXAMPLES / "openai_chat.py")]
+    else:
+        request.getfixturevalue("js_sdks")
+        command = [NODE or "node", str(JS / "openai_chat.mjs")]
+    env = {"PATH": "/usr/bin:/bin", "HOME": os.environ.get("HOME", "/tmp")}
+    return subprocess.run([*command, "--url", url, "--model", model, prompt], capture_output=True, text=True, timeout=60, env=env)
+
+
+def assert_output(text: str, *lines: str) -> None:
+    pattern = "".join(line + "\n" for line in lines)
+    assert re.fullmatch(pattern, text), f"expected:\n{pattern}\ngot:\n{text}"
+
+
+@pytest.mark.parametrize("client", CLIENTS)
+def test_text_streams_then_the_finish_reason(client: str, gateway: Any, request: Any) -> None:
+    prompt = f'{marker()} "quoted" back\\slash'
+    result = run(client, gateway.url, "anthropic/text", prompt, request)
+    assert result.returncode == 0, result.stderr
+    assert_output(
+        result.stdout,
+        rf"\[anthropic/text {COMPLETION_ID}\]",
+        re.escape(f"Hello from the simulator. You said: {prompt}"),
+        r"finish: stop \(\d+ tokens\)",
+    )
+    assert gateway.sim.seen(prompt.split()[0]), "the example's request never reached the upstream"
+
+
+@pytest.mark.parametrize("client", CLIENTS)
+def test_tool_calls_are_assembled_from_their_fragments(client: str, gateway: Any, request: Any) -> None:
+    result = run(client, gateway.url, "openai/tools", marker(), request)
+    assert result.returncode == 0, result.stderr
+    assert_output(
+        result.stdout,
+        rf"\[openai/tools {COMPLETION_ID}\]",
+        r"Let me check\.",
+        r'tool call: get_weather \{"city":"Paris","unit":"celsius"\} \(id \S+\)',
+        r'tool call: get_time \{"timezone":"Europe/Paris"\} \(id \S+\)',
+        r"finish: tool_calls \(\d+ tokens\)",
+    )
+
+
+@pytest.mark.parametrize("client", CLIENTS)
+def test_an_error_after_the_start_exits_1(client: str, gateway: Any, request: Any) -> None:
+    result = run(client, gateway.url, "google/error-mid-stream", marker(), request)
+    assert result.returncode == 1, result.stdout + result.stderr
+    lines = result.stdout.splitlines()
+    assert re.fullmatch(rf"\[google/error-mid-stream {COMPLETION_ID}\]", lines[0])
+    assert lines[1] == "Hello from the simulator. "  # what arrived before the error
+    assert lines[2].startswith("error: google/error-mid-stream ")
+
+
+@pytest.mark.parametrize("client", CLIENTS)
+def test_an_error_before_the_start_is_an_http_error_and_exits_2(client: str, gateway: Any, request: Any) -> None:
+    result = run(client, gateway.url, "anthropic/http-400", marker(), request)
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert result.stdout == ""
+    assert result.stderr.startswith("HTTP 400: anthropic/http-400 returned HTTP 400")
+
+
+@pytest.mark.parametrize("client", CLIENTS)
+def test_no_gateway_listening_exits_2(client: str, request: Any) -> None:
+    result = run(client, f"http://127.0.0.1:{free_port()}", "anthropic/text", marker(), request)
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert result.stdout == "" and result.stderr
