@@ -299,3 +299,17 @@ def test_models_list_in_anthropics_shape_for_the_anthropic_sdk(routed):
     assert text.type == "model" and text.max_tokens == 8192 and text.created_at.year >= 2025
     assert text.display_name == "anthropic/text" and text.model_extra["api"] == "anthropic-messages"
     assert by_id["flaky"].display_name == "test"  # a route's description
+
+
+def test_the_chat_completions_door_resolves_names_the_same_way(routed):
+    client = openai.OpenAI(base_url=f"{routed.url}/v1", api_key="unused")
+    m = marker()
+    completion = client.chat.completions.create(model="fast", messages=[{"role": "user", "content": m}])
+    assert completion.model == "google/text"  # what served the route
+    assert routed.sim.seen(m)[0]["vendor"] == "google"
+    request_id = completion.id.removeprefix("chatcmpl-")
+    record = record_of(routed, request_id)
+    assert record["requestedModel"] == "fast" and record["door"] == "openai-chat"
+    with pytest.raises(openai.BadRequestError) as caught:
+        client.chat.completions.create(model="shared-id", messages=[{"role": "user", "content": "x"}])
+    assert "anthropic/shared-id" in str(caught.value)
