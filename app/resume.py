@@ -57,6 +57,11 @@ class Frame:
         return self.type in TERMINAL_TYPES
 
 
+class StreamEnded(Exception):
+    """`Last-Event-ID` names the terminal event: nothing follows (answered 204, so an EventSource stops
+    reconnecting)."""
+
+
 class NotInStore(EventsLost):
     """The event store does not know the request: never resumable, another replica's without Redis, expired,
     or lost with a Redis restart (the HTTP layer asks the ledger which)."""
@@ -178,9 +183,16 @@ class RedisEvents:
             resumes, reader = await pipe.execute()
         return int(resumes or 0), bool(reader)
 
-    async def first_seq(self, request_id: str) -> int | None:
-        entries = await self.redis.xrange(self._key(request_id, ":events"), count=1)
-        return _seq(entries[0][0]) if entries else None
+    async def bounds(self, request_id: str) -> tuple[int | None, int, bool]:
+        """(seq of the first kept event or None, seq of the last, the last is the terminal)."""
+        events = self._key(request_id, ":events")
+        async with self.redis.pipeline(transaction=False) as pipe:
+            pipe.xrange(events, count=1)
+            pipe.xrevrange(events, count=1)
+            first, last = await pipe.execute()
+        if not first:
+            return None, 0, False
+        return _seq(first[0][0]), _seq(last[0][0]), last[0][1][b"t"] in TERMINAL_TYPES
 
     async def read(self, request_id: str, after: int) -> tuple[list[Frame], bool, bool]:
         """(frames after `after`, the request is still known to Redis, the origin still runs the turn);
@@ -326,6 +338,8 @@ class ResumeHub:
         if stream is not None:
             if key_id is not None and stream.key_id != key_id:
                 return None
+            if stream.done and stream.frames and stream.frames[-1].terminal and after >= stream.last_seq:
+                raise StreamEnded()
             if after + 1 < stream.first_seq:
                 raise EventsLost(f"events after {after} are no longer kept (at most {self.cap})")
             stream.resumes += 1
@@ -345,11 +359,13 @@ class ResumeHub:
                 raise NotInStore("its events are not in the event store (expired, or lost when Redis restarted)")
             if key_id is not None and owner != key_id:
                 return None
-            first = await asyncio.wait_for(self.redis.first_seq(request_id), self.timeout)
+            first, last, last_terminal = await asyncio.wait_for(self.redis.bounds(request_id), self.timeout)
+            if last_terminal and after >= last:
+                raise StreamEnded()
             if first is not None and first > after + 1:
                 raise EventsLost(f"events after {after} are no longer kept")
             await asyncio.wait_for(self.redis.attach(request_id), self.timeout)
-        except EventsLost:
+        except (EventsLost, StreamEnded):
             raise
         except Exception as exc:
             raise EventStoreUnavailable(f"the event store did not answer ({type(exc).__name__})") from None

@@ -85,6 +85,7 @@ def test_disconnect_on_a_resume_on_b(pair, sim):
     again = resume(b.url, request_id, ALPHA, None)
     assert [json.loads(f.data) for f in parse_sse(again.text)] == events
     assert "gateway_resumptions_total 2.0" in httpx.get(f"{b.url}/metrics").text
+    assert resume(b.url, request_id, ALPHA, str(len(events))).status_code == 204  # nothing after the terminal
 
 
 def test_nobody_resumes_upstream_closed_after_grace(pair, sim):

@@ -14,7 +14,7 @@ from app.dispatch import TurnJob
 from app.doors.base import EventEncoder
 from app.doors.unified.events import PING
 from app.refusals import EventsLost
-from app.resume import LocalStream, NotInStore
+from app.resume import LocalStream, NotInStore, StreamEnded
 
 router = APIRouter()
 
@@ -63,7 +63,8 @@ def _last_event_id(request: Request) -> int:
 @router.get("/v1/stream/{request_id}", tags=["turns"], summary="Continue a resumable stream after Last-Event-ID")
 async def resume_stream(request: Request, request_id: str) -> Response:
     """The events of a resumable turn after the one named by `Last-Event-ID` (from the first without it),
-    terminal included, for the key that made the request. 404 for an unknown request or another key's;
+    terminal included, for the key that made the request; 204 when `Last-Event-ID` is the terminal event
+    (an EventSource then stops reconnecting). 404 for an unknown request or another key's;
     410 `resume_unavailable` when the events are no longer kept; 503 when the event store does not answer."""
     gateway = request.app.state.gateway
     key_id = gateway.keys.identify(request.headers.get("authorization"))
@@ -77,6 +78,9 @@ async def resume_stream(request: Request, request_id: str) -> Response:
             raise EventsLost(f"request {request_id} cannot be resumed: {lost.message}") from None
     except EventsLost as lost:
         raise EventsLost(f"request {request_id} cannot be resumed: {lost.message}") from None
+    except StreamEnded:
+        # Past the terminal event. 204 is what tells a browser's EventSource to stop reconnecting.
+        return Response(status_code=204)
     if frames is None:
         raise ApiError(404, "not_found", "no resumable stream with this id", param="requestId")
 
