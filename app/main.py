@@ -25,7 +25,7 @@ from app.api.routes import install_error_handlers, router
 from app.gateway import Gateway
 from app.logs import ensure_configured
 from app.openapi import build_openapi
-from app.server import bound_send_buffers
+from app.server import bound_send_buffers, wait_listening
 from app.settings import Settings
 
 log = logging.getLogger("gateway")
@@ -97,8 +97,16 @@ def _secret(value: str) -> Any:
 
 
 async def _set_up_listening(gateway: Gateway, settings: Settings) -> None:
-    """Bound the client connections' send buffers once the server listens; only then is the gateway ready."""
+    """Once the server listens: bound the client connections' send buffers, and mark the records of gateway
+    processes that are gone `interrupted` (only a process that serves may change others' records: one that
+    fails with "address already in use" never gets here). Only then is the gateway ready."""
+    if not await wait_listening():
+        return
     await bound_send_buffers(settings.send_buffer_bytes)
+    try:
+        await gateway.recorder.recover()
+    except Exception as exc:  # the heartbeat tries again; serving does not depend on it
+        log.warning("ledger: marking the records of stopped gateways failed (%s); retried on the next heartbeat", type(exc).__name__)
     gateway.listening = True
 
 
@@ -120,7 +128,7 @@ def create_app(settings: Settings | None = None, gateway: Gateway | None = None)
     async def lifespan(app: FastAPI):
         ensure_configured(settings.log_level)
         gw = gateway or Gateway(settings)
-        await gw.recorder.start()  # the request ledger: migrate, mark interrupted records, start the writer
+        await gw.recorder.start()  # the request ledger: migrate, heartbeat, start the writer (nothing destructive)
         await gw.start()  # limits (lease renewal), keys file watch
         app.state.gateway = gw
         # Everything imported and built so far lives as long as the process: move it out of the cyclic

@@ -39,6 +39,20 @@ def server_exiting() -> bool:
     return bool(server is not None and server.should_exit)
 
 
+async def wait_listening(poll: float = 0.05) -> bool:
+    """Wait until the server listens (its port is bound). False when it stops first, e.g. because the port
+    is taken. The lifespan runs before uvicorn binds, so anything that may only run in a process that
+    serves waits for this. True at once under a server that installs no handler."""
+    server = hosting_server()
+    if server is None:
+        return True
+    while not getattr(server, "started", False):
+        if server.should_exit:
+            return False
+        await asyncio.sleep(poll)
+    return True
+
+
 async def bound_send_buffers(size: int, poll: float = 0.05) -> None:
     """Give the listening sockets a fixed `SO_SNDBUF` of `size` bytes, which every connection accepted later
     inherits (Linux).
@@ -50,12 +64,8 @@ async def bound_send_buffers(size: int, poll: float = 0.05) -> None:
     lifespan runs before uvicorn listens, so this waits for the server to start. `size` 0 leaves autotuning on.
     """
     server = hosting_server()
-    if size <= 0 or server is None:
+    if size <= 0 or server is None or not await wait_listening(poll):
         return
-    while not getattr(server, "started", False):
-        if server.should_exit:
-            return
-        await asyncio.sleep(poll)
     for listener in getattr(server, "servers", []):
         for sock in listener.sockets:
             if sock.family in (socket.AF_INET, socket.AF_INET6):

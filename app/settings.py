@@ -42,9 +42,9 @@ class Settings(BaseSettings):
     ledger_flush_timeout_s: float = Field(default=10.0, ge=0, description="at shutdown, how long to flush queued writes")
     ledger_ping_timeout_s: float = Field(default=2.0, gt=0, description="/readyz: how long the store may take to answer")
     ledger_pool_size: int = Field(default=10, ge=1, description="PostgreSQL: connections in the pool")
-    ledger_heartbeat_s: float = Field(default=10.0, gt=0, description="PostgreSQL: how often this instance heartbeats")
+    ledger_heartbeat_s: float = Field(default=10.0, gt=0, description="how often this process refreshes its heartbeat row in the ledger")
     ledger_instance_stale_s: float = Field(
-        default=60.0, gt=0, description="PostgreSQL: an instance silent this long is dead; its open records are interrupted"
+        default=60.0, gt=0, description="a gateway process whose heartbeat is this old is gone; its open records are interrupted"
     )
     throttle_ms: int = Field(default=50, ge=0, le=10_000)
     demo: bool = False

@@ -9,10 +9,12 @@ import asyncio
 import contextlib
 import gc
 import logging
+import socket
 import sqlite3
 import subprocess
 import sys
 import threading
+import time
 import types
 from typing import Any, Iterator
 
@@ -23,7 +25,6 @@ import orjson
 
 from app.ledger import open_ledger, postgres, sqlite
 from app.ledger.base import INTERRUPTED_MESSAGE
-from app.ledger.postgres import PostgresLedger
 from tests.conftest import marker, run_async, turn
 from tests.procs import GatewayProcess, free_port
 from tests.test_metrics import scrape
@@ -250,6 +251,79 @@ def test_record_left_open_by_a_crash_is_interrupted_at_next_start(sim, ledger_ur
     assert record["requestId"] == request_id
 
 
+def _open_slow_turn(client: httpx.Client, m: str) -> tuple[httpx.Response, Iterator[str], str]:
+    """Start a long stream and read up to its first text delta: its record is open. Keep the line iterator
+    alive while the stream should stay open (closing it closes the response)."""
+    response = client.send(
+        client.build_request("POST", "/v1/stream", json=turn("anthropic/slow;n=10000;delay_ms=20", m)), stream=True
+    )
+    request_id = response.headers["x-request-id"]
+    lines = response.iter_lines()
+    assert any(line.startswith("event: text_delta") for line in lines)
+    return response, lines, request_id
+
+
+def _stored_outcome(url: str, request_id: str) -> Any:
+    return run_async(_scalar(url, f"SELECT COALESCE(outcome, 'open') FROM gateway_requests WHERE request_id = '{request_id}'"))
+
+
+def test_second_process_on_the_same_store_spares_the_first_ones_live_turns(sim, ledger_url, tmp_path):
+    """A second `make run` (or a second worker) on the same store must not mark the first one's turns."""
+    m = marker()
+    with (tmp_path / "gateway.log").open("ab") as stderr:
+        first = GatewayProcess(sim.url, database_url=ledger_url, stderr=stderr)
+        second = None
+        try:
+            first.wait_ready()
+            with httpx.Client(base_url=first.url, timeout=30) as client:
+                response, lines, request_id = _open_slow_turn(client, m)
+                second = GatewayProcess(sim.url, database_url=ledger_url, stderr=stderr)
+                second.wait_ready()
+                assert httpx.get(f"{second.url}/v1/requests/{request_id}", timeout=10).json()["outcome"] is None
+                assert _stored_outcome(ledger_url, request_id) == "open"
+                assert next(lines) is not None  # the stream still runs
+                response.close()
+            assert record_of_process(first.url, request_id)["outcome"] == "aborted"
+        finally:
+            for proc in (first, second):
+                if proc is not None:
+                    proc.proc.terminate()
+                    proc.proc.wait(30)
+
+
+def record_of_process(url: str, request_id: str, timeout: float = 30) -> dict[str, Any]:
+    """The record of a request once it settled, read over HTTP from a gateway process."""
+    deadline = time.monotonic() + timeout
+    while True:
+        record = httpx.get(f"{url}/v1/requests/{request_id}", timeout=10).json()
+        if record.get("outcome") is not None or time.monotonic() > deadline:
+            return record
+        time.sleep(0.05)  # polling another process's store, not synchronising the test
+
+
+def test_a_process_that_cannot_listen_marks_nothing(sim, ledger_url, tmp_path):
+    """A gateway that fails with "address already in use" must not have marked a dead one's records."""
+    m = marker()
+    with (tmp_path / "gateway.log").open("ab") as stderr:
+        crashed = GatewayProcess(sim.url, database_url=ledger_url, stderr=stderr)
+        try:
+            crashed.wait_ready()
+            with httpx.Client(base_url=crashed.url, timeout=30) as client:
+                response, lines, request_id = _open_slow_turn(client, m)
+                crashed.stop()  # SIGKILL: its record stays open, its process is gone
+                response.close()
+        finally:
+            crashed.stop()
+        sim.wait(m, until="closed")
+        with socket.socket() as taken:
+            taken.bind(("127.0.0.1", 0))
+            taken.listen()
+            late = GatewayProcess(sim.url, port=taken.getsockname()[1], database_url=ledger_url)
+            assert late.proc.wait(180) != 0
+            assert b"address already in use" in late.proc.stderr.read().lower()
+    assert _stored_outcome(ledger_url, request_id) == "open"
+
+
 # ---------------------------------------------------------------------------------------------- the stores
 
 
@@ -340,7 +414,7 @@ async def test_a_version_1_store_gains_the_door_column(ledger_url):
     assert await _scalar(ledger_url, "SELECT MAX(version) FROM gateway_schema_version") == store.SCHEMA_VERSION
 
 
-async def test_sqlite_start_marks_every_open_record(tmp_path):
+async def test_sqlite_recovery_marks_the_open_records_of_a_closed_process(tmp_path):
     url = f"sqlite:///{tmp_path}/nested/dir/ledger.db"
     first = open_ledger(url)
     await first.start()
@@ -348,7 +422,9 @@ async def test_sqlite_start_marks_every_open_record(tmp_path):
     await first.complete(_record("req_done", outcome="done"))
     await first.aclose()
     second = open_ledger(url)
-    assert await second.start() == 1
+    await second.start()
+    assert (await second.get("req_open", "alice"))["outcome"] is None  # start itself marks nothing
+    assert await second.recover() == 1
     try:
         assert (await second.get("req_open", "alice"))["outcome"] == "interrupted"
         assert (await second.get("req_done", "alice"))["outcome"] == "done"
@@ -356,13 +432,10 @@ async def test_sqlite_start_marks_every_open_record(tmp_path):
         await second.aclose()
 
 
-async def test_postgres_start_spares_live_replicas_and_marks_dead_ones(ledger_url):
-    if not ledger_url.startswith("postgres"):
-        pytest.skip("the instance rule is PostgreSQL's (SQLite serves a single replica)")
-    import asyncpg
-
-    # Long heartbeats: only the newcomer's start may mark anything during this test.
-    live, stalled, crashed, closed = (PostgresLedger(ledger_url, heartbeat_s=3600) for _ in range(4))
+async def test_recovery_spares_live_instances_and_marks_dead_ones(ledger_url):
+    """The liveness rule (app/ledger/liveness.py) on both stores."""
+    # Long heartbeats: only the newcomer's recovery may mark anything during this test.
+    live, stalled, crashed, closed = (open_ledger(ledger_url, _settings(heartbeat=3600)) for _ in range(4))
     for ledger in (live, stalled, crashed, closed):
         await ledger.start()
     dead_pid = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
@@ -370,31 +443,33 @@ async def test_postgres_start_spares_live_replicas_and_marks_dead_ones(ledger_ur
     await stalled.insert(_record("req_stalled"))
     await crashed.insert(_record("req_crashed"))
     await closed.insert(_record("req_closed"))
-    conn = await asyncpg.connect(ledger_url)
+    # `stalled` stopped heartbeating long ago; `crashed` ran on this host as a process that has exited.
+    if ledger_url.startswith("sqlite"):
+        await _execute(ledger_url, [f"UPDATE gateway_instances SET heartbeat_at = heartbeat_at - 3600000 WHERE instance_id = '{stalled.instance_id}'"])
+    else:
+        await _execute(ledger_url, [f"UPDATE gateway_instances SET heartbeat_at = now() - interval '1 hour' WHERE instance_id = '{stalled.instance_id}'"])
+    await _execute(ledger_url, [f"UPDATE gateway_instances SET pid = {int(dead_pid.stdout)} WHERE instance_id = '{crashed.instance_id}'"])
+    await closed.aclose()  # a clean stop removes its heartbeat row
+    newcomer = open_ledger(ledger_url, _settings(heartbeat=3600))
     try:
-        # `stalled` stopped heartbeating long ago; `crashed` ran on this host as a process that has exited.
-        await conn.execute(
-            "UPDATE gateway_instances SET heartbeat_at = now() - interval '1 hour' WHERE instance_id = $1",
-            stalled.instance_id,
-        )
-        await conn.execute(
-            "UPDATE gateway_instances SET pid = $1 WHERE instance_id = $2", int(dead_pid.stdout), crashed.instance_id
-        )
-        await closed.aclose()  # a clean stop removes its heartbeat row
-        newcomer = PostgresLedger(ledger_url, heartbeat_s=3600)
-        assert await newcomer.start() == 3
+        await newcomer.start()
+        assert await newcomer.recover() == 3
         outcomes = {rid: (await newcomer.get(rid, None))["outcome"] for rid in ("req_live", "req_stalled", "req_crashed", "req_closed")}
         assert outcomes == {"req_live": None, "req_stalled": "interrupted", "req_crashed": "interrupted", "req_closed": "interrupted"}
-        instances = {r[0] for r in await conn.fetch("SELECT instance_id FROM gateway_instances")}
-        assert instances == {live.instance_id, newcomer.instance_id}
+        instances = await _scalar(ledger_url, "SELECT COUNT(*) FROM gateway_instances")
+        assert instances == 2  # live and newcomer
         # The stalled replica recovers: its completion wins over the mark.
         await stalled.complete(_record("req_stalled", outcome="done"))
         assert (await newcomer.get("req_stalled", None))["outcome"] == "done"
-        await newcomer.aclose()
     finally:
-        await conn.close()
-        for ledger in (live, stalled, crashed):
+        for ledger in (newcomer, live, stalled, crashed):
             await ledger.aclose()
+
+
+def _settings(heartbeat: float) -> Any:
+    from app.settings import Settings
+
+    return Settings(ledger_heartbeat_s=heartbeat)
 
 
 def test_unsupported_database_url_is_refused_without_echoing_it():

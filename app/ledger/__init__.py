@@ -47,7 +47,9 @@ def open_ledger(url: str, settings: "Settings | None" = None) -> Ledger:
     if scheme == "sqlite":
         from app.ledger.sqlite import SqliteLedger
 
-        return SqliteLedger(url)
+        if settings is None:
+            return SqliteLedger(url)
+        return SqliteLedger(url, heartbeat_s=settings.ledger_heartbeat_s, stale_s=settings.ledger_instance_stale_s)
     if scheme in ("postgresql", "postgres"):
         from app.ledger.postgres import PostgresLedger
 
@@ -222,11 +224,13 @@ class LedgerObserver:
     # ------------------------------------------------------------------ lifecycle
 
     async def start(self) -> None:
-        """Start the store (migrate, mark interrupted records) and the writer task."""
-        marked = await self.ledger.start()
-        if marked:
-            log.info("ledger: %d records left open by a stopped gateway marked interrupted", marked)
+        """Start the store (connect, migrate, heartbeat; nothing destructive) and the writer task."""
+        await self.ledger.start()
         self._task = asyncio.create_task(self._writer(), name="ledger-writer")
+
+    async def recover(self) -> int:
+        """Once this process serves: mark the records of gateway processes that are gone `interrupted`."""
+        return await self.ledger.recover()
 
     async def flush(self, timeout: float | None = None) -> bool:
         """Wait until everything queued before this call is written. False on timeout."""

@@ -8,7 +8,7 @@ from the request's arrival to its first content event.
 
 Life of a record. It is written "open" when the turn starts (`outcome` and `settledAt` null) and replaced by
 the settled record when the turn finishes. A record still open when its gateway process is gone is marked
-`interrupted` at the next start (see `app.ledger.postgres` for the rule with several replicas).
+`interrupted` by another process once that one serves (the rule is `app.ledger.liveness`).
 
 Storage. Each row has a few indexed columns (request id, api key id, instance id, created/settled time,
 outcome) and the record as JSON text. The columns are authoritative for `outcome` and `settledAt`, so marking
@@ -159,11 +159,14 @@ class Ledger(ABC):
     instance_id: str
 
     @abstractmethod
-    async def start(self) -> int:
-        """Connect, migrate the schema, and mark records left open by dead processes `interrupted`.
+    async def start(self) -> None:
+        """Connect, migrate the schema, register this instance and start its heartbeat. Nothing destructive:
+        a process that then fails to serve (its port is taken) has changed no one's records."""
 
-        Returns how many records were marked.
-        """
+    @abstractmethod
+    async def recover(self) -> int:
+        """Mark `interrupted` the open records of instances that are gone (`app.ledger.liveness`), and keep
+        doing so on every heartbeat from now on. Called once the process serves. Returns how many were marked."""
 
     @abstractmethod
     async def write(self, items: Sequence[tuple[WriteKind, "dict[str, Any] | StoredRow"]]) -> None:

@@ -6,21 +6,8 @@ are not connection options are server settings, so `?search_path=gw` puts the ta
 Migration. At start every replica takes `pg_advisory_xact_lock` inside one transaction, reads
 `gateway_schema_version` and runs the missing (idempotent) DDL, so replicas starting together migrate once.
 
-Which open records are `interrupted`. Each gateway process has an instance id, stored on its records, and
-a row in `gateway_instances` whose `heartbeat_at` it refreshes every `GATEWAY_LEDGER_HEARTBEAT_S` (times
-are the database server's `now()`, so hosts' clocks do not matter). At start, and on every heartbeat, a
-replica marks `interrupted` the open records (`outcome IS NULL`) of
-
-1. instances whose heartbeat is older than `GATEWAY_LEDGER_INSTANCE_STALE_S`;
-2. instances with no `gateway_instances` row (a replica deletes its row when it closes cleanly);
-3. earlier instances on this same host (same host name, boot id and pid namespace) whose process is gone:
-   its pid no longer exists or is a zombie, or it is this process's own pid (a restarted container) but not
-   an instance of this process;
-
-and deletes the rows of those instances. A live replica's in-flight records are never marked: it has a
-fresh heartbeat, a row, and (on the same host) a running process. Should a replica stall past the stale
-limit and then recover, its own completion overwrites the `interrupted` mark and its heartbeat re-creates
-its row.
+Which open records are `interrupted`: the liveness rule of `app.ledger.liveness` (instance heartbeats in
+`gateway_instances`; times are the database server's `now()`, so hosts' clocks do not matter).
 """
 
 from __future__ import annotations
@@ -28,8 +15,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-import socket
-from pathlib import Path
 from typing import Any, Sequence
 
 import asyncpg
@@ -37,7 +22,6 @@ import asyncpg
 from app.ledger.base import (
     COLUMN_COUNT,
     COLUMNS,
-    PROCESS_INSTANCES,
     UPSERT_SET,
     Ledger,
     StoredRow,
@@ -46,6 +30,7 @@ from app.ledger.base import (
     new_instance_id,
     now_ms,
 )
+from app.ledger.liveness import InstanceRow, dead_instances, heartbeat_forever, host_identity, log_marked
 
 log = logging.getLogger("gateway.ledger")
 
@@ -79,37 +64,6 @@ _SELECT = "SELECT record, outcome, settled_at FROM gateway_requests"
 _VALUES = "VALUES (" + ", ".join(f"${n}" for n in range(1, COLUMN_COUNT + 1)) + ")"
 
 
-def host_identity() -> str:
-    """Host name, boot id and pid namespace: two processes with equal identities can see each other's pids."""
-    parts = [socket.gethostname()]
-    try:
-        parts.append(Path("/proc/sys/kernel/random/boot_id").read_text().strip())
-    except OSError:
-        parts.append("")
-    try:
-        parts.append(os.readlink("/proc/self/ns/pid"))
-    except OSError:
-        parts.append("")
-    return "|".join(parts)
-
-
-def local_process_gone(instance_id: str, pid: int) -> bool:
-    """True when an instance of this host certainly no longer runs (see the module docstring, rule 3)."""
-    if pid == os.getpid():
-        return instance_id not in PROCESS_INSTANCES
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return True
-    except PermissionError:
-        return False
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-        return stat[stat.rindex(")") + 2] == "Z"
-    except (OSError, ValueError, IndexError):
-        return False
-
-
 class PostgresLedger(Ledger):
     def __init__(
         self, url: str, *, pool_size: int = 10, heartbeat_s: float = 10.0, stale_s: float = 60.0
@@ -124,8 +78,9 @@ class PostgresLedger(Ledger):
         self.host = host_identity()
         self._pool: asyncpg.Pool | None = None
         self._heartbeat: asyncio.Task | None = None
+        self._recovering = False  # set by `recover()`: from then on every heartbeat marks too
 
-    async def start(self) -> int:
+    async def start(self) -> None:
         self._pool = await asyncpg.create_pool(self._url, min_size=1, max_size=self._pool_size)
         async with self._pool.acquire() as conn:
             async with conn.transaction():
@@ -140,9 +95,20 @@ class PostgresLedger(Ledger):
                         await conn.execute(statement)
                     await conn.execute("INSERT INTO gateway_schema_version (version) VALUES ($1)", version)
             await self._beat(conn)
+        self._heartbeat = asyncio.create_task(heartbeat_forever(self.heartbeat_s, self._tick), name="ledger-heartbeat")
+
+    async def recover(self) -> int:
+        self._recovering = True  # a failure here is retried on the next heartbeat
+        async with self._require().acquire() as conn:
             marked = await self._mark_orphans(conn)
-        self._heartbeat = asyncio.create_task(self._heartbeat_loop(), name="ledger-heartbeat")
+        log_marked(marked)
         return marked
+
+    async def _tick(self) -> None:
+        async with self._require().acquire() as conn:
+            await self._beat(conn)
+            if self._recovering:
+                log_marked(await self._mark_orphans(conn))
 
     async def _beat(self, conn: asyncpg.Connection) -> None:
         await conn.execute(
@@ -161,11 +127,7 @@ class PostgresLedger(Ledger):
                 self.instance_id,
                 float(self.stale_s),
             )
-            dead = [
-                r["instance_id"]
-                for r in rows
-                if r["stale"] or (r["host"] == self.host and local_process_gone(r["instance_id"], r["pid"]))
-            ]
+            dead = dead_instances((InstanceRow(r["instance_id"], r["host"], r["pid"], r["stale"]) for r in rows), self.host)
             status = await conn.execute(
                 "UPDATE gateway_requests r SET outcome = 'interrupted', settled_at = $1 "
                 "WHERE r.outcome IS NULL AND r.instance_id <> $2 AND (r.instance_id = ANY($3::text[]) OR NOT EXISTS "
@@ -176,22 +138,7 @@ class PostgresLedger(Ledger):
             )
             if dead:
                 await conn.execute("DELETE FROM gateway_instances WHERE instance_id = ANY($1::text[])", dead)
-        marked = int(status.split()[-1])
-        if marked:
-            log.warning("marked %d request records interrupted (their gateway process is gone)", marked)
-        return marked
-
-    async def _heartbeat_loop(self) -> None:
-        while True:
-            await asyncio.sleep(self.heartbeat_s)
-            try:
-                async with self._require().acquire() as conn:
-                    await self._beat(conn)
-                    await self._mark_orphans(conn)
-            except asyncio.CancelledError:
-                raise
-            except Exception as exc:
-                log.warning("ledger heartbeat failed: %s", type(exc).__name__)
+        return int(status.split()[-1])
 
     async def write(self, items: Sequence[tuple[WriteKind, "dict[str, Any] | StoredRow"]]) -> None:
         inserts, completes = self.encode(items)

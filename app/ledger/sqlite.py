@@ -3,13 +3,20 @@
 `sqlite:///./data/gateway.db` is the relative file `./data/gateway.db`, `sqlite:////var/lib/gw.db` the
 absolute `/var/lib/gw.db`, `sqlite:///:memory:` an in-memory database (tests). The file's directory is
 created. Writes go through one connection, reads through a second one, so a reader never waits for a write
-batch (WAL lets both run). A single replica owns the file, so at start every record still open belongs to a
-process that is gone: all of them are marked `interrupted`.
+batch (WAL lets both run).
+
+Several processes may share the file (a second `make run`, `GATEWAY_WORKERS=2`; WAL needs them on one
+host). Which open records are `interrupted` follows the liveness rule of `app.ledger.liveness`, with the
+heartbeats in `gateway_instances` as epoch milliseconds of this host's clock, so a starting process never
+marks a live one's turns.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
+import logging
+import os
 import sqlite3
 from pathlib import Path
 from typing import Any, Sequence
@@ -27,8 +34,11 @@ from app.ledger.base import (
     new_instance_id,
     now_ms,
 )
+from app.ledger.liveness import InstanceRow, dead_instances, heartbeat_forever, host_identity, log_marked
 
-SCHEMA_VERSION = 2
+log = logging.getLogger("gateway.ledger")
+
+SCHEMA_VERSION = 3
 MIGRATIONS: dict[int, list[str]] = {
     1: [
         """CREATE TABLE IF NOT EXISTS gateway_requests (
@@ -46,6 +56,15 @@ MIGRATIONS: dict[int, list[str]] = {
     ],
     # The door (client wire format) a request came through: unified, pi, openai-chat, anthropic-messages.
     2: ["ALTER TABLE gateway_requests ADD COLUMN door TEXT"],
+    # Instance heartbeats (app/ledger/liveness.py).
+    3: [
+        """CREATE TABLE IF NOT EXISTS gateway_instances (
+            instance_id TEXT PRIMARY KEY,
+            host TEXT NOT NULL,
+            pid INTEGER NOT NULL,
+            started_at INTEGER NOT NULL,
+            heartbeat_at INTEGER NOT NULL)""",
+    ],
 }
 _SELECT = "SELECT record, outcome, settled_at FROM gateway_requests"
 
@@ -61,18 +80,24 @@ def sqlite_path(url: str) -> str:
 
 
 class SqliteLedger(Ledger):
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, *, heartbeat_s: float = 10.0, stale_s: float = 60.0) -> None:
         self.path = sqlite_path(url)
+        self.heartbeat_s = heartbeat_s
+        self.stale_s = stale_s
         self.instance_id = new_instance_id()
+        self.host = host_identity()
         self._writer: aiosqlite.Connection | None = None
         self._reader: aiosqlite.Connection | None = None
+        self._transaction = asyncio.Lock()  # one transaction at a time on the writer connection
+        self._heartbeat: asyncio.Task | None = None
+        self._recovering = False  # set by `recover()`: from then on every heartbeat marks too
 
     async def _connect(self) -> aiosqlite.Connection:
         db = await aiosqlite.connect(self.path, isolation_level=None)  # autocommit; transactions are explicit
         await db.execute("PRAGMA busy_timeout = 5000")
         return db
 
-    async def start(self) -> int:
+    async def start(self) -> None:
         memory = self.path == ":memory:"
         if not memory:
             Path(self.path).parent.mkdir(parents=True, exist_ok=True)
@@ -82,10 +107,55 @@ class SqliteLedger(Ledger):
             await self._writer.execute("PRAGMA synchronous = NORMAL")
         await self._migrate(self._writer)
         self._reader = self._writer if memory else await self._connect()
-        cursor = await self._writer.execute(
-            "UPDATE gateway_requests SET outcome = 'interrupted', settled_at = ? WHERE outcome IS NULL", (now_ms(),)
-        )
-        return cursor.rowcount
+        await self._beat()
+        self._heartbeat = asyncio.create_task(heartbeat_forever(self.heartbeat_s, self._tick), name="ledger-heartbeat")
+
+    async def recover(self) -> int:
+        self._recovering = True  # a failure here is retried on the next heartbeat
+        marked = await self._mark_orphans()
+        log_marked(marked)
+        return marked
+
+    async def _tick(self) -> None:
+        await self._beat()
+        if self._recovering:
+            log_marked(await self._mark_orphans())
+
+    async def _beat(self) -> None:
+        db = self._require(self._writer)
+        now = now_ms()
+        async with self._transaction:
+            await db.execute(
+                "INSERT INTO gateway_instances (instance_id, host, pid, started_at, heartbeat_at) VALUES (?, ?, ?, ?, ?) "
+                "ON CONFLICT (instance_id) DO UPDATE SET heartbeat_at = excluded.heartbeat_at",
+                (self.instance_id, self.host, os.getpid(), now, now),
+            )
+
+    async def _mark_orphans(self) -> int:
+        db = self._require(self._writer)
+        async with self._transaction:
+            await db.execute("BEGIN IMMEDIATE")
+            try:
+                now = now_ms()
+                async with db.execute(
+                    "SELECT instance_id, host, pid, heartbeat_at < ? FROM gateway_instances WHERE instance_id <> ?",
+                    (now - int(self.stale_s * 1000), self.instance_id),
+                ) as cursor:
+                    rows = [InstanceRow(r[0], r[1], r[2], bool(r[3])) for r in await cursor.fetchall()]
+                dead = json.dumps(dead_instances(rows, self.host))
+                cursor = await db.execute(
+                    "UPDATE gateway_requests SET outcome = 'interrupted', settled_at = ? "
+                    "WHERE outcome IS NULL AND instance_id <> ? AND (instance_id IN (SELECT value FROM json_each(?)) "
+                    "OR instance_id NOT IN (SELECT instance_id FROM gateway_instances))",
+                    (now, self.instance_id, dead),
+                )
+                marked = cursor.rowcount
+                await db.execute("DELETE FROM gateway_instances WHERE instance_id IN (SELECT value FROM json_each(?))", (dead,))
+                await db.execute("COMMIT")
+            except BaseException:
+                await db.execute("ROLLBACK")
+                raise
+        return marked
 
     async def _migrate(self, db: aiosqlite.Connection) -> None:
         await db.execute("BEGIN IMMEDIATE")
@@ -108,23 +178,24 @@ class SqliteLedger(Ledger):
         inserts, completes = self.encode(items)
         db = self._require(self._writer)
         placeholders = ", ".join("?" * COLUMN_COUNT)
-        await db.execute("BEGIN")
-        try:
-            if inserts:
-                await db.executemany(
-                    f"INSERT INTO gateway_requests ({COLUMNS}) VALUES ({placeholders}) ON CONFLICT (request_id) DO NOTHING",
-                    inserts,
-                )
-            if completes:
-                await db.executemany(
-                    f"INSERT INTO gateway_requests ({COLUMNS}) VALUES ({placeholders}) "
-                    f"ON CONFLICT (request_id) DO UPDATE SET {UPSERT_SET}",
-                    completes,
-                )
-            await db.execute("COMMIT")
-        except BaseException:
-            await db.execute("ROLLBACK")
-            raise
+        async with self._transaction:
+            await db.execute("BEGIN")
+            try:
+                if inserts:
+                    await db.executemany(
+                        f"INSERT INTO gateway_requests ({COLUMNS}) VALUES ({placeholders}) ON CONFLICT (request_id) DO NOTHING",
+                        inserts,
+                    )
+                if completes:
+                    await db.executemany(
+                        f"INSERT INTO gateway_requests ({COLUMNS}) VALUES ({placeholders}) "
+                        f"ON CONFLICT (request_id) DO UPDATE SET {UPSERT_SET}",
+                        completes,
+                    )
+                await db.execute("COMMIT")
+            except BaseException:
+                await db.execute("ROLLBACK")
+                raise
 
     async def get(self, request_id: str, api_key_id: str | None) -> dict[str, Any] | None:
         db = self._require(self._reader)
@@ -160,6 +231,17 @@ class SqliteLedger(Ledger):
             await cursor.fetchone()
 
     async def aclose(self) -> None:
+        if self._heartbeat is not None:
+            self._heartbeat.cancel()
+            await asyncio.gather(self._heartbeat, return_exceptions=True)
+            self._heartbeat = None
+        if self._writer is not None:
+            try:
+                # A clean stop: no heartbeat row, so anything of ours still open counts as interrupted (rule 2).
+                async with self._transaction:
+                    await self._writer.execute("DELETE FROM gateway_instances WHERE instance_id = ?", (self.instance_id,))
+            except Exception as exc:
+                log.warning("could not remove this instance's heartbeat row: %s", type(exc).__name__)
         for db in {id(c): c for c in (self._reader, self._writer) if c is not None}.values():
             await db.close()
         self._reader = self._writer = None
