@@ -17,6 +17,7 @@ from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from app.api.body import validation_error as invalid_request
+from app.api.apidocs import install_api_docs
 from app.api.console import install_console
 from app.api.errors import ApiError, is_pi_path, json_response
 from app.api.records import router as records_router
@@ -160,6 +161,7 @@ def create_app(settings: Settings | None = None, gateway: Gateway | None = None)
     app.include_router(records_router)
     app.include_router(resume_router)
     install_console(app, settings)
+    install_api_docs(app)
     install_error_handlers(app)
     app.openapi = lambda: build_openapi(app)  # type: ignore[method-assign]  # request/event shapes added
 

@@ -29,12 +29,15 @@ CLIENTS = [
 ]
 
 
-def run_client(client: str, url: str, model: str, prompt: str, path: str = "/usr/bin:/bin") -> subprocess.CompletedProcess[str]:
+def run_client(
+    client: str, url: str, model: str, prompt: str, path: str = "/usr/bin:/bin"
+) -> subprocess.CompletedProcess[str]:
     if client == "curl":
         command = [shutil.which("bash") or "bash", str(EXAMPLES / "curl.sh"), prompt]
+    elif client == "python":
+        command = [sys.executable, str(EXAMPLES / "stream.py"), "--url", url, "--model", model, prompt]
     else:
-        program = [sys.executable, str(EXAMPLES / "stream.py")] if client == "python" else [NODE or "node", str(EXAMPLES / "stream.mjs")]
-        command = [*program, "--url", url, "--model", model, prompt]
+        command = [NODE or "node", str(EXAMPLES / "stream.mjs"), "--url", url, "--model", model, prompt]
     env = {"PATH": path, "GATEWAY_URL": url, "MODEL": model, "HOME": os.environ.get("HOME", "/tmp")}
     return subprocess.run(command, capture_output=True, text=True, timeout=60, env=env)
 

@@ -47,7 +47,9 @@ def test_a_huge_conversation_does_not_stall_other_streams(gateway_factory):
     reader.start()
     assert first.wait(30)
     started = time.monotonic()
-    response = httpx.post(f"{gw.server.url}/v1/complete", content=big, headers={"content-type": "application/json"}, timeout=120)
+    response = httpx.post(
+        f"{gw.server.url}/v1/complete", content=big, headers={"content-type": "application/json"}, timeout=120
+    )
     ended = time.monotonic()
     reader.join(120)
     assert response.status_code == 502, response.text[:300]  # the upstream was unreachable, as arranged

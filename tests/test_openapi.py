@@ -55,3 +55,9 @@ def fuzz_target(gateway_factory):
 def test_api_fuzz(case, fuzz_target):
     response = case.call(base_url=fuzz_target.url, timeout=30)
     case.validate_response(response, checks=[not_a_server_error, status_code_conformance, content_type_conformance])
+
+
+def test_pi_door_errors_are_documented_as_strings_for_every_status():
+    pi = build_openapi(create_app(Settings()))["paths"]["/api/stream"]["post"]["responses"]
+    errors = {code: r["content"]["application/json"]["schema"]["$ref"] for code, r in pi.items() if code != "200"}
+    assert errors and all(ref.endswith("/PiErrorBody") for ref in errors.values()), errors
