@@ -223,7 +223,8 @@ def build_openapi(app: FastAPI) -> dict[str, Any]:
                     responses["503"]["description"] = "The request ledger is unavailable (see `Retry-After`)"
                 if "{" in path:
                     responses["404"] = _json(_ref("ErrorBody"), "No such record for this key")
-            if "422" in operation.get("responses", {}) and path not in DOOR_DOCS:  # our handler answers with ErrorBody
+            declared_422 = operation.get("responses", {}).get("422", {}).get("content", {}).get("application/json", {})
+            if declared_422.get("schema") == _ref("HTTPValidationError"):  # FastAPI's; ours answers ErrorBody
                 operation["responses"]["422"] = _json(_ref("ErrorBody"), _ERRORS["422"])
             if path not in OPEN_PATHS:
                 operation["security"] = [{"bearer": []}]
