@@ -20,7 +20,7 @@ import uvloop
 
 from bench import report, scenarios as sc
 
-SCENARIOS = ("ttft", "cpu", "cpu-apis", "concurrency", "slow-reader", "cancel", "ledger")
+SCENARIOS = ("ttft", "cpu", "cpu-apis", "doors", "concurrency", "slow-reader", "cancel", "ledger")
 KEYS = {"slow-reader": "slowReader", "cpu-apis": "cpuApis"}
 
 
@@ -77,6 +77,8 @@ async def _run(args: argparse.Namespace, name: str) -> dict[str, Any]:
                 value = await sc.cpu(bench)
             elif name == "cpu-apis":
                 value = await sc.cpu_apis(bench)
+            elif name == "doors":
+                value = await sc.doors(bench)
             elif name == "concurrency":
                 value = await sc.concurrency(bench, args.concurrency)
             elif name == "slow-reader":

@@ -4,7 +4,8 @@ It is deliberately small (no httpx per stream) so that one bench process can hol
 without becoming the bottleneck; `bench` reports its own CPU share next to every figure to show it.
 
 Both paths are read by the same code: `Path.DIRECT` POSTs the Anthropic wire request to the simulator and
-counts `content_block_delta` frames; `Path.GATEWAY` POSTs `/v1/stream` and counts `text_delta` frames.
+counts `content_block_delta` frames; `Path.GATEWAY` POSTs `/v1/stream` and counts `text_delta` frames, or
+with `door="openai-chat"` POSTs `/v1/chat/completions` and counts `chat.completion.chunk` lines with content.
 """
 
 from __future__ import annotations
@@ -32,20 +33,44 @@ class Target:
     port: int
     host: str = "127.0.0.1"
     provider: str = "anthropic"  # gateway path: the provider the model ref names (direct is Anthropic's wire)
+    door: str = "unified"  # gateway path: `unified` (/v1/stream) or `openai-chat` (/v1/chat/completions)
+
+    @property
+    def chat(self) -> bool:
+        return self.path is Path.GATEWAY and self.door == "openai-chat"
 
     @property
     def url_path(self) -> str:
+        if self.chat:
+            return "/v1/chat/completions"
         return "/anthropic/v1/messages" if self.path is Path.DIRECT else "/v1/stream"
 
     @property
     def delta_prefix(self) -> bytes:
+        if self.chat:
+            return b'data: {"id":"chatcmpl-'
         return b"event: content_block_delta" if self.path is Path.DIRECT else b"event: text_delta"
 
     @property
     def end_event(self) -> bytes:
+        if self.chat:
+            return b"data: [DONE]"
         return b"event: message_stop" if self.path is Path.DIRECT else b"event: done"
 
+    def delta_text(self, frame: bytes) -> str | None:
+        """The text of a delta frame (None when the frame carries no text)."""
+        payload = orjson.loads(frame[frame.index(b"data: ") + 6 :])
+        if self.chat:
+            choices = payload["choices"]
+            return choices[0]["delta"].get("content") or None if choices else None
+        return payload["delta"]["text"] if self.path is Path.DIRECT else payload["delta"]
+
     def body(self, scenario: str, prompt: str, throttle_ms: int | None) -> bytes:
+        if self.chat:  # the Chat Completions door has no per-request coalescing window: the server default
+            return orjson.dumps({
+                "model": f"{self.provider}/{scenario}", "max_completion_tokens": 4096, "stream": True,
+                "messages": [{"role": "user", "content": prompt}],
+            })
         if self.path is Path.DIRECT:
             return orjson.dumps({
                 "model": scenario, "max_tokens": 4096, "stream": True,
@@ -177,9 +202,8 @@ async def stream(
                 continue
             *frames, pending = pending.split(sep)
             for frame in frames:
-                if frame.startswith(prefix, frame.find(b"event: ")):
-                    payload = orjson.loads(frame[frame.index(b"data: ") + 6 :])
-                    text = payload["delta"]["text"] if target.path is Path.DIRECT else payload["delta"]
+                if frame.startswith(prefix, max(frame.find(b"event: "), 0)):
+                    text = target.delta_text(frame)
                     if isinstance(text, str):
                         if result.first_delta is None:
                             result.first_delta = now

@@ -114,6 +114,14 @@ def markdown(results: dict[str, Any]) -> str:
         for api, x in c["apis"].items():
             lines.append(f"| {api} | {x['provider']} | {_fmt(x['upstreamEventsPerStream'])} | {_fmt(x['gatewayCpuMsPer1k'])} | "
                          f"{_fmt(x['gatewayCpuMsPer1kDeltas'])} | {x['lostFrames']} |")
+    if "doors" in results:
+        c = results["doors"]
+        lines += ["", f"## 2c. Doors against /v1/stream (same run, {c['rounds']} interleaved rounds; CPU on {c['streamsPerRound']} streams of `{c['unpaced']}`, TTFT on {c['ttftPairs']} pairs of `{c['paced']}` one at a time; coalescing at the default)", "",
+                  "| door | gateway CPU ms / 1k upstream events | × /v1/stream (median of rounds) | TTFT p50 ms | added TTFT ms (median of pair differences) | lost frames | failed |",
+                  "|---|---|---|---|---|---|---|"]
+        for door, x in c["doors"].items():
+            lines.append(f"| {door} | {_fmt(x['gatewayCpuMsPer1k'])} | {_fmt(x['cpuRatioToUnified'])}× | {_fmt(x['ttftP50Ms'])} | "
+                         f"{_fmt(x['addedTtftMs'])} | {x['lostFrames']} | {x['failedStreams']} |")
     if "concurrency" in results:
         c = results["concurrency"]
         lines += ["", f"## 3. Concurrent paced streams (max sustained: {c['maxSustained']})", "",

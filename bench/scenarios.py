@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import os
 import random
+import statistics
 import time
 import uuid
 from dataclasses import dataclass
@@ -311,6 +312,63 @@ async def cpu_apis(bench: Bench) -> dict[str, Any]:
             "gatewayCpuMsPer1kDeltas": median(row["gatewayCpuMsPer1kDeltas"] for row in rows),
             "lostFrames": sum(row["lostFrames"] for row in rows),
             "perRound": rows,
+        }
+    return out
+
+
+DOORS = ("unified", "openai-chat")
+
+
+async def doors(bench: Bench) -> dict[str, Any]:
+    """Each door against `/v1/stream` in the same run, coalescing at the server default on both (the Chat
+    Completions door has no per-request window): gateway CPU per 1,000 upstream events on unpaced streams,
+    interleaved round by round; and the added time to first token on paced streams at concurrency 1, as the
+    median of per-pair differences (each door's stream right after a `/v1/stream` one, so both see the same
+    machine load)."""
+    n, size, streams = (2000, 8, 4) if bench.quick else (5000, 8, 4)
+    rounds = 3 if bench.quick else 5
+    pairs = 20 if bench.quick else 60
+    unpaced, paced_ = paced(n, 0, size), paced(4, 20, size)
+    expected = expected_text(n, size)
+    rows: dict[str, list[dict[str, Any]]] = {door: [] for door in DOORS}
+    for r in range(rounds):
+        for door in DOORS if r % 2 == 0 else tuple(reversed(DOORS)):
+            target = Target(Path.GATEWAY, bench.gw.port, door=door)
+            mark = bench._marker()
+            usage = _Usage(bench)
+            results = await asyncio.gather(*(stream(target, unpaced, f"{mark}-{i}", throttle_ms=None) for i in range(streams)))
+            u = usage.done()
+            seen = (await bench.http.get(f"{bench.sim.url}/_sim/requests", params={"contains": mark})).json()
+            events = sum(e["framesSent"] for e in seen)
+            summary = _summarise(list(results), expected, size)
+            rows[door].append({
+                **u, "upstreamEvents": events, "lostFrames": summary["lostFrames"], "failed": summary["failed"],
+                "gatewayCpuMsPer1k": round(u["gatewayCpuS"] / events * 1e6, 3) if events else None,
+            })
+            await bench.forget()
+    ttfts: dict[str, list[float]] = {door: [] for door in DOORS}
+    for i in range(pairs):  # one stream at a time; the order inside a pair alternates
+        for door in DOORS if i % 2 == 0 else tuple(reversed(DOORS)):
+            result = await stream(Target(Path.GATEWAY, bench.gw.port, door=door), paced_, bench._marker(), throttle_ms=None)
+            ttfts[door].append(result.ttft if result.ttft is not None else float("nan"))
+    await bench.forget()
+    base = rows["unified"]
+    out: dict[str, Any] = {"unpaced": unpaced, "paced": paced_, "streamsPerRound": streams, "rounds": rounds,
+                           "ttftPairs": pairs, "doors": {}}  # fmt: skip
+    for door, door_rows in rows.items():
+        diffs = [a - b for a, b in zip(ttfts[door], ttfts["unified"]) if a == a and b == b]
+        out["doors"][door] = {
+            "gatewayCpuMsPer1k": median(row["gatewayCpuMsPer1k"] for row in door_rows if row["gatewayCpuMsPer1k"]),
+            # Per round against /v1/stream of the same round, then the median over the rounds.
+            "cpuRatioToUnified": median(
+                row["gatewayCpuMsPer1k"] / ref["gatewayCpuMsPer1k"]
+                for row, ref in zip(door_rows, base) if row["gatewayCpuMsPer1k"] and ref["gatewayCpuMsPer1k"]
+            ),
+            "ttftP50Ms": ms(pct([t for t in ttfts[door] if t == t], 50)),
+            "addedTtftMs": ms(statistics.median(diffs)) if diffs else None,
+            "lostFrames": sum(row["lostFrames"] for row in door_rows),
+            "failedStreams": sum(row["failed"] for row in door_rows),
+            "perRound": door_rows,
         }
     return out
 
