@@ -20,7 +20,8 @@ replica sees the same counters). Semantics, identical in both:
   from the ledger (the records' usage.cost.total for the key since the period began) before admitting.
 
 When the store fails or does not answer within `GATEWAY_REDIS_TIMEOUT`, `GATEWAY_REDIS_FAIL_OPEN` decides:
-admit (default) or refuse with 503 `limits_unavailable`. Either way nothing waits longer than the timeout.
+admit (default) or refuse with 503 `limits_unavailable`. Either way nothing waits longer than the timeout
+(rebuilding a spend counter from the ledger, once per key and period, is bounded by SEED_TIMEOUT_S).
 """
 
 from __future__ import annotations
@@ -46,6 +47,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("gateway.limits")
 
 WINDOW_MS = 60_000
+SEED_TIMEOUT_S = 5.0  # rebuilding a spend counter from the ledger (a flush and two sums) may take this long
 
 
 @dataclass(frozen=True)
@@ -248,8 +250,11 @@ class Limits:
         periods = Periods.at(time.time())
         verdict = await self._bounded(self.store.admit(key_id, policy, request_id, periods, self.lease_ttl_ms))
         if verdict.need_seed:
-            day, month = await asyncio.gather(
-                self.ledger_spend(key_id, periods.day_start_ms), self.ledger_spend(key_id, periods.month_start_ms)
+            day, month = await asyncio.wait_for(
+                asyncio.gather(
+                    self.ledger_spend(key_id, periods.day_start_ms), self.ledger_spend(key_id, periods.month_start_ms)
+                ),
+                SEED_TIMEOUT_S,
             )
             await self._bounded(self.store.seed_spend(key_id, periods, day, month))
             log.info("spend of key %s rebuilt from the ledger: %.6f USD today, %.6f this month", key_id, day, month)

@@ -44,6 +44,9 @@ def resumable_response(gateway, job: TurnJob, encoder: EventEncoder, headers: di
             async for frame in stream.follow(0):
                 sent += 1
                 yield frame.data
+        except EventsLost as lost:
+            # This reader fell more than GATEWAY_RESUME_MAX_EVENTS behind: end here, saying why, never skip.
+            yield b": stream cut: " + lost.message.encode() + b"\n\n"
         finally:
             gateway.metrics.sse_events(sent)
             gateway.resume.reader_left(job, stream, gateway.draining)
