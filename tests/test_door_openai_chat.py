@@ -384,3 +384,10 @@ def test_an_inline_image_reaches_the_vendor(gw, client):
     )  # fmt: skip
     content = gw.sim.seen(m)[-1]["body"]["messages"][0]["content"]
     assert {"type": "base64", "media_type": "image/png", "data": IMAGE.split(",", 1)[1]} in [c.get("source") for c in content]
+
+
+def test_a_vendor_429_keeps_its_retry_after(gw, client):
+    with pytest.raises(openai.RateLimitError) as raised:
+        client.chat.completions.create(model="anthropic/http-429;retry_after=1", messages=user(marker()), stream=True)
+    assert raised.value.response.headers["retry-after"] == "1"
+    assert raised.value.body["code"] == "rate_limit_exceeded"

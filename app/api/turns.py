@@ -118,7 +118,9 @@ def turn_result(job: TurnJob) -> TurnResult:
     if outcome == "done":
         return TurnResult(turn.request_id, outcome, message)
     failure, status = _classify(job)
-    return TurnResult(turn.request_id, outcome, message, status, failure, _retry_after_ms(message))
+    last = job.attempts[-1] if job.attempts else None
+    retry_after_ms = last.retry_after_ms if last is not None else None
+    return TurnResult(turn.request_id, outcome, message, status, failure, retry_after_ms)
 
 
 def _classify(job: TurnJob) -> tuple[Failure, int]:
@@ -138,8 +140,3 @@ def _classify(job: TurnJob) -> tuple[Failure, int]:
         return Failure.INVALID_REQUEST, status
     return Failure.UPSTREAM, 502
 
-
-def _retry_after_ms(message: dict[str, Any]) -> int | None:
-    """docs/api.md §6: an error message ends with ` retry-after-ms=N` when the upstream said when to retry."""
-    _, found, tail = (message.get("errorMessage") or "").rpartition(" retry-after-ms=")
-    return int(tail) if found and tail.isdigit() else None
