@@ -391,3 +391,19 @@ def test_a_vendor_429_keeps_its_retry_after(gw, client):
         client.chat.completions.create(model="anthropic/http-429;retry_after=1", messages=user(marker()), stream=True)
     assert raised.value.response.headers["retry-after"] == "1"
     assert raised.value.body["code"] == "rate_limit_exceeded"
+
+
+def test_a_client_that_leaves_before_the_start_cancels_the_turn(gw):
+    """The door holds its headers until the turn's first event; a client gone meanwhile still cancels it."""
+    m = marker()
+    body = {"model": "anthropic/hang", "messages": user(m), "stream": True}
+    with httpx.Client(base_url=gw.url, headers={"Authorization": f"Bearer {KEY}"}) as http:
+        with pytest.raises(httpx.ReadTimeout):
+            http.post("/v1/chat/completions", json=body, timeout=httpx.Timeout(10, read=0.5))
+    assert gw.sim.wait(m, until="closed")["clientClosed"] is True
+    deadline = time.monotonic() + 10
+    while not (jobs := [j for j in list(gw.finished._done.values()) if m in j.context.model_dump_json()]):
+        assert time.monotonic() < deadline, "the turn never settled"
+        time.sleep(0.05)
+    job = jobs[0]
+    assert job.turn.outcome == "aborted" and job.client_disconnected and job.door == "openai-chat"
