@@ -21,10 +21,11 @@ from app.api.auth import OPEN_PATHS
 from app.contract.events import StreamEvent
 from app.contract.messages import AssistantMessage
 from app.contract.request import PiStreamRequest, StreamRequest
+from app.doors.anthropic_messages import openapi as anthropic_messages_openapi
 from app.doors.openai_chat import openapi as openai_chat_openapi
 
 # Doors that speak a vendor's wire format describe their own operation and schemas (`app/doors/*/openapi.py`).
-DOOR_DOCS = {openai_chat_openapi.PATH: openai_chat_openapi}
+DOOR_DOCS = {openai_chat_openapi.PATH: openai_chat_openapi, anthropic_messages_openapi.PATH: anthropic_messages_openapi}
 
 SPEC_PATH = Path(__file__).resolve().parent.parent / "openapi" / "openapi.json"
 REF = "#/components/schemas/{model}"

@@ -8,9 +8,11 @@ import pytest
 
 from app.contract.messages import AssistantMessage, ImageContent, TextContent, ThinkingContent, ToolCall, ToolResultMessage, UserMessage
 from app.contract.request import ToolChoiceTool
-from app.doors.anthropic_messages.errors import turn_error
+from app.api.errors import ApiError
+from app.doors.anthropic_messages.errors import refusal_body
 from app.doors.anthropic_messages.events import PING, MessagesEncoder, message_object
-from app.doors.anthropic_messages.request import InvalidRequest, decode
+from app.doors.anthropic_messages.request import decode
+from app.doors.base import Failure, TurnResult
 from app.doors.anthropic_messages.signatures import Origin, unwrap, wrap
 from tests.conformance import parse_sse
 
@@ -234,18 +236,19 @@ BAD = [
 
 @pytest.mark.parametrize("fields, param", BAD, ids=[p for _, p in BAD])
 def test_bad_requests_name_the_field(fields, param):
-    with pytest.raises(InvalidRequest) as caught:
+    with pytest.raises(ApiError) as caught:
         decode(body(**fields))
     assert caught.value.param == param
     assert caught.value.message.startswith(param)
     assert caught.value.status == (404 if fields.get("model") == "has a space" else 400)
+    assert refusal_body(caught.value)["error"]["type"] == ("not_found_error" if caught.value.status == 404 else "invalid_request_error")
 
 
 # ----------------------------------------------------------------------------- events
 
 
-def encode_all(events, **kwargs):
-    encoder = MessagesEncoder("req_1", **kwargs)
+def encode_all(events):
+    encoder = MessagesEncoder("req_1")
     frames = parse_sse(b"".join(encoder.encode(e) for e in events).decode())
     for f in frames:
         assert json.loads(f.data)["type"] == f.event
@@ -273,7 +276,7 @@ def test_events_encode_as_anthropic_stream():
         {"type": "toolcall_end", "contentIndex": 3, "toolCall": {"id": "toolu_1", "name": "t", "arguments": {"a": 1}}},
         {"type": "done", "reason": "toolUse", "usage": USAGE, "message": {}},
     ]
-    out = encode_all(events, usage_so_far=lambda: {"input": 10, "cacheRead": 100})
+    out = encode_all(events)
     assert [o["type"] for o in out] == [
         "message_start",
         "content_block_start", "content_block_delta", "content_block_delta", "content_block_stop",
@@ -284,7 +287,7 @@ def test_events_encode_as_anthropic_stream():
     ]
     message = out[0]["message"]
     assert message["id"] == "msg_req_1" and message["model"] == "anthropic/claude-sonnet-4-5"
-    assert message["usage"] == {"input_tokens": 10, "output_tokens": 0, "cache_read_input_tokens": 100, "cache_creation_input_tokens": 0}
+    assert message["usage"] == {"input_tokens": 0, "output_tokens": 0, "cache_read_input_tokens": 0, "cache_creation_input_tokens": 0}
     assert out[1]["content_block"] == {"type": "thinking", "thinking": "", "signature": ""}
     signature = out[3]["delta"]["signature"]
     assert out[3]["delta"]["type"] == "signature_delta" and unwrap(signature).signature == "sig-1"
@@ -304,8 +307,8 @@ def test_stop_reasons(reason, stop):
 
 def test_error_after_start_is_an_error_event():
     events = [START, {"type": "text_start", "contentIndex": 0}, {"type": "error", "reason": "error", "errorMessage": "anthropic/x overloaded", "usage": USAGE, "message": {}}]
-    out = encode_all(events, classify=lambda e: turn_error(upstream_status=529, kind="http"))
-    assert out[-1] == {"type": "error", "error": {"type": "overloaded_error", "message": "anthropic/x overloaded"}, "request_id": "req_1"}
+    out = encode_all(events)
+    assert out[-1] == {"type": "error", "error": {"type": "api_error", "message": "anthropic/x overloaded"}, "request_id": "req_1"}
 
 
 def test_ping_frame():
@@ -338,19 +341,30 @@ def test_message_object():
 
 
 @pytest.mark.parametrize(
-    "status, kind, shutting_down, expected",
+    "failure, status, expected",
     [
-        (429, "http", False, (429, "rate_limit_error", None)),
-        (529, "http", False, (529, "overloaded_error", None)),
-        (400, "http", False, (400, "invalid_request_error", False)),
-        (401, "http", False, (502, "api_error", False)),
-        (500, "http", False, (502, "api_error", None)),
-        (None, "refusal", False, (400, "invalid_request_error", False)),
-        (None, "timeout", False, (504, "api_error", None)),
-        (None, "truncated", False, (502, "api_error", None)),
-        (None, None, True, (503, "overloaded_error", True)),
+        (Failure.RATE_LIMITED, 429, (429, "rate_limit_error")),
+        (Failure.OVERLOADED, 503, (529, "overloaded_error")),
+        (Failure.INVALID_REQUEST, 400, (400, "invalid_request_error")),
+        (Failure.INVALID_REQUEST, 404, (404, "not_found_error")),
+        (Failure.TIMEOUT, 504, (504, "timeout_error")),
+        (Failure.SHUTTING_DOWN, 503, (503, "overloaded_error")),
+        (Failure.UPSTREAM, 502, (502, "api_error")),
     ],
 )
-def test_turn_error_shapes(status, kind, shutting_down, expected):
-    shape = turn_error(upstream_status=status, kind=kind, shutting_down=shutting_down)
-    assert (shape.status, shape.type, shape.retry) == expected
+def test_failed_turns_answer_with_a_status_and_type(failure, status, expected):
+    result = TurnResult("req_2", "error", {"errorMessage": "openai/x went wrong"}, status, failure)
+    code, error = MessagesEncoder("req_2").complete(result)
+    assert (code, error["error"]["type"]) == expected
+    assert error == {"type": "error", "error": {"type": expected[1], "message": "openai/x went wrong"}, "request_id": "req_2"}
+    assert MessagesEncoder("req_2").refuse(result) == (code, error)
+
+
+def test_refusals_name_the_field_as_this_wire_does():
+    error = ApiError(400, "invalid_request", "OpenAI's Responses API has no stop sequences", param="options.stop")
+    assert refusal_body(error) == {
+        "type": "error",
+        "error": {"type": "invalid_request_error", "message": "stop_sequences: OpenAI's Responses API has no stop sequences"},
+    }
+    assert refusal_body(ApiError(413, "payload_too_large", "request body exceeds 10 bytes"))["error"]["type"] == "request_too_large"
+    assert refusal_body(ApiError(401, "authentication_error", "invalid API key"))["error"]["type"] == "authentication_error"

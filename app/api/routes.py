@@ -12,7 +12,7 @@ from app.api.auth import authorization
 from app.api.errors import ApiError, json_response, refusal_error
 from app.api.turns import serve
 from app.contract.catalog import ModelList, anthropic_model_list
-from app.doors import openai_chat, pi, unified
+from app.doors import anthropic_messages, openai_chat, pi, unified
 from app.gateway import Gateway
 from app.refusals import Refusal
 
@@ -45,6 +45,15 @@ async def complete_turn(request: Request) -> Response:
 )
 async def chat_completions(request: Request) -> Response:
     return await serve(request, openai_chat.DOOR)
+
+
+@router.post(
+    "/v1/messages",
+    tags=["doors"],
+    summary="Anthropic Messages door: Anthropic's event stream or one message object",
+)
+async def messages(request: Request) -> Response:
+    return await serve(request, anthropic_messages.DOOR)
 
 
 @router.get(

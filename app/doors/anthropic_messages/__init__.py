@@ -1,4 +1,26 @@
-"""The Anthropic Messages door (`POST /v1/messages`): `request.py` decodes Anthropic's request body into the
-unified request, `events.py` encodes the normalized events as Anthropic's stream and `message` object,
-`signatures.py` wraps signed thinking with its origin, `errors.py` gives errors Anthropic's shape.
-docs/doors/anthropic-messages.md describes the door."""
+"""The Anthropic Messages door (`POST /v1/messages`, docs/doors/anthropic-messages.md): `request.py` decodes
+Anthropic's request body into the unified request, `events.py` encodes the normalized events as Anthropic's
+stream and `message` object, `signatures.py` wraps signed thinking with its origin, `errors.py` gives
+errors Anthropic's shape."""
+
+from app.api.body import ANY_INDEX
+from app.doors.anthropic_messages.errors import refusal_body
+from app.doors.anthropic_messages.events import MessagesEncoder
+from app.doors.anthropic_messages.request import decode
+from app.doors.base import Door
+
+# Where a person's text lives in a Messages body (not in thinking blocks, whose text is signed).
+PROSE_PATHS: tuple[tuple[str, ...], ...] = (
+    ("system",),
+    ("system", ANY_INDEX, "text"),
+    ("messages", ANY_INDEX, "content"),
+    ("messages", ANY_INDEX, "content", ANY_INDEX, "text"),
+    ("messages", ANY_INDEX, "content", ANY_INDEX, "content"),
+    ("messages", ANY_INDEX, "content", ANY_INDEX, "content", ANY_INDEX, "text"),
+)
+
+DOOR = Door(
+    name="anthropic-messages", decode=decode, encoder=MessagesEncoder, error_body=refusal_body, prose_paths=PROSE_PATHS
+)
+
+__all__ = ["DOOR"]

@@ -1,17 +1,17 @@
-"""Errors in Anthropic's shape: `{"type": "error", "error": {"type", "message"}, "request_id"}`.
+"""Errors in Anthropic's shape: `{"type": "error", "error": {"type", "message"}, "request_id"?}`.
 
-Two kinds reach a client. A request refused before any upstream call is an HTTP error whose `error.type`
-follows its status (`error_type`). A turn that ended in error is an HTTP error too when nothing was sent yet
-(non-streaming, or streaming before `message_start`), or `event: error` once the stream has started; its
-status and type come from what ended it (`turn_error`). `ErrorShape.retry` becomes the `x-should-retry`
-header the Anthropic SDKs obey: the gateway has already retried and fallen back, and a refusal or a vendor
-rejecting the request's content will not change on a retry.
+A request refused before its turn starts keeps the gateway's status; its `error.type` follows the status
+(`error_type`) and its message names the field in Anthropic's terms (`stop_sequences`, not `options.stop`).
+A turn that fails is answered by what ended it (`turn_error`): as an HTTP status when nothing was sent yet
+(not streaming, or streaming before `message_start`), as `event: error` once the stream has started.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
+
+from app.api.errors import ApiError
+from app.doors.base import Failure, TurnResult
 
 STATUS_TYPES = {
     400: "invalid_request_error",
@@ -22,20 +22,30 @@ STATUS_TYPES = {
     422: "invalid_request_error",
     429: "rate_limit_error",
     503: "overloaded_error",
+    504: "timeout_error",
     529: "overloaded_error",
 }
-# ErrorKind values (app.contract.failures) of failures that a retry of the same request will not cure.
-FINAL_KINDS = frozenset({"refusal", "stop_reason"})
-
-
-@dataclass(frozen=True, slots=True)
-class ErrorShape:
-    status: int
-    type: str
-    retry: bool | None = None  # None: let the client decide by status
-
-    def headers(self) -> dict[str, str]:
-        return {} if self.retry is None else {"x-should-retry": "true" if self.retry else "false"}
+# The unified request's field names (in refusals from the resolver and the adapters) → this wire's.
+PARAM_NAMES = {
+    "options.stop": "stop_sequences",
+    "options.toolChoice": "tool_choice",
+    "options.topP": "top_p",
+    "options.temperature": "temperature",
+    "options.maxTokens": "max_tokens",
+    "options.reasoning": "thinking",
+    "options.metadata": "metadata",
+    "context.tools": "tools",
+    "context.messages": "messages",
+    "context.systemPrompt": "system",
+}
+# How a failed turn is answered: status and Anthropic error type (see `app.api.turns` for the failures).
+FAILURE_STATUS = {
+    Failure.RATE_LIMITED: 429,
+    Failure.OVERLOADED: 529,
+    Failure.TIMEOUT: 504,
+    Failure.SHUTTING_DOWN: 503,
+    Failure.UPSTREAM: 502,
+}
 
 
 def error_type(status: int) -> str:
@@ -50,23 +60,22 @@ def error_body(type_: str, message: str, request_id: str | None = None) -> dict[
     return body
 
 
-def turn_error(*, upstream_status: int | None, kind: str | None, shutting_down: bool = False) -> ErrorShape:
-    """How a turn that ended in error is presented: from the last attempt's upstream HTTP status and failure
-    kind (`ErrorKind` value), or the gateway shutting down."""
-    if shutting_down:
-        return ErrorShape(503, "overloaded_error", retry=True)
-    if kind in FINAL_KINDS:
-        # A refusal or safety stop answers the request's content: the client's request, not the server, is at issue.
-        return ErrorShape(400, "invalid_request_error", retry=False)
-    if upstream_status is not None:
-        if upstream_status == 429:
-            return ErrorShape(429, "rate_limit_error")
-        if upstream_status in (503, 529):
-            return ErrorShape(529, "overloaded_error")
-        if upstream_status in (400, 404, 413, 422):
-            return ErrorShape(400, "invalid_request_error", retry=False)  # the vendor rejected the content
-        if upstream_status in (401, 403):
-            return ErrorShape(502, "api_error", retry=False)  # the gateway's own key for the vendor
-    if kind == "timeout":
-        return ErrorShape(504, "api_error")
-    return ErrorShape(502, "api_error")
+def refusal_body(error: ApiError) -> dict[str, Any]:
+    """A request refused before its turn started (the door's own checks, auth, limits, the resolver, an
+    adapter's `check_request`): the message starts with the field at fault, named as this wire names it."""
+    message = error.message
+    if error.param:
+        field = PARAM_NAMES.get(error.param, error.param)
+        if not message.startswith(f"{field}:"):
+            message = f"{field}: {message}"
+    return error_body(error_type(error.status), message)
+
+
+def turn_error(result: TurnResult) -> tuple[int, dict[str, Any]]:
+    """Status and body for a turn that ended in error. A vendor that rejected the request keeps its 4xx
+    status (no retry helps); an overloaded vendor is 529 as Anthropic's own; a gateway timeout is 504."""
+    if result.failure in (Failure.INVALID_REQUEST, Failure.ABORTED):  # aborted: the client is gone anyway
+        status = result.status
+    else:
+        status = FAILURE_STATUS.get(result.failure, 502) if result.failure else 502
+    return status, error_body(error_type(status), result.error_message or "error", result.request_id)

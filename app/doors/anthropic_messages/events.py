@@ -10,11 +10,14 @@
     toolcall_start / _delta  → content_block_start {tool_use} / content_block_delta input_json_delta
     *_end                    → content_block_stop
     done                     → message_delta (stop_reason, usage) then message_stop
-    error                    → event: error {"type": "error", "error": {"type", "message"}}
+    error                    → event: error {"type": "error", "error": {"type": "api_error", "message"}}
 
 A thinking block's `content_block_start` waits for its first delta (or its end): only `thinking_end` says
 whether the block was redacted, and a redacted block is a different block type on this wire. Usage is in
 Anthropic's sense: `input_tokens` without cache reads and writes, which have fields of their own.
+
+An error before the stream starts is an HTTP error (`hold_until_start`, `refuse`); after the start every
+error is `api_error` on the wire: the event carries no more than its message, which names the cause.
 """
 
 from __future__ import annotations
@@ -23,8 +26,9 @@ from typing import Any, Callable
 
 import orjson
 
-from app.doors.anthropic_messages.errors import ErrorShape, error_body
+from app.doors.anthropic_messages.errors import error_body, turn_error
 from app.doors.anthropic_messages.signatures import Origin, wrap
+from app.doors.base import DoorRequest, TurnResult
 
 STOP_REASONS = {"stop": "end_turn", "length": "max_tokens", "toolUse": "tool_use"}
 PING = b'event: ping\ndata: {"type":"ping"}\n\n'
@@ -58,18 +62,12 @@ def _origin(source: dict[str, Any]) -> Origin:
 
 
 class MessagesEncoder:
-    """Turns one turn's normalized events into Anthropic SSE bytes. `usage_so_far()` gives the usage known
-    when the stream starts (for `message_start`); `classify(error_event)` picks the error's type."""
+    """Turns one turn's normalized events into Anthropic SSE bytes, or the settled turn into one answer."""
 
-    def __init__(
-        self,
-        request_id: str,
-        usage_so_far: Callable[[], dict[str, Any] | None] = lambda: None,
-        classify: Callable[[dict[str, Any]], ErrorShape] = lambda event: ErrorShape(502, "api_error"),
-    ) -> None:
+    hold_until_start = True  # an error before the start is an HTTP error, as Anthropic's API answers it
+
+    def __init__(self, request_id: str, request: DoorRequest | None = None) -> None:
         self.request_id = request_id
-        self._usage_so_far = usage_so_far
-        self._classify = classify
         self._origin = Origin("", "", "")
         self._thinking_pending: int | None = None  # a thinking block whose start is not sent yet
         self._handlers: dict[str, Callable[[dict[str, Any]], bytes]] = {
@@ -91,6 +89,18 @@ class MessagesEncoder:
         """The SSE frames for one normalized event (none for a thinking block's start, see above)."""
         return self._handlers[event["type"]](event)
 
+    def ping(self) -> bytes:
+        return PING
+
+    def complete(self, result: TurnResult) -> tuple[int, Any]:
+        """One `message` object, or the error with the status of the failure."""
+        if result.outcome == "done":
+            return 200, message_object(result.message, result.request_id)
+        return turn_error(result)
+
+    def refuse(self, result: TurnResult) -> tuple[int, Any] | None:
+        return turn_error(result)
+
     def _start(self, event: dict[str, Any]) -> bytes:
         self._origin = _origin(event)
         message = {
@@ -101,7 +111,7 @@ class MessagesEncoder:
             "content": [],
             "stop_reason": None,
             "stop_sequence": None,
-            "usage": anthropic_usage(self._usage_so_far()),
+            "usage": anthropic_usage(event.get("usage")),
         }
         return frame("message_start", {"type": "message_start", "message": message})
 
@@ -164,8 +174,7 @@ class MessagesEncoder:
         )
 
     def _error(self, event: dict[str, Any]) -> bytes:
-        shape = self._classify(event)
-        return frame("error", error_body(shape.type, event.get("errorMessage") or "error", self.request_id))
+        return frame("error", error_body("api_error", event.get("errorMessage") or "error", self.request_id))
 
 
 def _content_block(block: dict[str, Any], origin: Origin) -> dict[str, Any]:

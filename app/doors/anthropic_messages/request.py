@@ -1,6 +1,6 @@
 """Decode an Anthropic Messages request body (`POST /v1/messages`) into the unified `StreamRequest`.
 
-Pure: a JSON object in, a `MessagesRequest` out, or `InvalidRequest` naming the field at fault. Everything
+Pure: a JSON object in, a `DoorRequest` out, or an `ApiError` whose message starts with the field at fault. Everything
 the gateway cannot honour for every vendor it fronts (server tools, URL images, documents, prefill, `top_k`,
 …) is refused here, before any upstream call; fields that change nothing in the answer (`cache_control`,
 `citations`, `service_tier`, …) are accepted and ignored. docs/doors/anthropic-messages.md lists them all.
@@ -8,8 +8,7 @@ the gateway cannot honour for every vendor it fronts (server tools, URL images, 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any, NoReturn
+from typing import Any, Mapping, NoReturn
 
 from pydantic import ValidationError
 
@@ -25,8 +24,10 @@ from app.contract.messages import (
     ToolResultMessage,
     UserMessage,
 )
+from app.api.errors import ApiError
 from app.contract.request import Reasoning, StreamOptions, StreamRequest, ToolChoiceTool
 from app.doors.anthropic_messages.signatures import Origin, unwrap
+from app.doors.base import DoorRequest
 
 IMAGE_TYPES = frozenset({"image/jpeg", "image/png", "image/gif", "image/webp"})
 # `thinking.budget_tokens` → the unified reasoning level: the highest level whose budget the request reaches.
@@ -50,25 +51,8 @@ UNSUPPORTED_FIELDS = {
 }
 
 
-class InvalidRequest(Exception):
-    """A request the door refuses. `param` is the field's path (`messages.2.content.0.source`); `status`
-    is 400, or 404 for a model reference that names nothing."""
-
-    def __init__(self, param: str, message: str, status: int = 400) -> None:
-        super().__init__(message)
-        self.param = param
-        self.message = message
-        self.status = status
-
-
-@dataclass(frozen=True, slots=True)
-class MessagesRequest:
-    unified: StreamRequest
-    stream: bool
-
-
 def _fail(path: str, problem: str) -> NoReturn:
-    raise InvalidRequest(path, f"{path}: {problem}")
+    raise ApiError(400, "invalid_request_error", f"{path}: {problem}", param=path)
 
 
 def _kind(value: Any) -> str:
@@ -391,8 +375,9 @@ def _options(body: dict[str, Any], tools: list[Tool]) -> StreamOptions:
 # ----------------------------------------------------------------------------- the request
 
 
-def decode(body: dict[str, Any]) -> MessagesRequest:
-    """The unified request for an Anthropic Messages body; raises `InvalidRequest`."""
+def decode(body: dict[str, Any], headers: Mapping[str, str] | None = None) -> DoorRequest:
+    """The unified request for an Anthropic Messages body; raises `ApiError` (400, or 404 for a model name
+    that cannot name anything). The `anthropic-version` and `anthropic-beta` headers change nothing."""
     model = _string(body.get("model"), "model", empty=False)
     for name, problem in UNSUPPORTED_FIELDS.items():
         if body.get(name) is not None:
@@ -420,6 +405,6 @@ def decode(body: dict[str, Any]) -> MessagesRequest:
         first = exc.errors(include_url=False)[0]
         where = ".".join(str(p) for p in first["loc"])
         if where == "model":
-            raise InvalidRequest("model", f"model: {model!r} names no model; use '<provider>/<model id>'", 404) from None
-        raise InvalidRequest(where, f"{where}: {first['msg']}") from None
-    return MessagesRequest(unified=unified, stream=stream)
+            raise ApiError(404, "not_found_error", f"model: {model!r} names no model", param="model") from None
+        raise ApiError(400, "invalid_request_error", f"{where}: {first['msg']}", param=where) from None
+    return DoorRequest(unified=unified, stream=stream)

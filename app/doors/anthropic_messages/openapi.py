@@ -1,0 +1,132 @@
+"""The door's entry in the OpenAPI document (`app.openapi`): request and response shapes, in brief.
+
+The full field table is docs/doors/anthropic-messages.md; Anthropic's own API reference describes the objects."""
+
+from __future__ import annotations
+
+from typing import Any
+
+PATH = "/v1/messages"
+
+_ERROR = {
+    "type": "object",
+    "required": ["type", "error"],
+    "properties": {
+        "type": {"const": "error"},
+        "error": {
+            "type": "object",
+            "required": ["type", "message"],
+            "properties": {
+                "type": {
+                    "type": "string",
+                    "description": "invalid_request_error, authentication_error, permission_error, not_found_error, "
+                    "request_too_large, rate_limit_error, api_error, overloaded_error, timeout_error",
+                },
+                "message": {"type": "string", "description": "starts with the field at fault for a refused request"},
+            },
+        },
+        "request_id": {"type": "string"},
+    },
+}
+SCHEMAS: dict[str, Any] = {
+    "MessagesRequest": {
+        "type": "object",
+        "description": "Anthropic's Messages request; every field is honoured or refused with 400 naming it",
+        "required": ["model", "messages"],
+        "properties": {
+            "model": {"type": "string", "description": '"<provider>/<model id>", a route, an alias or a bare model id'},
+            "max_tokens": {"type": "integer", "minimum": 1},
+            "system": {"description": "a string or a list of text blocks"},
+            "messages": {
+                "type": "array",
+                "minItems": 1,
+                "items": {
+                    "type": "object",
+                    "required": ["role", "content"],
+                    "properties": {
+                        "role": {"type": "string", "enum": ["user", "assistant"]},
+                        "content": {
+                            "description": "a string or blocks: text, image (base64), tool_use, tool_result, "
+                            "thinking, redacted_thinking"
+                        },
+                    },
+                },
+            },
+            "tools": {"type": "array", "items": {"type": "object"}},
+            "tool_choice": {"type": "object"},
+            "thinking": {"type": "object", "description": "{type: enabled, budget_tokens} | {type: adaptive} | {type: disabled}"},
+            "temperature": {"type": "number", "minimum": 0, "maximum": 1},
+            "top_p": {"type": "number", "minimum": 0, "maximum": 1},
+            "stop_sequences": {"type": "array", "items": {"type": "string"}, "maxItems": 16},
+            "metadata": {"type": "object", "properties": {"user_id": {"type": "string"}}},
+            "stream": {"type": "boolean"},
+        },
+    },
+    "Message": {
+        "type": "object",
+        "description": "`message` (not streaming)",
+        "required": ["id", "type", "role", "model", "content", "stop_reason", "usage"],
+        "properties": {
+            "id": {"type": "string", "description": "msg_<requestId>"},
+            "type": {"const": "message"},
+            "role": {"const": "assistant"},
+            "model": {"type": "string", "description": "the provider/model that served the turn"},
+            "content": {"type": "array", "items": {"type": "object"}},
+            "stop_reason": {"type": "string", "enum": ["end_turn", "max_tokens", "tool_use"]},
+            "stop_sequence": {"type": "null"},
+            "usage": {"type": "object"},
+        },
+    },
+    "AnthropicErrorBody": _ERROR,
+}
+
+_DESCRIPTIONS = {
+    "400": "Bad input or a field the gateway cannot honour (named at the start of the message); the upstream refused the request",
+    "401": "Missing or invalid API key (`x-api-key` or `Authorization: Bearer`)",
+    "403": "The key may not use this model",
+    "404": "Unknown model; the upstream does not know the model",
+    "413": "Body too large or nested too deep",
+    "422": "A lone UTF-16 surrogate outside message text",
+    "429": "Rate limited: a gateway limit or the upstream's (see `Retry-After`)",
+    "502": "The upstream failed before the answer started (or, not streaming, at any point)",
+    "503": "Gateway shutting down",
+    "504": "A timeout fired before the answer started",
+    "529": "The upstream is overloaded",
+}
+
+
+def operation() -> dict[str, Any]:
+    def error(code: str) -> dict[str, Any]:
+        body = {"description": _DESCRIPTIONS[code], "content": {"application/json": {"schema": _ref("AnthropicErrorBody")}}}
+        if code in ("429", "503"):
+            body["headers"] = {"Retry-After": {"description": "seconds to wait", "schema": {"type": "string"}}}
+        return body
+
+    return {
+        "requestBody": {
+            "required": True,
+            "content": {
+                "application/json": {
+                    "schema": _ref("MessagesRequest"),
+                    "example": {"model": "anthropic/claude-sonnet-4-5", "max_tokens": 1024, "stream": True,
+                                "messages": [{"role": "user", "content": "Hello"}]},  # fmt: skip
+                }
+            },
+        },
+        "responses": {
+            "200": {
+                "description": "With `stream: true`, Anthropic's events (`message_start`, `content_block_*`, "
+                "`message_delta`, `message_stop`, `ping` while idle; an error after the start is one "
+                "`event: error`); otherwise one `message`",
+                "content": {
+                    "text/event-stream": {"schema": {"type": "string"}},
+                    "application/json": {"schema": _ref("Message")},
+                },
+            },
+            **{code: error(code) for code in _DESCRIPTIONS},
+        },
+    }
+
+
+def _ref(name: str) -> dict[str, str]:
+    return {"$ref": f"#/components/schemas/{name}"}
