@@ -21,7 +21,10 @@ import os
 import sys
 from typing import Any
 
-import anthropic
+try:
+    import anthropic
+except ModuleNotFoundError:
+    sys.exit("examples/anthropic_messages.py needs the anthropic package: run it with the project's .venv/bin/python")
 
 WEATHER_TOOL = {
     "name": "get_weather",
@@ -48,7 +51,8 @@ def stream_turn(client: anthropic.Anthropic, args: argparse.Namespace, messages:
                 elif block.type == "thinking":
                     print(f"thinking: {block.thinking}", flush=True)
                 elif block.type == "tool_use":
-                    print(f"tool call: {block.name} {json.dumps(block.input)} (id {block.id})", flush=True)
+                    arguments = json.dumps(block.input, separators=(",", ":"), ensure_ascii=False)
+                    print(f"tool call: {block.name} {arguments} (id {block.id})", flush=True)
         final = stream.get_final_message()
     usage = final.usage
     print(
@@ -79,10 +83,11 @@ def main() -> int:
             messages += [{"role": "assistant", "content": final.content}, {"role": "user", "content": "Thanks. Anything to add?"}]
             stream_turn(client, args, messages)
     except anthropic.APIStatusError as exc:
+        error = exc.body.get("error", {}) if isinstance(exc.body, dict) else {}
         if exc.response.status_code == 200:  # an `event: error` after the stream started
-            print(f"\nerror: {exc.body['error']['type']}: {exc.body['error']['message']}", flush=True)
+            print(f"\nerror: {error.get('type')}: {error.get('message')}", flush=True)
             return 1
-        print(f"HTTP {exc.status_code}: {exc.body}", file=sys.stderr)
+        print(f"HTTP {exc.status_code}: {error.get('message') or exc.message}", file=sys.stderr)  # refused before the start
         return 2
     except anthropic.APIConnectionError as exc:
         print(f"error: {type(exc).__name__}: {exc}", file=sys.stderr)

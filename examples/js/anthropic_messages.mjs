@@ -94,7 +94,8 @@ async function main() {
       return 1;
     }
     if (error instanceof Anthropic.APIError && error.status !== undefined) {
-      console.error(`HTTP ${error.status}: ${JSON.stringify(error.error)}`);
+      // Refused before the answer started: an HTTP error status.
+      console.error(`HTTP ${error.status}: ${error.error?.error?.message ?? error.message}`);
       return 2;
     }
     console.error(`error: ${error?.name}: ${error?.message}`);
