@@ -82,6 +82,6 @@ def test_a_client_that_never_reads_stops_the_upstream(gateway):
             assert not entry["completed"], "the gateway kept reading an upstream nobody reads"
             assert entry["framesSent"] < n // 2
             job = next(j for j in list(gateway.state.jobs) if j.turn.request_id == request_id)
-            assert job.turn._pending_bytes <= gateway.state.settings.max_pending_bytes + 4096
+            assert job.turn.queue.pending_bytes <= gateway.state.settings.max_pending_bytes + 4096
     assert gateway.sim.wait(m, until="closed")["clientClosed"] is True
     assert gateway.job(request_id).turn.outcome == "aborted"

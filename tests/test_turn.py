@@ -29,15 +29,7 @@ def new_turn(**kwargs) -> Turn:
 def drain(turn: Turn) -> list[dict]:
     """Take every queued event without waiting (the consumer side, run to completion)."""
 
-    async def take() -> list[dict]:
-        events = []
-        while turn._ready or turn._held is not None:
-            if not turn._ready:
-                turn._release_held(by_timer=True)
-            events.append(await turn.next_event())
-        return events
-
-    return asyncio.run(take())
+    return turn.queue.take_now()
 
 
 def test_first_terminal_outcome_wins_and_later_frames_are_counted():
@@ -152,7 +144,7 @@ def test_usage_is_priced_and_summed():
 async def _take_now(turn: Turn) -> list[dict]:
     """Events the reader can take without waiting for a window to close."""
     events = []
-    while turn._ready:
+    while turn.queue._ready:
         events.append(await turn.next_event())
     return events
 
@@ -227,7 +219,7 @@ async def test_coalescing_never_changes_the_text():
         if i % 7 == 0:
             clock.now += 0.05
             seen += await _take_now(turn)
-            if turn._held is not None:
+            if turn.queue._held is not None:
                 seen.append(await turn.next_event())
     turn.apply({"type": "text_end"})
     turn.settle_done("stop")
@@ -257,7 +249,7 @@ async def test_a_reader_that_does_not_read_stops_the_producer():
             break
     assert blocked, "the producer was never told to wait"
     assert produced <= 4096 + 200
-    assert turn._pending_bytes <= 4096 + 200
+    assert turn.queue.pending_bytes <= 4096 + 200
 
 
 async def test_a_slow_reader_gets_merged_deltas_within_the_bound():
@@ -279,7 +271,7 @@ async def test_a_slow_reader_gets_merged_deltas_within_the_bound():
     async def reader():
         while (event := await turn.next_event()) is not None:
             received.append(event)
-            assert turn._pending_bytes <= 64 * 1024 + 200
+            assert turn.queue.pending_bytes <= 64 * 1024 + 200
             await asyncio.sleep(0)
 
     await asyncio.gather(producer(), reader())
