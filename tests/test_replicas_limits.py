@@ -227,8 +227,20 @@ def test_redis_down_or_silent_fails_open_or_closed(gateway_factory, tmp_path, fa
         assert refused.headers["retry-after"] == "1"
         # A key without store-backed limits never touches Redis.
         assert closed_gw.stream(turn("anthropic/text"), headers=bearer("sk-spender")).status == 200
-        assert time.monotonic() - started < 10  # bounded by the timeout, nothing hangs
+        # Charging a settled turn's tokens fails in the background, bounded; the stream is not held up.
+        charged = open_gw.stream(turn("anthropic/text"), headers=bearer("sk-tpm"))
+        assert charged.status == 200 and charged.terminal["type"] == "done"
+        open_gw.job(charged.headers["x-request-id"])
+        open_gw.server.call(open_gw.state.limits.idle())
+        # A resumable stream streams from this replica while its copy to Redis fails.
+        body = turn("anthropic/slow;n=20;delay_ms=5")
+        body["options"]["resumable"] = True
+        resumable = open_gw.stream(body, headers=bearer("sk-spender"))
+        assert resumable.status == 200 and resumable.terminal["type"] == "done"
+        assert time.monotonic() - started < 20  # every Redis call bounded by the timeout, nothing hangs
         assert 'gateway_limit_store_errors_total{operation="admit"}' in closed_gw.http.get("/metrics").text
+        errors = open_gw.http.get("/metrics").text
+        assert 'gateway_limit_store_errors_total{operation="charge"}' in errors
     finally:
         if silent:
             silent.close()
