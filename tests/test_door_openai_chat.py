@@ -407,3 +407,25 @@ def test_a_client_that_leaves_before_the_start_cancels_the_turn(gw):
         time.sleep(0.05)
     job = jobs[0]
     assert job.turn.outcome == "aborted" and job.client_disconnected and job.door == "openai-chat"
+
+
+@pytest.mark.parametrize("vendor", VENDORS)
+def test_the_sdk_stream_helper_assembles_the_completion(client, vendor):
+    """`chat.completions.stream()` checks every chunk and accumulates the final completion itself."""
+    with client.chat.completions.stream(model=f"{vendor}/tools", messages=user(marker()), tools=TOOLS) as stream:
+        kinds = {event.type for event in stream}
+        final = stream.get_final_completion()
+    assert {"content.delta", "tool_calls.function.arguments.delta", "tool_calls.function.arguments.done"} <= kinds
+    calls = final.choices[0].message.tool_calls
+    assert [(c.function.name, json.loads(c.function.arguments)) for c in calls] == [("get_weather", WEATHER), ("get_time", TIME)]
+    assert final.choices[0].finish_reason == "tool_calls" and final.model == f"{vendor}/tools"
+
+
+def test_a_timeout_before_the_start_is_504(gateway_factory):
+    impatient = gateway_factory(first_event_timeout=0.5, idle_timeout=0.5, retries=0)
+    client = openai.OpenAI(base_url=f"{impatient.url}/v1", api_key="none", max_retries=0)
+    for stream in (True, False):
+        with pytest.raises(openai.APIStatusError) as raised:
+            client.chat.completions.create(model="anthropic/hang", messages=user(marker()), stream=stream)
+        assert raised.value.status_code == 504
+        assert raised.value.body["type"] == "timeout_error" and "timeout fired after 0.5s" in raised.value.body["message"]
