@@ -220,3 +220,24 @@ def _wait(condition, timeout: float = 10.0) -> bool:
             return True
         time.sleep(0.05)
     return False
+
+
+def test_spend_rebuilt_from_each_ledger(ledger_gateway, tmp_path):
+    """The ledger's spend sum (SQLite json_extract, PostgreSQL jsonb) rebuilds a budget after a restart."""
+    path = tmp_path / "keys.json"
+    write_keys(path, spender={}, other={})
+    gw = ledger_gateway(keys_file=str(path))
+    costs = []
+    for key in ("sk-spender", "sk-spender", "sk-other"):
+        result = gw.stream(turn("anthropic/text"), headers=bearer(key))
+        costs.append(result.terminal["usage"]["cost"]["total"])
+        gw.job(result.headers["x-request-id"])
+    gw.server.call(gw.state.recorder.flush(5))
+    since = 0
+    spent = gw.server.call(gw.state.ledger.spend("spender", since))
+    assert spent == pytest.approx(costs[0] + costs[1], rel=1e-9)
+    assert gw.server.call(gw.state.ledger.spend("spender", 2**62)) == 0
+    write_keys(path, spender={"budget_usd_per_month": costs[0] * 1.5}, other={"budget_usd_per_month": costs[2] * 1.5})
+    restarted = ledger_gateway(keys_file=str(path))
+    assert post(restarted, "sk-spender").status_code == 429
+    assert post(restarted, "sk-other").status_code == 200
