@@ -163,8 +163,13 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
 
     def _headers_timed_out(self) -> None:
         self.header_timer = None
-        if self.reading_headers and not self.transport.is_closing():
-            self._refuse(408, "request headers not received within %gs" % self.limits.timeout)
+        if not self.reading_headers or self.transport.is_closing():
+            return
+        if self.header_bytes == 0:  # a connection that never sent a byte asked nothing: close it quietly
+            log.debug("closed an idle connection from %s", self.client[0] if self.client else "?")
+            self.transport.close()
+            return
+        self._refuse(408, "request headers not received within %gs" % self.limits.timeout)
 
     def _refuse(self, status: int, reason: str) -> None:
         """Answer `status` with a short text and close the connection (no request reached the app)."""
