@@ -5,7 +5,8 @@ without becoming the bottleneck; `bench` reports its own CPU share next to every
 
 Both paths are read by the same code: `Path.DIRECT` POSTs the Anthropic wire request to the simulator and
 counts `content_block_delta` frames; `Path.GATEWAY` POSTs `/v1/stream` and counts `text_delta` frames, or
-with `door="openai-chat"` POSTs `/v1/chat/completions` and counts `chat.completion.chunk` lines with content.
+with `door="openai-chat"` POSTs `/v1/chat/completions` and counts `chat.completion.chunk` lines with content,
+with `door="anthropic-messages"` POSTs `/v1/messages` and counts `content_block_delta` frames as direct does.
 """
 
 from __future__ import annotations
@@ -33,29 +34,36 @@ class Target:
     port: int
     host: str = "127.0.0.1"
     provider: str = "anthropic"  # gateway path: the provider the model ref names (direct is Anthropic's wire)
-    door: str = "unified"  # gateway path: `unified` (/v1/stream) or `openai-chat` (/v1/chat/completions)
+    door: str = "unified"  # gateway path: `unified` (/v1/stream), `openai-chat`, `anthropic-messages`
 
     @property
     def chat(self) -> bool:
         return self.path is Path.GATEWAY and self.door == "openai-chat"
 
     @property
+    def anthropic_wire(self) -> bool:
+        """Anthropic's Messages wire: the simulator's own endpoint, or the gateway's `/v1/messages` door."""
+        return self.path is Path.DIRECT or self.door == "anthropic-messages"
+
+    @property
     def url_path(self) -> str:
         if self.chat:
             return "/v1/chat/completions"
-        return "/anthropic/v1/messages" if self.path is Path.DIRECT else "/v1/stream"
+        if self.anthropic_wire:
+            return "/anthropic/v1/messages" if self.path is Path.DIRECT else "/v1/messages"
+        return "/v1/stream"
 
     @property
     def delta_prefix(self) -> bytes:
         if self.chat:
             return b'data: {"id":"chatcmpl-'
-        return b"event: content_block_delta" if self.path is Path.DIRECT else b"event: text_delta"
+        return b"event: content_block_delta" if self.anthropic_wire else b"event: text_delta"
 
     @property
     def end_event(self) -> bytes:
         if self.chat:
             return b"data: [DONE]"
-        return b"event: message_stop" if self.path is Path.DIRECT else b"event: done"
+        return b"event: message_stop" if self.anthropic_wire else b"event: done"
 
     def delta_text(self, frame: bytes) -> str | None:
         """The text of a delta frame (None when the frame carries no text)."""
@@ -63,7 +71,7 @@ class Target:
         if self.chat:
             choices = payload["choices"]
             return choices[0]["delta"].get("content") or None if choices else None
-        return payload["delta"]["text"] if self.path is Path.DIRECT else payload["delta"]
+        return payload["delta"].get("text") if self.anthropic_wire else payload["delta"]
 
     def body(self, scenario: str, prompt: str, throttle_ms: int | None) -> bytes:
         if self.chat:  # the Chat Completions door has no per-request coalescing window: the server default
@@ -71,9 +79,10 @@ class Target:
                 "model": f"{self.provider}/{scenario}", "max_completion_tokens": 4096, "stream": True,
                 "messages": [{"role": "user", "content": prompt}],
             })
-        if self.path is Path.DIRECT:
+        if self.anthropic_wire:  # the Anthropic door, like the Chat Completions one, coalesces at the server default
             return orjson.dumps({
-                "model": scenario, "max_tokens": 4096, "stream": True,
+                "model": scenario if self.path is Path.DIRECT else f"{self.provider}/{scenario}",
+                "max_tokens": 4096, "stream": True,
                 "messages": [{"role": "user", "content": [{"type": "text", "text": prompt}]}],
             })
         options: dict[str, Any] = {"maxTokens": 4096}
