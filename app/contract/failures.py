@@ -72,7 +72,7 @@ class Attempt:
 
     `kind` says why a failed attempt failed, `interrupt` which interrupt ended it (a watchdog timeout, the
     client leaving, shutdown): metrics and logs read these, never the message text. The record shows the
-    CONTRACT fields only (`record()`)."""
+    documented fields only (`record()`, docs/api.md §10)."""
 
     provider: str
     api: str
