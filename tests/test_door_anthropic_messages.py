@@ -370,3 +370,65 @@ def test_not_json_is_a_400_in_anthropic_shape(gateway):
     response = gateway.http.post("/v1/messages", content=b"{nope", headers={"content-type": "application/json"})
     assert response.status_code == 400
     assert response.json()["type"] == "error" and response.json()["error"]["type"] == "invalid_request_error"
+
+
+def finished_job_with(gateway: Any, m: str) -> Any:
+    """The settled turn whose conversation holds the marker `m` (for clients that never learnt its id)."""
+    deadline = time.monotonic() + 10
+    while not (jobs := [j for j in list(gateway.finished._done.values()) if m in j.context.model_dump_json()]):
+        assert time.monotonic() < deadline, "the turn never settled"
+        time.sleep(0.05)
+    return jobs[0]
+
+
+@pytest.mark.parametrize("stream", [True, False])
+def test_a_client_that_leaves_before_the_start_cancels_the_turn(gateway, stream):
+    """Headers wait for the turn's first event (streaming) or its end (not); a client gone meanwhile cancels it."""
+    m = marker()
+    body = {"model": "anthropic/hang", "max_tokens": 100, "stream": stream, "messages": [user(m)]}
+    with httpx.Client(base_url=gateway.url) as http:
+        with pytest.raises(httpx.ReadTimeout):
+            http.post("/v1/messages", json=body, timeout=httpx.Timeout(10, read=0.5))
+    assert gateway.sim.wait(m, until="closed")["clientClosed"] is True
+    job = finished_job_with(gateway, m)
+    assert job.turn.outcome == "aborted" and job.client_disconnected and job.door == "anthropic-messages"
+
+
+def test_a_timeout_before_the_start_is_504_timeout_error(gateway_factory):
+    impatient = gateway_factory(first_event_timeout=0.5, idle_timeout=0.5, retries=0)
+    client = client_for(impatient)
+    for stream in (True, False):
+        with pytest.raises(anthropic.APIStatusError) as raised:
+            if stream:
+                with client.messages.stream(model="anthropic/hang", max_tokens=100, messages=[user(marker())]) as s:
+                    list(s)
+            else:
+                client.messages.create(model="anthropic/hang", max_tokens=100, messages=[user(marker())])
+        assert raised.value.status_code == 504
+        assert raised.value.body["error"]["type"] == "timeout_error"
+        assert "timeout fired after 0.5s" in raised.value.body["error"]["message"]
+
+
+def test_a_vendor_rate_limit_keeps_its_retry_after(client):
+    with pytest.raises(anthropic.RateLimitError) as raised:
+        client.messages.create(model="openai/http-429;retry_after=1", max_tokens=100, messages=[user(marker())])
+    assert raised.value.response.headers["retry-after"] == "1"
+
+
+def test_lone_surrogates_leave_message_text_and_are_refused_elsewhere(gateway):
+    """A JavaScript client that cut a string inside an emoji: the half goes from the text; in a tool's
+    arguments it is refused, naming the field."""
+    m = marker()
+    text = '{"model": "anthropic/text", "max_tokens": 50, "messages": [{"role": "user", "content": "%s \\ud83d"}]}' % m
+    response = gateway.http.post("/v1/messages", content=text.encode(), headers={"content-type": "application/json"})
+    assert response.status_code == 200, response.text
+    assert response.json()["content"][0]["text"].startswith("Hello from the simulator.")
+    bad = (
+        '{"model": "anthropic/text", "max_tokens": 50, "messages": [{"role": "user", "content": "%s"}, '
+        '{"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "f", "input": {"q": "\\ud83d"}}]}, '
+        '{"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "ok"}]}]}' % marker()
+    )
+    refused = gateway.http.post("/v1/messages", content=bad.encode(), headers={"content-type": "application/json"})
+    assert refused.status_code == 422 and refused.json()["type"] == "error"
+    assert refused.json()["error"]["type"] == "invalid_request_error"
+    assert refused.json()["error"]["message"].startswith("messages.1.content.0.input.q")
