@@ -1,9 +1,11 @@
 """`python -m app`: serve the gateway with the settings from the environment."""
 
+import logging
 import sys
 
 import uvicorn
 
+from app.catalog import Catalog, CatalogError
 from app.logs import configure_logging
 from app.server import BoundedHttpToolsProtocol, DrainingServer
 from app.settings import Settings
@@ -14,6 +16,11 @@ STARTUP_FAILURE = 3  # uvicorn's exit status when the server could not start
 def main() -> None:
     settings = Settings()
     log_config = configure_logging(settings.log_level)
+    try:  # a bad catalog file stops here, in one readable line, before the port is bound
+        Catalog.load(settings.catalog)
+    except CatalogError as exc:
+        logging.getLogger("gateway").error("start-up failed: %s", exc)
+        sys.exit(STARTUP_FAILURE)
     config = uvicorn.Config(
         "app.main:app",
         host=settings.host,

@@ -313,3 +313,19 @@ def test_the_chat_completions_door_resolves_names_the_same_way(routed):
     with pytest.raises(openai.BadRequestError) as caught:
         client.chat.completions.create(model="shared-id", messages=[{"role": "user", "content": "x"}])
     assert "anthropic/shared-id" in str(caught.value)
+
+
+def test_python_m_app_stops_on_a_bad_catalog_in_one_line(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "GATEWAY_CATALOG": write(tmp_path, {"routes": [{"name": "r", "model": "nobody/x"}]}),
+           "GATEWAY_PORT": "1", "GATEWAY_DATABASE_URL": f"sqlite:///{tmp_path}/gateway.db"}
+    done = subprocess.run([sys.executable, "-m", "app"], env=env, capture_output=True, text=True, timeout=60,
+                          cwd=Path(__file__).resolve().parent.parent)
+    assert done.returncode == 3
+    lines = [line for line in (done.stdout + done.stderr).splitlines() if line.strip()]
+    [line] = [line for line in lines if "start-up failed" in line]
+    assert "route 'r': 'nobody/x' names unknown provider 'nobody'" in line
+    assert "Traceback" not in done.stdout + done.stderr
