@@ -67,6 +67,7 @@ class MessagesEncoder:
     hold_until_start = True  # an error before the start is an HTTP error, as Anthropic's API answers it
 
     def __init__(self, request_id: str, request: DoorRequest | None = None) -> None:
+        # `request`: the door factory passes the decoded request; nothing in it changes this encoding.
         self.request_id = request_id
         self._origin = Origin("", "", "")
         self._thinking_pending: int | None = None  # a thinking block whose start is not sent yet
