@@ -309,6 +309,8 @@ def _call(call_id: str = "call_1", arguments: str = "{}") -> dict[str, Any]:
 BAD_INPUT = [
     # (name, body builder, status, param)
     ("n=2", lambda m: _body(m, n=2), 400, "n"),
+    ("n=true", lambda m: _body(m, n=True), 400, "n"),
+    ("logprobs=0", lambda m: _body(m, logprobs=0), 400, "logprobs"),
     ("logprobs", lambda m: _body(m, logprobs=True), 400, "logprobs"),
     ("seed", lambda m: _body(m, seed=7), 400, "seed"),
     ("json mode", lambda m: _body(m, response_format={"type": "json_object"}), 400, "response_format"),
@@ -429,3 +431,18 @@ def test_a_timeout_before_the_start_is_504(gateway_factory):
             client.chat.completions.create(model="anthropic/hang", messages=user(marker()), stream=stream)
         assert raised.value.status_code == 504
         assert raised.value.body["type"] == "timeout_error" and "timeout fired after 0.5s" in raised.value.body["message"]
+
+
+def test_parameters_at_their_defaults_are_accepted(gw, client):
+    """What SDKs and frameworks send by default never trips the refusals."""
+    m = marker()
+    completion = client.chat.completions.create(
+        model="openai/text", messages=[{"role": "developer", "content": "Be brief."}, *user(m)], tools=TOOLS,
+        n=1, logprobs=False, frequency_penalty=0, presence_penalty=0.0, logit_bias={}, parallel_tool_calls=True,
+        response_format={"type": "text"}, modalities=["text"], service_tier="auto", store=True, user="u-42",
+        metadata={"team": "a"}, prompt_cache_key="conv-1", max_tokens=64, reasoning_effort="low",
+    )  # fmt: skip
+    assert completion.choices[0].finish_reason == "stop"
+    body = gw.sim.seen(m)[-1]["body"]
+    assert body["instructions"] == "Be brief." and body["prompt_cache_key"] == "conv-1"
+    assert body["max_output_tokens"] == 64 and body["reasoning"]["effort"] == "low"

@@ -69,7 +69,8 @@ def _accept_default(*defaults: Any) -> Callable[[str, Any], None]:
     """A parameter accepted only at its default value(s) (or null); anything else is refused."""
 
     def check(param: str, value: Any) -> None:
-        if value is not None and value not in defaults:
+        # `True == 1` in Python: a boolean only matches a boolean default, a number only a number.
+        if value is not None and not any(value == d and isinstance(value, bool) == isinstance(d, bool) for d in defaults):
             shown = " or ".join(orjson.dumps(d).decode() for d in defaults)
             raise unsupported(param, f"only {shown} is supported by this gateway (got {orjson.dumps(value).decode()})")
 
