@@ -239,30 +239,39 @@ class ResumeHub:
 
     # ------------------------------------------------------------------ the origin side
 
-    def track(self, job: TurnJob, encoder: EventEncoder) -> LocalStream:
+    def track(
+        self, job: TurnJob, encoder: EventEncoder, *, first: dict | None = None, add_ids: bool = False
+    ) -> LocalStream:
         """Start keeping a resumable turn's events, as `encoder` (the door's) writes them, and return its
-        local stream."""
+        local stream. `first`: an event already taken from the turn; `add_ids`: prefix each non-empty frame
+        with `id: <seq>` (for doors whose frames have no id of their own)."""
         turn = job.turn
         stream = LocalStream(turn.request_id, job.api_key_id, self.cap)
         self.local[turn.request_id] = stream
         self.jobs[turn.request_id] = job
-        self._spawn(self._tee(job, stream, encoder), f"resume-tee-{turn.request_id}")
+        self._spawn(self._tee(job, stream, encoder, first, add_ids), f"resume-tee-{turn.request_id}")
         return stream
 
-    async def _tee(self, job: TurnJob, stream: LocalStream, encoder: EventEncoder) -> None:
+    async def _tee(
+        self, job: TurnJob, stream: LocalStream, encoder: EventEncoder, first: dict | None, add_ids: bool
+    ) -> None:
         turn = job.turn
         mirror = _Mirror(self, stream) if self.redis is not None else None
         seq = 0
+        event = first
         try:
-            while (event := await turn.next_event()) is not None:
+            while event is not None or (event := await turn.next_event()) is not None:
+                current, event = event, None
                 try:
-                    data = encoder.encode(event)
+                    data = encoder.encode(current)
                 except Exception:
-                    log.exception("turn %s: %s event could not be encoded", turn.request_id, event.get("type"))
+                    log.exception("turn %s: %s event could not be encoded", turn.request_id, current.get("type"))
                     job.interrupt(Interrupt.WRITER)  # the turn settles as an internal error
                     continue
                 seq += 1
-                frame = Frame(seq, event["type"].encode(), data)
+                if add_ids and data:
+                    data = b"id: %d\n" % seq + data
+                frame = Frame(seq, current["type"].encode(), data)
                 stream.append(frame)
                 if mirror is not None:
                     mirror.add(frame)

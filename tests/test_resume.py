@@ -91,3 +91,41 @@ def test_events_beyond_the_cap_are_refused_not_skipped(gateway_factory):
     assert lost.status_code == 410 and lost.json()["error"]["type"] == "resume_unavailable"
     kept = parse_sse(resume(small.url, request_id, ALPHA, str(small.job(request_id).turn.events_sent - 5)).text)
     assert len(kept) == 5 and json.loads(kept[-1].data)["type"] == "done"
+
+
+def test_openai_chat_door_resumes_with_the_header(gw):
+    """A door whose body has no `options`: `X-Gateway-Resumable: true`; its frames get `id:` lines."""
+    import httpx
+    import openai
+
+    prompt = marker()
+    body = {"model": SLOW, "stream": True, "messages": [{"role": "user", "content": prompt}]}
+    headers = {**ALPHA, "X-Gateway-Resumable": "true"}
+    with httpx.Client(timeout=60) as client:
+        with client.stream("POST", f"{gw.url}/v1/chat/completions", json=body, headers=headers) as response:
+            assert response.status_code == 200
+            request_id = response.headers["x-request-id"]
+            text = ""
+            for chunk in response.iter_text():
+                text += chunk
+                if text.count("\n\n") >= 30:
+                    break
+    head = [f for f in parse_sse(text[: text.rfind("\n\n") + 2]) if f.data]
+    rest = resume(gw.url, request_id, ALPHA, head[-1].id)
+    assert rest.status_code == 200
+    frames = head + [f for f in parse_sse(rest.text) if f.data]
+    ids = [int(f.id) for f in frames if f.id is not None]
+    assert ids == sorted(set(ids))  # increasing, no duplicate
+    assert frames[-1].data == "[DONE]"
+    chunks = [json.loads(f.data) for f in frames[:-1]]
+    content = "".join(c["choices"][0]["delta"].get("content") or "" for c in chunks if c["choices"])
+    assert content == "".join(f"{i:07d} " for i in range(200))
+    assert len(gw.sim.seen(prompt)) == 1
+
+    # The official SDK reads a resumable stream (frames with `id:` lines) like any other.
+    sdk = openai.OpenAI(base_url=f"{gw.url}/v1", api_key="sk-resume-alpha-01", max_retries=0)
+    stream = sdk.chat.completions.create(
+        model="anthropic/slow;n=5;delay_ms=1", messages=[{"role": "user", "content": marker()}], stream=True,
+        extra_headers={"X-Gateway-Resumable": "true"},
+    )
+    assert "".join(c.choices[0].delta.content or "" for c in stream if c.choices) == "".join(f"{i:07d} " for i in range(5))

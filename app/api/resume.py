@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from typing import AsyncIterator
+from typing import Any, AsyncIterator, Mapping
 
 from fastapi import APIRouter, Request
 from sse_starlette import EventSourceResponse
@@ -32,10 +32,27 @@ def _response(gateway, frames: AsyncIterator[bytes], headers: dict[str, str], pi
     )
 
 
-def resumable_response(gateway, job: TurnJob, encoder: EventEncoder, headers: dict[str, str]) -> EventSourceResponse:
+RESUMABLE_HEADER = "x-gateway-resumable"
+
+
+def asks_resumable(headers: Mapping[str, str]) -> bool:
+    """`X-Gateway-Resumable: true`: how a door whose body has no place for `options.resumable` asks for it."""
+    return headers.get(RESUMABLE_HEADER, "").strip().lower() in ("1", "true", "yes")
+
+
+def resumable_response(
+    gateway,
+    job: TurnJob,
+    encoder: EventEncoder,
+    headers: dict[str, str],
+    *,
+    first: dict[str, Any] | None = None,
+    add_ids: bool = False,
+) -> EventSourceResponse:
     """The response of a resumable turn: the door's frames from the kept stream; a disconnect starts the grace
-    window instead of cancelling the upstream."""
-    stream: LocalStream = gateway.resume.track(job, encoder)
+    window instead of cancelling the upstream. `first`: an event the door already took from the turn;
+    `add_ids`: the door's frames carry no `id:` line, so each gets one (the event's sequence number)."""
+    stream: LocalStream = gateway.resume.track(job, encoder, first=first, add_ids=add_ids)
     stream.readers += 1
 
     async def frames() -> AsyncIterator[bytes]:
@@ -43,7 +60,8 @@ def resumable_response(gateway, job: TurnJob, encoder: EventEncoder, headers: di
         try:
             async for frame in stream.follow(0):
                 sent += 1
-                yield frame.data
+                if frame.data:  # a door may write nothing for an event
+                    yield frame.data
         except EventsLost as lost:
             # This reader fell more than GATEWAY_RESUME_MAX_EVENTS behind: end here, saying why, never skip.
             yield b": stream cut: " + lost.message.encode() + b"\n\n"
@@ -92,7 +110,8 @@ async def resume_stream(request: Request, request_id: str) -> Response:
         try:
             async for frame in frames:
                 sent += 1
-                yield frame.data
+                if frame.data:  # a door may write nothing for an event
+                    yield frame.data
         except EventsLost as lost:
             # Headers are sent: end without a terminal event, saying why, rather than skip events.
             yield b": resume failed: " + lost.message.encode() + b"\n\n"

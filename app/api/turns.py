@@ -13,7 +13,7 @@ from starlette.responses import Response
 from app.api.auth import authorization
 from app.api.body import parse_json, parse_off_loop, read_body
 from app.api.errors import ApiError, json_response, refusal_error
-from app.api.resume import resumable_response
+from app.api.resume import asks_resumable, resumable_response
 from app.api.sse import event_stream_response
 from app.dispatch import Interrupt, TurnJob
 from app.doors.base import Door, EventEncoder, Failure, TurnResult
@@ -48,8 +48,6 @@ async def serve(request: Request, door: Door, *, stream: bool | None = None) -> 
     headers = {"X-Request-Id": request_id}
     if not (decoded.stream if stream is None else stream):
         return await _complete(job, encoder, request, headers)
-    if decoded.unified.options.resumable:
-        return resumable_response(gateway, job, encoder, headers)
     first = None
     if encoder.hold_until_start:
         first = await _until_disconnect(request, job.turn.next_event())
@@ -64,6 +62,8 @@ async def serve(request: Request, door: Door, *, stream: bool | None = None) -> 
             if refused is not None:
                 status, body = refused
                 return json_response(body, status, {**headers, **turn_result(job).retry_headers()})
+    if decoded.unified.options.resumable or asks_resumable(request.headers):
+        return resumable_response(gateway, job, encoder, headers, first=first, add_ids=door.name != "unified")
     return event_stream_response(
         job,
         encoder,
