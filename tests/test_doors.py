@@ -51,3 +51,6 @@ def test_records_and_metrics_name_the_door(gateway):
     assert gateway.http.get(f"/v1/requests/{unified.headers['x-request-id']}").json()["door"] == "unified"
     metrics = gateway.http.get("/metrics").text
     assert 'door="pi"' in metrics and 'door="unified"' in metrics
+    by_door = gateway.http.get("/v1/requests", params={"door": "pi", "limit": 200}).json()["records"]
+    assert request_id in [r["requestId"] for r in by_door] and {r["door"] for r in by_door} == {"pi"}
+    assert gateway.http.get("/v1/requests", params={"door": "smtp"}).status_code == 422

@@ -15,6 +15,7 @@ from starlette.responses import Response
 
 from app.api.auth import authorization
 from app.api.errors import ApiError, json_response
+from app.doors.base import DoorName
 from app.gateway import Gateway
 
 log = logging.getLogger("gateway.records")
@@ -59,16 +60,17 @@ async def list_records(
     model: str | None = Query(
         default=None, max_length=256, description="only records whose requested or actual `<provider>/<model>` contains this"
     ),
+    door: DoorName | None = Query(default=None, description="only records of requests that came through this door"),
 ) -> Response:
-    """With `outcome` or `model`, the newest `limit` matches among the key's 200 newest records."""
+    """With `outcome`, `model` or `door`, the newest `limit` matches among the key's 200 newest records."""
     gateway, key_id = await _scope(request)
-    filtered = outcome is not None or bool(model)
+    filtered = outcome is not None or bool(model) or door is not None
     try:
         records = await gateway.ledger.list(key_id, FILTER_SCAN if filtered else limit)
     except Exception as exc:
         raise _unavailable(exc) from None
     if filtered:
-        records = [r for r in records if _matches(r, outcome, model)][:limit]
+        records = [r for r in records if _matches(r, outcome, model) and (door is None or r.get("door") == door)][:limit]
     return json_response({"records": records})
 
 

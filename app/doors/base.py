@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping, Protocol
+from typing import Any, Callable, Literal, Mapping, Protocol
 
 from app.api.errors import ApiError
 from app.contract.request import StreamRequest
+
+DoorName = Literal["unified", "pi", "openai-chat", "anthropic-messages"]  # records' `door`, the metrics' label
 
 
 @dataclass(frozen=True, slots=True)
