@@ -20,11 +20,13 @@ test: venv examples-js
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 # The JavaScript examples' dependencies: the official openai and Anthropic SDKs, pinned in
-# examples/js/package-lock.json (installed again only when the lock file changes; skipped without npm).
+# examples/js/package-lock.json (installed again only when the lock file changes; skipped without npm). A
+# failed install does not stop the suite: the examples' tests then try again and report the failure.
 examples-js: examples/js/node_modules/.package-lock.json
 
 examples/js/node_modules/.package-lock.json: examples/js/package-lock.json
-	@if command -v npm >/dev/null; then npm ci --prefix examples/js --no-audit --no-fund --loglevel=error; \
+	@if command -v npm >/dev/null; then npm ci --prefix examples/js --no-audit --no-fund --loglevel=error \
+	  || echo "npm ci --prefix examples/js failed: tests/test_door_examples.py will report it"; \
 	else echo "npm not found: the JavaScript SDK examples are not installed (their tests skip)"; fi
 
 bench: venv
