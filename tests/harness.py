@@ -132,6 +132,27 @@ json_values = st.recursive(
 arguments = st.dictionaries(st.text(max_size=6), json_values, max_size=4)
 
 
+# Text as vendors stream it: any character, emoji (two UTF-16 units) and lone surrogate halves included.
+EMOJI = ("\U0001f600", "\U0001f914", "\U0001d11e", "\U0001f4bb", "\u200d")
+wire_text = st.text(alphabet=st.characters(exclude_categories=()) | st.sampled_from(EMOJI), max_size=12)
+
+
+def utf16_split(draw: Any, text: str) -> list[str]:
+    """Cut `text` at up to 4 drawn points counted in UTF-16 code units, as vendors cut it: a cut inside a
+    surrogate pair leaves each half a lone surrogate, which is what the JSON escape `\\ud83d` decodes to."""
+    units = text.encode("utf-16-le", "surrogatepass")
+    count = len(units) // 2
+    cuts = sorted(set(draw(st.lists(st.integers(0, count), max_size=4))))
+    points = [0, *cuts, count]
+    return [units[2 * a : 2 * b].decode("utf-16-le", "surrogatepass") for a, b in zip(points, points[1:])]
+
+
+def valid_text(text: str) -> str:
+    """What a client must see of streamed `text`: surrogate pairs joined, lone halves dropped. An oracle
+    independent of the gateway's code: the UTF-16 codec, ignoring what it cannot decode."""
+    return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "ignore")
+
+
 def split(draw: Any, text: str) -> list[str]:
     """Cut a string at up to 4 drawn points: how a vendor might fragment streamed JSON."""
     cuts = sorted(set(draw(st.lists(st.integers(0, len(text)), max_size=4))))

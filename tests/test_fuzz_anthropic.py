@@ -22,7 +22,9 @@ from tests.harness import (
     fuzz_valid,
     run_corrupted,
     run_script,
-    split,
+    utf16_split,
+    valid_text,
+    wire_text,
 )
 
 STOPS = {"end_turn": "stop", "stop_sequence": "stop", "pause_turn": "stop", "max_tokens": "length", "tool_use": "toolUse"}
@@ -37,26 +39,28 @@ def anthropic_stream(draw):
     kinds = draw(st.lists(st.sampled_from(["text", "thinking", "tool", "redacted", "server"]), max_size=5))
     for index, kind in enumerate(kinds):
         if kind == "text":
-            chunks = draw(st.lists(st.text(max_size=8), max_size=5))
+            text = draw(wire_text)
+            chunks = utf16_split(draw, text) if text else []
             wire.append({"type": "content_block_start", "index": index, "content_block": {"type": "text", "text": ""}})
             wire += [{"type": "content_block_delta", "index": index, "delta": {"type": "text_delta", "text": c}} for c in chunks]
-            expected.append({"type": "text", "text": "".join(chunks)})
+            expected.append({"type": "text", "text": valid_text(text)})
         elif kind == "thinking":
-            chunks = draw(st.lists(st.text(max_size=8), max_size=4))
+            text = draw(wire_text)
+            chunks = utf16_split(draw, text) if text else []
             signature = draw(st.text(alphabet="abcdef0123456789", min_size=1, max_size=12))
             wire.append({"type": "content_block_start", "index": index, "content_block": {"type": "thinking", "thinking": "", "signature": ""}})
             wire += [{"type": "content_block_delta", "index": index, "delta": {"type": "thinking_delta", "thinking": c}} for c in chunks]
             wire.append({"type": "content_block_delta", "index": index, "delta": {"type": "signature_delta", "signature": signature}})
-            expected.append({"type": "thinking", "thinking": "".join(chunks), "thinkingSignature": signature})
+            expected.append({"type": "thinking", "thinking": valid_text(text), "thinkingSignature": signature})
         elif kind == "redacted":
             wire.append({"type": "content_block_start", "index": index, "content_block": {"type": "redacted_thinking", "data": "blob"}})
             expected.append({"type": "thinking", "thinking": "", "thinkingSignature": "blob", "redacted": True})
         elif kind == "tool":
             args = draw(arguments)
-            text = json.dumps(args) if args or draw(st.booleans()) else ""
+            text = json.dumps(args, ensure_ascii=False) if args or draw(st.booleans()) else ""
             call_id = f"toolu_{index}"
             wire.append({"type": "content_block_start", "index": index, "content_block": {"type": "tool_use", "id": call_id, "name": "tool", "input": {}}})
-            wire += [{"type": "content_block_delta", "index": index, "delta": {"type": "input_json_delta", "partial_json": f}} for f in split(draw, text)]
+            wire += [{"type": "content_block_delta", "index": index, "delta": {"type": "input_json_delta", "partial_json": f}} for f in utf16_split(draw, text)]
             expected.append({"type": "toolCall", "id": call_id, "name": "tool", "arguments": args})
         else:
             wire.append({"type": "content_block_start", "index": index, "content_block": {"type": "server_tool_use", "id": "srv", "name": "web_search", "input": {}}})

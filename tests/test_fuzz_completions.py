@@ -16,7 +16,18 @@ from hypothesis import strategies as st
 
 from app.providers.openai_completions.events import ChatCompletionsTranslator
 from tests.conformance import check_events
-from tests.harness import ScriptedProvider, arguments, corrupt, fuzz_corrupt, fuzz_valid, run_corrupted, run_script, split
+from tests.harness import (
+    ScriptedProvider,
+    arguments,
+    corrupt,
+    fuzz_corrupt,
+    fuzz_valid,
+    run_corrupted,
+    run_script,
+    utf16_split,
+    valid_text,
+    wire_text,
+)
 
 
 def _chunk(delta=None, finish=None, **extra):
@@ -36,30 +47,30 @@ def chat_stream(draw):
             continue  # two runs of one kind in a row are one block on this wire
         previous = kind
         if kind == "text":
-            text = draw(st.text(min_size=1, max_size=20))
-            wire += [_chunk({"content": c}) for c in split(draw, text) if c]
-            expected.append({"type": "text", "text": text})
+            text = draw(wire_text.filter(bool))
+            wire += [_chunk({"content": c}) for c in utf16_split(draw, text) if c]
+            expected.append({"type": "text", "text": valid_text(text)})
         elif kind == "thinking":
-            text = draw(st.text(min_size=1, max_size=20))
+            text = draw(wire_text.filter(bool))
             field = draw(st.sampled_from(["reasoning_content", "reasoning", "details"]))
-            for c in (c for c in split(draw, text) if c):
+            for c in (c for c in utf16_split(draw, text) if c):
                 if field == "details":
                     wire.append(_chunk({"reasoning_details": [{"type": "reasoning.text", "text": c}]}))
                 else:
                     wire.append(_chunk({field: c, "content": None}))
-            block = {"type": "thinking", "thinking": text}
+            block = {"type": "thinking", "thinking": valid_text(text)}
             if field != "details":
                 block["thinkingSignature"] = field
             expected.append(block)
         else:
             args = draw(arguments)
-            text = json.dumps(args)
+            text = json.dumps(args, ensure_ascii=False)
             whole = draw(st.booleans())
             first = {"index": index, "id": f"call_{index}", "type": "function",
                      "function": {"name": "tool", "arguments": text if whole else ""}}
             wire.append(_chunk({"tool_calls": [first]}))
             if not whole:
-                wire += [_chunk({"tool_calls": [{"index": index, "function": {"arguments": f}}]}) for f in split(draw, text)]
+                wire += [_chunk({"tool_calls": [{"index": index, "function": {"arguments": f}}]}) for f in utf16_split(draw, text)]
             expected.append({"type": "toolCall", "id": f"call_{index}", "name": "tool", "arguments": args})
             index += 1
     prompt, completion = draw(st.integers(0, 5000)), draw(st.integers(0, 5000))

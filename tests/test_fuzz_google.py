@@ -28,6 +28,8 @@ from tests.harness import (
     fuzz_valid,
     run_corrupted,
     run_script,
+    valid_text,
+    wire_text,
 )
 
 FINISHES = {"STOP": "stop", "MAX_TOKENS": "length"}
@@ -57,7 +59,7 @@ def parts(draw):
                 call["id"] = f"call_{len(out)}"
             part = {"functionCall": call}
         else:
-            part = {"text": draw(st.sampled_from(["", draw(st.text(max_size=8))]))}
+            part = {"text": draw(st.sampled_from(["", draw(wire_text)]))}  # halves of a surrogate pair too
             if kind == "thought":
                 part["thought"] = True
         if draw(st.integers(0, 3)) == 0:
@@ -95,6 +97,9 @@ def expected_content(all_parts: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 content[-1]["textSignature" if kind == "text" else "thinkingSignature"] = signature
             else:
                 pending[kind] = signature
+    for block in content:
+        if block["type"] in ("text", "thinking"):
+            block[block["type"]] = valid_text(block[block["type"]])
     return content
 
 

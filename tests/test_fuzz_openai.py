@@ -26,6 +26,9 @@ from tests.harness import (
     run_corrupted,
     run_script,
     split,
+    utf16_split,
+    valid_text,
+    wire_text,
 )
 
 
@@ -38,8 +41,8 @@ def openai_stream(draw):
     for index, kind in enumerate(kinds):
         if kind == "text":
             item_id = f"msg_{index}"
-            text = draw(st.text(max_size=20))
-            chunks = split(draw, text)
+            text = draw(wire_text)
+            chunks = utf16_split(draw, text)
             streamed = chunks[: draw(st.integers(0, len(chunks)))]  # the rest arrives only in the finished item
             ids = {"item_id": item_id, "output_index": index, "content_index": 0}
             wire.append({"type": "response.output_item.added", "output_index": index,
@@ -50,7 +53,7 @@ def openai_stream(draw):
             item = {"id": item_id, "type": "message", "status": "completed", "role": "assistant",
                     "content": [{"type": "output_text", "text": text, "annotations": []}]}
             wire.append({"type": "response.output_item.done", "output_index": index, "item": item})
-            expected.append({"type": "text", "text": text, "textSignature": json.dumps({"v": 1, "id": item_id}, separators=(",", ":"))})
+            expected.append({"type": "text", "text": valid_text(text), "textSignature": json.dumps({"v": 1, "id": item_id}, separators=(",", ":"))})
         elif kind == "reasoning":
             item_id = f"rs_{index}"
             summaries = draw(st.lists(st.text(min_size=1, max_size=10), max_size=3))
@@ -70,14 +73,14 @@ def openai_stream(draw):
         elif kind == "call":
             item_id, call_id = f"fc_{index}", f"call_{index}"
             args = draw(arguments)
-            text = json.dumps(args) if args or draw(st.booleans()) else ""
+            text = json.dumps(args, ensure_ascii=False) if args or draw(st.booleans()) else ""
             how = draw(st.sampled_from(["deltas", "done", "item"]))
             ids = {"item_id": item_id, "output_index": index}
             wire.append({"type": "response.output_item.added", "output_index": index,
                          "item": {"id": item_id, "type": "function_call", "status": "in_progress", "call_id": call_id,
                                   "name": "tool", "arguments": ""}})
             if how == "deltas":
-                wire += [{"type": "response.function_call_arguments.delta", "delta": f, **ids} for f in split(draw, text)]
+                wire += [{"type": "response.function_call_arguments.delta", "delta": f, **ids} for f in utf16_split(draw, text)]
             if how != "item":
                 wire.append({"type": "response.function_call_arguments.done", "arguments": text, **ids})
             wire.append({"type": "response.output_item.done", "output_index": index,

@@ -242,7 +242,7 @@ class MessageBuilder:
                 )
             block["arguments"] = arguments
             if event.get("thoughtSignature"):
-                block["thoughtSignature"] = event["thoughtSignature"]
+                block["thoughtSignature"] = valid_text(event["thoughtSignature"])
             self.tool_calls += 1
             public = {"type": kind, "contentIndex": index, "toolCall": {k: v for k, v in block.items() if k != "type"}}
         else:
@@ -251,6 +251,7 @@ class MessageBuilder:
             public = {"type": kind, "contentIndex": index, "content": text}
             signature = event.get("signature")
             if signature:
+                signature = valid_text(signature)  # e.g. a Responses reasoning item, JSON of vendor text
                 block["textSignature" if field == "text" else "thinkingSignature"] = signature
                 public["contentSignature"] = signature
             if event.get("redacted"):

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from app.providers.base import ProviderError
+from app.stream.text import valid_text
 
 _CLIENT_ITEMS = frozenset({"reasoning", "message", "function_call"})  # every other item type is skipped
 _NOT_RETRYABLE_CODES = ("invalid", "context_length", "content_policy", "content_filter", "unsupported")
@@ -172,9 +173,10 @@ class OpenAIResponsesTranslator:
         return events
 
     def _catch_up(self, delta_type: str, final: str) -> list[dict[str, Any]]:
-        """The part of the item's final text that no delta carried (nothing when the deltas disagree)."""
+        """The part of the item's final text that no delta carried (nothing when the deltas disagree). Compared
+        as valid text: deltas may hold halves of a surrogate pair the event stream joins (app.stream.text)."""
         assert self._open is not None
-        sent = self._open.text
+        sent, final = valid_text(self._open.text), valid_text(final)
         if len(final) > len(sent) and final.startswith(sent):
             return self._delta(delta_type, final[len(sent) :])
         return []
