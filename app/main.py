@@ -24,10 +24,12 @@ from app.api.records import router as records_router
 from app.api.resume import router as resume_router
 from app.api.routes import install_error_handlers, router
 from app.gateway import Gateway
+from app.ledger import LedgerUrlError
 from app.logs import ensure_configured
 from app.openapi import build_openapi
 from app.server import bound_send_buffers, wait_listening
 from app.settings import Settings
+from app.startup import StartupErrorMessages, ledger_start_failed, ledger_url_refused
 
 log = logging.getLogger("gateway")
 
@@ -128,8 +130,14 @@ def create_app(settings: Settings | None = None, gateway: Gateway | None = None)
     @asynccontextmanager
     async def lifespan(app: FastAPI):
         ensure_configured(settings.log_level)
-        gw = gateway or Gateway(settings)
-        await gw.recorder.start()  # the request ledger: migrate, heartbeat, start the writer (nothing destructive)
+        try:
+            gw = gateway or Gateway(settings)
+        except LedgerUrlError as exc:
+            raise ledger_url_refused(exc, settings.database_url) from exc
+        try:
+            await gw.recorder.start()  # the request ledger: migrate, heartbeat, start the writer (nothing destructive)
+        except Exception as exc:
+            raise ledger_start_failed(exc, settings.database_url) from exc
         await gw.start()  # limits (lease renewal), keys file watch
         app.state.gateway = gw
         # Everything imported and built so far lives as long as the process: move it out of the cyclic
@@ -179,6 +187,7 @@ def create_app(settings: Settings | None = None, gateway: Gateway | None = None)
 
         app.mount("/_simulator", create_simulator(log_guard=lambda request: _simulator_log_guard(app, request)))
     app.add_middleware(RequestIdMiddleware)
+    app.add_middleware(StartupErrorMessages)  # outermost: a failed start-up is one readable line
     return app
 
 

@@ -20,7 +20,7 @@ from collections import deque
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
-from app.ledger.base import Ledger, StoredRow, WriteKind, build_record, encode_record, now_ms
+from app.ledger.base import Ledger, LedgerUrlError, StoredRow, WriteKind, build_record, encode_record, now_ms
 
 if TYPE_CHECKING:
     from app.dispatch import TurnJob
@@ -38,7 +38,7 @@ class LedgerMetrics(Protocol):
 
     def ledger_write_dropped(self, kind: str) -> None: ...
 
-__all__ = ["Ledger", "LedgerObserver", "build_record", "open_ledger"]
+__all__ = ["Ledger", "LedgerObserver", "LedgerUrlError", "build_record", "open_ledger"]
 
 
 def open_ledger(url: str, settings: "Settings | None" = None) -> Ledger:
@@ -62,7 +62,7 @@ def open_ledger(url: str, settings: "Settings | None" = None) -> Ledger:
             stale_s=settings.ledger_instance_stale_s,
         )
     # Never echo the URL: it may hold a password.
-    raise ValueError(f"GATEWAY_DATABASE_URL: unsupported scheme {scheme!r} (use sqlite:/// or postgresql://)")
+    raise LedgerUrlError(f"unsupported scheme {scheme!r}")
 
 
 @dataclass(slots=True)

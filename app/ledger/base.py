@@ -31,6 +31,10 @@ if TYPE_CHECKING:
     from app.dispatch import TurnJob
 
 WriteKind = Literal["insert", "complete"]
+
+
+class LedgerUrlError(ValueError):
+    """`GATEWAY_DATABASE_URL` names no store the gateway can use (the message never repeats the URL)."""
 INTERRUPTED_MESSAGE = "interrupted: the gateway process serving this request stopped before it settled"
 
 # Instance ids created in this process (several gateways can live in one process, e.g. in tests).

@@ -24,6 +24,7 @@ from app.ledger.base import (
     COLUMNS,
     UPSERT_SET,
     Ledger,
+    LedgerUrlError,
     StoredRow,
     WriteKind,
     decode_row,
@@ -69,7 +70,7 @@ class PostgresLedger(Ledger):
         self, url: str, *, pool_size: int = 10, heartbeat_s: float = 10.0, stale_s: float = 60.0
     ) -> None:
         if not url.startswith(("postgresql://", "postgres://")):
-            raise ValueError("a PostgreSQL ledger URL looks like postgresql://user@host:5432/db")
+            raise LedgerUrlError("a PostgreSQL ledger URL looks like postgresql://user@host:5432/db")
         self._url = url
         self._pool_size = pool_size
         self.heartbeat_s = heartbeat_s

@@ -28,6 +28,7 @@ from app.ledger.base import (
     COLUMNS,
     UPSERT_SET,
     Ledger,
+    LedgerUrlError,
     StoredRow,
     WriteKind,
     decode_row,
@@ -72,10 +73,10 @@ _SELECT = "SELECT record, outcome, settled_at FROM gateway_requests"
 def sqlite_path(url: str) -> str:
     """The file path of a `sqlite:///…` URL."""
     if not url.startswith("sqlite:///"):
-        raise ValueError("a SQLite ledger URL looks like sqlite:///path/to/file.db")
+        raise LedgerUrlError("a SQLite ledger URL looks like sqlite:///path/to/file.db")
     path = url[len("sqlite:///") :].split("?", 1)[0]
     if not path:
-        raise ValueError("the SQLite ledger URL names no file")
+        raise LedgerUrlError("the SQLite ledger URL names no file")
     return path
 
 

@@ -1,0 +1,144 @@
+"""Start-up failures an operator can fix, said in one readable line: what failed and how to fix it.
+
+The lifespan (`app.main`) turns the failures it knows (an unusable or unreachable `GATEWAY_DATABASE_URL`)
+into a `StartupError`. Starlette reports a failed start-up to the server as the formatted traceback, which
+uvicorn logs as one error line; `StartupErrorMessages` replaces that traceback by the `StartupError`'s own
+text, so the log shows `cannot start: <what>; <how to fix it>` and the process exits with uvicorn's start-up
+failure code (3). URLs are shown without their password.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import errno
+import socket
+import sqlite3
+import sys
+from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
+
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+_SECRET_PARAMS = {"password", "sslpassword", "passfile", "sslkey"}
+_MAX_REASON = 200
+
+
+class StartupError(Exception):
+    """A start-up failure with what failed and how to fix it; its text is one line without secrets."""
+
+    def __init__(self, what: str, fix: str) -> None:
+        self.what = what
+        self.fix = fix
+        super().__init__(f"cannot start: {what}; {fix}")
+
+
+def public_url(url: str) -> str:
+    """`url` without its password (in the user part or as a query parameter)."""
+    try:
+        parts = urlsplit(url)
+        netloc = parts.netloc
+        if "@" in netloc:
+            userinfo, _, hostport = netloc.rpartition("@")
+            user = userinfo.partition(":")[0]
+            netloc = f"{user}@{hostport}" if user else hostport
+        params = parse_qsl(parts.query, keep_blank_values=True)
+        kept = [(k, v) for k, v in params if k.lower() not in _SECRET_PARAMS]
+        if netloc == parts.netloc and len(kept) == len(params):
+            return url  # nothing to hide (and `sqlite:////abs/path` keeps its empty host)
+        return urlunsplit((parts.scheme, netloc, parts.path, urlencode(kept, quote_via=quote), parts.fragment))
+    except ValueError:
+        return "(a URL that does not parse)"
+
+
+def _secrets_of(url: str) -> list[str]:
+    try:
+        parts = urlsplit(url)
+        found = [parts.password or ""]
+        found += [v for k, v in parse_qsl(parts.query) if k.lower() in _SECRET_PARAMS]
+    except ValueError:
+        return []
+    return [s for s in found if s]
+
+
+def _reason(exc: BaseException, url: str) -> str:
+    """The first line of an exception's text, bounded, with the URL's secrets removed."""
+    text = (str(exc).strip().splitlines() or [""])[0] or type(exc).__name__
+    for secret in _secrets_of(url):
+        text = text.replace(secret, "***")
+    return text if len(text) <= _MAX_REASON else text[: _MAX_REASON - 1] + "…"
+
+
+def ledger_url_refused(exc: Exception, url: str) -> StartupError:
+    """`GATEWAY_DATABASE_URL` names no store the gateway can use."""
+    return StartupError(
+        f"GATEWAY_DATABASE_URL {public_url(url)} is not a ledger URL ({_reason(exc, url)})",
+        "set it to sqlite:///path/to/gateway.db or postgresql://user:password@host:5432/database",
+    )
+
+
+def ledger_start_failed(exc: BaseException, url: str) -> StartupError:
+    """The store could not be opened, reached or migrated."""
+    shown = public_url(url)
+    if url.startswith("sqlite"):
+        if isinstance(exc, (OSError, sqlite3.Error)):
+            return StartupError(
+                f"the SQLite ledger file of GATEWAY_DATABASE_URL {shown} cannot be opened or created ({_reason(exc, url)})",
+                "make its directory writable by this user, or point GATEWAY_DATABASE_URL at another file",
+            )
+    else:
+        where = f"the PostgreSQL ledger at GATEWAY_DATABASE_URL {shown}"
+        name = type(exc).__name__
+        if isinstance(exc, socket.gaierror):
+            return StartupError(f"{where}: its host name does not resolve", "fix the host in GATEWAY_DATABASE_URL")
+        if _refused(exc):
+            return StartupError(
+                f"{where} refused the connection (nothing listens there)",
+                "start PostgreSQL, or point GATEWAY_DATABASE_URL at a running server",
+            )
+        if isinstance(exc, (TimeoutError, asyncio.TimeoutError)):
+            return StartupError(f"{where} did not answer in time", "check that PostgreSQL runs and the network reaches it")
+        if name in ("InvalidPasswordError", "InvalidAuthorizationSpecificationError"):
+            return StartupError(
+                f"{where} refused the login ({_reason(exc, url)})", "check the user and password in GATEWAY_DATABASE_URL"
+            )
+        if name == "InvalidCatalogNameError":
+            return StartupError(
+                f"{where}: {_reason(exc, url)}", "create that database (createdb), or fix its name in GATEWAY_DATABASE_URL"
+            )
+        if isinstance(exc, OSError):
+            return StartupError(
+                f"{where} cannot be reached ({_reason(exc, url)})",
+                "start PostgreSQL, or point GATEWAY_DATABASE_URL at a running server",
+            )
+    return StartupError(
+        f"the ledger at GATEWAY_DATABASE_URL {shown} failed to start ({type(exc).__name__}: {_reason(exc, url)})",
+        "check GATEWAY_DATABASE_URL and the database's own log",
+    )
+
+
+def _refused(exc: BaseException) -> bool:
+    if isinstance(exc, ConnectionRefusedError):
+        return True
+    # Several addresses tried (IPv4 and IPv6): asyncio raises one OSError naming them all.
+    return isinstance(exc, OSError) and (exc.errno == errno.ECONNREFUSED or "Connect call failed" in str(exc))
+
+
+class StartupErrorMessages:
+    """ASGI middleware: a start-up that failed with a `StartupError` is reported by its one-line text instead
+    of the traceback Starlette sends with `lifespan.startup.failed`."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "lifespan":
+            await self.app(scope, receive, send)
+            return
+
+        async def send_plain(message: Message) -> None:
+            # Starlette sends this from inside its `except` block: the exception being handled is the failure.
+            failure = sys.exc_info()[1]
+            if message["type"] == "lifespan.startup.failed" and isinstance(failure, StartupError):
+                message = {**message, "message": str(failure)}
+            await send(message)
+
+        await self.app(scope, receive, send_plain)
