@@ -244,3 +244,40 @@ def test_redis_down_or_silent_fails_open_or_closed(gateway_factory, tmp_path, fa
     finally:
         if silent:
             silent.close()
+
+
+def test_a_crashed_replicas_leases_expire(cluster, sim):
+    """Replica C holds every concurrency slot of a key and is killed (-9): its leases are not released, so
+    the others refuse the key until the leases' TTL runs out, then admit it again."""
+    redis = cluster["redis"].client()
+    _wait(lambda: redis.zcard("gw:conc:conc5") == 0)
+    env = {
+        "GATEWAY_KEYS_FILE": str(cluster["keys_file"]),
+        "GATEWAY_REDIS_URL": cluster["redis"].url,
+        "GATEWAY_REDIS_LEASE_TTL": "3",
+    }
+    c = GatewayProcess(sim.url, **env)
+    opened = []
+    client = httpx.Client(timeout=30)
+    try:
+        c.wait_ready()
+        for _ in range(5):
+            cm = client.stream("POST", f"{c.url}/v1/stream", json=turn("anthropic/slow;n=3000;delay_ms=20"), headers=bearer("sk-conc5"))
+            response = cm.__enter__()
+            assert response.status_code == 200
+            opened.append(cm)
+        c.proc.kill()
+        c.proc.wait(10)
+        killed = time.monotonic()
+        refused = _post(cluster["b"].url, "sk-conc5", path="/v1/stream")
+        assert refused.status_code == 429 and refused.json()["error"]["type"] == "concurrency_limit"
+        _wait(lambda: _post(cluster["b"].url, "sk-conc5").status_code == 200, timeout=30)
+        assert time.monotonic() - killed >= 1.0  # not released: expired (TTL 3 s, renewed every second until the kill)
+    finally:
+        for cm in opened:
+            try:
+                cm.__exit__(None, None, None)
+            except httpx.HTTPError:
+                pass
+        client.close()
+        c.stop()
