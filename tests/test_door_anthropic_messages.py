@@ -432,3 +432,21 @@ def test_lone_surrogates_leave_message_text_and_are_refused_elsewhere(gateway):
     assert refused.status_code == 422 and refused.json()["type"] == "error"
     assert refused.json()["error"]["type"] == "invalid_request_error"
     assert refused.json()["error"]["message"].startswith("messages.1.content.0.input.q")
+
+
+def test_message_start_reports_the_input_anthropic_gave_at_its_start(client):
+    model = "anthropic/text;input=40;cache_read=300"
+    with client.messages.stream(model=model, max_tokens=100, messages=[user(marker())]) as stream:
+        start = next(e for e in stream if e.type == "message_start")
+        final = stream.get_final_message()
+    assert start.message.usage.input_tokens == 40 and start.message.usage.cache_read_input_tokens == 300
+    assert final.usage.input_tokens == 40 and final.usage.output_tokens > 0
+
+
+def test_an_idle_timeout_after_the_start_is_a_timeout_error_event(gateway_factory):
+    impatient = gateway_factory(idle_timeout=0.5, retries=0, throttle_ms=0)
+    with pytest.raises(anthropic.APIStatusError) as raised:
+        with client_for(impatient).messages.stream(model="google/hang-mid-stream", max_tokens=100, messages=[user(marker())]) as stream:
+            list(stream)
+    assert raised.value.body["error"]["type"] == "timeout_error"
+    assert "idle timeout fired after 0.5s" in raised.value.body["error"]["message"]

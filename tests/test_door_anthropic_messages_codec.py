@@ -311,6 +311,28 @@ def test_error_after_start_is_an_error_event():
     assert out[-1] == {"type": "error", "error": {"type": "api_error", "message": "anthropic/x overloaded"}, "request_id": "req_1"}
 
 
+class View:
+    """A TurnView stand-in: the usage so far, and the settled result."""
+
+    def __init__(self, usage, result=None):
+        self._usage, self._result = usage, result
+
+    def usage(self):
+        return self._usage
+
+    def result(self):
+        return self._result
+
+
+def test_message_start_carries_the_usage_so_far_and_errors_are_typed_by_the_failure():
+    failed = TurnResult("req_3", "error", {"errorMessage": "anthropic/x idle timeout fired after 60s"}, 504, Failure.TIMEOUT)
+    encoder = MessagesEncoder("req_3", None, View({"input": 12, "cacheRead": 300, "cacheWrite": 4}, failed))
+    events = [START, {"type": "error", "reason": "error", "errorMessage": "anthropic/x idle timeout fired after 60s", "usage": USAGE, "message": {}}]
+    out = [json.loads(f.data) for f in parse_sse(b"".join(encoder.encode(e) for e in events).decode())]
+    assert out[0]["message"]["usage"] == {"input_tokens": 12, "output_tokens": 0, "cache_read_input_tokens": 300, "cache_creation_input_tokens": 4}
+    assert out[1] == {"type": "error", "error": {"type": "timeout_error", "message": "anthropic/x idle timeout fired after 60s"}, "request_id": "req_3"}
+
+
 def test_ping_frame():
     frame = parse_sse(PING.decode())[0]
     assert frame.event == "ping" and json.loads(frame.data) == {"type": "ping"}

@@ -44,7 +44,7 @@ async def serve(request: Request, door: Door, *, stream: bool | None = None) -> 
     # Let the turn's task run to its first wait, which sends the upstream request, before this request's
     # response is set up: the vendor starts working (and the time to first token runs) a little sooner.
     await asyncio.sleep(0)
-    encoder = door.encoder(request_id, decoded)
+    encoder = door.encoder(request_id, decoded, JobView(job))
     headers = {"X-Request-Id": request_id}
     if not (decoded.stream if stream is None else stream):
         return await _complete(job, encoder, request, headers)
@@ -108,6 +108,21 @@ async def _until_disconnect(request: Request, awaitable: Any) -> Any:
 async def _wait_for_disconnect(request: Request) -> None:
     while (await request.receive())["type"] != "http.disconnect":
         pass
+
+
+class JobView:
+    """A running turn as its encoder may see it (`app.doors.base.TurnView`)."""
+
+    __slots__ = ("_job",)
+
+    def __init__(self, job: TurnJob) -> None:
+        self._job = job
+
+    def usage(self) -> dict[str, Any]:
+        return self._job.turn.message["usage"]
+
+    def result(self) -> TurnResult:
+        return turn_result(self._job)
 
 
 def turn_result(job: TurnJob) -> TurnResult:

@@ -19,7 +19,8 @@ Doors: `unified/` (`/v1/stream`, `/v1/complete`), `pi/` (`/api/stream`), `openai
   it in its own error shape (below). A door-specific subclass of `DoorRequest` carries what its encoder
   needs (e.g. `include_usage`, the model name as the client wrote it).
 - `events.py` — the event encoder: a small class constructed per request with what it needs (request id,
-  the decoded request), with
+  the decoded request, a `TurnView` of the running turn: its usage so far and, after the terminal event,
+  its settled `TurnResult`), with
     - `encode(event: dict) -> bytes`: one normalized event (from `Turn.next_event()`) as wire bytes,
       `b""` when the event produces nothing on this wire. The terminal event's bytes end the stream
       (e.g. the usage chunk and `data: [DONE]`).
@@ -40,6 +41,6 @@ records (`door`) and metrics (`door` label) show: `unified`, `pi`, `openai-chat`
 refused anywhere else, `app.api.body`).
 """
 
-from app.doors.base import Door, DoorRequest, EventEncoder, TurnResult
+from app.doors.base import Door, DoorRequest, EventEncoder, TurnResult, TurnView
 
-__all__ = ["Door", "DoorRequest", "EventEncoder", "TurnResult"]
+__all__ = ["Door", "DoorRequest", "EventEncoder", "TurnResult", "TurnView"]

@@ -72,8 +72,18 @@ class EventEncoder(Protocol):
     def refuse(self, result: TurnResult) -> tuple[int, Any] | None: ...
 
 
+class TurnView(Protocol):
+    """What an encoder may read of its running turn besides the events: the usage known so far (a start
+    frame that carries usage, as Anthropic's `message_start`), and once the terminal event has been taken,
+    the settled turn (an error frame typed by what ended the turn)."""
+
+    def usage(self) -> dict[str, Any]: ...
+
+    def result(self) -> TurnResult: ...
+
+
 Decoder = Callable[[dict[str, Any], Mapping[str, str]], DoorRequest]
-EncoderFactory = Callable[[str, Any], EventEncoder]  # (request id, the door's DoorRequest) → encoder
+EncoderFactory = Callable[[str, Any, TurnView], EventEncoder]  # (request id, the door's DoorRequest, the turn) → encoder
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,8 +16,10 @@ A thinking block's `content_block_start` waits for its first delta (or its end):
 whether the block was redacted, and a redacted block is a different block type on this wire. Usage is in
 Anthropic's sense: `input_tokens` without cache reads and writes, which have fields of their own.
 
-An error before the stream starts is an HTTP error (`hold_until_start`, `refuse`); after the start every
-error is `api_error` on the wire: the event carries no more than its message, which names the cause.
+`message_start` carries the usage known when the turn starts (Anthropic reports its input then; other
+vendors only at the end), `message_delta` the turn's figures. An error before the stream starts is an HTTP
+error (`hold_until_start`, `refuse`); after the start it is `event: error`, typed by what ended the turn as
+the HTTP error would be (`api_error`, `timeout_error`, `overloaded_error` …).
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ import orjson
 
 from app.doors.anthropic_messages.errors import error_body, turn_error
 from app.doors.anthropic_messages.signatures import Origin, wrap
-from app.doors.base import DoorRequest, TurnResult
+from app.doors.base import DoorRequest, TurnResult, TurnView
 
 STOP_REASONS = {"stop": "end_turn", "length": "max_tokens", "toolUse": "tool_use"}
 PING = b'event: ping\ndata: {"type":"ping"}\n\n'
@@ -66,9 +68,10 @@ class MessagesEncoder:
 
     hold_until_start = True  # an error before the start is an HTTP error, as Anthropic's API answers it
 
-    def __init__(self, request_id: str, request: DoorRequest | None = None) -> None:
+    def __init__(self, request_id: str, request: DoorRequest | None = None, turn: TurnView | None = None) -> None:
         # `request`: the door factory passes the decoded request; nothing in it changes this encoding.
         self.request_id = request_id
+        self._turn = turn
         self._origin = Origin("", "", "")
         self._thinking_pending: int | None = None  # a thinking block whose start is not sent yet
         self._handlers: dict[str, Callable[[dict[str, Any]], bytes]] = {
@@ -112,7 +115,7 @@ class MessagesEncoder:
             "content": [],
             "stop_reason": None,
             "stop_sequence": None,
-            "usage": anthropic_usage(event.get("usage")),
+            "usage": anthropic_usage(self._turn.usage() if self._turn is not None else None),
         }
         return frame("message_start", {"type": "message_start", "message": message})
 
@@ -175,7 +178,11 @@ class MessagesEncoder:
         )
 
     def _error(self, event: dict[str, Any]) -> bytes:
-        return frame("error", error_body("api_error", event.get("errorMessage") or "error", self.request_id))
+        message = event.get("errorMessage") or "error"
+        if self._turn is None:
+            return frame("error", error_body("api_error", message, self.request_id))
+        _, body = turn_error(self._turn.result())
+        return frame("error", body)
 
 
 def _content_block(block: dict[str, Any], origin: Origin) -> dict[str, Any]:

@@ -1,11 +1,11 @@
 """The OpenAI Chat Completions door: `POST /v1/chat/completions` (docs/doors/openai-chat.md)."""
 
-from app.doors.base import Door
+from app.doors.base import Door, TurnView
 from app.doors.openai_chat.events import ChatEncoder
 from app.doors.openai_chat.request import PROSE_PATHS, ChatRequest, decode, error_body
 
 
-def _encoder(request_id: str, request: ChatRequest) -> ChatEncoder:
+def _encoder(request_id: str, request: ChatRequest, _turn: TurnView) -> ChatEncoder:
     return ChatEncoder(request_id, request.client_model, request.include_usage)
 
 

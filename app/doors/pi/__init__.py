@@ -8,7 +8,7 @@ from app.doors.pi.request import decode, error_body
 DOOR = Door(
     name="pi",
     decode=decode,
-    encoder=lambda request_id, _request: PiEncoder(),
+    encoder=lambda request_id, _request, _turn: PiEncoder(),
     error_body=error_body,
     prose_paths=PiStreamRequest.PROSE_PATHS,
 )
