@@ -64,11 +64,14 @@ class Status(BaseModel):
 _ERRORS = {
     "400": "Body is not a JSON object",
     "401": "Missing or invalid API key",
+    "403": "The key's policy does not allow this model (`model_not_allowed`, keys file)",
     "404": "Unknown provider or model",
     "413": "Body too large or nested too deep",
     "422": "Body violates the request schema (the field is named in `param`)",
-    "429": "Too many concurrent streams (see `Retry-After`)",
-    "503": "Gateway shutting down (see `Retry-After`)",
+    "429": "Too many concurrent streams, or a key limit reached: `error.type` is `too_many_streams`, "
+    "`rate_limit_rpm`, `rate_limit_tpm`, `concurrency_limit` or `budget_exceeded` (see `Retry-After`)",
+    "503": "Gateway shutting down, or the limit store unavailable with GATEWAY_REDIS_FAIL_OPEN=false "
+    "(see `Retry-After`)",
 }
 _RETRY_AFTER = {"Retry-After": {"description": "seconds to wait before retrying", "schema": {"type": "string"}}}
 _EVENT_DOC = (
@@ -180,7 +183,7 @@ def build_openapi(app: FastAPI) -> dict[str, Any]:
     for door in DOOR_DOCS.values():
         components["schemas"].update(door.SCHEMAS)
     components["securitySchemes"] = {"bearer": {"type": "http", "scheme": "bearer"}}
-    turn_codes = ["400", "401", "404", "413", "422", "429", "503"]
+    turn_codes = ["400", "401", "403", "404", "413", "422", "429", "503"]
     body = {
         "/v1/stream": ("StreamRequest", {"200": _stream_ok(), **_errors(turn_codes)}),
         "/v1/complete": (
@@ -216,6 +219,25 @@ def build_openapi(app: FastAPI) -> dict[str, Any]:
                         "content": {"text/plain": {"schema": {"type": "string"}}},
                     }
                 }
+            elif path == "/v1/stream/{request_id}" and method == "get":
+                operation["responses"] = {
+                    "200": _stream_ok(),
+                    "204": {"description": "`Last-Event-ID` is the terminal event: nothing follows"},
+                    **_errors(["400", "401"]),
+                    "404": _json(_ref("ErrorBody"), "No resumable stream with this id for this key"),
+                    "410": _json(_ref("ErrorBody"), "The events after `Last-Event-ID` are no longer kept (`resume_unavailable`)"),
+                    "503": {**_json(_ref("ErrorBody"), "The event store did not answer"), "headers": _RETRY_AFTER},
+                }
+                operation["parameters"] = [
+                    *operation.get("parameters", []),
+                    {
+                        "name": "Last-Event-ID",
+                        "in": "header",
+                        "required": False,
+                        "description": "the id of the last event received; the stream continues with the next",
+                        "schema": {"type": "string", "pattern": "^[0-9]+$"},
+                    },
+                ]
             elif path.startswith("/v1/"):
                 responses = operation.setdefault("responses", {})
                 responses.update(_errors(["401"]))
