@@ -132,6 +132,11 @@ def request_fields(job: TurnJob, log_content: bool = False) -> dict[str, Any]:
         "clientDisconnected": job.client_disconnected,
         "errorMessage": message.get("errorMessage"),
     }
+    if turn.outcome != "done" and job.attempts:
+        # Typed failure data for log queries (app.contract.failures), instead of matching message text.
+        last = job.attempts[-1]
+        fields["errorKind"] = str(last.kind) if last.kind is not None else None
+        fields["interrupt"] = last.interrupt.name.lower() if last.interrupt is not None else None
     if log_content:
         fields["content"] = message.get("content")
         fields["context"] = job.context.model_dump(mode="json", by_alias=True, exclude_none=True)

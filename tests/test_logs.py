@@ -39,7 +39,7 @@ def test_settled_request_line(plain, caplog):
     assert entry["outcome"] == "done" and entry["stopReason"] == "stop" and entry["attempts"] == 1
     assert entry["tokens"]["input"] == 25 and entry["cost"] > 0
     assert entry["ttftMs"] >= 0 and entry["durationMs"] >= entry["ttftMs"]
-    assert entry["errorMessage"] is None
+    assert entry["errorMessage"] is None and "errorKind" not in entry
     assert m not in json.dumps(entry)  # no message content by default
 
 
@@ -47,6 +47,7 @@ def test_error_line(plain, caplog):
     entry = _request_line(plain, caplog, turn("anthropic/http-401"))
     assert entry["level"] == "warning" and entry["outcome"] == "error"
     assert entry["errorMessage"].startswith("anthropic/http-401 returned HTTP 401")
+    assert entry["errorKind"] == "http" and entry["interrupt"] is None  # typed, not parsed from the message
 
 
 def test_content_only_when_enabled(gateway_factory, caplog):
