@@ -7,7 +7,7 @@ import uvicorn
 
 from app.catalog import Catalog, CatalogError
 from app.logs import configure_logging
-from app.server import BoundedHttpToolsProtocol, DrainingServer
+from app.server import BoundedHttpToolsProtocol
 from app.settings import Settings
 
 STARTUP_FAILURE = 3  # uvicorn's exit status when the server could not start
@@ -32,8 +32,7 @@ def main() -> None:
         # Must outlive the drain (GATEWAY_DRAIN_TIMEOUT) plus the SSE responses' margin after it.
         timeout_graceful_shutdown=int(settings.drain_timeout) + 20,
     )
-    # Listens on while the app drains (GATEWAY_DRAIN_TIMEOUT, then at most 5 s to settle the rest).
-    server = DrainingServer(config, drain_limit=settings.drain_timeout + 10)
+    server = uvicorn.Server(config)  # keeps listening while the app drains (app.server.DrainGate)
     server.run()
     if not server.started:
         sys.exit(STARTUP_FAILURE)

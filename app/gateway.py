@@ -153,7 +153,8 @@ class Gateway:
         settles the rest with `error` ("gateway shutting down"). SSE responses are kept open until then (see
         `app.api.sse`).
         """
-        with waits_for_drain():  # the listeners stay open meanwhile: new connections get 503, not refused
+        # The listeners stay open meanwhile (new connections get 503, not refused), for the drain and the settling.
+        with waits_for_drain(self.settings.drain_timeout + 10):
             while not server_exiting():
                 await asyncio.sleep(poll)
             log.info("shutdown requested: draining %d turn(s) for up to %gs", len(self.jobs), self.settings.drain_timeout)

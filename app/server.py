@@ -1,6 +1,6 @@
-"""The ASGI server hosting the gateway (uvicorn), seen from inside the app, and the HTTP protocol it serves
-with (`BoundedHttpToolsProtocol`: bounds on request headers) and the server `python -m app` runs
-(`DrainingServer`: keeps listening while the app drains).
+"""The ASGI server hosting the gateway (uvicorn), seen from inside the app: the HTTP protocol it serves with
+(`BoundedHttpToolsProtocol`: bounds on request headers), and its shutdown held while the app drains
+(`DrainGate`: it keeps listening meanwhile).
 
 uvicorn installs its `handle_exit` as the SIGTERM/SIGINT handler, so the handler's `__self__` is the running
 `uvicorn.Server`: its `should_exit` flag says the server is stopping, its `servers` hold the listening
@@ -191,37 +191,45 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
         self.transport.close()
 
 
-class DrainingServer(uvicorn.Server):
-    """uvicorn's server, which keeps its listeners open while the app drains.
+class DrainGate:
+    """Holds the hosting uvicorn server's shutdown until the app has drained.
 
-    uvicorn stops accepting connections as soon as SIGTERM arrives. The gateway instead drains first
+    uvicorn stops accepting connections as soon as SIGTERM arrives. The gateway drains first
     (`GATEWAY_DRAIN_TIMEOUT`): in-flight turns may finish, and meanwhile a new connection is answered, `/readyz`
     and new turns with 503, so that load balancers and clients see "draining" rather than a refused connection.
-    The app says it drains with `waits_for_drain()`; once that ends (or after `drain_limit` seconds, or on a
-    second Ctrl-C) uvicorn's own shutdown runs.
+    The gate replaces the `shutdown` of that one running server (however it was started: `python -m app`,
+    `uvicorn app.main:app`, each of the container's workers) with one that first waits until the gate is
+    released, `limit` seconds have passed, or a second Ctrl-C forces the exit; then uvicorn's own shutdown runs.
     """
 
-    def __init__(self, config: uvicorn.Config, drain_limit: float) -> None:
-        super().__init__(config)
-        self.drain_limit = drain_limit
-        self.app_draining = False
+    def __init__(self, server: uvicorn.Server, limit: float) -> None:
+        self.server = server
+        self.limit = limit
+        self.closed = True
+        self._uvicorn_shutdown = server.shutdown
+        server.shutdown = self._shutdown_after_drain  # type: ignore[method-assign]
 
-    async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
-        deadline = asyncio.get_running_loop().time() + self.drain_limit
-        while self.app_draining and not self.force_exit and asyncio.get_running_loop().time() < deadline:
+    async def _shutdown_after_drain(self, sockets: list[socket.socket] | None = None) -> None:
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.limit
+        while self.closed and not self.server.force_exit and loop.time() < deadline:
             await asyncio.sleep(0.1)
-        await super().shutdown(sockets)
+        await self._uvicorn_shutdown(sockets=sockets)
+
+    def release(self) -> None:
+        self.closed = False
 
 
 @contextmanager
-def waits_for_drain() -> Iterator[None]:
-    """While this block runs, a `DrainingServer` that is shutting down keeps listening (no-op elsewhere)."""
+def waits_for_drain(limit: float) -> Iterator[None]:
+    """While this block runs, the hosting uvicorn server, once told to stop, keeps listening (for at most
+    `limit` seconds). No-op without a hosting server (tests run uvicorn in a thread)."""
     server = hosting_server()
-    if not isinstance(server, DrainingServer):
+    if not isinstance(server, uvicorn.Server):
         yield
         return
-    server.app_draining = True
+    gate = DrainGate(server, limit)
     try:
         yield
     finally:
-        server.app_draining = False
+        gate.release()

@@ -25,10 +25,18 @@ def free_port() -> int:
 
 class GatewayProcess:
     """`python -m app` with settings pointing at the test simulator. Its own SQLite ledger in a fresh temp
-    directory unless `database_url` is given; stdout/stderr piped unless `stderr` (a file) is given."""
+    directory unless `database_url` is given; stdout/stderr piped unless `stderr` (a file) is given. `args`
+    replaces `-m app` (e.g. the uvicorn command line the container runs)."""
 
     def __init__(
-        self, sim_url: str, *, port: int | None = None, database_url: str | None = None, stderr: Any = None, **env: str
+        self,
+        sim_url: str,
+        *,
+        port: int | None = None,
+        database_url: str | None = None,
+        stderr: Any = None,
+        args: list[str] | None = None,
+        **env: str,
     ) -> None:
         self.port = port or free_port()
         self.url = f"http://127.0.0.1:{self.port}"
@@ -44,7 +52,7 @@ class GatewayProcess:
             **env,
         }
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "app"],
+            [sys.executable, *(args or ["-m", "app"])],
             cwd=ROOT,
             env=values,
             stdout=subprocess.PIPE if stderr is None else subprocess.DEVNULL,

@@ -8,10 +8,11 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 
 import httpx
+import pytest
 
 from tests.conformance import check_frames, parse_sse
 from tests.conftest import marker, turn
-from tests.procs import GatewayProcess
+from tests.procs import GatewayProcess, free_port
 
 STREAMS = 20
 SLOW = "anthropic/slow;n=300;delay_ms=20"  # about 6 s: cannot finish inside a 1 s drain
@@ -74,10 +75,26 @@ def test_draining_gateway_is_unready_and_refuses_turns(gateway_factory):
     assert gw.http.get("/healthz").status_code == 200  # still alive while draining
 
 
-def test_new_connections_during_drain_are_answered_503(sim, tmp_path):
+def _uvicorn_command_line(port: int) -> list[str]:
+    """The server command of the container's entrypoint (deploy/docker-entrypoint.sh), on a test port."""
+    return [
+        "-m", "uvicorn", "app.main:app", "--host", "127.0.0.1", "--port", str(port), "--workers", "1",
+        "--loop", "uvloop", "--http", "app.server:BoundedHttpToolsProtocol", "--timeout-graceful-shutdown", "70",
+    ]
+
+
+@pytest.mark.parametrize("server", ["python -m app", "uvicorn command line"])
+def test_new_connections_during_drain_are_answered_503(sim, tmp_path, server):
     """While in-flight turns drain, the listener stays open: a load balancer's probe and a new turn on a new
     connection get 503 (draining), not a refused connection."""
-    proc = GatewayProcess(sim.url, GATEWAY_DRAIN_TIMEOUT="60", database_url=f"sqlite:///{tmp_path}/gateway.db")
+    port = free_port()
+    proc = GatewayProcess(
+        sim.url,
+        port=port,
+        GATEWAY_DRAIN_TIMEOUT="60",
+        database_url=f"sqlite:///{tmp_path}/gateway.db",
+        args=_uvicorn_command_line(port) if server.startswith("uvicorn") else None,
+    )
     try:
         proc.wait_ready()
         with httpx.Client(base_url=proc.url, timeout=60) as client:
