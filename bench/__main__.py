@@ -1,6 +1,6 @@
 """`python -m bench [scenario …] [--quick] [--concurrency N …]` — see bench/README.md.
 
-With no scenario it runs all seven and writes bench/results/latest.json, summary.md and latest.png. A run of
+With no scenario it runs every scenario of SCENARIOS and writes bench/results/latest.json, summary.md and latest.png. A run of
 chosen scenarios writes bench/results/partial.{json,md,png} instead (or `--out NAME`).
 """
 
@@ -20,7 +20,8 @@ import uvloop
 
 from bench import report, scenarios as sc
 
-SCENARIOS = ("ttft", "cpu", "cpu-apis", "doors", "concurrency", "slow-reader", "cancel", "ledger")
+SCENARIOS = ("ttft", "cpu", "cpu-apis", "doors", "turns", "concurrency", "slow-reader", "cancel", "ledger", "workers")
+EXTRA = ("rss",)  # single scenarios, not part of a full run (`rss` is in `concurrency`)
 KEYS = {"slow-reader": "slowReader", "cpu-apis": "cpuApis"}
 
 
@@ -31,13 +32,13 @@ def _args(argv: list[str]) -> argparse.Namespace:
                         help=f"any of {', '.join(SCENARIOS)} (default: all)")
     parser.add_argument("--quick", action="store_true", help="fewer rounds, shorter windows (about 3 minutes)")
     parser.add_argument("--concurrency", type=int, action="append",
-                        help="levels for ttft / concurrency (repeatable), e.g. --concurrency 50")
+                        help="levels for ttft / turns / concurrency (repeatable), e.g. --concurrency 50")
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--out", help="results name under bench/results/ (default: latest for a full run, else partial)")
     args = parser.parse_args(argv)
-    unknown = [s for s in args.scenarios if s not in SCENARIOS]
+    unknown = [s for s in args.scenarios if s not in SCENARIOS + EXTRA]
     if unknown:
-        parser.error(f"unknown scenario {', '.join(unknown)}; choose from {', '.join(SCENARIOS)}")
+        parser.error(f"unknown scenario {', '.join(unknown)}; choose from {', '.join(SCENARIOS + EXTRA)}")
     return args
 
 
@@ -79,13 +80,19 @@ async def _run(args: argparse.Namespace, name: str) -> dict[str, Any]:
                 value = await sc.cpu_apis(bench)
             elif name == "doors":
                 value = await sc.doors(bench)
+            elif name == "turns":
+                value = await sc.turns(bench, args.concurrency)
+            elif name == "rss":
+                value = await sc.rss_per_stream(bench, 1000)
+            elif name == "workers":
+                value = await sc.workers(bench)
             elif name == "concurrency":
                 value = await sc.concurrency(bench, args.concurrency)
             elif name == "slow-reader":
                 value = await sc.slow_reader(bench)
             elif name == "cancel":
                 value = await sc.cancel(bench)
-            else:
+            else:  # ledger
                 top = results.get("concurrency", {}).get("maxSustained")
                 value = await sc.ledger(bench, top)
             value["durationS"] = round(time.monotonic() - t0, 1)

@@ -38,19 +38,32 @@ class Server:
     env: dict[str, str] = field(default_factory=dict)
     health: str = "/healthz"
     port: int = 0
+    workers: int = 1  # uvicorn `--workers`; with more than one, metrics go to a multiprocess dir
     popen: subprocess.Popen | None = None
     proc: psutil.Process | None = None
     workdir: str = ""
 
     def start(self) -> "Server":
-        self.port = free_port()
+        port = free_port()
         self.workdir = tempfile.mkdtemp(prefix=f"bench-{self.name}-")
-        env = {**os.environ, "PYTHONPATH": str(ROOT), **self.env}
+        env = dict(self.env)
         cmd = [
-            sys.executable, "-m", "uvicorn", self.app, "--host", "127.0.0.1", "--port", str(self.port),
+            sys.executable, "-m", "uvicorn", self.app, "--host", "127.0.0.1", "--port", str(port),
             "--loop", "uvloop", "--http", "httptools", "--log-level", "warning", "--no-access-log",
             "--backlog", "4096", "--timeout-keep-alive", "30",
         ]
+        if self.workers > 1:
+            cmd += ["--workers", str(self.workers)]
+            metrics_dir = Path(self.workdir) / "metrics"
+            metrics_dir.mkdir()
+            env["PROMETHEUS_MULTIPROC_DIR"] = str(metrics_dir)
+        return self.start_command(cmd, port, env)
+
+    def start_command(self, cmd: list[str], port: int, env: dict[str, str]) -> "Server":
+        """Run `cmd` (a server that will listen on `port`) and wait until `health` answers 200."""
+        self.port = port
+        self.workdir = self.workdir or tempfile.mkdtemp(prefix=f"bench-{self.name}-")
+        env = {**os.environ, "PYTHONPATH": str(ROOT), **env}
         self.popen = subprocess.Popen(cmd, cwd=self.workdir, env=env, stdout=subprocess.DEVNULL,
                                       stderr=open(Path(self.workdir) / "stderr.log", "wb"))
         self.proc = psutil.Process(self.popen.pid)
@@ -76,13 +89,35 @@ class Server:
         except OSError:
             return ""
 
-    def cpu(self) -> float:
+    def processes(self) -> list[psutil.Process]:
+        """The server process and, with several workers, its worker processes."""
         assert self.proc is not None
-        return cpu_seconds(self.proc)
+        if self.workers == 1:
+            return [self.proc]
+        try:
+            return [self.proc, *self.proc.children(recursive=True)]
+        except psutil.NoSuchProcess:
+            return [self.proc]
+
+    def cpu(self) -> float:
+        """CPU seconds (user + system) of the server and its workers."""
+        total = 0.0
+        for proc in self.processes():
+            try:
+                total += cpu_seconds(proc)
+            except psutil.NoSuchProcess:
+                pass
+        return total
 
     def rss(self) -> int:
-        assert self.proc is not None
-        return self.proc.memory_info().rss
+        """Resident memory of the server and its workers."""
+        total = 0
+        for proc in self.processes():
+            try:
+                total += proc.memory_info().rss
+            except psutil.NoSuchProcess:
+                pass
+        return total
 
     def stop(self) -> None:
         if self.popen is not None and self.popen.poll() is None:
@@ -98,7 +133,8 @@ def simulator() -> Server:
     return Server("simulator", "simulator.app:app", health="/_sim/requests?contains=healthcheck").start()
 
 
-def gateway(sim: Server, database_url: str | None = None, **env: str) -> Server:
+def gateway_env(sim: Server, database_url: str | None = None, **env: str) -> dict[str, str]:
+    """The gateway's environment: every provider pointed at the simulator, no client keys."""
     settings = {
         "GATEWAY_ANTHROPIC_BASE_URL": f"{sim.url}/anthropic",
         "ANTHROPIC_API_KEY": "bench-key",
@@ -114,7 +150,12 @@ def gateway(sim: Server, database_url: str | None = None, **env: str) -> Server:
     }
     if database_url:
         settings["GATEWAY_DATABASE_URL"] = database_url
-    return Server("gateway", "app.main:app", env=settings, health="/readyz").start()
+    return settings
+
+
+def gateway(sim: Server, database_url: str | None = None, workers: int = 1, **env: str) -> Server:
+    settings = gateway_env(sim, database_url, **env)
+    return Server("gateway", "app.main:app", env=settings, health="/readyz", workers=workers).start()
 
 
 class Sampler:

@@ -19,9 +19,43 @@ TARGETS = [
     ("cancel_p99", "cancellation p99 (client gone → upstream closed)", "ms", 50.0, False),
 ]
 
+# Issue 14 (the cost of a turn, memory per stream, two workers): (id, label, unit, limit, higher_is_better, before)
+ISSUE_TARGETS = [
+    ("turn_cpu_c50", "gateway CPU per short turn (5 unpaced deltas, ledger on), c=50", "ms", 1.5, False, 2.6),
+    ("turn_cpu_c1", "gateway CPU per short turn, c=1", "ms", 2.0, False, 4.8),
+    ("turn_ttft_c1", "added time to first delta, short turn, c=1, p50", "ms", 1.0, False, 5.5),
+    ("ttft_p50_c1", "added TTFT, paced stream, c=1, p50", "ms", 1.0, False, 2.2),
+    ("ttft_p50_c50", "added TTFT, paced stream, c=50, p50", "ms", 2.0, False, 4.6),
+    ("ttft_p99_c50", "added TTFT, paced stream, c=50, p99", "ms", 5.0, False, 10.3),
+    ("turns_per_s", "short turns per second, one worker, c=50", "turns/s", 500, True, 320),
+    ("turns_per_s_2w", "short turns per second, two workers, c=50", "turns/s", 1000, True, None),
+    ("max_streams", "paced streams (64 × 20 ms), no lost frame, added gap p99 < 10 ms", "streams", 400, True, 100),
+    ("rss_per_stream", "RSS per open stream at 1,000 streams", "KB", 32.0, False, 91),
+    ("workers_ratio", "GATEWAY_WORKERS=2: paced streams sustained ÷ one worker", "×", 1.8, True, None),
+]
+
 
 def figures(results: dict[str, Any]) -> dict[str, float | None]:
     got: dict[str, float | None] = {}
+    for level in results.get("ttft", {}).get("levels", []):
+        if level["concurrency"] == 1:
+            got["ttft_p50_c1"] = level["added"]["ttftP50Ms"]
+    turns = results.get("turns", {})
+    for level in turns.get("levels", []) if turns.get("workers", 1) == 1 else []:
+        if level["concurrency"] == 50:
+            got["turn_cpu_c50"] = level["gatewayCpuMsPerTurn"]
+            got["turns_per_s"] = level["gatewayTurnsPerS"]
+        if level["concurrency"] == 1:
+            got["turn_cpu_c1"] = level["gatewayCpuMsPerTurn"]
+            got["turn_ttft_c1"] = level["added"]["ttftP50Ms"]
+    runs = results.get("workers", {}).get("runs", {})
+    if "1" in runs:
+        got.setdefault("turns_per_s", runs["1"]["turns"]["gatewayTurnsPerS"])
+        got.setdefault("turn_cpu_c50", runs["1"]["turns"]["gatewayCpuMsPerTurn"])
+    if "2" in runs:
+        got["turns_per_s_2w"] = runs["2"]["turns"]["gatewayTurnsPerS"]
+    if "workers" in results:
+        got["workers_ratio"] = results["workers"]["maxSustainedRatio"]
     for level in results.get("ttft", {}).get("levels", []):
         if level["concurrency"] == 50:
             got["ttft_p50_c50"] = level["added"]["ttftP50Ms"]
@@ -39,19 +73,28 @@ def figures(results: dict[str, Any]) -> dict[str, float | None]:
     return got
 
 
+def _row(got: dict[str, float | None], key: str, label: str, unit: str, limit: float, higher: bool) -> dict[str, Any]:
+    value = got.get(key)
+    met = None if value is None else (value >= limit if higher else value <= limit)
+    return {"id": key, "label": label, "unit": unit, "target": limit, "higher": higher, "value": value, "met": met}
+
+
 def targets(results: dict[str, Any]) -> list[dict[str, Any]]:
     got = figures(results)
-    rows = []
-    for key, label, unit, limit, higher in TARGETS:
-        value = got.get(key)
-        met = None if value is None else (value >= limit if higher else value <= limit)
-        rows.append({"id": key, "label": label, "unit": unit, "target": limit, "value": value, "met": met})
-    return rows
+    return [_row(got, *target) for target in TARGETS]
+
+
+def issue_targets(results: dict[str, Any]) -> list[dict[str, Any]]:
+    """The rows of issue 14's target table, each with the figure the issue started from."""
+    got = figures(results)
+    return [{**_row(got, key, label, unit, limit, higher), "before": before}
+            for key, label, unit, limit, higher, before in ISSUE_TARGETS]
 
 
 def write(results: dict[str, Any], name: str = "latest") -> list[Path]:
     RESULTS.mkdir(exist_ok=True)
     results["targets"] = targets(results)
+    results["issueTargets"] = issue_targets(results)
     json_path = RESULTS / f"{name}.json"
     json_path.write_text(json.dumps(results, indent=1, sort_keys=False) + "\n")
     md_path = RESULTS / ("summary.md" if name == "latest" else f"{name}.md")
@@ -84,9 +127,17 @@ def markdown(results: dict[str, Any]) -> str:
         "|---|---|---|---|",
     ]
     for row in results.get("targets", []):
-        op = "≥" if row["id"] == "max_streams" else "≤"
+        op = "≥" if row.get("higher") else "≤"
         met = {True: "yes", False: "**no**", None: "not run"}[row["met"]]
         lines.append(f"| {row['label']} | {_fmt(row['value'], row['unit'])} | {op} {row['target']} {row['unit']} | {met} |")
+    if results.get("issueTargets"):
+        lines += ["", "### Issue 14 targets (one worker unless said; `before` is the figure the issue started from)", "",
+                  "| figure | before | value | target | met |", "|---|---|---|---|---|"]
+        for row in results["issueTargets"]:
+            op = "≥" if row["higher"] else "≤"
+            met = {True: "yes", False: "**no**", None: "not run"}[row["met"]]
+            lines.append(f"| {row['label']} | {_fmt(row['before'], row['unit'])} | {_fmt(row['value'], row['unit'])} | "
+                         f"{op} {row['target']} {row['unit']} | {met} |")
     if "ttft" in results:
         lines += ["", "## 1. Added time to first token and inter-frame gap (paced 64 × 20 ms, coalescing off)", "",
                   "| concurrency | added TTFT p50 | p99 | added gap p50 | p99 | TTFT ratio p50 | direct gap p99 | lost frames | gateway CPU share | load generator CPU share |",
@@ -122,6 +173,17 @@ def markdown(results: dict[str, Any]) -> str:
         for door, x in c["doors"].items():
             lines.append(f"| {door} | {_fmt(x['gatewayCpuMsPer1k'])} | {_fmt(x['cpuRatioToUnified'])}× | {_fmt(x['ttftP50Ms'])} | "
                          f"{_fmt(x['addedTtftMs'])} | {x['lostFrames']} | {x['failedStreams']} |")
+    if "turns" in results:
+        t = results["turns"]
+        lines += ["", f"## 2d. Short turns per second (`{t['scenario']}`, clients back to back for {t['secondsPerRound']:g} s a round, "
+                  f"{t['workers']} worker(s), ledger on)", "",
+                  "| concurrency | turns/s via gateway | direct | gateway CPU ms / turn | added TTFT p50 | p99 | failed | gateway CPU share | load generator CPU share |",
+                  "|---|---|---|---|---|---|---|---|---|"]
+        for lv in t["levels"]:
+            lines.append(f"| {lv['concurrency']} | {_fmt(lv['gatewayTurnsPerS'])} | {_fmt(lv['directTurnsPerS'])} | "
+                         f"{_fmt(lv['gatewayCpuMsPerTurn'], 'ms')} | {_fmt(lv['added']['ttftP50Ms'], 'ms')} | "
+                         f"{_fmt(lv['added']['ttftP99Ms'], 'ms')} | {lv['failedStreams']} | {_fmt(lv['gatewayCpuShare'])} | "
+                         f"{_fmt(lv['loadgenCpuShare'])} |")
     if "concurrency" in results:
         c = results["concurrency"]
         lines += ["", f"## 3. Concurrent paced streams (max sustained: {c['maxSustained']})", "",
@@ -161,6 +223,16 @@ def markdown(results: dict[str, Any]) -> str:
             ttfts = ", ".join(f"c={lv['concurrency']}: +{_fmt(lv['added']['ttftP50Ms'])}/+{_fmt(lv['added']['ttftP99Ms'])} ms"
                               for lv in entry["ttft"]["levels"])
             lines.append(f"- {name}: added TTFT p50/p99 {ttfts}; max sustained paced streams {entry['concurrency']['maxSustained']}")
+    if "workers" in results:
+        w = results["workers"]
+        lines += ["", "## 7. One worker against two (`--workers 2`, metrics in multiprocess mode)", "",
+                  "| workers | paced streams sustained | levels passed | short turns/s at c=50 | gateway CPU ms / turn | failed turns |",
+                  "|---|---|---|---|---|---|"]
+        for run in w["runs"].values():
+            passed = ", ".join(str(lv["concurrency"]) for lv in run["levels"] if lv["passed"]) or "none"
+            lines.append(f"| {run['workers']} | {run['maxSustained']} | {passed} | {_fmt(run['turns']['gatewayTurnsPerS'])} | "
+                         f"{_fmt(run['turns']['gatewayCpuMsPerTurn'], 'ms')} | {run['turns']['failedStreams']} |")
+        lines.append(f"\nTwo workers ÷ one: paced streams {_fmt(w['maxSustainedRatio'])}×, short turns/s {_fmt(w['turnsPerSRatio'])}×.")
     if "meta" in results and results["meta"].get("notes"):
         lines += ["", "## Notes", ""] + [f"- {n}" for n in results["meta"]["notes"]]
     return "\n".join(lines) + "\n"

@@ -70,10 +70,10 @@ class Bench:
     def target(self, path: Path) -> Target:
         return Target(path, self.sim.port if path is Path.DIRECT else self.gw.port)
 
-    async def restart_gateway(self, database_url: str | None = None, **env: str) -> None:
+    async def restart_gateway(self, database_url: str | None = None, workers: int = 1, **env: str) -> None:
         self.gw.stop()
         self.database_url = database_url
-        self.gw = await asyncio.to_thread(procs.gateway, self.sim, database_url, **env)
+        self.gw = await asyncio.to_thread(procs.gateway, self.sim, database_url, workers, **env)
         await self.warmup()
 
     async def close(self) -> None:
@@ -373,12 +373,72 @@ async def doors(bench: Bench) -> dict[str, Any]:
     return out
 
 
+# ---------------------------------------------------------------------- 2d. short turns per second
+
+
+SHORT_N = 5  # text deltas of a short turn
+
+
+async def closed_loop(bench: Bench, path: Path, concurrency: int, seconds: float) -> dict[str, Any]:
+    """`concurrency` clients each running short unpaced turns back to back for `seconds`: turns per second,
+    time to first delta, and the servers' CPU per turn."""
+    target = bench.target(path)
+    scenario = paced(SHORT_N, 0, PACED_SIZE)
+    expected = expected_text(SHORT_N, PACED_SIZE)
+    results: list[StreamResult] = []
+    deadline = time.monotonic() + seconds
+
+    async def client() -> None:
+        while time.monotonic() < deadline:
+            results.append(await stream(target, scenario, bench._marker(), throttle_ms=None))
+
+    usage = _Usage(bench)
+    await asyncio.gather(*(client() for _ in range(concurrency)))
+    u = usage.done()
+    out = _summarise(results, expected, PACED_SIZE)
+    done = max(len(results), 1)
+    out.update(u, concurrency=concurrency, path=path.value,
+               turnsPerS=round(len(results) / u["wallS"], 1),
+               gatewayCpuMsPerTurn=round(u["gatewayCpuS"] / done * 1000, 3),
+               simulatorCpuMsPerTurn=round(u["simulatorCpuS"] / done * 1000, 3))
+    return out
+
+
+async def turns(bench: Bench, levels: list[int] | None = None) -> dict[str, Any]:
+    """Short turns (5 unpaced deltas, ledger on as by default, coalescing at the server default) run back to
+    back by c clients, both paths interleaved: turns per second and the gateway's CPU per turn."""
+    levels = levels or [1, 50]
+    seconds = 2.0 if bench.quick else 5.0
+    rounds = 2 if bench.quick else 3
+    out: dict[str, Any] = {"scenario": paced(SHORT_N, 0, PACED_SIZE), "secondsPerRound": seconds,
+                           "workers": bench.gw.workers, "levels": []}
+    for c in levels:
+        per_round = []
+        for r in range(rounds):
+            order = (Path.DIRECT, Path.GATEWAY) if r % 2 == 0 else (Path.GATEWAY, Path.DIRECT)
+            per_round.append({path.value: await closed_loop(bench, path, c, seconds) for path in order})
+            await bench.forget()
+        gw = [r["gateway"] for r in per_round]
+        out["levels"].append({
+            "concurrency": c,
+            "rounds": per_round,
+            **compare(per_round, ("ttftP50Ms", "ttftP99Ms", "turnsPerS")),
+            "gatewayTurnsPerS": median(g["turnsPerS"] for g in gw),
+            "directTurnsPerS": median(r["direct"]["turnsPerS"] for r in per_round),
+            "gatewayCpuMsPerTurn": median(g["gatewayCpuMsPerTurn"] for g in gw),
+            "gatewayCpuShare": median(g["gatewayCpuShare"] for g in gw),
+            "failedStreams": sum(g["failed"] for g in gw),
+            "lostFrames": sum(g["lostFrames"] for g in gw),
+            "loadgenCpuShare": max(r[p]["loadgenCpuShare"] for r in per_round for p in ("direct", "gateway")),
+        })
+    return out
+
+
 # ---------------------------------------------------------------------- 3. concurrency and RSS per stream
 
 
-async def concurrency(bench: Bench, levels: list[int] | None = None, rss_streams: int = 1000) -> dict[str, Any]:
-    """Highest concurrency of paced streams with no lost frame and added gap p99 < 10 ms; RSS per stream."""
-    levels = levels or ([50, 200, 500, 1000] if bench.quick else [25, 50, 100, 200, 300, 500, 750, 1000])
+async def sweep_paced(bench: Bench, levels: list[int]) -> tuple[list[dict[str, Any]], int]:
+    """Paced levels in order until two (one in quick mode) fail in a row; the highest level passed."""
     sweep, best, failures = [], 0, 0
     for c in levels:
         level = await bench.compare_paced(c, 1, per_worker=2)
@@ -391,6 +451,13 @@ async def concurrency(bench: Bench, levels: list[int] | None = None, rss_streams
             failures += 1
             if failures >= (1 if bench.quick else 2):
                 break
+    return sweep, best
+
+
+async def concurrency(bench: Bench, levels: list[int] | None = None, rss_streams: int = 1000) -> dict[str, Any]:
+    """Highest concurrency of paced streams with no lost frame and added gap p99 < 10 ms; RSS per stream."""
+    levels = levels or ([50, 200, 500, 1000] if bench.quick else [25, 50, 100, 200, 300, 500, 750, 1000])
+    sweep, best = await sweep_paced(bench, levels)
     rss = await rss_per_stream(bench, rss_streams)
     return {"scenario": paced(), "throttleMs": 0, "gapTargetMs": GAP_TARGET_MS, "levels": sweep,
             "maxSustained": best, "rss": rss}
@@ -398,7 +465,7 @@ async def concurrency(bench: Bench, levels: list[int] | None = None, rss_streams
 
 async def rss_per_stream(bench: Bench, count: int) -> dict[str, Any]:
     """A fresh gateway; `count` slow streams held open together (4 deltas/s for ~10 s); RSS peak − idle."""
-    await bench.restart_gateway(bench.database_url, **bench.gw_env)
+    await bench.restart_gateway(bench.database_url, bench.gw.workers, **bench.gw_env)
     n, delay = (24, 250) if bench.quick else (40, 250)
     scenario = paced(n, delay)
     expected = expected_text(n, PACED_SIZE)
@@ -605,3 +672,26 @@ async def _postgres_url() -> str | None:
     finally:
         await conn.close()
     return "postgresql://postgres@127.0.0.1:5432/gateway_bench"
+
+
+# ---------------------------------------------------------------------- 7. one worker against two
+
+
+async def workers(bench: Bench, levels: list[int] | None = None) -> dict[str, Any]:
+    """The gateway with one uvicorn worker and then two (`--workers 2`, metrics in multiprocess mode), in the
+    same run: paced streams sustained (the scenario-3 sweep) and short turns per second at c=50."""
+    levels = levels or ([100, 200, 400, 800] if bench.quick else [50, 100, 200, 300, 400, 600, 800, 1000])
+    out: dict[str, Any] = {"scenario": paced(), "levels": levels, "runs": {}}
+    start_workers = bench.gw.workers
+    for count in (1, 2):
+        await bench.restart_gateway(bench.database_url, count, **bench.gw_env)
+        sweep, best = await sweep_paced(bench, levels)
+        short = await turns(bench, [50])
+        out["runs"][str(count)] = {"workers": count, "levels": sweep, "maxSustained": best,
+                                   "turns": short["levels"][0]}
+    one, two = out["runs"]["1"], out["runs"]["2"]
+    out["maxSustainedRatio"] = round(two["maxSustained"] / one["maxSustained"], 2) if one["maxSustained"] else None
+    t1, t2 = one["turns"]["gatewayTurnsPerS"], two["turns"]["gatewayTurnsPerS"]
+    out["turnsPerSRatio"] = round(t2 / t1, 2) if t1 and t2 else None
+    await bench.restart_gateway(bench.database_url, start_workers, **bench.gw_env)
+    return out

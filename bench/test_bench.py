@@ -46,3 +46,27 @@ def test_targets_report_met_and_missing() -> None:
     rows = {r["id"]: r for r in targets(results)}
     assert rows["cancel_p99"]["met"] is False
     assert rows["ttft_p50_c50"]["met"] is None
+
+
+def test_issue_targets_read_the_turns_and_workers_scenarios() -> None:
+    from bench.report import issue_targets, markdown
+
+    level = {"gatewayCpuMsPerTurn": 1.2, "gatewayTurnsPerS": 600.0, "added": {"ttftP50Ms": 0.8}}
+    results = {
+        "turns": {"workers": 1, "scenario": "s", "secondsPerRound": 2.0,
+                  "levels": [{**level, "concurrency": 1, "gatewayCpuMsPerTurn": 2.5},
+                             {**level, "concurrency": 50}]},
+        "workers": {"maxSustainedRatio": 1.5, "turnsPerSRatio": 1.9, "runs": {
+            "1": {"workers": 1, "levels": [], "maxSustained": 200, "turns": {"gatewayTurnsPerS": 610.0, "gatewayCpuMsPerTurn": 1.3}},
+            "2": {"workers": 2, "levels": [], "maxSustained": 300, "turns": {"gatewayTurnsPerS": 1100.0, "gatewayCpuMsPerTurn": 1.4}},
+        }},
+    }
+    rows = {r["id"]: r for r in issue_targets(results)}
+    assert (rows["turn_cpu_c50"]["value"], rows["turn_cpu_c50"]["met"]) == (1.2, True)
+    assert (rows["turn_cpu_c1"]["value"], rows["turn_cpu_c1"]["met"]) == (2.5, False)
+    assert rows["turns_per_s"]["value"] == 600.0  # the one-worker turns scenario wins over the workers run
+    assert (rows["turns_per_s_2w"]["value"], rows["turns_per_s_2w"]["met"]) == (1100.0, True)
+    assert (rows["workers_ratio"]["value"], rows["workers_ratio"]["met"]) == (1.5, False)
+    assert rows["rss_per_stream"]["met"] is None
+    table = markdown({"issueTargets": list(rows.values())})
+    assert "| short turns per second, two workers, c=50 | – | 1100 turns/s | ≥ 1000 turns/s | yes |" in table
