@@ -7,8 +7,7 @@ from __future__ import annotations
 import logging
 from typing import Any, AsyncIterator, Callable
 
-from sse_starlette import EventSourceResponse
-
+from app.api.event_stream import EventStreamResponse
 from app.dispatch import Interrupt, TurnJob
 from app.doors.base import EventEncoder
 
@@ -24,9 +23,9 @@ def event_stream_response(
     shutdown_grace: float = 0,
     sent: Callable[[int], None] | None = None,
     first: dict[str, Any] | None = None,
-) -> EventSourceResponse:
-    """`shutdown_grace`: how long the response stays open once the server is exiting. sse-starlette would
-    otherwise cut the stream as soon as uvicorn sets `should_exit`; the gateway's drain settles the turn
+) -> EventStreamResponse:
+    """`shutdown_grace`: how long the response stays open once the server is exiting (rather than being cut
+    as soon as uvicorn sets `should_exit`); the gateway's drain settles the turn
     before this runs out, so the client still gets its terminal event. `sent(n)` is told how many events
     the response wrote. `first`: an event already taken from the turn (a door that holds its headers until
     the turn starts), written before the rest."""
@@ -59,12 +58,10 @@ def event_stream_response(
                 job.interrupt(Interrupt.SHUTDOWN if draining() else Interrupt.CLIENT)
             turn.close_reader()
 
-    ping = encoder.ping()
-    return EventSourceResponse(
+    return EventStreamResponse(
         frames(),
         headers={"Cache-Control": "no-cache", **headers},
-        ping=keepalive,
-        ping_message_factory=lambda: ping,  # bytes pass through sse-starlette unchanged
-        sep="\n",
-        shutdown_grace_period=shutdown_grace,
+        ping_interval=keepalive,
+        ping=encoder.ping(),
+        shutdown_grace=shutdown_grace,
     )

@@ -1,0 +1,164 @@
+"""A Server-Sent Events response with one task per stream besides the request's own.
+
+sse-starlette's `EventSourceResponse` runs four tasks in an anyio task group for every open stream (the
+stream, the keep-alive ping, the disconnect listener, the exit-signal listener) and enters an anyio cancel
+scope for every frame it sends. This response keeps what the gateway uses of it and runs it leaner:
+
+- the request's own task iterates the frames and sends them;
+- one watcher task per stream waits for the client's `http.disconnect` and, while the stream is quiet,
+  sends the keep-alive frame every `ping_interval` seconds (a timeout on the same wait, not a second task);
+- one task per event loop, only while streams are open, watches for the server exiting (`server_exiting`)
+  and then gives every open stream `shutdown_grace` seconds before ending it.
+
+Ending a stream early (client gone, grace over) cancels the request's task and catches that cancellation
+here; the frames' generator is closed either way, so its `finally` runs (the gateway cancels the turn there).
+A stream ended by the server's exit still gets its closing chunk, so the client sees a clean end of stream.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import enum
+import logging
+import weakref
+from typing import AsyncIterator, Mapping
+
+from starlette.datastructures import MutableHeaders
+from starlette.responses import Response
+from starlette.types import Receive, Scope, Send
+
+from app.server import server_exiting
+
+log = logging.getLogger("gateway.sse")
+
+EXIT_POLL_SECONDS = 0.5  # how often the per-loop exit watcher looks at the server's flag
+
+
+class StopReason(enum.Enum):
+    CLIENT_GONE = "client gone"
+    SERVER_EXIT = "server exiting"
+
+
+class EventStreamResponse(Response):
+    """`text/event-stream` from an async iterator of ready-made frames (bytes, written as they are)."""
+
+    media_type = "text/event-stream"
+
+    def __init__(
+        self,
+        frames: AsyncIterator[bytes],
+        headers: Mapping[str, str],
+        ping_interval: float,
+        ping: bytes,
+        shutdown_grace: float = 0,
+    ) -> None:
+        self.body_iterator = frames
+        self.status_code = 200
+        self.background = None
+        self.ping_interval = ping_interval
+        self.ping = ping
+        self.shutdown_grace = shutdown_grace
+        merged = MutableHeaders(headers=dict(headers))
+        merged.setdefault("Cache-Control", "no-store")
+        merged["Connection"] = "keep-alive"
+        merged["X-Accel-Buffering"] = "no"  # proxies must not buffer the stream
+        self.init_headers(merged)
+        self.active = True  # until the closing chunk is being sent or the stream was stopped
+        self.stopped: StopReason | None = None
+        self._task: asyncio.Task | None = None
+        self._lock = asyncio.Lock()  # a ping never goes out after the closing chunk
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        self._task = asyncio.current_task()
+        watcher = asyncio.get_running_loop().create_task(self._watch(receive, send))
+        _open_streams(self)
+        try:
+            await send({"type": "http.response.start", "status": self.status_code, "headers": self.raw_headers})
+            async with contextlib.aclosing(self.body_iterator) as frames:
+                async for frame in frames:
+                    await send({"type": "http.response.body", "body": frame, "more_body": True})
+            await self._close(send)
+        except asyncio.CancelledError:
+            if self.stopped is None or self._task.uncancel() > 0:
+                raise  # not (only) ours: the server cancels the request
+            if self.stopped is StopReason.SERVER_EXIT:
+                await self._close(send)
+        finally:
+            self.active = False
+            watcher.cancel()
+            _streams_of(asyncio.get_running_loop()).discard(self)
+
+    async def _close(self, send: Send) -> None:
+        async with self._lock:
+            self.active = False
+            await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+    def stop(self, reason: StopReason) -> None:
+        """End the stream early (from another task or a timer): cancels the request's task while it still
+        sends frames."""
+        if self.active and self.stopped is None and self._task is not None:
+            self.stopped = reason
+            self._task.cancel()
+
+    def server_exiting(self) -> None:
+        """The server is stopping: the stream may still end by itself within the grace period."""
+        if self.shutdown_grace > 0:
+            asyncio.get_running_loop().call_later(self.shutdown_grace, self.stop, StopReason.SERVER_EXIT)
+        else:
+            self.stop(StopReason.SERVER_EXIT)
+
+    async def _watch(self, receive: Receive, send: Send) -> None:
+        """Wait for the client to disconnect; send the keep-alive frame whenever `ping_interval` passes."""
+        while self.active:
+            try:
+                if self.ping_interval > 0:
+                    async with asyncio.timeout(self.ping_interval):
+                        message = await receive()
+                else:
+                    message = await receive()
+            except TimeoutError:
+                async with self._lock:
+                    if self.active:
+                        await send({"type": "http.response.body", "body": self.ping, "more_body": True})
+                continue
+            if message["type"] == "http.disconnect":
+                self.stop(StopReason.CLIENT_GONE)
+                return
+
+
+# ---------------------------------------------------------------------- the server's exit, one watcher per loop
+
+_streams: "weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, set[EventStreamResponse]]" = weakref.WeakKeyDictionary()
+_exit_watchers: "weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Task]" = weakref.WeakKeyDictionary()
+
+
+def _streams_of(loop: asyncio.AbstractEventLoop) -> set[EventStreamResponse]:
+    streams = _streams.get(loop)
+    if streams is None:
+        streams = _streams[loop] = set()
+    return streams
+
+
+def _open_streams(response: EventStreamResponse) -> None:
+    """Register an open stream; make sure this loop's exit watcher runs (or tell the stream at once)."""
+    if server_exiting():
+        response.server_exiting()
+        return
+    loop = asyncio.get_running_loop()
+    _streams_of(loop).add(response)
+    watcher = _exit_watchers.get(loop)
+    if watcher is None or watcher.done():
+        _exit_watchers[loop] = loop.create_task(_watch_exit(loop))
+
+
+async def _watch_exit(loop: asyncio.AbstractEventLoop) -> None:
+    """While streams are open, poll the server's exit flag; once it is up, tell every open stream."""
+    streams = _streams_of(loop)
+    while streams:
+        if server_exiting():
+            for response in list(streams):
+                streams.discard(response)
+                response.server_exiting()
+            return
+        await asyncio.sleep(EXIT_POLL_SECONDS)
