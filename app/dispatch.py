@@ -192,7 +192,7 @@ class Dispatcher:
                         turn.late_frames += 1
                         continue
                     self._apply(job, translator.feed(wire), watchdog)
-                    if turn.congested:
+                    if turn.congested and not turn.settled:  # once settled nothing more is queued
                         await self._wait_for_reader(job, watchdog)
                 if not turn.settled:
                     self._apply(job, translator.end(), watchdog)
@@ -305,13 +305,16 @@ class Watchdog:
         self._enter(WatchPhase.BETWEEN_ATTEMPTS)
 
     def paused(self) -> None:
-        """The reader is far behind and the upstream is not being read: its silence is ours, not the vendor's."""
-        self._enter(WatchPhase.PAUSED)
+        """The reader is far behind and the upstream is not being read: its silence is ours, not the vendor's.
+        (After settlement only the late-frame grace runs: nothing to pause.)"""
+        if self.phase is not WatchPhase.SETTLED:
+            self._enter(WatchPhase.PAUSED)
 
     def resumed(self) -> None:
         """Reading the upstream again: the idle gap counts from now."""
-        self.last_frame = self.loop.time()
-        self._enter(WatchPhase.STREAMING)
+        if self.phase is not WatchPhase.SETTLED:
+            self.last_frame = self.loop.time()
+            self._enter(WatchPhase.STREAMING)
 
     def settled(self) -> None:
         self.settled_at = self.loop.time()

@@ -162,6 +162,16 @@ def test_settled_runs_only_the_late_frame_grace():
     assert job.interrupts == [Interrupt.GRACE]
 
 
+def test_pausing_after_settlement_keeps_the_late_frame_grace():
+    watchdog, loop, job = new_watchdog()
+    watchdog.attempt_started()
+    watchdog.frame()
+    watchdog.settled()
+    watchdog.paused()
+    watchdog.resumed()
+    assert watchdog.phase is WatchPhase.SETTLED and armed(watchdog) == (loop.now + 1, Interrupt.GRACE)
+
+
 def test_the_total_timeout_fires_in_any_phase_but_settled():
     watchdog, loop, job = new_watchdog()
     watchdog.attempt_started()
