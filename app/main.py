@@ -27,9 +27,10 @@ from app.gateway import Gateway
 from app.ledger import LedgerUrlError
 from app.logs import ensure_configured
 from app.openapi import build_openapi
+from app.providers.registry import provider_setups
 from app.server import bound_send_buffers, wait_listening
 from app.settings import Settings
-from app.startup import StartupErrorMessages, ledger_start_failed, ledger_url_refused
+from app.startup import StartupErrorMessages, ledger_start_failed, ledger_url_refused, log_providers
 
 log = logging.getLogger("gateway")
 
@@ -78,7 +79,7 @@ class RequestIdMiddleware:
 
 def demo_settings(settings: Settings) -> Settings:
     """Point every provider at the simulator mounted on this same server, with demo keys."""
-    base = f"http://127.0.0.1:{settings.port}/_simulator"
+    base = settings.model_copy(update={"demo": True}).simulator_url()
     return settings.model_copy(
         update={
             "anthropic_api_key": settings.anthropic_api_key or _secret("demo-anthropic-key"),
@@ -134,6 +135,7 @@ def create_app(settings: Settings | None = None, gateway: Gateway | None = None)
             gw = gateway or Gateway(settings)
         except LedgerUrlError as exc:
             raise ledger_url_refused(exc, settings.database_url) from exc
+        log_providers(provider_setups(settings, gw.catalog), settings)
         try:
             await gw.recorder.start()  # the request ledger: migrate, heartbeat, start the writer (nothing destructive)
         except Exception as exc:

@@ -101,6 +101,10 @@ class Settings(BaseSettings):
         secret = {"anthropic": self.anthropic_api_key, "openai": self.openai_api_key, "google": self.gemini_api_key}.get(name)
         return secret.get_secret_value() if secret else None
 
+    def simulator_url(self) -> str | None:
+        """In demo mode, where the built-in vendor simulator is mounted on this server."""
+        return f"http://127.0.0.1:{self.port}/_simulator" if self.demo else None
+
     def provider_base_url(self, name: str) -> str | None:
         builtin = {"anthropic": self.anthropic_base_url, "openai": self.openai_base_url, "google": self.google_base_url}
         env_name = "GATEWAY_" + name.upper().replace("-", "_").replace(".", "_") + "_BASE_URL"

@@ -1,4 +1,5 @@
-"""Start-up failures an operator can fix, said in one readable line: what failed and how to fix it.
+"""What the gateway says at start-up: failures an operator can fix, in one readable line (what failed and how
+to fix it), and which providers are served from where (`log_providers`).
 
 The lifespan (`app.main`) turns the failures it knows (an unusable or unreachable `GATEWAY_DATABASE_URL`)
 into a `StartupError`. Starlette reports a failed start-up to the server as the formatted traceback, which
@@ -11,12 +12,20 @@ from __future__ import annotations
 
 import asyncio
 import errno
+import logging
 import socket
 import sqlite3
 import sys
+from typing import TYPE_CHECKING
 from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+if TYPE_CHECKING:
+    from app.providers.registry import ProviderSetup
+    from app.settings import Settings
+
+providers_log = logging.getLogger("gateway.providers")
 
 _SECRET_PARAMS = {"password", "sslpassword", "passfile", "sslkey"}
 _MAX_REASON = 200
@@ -142,3 +151,43 @@ class StartupErrorMessages:
             await send(message)
 
         await self.app(scope, receive, send_plain)
+
+
+def log_providers(setups: "list[ProviderSetup]", settings: "Settings") -> None:
+    """Say at start-up which providers are served, where their key and base URL come from, and whether the
+    demo's simulator serves them (logger `gateway.providers`). Keys are never shown, only where they came from."""
+    simulator = settings.simulator_url()
+    if simulator is not None:
+        providers_log.warning(
+            "demo mode (GATEWAY_DEMO=1; `make run` sets it unless GATEWAY_DEMO=0): the built-in vendor simulator at "
+            "%s serves the providers below; no vendor is called. Set GATEWAY_DEMO=0 and the vendors' keys to use them",
+            simulator,
+        )
+    for setup in setups:
+        if not setup.served:
+            continue
+        shown = public_url(setup.base_url) if setup.base_url else "the SDK's default URL"
+        on_simulator = simulator is not None and (setup.base_url or "").startswith(simulator)
+        where = f"served by the built-in simulator at {shown}" if on_simulator else f"upstream {shown}"
+        key = f"key from {setup.key_from}" if setup.key_from else "no key"
+        providers_log.info(
+            "provider %s (%s): %s (base URL from %s), %s",
+            setup.name,
+            setup.api,
+            where,
+            setup.base_url_from,
+            key,
+            extra={
+                "provider": setup.name,
+                "api": setup.api,
+                "baseUrl": shown,
+                "baseUrlFrom": setup.base_url_from,
+                "keyFrom": setup.key_from,
+                "simulator": on_simulator,
+            },
+        )
+    unserved = [f"{setup.name} ({setup.missing})" for setup in setups if not setup.served]
+    if unserved:
+        providers_log.info("providers not configured (requests for them get 404): %s", ", ".join(unserved))
+    if not any(setup.served for setup in setups):
+        providers_log.warning("no provider is configured: every turn will get 404; set a vendor's key or GATEWAY_DEMO=1")

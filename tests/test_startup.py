@@ -7,6 +7,7 @@ import json
 
 import pytest
 
+from tests.conftest import PROVIDER_KEYS
 from tests.procs import GatewayProcess, free_port
 
 
@@ -44,3 +45,48 @@ def test_a_failed_start_says_what_and_how_to_fix_it_in_one_line(sim, url, shown,
     assert "\n" not in message and "exc" not in errors[0]
     assert shown.format(port=port) in message and "GATEWAY_DATABASE_URL" in message
     assert fix in message
+
+
+def _start_up_lines(sim_url: str, **env: str) -> tuple[list[dict], str]:
+    """The log lines of a process that started (and was then stopped)."""
+    proc = GatewayProcess(sim_url, GATEWAY_LOG_LEVEL="info", **env)
+    try:
+        proc.wait_ready()
+    finally:
+        proc.proc.terminate()
+        proc.proc.wait(30)
+    stderr = proc.proc.stderr.read().decode()
+    return [json.loads(line) for line in stderr.splitlines() if line.strip()], stderr
+
+
+def _provider_line(lines: list[dict], name: str) -> dict:
+    found = [line for line in lines if line["logger"] == "gateway.providers" and line.get("provider") == name]
+    assert len(found) == 1, [line["msg"] for line in lines]
+    return found[0]
+
+
+def test_start_up_says_which_providers_are_served_from_where(sim):
+    lines, stderr = _start_up_lines(sim.url, OPENAI_API_KEY="", GEMINI_API_KEY="", GOOGLE_API_KEY="")
+    anthropic = _provider_line(lines, "anthropic")
+    assert anthropic["keyFrom"] == "ANTHROPIC_API_KEY"
+    assert anthropic["baseUrl"] == f"{sim.url}/anthropic" and anthropic["baseUrlFrom"] == "GATEWAY_ANTHROPIC_BASE_URL"
+    assert anthropic["simulator"] is False
+    assert "ANTHROPIC_API_KEY" in anthropic["msg"] and "GATEWAY_ANTHROPIC_BASE_URL" in anthropic["msg"]
+    unserved = [line for line in lines if line["logger"] == "gateway.providers" and "not configured" in line["msg"]]
+    assert len(unserved) == 1 and "openai (set OPENAI_API_KEY)" in unserved[0]["msg"]
+    assert not any("demo mode" in line["msg"] for line in lines)
+    assert PROVIDER_KEYS["anthropic"] not in stderr
+
+
+def test_demo_mode_says_so_and_that_the_simulator_serves_every_provider(sim):
+    lines, stderr = _start_up_lines(sim.url, GATEWAY_DEMO="1", OPENAI_API_KEY="", GEMINI_API_KEY="", GOOGLE_API_KEY="")
+    demo = [line for line in lines if "demo mode" in line["msg"]]
+    assert demo and demo[0]["level"] == "warning" and "simulator" in demo[0]["msg"]
+    for name in ("anthropic", "openai", "google", "compat"):
+        line = _provider_line(lines, name)
+        assert line["simulator"] is True and "simulator" in line["msg"], line
+        assert line["baseUrlFrom"] == "demo mode"
+    assert _provider_line(lines, "anthropic")["keyFrom"] == "ANTHROPIC_API_KEY"  # a key of its own, still simulated
+    assert _provider_line(lines, "openai")["keyFrom"] == "demo mode"
+    for secret in (PROVIDER_KEYS["anthropic"], "demo-openai-key", "demo-anthropic-key"):
+        assert secret not in stderr

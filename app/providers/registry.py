@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import logging
 import os
+from dataclasses import dataclass, field
 from typing import Callable
 
-from app.catalog import Catalog
+from app.catalog import Catalog, ProviderInfo
 from app.providers.anthropic import AnthropicProvider
 from app.providers.base import Provider
 from app.providers.google import GoogleProvider
@@ -25,22 +26,88 @@ ADAPTERS: dict[str, Callable[..., Provider]] = {
 }
 
 
-def build_providers(settings: Settings, catalog: Catalog) -> dict[str, Provider]:
-    """One SDK client per configured provider. A provider without a key is left out (requests get 404); one
-    whose catalog entry names no key variable (a local server) is active once its base URL is configured
+# The environment variables behind `Settings.provider_key` for the built-in providers.
+BUILTIN_KEY_ENV: dict[str, tuple[str, ...]] = {
+    "anthropic": ("ANTHROPIC_API_KEY",),
+    "openai": ("OPENAI_API_KEY",),
+    "google": ("GEMINI_API_KEY", "GOOGLE_API_KEY"),
+}
+DEMO = "demo mode"  # the source of what demo mode filled in (`app.main.demo_settings`)
+
+
+@dataclass(frozen=True)
+class ProviderSetup:
+    """Where a catalog provider's key and base URL come from, and whether it is served. Never shows the key."""
+
+    name: str
+    api: str
+    key: str | None = field(repr=False)
+    key_from: str | None  # the variable that held the key, `demo mode`, `settings`; None: no key
+    base_url: str | None
+    base_url_from: str  # `GATEWAY_<NAME>_BASE_URL`, `GATEWAY_BASE_URLS`, `demo mode`, `catalog`, `SDK default`
+    served: bool
+    missing: str | None  # what to set to serve it, when not served
+
+
+def provider_setups(settings: Settings, catalog: Catalog) -> list[ProviderSetup]:
+    """Every catalog provider with an adapter. A provider without a key is not served (requests get 404); one
+    whose catalog entry names no key variable (a local server) is served once its base URL is configured
     (`GATEWAY_<NAME>_BASE_URL`)."""
-    transport = TransportSettings(connect_timeout=settings.connect_timeout, total_timeout=settings.total_timeout)
-    providers: dict[str, Provider] = {}
+    setups = []
     for info in catalog.providers.values():
-        adapter = ADAPTERS.get(info.api)
-        if adapter is None:
+        if info.api not in ADAPTERS:
             log.warning("provider %s: api %s has no adapter here", info.name, info.api)
             continue
-        key = settings.provider_key(info.name) or next(
-            (os.environ[name] for name in info.key_env if os.environ.get(name)), None
-        )
-        base_url = settings.provider_base_url(info.name) or info.base_url
-        if not key and (info.key_env or not settings.provider_base_url(info.name)):
-            continue
-        providers[info.name] = adapter(info.name, key or "", base_url, transport, compat=info.compat)
+        key, key_from = _key(settings, info)
+        configured_url, url_from = _base_url(settings, info.name)
+        if info.key_env or key:
+            served = bool(key)
+            missing = None if served else "set " + " or ".join(info.key_env)
+        else:  # keyless: a local server
+            served = configured_url is not None
+            missing = None if served else f"set {_base_url_env(info.name)}"
+        base_url = configured_url or info.base_url
+        if configured_url is None:
+            url_from = "catalog" if info.base_url else "SDK default"
+        setups.append(ProviderSetup(info.name, info.api, key, key_from, base_url, url_from, served, missing))
+    return setups
+
+
+def _key(settings: Settings, info: ProviderInfo) -> tuple[str | None, str | None]:
+    key = settings.provider_key(info.name)
+    if key:
+        env = next((name for name in BUILTIN_KEY_ENV.get(info.name, ()) if os.environ.get(name) == key), None)
+        return key, env or (DEMO if settings.demo else "settings")
+    for name in info.key_env:
+        if os.environ.get(name):
+            return os.environ[name], name
+    return None, None
+
+
+def _base_url_env(name: str) -> str:
+    return "GATEWAY_" + name.upper().replace("-", "_").replace(".", "_") + "_BASE_URL"
+
+
+def _base_url(settings: Settings, name: str) -> tuple[str | None, str]:
+    """The configured base URL (None: none configured) and where it came from."""
+    url = settings.provider_base_url(name)
+    if url is None:
+        return None, ""
+    simulator = settings.simulator_url()
+    if simulator is not None and url.startswith(simulator):
+        return url, DEMO
+    env = _base_url_env(name)
+    if os.environ.get(env) == url:
+        return url, env
+    return url, "GATEWAY_BASE_URLS" if settings.base_urls.get(name) == url else env
+
+
+def build_providers(settings: Settings, catalog: Catalog) -> dict[str, Provider]:
+    """One SDK client per served provider (`provider_setups`)."""
+    transport = TransportSettings(connect_timeout=settings.connect_timeout, total_timeout=settings.total_timeout)
+    providers: dict[str, Provider] = {}
+    for setup in provider_setups(settings, catalog):
+        if setup.served:
+            info = catalog.providers[setup.name]
+            providers[setup.name] = ADAPTERS[setup.api](setup.name, setup.key or "", setup.base_url, transport, compat=info.compat)
     return providers
