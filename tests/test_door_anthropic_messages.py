@@ -32,7 +32,8 @@ TIME = {"name": "get_time", "description": "Current time", "input_schema": {"typ
 
 def client_for(gateway: Any, **kwargs: Any) -> anthropic.Anthropic:
     kwargs.setdefault("api_key", "unused-when-auth-is-off")
-    return anthropic.Anthropic(base_url=gateway.url, max_retries=0, timeout=30, **kwargs)
+    kwargs.setdefault("max_retries", 0)
+    return anthropic.Anthropic(base_url=gateway.url, timeout=30, **kwargs)
 
 
 @pytest.fixture(scope="module")
@@ -276,9 +277,17 @@ def test_refusal_and_truncation_are_errors(client, gateway, provider, scenario):
         with client.messages.stream(model=f"{provider}/{scenario}", max_tokens=100, messages=[user(marker())]) as stream:
             list(stream)
     assert says in caught.value.body["error"]["message"]
+    m = marker()
+    # With the SDK's default retries: a refusal (400) is not sent again; a truncated stream (502) would be.
+    retrying = client_for(gateway, max_retries=2) if scenario == "refusal" else client
     with pytest.raises(anthropic.APIStatusError) as created:
-        client.messages.create(model=f"{provider}/{scenario}", max_tokens=100, messages=[user(marker())])
-    assert created.value.status_code >= 400 and says in created.value.body["error"]["message"]
+        retrying.messages.create(model=f"{provider}/{scenario}", max_tokens=100, messages=[user(m)])
+    assert says in created.value.body["error"]["message"]
+    if scenario == "refusal":
+        assert created.value.status_code == 400 and created.value.body["error"]["type"] == "invalid_request_error"
+        assert len(gateway.sim.seen(m)) == 1, "a refusal is asked once"
+    else:
+        assert created.value.status_code == 502 and created.value.body["error"]["type"] == "api_error"
 
 
 @pytest.mark.parametrize("provider", PROVIDERS)

@@ -9,6 +9,7 @@ import pytest
 from app.contract.messages import AssistantMessage, ImageContent, TextContent, ThinkingContent, ToolCall, ToolResultMessage, UserMessage
 from app.contract.request import ToolChoiceTool
 from app.api.errors import ApiError
+from app.contract.failures import ErrorKind
 from app.doors.anthropic_messages.errors import refusal_body
 from app.doors.anthropic_messages.events import PING, MessagesEncoder, message_object
 from app.doors.anthropic_messages.request import decode
@@ -374,12 +375,17 @@ def test_message_object():
         (Failure.UPSTREAM, 502, (502, "api_error")),
     ],
 )
-def test_failed_turns_answer_with_a_status_and_type(failure, status, expected):
-    result = TurnResult("req_2", "error", {"errorMessage": "openai/x went wrong"}, status, failure)
+def test_failed_turns_answer_with_a_status_and_type(failure, status, expected, kind=None):
+    result = TurnResult("req_2", "error", {"errorMessage": "openai/x went wrong"}, status, failure, kind=kind)
     code, error = MessagesEncoder("req_2").complete(result)
     assert (code, error["error"]["type"]) == expected
     assert error == {"type": "error", "error": {"type": expected[1], "message": "openai/x went wrong"}, "request_id": "req_2"}
     assert MessagesEncoder("req_2").refuse(result) == (code, error)
+
+
+def test_a_refusal_is_a_400_that_no_sdk_retries():
+    test_failed_turns_answer_with_a_status_and_type(Failure.UPSTREAM, 502, (400, "invalid_request_error"), ErrorKind.REFUSAL)
+    test_failed_turns_answer_with_a_status_and_type(Failure.UPSTREAM, 502, (502, "api_error"), ErrorKind.TRUNCATED)
 
 
 def test_refusals_name_the_field_as_this_wire_does():

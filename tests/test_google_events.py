@@ -124,6 +124,10 @@ def test_every_other_finish_reason_is_an_error_even_after_a_call(reason):
     with pytest.raises(ProviderError) as info:
         t.end()
     assert info.value.message == f"stopped: finishReason={reason}: why"  # not "truncated"
+    # A safety stop is a refusal (typed, so doors can tell it from a vendor failure); the rest are stops the
+    # gateway cannot present as success.
+    refused = reason in ("SAFETY", "RECITATION", "BLOCKLIST", "PROHIBITED_CONTENT", "SPII")
+    assert info.value.kind == ("refusal" if refused else "stop_reason")
     with pytest.raises(ProviderError, match="stopped"):
         t.feed(chunk({"text": "late"}))  # a frame after it raises the same error
 

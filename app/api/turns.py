@@ -135,7 +135,8 @@ def turn_result(job: TurnJob) -> TurnResult:
     failure, status = _classify(job)
     last = job.attempts[-1] if job.attempts else None
     retry_after_ms = last.retry_after_ms if last is not None else None
-    return TurnResult(turn.request_id, outcome, message, status, failure, retry_after_ms)
+    kind = last.kind if last is not None else None
+    return TurnResult(turn.request_id, outcome, message, status, failure, retry_after_ms, kind)
 
 
 def _classify(job: TurnJob) -> tuple[Failure, int]:

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Literal, Mapping, Protocol
 
 from app.api.errors import ApiError
+from app.contract.failures import ErrorKind
 from app.contract.request import StreamRequest
 
 DoorName = Literal["unified", "pi", "openai-chat", "anthropic-messages"]  # records' `door`, the metrics' label
@@ -46,6 +47,7 @@ class TurnResult:
     status: int = 200
     failure: Failure | None = None
     retry_after_ms: int | None = None
+    kind: ErrorKind | None = None  # why the last upstream attempt failed, when one did (e.g. a refusal)
 
     @property
     def error_message(self) -> str:

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from app.api.errors import ApiError
+from app.contract.failures import ErrorKind
 from app.doors.base import Failure, TurnResult
 
 STATUS_TYPES = {
@@ -73,9 +74,13 @@ def refusal_body(error: ApiError) -> dict[str, Any]:
 
 def turn_error(result: TurnResult) -> tuple[int, dict[str, Any]]:
     """Status and body for a turn that ended in error. A vendor that rejected the request keeps its 4xx
-    status (no retry helps); an overloaded vendor is 529 as Anthropic's own; a gateway timeout is 504."""
+    status (no retry helps); a refusal or safety stop is a 400 too, the answer to this request's content
+    (a 5xx would have the SDKs send it again, twice by default); an overloaded vendor is 529 as Anthropic's
+    own; a gateway timeout is 504."""
     if result.failure in (Failure.INVALID_REQUEST, Failure.ABORTED):  # aborted: the client is gone anyway
         status = result.status
+    elif result.failure is Failure.UPSTREAM and result.kind is ErrorKind.REFUSAL:
+        status = 400
     else:
         status = FAILURE_STATUS.get(result.failure, 502) if result.failure else 502
     return status, error_body(error_type(status), result.error_message or "error", result.request_id)

@@ -29,6 +29,8 @@ from typing import Any
 from app.providers.base import ProviderError
 
 FINISH_REASONS = {"STOP": "stop", "MAX_TOKENS": "length"}
+# Finish reasons that are safety stops: a refusal. Any other unmapped one is a stop that cannot be success.
+SAFETY_REASONS = frozenset({"SAFETY", "RECITATION", "BLOCKLIST", "PROHIBITED_CONTENT", "SPII", "IMAGE_SAFETY"})
 
 
 def _get(obj: Any, snake: str, camel: str | None = None) -> Any:
@@ -166,6 +168,7 @@ class GoogleTranslator:
         mapped = FINISH_REASONS.get(reason)
         if mapped is None:
             detail = f": {message}" if message else ""
-            self._failure = ProviderError(f"stopped: finishReason={reason}{detail}", kind="finish_reason")
+            kind = "refusal" if reason in SAFETY_REASONS else "stop_reason"
+            self._failure = ProviderError(f"stopped: finishReason={reason}{detail}", kind=kind)
             return []
         return [*self._close(), {"type": "finish", "reason": mapped}]
