@@ -349,6 +349,9 @@ BAD_INPUT = [
     ("server tool", dict(tools=[{"type": "web_search_20250305", "name": "web_search"}]), anthropic.BadRequestError, "tools.0.type"),
     ("prefill", dict(messages=[user("{m}"), {"role": "assistant", "content": "The answer is ("}]), anthropic.BadRequestError, "messages.1.role"),
     ("top_k", dict(extra_body={"top_k": 5}), anthropic.BadRequestError, "top_k"),
+    ("tool_use input not an object", dict(messages=[user("{m}"), {"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_z", "name": "get_weather", "input": '{"city": "Paris"'}]}, user("next")]), anthropic.BadRequestError, "messages.1.content.0.input"),
+    ("stop sequences on a vendor without them", dict(model="openai/text", stop_sequences=["END"]), anthropic.BadRequestError, "stop_sequences: "),
+    ("forced tool while thinking", dict(tools=[WEATHER], tool_choice={"type": "tool", "name": "get_weather"}, thinking={"type": "enabled", "budget_tokens": 1024}, max_tokens=2000), anthropic.BadRequestError, "tool_choice: "),
     ("unknown model", dict(model="nosuchprovider/x"), anthropic.NotFoundError, "nosuchprovider"),
     ("bare unknown model", dict(model="no-such-model"), anthropic.NotFoundError, "model"),
 ]
