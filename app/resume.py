@@ -315,13 +315,12 @@ class ResumeHub:
 
     async def _refresh_resumed(self, job: TurnJob, final: bool = False) -> bool:
         """Update `job.resumed` from Redis; True when a reader on another replica is attached."""
-        stream = self.local.get(job.turn.request_id)
         if self.redis is None:
             return False
         try:
             resumes, reader = await asyncio.wait_for(self.redis.status(job.turn.request_id), self.timeout)
-        except Exception as exc:
-            log.warning("resume status of %s unavailable (%s)", job.turn.request_id, type(exc).__name__)
+        except Exception as exc:  # polled several times a second: the mirror already logged that Redis fails
+            log.debug("resume status of %s unavailable (%s)", job.turn.request_id, type(exc).__name__)
             return False
         changed = resumes > job.resumed
         job.resumed = max(job.resumed, resumes)
@@ -333,10 +332,12 @@ class ResumeHub:
         loop = asyncio.get_running_loop()
         loop.call_later(self.ttl_s, lambda: self.local.pop(stream.request_id, None) if self.local.get(stream.request_id) is stream else None)
 
-    def _spawn(self, coro, name: str) -> None:
+    def _spawn(self, coro, name: str) -> asyncio.Task:
+        """A background task of the hub (cancelled by `aclose`)."""
         task = asyncio.get_running_loop().create_task(coro, name=name)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
+        return task
 
     # ------------------------------------------------------------------ resuming
 
@@ -441,7 +442,7 @@ class _Mirror:
         self.finished = False
         self.wakeup = asyncio.Event()
         self.failed = False
-        self.task = asyncio.get_running_loop().create_task(self._run(), name=f"resume-mirror-{stream.request_id}")
+        self.task = hub._spawn(self._run(), f"resume-mirror-{stream.request_id}")
 
     def add(self, frame: Frame) -> None:
         self.pending.append(frame)
