@@ -41,7 +41,8 @@ PROSE_PATHS: tuple[tuple[str, ...], ...] = (
     ("messages", ANY_INDEX, "content", ANY_INDEX, "text"),
 )
 REASONING_EFFORTS = ("minimal", "low", "medium", "high", "xhigh")
-MAX_STOP = 16
+MAX_STOP, MAX_STOP_LENGTH = 16, 1000
+MAX_TOKENS = 1_000_000
 _DATA_URL = re.compile(r"^data:(image/[A-Za-z0-9.+-]+);base64,(.*)$", re.S)
 
 
@@ -132,6 +133,13 @@ PARAMETERS: dict[str, Callable[[str, Any], None] | None] = {
 
 
 def decode(body: dict[str, Any], headers: Mapping[str, str]) -> ChatRequest:
+    try:
+        return _decode(body)
+    except ValidationError as exc:  # a limit of the unified request the checks here did not name first
+        raise _validation(exc) from None
+
+
+def _decode(body: dict[str, Any]) -> ChatRequest:
     for key, value in body.items():
         if key not in PARAMETERS:
             raise invalid(key, "unrecognized request argument")
@@ -160,14 +168,9 @@ def decode(body: dict[str, Any], headers: Mapping[str, str]) -> ChatRequest:
     tools = _tools(body.get("tools"))
     system, messages = _messages(body.get("messages"))
     options = _options(body, tools)
-    try:
-        unified = StreamRequest(
-            model=model,
-            context=Context(system_prompt=system, messages=messages, tools=tools or None),
-            options=options,
-        )
-    except ValidationError as exc:
-        raise _validation(exc) from None
+    unified = StreamRequest(
+        model=model, context=Context(system_prompt=system, messages=messages, tools=tools or None), options=options
+    )
     return ChatRequest(unified=unified, stream=stream, include_usage=include_usage, client_model=model)
 
 
@@ -196,14 +199,14 @@ def _number(body: dict[str, Any], key: str, low: float, high: float) -> float | 
     return float(value)
 
 
-def _int(body: dict[str, Any], key: str) -> int | None:
+def _int(body: dict[str, Any], key: str, high: int = MAX_TOKENS) -> int | None:
     value = body.get(key)
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, int):
         raise invalid(key, "must be an integer")
-    if value < 1:
-        raise invalid(key, "must be at least 1")
+    if not 1 <= value <= high:
+        raise invalid(key, f"must be between 1 and {high}")
     return value
 
 
@@ -263,8 +266,8 @@ def _stop(value: Any) -> list[str] | None:
     if value is None:
         return None
     items = [value] if isinstance(value, str) else value
-    if not isinstance(items, list) or not all(isinstance(s, str) and s for s in items):
-        raise invalid("stop", "must be a non-empty string or a list of non-empty strings")
+    if not isinstance(items, list) or not all(isinstance(s, str) and 0 < len(s) <= MAX_STOP_LENGTH for s in items):
+        raise invalid("stop", f"must be a string or a list of strings of 1-{MAX_STOP_LENGTH} characters")
     if len(items) > MAX_STOP:
         raise invalid("stop", f"at most {MAX_STOP} stop sequences")
     return items or None
