@@ -173,6 +173,7 @@ def test_leading_system_messages_join_the_system_prompt_and_unknown_fields_are_i
             system="One.",
             messages=[{"role": "system", "content": "Two."}, {"role": "user", "content": "Hi"}],
             service_tier="auto",
+            context_management={"edits": [{"type": "clear_tool_uses_20250919"}]},
             cache_control={"type": "ephemeral"},
             something_new={"x": 1},
         )

@@ -47,8 +47,10 @@ UNSUPPORTED_FIELDS = {
     "top_k": "top_k is not supported by the gateway (not every vendor has it)",
     "container": "code-execution containers are Anthropic server features the gateway does not offer",
     "mcp_servers": "MCP servers are an Anthropic server feature the gateway does not offer",
-    "context_management": "server-side context management is not supported by the gateway",
 }
+# Accepted and ignored (docs/doors/anthropic-messages.md): `context_management` asks Anthropic to clear old tool
+# results or thinking once a context grows past a trigger; the gateway sends every request whole (coding agents
+# such as Claude Code send it, and refusing it would shut them out).
 
 
 def _fail(path: str, problem: str) -> NoReturn:
