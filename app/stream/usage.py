@@ -1,7 +1,14 @@
-"""Usage arithmetic: `totalTokens` is the sum of the four counts, cost is tokens × catalog price per million."""
+"""Usage arithmetic: `totalTokens` is the sum of the four counts, cost is tokens × catalog price per million.
+
+Costs are computed in decimal from the prices as the catalog writes them (`0.3`, not the binary float
+0.29999999999999998…), so each cost is the exact product and `total` the exact sum, and the floats sent out
+are the nearest ones to those (`0.00018`, never `0.00017999999999999998`).
+"""
 
 from __future__ import annotations
 
+from decimal import Decimal
+from functools import lru_cache
 from typing import Any
 
 from app.catalog import Pricing
@@ -25,18 +32,24 @@ def priced_usage(tokens: dict[str, Any], pricing: Pricing | None) -> dict[str, A
     usage = new_usage()
     cost = usage["cost"]
     total_tokens = 0
-    total_cost = 0.0
+    total_cost = Decimal(0)
     for kind in _KINDS:
         count = max(0, int(tokens.get(kind) or 0))
         usage[kind] = count
         total_tokens += count
         if pricing is not None:
-            amount = count * getattr(pricing, _PRICE_FIELD[kind]) / 1_000_000
-            cost[kind] = amount
+            amount = count * _per_token(getattr(pricing, _PRICE_FIELD[kind]))
+            cost[kind] = float(amount)
             total_cost += amount
     usage["totalTokens"] = total_tokens
-    cost["total"] = total_cost
+    cost["total"] = float(total_cost)
     return usage
+
+
+@lru_cache(maxsize=1024)
+def _per_token(price_per_million: float) -> Decimal:
+    """A catalog price per million tokens as the exact decimal it was written as, per token."""
+    return Decimal(repr(price_per_million)).scaleb(-6)
 
 
 _PRICE_FIELD = {"input": "input", "output": "output", "cacheRead": "cache_read", "cacheWrite": "cache_write"}
