@@ -8,6 +8,7 @@ the gateway cannot honour for every vendor it fronts (server tools, URL images, 
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Mapping, NoReturn
 
 from pydantic import ValidationError
@@ -26,7 +27,7 @@ from app.contract.messages import (
 )
 from app.api.errors import ApiError
 from app.contract.request import Reasoning, StreamOptions, StreamRequest, ToolChoiceTool
-from app.doors.anthropic_messages.signatures import Origin, unwrap
+from app.doors.anthropic_messages.signatures import Origin, Unwrapped, unwrap
 from app.doors.base import DoorRequest
 
 IMAGE_TYPES = frozenset({"image/jpeg", "image/png", "image/gif", "image/webp"})
@@ -214,7 +215,7 @@ class _Conversation:
             self.messages.append(AssistantMessage(content=[TextContent(text=content)], stop_reason="stop"))
             return
         origin: Origin | None = None
-        blocks: list[TextContent | ThinkingContent | ToolCall | tuple[str, Any]] = []
+        blocks: list[TextContent | ToolCall | _Thinking] = []
         for index, block in enumerate(_list(content, path)):
             where = f"{path}.{index}"
             kind = _block_type(block, where)
@@ -235,12 +236,12 @@ class _Conversation:
                 if signed is not None and origin is None:
                     origin = signed.origin
                 text = _string(block.get("thinking"), f"{where}.thinking") if kind == "thinking" else ""
-                blocks.append((kind, (text, signed)))
+                blocks.append(_Thinking(kind == "redacted_thinking", text, signed))
             else:
                 _fail(f"{where}.type", f"{kind!r} blocks are not supported in an assistant message")
         self.messages.append(
             AssistantMessage(
-                content=[b for b in (_thinking(b, origin) if isinstance(b, tuple) else b for b in blocks) if b is not None],
+                content=[b for b in (b.block(origin) if isinstance(b, _Thinking) else b for b in blocks) if b is not None],
                 provider=origin.provider if origin else None,
                 api=origin.api if origin else None,
                 model=origin.model if origin else None,
@@ -249,15 +250,23 @@ class _Conversation:
         )
 
 
-def _thinking(block: tuple[str, Any], origin: Origin | None) -> ThinkingContent | None:
-    """A thinking block keeps its vendor signature only when it comes from the message's origin; redacted
-    thinking from anywhere else cannot be replayed to anyone and is left out."""
-    kind, (text, signed) = block
-    own = signed is not None and signed.origin == origin
-    signature = signed.signature if own and signed.signature else None
-    if kind == "redacted_thinking":
-        return ThinkingContent(thinking="", thinking_signature=signature, redacted=True) if signature else None
-    return ThinkingContent(thinking=text, thinking_signature=signature)
+@dataclass(frozen=True, slots=True)
+class _Thinking:
+    """A thinking or redacted_thinking block as the client sent it; its fate depends on the message's origin
+    (the first origin-wrapped signature in the message), known once the whole message is read."""
+
+    redacted: bool
+    text: str
+    signed: Unwrapped | None
+
+    def block(self, origin: Origin | None) -> ThinkingContent | None:
+        """The vendor signature stays only when it comes from the message's origin; redacted thinking from
+        anywhere else cannot be replayed to anyone and is left out."""
+        own = self.signed is not None and self.signed.origin == origin
+        signature = self.signed.signature if own and self.signed.signature else None
+        if self.redacted:
+            return ThinkingContent(thinking="", thinking_signature=signature, redacted=True) if signature else None
+        return ThinkingContent(thinking=self.text, thinking_signature=signature)
 
 
 def _system_text(value: Any, path: str) -> str:
