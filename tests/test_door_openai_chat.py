@@ -249,6 +249,7 @@ def test_failure_after_the_start_raises_mid_stream(gw, client, vendor, scenario,
     assert all(c.choices[0].finish_reason is None for c in chunks if c.choices)  # never a successful end
     rec = record(gw, request_id_of(chunks[0].id))
     assert rec["outcome"] == "error" and rec["door"] == "openai-chat"
+    assert raised.value.body["type"] == "server_error" and raised.value.body["code"] == "upstream_error"
     with pytest.raises(openai.APIStatusError) as raised:
         client.chat.completions.create(model=f"{vendor}/{scenario}", messages=user(marker()))
     assert raised.value.status_code == 502
@@ -431,6 +432,12 @@ def test_a_timeout_before_the_start_is_504(gateway_factory):
             client.chat.completions.create(model="anthropic/hang", messages=user(marker()), stream=stream)
         assert raised.value.status_code == 504
         assert raised.value.body["type"] == "timeout_error" and "timeout fired after 0.5s" in raised.value.body["message"]
+    # After the start, the error line is typed the same way.
+    with pytest.raises(openai.APIError) as raised:
+        for _ in client.chat.completions.create(model="anthropic/hang-mid-stream", messages=user(marker()), stream=True):
+            pass
+    assert not isinstance(raised.value, openai.APIStatusError)
+    assert raised.value.body["type"] == "timeout_error" and raised.value.body["code"] == "timeout"
 
 
 def test_parameters_at_their_defaults_are_accepted(gw, client):

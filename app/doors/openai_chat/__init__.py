@@ -5,8 +5,8 @@ from app.doors.openai_chat.events import ChatEncoder
 from app.doors.openai_chat.request import PROSE_PATHS, ChatRequest, decode, error_body
 
 
-def _encoder(request_id: str, request: ChatRequest, _turn: TurnView) -> ChatEncoder:
-    return ChatEncoder(request_id, request.client_model, request.include_usage)
+def _encoder(request_id: str, request: ChatRequest, turn: TurnView) -> ChatEncoder:
+    return ChatEncoder(request_id, request.client_model, request.include_usage, turn)
 
 
 DOOR = Door(name="openai-chat", decode=decode, encoder=_encoder, error_body=error_body, prose_paths=PROSE_PATHS)

@@ -25,7 +25,7 @@ from typing import Any
 
 import orjson
 
-from app.doors.base import Failure, TurnResult
+from app.doors.base import Failure, TurnResult, TurnView
 
 DONE = b"data: [DONE]\n\n"
 PING = b": ping\n\n"
@@ -69,15 +69,21 @@ class ChatEncoder:
     # that fails at once: the SDKs raise their status-specific error types (and retry where they would).
     hold_until_start = True
 
-    __slots__ = ("completion_id", "created", "model", "include_usage", "_head", "_tail", "_tool_index", "_usage_null")
+    __slots__ = (
+        "completion_id", "created", "model", "include_usage", "_head", "_tail", "_tool_index", "_usage_null", "_turn"
+    )
 
-    def __init__(self, request_id: str, client_model: str, include_usage: bool = False) -> None:
+    def __init__(
+        self, request_id: str, client_model: str, include_usage: bool = False, turn: TurnView | None = None
+    ) -> None:
+        """`turn`: the running turn, read once it has settled to type an error line by what ended it."""
         self.completion_id = f"chatcmpl-{request_id}"
         self.created = int(time.time())
         self.model = client_model
         self.include_usage = include_usage
         self._tool_index: dict[int, int] = {}  # contentIndex → tool call index
         self._usage_null = b',"usage":null' if include_usage else b""
+        self._turn = turn
         self._set_frame()
 
     def _set_frame(self) -> None:
@@ -111,9 +117,11 @@ class ChatEncoder:
         if kind == "done":
             return self._finish(event)
         if kind == "error":
-            error = {"message": event.get("errorMessage") or "", "type": "server_error", "param": None,
-                     "code": "client_disconnected" if event.get("reason") == "aborted" else "upstream_error"}  # fmt: skip
-            return b"data: " + orjson.dumps({"error": error}) + b"\n\n"
+            # Typed as the HTTP error before the start would be (timeout_error, rate_limit_error, …).
+            failure = self._turn.result().failure if self._turn is not None else None
+            if failure is None and event.get("reason") == "aborted":
+                failure = Failure.ABORTED
+            return b"data: " + orjson.dumps({"error": error_of(failure, event.get("errorMessage") or "")}) + b"\n\n"
         return b""  # block starts and ends: the deltas carry everything
 
     def _finish(self, event: dict[str, Any]) -> bytes:
