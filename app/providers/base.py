@@ -21,7 +21,9 @@ from __future__ import annotations
 
 import asyncio
 import email.utils
+import html
 import json
+import re
 import time
 from typing import Any, AsyncIterator, Callable, Awaitable, Mapping, Protocol, TypeVar
 
@@ -98,18 +100,42 @@ class Provider(Protocol):
 
 
 def error_detail(body: Any) -> str:
-    """`<error type or code>: <message>` from a vendor's JSON error body, whatever shape it came in."""
+    """`<error type or code>: <message>` from a vendor's JSON error body, whatever shape it came in; a body
+    that is not JSON (an HTML error page, plain text) becomes `error_text` of it."""
     if isinstance(body, str):
         try:
             body = json.loads(body)
         except ValueError:
-            return body[:500]
+            return error_text(body)
     if isinstance(body, dict):
         error = body.get("error", body)
         if isinstance(error, dict):
             kind = error.get("type") or error.get("code") or "error"
             return f"{kind}: {error.get('message') or ''}".strip()
-    return str(body)[:500] if body else "no error details"
+    return error_text(str(body)) if body else "no error details"
+
+
+ERROR_TEXT_MAX = 200
+_HTML_START = re.compile(r"\s*<(?:!doctype|html|head|body|\?xml|!--|title)\b", re.I)
+_TITLE = re.compile(r"<title\b[^>]*>(.*?)</title\s*>", re.I | re.S)
+_HIDDEN = re.compile(r"<(script|style|head)\b.*?</\1\s*>|<!--.*?-->", re.I | re.S)
+_TAG = re.compile(r"<[^>]*>")
+_SPACE = re.compile(r"\s+")
+
+
+def error_text(text: str, limit: int = ERROR_TEXT_MAX) -> str:
+    """A short clean message from an error body that is not JSON: an HTML page (a proxy's or a vendor's
+    error page) gives its title, else its first visible text; any text is unescaped, its whitespace collapsed
+    to single spaces, and cut to `limit` characters."""
+    if _HTML_START.match(text):
+        title = _TITLE.search(text)
+        text = title.group(1) if title and _TAG.sub("", title.group(1)).strip() else _TAG.sub(" ", _HIDDEN.sub(" ", text))
+        text = _TAG.sub(" ", text)
+        text = html.unescape(text)
+    text = _SPACE.sub(" ", text).strip()
+    if len(text) > limit:
+        text = text[: limit - 1].rstrip() + "…"
+    return text or "no error details"
 
 
 def retry_after_ms(headers: Mapping[str, str] | None, now: float | None = None) -> int | None:

@@ -26,7 +26,7 @@ from google.genai import types
 from app.catalog import ModelInfo
 from app.contract.messages import Context
 from app.contract.request import StreamOptions
-from app.providers.base import RETRYABLE_STATUS, ProviderError, Upstream, build_off_loop, retry_after_ms
+from app.providers.base import RETRYABLE_STATUS, ProviderError, Upstream, build_off_loop, error_text, retry_after_ms
 from app.providers.google.events import GoogleTranslator
 from app.providers.google.request import API, build_request, check_request
 from app.providers.transport import TransportSettings, http_client, transport_error
@@ -90,7 +90,10 @@ class GoogleProvider:
 
     def error(self, exc: BaseException) -> ProviderError | None:
         if isinstance(exc, genai_errors.APIError):
-            detail = f"{exc.status or 'error'}: {exc.message or 'no error details'}"
+            message = exc.message or "no error details"
+            if not (isinstance(exc.details, dict) and "error" in exc.details):  # the body was not JSON: raw text
+                message = error_text(message)
+            detail = f"{exc.status or 'error'}: {message}"
             http_status = getattr(exc.response, "status_code", None)
             if http_status is not None and http_status != 200:
                 headers = getattr(exc.response, "headers", None)
