@@ -26,14 +26,21 @@ NPM = shutil.which("npm")
 COMPLETION_ID = "chatcmpl-req_[0-9a-f]{28}"
 
 
+REQUIRED = os.environ.get("GATEWAY_TEST_NODE") == "required"  # CI (.ci/run): a missing node fails, never skips
+
+
+def _missing(reason: str) -> None:
+    (pytest.fail if REQUIRED else pytest.skip)(reason)
+
+
 @pytest.fixture(scope="session")
 def js_sdks() -> Path:
     """examples/js with its pinned SDKs installed (`make test` installs them; `npm ci` here when missing)."""
     if NODE is None:
-        pytest.skip("node is not installed")
+        _missing("node is not installed")
     if not (JS / "node_modules" / "openai").is_dir():
         if NPM is None:
-            pytest.skip("npm is not installed: run `npm ci --prefix examples/js`")
+            _missing("npm is not installed: run `npm ci --prefix examples/js`")
         subprocess.run([NPM, "ci", "--prefix", str(JS), "--no-audit", "--no-fund", "--loglevel=error"], check=True, timeout=300)
     return JS
 
