@@ -27,6 +27,7 @@ import re
 import time
 from typing import Any, AsyncIterator, Callable, Awaitable, Mapping, Protocol, TypeVar
 
+from app.contract.failures import ErrorKind
 from app.contract.messages import Context
 from app.contract.request import StreamOptions
 from app.catalog import ModelInfo
@@ -38,7 +39,8 @@ RETRYABLE_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504, 529})
 class ProviderError(Exception):
     """An upstream failure, phrased without the provider/model prefix (the dispatcher adds it).
 
-    `retryable` says whether another attempt may help (only used before content reached the client).
+    `retryable` says whether another attempt may help (only used before content reached the client);
+    `kind` says what failed (`app.contract.failures.ErrorKind`), which the attempt records.
     """
 
     def __init__(
@@ -48,7 +50,7 @@ class ProviderError(Exception):
         status: int | None = None,
         retry_after_ms: int | None = None,
         retryable: bool = False,
-        kind: str = "upstream",
+        kind: ErrorKind | str = ErrorKind.UPSTREAM,
     ) -> None:
         super().__init__(message)
         self.message = message

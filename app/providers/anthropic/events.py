@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from app.contract.failures import ErrorKind
 from app.providers.base import ProviderError
 
 STOP_REASONS = {
@@ -76,7 +77,7 @@ class AnthropicTranslator:
 
     def end(self) -> list[dict[str, Any]]:
         if not self.finished:
-            raise ProviderError("stream ended before message_stop (truncated)", retryable=True, kind="truncated")
+            raise ProviderError("stream ended before message_stop (truncated)", retryable=True, kind=ErrorKind.TRUNCATED)
         return []
 
     def _usage(self, usage: Any) -> list[dict[str, Any]]:
@@ -156,8 +157,8 @@ class AnthropicTranslator:
         self.finished = True
         reason = self.stop_reason
         if reason in REFUSALS:
-            raise ProviderError(f"refused: stop_reason={reason}", kind="refusal")
+            raise ProviderError(f"refused: stop_reason={reason}", kind=ErrorKind.REFUSAL)
         mapped = STOP_REASONS.get(reason or "end_turn")
         if mapped is None:
-            raise ProviderError(f"ended with an unknown stop_reason={reason}", kind="stop_reason")
+            raise ProviderError(f"ended with an unknown stop_reason={reason}", kind=ErrorKind.STOP_REASON)
         return [{"type": "finish", "reason": mapped}]

@@ -26,6 +26,7 @@ import json
 import secrets
 from typing import Any
 
+from app.contract.failures import ErrorKind
 from app.providers.base import ProviderError
 
 FINISH_REASONS = {"STOP": "stop", "MAX_TOKENS": "length"}
@@ -88,14 +89,14 @@ class GoogleTranslator:
             block = _enum(_get(_get(wire, "prompt_feedback", "promptFeedback"), "block_reason", "blockReason"))
             if block:
                 self.finished = True
-                raise ProviderError(f"blocked the prompt: blockReason={block}", kind="refusal")
+                raise ProviderError(f"blocked the prompt: blockReason={block}", kind=ErrorKind.REFUSAL)
         return events
 
     def end(self) -> list[dict[str, Any]]:
         if self._failure is not None:
             raise self._failure
         if not self.finished:
-            raise ProviderError("stream ended without a finishReason (truncated)", retryable=True, kind="truncated")
+            raise ProviderError("stream ended without a finishReason (truncated)", retryable=True, kind=ErrorKind.TRUNCATED)
         return []
 
     # ------------------------------------------------------------------ parts
@@ -168,7 +169,7 @@ class GoogleTranslator:
         mapped = FINISH_REASONS.get(reason)
         if mapped is None:
             detail = f": {message}" if message else ""
-            kind = "refusal" if reason in SAFETY_REASONS else "stop_reason"
+            kind = ErrorKind.REFUSAL if reason in SAFETY_REASONS else ErrorKind.STOP_REASON
             self._failure = ProviderError(f"stopped: finishReason={reason}{detail}", kind=kind)
             return []
         return [*self._close(), {"type": "finish", "reason": mapped}]

@@ -28,6 +28,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from app.contract.failures import ErrorKind
 from app.providers.base import ProviderError
 from app.stream.text import valid_text
 
@@ -94,7 +95,7 @@ class OpenAIResponsesTranslator:
             self._raise_pending()
         if not self.finished:
             raise ProviderError(
-                "stream ended before response.completed (truncated)", retryable=True, kind="truncated"
+                "stream ended before response.completed (truncated)", retryable=True, kind=ErrorKind.TRUNCATED
             )
         return []
 
@@ -275,7 +276,7 @@ class OpenAIResponsesTranslator:
     def _completed(self, wire: Any) -> list[dict[str, Any]]:
         events = self._terminal(wire)
         if self.refused:
-            self._pending = ProviderError("refused: the response is a refusal", kind="refusal")
+            self._pending = ProviderError("refused: the response is a refusal", kind=ErrorKind.REFUSAL)
             return events
         return events + [{"type": "finish", "reason": "stop"}]
 
@@ -285,11 +286,11 @@ class OpenAIResponsesTranslator:
         if reason == "max_output_tokens" and not self.refused:
             return events + [{"type": "finish", "reason": "length"}]
         if reason == "content_filter":
-            self._pending = ProviderError("stopped by the content filter: incomplete reason=content_filter", kind="refusal")
+            self._pending = ProviderError("stopped by the content filter: incomplete reason=content_filter", kind=ErrorKind.REFUSAL)
         elif self.refused:
-            self._pending = ProviderError(f"refused: the response is a refusal (incomplete reason={reason})", kind="refusal")
+            self._pending = ProviderError(f"refused: the response is a refusal (incomplete reason={reason})", kind=ErrorKind.REFUSAL)
         else:
-            self._pending = ProviderError(f"response incomplete: reason={reason}", kind="stop_reason")
+            self._pending = ProviderError(f"response incomplete: reason={reason}", kind=ErrorKind.STOP_REASON)
         return events
 
     def _failed(self, wire: Any) -> list[dict[str, Any]]:
@@ -301,7 +302,7 @@ class OpenAIResponsesTranslator:
             detail = f"status={_get(response, 'status') or 'failed'} (no error details)"
         else:
             detail = f"{code or 'error'}: {message or ''}".strip()
-        raise ProviderError(f"response failed: {detail}", retryable=_retryable(code), kind="failed")
+        raise ProviderError(f"response failed: {detail}", retryable=_retryable(code), kind=ErrorKind.UPSTREAM)
 
     def _error(self, wire: Any) -> list[dict[str, Any]]:
         error = _get(wire, "error")  # the Responses `error` event is flat; some senders nest an `error` object
