@@ -1,5 +1,5 @@
 """`POST /v1/messages` with the official `anthropic` SDK, as an application would use it, over loopback against
-the gateway in front of the simulator, with each upstream vendor behind it.
+the gateway in front of the simulator, with each upstream vendor behind it (and `compat`, a Chat Completions server).
 
 Covers the conformance scenarios through this door (text, thinking, parallel fragmented tool calls, malformed
 tool JSON, vendor errors before and after the start, refusal, truncation, usage, cancellation), the signed
@@ -21,7 +21,7 @@ from app.doors.anthropic_messages.signatures import unwrap
 from tests.conformance import parse_sse
 from tests.conftest import marker
 
-PROVIDERS = ["anthropic", "openai", "google"]
+PROVIDERS = ["anthropic", "openai", "google", "compat"]  # compat: a keyless openai-completions provider (tests/catalog.json)
 WEATHER = {
     "name": "get_weather",
     "description": "Current weather for a city",
@@ -149,7 +149,7 @@ def test_signed_thinking_round_trips_on_the_same_model(client, gateway, provider
     assert "gw1." not in upstream, "the door's wrapper never reaches a vendor"
 
 
-@pytest.mark.parametrize("provider", ["openai", "google"])
+@pytest.mark.parametrize("provider", ["openai", "google", "compat"])
 def test_thinking_is_never_sent_to_another_vendor_as_a_signature(client, gateway, provider):
     first_prompt, second_prompt = marker(), marker()
     first = client.messages.create(**thinking_request("anthropic/thinking", first_prompt))
@@ -219,7 +219,8 @@ def test_create_with_tools_and_tool_choice(client, gateway, provider):
 
 
 # Gemini reports a call it could not form itself, as finishReason MALFORMED_FUNCTION_CALL.
-MALFORMED = {"anthropic": "arguments are not valid JSON", "openai": "arguments are not valid JSON", "google": "MALFORMED_FUNCTION_CALL"}
+MALFORMED = {"anthropic": "arguments are not valid JSON", "openai": "arguments are not valid JSON", "google": "MALFORMED_FUNCTION_CALL",
+             "compat": "arguments are not valid JSON"}
 
 
 @pytest.mark.parametrize("provider", PROVIDERS)
@@ -266,7 +267,7 @@ def test_vendor_error_after_the_start_is_an_error_event(client, gateway, provide
 
 
 # What each vendor's refusal says (Gemini's is a safety stop).
-REFUSED = {"anthropic": "refused", "openai": "refused", "google": "finishReason=SAFETY"}
+REFUSED = {"anthropic": "refused", "openai": "refused", "google": "finishReason=SAFETY", "compat": "refus"}
 
 
 @pytest.mark.parametrize("provider", PROVIDERS)
