@@ -106,6 +106,11 @@ def test_another_key_gets_404_on_any_replica(pair):
         refused = resume(proc.url, request_id, BETA, "3")
         assert refused.status_code == 404 and refused.json()["error"]["type"] == "not_found"
     assert resume(b.url, "req_unknown0000", ALPHA, None).status_code == 404
+    plain = httpx.post(f"{a.url}/v1/stream", json=turn("anthropic/text"), headers=ALPHA, timeout=30)
+    assert plain.status_code == 200
+    plain_id = plain.headers["x-request-id"]
+    record(a.url, plain_id, lambda r: r["outcome"] == "done" and r["resumable"] is False)
+    assert resume(b.url, plain_id, ALPHA, None).status_code == 404  # it never asked to be resumable
     events = check_frames(head + parse_sse(resume(b.url, request_id, ALPHA, "3").text))
     assert events[-1]["type"] == "done"
 

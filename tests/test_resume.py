@@ -44,7 +44,7 @@ def test_disconnect_and_resume_gives_the_whole_stream_once(gw):
     job = gw.job(request_id)
     assert job.turn.outcome == "done" and job.resumed == 1 and not job.client_disconnected
     record = gw.http.get(f"/v1/requests/{request_id}", headers=ALPHA).json()
-    assert record["resumed"] == 1 and record["outcome"] == "done"
+    assert record["resumed"] == 1 and record["resumable"] is True and record["outcome"] == "done"
     assert "gateway_resumptions_total 1.0" in gw.http.get("/metrics").text
 
     # A finished stream can be read again from the start (no Last-Event-ID) and after its last event.

@@ -93,8 +93,9 @@ async def resume_stream(request: Request, request_id: str) -> Response:
     try:
         frames = await gateway.resume.resume(request_id, key_id, after)
     except NotInStore as lost:
-        if await gateway.ledger.get(request_id, key_id) is None:
-            frames = None
+        record = await gateway.ledger.get(request_id, key_id)
+        if record is None or not record.get("resumable"):
+            frames = None  # no such request for this key, or one that did not ask to be resumable
         else:
             raise EventsLost(f"request {request_id} cannot be resumed: {lost.message}") from None
     except EventsLost as lost:

@@ -41,12 +41,15 @@ async def serve(request: Request, door: Door, *, stream: bool | None = None) -> 
     except Refusal as refusal:
         error = refusal_error(refusal)
         return json_response(door.error_body(error), error.status, error.headers)
+    streaming = decoded.stream if stream is None else stream
+    # Before the turn's task first runs: its open record already says so.
+    job.resumable = streaming and (decoded.unified.options.resumable or asks_resumable(request.headers))
     # Let the turn's task run to its first wait, which sends the upstream request, before this request's
     # response is set up: the vendor starts working (and the time to first token runs) a little sooner.
     await asyncio.sleep(0)
     encoder = door.encoder(request_id, decoded, JobView(job))
     headers = {"X-Request-Id": request_id}
-    if not (decoded.stream if stream is None else stream):
+    if not streaming:
         return await _complete(job, encoder, request, headers)
     first = None
     if encoder.hold_until_start:
@@ -62,7 +65,7 @@ async def serve(request: Request, door: Door, *, stream: bool | None = None) -> 
             if refused is not None:
                 status, body = refused
                 return json_response(body, status, {**headers, **turn_result(job).retry_headers()})
-    if decoded.unified.options.resumable or asks_resumable(request.headers):
+    if job.resumable:
         return resumable_response(gateway, job, encoder, headers, first=first, add_ids=door.name != "unified")
     return event_stream_response(
         job,

@@ -93,6 +93,7 @@ def build_record(job: "TurnJob", *, settled_at: int | None, retain_content: bool
         "eventsSent": turn.events_sent,
         "lateFramesDropped": turn.late_frames,
         "clientDisconnected": job.client_disconnected,
+        "resumable": job.resumable,
         "resumed": job.resumed,
     }
     if retain_content:
