@@ -13,6 +13,7 @@ from typing import Any, Mapping, NoReturn
 
 from pydantic import ValidationError
 
+from app.api.errors import ApiError
 from app.contract.messages import (
     AssistantMessage,
     Context,
@@ -25,7 +26,6 @@ from app.contract.messages import (
     ToolResultMessage,
     UserMessage,
 )
-from app.api.errors import ApiError
 from app.contract.request import Reasoning, StreamOptions, StreamRequest, ToolChoiceTool
 from app.doors.anthropic_messages.signatures import Origin, Unwrapped, unwrap
 from app.doors.base import DoorRequest
