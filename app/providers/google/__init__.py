@@ -24,6 +24,7 @@ from google.genai import errors as genai_errors
 from google.genai import types
 
 from app.catalog import ModelInfo
+from app.contract.failures import ErrorKind
 from app.contract.messages import Context
 from app.contract.request import StreamOptions
 from app.providers.base import RETRYABLE_STATUS, ProviderError, Upstream, build_off_loop, error_text, retry_after_ms
@@ -71,7 +72,12 @@ class GoogleProvider:
         params = await build_off_loop(build_request, model, context, options)
         opened: list[httpx2.Response] = []
         _RESPONSES.set(opened)
-        stream = await self.client.aio.models.generate_content_stream(**params)
+        try:
+            stream = await self.client.aio.models.generate_content_stream(**params)
+        except ValueError as exc:  # the SDK checks the call before sending it (pydantic errors are ValueErrors)
+            raise ProviderError(
+                f"cannot be sent this request: the google-genai SDK refused it ({error_text(str(exc))})", kind=ErrorKind.REQUEST
+            ) from None
 
         async def close() -> None:
             try:
@@ -86,7 +92,7 @@ class GoogleProvider:
         return GoogleTranslator()
 
     def check_request(self, model: ModelInfo, context: Context, options: StreamOptions) -> None:
-        check_request(context, options)
+        check_request(model.id, context, options)
 
     def error(self, exc: BaseException) -> ProviderError | None:
         if isinstance(exc, genai_errors.APIError):

@@ -23,10 +23,12 @@ from app.contract.messages import (
     ToolCall,
     ToolResultMessage,
 )
+from app.contract.failures import ErrorKind
 from app.contract.request import StreamOptions, ToolChoiceTool
 from app.providers.base import ProviderError
 from app.providers.checks import check_stop_count, check_tool_choice
 from app.providers.handoff import Target, prepare_history, user_blocks
+from app.refusals import RequestRejected
 
 API = "google-generative-ai"
 # Gemini 3 accepts calls replayed without their signature only with this documented placeholder.
@@ -148,10 +150,41 @@ def convert_contents(context: Context, target: Target) -> list[dict[str, Any]]:
     return out
 
 
-def check_request(context: Context, options: StreamOptions) -> None:
-    """Raise RequestRejected for what Gemini refuses."""
+# What the SDK refuses in a model id before sending anything (`google.genai._transformers.t_model`).
+_MODEL_ID_REFUSED = ("..", "?", "&")
+NOTHING_TO_SEND = (
+    "the conversation has nothing Gemini can read: it needs a user message with text or an image, or an "
+    "assistant turn (tool results count only after the assistant turn that called the tool)"
+)
+
+
+def check_request(model_id: str, context: Context, options: StreamOptions) -> None:
+    """Raise RequestRejected for what Gemini or its SDK refuses, before any upstream call."""
+    if not model_id or any(part in model_id for part in _MODEL_ID_REFUSED):
+        raise RequestRejected(
+            f"Gemini model id {model_id!r} cannot be sent: it may not be empty or contain '..', '?' or '&'", param="model"
+        )
+    if not any(_yields_content(message) for message in context.messages):
+        raise RequestRejected(NOTHING_TO_SEND, param="context.messages")
     check_stop_count(options, MAX_STOP_SEQUENCES, "Gemini")
     check_tool_choice(context, options)
+
+
+def _yields_content(message: Any) -> bool:
+    """Whether `convert_contents` makes a content of this message (cheap: usually true of the first one). A
+    tool result alone never does: it is sent only after the assistant turn that called it, which does."""
+    if isinstance(message, AssistantMessage):
+        if message.stop_reason in ("error", "aborted"):
+            return False
+        return any(
+            isinstance(b, ToolCall)
+            or (isinstance(b, TextContent) and b.text)
+            or (isinstance(b, ThinkingContent) and not b.redacted and (b.thinking.strip() or b.thinking_signature))
+            for b in message.content
+        )
+    if isinstance(message, ToolResultMessage):
+        return False
+    return bool(user_blocks(message.content))
 
 
 def tool_config(options: StreamOptions) -> dict[str, Any] | None:
@@ -191,4 +224,7 @@ def build_request(model: ModelInfo, context: Context, options: StreamOptions) ->
         config["temperature"] = options.temperature
     if options.reasoning:
         config["thinking_config"] = thinking_config(model.id, options.reasoning)
-    return {"model": model.id, "contents": convert_contents(context, Target.of(model, API)), "config": config}
+    contents = convert_contents(context, Target.of(model, API))
+    if not contents:  # `check_request` refuses what it can see cheaply; this is the exact rule
+        raise ProviderError(f"cannot be sent this request: {NOTHING_TO_SEND}", kind=ErrorKind.REQUEST)
+    return {"model": model.id, "contents": contents, "config": config}
