@@ -463,3 +463,60 @@ def test_an_idle_timeout_after_the_start_is_a_timeout_error_event(gateway_factor
             list(stream)
     assert raised.value.body["error"]["type"] == "timeout_error"
     assert "idle timeout fired after 0.5s" in raised.value.body["error"]["message"]
+
+
+def check_anthropic_stream(text: str) -> list[dict[str, Any]]:
+    """Anthropic's stream grammar: message_start first; per block start, deltas of its kind, stop, indexes
+    0, 1, 2 … never interleaved; then message_delta and message_stop last — or one error frame last."""
+    frames = parse_sse(text)
+    events = [json.loads(f.data) for f in frames if f.event != "ping"]
+    for f in frames:
+        assert json.loads(f.data)["type"] == f.event
+    assert events[0]["type"] == "message_start"
+    deltas = {"text": {"text_delta"}, "thinking": {"thinking_delta", "signature_delta"}, "tool_use": {"input_json_delta"}}
+    open_block, next_index = None, 0
+    for event in events[1:-1]:
+        kind = event["type"]
+        if kind == "content_block_start":
+            assert open_block is None and event["index"] == next_index
+            open_block = event["content_block"]["type"]
+        elif kind == "content_block_delta":
+            assert open_block is not None and event["index"] == next_index
+            assert event["delta"]["type"] in deltas[open_block], (open_block, event)
+        elif kind == "content_block_stop":
+            assert open_block is not None and event["index"] == next_index
+            open_block, next_index = None, next_index + 1
+        else:
+            assert kind == "message_delta" and open_block is None and event is events[-2], event
+    assert events[-1]["type"] in ("message_stop", "error")
+    if events[-1]["type"] == "message_stop":
+        assert events[-2]["type"] == "message_delta" and open_block is None
+    return events
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+@pytest.mark.parametrize("scenario", ["text", "thinking", "redacted-thinking", "tools", "tool-empty-args", "error-mid-stream", "truncated"])
+def test_every_stream_follows_anthropics_grammar(gateway, provider, scenario):
+    body = {"model": f"{provider}/{scenario}", "max_tokens": 1000, "stream": True, "messages": [user(marker())]}
+    response = gateway.http.post("/v1/messages", json=body)
+    assert response.status_code == 200
+    events = check_anthropic_stream(response.text)
+    if events[-1]["type"] == "message_stop":
+        # The concatenated deltas are the blocks of the same turn answered whole (the simulator is deterministic).
+        streamed: list[str] = []
+        for event in events:
+            if event["type"] == "content_block_start":
+                block = event["content_block"]
+                streamed.append(block.get("text") or block.get("thinking") or block.get("data") or "")
+            elif event["type"] == "content_block_delta":
+                delta = event["delta"]
+                streamed[-1] += delta.get("text") or delta.get("thinking") or delta.get("partial_json") or ""
+        whole = gateway.http.post("/v1/messages", json={**body, "stream": False, "messages": [user(body["messages"][0]["content"])]}).json()
+        assert len(streamed) == len(whole["content"])
+        for text, block in zip(streamed, whole["content"]):
+            if block["type"] == "tool_use":
+                assert json.loads(text or "{}") == block["input"]
+            elif block["type"] == "text":
+                assert text == block["text"]
+            elif block["type"] == "thinking":
+                assert text == block["thinking"]
