@@ -1,4 +1,4 @@
-"""A large valid request costs the other streams nothing: while the gateway reads, parses, validates and
+"""A large valid request does not stall the other streams: while the gateway reads, parses, validates and
 converts a 120,000-message conversation, another stream's events keep flowing (issue 11, defect 12)."""
 
 from __future__ import annotations
@@ -13,7 +13,6 @@ from tests.conftest import marker, turn
 from tests.procs import free_port
 
 MESSAGES = 120_000
-SLICES = 3
 
 
 def big_conversation(m: str) -> bytes:
@@ -54,7 +53,12 @@ def test_a_huge_conversation_does_not_stall_other_streams(gateway_factory):
     reader.join(120)
     assert response.status_code == 502, response.text[:300]  # the upstream was unreachable, as arranged
     assert arrivals[-1] > ended, "the other stream ended before the big request did: make it longer"
-    # Progress, not speed: the other stream's events arrived in every part of the big request's time.
-    span = (ended - started) / SLICES
-    counts = [sum(started + i * span <= t < started + (i + 1) * span for t in arrivals) for i in range(SLICES)]
-    assert all(counts), f"events of the other stream per third of the big request: {counts}"
+    # Progress, not speed: the other stream's events kept arriving while the big request was handled. Its
+    # longest silence is a small part of that time (single C calls remain: the JSON parse, the collector's
+    # catching up); reading, parsing, validating or converting the whole conversation at once on the event
+    # loop made it most of that time.
+    inside = [t for t in arrivals if started <= t <= ended]
+    silences = [later - earlier for earlier, later in zip([started, *inside], [*inside, ended])]
+    assert max(silences) < (ended - started) / 2, (
+        f"the other stream was silent for {max(silences):.2f}s of the big request's {ended - started:.2f}s"
+    )
