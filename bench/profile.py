@@ -20,11 +20,44 @@ import tempfile
 import time
 from pathlib import Path
 
+import httpx
 import uvloop
 
 from bench import procs
 from bench.client import Path as Route, Target, stream
 from bench.scenarios import PACED_SIZE, SHORT_N, paced
+
+
+def serve_traced(port: int, out: str) -> None:
+    """Run the gateway with tracemalloc: SIGUSR1 takes the baseline snapshot, SIGUSR2 writes the allocations
+    made since then and still held (grouped by line) to `out`."""
+    import tracemalloc
+
+    import uvicorn
+
+    config = uvicorn.Config("app.main:app", host="127.0.0.1", port=port, loop="uvloop", http="httptools",
+                            log_level="warning", access_log=False, backlog=4096)
+    tracemalloc.start(1)
+    baseline: list[tracemalloc.Snapshot] = []
+
+    def held(*_: object) -> None:
+        import gc
+
+        gc.collect()
+        diff = tracemalloc.take_snapshot().compare_to(baseline[0], "lineno")
+        lines = [f"total held since baseline: {sum(d.size_diff for d in diff)} B in {sum(d.count_diff for d in diff)} blocks"]
+        lines += [str(d) for d in diff[:60]]
+        Path(out).write_text("\n".join(lines) + "\n")
+
+    def start(*_: object) -> None:
+        import gc
+
+        gc.collect()
+        baseline.append(tracemalloc.take_snapshot())
+
+    signal.signal(signal.SIGUSR1, start)
+    signal.signal(signal.SIGUSR2, held)
+    uvicorn.Server(config).run()
 
 
 def serve(port: int, out: str) -> None:
@@ -71,12 +104,54 @@ async def drive(port: int, turns: int, concurrency: int) -> tuple[int, int]:
     return turns, failed
 
 
+async def hold(gateway: procs.Server, port: int, count: int, out: str) -> str:
+    """Open `count` slow streams (40 deltas 250 ms apart); with all of them open, the heap they hold."""
+    assert gateway.popen is not None
+    await drive(port, 50, 10)
+    gateway.popen.send_signal(signal.SIGUSR1)
+    await asyncio.sleep(1.0)
+    target = Target(Route.GATEWAY, port)
+    opened = asyncio.Event()
+    started = 0
+
+    async def one(i: int) -> None:
+        nonlocal started
+        await asyncio.sleep(i * 0.002)
+        started += 1
+        if started == count:
+            opened.set()
+        await stream(target, paced(40, 250, PACED_SIZE), f"hold-{i}")
+
+    streams = [asyncio.ensure_future(one(i)) for i in range(count)]
+    await opened.wait()
+    await asyncio.sleep(3.0)  # every stream past its first frames
+    async with httpx.AsyncClient(timeout=30) as http:
+        metrics = (await http.get(f"http://127.0.0.1:{port}/metrics")).text
+    live = sum(float(line.rsplit(" ", 1)[1]) for line in metrics.splitlines() if line.startswith("gateway_active_streams"))
+    rss0 = gateway.rss()
+    gateway.popen.send_signal(signal.SIGUSR2)
+    for _ in range(100):
+        await asyncio.sleep(0.2)
+        if Path(out).exists() and Path(out).stat().st_size:
+            await asyncio.sleep(0.3)
+            break
+    await asyncio.gather(*streams)
+    text = Path(out).read_text()
+    total = int(text.split("total held since baseline: ")[1].split(" B")[0])
+    live = live or count
+    return (f"# {live:.0f} slow streams (`{paced(40, 250, PACED_SIZE)}`) open (gateway_active_streams); Python heap held "
+            f"since the idle baseline: {total / live / 1024:.1f} KB per stream (tracemalloc, by line); "
+            f"gateway RSS {rss0 / 2**20:.0f} MB\n" + text)
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m bench.profile", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--turns", type=int, default=2000)
     parser.add_argument("--concurrency", type=int, default=50)
     parser.add_argument("--top", type=int, default=45)
+    parser.add_argument("--memory", type=int, metavar="N",
+                        help="instead: hold N slow streams open and report the heap they hold (tracemalloc)")
     parser.add_argument("--out", help="write the text summary here too (e.g. bench/profiles/NAME.txt)")
     args = parser.parse_args(argv)
     sim = procs.simulator()
@@ -85,6 +160,17 @@ def main(argv: list[str] | None = None) -> None:
     # The gateway's environment of procs.gateway(), served by `serve` under cProfile.
     settings = procs.gateway_env(sim)
     port = procs.free_port()
+    if args.memory:
+        gateway.start_command([sys.executable, "-m", "bench.profile", "serve-traced", str(port), stats_path], port, settings)
+        try:
+            text = uvloop.run(hold(gateway, port, args.memory, stats_path))
+        finally:
+            gateway.stop()
+            sim.stop()
+        if args.out:
+            Path(args.out).write_text(text)
+        print(text)
+        return
     gateway.start_command([sys.executable, "-m", "bench.profile", "serve", str(port), stats_path], port, settings)
     try:
         uvloop.run(drive(port, 200, 10))  # warm-up: imports, connections, first records
@@ -116,5 +202,7 @@ def main(argv: list[str] | None = None) -> None:
 if __name__ == "__main__":
     if sys.argv[1:2] == ["serve"]:
         serve(int(sys.argv[2]), sys.argv[3])
+    elif sys.argv[1:2] == ["serve-traced"]:
+        serve_traced(int(sys.argv[2]), sys.argv[3])
     else:
         main()
