@@ -4,17 +4,24 @@ import logging
 import sys
 
 import uvicorn
+from pydantic import ValidationError
 
 from app.catalog import Catalog, CatalogError
 from app.logs import configure_logging
 from app.server import BoundedHttpToolsProtocol
 from app.settings import Settings
+from app.startup import settings_problems
 
 STARTUP_FAILURE = 3  # uvicorn's exit status when the server could not start
 
 
 def main() -> None:
-    settings = Settings()
+    try:
+        settings = Settings()
+    except ValidationError as exc:  # a bad environment variable: named in one readable line, never its value
+        configure_logging("info")
+        logging.getLogger("gateway").error("start-up failed: %s", settings_problems(exc))
+        sys.exit(STARTUP_FAILURE)
     log_config = configure_logging(settings.log_level)
     try:  # a bad catalog file stops here, in one readable line, before the port is bound
         Catalog.load(settings.catalog)

@@ -22,6 +22,8 @@ from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 if TYPE_CHECKING:
+    import pydantic
+
     from app.providers.registry import ProviderSetup
     from app.settings import Settings
 
@@ -191,3 +193,27 @@ def log_providers(setups: "list[ProviderSetup]", settings: "Settings") -> None:
         providers_log.info("providers not configured (requests for them get 404): %s", ", ".join(unserved))
     if not any(setup.served for setup in setups):
         providers_log.warning("no provider is configured: every turn will get 404; set a vendor's key or GATEWAY_DEMO=1")
+
+
+def settings_problems(exc: "pydantic.ValidationError") -> str:
+    """What is wrong with the environment's settings, one line: each variable's name and the problem, never
+    its value (it may be a key)."""
+    from app.settings import Settings
+
+    problems = []
+    for error in exc.errors(include_input=False, include_url=False):
+        field_name = str(error["loc"][0]) if error["loc"] else ""
+        problems.append(f"{_variable(Settings, field_name)}: {error['msg']}")
+    return "invalid settings: " + "; ".join(problems) + " (fix these environment variables)"
+
+
+def _variable(settings_class: type, field_name: str) -> str:
+    """The environment variable(s) behind a settings field."""
+    field = settings_class.model_fields.get(field_name)
+    alias = getattr(field, "validation_alias", None)
+    choices = getattr(alias, "choices", None)
+    if choices:
+        return " or ".join(str(choice) for choice in choices)
+    if field is None and field_name.isupper():
+        return field_name  # already the variable's name (an alias)
+    return "GATEWAY_" + field_name.upper()

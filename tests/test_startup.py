@@ -90,3 +90,16 @@ def test_demo_mode_says_so_and_that_the_simulator_serves_every_provider(sim):
     assert _provider_line(lines, "openai")["keyFrom"] == "demo mode"
     for secret in (PROVIDER_KEYS["anthropic"], "demo-openai-key", "demo-anthropic-key"):
         assert secret not in stderr
+
+
+def test_a_bad_setting_is_named_in_one_line_without_its_value(sim):
+    proc = GatewayProcess(sim.url, GATEWAY_MAX_STREAMS="plenty-s3cret", GATEWAY_DRAIN_TIMEOUT="-5")
+    code = proc.proc.wait(180)
+    stderr = proc.proc.stderr.read().decode()
+    assert code == 3 and "Traceback" not in stderr and "plenty-s3cret" not in stderr
+    lines = [json.loads(line) for line in stderr.splitlines() if line.strip()]
+    assert len(lines) == 1, stderr
+    message = lines[0]["msg"]
+    assert lines[0]["level"] == "error" and "\n" not in message
+    assert "GATEWAY_MAX_STREAMS" in message and "integer" in message
+    assert "GATEWAY_DRAIN_TIMEOUT" in message and "greater than or equal to 0" in message
