@@ -66,6 +66,8 @@ def figures(results: dict[str, Any]) -> dict[str, float | None]:
     if "concurrency" in results:
         got["max_streams"] = results["concurrency"]["maxSustained"]
         got["rss_per_stream"] = results["concurrency"]["rss"]["gateway"]["kbPerStream"]
+    if "rss" in results and "rss_per_stream" not in got:  # `python -m bench rss` alone
+        got["rss_per_stream"] = results["rss"]["gateway"]["kbPerStream"]
     if "slowReader" in results:
         got["slow_reader"] = results["slowReader"]["gateway"]["rssGrowthMB"]
     if "cancel" in results:
