@@ -4,7 +4,7 @@ to fix it), and which providers are served from where (`log_providers`).
 The lifespan (`app.main`) turns the failures it knows (an unusable or unreachable `GATEWAY_DATABASE_URL`)
 into a `StartupError`. Starlette reports a failed start-up to the server as the formatted traceback, which
 uvicorn logs as one error line; `StartupErrorMessages` replaces that traceback by the `StartupError`'s own
-text, so the log shows `cannot start: <what>; <how to fix it>` and the process exits with uvicorn's start-up
+text, so the log shows `start-up failed: <what>; <how to fix it>` and the process exits with uvicorn's start-up
 failure code (3). URLs are shown without their password.
 """
 
@@ -39,7 +39,7 @@ class StartupError(Exception):
     def __init__(self, what: str, fix: str) -> None:
         self.what = what
         self.fix = fix
-        super().__init__(f"cannot start: {what}; {fix}")
+        super().__init__(f"start-up failed: {what}; {fix}")
 
 
 def public_url(url: str) -> str:

@@ -39,7 +39,7 @@ def test_a_failed_start_says_what_and_how_to_fix_it_in_one_line(sim, url, shown,
     code, lines, stderr = _failed_start(sim.url, url.format(port=port))
     assert code != 0
     assert "Traceback" not in stderr and "s3cret-pw" not in stderr
-    errors = [line for line in lines if line["level"] == "error" and "cannot start" in line["msg"]]
+    errors = [line for line in lines if line["level"] == "error" and line["msg"].startswith("start-up failed: ")]
     assert len(errors) == 1, stderr
     message = errors[0]["msg"]
     assert "\n" not in message and "exc" not in errors[0]
