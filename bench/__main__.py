@@ -30,7 +30,7 @@ def _args(argv: list[str]) -> argparse.Namespace:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("scenarios", nargs="*", metavar="scenario",
                         help=f"any of {', '.join(SCENARIOS)} (default: all)")
-    parser.add_argument("--quick", action="store_true", help="fewer rounds, shorter windows (about 3 minutes)")
+    parser.add_argument("--quick", action="store_true", help="fewer rounds, shorter windows (about 5 minutes)")
     parser.add_argument("--concurrency", type=int, action="append",
                         help="levels for ttft / turns / concurrency (repeatable), e.g. --concurrency 50")
     parser.add_argument("--seed", type=int, default=7)
