@@ -11,7 +11,7 @@ from app.catalog import Catalog, ModelInfo, Pricing
 from app.contract.messages import Context
 from app.contract.request import StreamOptions
 from app.providers.openai_completions.compat import Compat
-from app.providers.openai_completions.request import build_params, check_request, reasoning_level, tool_call_id_rule
+from app.providers.openai_completions.request import build_request, check_request, reasoning_level, tool_call_id_rule
 from app.providers.registry import build_providers
 from app.refusals import RequestRejected
 from app.settings import Settings
@@ -29,14 +29,14 @@ def options(**values) -> StreamOptions:
 
 
 def test_defaults_suit_openai_and_a_vendor_names_only_its_differences():
-    body = build_params(MODEL, context(), options(maxTokens=100, reasoning="high"), Compat())
+    body = build_request(MODEL, context(), options(maxTokens=100, reasoning="high"), Compat())
     assert body["messages"][0] == {"role": "developer", "content": "Be brief."}
     assert body["max_completion_tokens"] == 100 and body["reasoning_effort"] == "high"
     assert body["stream"] is True and body["stream_options"] == {"include_usage": True}
 
     compat = Compat.parse({"maxTokensField": "max_tokens", "developerRole": False, "reasoningParam": "none",
                            "streamUsage": False})
-    body = build_params(MODEL, context(), options(maxTokens=100, reasoning="high", temperature=0.3), compat)
+    body = build_request(MODEL, context(), options(maxTokens=100, reasoning="high", temperature=0.3), compat)
     assert body["messages"][0] == {"role": "system", "content": "Be brief."}
     assert body["max_tokens"] == 100 and "max_completion_tokens" not in body
     assert "reasoning_effort" not in body and "reasoning" not in body and "stream_options" not in body
@@ -44,14 +44,14 @@ def test_defaults_suit_openai_and_a_vendor_names_only_its_differences():
 
 
 def test_max_tokens_are_capped_at_the_models_limit():
-    assert build_params(MODEL, context(), options(maxTokens=1_000_000), Compat())["max_completion_tokens"] == 65536
+    assert build_request(MODEL, context(), options(maxTokens=1_000_000), Compat())["max_completion_tokens"] == 65536
 
 
 def test_reasoning_levels_map_to_what_the_vendor_accepts():
     groq = Compat.parse({"reasoningEfforts": ["low", "medium", "high"]})
     assert reasoning_level(groq, "xhigh") == "high" and reasoning_level(groq, "minimal") == "low"
     assert reasoning_level(groq, "medium") == "medium"
-    body = build_params(MODEL, context(), options(reasoning="minimal"), Compat.parse({"reasoningParam": "openrouter"}))
+    body = build_request(MODEL, context(), options(reasoning="minimal"), Compat.parse({"reasoningParam": "openrouter"}))
     assert body["reasoning"] == {"effort": "minimal"} and "reasoning_effort" not in body
 
 
@@ -64,11 +64,11 @@ def test_unknown_compat_keys_and_values_are_refused():
 
 def test_stop_and_tool_choice_are_mapped():
     tools = [{"name": "get_weather", "description": "weather", "parameters": {"type": "object", "properties": {}}}]
-    body = build_params(MODEL, context(tools=tools), options(stop=["END"], toolChoice={"type": "tool", "name": "get_weather"}), Compat())
+    body = build_request(MODEL, context(tools=tools), options(stop=["END"], toolChoice={"type": "tool", "name": "get_weather"}), Compat())
     assert body["stop"] == ["END"]
     assert body["tool_choice"] == {"type": "function", "function": {"name": "get_weather"}}
     assert body["tools"][0] == {"type": "function", "function": tools[0]}
-    assert build_params(MODEL, context(tools=tools), options(toolChoice="required"), Compat())["tool_choice"] == "required"
+    assert build_request(MODEL, context(tools=tools), options(toolChoice="required"), Compat())["tool_choice"] == "required"
 
 
 @pytest.mark.parametrize(
@@ -85,7 +85,7 @@ def test_stop_and_tool_choice_are_mapped():
 )
 def test_what_a_vendor_cannot_honour_is_rejected_before_any_call(compat, opts, extra, param):
     with pytest.raises(RequestRejected) as caught:
-        check_request(Compat.parse(compat), context(**extra), options(**opts))
+        check_request(MODEL, context(**extra), options(**opts), Compat.parse(compat))
     assert caught.value.param == param
 
 
@@ -99,7 +99,7 @@ def test_history_with_tool_calls_results_and_images():
         {"role": "toolResult", "toolCallId": "call_1", "toolName": "get_weather",
          "content": [{"type": "text", "text": "sunny"}, {"type": "image", "data": PNG, "mimeType": "image/png"}]},
     ]})
-    messages = build_params(MODEL, ctx, options(), Compat.parse({"toolResultName": True}))["messages"]
+    messages = build_request(MODEL, ctx, options(), Compat.parse({"toolResultName": True}))["messages"]
     assert messages[0] == {"role": "user", "content": [
         {"type": "text", "text": "look"}, {"type": "image_url", "image_url": {"url": f"data:image/png;base64,{PNG}"}}]}
     assert messages[1] == {"role": "assistant", "content": "Checking.", "reasoning": "hmm", "tool_calls": [
@@ -107,7 +107,7 @@ def test_history_with_tool_calls_results_and_images():
     assert messages[2] == {"role": "tool", "tool_call_id": "call_1", "content": "sunny", "name": "get_weather"}
     assert messages[3]["role"] == "user" and messages[3]["content"][1]["type"] == "image_url"
     # DeepSeek rejects reasoning in input: its compat drops it.
-    dropped = build_params(MODEL, ctx, options(), Compat.parse({"thinkingReplay": "drop"}))["messages"][1]
+    dropped = build_request(MODEL, ctx, options(), Compat.parse({"thinkingReplay": "drop"}))["messages"][1]
     assert "reasoning" not in dropped and "reasoning_content" not in dropped
 
 
@@ -118,7 +118,7 @@ def test_openrouter_signature_goes_back_as_reasoning_details():
          "content": [{"type": "thinking", "thinking": "2+2", "thinkingSignature": "Et0BCkgI"}, {"type": "text", "text": "4"}]},
         {"role": "user", "content": "and 3+3?"},
     ]})
-    assistant = build_params(MODEL, ctx, options(), Compat.parse({"reasoningParam": "openrouter"}))["messages"][1]
+    assistant = build_request(MODEL, ctx, options(), Compat.parse({"reasoningParam": "openrouter"}))["messages"][1]
     assert assistant["reasoning_details"] == [{"type": "reasoning.text", "text": "2+2", "signature": "Et0BCkgI"}]
 
 

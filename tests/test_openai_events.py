@@ -15,7 +15,7 @@ from app.contract.messages import Context
 from app.contract.request import StreamOptions
 from app.providers.base import ProviderError
 from app.providers.openai.events import OpenAIResponsesTranslator
-from app.providers.openai.request import build_params, normalize_tool_call_id, reasoning_effort, split_tool_call_id
+from app.providers.openai.request import build_request, normalize_tool_call_id, reasoning_effort, split_tool_call_id
 
 SAMPLES = Path(__file__).parent / "wire_samples"
 
@@ -269,10 +269,10 @@ def test_reasoning_effort_levels():
 def test_temperature_is_sent_only_without_reasoning():
     model = ModelInfo("openai", "gpt-4o", Pricing())
     context = Context.model_validate({"messages": [{"role": "user", "content": "hi"}]})
-    plain = build_params(model, context, StreamOptions(temperature=0.4))
+    plain = build_request(model, context, StreamOptions(temperature=0.4))
     assert plain["temperature"] == 0.4 and "reasoning" not in plain and "include" not in plain
     assert plain["store"] is False and plain["stream"] is True and "prompt_cache_key" not in plain
-    reasoning = build_params(model, context, StreamOptions(temperature=0.4, reasoning="low"))
+    reasoning = build_request(model, context, StreamOptions(temperature=0.4, reasoning="low"))
     assert "temperature" not in reasoning and reasoning["reasoning"] == {"effort": "low", "summary": "auto"}
     assert reasoning["include"] == ["reasoning.encrypted_content"]
 
@@ -292,7 +292,7 @@ def test_a_built_in_item_finishing_inside_a_message_leaves_the_message_open():
 def test_max_output_tokens_is_clamped_to_the_catalog_limit():
     context = Context.model_validate({"messages": [{"role": "user", "content": "hi"}]})
     limited = ModelInfo("openai", "gpt-4o", Pricing(), max_tokens=16384)
-    assert build_params(limited, context, StreamOptions(max_tokens=999_999))["max_output_tokens"] == 16384
+    assert build_request(limited, context, StreamOptions(max_tokens=999_999))["max_output_tokens"] == 16384
     unknown = ModelInfo("openai", "new-model", Pricing())
-    assert build_params(unknown, context, StreamOptions(max_tokens=999_999))["max_output_tokens"] == 999_999
-    assert "max_output_tokens" not in build_params(unknown, context, StreamOptions())
+    assert build_request(unknown, context, StreamOptions(max_tokens=999_999))["max_output_tokens"] == 999_999
+    assert "max_output_tokens" not in build_request(unknown, context, StreamOptions())

@@ -46,7 +46,7 @@ class StainlessProvider:
             http_client=self.sdk.DefaultAioHttpClient(**client_options(transport)),
         )
 
-    def build_params(self, model: ModelInfo, context: Context, options: StreamOptions) -> dict[str, Any]:
+    def build_request(self, model: ModelInfo, context: Context, options: StreamOptions) -> dict[str, Any]:
         """The JSON body of the streaming request."""
         raise NotImplementedError
 
@@ -57,7 +57,7 @@ class StainlessProvider:
         orjson hands its output back in a buffer of at least 4 KB, and the SDK's request object keeps the body
         for as long as the stream is open: copied to its own length, a short body costs its size rather than
         4 KB per open stream (tracemalloc: `bench/profiles/heap-500-streams.txt`)."""
-        return memoryview(orjson.dumps(self.build_params(model, context, options))).tobytes()
+        return memoryview(orjson.dumps(self.build_request(model, context, options))).tobytes()
 
     def translator(self, model: ModelInfo) -> Translator:
         raise NotImplementedError

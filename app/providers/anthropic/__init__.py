@@ -10,7 +10,7 @@ from app.catalog import ModelInfo
 from app.contract.messages import Context
 from app.contract.request import StreamOptions
 from app.providers.anthropic.events import AnthropicTranslator
-from app.providers.anthropic.request import API, build_params, check_request
+from app.providers.anthropic.request import API, build_request, check_request
 from app.providers.stainless import StainlessProvider
 
 
@@ -20,13 +20,13 @@ class AnthropicProvider(StainlessProvider):
     client_class = anthropic.AsyncAnthropic
     path = "/v1/messages"
 
-    def build_params(self, model: ModelInfo, context: Context, options: StreamOptions) -> dict[str, Any]:
-        params = build_params(model, context, options)
+    def build_request(self, model: ModelInfo, context: Context, options: StreamOptions) -> dict[str, Any]:
+        params = build_request(model, context, options)
         params.update(params.pop("extra_body", None) or {})
         return params
 
     def check_request(self, model: ModelInfo, context: Context, options: StreamOptions) -> None:
-        check_request(context, options)
+        check_request(model, context, options)
 
     def translator(self, model: ModelInfo) -> AnthropicTranslator:
         return AnthropicTranslator()

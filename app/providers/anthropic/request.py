@@ -87,7 +87,7 @@ def convert_messages(context: Context, target: Target) -> list[dict[str, Any]]:
     return out
 
 
-def check_request(context: Context, options: StreamOptions) -> None:
+def check_request(model: ModelInfo, context: Context, options: StreamOptions) -> None:
     """Raise RequestRejected for what the Messages API refuses."""
     check_tool_choice(context, options)
     if options.reasoning and forces_a_tool(options):
@@ -106,7 +106,7 @@ def tool_choice(options: StreamOptions) -> dict[str, Any] | None:
     return {"type": _TOOL_CHOICE[choice]}
 
 
-def build_params(model: ModelInfo, context: Context, options: StreamOptions) -> dict[str, Any]:
+def build_request(model: ModelInfo, context: Context, options: StreamOptions) -> dict[str, Any]:
     """Keyword arguments for `client.messages.create(..., stream=True)`."""
     max_tokens = options.max_tokens or (model.max_tokens // 3 if model.max_tokens else DEFAULT_MAX_TOKENS)
     if model.max_tokens:

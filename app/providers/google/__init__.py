@@ -92,7 +92,7 @@ class GoogleProvider:
         return GoogleTranslator()
 
     def check_request(self, model: ModelInfo, context: Context, options: StreamOptions) -> None:
-        check_request(model.id, context, options)
+        check_request(model, context, options)
 
     def error(self, exc: BaseException) -> ProviderError | None:
         if isinstance(exc, genai_errors.APIError):

@@ -29,7 +29,7 @@ from typing import Any
 from app.contract.failures import ErrorKind
 from app.providers.base import ProviderError
 
-FINISH_REASONS = {"STOP": "stop", "MAX_TOKENS": "length"}
+STOP_REASONS = {"STOP": "stop", "MAX_TOKENS": "length"}
 # Finish reasons that are safety stops: a refusal. Any other unmapped one is a stop that cannot be success.
 SAFETY_REASONS = frozenset({"SAFETY", "RECITATION", "BLOCKLIST", "PROHIBITED_CONTENT", "SPII", "IMAGE_SAFETY"})
 
@@ -166,7 +166,7 @@ class GoogleTranslator:
 
     def _finish(self, reason: str, message: Any) -> list[dict[str, Any]]:
         self.finished = True
-        mapped = FINISH_REASONS.get(reason)
+        mapped = STOP_REASONS.get(reason)
         if mapped is None:
             detail = f": {message}" if message else ""
             kind = ErrorKind.REFUSAL if reason in SAFETY_REASONS else ErrorKind.STOP_REASON

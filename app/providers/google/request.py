@@ -158,8 +158,9 @@ NOTHING_TO_SEND = (
 )
 
 
-def check_request(model_id: str, context: Context, options: StreamOptions) -> None:
+def check_request(model: ModelInfo, context: Context, options: StreamOptions) -> None:
     """Raise RequestRejected for what Gemini or its SDK refuses, before any upstream call."""
+    model_id = model.id
     if not model_id or any(part in model_id for part in _MODEL_ID_REFUSED):
         raise RequestRejected(
             f"Gemini model id {model_id!r} cannot be sent: it may not be empty or contain '..', '?' or '&'", param="model"

@@ -11,7 +11,7 @@ from app.catalog import ModelInfo
 from app.contract.messages import Context
 from app.contract.request import StreamOptions
 from app.providers.openai.events import OpenAIResponsesTranslator
-from app.providers.openai.request import API, build_params, check_request
+from app.providers.openai.request import API, build_request, check_request
 from app.providers.stainless import StainlessProvider
 
 
@@ -21,8 +21,8 @@ class OpenAIResponsesProvider(StainlessProvider):
     client_class = openai.AsyncOpenAI
     path = "/responses"
 
-    def build_params(self, model: ModelInfo, context: Context, options: StreamOptions) -> dict[str, Any]:
-        return build_params(model, context, options)
+    def build_request(self, model: ModelInfo, context: Context, options: StreamOptions) -> dict[str, Any]:
+        return build_request(model, context, options)
 
     def check_request(self, model: ModelInfo, context: Context, options: StreamOptions) -> None:
         check_request(model, context, options)

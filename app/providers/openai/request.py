@@ -191,7 +191,7 @@ def tool_choice(options: StreamOptions) -> str | dict[str, Any] | None:
     return choice
 
 
-def build_params(model: ModelInfo, context: Context, options: StreamOptions) -> dict[str, Any]:
+def build_request(model: ModelInfo, context: Context, options: StreamOptions) -> dict[str, Any]:
     """Keyword arguments for `client.responses.create(..., stream=True)`."""
     params: dict[str, Any] = {
         "model": model.id,

@@ -40,11 +40,11 @@ class OpenAICompletionsProvider(StainlessProvider):
         self.rules = Compat.parse(compat)  # first: a bad catalog entry fails before a client is made
         super().__init__(name, api_key or NO_KEY, base_url, transport, compat)
 
-    def build_params(self, model: ModelInfo, context: Context, options: StreamOptions) -> dict[str, Any]:
-        return request.build_params(model, context, options, self.rules)
+    def build_request(self, model: ModelInfo, context: Context, options: StreamOptions) -> dict[str, Any]:
+        return request.build_request(model, context, options, self.rules)
 
     def check_request(self, model: ModelInfo, context: Context, options: StreamOptions) -> None:
-        request.check_request(self.rules, context, options)
+        request.check_request(model, context, options, self.rules)
 
     def translator(self, model: ModelInfo) -> ChatCompletionsTranslator:
         return ChatCompletionsTranslator()

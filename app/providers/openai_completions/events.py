@@ -36,8 +36,8 @@ from app.contract.failures import ErrorKind
 from app.providers.base import ProviderError, error_detail
 
 _REASONING_FIELDS = ("reasoning_content", "reasoning")
-_STOP_REASONS = {"stop": "stop", "eos": "stop", "end_turn": "stop", "stop_sequence": "stop", "length": "length",
-                 "max_tokens": "length", "tool_calls": "toolUse", "function_call": "toolUse"}
+STOP_REASONS = {"stop": "stop", "eos": "stop", "end_turn": "stop", "stop_sequence": "stop", "length": "length",
+                "max_tokens": "length", "tool_calls": "toolUse", "function_call": "toolUse"}
 
 
 def synthesized_id(response_id: str, index: Any) -> str:
@@ -130,7 +130,7 @@ class ChatCompletionsTranslator:
             raise ProviderError("stopped by the content filter: finish_reason=content_filter", kind=ErrorKind.REFUSAL)
         # The event stream makes it toolUse when a call completed, stop when none did; `length` stays, so that a
         # call the token limit cut off is reported as such (app.dispatch).
-        mapped = _STOP_REASONS.get(reason)
+        mapped = STOP_REASONS.get(reason)
         if mapped is None and self._calls_done:
             mapped = "toolUse"  # an unknown reason with completed calls: the calls say what happened
         if mapped is None:

@@ -171,7 +171,7 @@ def has_images(context: Context) -> bool:
     return False
 
 
-def check_request(compat: Compat, context: Context, options: StreamOptions) -> None:
+def check_request(model: ModelInfo, context: Context, options: StreamOptions, compat: Compat) -> None:
     """Raise RequestRejected for what this vendor cannot honour."""
     if options.stop:
         if not compat.stop:
@@ -191,7 +191,7 @@ def check_request(compat: Compat, context: Context, options: StreamOptions) -> N
         raise RequestRejected("this provider does not accept images", param="context.messages")
 
 
-def build_params(model: ModelInfo, context: Context, options: StreamOptions, compat: Compat) -> dict[str, Any]:
+def build_request(model: ModelInfo, context: Context, options: StreamOptions, compat: Compat) -> dict[str, Any]:
     """The JSON body of `POST /chat/completions` with `stream: true`."""
     params: dict[str, Any] = {
         "model": model.id,
