@@ -8,7 +8,6 @@ import asyncio
 from typing import Any, AsyncIterator
 
 import pytest
-from sse_starlette.sse import AppStatus
 
 from app.api import event_stream
 from app.api.event_stream import EventStreamResponse
@@ -99,7 +98,9 @@ async def test_the_server_exiting_ends_the_stream_after_the_grace(monkeypatch: p
     response = EventStreamResponse(frames_until(release, closed), {}, ping_interval=30, ping=PING, shutdown_grace=0.05)
     call = asyncio.create_task(response(scope(), client.receive, client.send))
     await client.until(lambda: b"data: one\n\n" in client.bodies)
-    monkeypatch.setattr(AppStatus, "should_exit", True)
+    # The module's own view of the server, not the process-wide flag: other gateways served by this test
+    # process (session fixtures) must not see a shutdown and start draining.
+    monkeypatch.setattr(event_stream, "server_exiting", lambda: True)
     await asyncio.wait_for(call, 5)
 
     assert closed == ["closed"] and response.stopped is event_stream.StopReason.SERVER_EXIT
