@@ -413,3 +413,28 @@ def test_any_other_stop_with_an_open_block_is_a_contract_violation():
     turn.apply({"type": "toolcall_start", "id": "c1", "toolName": "t"})
     with pytest.raises(ContractViolation, match="open"):
         turn.settle_done("toolUse")
+
+
+def test_the_adapter_event_vocabulary_is_what_the_turn_takes():
+    """The typed vocabulary (`app.contract.adapter_events`) and the message builder agree: every event type
+    but `finish` (the dispatcher's) is taken, and the builder takes no type the vocabulary lacks."""
+    import typing
+
+    from app.contract.adapter_events import AdapterEvent
+    from app.stream import message
+
+    shapes = typing.get_args(AdapterEvent)
+    kinds = {kind for shape in shapes for kind in typing.get_args(typing.get_type_hints(shape)["type"])}
+    taken = set(message._BLOCK_KINDS) | set(message._BLOCK_OF) | {"usage"}
+    assert kinds == taken | {"finish"}
+    turn = new_turn(throttle_ms=0)
+    for kind in ("text", "thinking"):
+        turn.apply({"type": f"{kind}_start"})
+        turn.apply({"type": f"{kind}_delta", "delta": "x"})
+        turn.apply({"type": f"{kind}_end"})
+    turn.apply({"type": "toolcall_start", "id": "c1", "toolName": "t"})
+    turn.apply({"type": "toolcall_delta", "delta": "{}"})
+    turn.apply({"type": "toolcall_end"})
+    turn.apply({"type": "usage", "input": 1, "output": 2, "cacheRead": 0, "cacheWrite": 0})
+    with pytest.raises(ContractViolation):
+        turn.apply({"type": "text_stop"})

@@ -2,15 +2,7 @@
 
 An adapter has two halves: `open()` builds the vendor call through the official SDK and returns the raw
 event stream (an `Upstream`), and a `Translator` turns each raw wire event into zero or more *adapter
-events*. Adapter events are dicts with a `type`:
-
-    text_start | thinking_start                          {}
-    text_delta | thinking_delta | toolcall_delta         {"delta": str}
-    text_end | thinking_end                              {"signature"?: str, "redacted"?: bool}
-    toolcall_start                                       {"id": str, "toolName": str}
-    toolcall_end                                         {"thoughtSignature"?: str}
-    usage                                                {"input", "output", "cacheRead", "cacheWrite"}
-    finish                                               {"reason": "stop" | "length" | "toolUse"}
+events*: plain dicts whose shapes are typed in `app.contract.adapter_events` (`AdapterEvent`).
 
 `contentIndex`, block text, tool argument parsing and settlement are the event stream's job
 (`app.stream.turn`), so an adapter only translates. A vendor failure (HTTP error, in-band error, refusal,
@@ -27,6 +19,7 @@ import re
 import time
 from typing import Any, AsyncIterator, Callable, Awaitable, Mapping, Protocol, TypeVar
 
+from app.contract.adapter_events import AdapterEvent
 from app.contract.failures import ErrorKind
 from app.contract.messages import Context
 from app.contract.request import StreamOptions
@@ -78,10 +71,10 @@ class Upstream:
 
 
 class Translator(Protocol):
-    def feed(self, wire: Any) -> list[dict[str, Any]]:
+    def feed(self, wire: Any) -> list[AdapterEvent]:
         """Adapter events for one wire event; raises ProviderError for a vendor-reported failure."""
 
-    def end(self) -> list[dict[str, Any]]:
+    def end(self) -> list[AdapterEvent]:
         """Called when the upstream body ended; raises ProviderError if no terminal signal was seen."""
 
 

@@ -1,6 +1,7 @@
 """The message builder of one turn: block order, the `AssistantMessage`, and the settle guard (docs/internals.md).
 
-A `MessageBuilder` takes adapter events (`app.providers.base`) from the dispatcher and is the only place that
+A `MessageBuilder` takes adapter events (`app.contract.adapter_events`) from the dispatcher and is the only
+place that
 
 - sends `start` at the first content event, naming the provider and model that serve the turn;
 - assigns `contentIndex` and keeps blocks from interleaving (`ContractViolation` otherwise);
@@ -23,6 +24,7 @@ from typing import Any, Callable, Protocol
 import orjson
 
 from app.catalog import Pricing
+from app.contract.adapter_events import AdapterEvent
 from app.stream.text import SurrogateJoiner, valid_text
 from app.stream.usage import new_usage, priced_usage
 
@@ -114,8 +116,8 @@ class MessageBuilder:
         m = self.message
         self._sink.put({"type": "start", "requestId": self.request_id, "provider": m["provider"], "api": m["api"], "model": m["model"]})
 
-    def apply(self, event: dict[str, Any]) -> None:
-        """Take one adapter event (see `app.providers.base`) and turn it into public events."""
+    def apply(self, event: AdapterEvent) -> None:
+        """Take one adapter event (`app.contract.adapter_events`) and turn it into public events."""
         if self.settled:
             self.late_frames += 1
             return

@@ -19,6 +19,7 @@ import time
 from typing import Any, Callable
 
 from app.catalog import Pricing
+from app.contract.adapter_events import AdapterEvent
 from app.stream.message import ARGUMENTS_CUT_OFF, ContractViolation, MessageBuilder, ToolArgumentsError
 from app.stream.queue import EventQueue
 
@@ -44,8 +45,8 @@ class Turn:
         """Name the provider and model of the next attempt. Nothing is sent until its first content event."""
         self.builder.prepare(provider, api, model, pricing)
 
-    def apply(self, event: dict[str, Any]) -> None:
-        """Take one adapter event (see `app.providers.base`) and turn it into public events."""
+    def apply(self, event: AdapterEvent) -> None:
+        """Take one adapter event (`app.contract.adapter_events`) and turn it into public events."""
         self.builder.apply(event)
 
     def set_usage(self, tokens: dict[str, int]) -> None:

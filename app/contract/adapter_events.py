@@ -1,0 +1,75 @@
+"""The adapter event vocabulary: what a vendor adapter's `Translator` hands the event stream.
+
+Not public (clients never see these; `app.contract.events` is what they see): this is the contract between
+the adapters (`app.providers`) and the dispatcher and message builder (`app.dispatch`, `app.stream`), written
+down once as types. At run time adapter events stay plain dicts (TypedDicts cost nothing: no class is built
+per event, nothing is validated on the hot path); these types are for readers and type checkers.
+
+`contentIndex`, block text, tool argument parsing and settlement are the event stream's job, so an adapter
+only translates: it opens a block, streams its deltas, closes it, reports usage and ends with `finish`.
+"""
+
+from __future__ import annotations
+
+from typing import Literal, NotRequired, TypedDict, Union
+
+
+class BlockStart(TypedDict):
+    """A text or thinking block opens."""
+
+    type: Literal["text_start", "thinking_start"]
+
+
+class Delta(TypedDict):
+    """More text of the open block (for a tool call: more of its JSON arguments, as the vendor sent them)."""
+
+    type: Literal["text_delta", "thinking_delta", "toolcall_delta"]
+    delta: str
+
+
+class BlockEnd(TypedDict):
+    """The open text or thinking block closes; `signature` is what the vendor needs to see the block again
+    (thinking signature, or the text item's id), `redacted` marks a thinking block the vendor keeps hidden."""
+
+    type: Literal["text_end", "thinking_end"]
+    signature: NotRequired[str]
+    redacted: NotRequired[bool]
+
+
+class ToolCallStart(TypedDict):
+    """A tool call opens."""
+
+    type: Literal["toolcall_start"]
+    id: str
+    toolName: str
+
+
+class ToolCallEnd(TypedDict):
+    """The open tool call closes; Gemini's `thoughtSignature` rides on it."""
+
+    type: Literal["toolcall_end"]
+    thoughtSignature: NotRequired[str]
+
+
+class UsageEvent(TypedDict):
+    """Token counts so far (a later usage event replaces an earlier one)."""
+
+    type: Literal["usage"]
+    input: int
+    output: int
+    cacheRead: int
+    cacheWrite: int
+
+
+StopReason = Literal["stop", "length", "toolUse"]
+
+
+class Finish(TypedDict):
+    """The vendor's terminal signal, its stop reason mapped through the vendor module's `STOP_REASONS`."""
+
+    type: Literal["finish"]
+    reason: StopReason
+
+
+AdapterEvent = Union[BlockStart, Delta, BlockEnd, ToolCallStart, ToolCallEnd, UsageEvent, Finish]
+"""One adapter event: a `Translator` returns a list of these for each wire event."""
