@@ -22,11 +22,11 @@ from app.api.console import install_console
 from app.api.errors import ApiError, is_pi_path, json_response
 from app.api.records import router as records_router
 from app.api.resume import router as resume_router
+from app.api.openapi import build_openapi
 from app.api.routes import install_error_handlers, router
 from app.gateway import Gateway
 from app.ledger import LedgerUrlError
 from app.logs import ensure_configured
-from app.openapi import build_openapi
 from app.providers.registry import provider_setups
 from app.server import bound_send_buffers, wait_listening
 from app.settings import Settings

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 import schemathesis
 from hypothesis import HealthCheck, settings
@@ -9,7 +13,7 @@ from schemathesis.checks import content_type_conformance, not_a_server_error, st
 
 from app.contract.events import StreamEvent
 from app.main import create_app
-from app.openapi import SPEC_PATH, build_openapi, render
+from app.api.openapi import SPEC_PATH, build_openapi, render
 from app.settings import Settings
 
 schema = schemathesis.openapi.from_path(SPEC_PATH)
@@ -19,6 +23,15 @@ def test_committed_spec_is_current():
     generated = render(create_app(Settings()))
     assert SPEC_PATH.read_text() == generated, "openapi/openapi.json is stale: run `python -m app.openapi`"
 
+
+
+def test_the_document_builder_does_not_import_the_app():
+    """No cycle between the app object and the OpenAPI writer: `app.main` imports the builder, and only the
+    command (`python -m app.openapi`) imports both."""
+    probe = "import sys, app.api.openapi; print(sorted({'app.main', 'app.openapi'} & set(sys.modules)))"
+    loaded = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True,
+                            cwd=Path(__file__).resolve().parents[1]).stdout
+    assert loaded.strip() == "[]"
 
 def test_served_spec_is_the_built_one(gateway):
     assert gateway.http.get("/openapi.json").json() == build_openapi(gateway.server.app)

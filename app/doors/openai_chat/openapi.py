@@ -1,4 +1,4 @@
-"""The door's entry in the OpenAPI document (`app.openapi`): request and response shapes, in brief.
+"""The door's entry in the OpenAPI document (`app.api.openapi`): request and response shapes, in brief.
 
 The full parameter table is docs/doors/openai-chat.md; OpenAI's own API reference describes the objects."""
 
