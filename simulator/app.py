@@ -100,13 +100,13 @@ class Vendor:
     encode: Callable[[s.Scenario, str, list[s.Step] | None], Iterator[bytes | s.Step]]
     prompt_of: Callable[[dict[str, Any]], str]
     error_body: Callable[[s.HttpError], dict[str, Any]]
-    sample_prefix: str
+    sample_prefix: str  # where its recorded samples are, relative to tests/wire_samples (see `simulator.scenarios`)
 
 
 VENDORS: dict[str, Vendor] = {
     "anthropic": Vendor("anthropic", anthropic.encode, anthropic.prompt_of, anthropic.error_body, "anthropic-"),
     "openai": Vendor("openai", openai.encode, openai.prompt_of, openai.error_body, "openai-responses-"),
-    "google": Vendor("google", google.encode, google.prompt_of, google.error_body, "gemini"),
+    "google": Vendor("google", google.encode, google.prompt_of, google.error_body, "gemini-"),
     "compat": Vendor("compat", openai_completions.encode, openai_completions.prompt_of, openai_completions.error_body, "chat/chat-"),
 }
 
@@ -223,8 +223,8 @@ def create_simulator(log_guard: LogGuard | None = None) -> Starlette:
         scenario = s.build(model, vendor.prompt_of(body))
         fault = sim_faults.parse(model)
         sim_faults.prepare(fault, scenario)
-        if scenario.replay is not None and not scenario.replay.startswith(vendor.sample_prefix):
-            scenario.replay = vendor.sample_prefix + scenario.replay
+        if scenario.replay is not None:
+            scenario.replay = vendor.sample_prefix + scenario.replay  # `replay-<name>` → `<prefix><name>.sse`
         if scenario.replay is not None and not (SAMPLES / f"{scenario.replay}.sse").is_file():
             return JSONResponse({"error": {"type": "not_found_error", "message": f"no sample {scenario.replay}"}}, 404)
         auth = (

@@ -1,8 +1,14 @@
 """Vendor-neutral scenarios: what the simulated model does, as a list of steps each vendor encoder renders.
 
 The scenario is chosen by the model id: `<name>` or `<name>;key=value;key=value`, e.g. `slow;n=64;delay_ms=20`.
-A model id that names no scenario (e.g. `claude-sonnet-4-5`) plays `text`. `replay-<sample>` serves a
-recorded wire sample verbatim (see `simulator/samples/`).
+A model id that names no scenario (e.g. `claude-sonnet-4-5`) plays `text`.
+
+`replay-<name>` serves a recorded wire sample byte for byte. The samples are in `tests/wire_samples/`, each
+file named by its vendor's prefix and its name: `anthropic-<name>.sse`, `openai-responses-<name>.sse`,
+`gemini-<name>.sse`, `chat/chat-<name>.sse` (the `compat` provider). One rule for every vendor: the scenario
+is `<provider>/replay-<file name without .sse and without the vendor prefix>`, e.g.
+`anthropic/replay-web-search-citations`, `google/replay-3-tool-id-empty-args` (a Gemini 3 sample),
+`compat/replay-groq-gptoss-reasoning-tool` (the prefixes: `sample_prefix` in `simulator/app.py`).
 """
 
 from __future__ import annotations

@@ -19,6 +19,7 @@ import httpx
 import pytest
 
 from app.doors.anthropic_messages.signatures import unwrap
+from simulator.app import VENDORS
 from tests.conformance import parse_sse
 from tests.conftest import marker
 
@@ -524,11 +525,15 @@ def test_every_stream_follows_anthropics_grammar(gateway, provider, scenario):
 
 
 def _replays() -> list[str]:
+    """Every recorded sample as its scenario, `<provider>/replay-<file name without its vendor prefix>`."""
     samples = Path(__file__).parent / "wire_samples"
-    vendors = {"anthropic-": "anthropic", "openai-responses-": "openai", "gemini": "google"}
-    refs = [f"{vendor}/replay-{path.stem}" for path in sorted(samples.glob("*.sse"))
-            for prefix, vendor in vendors.items() if path.stem.startswith(prefix)]  # fmt: skip
-    refs += [f"compat/replay-{path.stem.removeprefix('chat-')}" for path in sorted((samples / "chat").glob("chat-*.sse"))]
+    refs = []
+    for path in sorted(samples.rglob("*.sse")):
+        stem = path.relative_to(samples).with_suffix("").as_posix()
+        named = [f"{vendor}/replay-{stem.removeprefix(v.sample_prefix)}" for vendor, v in VENDORS.items()
+                 if stem.startswith(v.sample_prefix)]  # fmt: skip
+        assert len(named) == 1, f"{path} is named by no vendor's sample prefix (or by several)"
+        refs += named
     return refs
 
 

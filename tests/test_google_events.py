@@ -142,8 +142,8 @@ def test_blocked_prompt_and_truncation_are_errors():
     assert info.value.kind == "truncated"
 
 
-@pytest.mark.parametrize("name", ["gemini-thought-parts-text", "gemini-tools-parallel-split", "gemini3-text-thought-signature",
-                                  "gemini3-tool-id-empty-args", "gemini-text-usage-growing", "gemini-tool-no-id"])
+@pytest.mark.parametrize("name", ["gemini-thought-parts-text", "gemini-tools-parallel-split", "gemini-3-text-thought-signature",
+                                  "gemini-3-tool-id-empty-args", "gemini-text-usage-growing", "gemini-tool-no-id"])
 def test_sdk_objects_and_wire_dicts_translate_alike(name):
     def strip_ids(events):
         return [{**e, "id": e["id"].split("_")[0] if e["type"] == "toolcall_start" else None} for e in events]

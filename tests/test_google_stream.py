@@ -170,7 +170,7 @@ def test_connection_reset_is_an_error(gateway):
 
 
 def sample_parts(name: str) -> list[dict]:
-    raw = (HERE / "wire_samples" / f"{name}.sse").read_bytes().decode()
+    raw = (HERE / "wire_samples" / f"gemini-{name}.sse").read_bytes().decode()
     return [p for f in raw.split("\r\n\r\n") if f.startswith("data: ")
             for p in json.loads(f[6:])["candidates"][0]["content"]["parts"]]
 
@@ -187,7 +187,7 @@ def usage_of(result) -> tuple[int, int, int]:
 
 
 def test_replay_text_usage_growing(gateway):
-    result = replay(gateway, "gemini-text-usage-growing")
+    result = replay(gateway, "text-usage-growing")
     assert result.types() == ["start", "text_start", "text_delta", "text_delta", "text_delta", "text_end", "done"]
     assert result.message["content"] == [{"type": "text", "text": "\n".join(str(i) for i in range(1, 31))}]
     assert result.terminal["reason"] == "stop"
@@ -195,7 +195,7 @@ def test_replay_text_usage_growing(gateway):
 
 
 def test_replay_thought_parts_then_text(gateway):
-    result = replay(gateway, "gemini-thought-parts-text")
+    result = replay(gateway, "thought-parts-text")
     types = result.types()
     assert types[:2] == ["start", "thinking_start"] and types[-3:] == ["text_delta", "text_end", "done"]
     assert types.count("thinking_end") == 1 and types.count("text_start") == 1
@@ -204,27 +204,27 @@ def test_replay_thought_parts_then_text(gateway):
     assert len(text["text"]) == 1938
     assert text["text"].startswith("This is a great question! Safely crossing the street is all about being aware and predictable.")
     assert text["text"].endswith("Always assume a driver might not see you.")
-    signed = [p["thoughtSignature"] for p in sample_parts("gemini-thought-parts-text") if "thoughtSignature" in p]
+    signed = [p["thoughtSignature"] for p in sample_parts("thought-parts-text") if "thoughtSignature" in p]
     assert len(signed) == 1 and len(signed[0]) == 6152 and text["textSignature"] == signed[0]
     assert result.terminal["reason"] == "stop"
     assert usage_of(result) == (34, 469 + 787, 0) and result.terminal["usage"]["totalTokens"] == 1290
 
 
 def test_replay_parallel_calls_split_across_chunks(gateway):
-    result = replay(gateway, "gemini-tools-parallel-split")
+    result = replay(gateway, "tools-parallel-split")
     assert result.types() == ["start"] + ["toolcall_start", "toolcall_delta", "toolcall_end"] * 2 + ["done"]
     add, multiply = result.message["content"]
     assert (add["name"], add["arguments"]) == ("add", {"a": 2, "b": 3})
     assert (multiply["name"], multiply["arguments"]) == ("multiply", {"a": 2, "b": 3})
     assert add["id"] != multiply["id"] and add["id"].startswith("add_") and multiply["id"].startswith("multiply_")
-    signature = sample_parts("gemini-tools-parallel-split")[0]["thoughtSignature"]
+    signature = sample_parts("tools-parallel-split")[0]["thoughtSignature"]
     assert len(signature) == 1436 and add["thoughtSignature"] == signature and "thoughtSignature" not in multiply
     assert result.terminal["reason"] == "toolUse"
     assert usage_of(result) == (121, 36 + 193, 0) and result.terminal["usage"]["totalTokens"] == 350
 
 
 def test_replay_single_call_without_id(gateway):
-    result = replay(gateway, "gemini-tool-no-id")
+    result = replay(gateway, "tool-no-id")
     assert result.types() == ["start", "toolcall_start", "toolcall_delta", "toolcall_end", "done"]
     call = result.message["content"][0]
     assert (call["name"], call["arguments"]) == ("get_capital", {"country": "France"})
@@ -234,11 +234,11 @@ def test_replay_single_call_without_id(gateway):
 
 
 def test_replay_gemini3_call_with_id_and_empty_args(gateway):
-    result = replay(gateway, "gemini3-tool-id-empty-args")
+    result = replay(gateway, "3-tool-id-empty-args")
     # The trailing {"text": ""} chunk carries only the finishReason: no text event.
     assert result.types() == ["start", "toolcall_start", "toolcall_delta", "toolcall_end", "done"]
     call = result.message["content"][0]
-    signature = sample_parts("gemini3-tool-id-empty-args")[0]["thoughtSignature"]
+    signature = sample_parts("3-tool-id-empty-args")[0]["thoughtSignature"]
     assert call == {"type": "toolCall", "id": "96c1su3s", "name": "get_user_country", "arguments": {}, "thoughtSignature": signature}
     assert len(signature) == 540
     assert result.terminal["reason"] == "toolUse"
@@ -246,13 +246,13 @@ def test_replay_gemini3_call_with_id_and_empty_args(gateway):
 
 
 def test_replay_gemini3_signature_on_a_final_empty_part(gateway):
-    result = replay(gateway, "gemini3-text-thought-signature")
+    result = replay(gateway, "3-text-thought-signature")
     assert result.types() == ["start", "text_start", "text_delta", "text_delta", "text_delta", "text_end", "done"]
     text = result.message["content"][0]
     expected = ('"Hi" in Portuguese is **"Oi"** (pronounced like "oy"). \n\nYou can also use **"Olá"** '
                 '(pronounced oh-LAH), which means "Hello".')
     assert text["text"] == expected and len(expected) == 125
-    signature = sample_parts("gemini3-text-thought-signature")[-1]["thoughtSignature"]
+    signature = sample_parts("3-text-thought-signature")[-1]["thoughtSignature"]
     assert len(signature) == 1228 and text["textSignature"] == signature
     assert result.events[-2]["contentSignature"] == signature
     assert usage_of(result) == (11, 39 + 206, 0) and result.terminal["usage"]["totalTokens"] == 256

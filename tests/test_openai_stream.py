@@ -193,7 +193,7 @@ def test_connection_refused_is_a_transport_error(gateway_factory):
 
 
 def test_replay_text_nonascii(gateway):
-    result = gateway.stream(turn("openai/replay-openai-responses-text-nonascii"))
+    result = gateway.stream(turn("openai/replay-text-nonascii"))
     assert result.types()[0] == "start" and result.terminal["reason"] == "stop"
     assert result.message["content"] == [{"type": "text", "text": "Olá!",
                                           "textSignature": '{"v":1,"id":"msg_099d6c816b4d9f35016a3c11fb338081a289266547cae6ff41"}'}]
@@ -242,7 +242,7 @@ def test_replay_tools_parallel(gateway):
 
 
 def test_replay_tool_fragmented_early_format(gateway):
-    result = gateway.stream(turn("openai/replay-openai-responses-tool-fragmented", options={"throttleMs": 0}))
+    result = gateway.stream(turn("openai/replay-tool-fragmented", options={"throttleMs": 0}))
     assert result.message["content"] == [{
         "type": "toolCall", "name": "get_capital", "arguments": {"country": "France"},
         "id": "call_kL0PCQV7M2WMoVX8V8OtYSAL|fc_67e554a1de488191af0831d35cbe082e0794405d35281ae2"}]
