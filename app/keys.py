@@ -107,6 +107,7 @@ class ClientKeys:
         self.api_keys = api_keys  # from `GATEWAY_API_KEYS` (`app.api.auth.parse_keys`)
         self.keys_file = keys_file or None
         self._loaded = self._load()
+        self._refused_mtime: tuple[int, int] | None = None  # the last version of the file that did not load
 
     def _load(self) -> _Loaded:
         policies: dict[str, KeyPolicy] = {}
@@ -148,8 +149,9 @@ class ClientKeys:
         if self.keys_file is None:
             return False
         mtime = _mtime(self.keys_file)
-        if mtime is None or mtime == self._loaded.mtime:
+        if mtime is None or mtime in (self._loaded.mtime, self._refused_mtime):
             return False
+        self._refused_mtime = mtime  # a file that does not load is reported once, not at every poll
         return self.reload()
 
 

@@ -47,6 +47,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("gateway.limits")
 
 WINDOW_MS = 60_000
+_PER_MINUTE = frozenset({"rate_limit_rpm", "rate_limit_tpm"})  # limits whose wait is at most one window
 SEED_TIMEOUT_S = 5.0  # rebuilding a spend counter from the ledger (a flush and two sums) may take this long
 
 
@@ -241,7 +242,10 @@ class Limits:
             raise LimitsUnavailable("per-key limits cannot be checked right now (limit store unavailable)") from None
         if verdict.kind is not None:
             self._rejected(verdict.kind)
-            retry_after = math.ceil(max(verdict.retry_after_ms, 0) / 1000)
+            wait_ms = max(verdict.retry_after_ms, 0)
+            if verdict.kind in _PER_MINUTE:  # another replica's clock may run a few ms ahead of ours
+                wait_ms = min(wait_ms, WINDOW_MS)
+            retry_after = math.ceil(wait_ms / 1000)
             raise LimitExceeded(_describe(verdict.kind, key_id, policy), verdict.kind, retry_after)
         if policy.concurrent_streams:
             self.leases[request_id] = key_id

@@ -15,6 +15,7 @@ import httpx
 import pytest
 
 from app.keys import ClientKeys, KeysFileError, load_keys_file
+from app.limits import MemoryLimitStore
 from tests.conftest import marker, turn
 
 LEGACY = "legacy:sk-legacy-key-0000"
@@ -247,3 +248,39 @@ def test_spend_rebuilt_from_each_ledger(ledger_gateway, tmp_path):
     restarted = ledger_gateway(keys_file=str(path))
     assert post(restarted, "sk-spender").status_code == 429
     assert post(restarted, "sk-other").status_code == 200
+
+
+def test_a_broken_keys_file_is_reported_once_per_version(tmp_path, caplog):
+    """The watch polls the file; a version that does not load is logged once, not at every poll."""
+    path = tmp_path / "keys.json"
+    write_keys(path, first={})
+    keys = ClientKeys([], str(path))
+    path.write_text("{ not json")
+    stat = path.stat()
+    os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000_000))
+    with caplog.at_level("ERROR", logger="gateway.keys"):
+        for _ in range(3):
+            keys.reload_if_changed()
+    assert [r.levelname for r in caplog.records if r.name == "gateway.keys"] == ["ERROR"]
+    assert keys.identify("Bearer sk-first") == "first"  # the previous keys are kept
+    write_keys(path, second={})
+    os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns + 2_000_000_000))
+    assert keys.reload_if_changed() and keys.identify("Bearer sk-second") == "second"
+
+
+@pytest.mark.parametrize("kind", ["rate_limit_rpm", "rate_limit_tpm"])
+async def test_a_per_minute_wait_is_at_most_one_minute(tmp_path, kind):
+    """Another replica's clock a few ms ahead leaves an entry newer than our `now`: Retry-After stays ≤ 60."""
+    from app.limits import Limits, Verdict
+    from app.refusals import LimitExceeded
+
+    class AheadStore(MemoryLimitStore):
+        async def admit(self, *args: Any, **kwargs: Any) -> Verdict:
+            return Verdict(kind, 60_004)
+
+    path = tmp_path / "keys.json"
+    write_keys(path, limited={"requests_per_minute": 1, "tokens_per_minute": 1})
+    limits = Limits(ClientKeys([], str(path)), AheadStore(), lambda key, since: None)
+    with pytest.raises(LimitExceeded) as refused:
+        await limits.admit("limited", ["anthropic/text"], "req_1")
+    assert refused.value.retry_after == 60
