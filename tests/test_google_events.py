@@ -209,3 +209,19 @@ def test_image_that_is_not_base64_is_a_clear_error():
     context = Context.model_validate({"messages": [{"role": "user", "content": [{"type": "image", "data": "%%%", "mimeType": "image/png"}]}]})
     with pytest.raises(ProviderError, match="not base64"):
         build_request(model("gemini-2.5-flash"), context, StreamOptions())
+
+
+@pytest.mark.parametrize(
+    "wire",
+    [
+        {"candidates": {"content": {}}},
+        {"candidates": [{"content": {"parts": "hello"}}]},
+        chunk({"text": 5}),
+        chunk({"text": "hi"}, usage={"promptTokenCount": "ten"}),
+    ],
+)
+def test_a_wire_chunk_of_the_wrong_shape_is_malformed(wire):
+    # The adapter reads the wire JSON, not the SDK's typed objects (which refused such chunks): same outcome.
+    with pytest.raises(ProviderError) as raised:
+        GoogleTranslator().feed(wire)
+    assert raised.value.kind == "malformed" and raised.value.retryable

@@ -1,18 +1,22 @@
-"""Google Gemini adapter (api `google-generative-ai`) on the official `google-genai` SDK's async stream.
+"""Google Gemini adapter (api `google-generative-ai`) on the official `google-genai` SDK.
+
+The request goes through the SDK's lower-level entry points (`wire.py`): the SDK's own request conversion,
+off the event loop for a long history, then its `async_request_streamed`; chunks are read as the wire JSON.
 
 How the SDK is set up (google-genai 3.x):
 - it is given the shared httpx2 client (`http_options.httpx_async_client`), our base URL and api version
   `v1beta`; no `retry_options`, so it sends each request once; automatic continuation and automatic function
-  calling are off per request (see `request.build_request`);
+  calling are off per request (see `request.build_request`; `wire.py` leaves them out altogether);
 - the SDK passes its own (unset) timeout with every request, which would turn the client's timeouts off,
   so a request hook puts the client's timeouts back;
-- closing the SDK's async generator does not close the HTTP response under it (its inner generators are
+- closing the SDK's streamed chunks does not close the HTTP response under it (its inner generators are
   only finalised later), so a response hook remembers the responses of the current turn and `Upstream.aclose`
   closes them, which drops the connection at once.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextvars
 import re
 from typing import Any, Mapping
@@ -30,6 +34,7 @@ from app.contract.request import StreamOptions
 from app.providers.base import RETRYABLE_STATUS, ProviderError, Upstream, build_off_loop, error_text, retry_after_ms
 from app.providers.google.events import GoogleTranslator
 from app.providers.google.request import API, build_request, check_request
+from app.providers.google.wire import SdkRequest, sdk_request, send
 from app.providers.transport import TransportSettings, http_client, transport_error
 
 # The HTTP responses opened for the current task's turn (set by `open`, filled by the response hook).
@@ -69,24 +74,37 @@ class GoogleProvider:
         )
 
     async def open(self, model: ModelInfo, context: Context, options: StreamOptions) -> Upstream:
-        params = await build_off_loop(build_request, model, context, options)
+        request = await build_off_loop(self._sdk_request, model, context, options)
         opened: list[httpx2.Response] = []
         _RESPONSES.set(opened)
+
+        async def close_responses() -> None:
+            for response in opened:
+                await response.aclose()
+
         try:
-            stream = await self.client.aio.models.generate_content_stream(**params)
+            chunks = await send(self.client._api_client, request)
+        except BaseException:  # an error page, a transport failure or a cancel: nothing is left open
+            await asyncio.shield(close_responses())
+            raise
+
+        async def close() -> None:
+            try:
+                await chunks.aclose()
+            finally:
+                await close_responses()
+
+        return Upstream(chunks.__aiter__(), close)
+
+    def _sdk_request(self, model: ModelInfo, context: Context, options: StreamOptions) -> SdkRequest:
+        """The request as the SDK converts it (run off the event loop for a long history: see `wire`)."""
+        params = build_request(model, context, options)
+        try:
+            return sdk_request(self.client._api_client, params)
         except ValueError as exc:  # the SDK checks the call before sending it (pydantic errors are ValueErrors)
             raise ProviderError(
                 f"cannot be sent this request: the google-genai SDK refused it ({error_text(str(exc))})", kind=ErrorKind.REQUEST
             ) from None
-
-        async def close() -> None:
-            try:
-                await stream.aclose()
-            finally:
-                for response in opened:
-                    await response.aclose()
-
-        return Upstream(stream.__aiter__(), close)
 
     def translator(self, model: ModelInfo) -> GoogleTranslator:
         return GoogleTranslator()

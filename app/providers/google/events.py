@@ -1,7 +1,8 @@
 """Translate Gemini `streamGenerateContent` chunks into adapter events.
 
-A chunk is the SDK's `GenerateContentResponse` (snake_case attributes, signatures as bytes) or, in unit
-tests, the wire JSON as a dict (camelCase, signatures as base64 text); both read the same here.
+A chunk is the wire JSON as a dict (camelCase, signatures as base64 text: what the adapter reads, see
+`wire.py`) or the SDK's `GenerateContentResponse` (snake_case attributes, signatures as bytes); both read
+the same here. A list, text or token count of another type is a malformed chunk (retryable).
 
 Mapping (reference: pi-ai's google provider, with its gaps closed):
 - only `candidates[0].content.parts` is read; a part with `thought: true` is thinking, other text is text;
@@ -44,6 +45,25 @@ def _get(obj: Any, snake: str, camel: str | None = None) -> Any:
     return getattr(obj, snake, None)
 
 
+def _items(value: Any, field: str) -> list[Any]:
+    """A list field of a chunk; one of another type is a chunk Gemini would not send (the SDK's typed objects
+    refused such a chunk; the wire dicts the adapter reads are checked here)."""
+    if value is None:
+        return []
+    if isinstance(value, (list, tuple)):
+        return list(value)
+    raise ProviderError(f"sent a malformed chunk: {field} is not a list", retryable=True, kind=ErrorKind.MALFORMED)
+
+
+def _count(value: Any) -> int:
+    """A token count of `usageMetadata` (absent: 0)."""
+    if value is None:
+        return 0
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    raise ProviderError("sent a malformed chunk: a token count is not a number", retryable=True, kind=ErrorKind.MALFORMED)
+
+
 def _enum(value: Any) -> str | None:
     if value is None:
         return None
@@ -74,10 +94,10 @@ class GoogleTranslator:
         if self._failure is not None:
             raise self._failure
         events: list[dict[str, Any]] = []
-        candidates = _get(wire, "candidates") or []
+        candidates = _items(_get(wire, "candidates"), "candidates")
         candidate = candidates[0] if candidates else None
         content = _get(candidate, "content")
-        for part in _get(content, "parts") or []:
+        for part in _items(_get(content, "parts"), "parts"):
             events.extend(self._part(part))
         usage = _get(wire, "usage_metadata", "usageMetadata")
         if usage is not None:
@@ -109,6 +129,8 @@ class GoogleTranslator:
         text = _get(part, "text")
         if text is None:
             return []  # inline data, executable code and part kinds this gateway does not know
+        if not isinstance(text, str):
+            raise ProviderError("sent a malformed chunk: a part's text is not a string", retryable=True, kind=ErrorKind.MALFORMED)
         kind = "thinking" if _get(part, "thought") is True else "text"
         events: list[dict[str, Any]] = []
         if text:
@@ -157,10 +179,10 @@ class GoogleTranslator:
     # ------------------------------------------------------------------ usage and finish
 
     def _usage(self, usage: Any) -> dict[str, Any]:
-        prompt = _get(usage, "prompt_token_count", "promptTokenCount") or 0
-        cached = _get(usage, "cached_content_token_count", "cachedContentTokenCount") or 0
-        candidates = _get(usage, "candidates_token_count", "candidatesTokenCount") or 0
-        thoughts = _get(usage, "thoughts_token_count", "thoughtsTokenCount") or 0
+        prompt = _count(_get(usage, "prompt_token_count", "promptTokenCount"))
+        cached = _count(_get(usage, "cached_content_token_count", "cachedContentTokenCount"))
+        candidates = _count(_get(usage, "candidates_token_count", "candidatesTokenCount"))
+        thoughts = _count(_get(usage, "thoughts_token_count", "thoughtsTokenCount"))
         self.usage = {"input": max(prompt - cached, 0), "output": candidates + thoughts, "cacheRead": cached, "cacheWrite": 0}
         return {"type": "usage", **self.usage}
 

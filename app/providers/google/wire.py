@@ -1,0 +1,70 @@
+"""The google-genai SDK's own lower-level entry points for `generate_content_stream`, used directly.
+
+`AsyncModels.generate_content_stream` converts the whole request in Python on the event loop (its pydantic
+`GenerateContentParameters`, then `_GenerateContentParameters_to_mldev`) and parses every streamed chunk
+into a typed `GenerateContentResponse`. For a long history the first stalls every other stream; the second
+costs ~12x the CPU per event of the other adapters. So the adapter does what the SDK's
+`AsyncModels._generate_content_stream` does (google-genai 3.x, Gemini Developer API), in two halves:
+- `sdk_request` runs the SDK's own conversion (same functions, same order) and returns the path and body,
+  so it can run in a worker thread (`build_off_loop`);
+- `send` hands them to the SDK's `BaseApiClient.async_request_streamed`, which sends them exactly as the SDK
+  would (headers, API key, base URL, error pages → `APIError`, `{"error": …}` chunks → `APIError`), and yields
+  each chunk as the wire JSON dict (camelCase keys, signatures as base64 text) instead of a typed object.
+Automatic function calling and continuation, which the adapter turns off, are the parts of the public
+method left out.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any, AsyncIterator
+from urllib.parse import urlencode
+
+from google.genai import _api_client, _common, types
+from google.genai import models as genai_models
+
+_PATH = "{model}:streamGenerateContent?alt=sse"
+
+
+@dataclass(frozen=True)
+class SdkRequest:
+    """A `streamGenerateContent` request as the SDK builds it: path, wire body and per-request options."""
+
+    path: str
+    body: dict[str, Any]
+    http_options: types.HttpOptions | None
+
+
+def sdk_request(client: _api_client.BaseApiClient, params: dict[str, Any]) -> SdkRequest:
+    """The SDK's conversion of `generate_content_stream(**params)` (raises ValueError when it refuses it)."""
+    config = params.get("config")
+    parameters = types._GenerateContentParameters(
+        model=params["model"],
+        contents=params["contents"],
+        config=types.GenerateContentConfig(**config) if isinstance(config, dict) else config,
+    )
+    body = genai_models._GenerateContentParameters_to_mldev(client, parameters, None, parameters)
+    url = body.get("_url")
+    path = _PATH.format_map(url) if url else _PATH
+    query = body.get("_query")
+    if query:
+        path = f"{path}?{urlencode(query)}"
+    body.pop("config", None)
+    body = _common.encode_unserializable_types(_common.convert_to_dict(body))
+    http_options = parameters.config.http_options if parameters.config is not None else None
+    return SdkRequest(path=path, body=body, http_options=http_options)
+
+
+async def send(client: _api_client.BaseApiClient, request: SdkRequest) -> AsyncIterator[Any]:
+    """Send the request with the SDK's streamed request method; the chunks as decoded JSON."""
+    responses = await client.async_request_streamed("post", request.path, request.body, request.http_options)
+
+    async def chunks() -> AsyncIterator[Any]:
+        try:
+            async for response in responses:
+                yield json.loads(response.body) if response.body else {}
+        finally:
+            await responses.aclose()
+
+    return chunks()
