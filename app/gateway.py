@@ -49,6 +49,7 @@ class Gateway:
             self.keys,
             _limit_store(settings),
             self._ledger_spend,
+            ledger_last_cost=self._ledger_last_cost,
             fail_open=settings.redis_fail_open,
             timeout=settings.redis_timeout,
             lease_ttl=settings.redis_lease_ttl,
@@ -74,6 +75,11 @@ class Gateway:
         """What the ledger says a key spent since `since_ms` (queued record writes flushed first)."""
         await self.recorder.flush(timeout=1.0)
         return await self.ledger.spend(key_id, since_ms)
+
+    async def _ledger_last_cost(self, key_id: str) -> float:
+        """What the key's latest settled turn cost, by the ledger (queued record writes flushed first)."""
+        await self.recorder.flush(timeout=1.0)
+        return await self.ledger.last_cost(key_id)
 
     async def start_turn(
         self, request: StreamRequest, request_id: str, key_id: str | None, door: str = "unified"

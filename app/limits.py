@@ -14,7 +14,9 @@ replica sees the same counters). Semantics, identical in both:
 - concurrent streams: leases with a TTL (`GATEWAY_REDIS_LEASE_TTL`), renewed while the turn runs and
   released when it settles, so the leases of a crashed replica expire on their own;
 - budgets: the spend of the turns started in the current UTC day / month; a key is refused (429
-  `budget_exceeded`, `Retry-After` until the period resets) once that spend is at or over the budget. A
+  `budget_exceeded`, `Retry-After` until the period resets) once that spend is at or over the budget, or
+  once what is left would not cover another turn costing what the key's latest turn cost (a turn's cost is
+  known only when it settles, so the latest one is the estimate; `over_budget`). A
   turn already running finishes and is charged, so spend can end above the budget by at most the turns in
   flight. When the store has no counter for the period (first use, or Redis restarted empty) it is rebuilt
   from the ledger (the records' usage.cost.total for the key since the period began) before admitting.
@@ -108,8 +110,11 @@ class LimitStore(ABC):
         """Check budgets, tpm, rpm and concurrency; if all pass, count the request (rpm) and take the lease."""
 
     @abstractmethod
-    async def seed_spend(self, name: str, periods: Periods, day_spend: float, month_spend: float) -> None:
-        """Set the period's spend counters unless they exist (another replica may have seeded first)."""
+    async def seed_spend(
+        self, name: str, periods: Periods, day_spend: float, month_spend: float, last_cost: float = 0.0
+    ) -> None:
+        """Set the period's spend counters and the key's latest turn cost unless they exist (another replica
+        may have seeded first)."""
 
     @abstractmethod
     async def charge(self, name: str, tokens: int, settled: Periods, cost: float, started: Periods) -> None:
@@ -126,6 +131,12 @@ class LimitStore(ABC):
         return None
 
 
+def over_budget(spent: float, last_cost: float, budget: float) -> bool:
+    """A budget refuses the next turn once it is spent, or once what is left would not cover another turn
+    costing what the key's latest turn cost (the cost of a turn is only known when it settles)."""
+    return spent >= budget or spent + last_cost > budget
+
+
 class MemoryLimitStore(LimitStore):
     """The embedded store: the same rules within one process."""
 
@@ -134,6 +145,7 @@ class MemoryLimitStore(LimitStore):
         self._leases: dict[str, dict[str, int]] = {}
         self._tokens: dict[tuple[str, int], int] = {}
         self._spend: dict[tuple[str, str], float] = {}
+        self._last_cost: dict[str, float] = {}  # what the key's latest charged turn cost
 
     async def admit(self, name: str, policy: KeyPolicy, lease: str, periods: Periods, lease_ttl_ms: int) -> Verdict:
         now = periods.now_ms
@@ -145,7 +157,7 @@ class MemoryLimitStore(LimitStore):
                 spent = self._spend.get((name, period))
                 if spent is None:
                     return NEED_SEED
-                if spent >= budget:
+                if over_budget(spent, self._last_cost.get(name, 0.0), budget):
                     return Verdict("budget_exceeded", reset - now)
         if policy.tokens_per_minute > 0 and self._tokens.get((name, periods.minute), 0) >= policy.tokens_per_minute:
             return Verdict("rate_limit_tpm", periods.next_minute_ms - now)
@@ -166,7 +178,10 @@ class MemoryLimitStore(LimitStore):
             requests.append(now)
         return ADMITTED
 
-    async def seed_spend(self, name: str, periods: Periods, day_spend: float, month_spend: float) -> None:
+    async def seed_spend(
+        self, name: str, periods: Periods, day_spend: float, month_spend: float, last_cost: float = 0.0
+    ) -> None:
+        self._last_cost.setdefault(name, last_cost)
         self._spend.setdefault((name, "d:" + periods.day), day_spend)
         self._spend.setdefault((name, "m:" + periods.month), month_spend)
 
@@ -176,6 +191,7 @@ class MemoryLimitStore(LimitStore):
             for stale in [k for k in self._tokens if k[1] < settled.minute - 1]:
                 del self._tokens[stale]
         if cost > 0:
+            self._last_cost[name] = cost
             for period in ("d:" + started.day, "m:" + started.month):
                 if (name, period) in self._spend:
                     self._spend[(name, period)] += cost
@@ -191,6 +207,11 @@ class MemoryLimitStore(LimitStore):
 
 
 LedgerSpend = Callable[[str, int], Awaitable[float]]  # (key name, since epoch ms) → USD spent
+LedgerLastCost = Callable[[str], Awaitable[float]]  # key name → USD cost of its latest settled turn
+
+
+async def _no_last_cost(key_id: str) -> float:
+    return 0.0
 
 
 class Limits:
@@ -202,6 +223,7 @@ class Limits:
         store: LimitStore,
         ledger_spend: LedgerSpend,
         *,
+        ledger_last_cost: LedgerLastCost = _no_last_cost,
         fail_open: bool = True,
         timeout: float = 0.25,
         lease_ttl: float = 30.0,
@@ -210,6 +232,7 @@ class Limits:
         self.keys = keys
         self.store = store
         self.ledger_spend = ledger_spend
+        self.ledger_last_cost = ledger_last_cost
         self.fail_open = fail_open
         self.timeout = timeout
         self.lease_ttl_ms = int(lease_ttl * 1000)
@@ -254,13 +277,15 @@ class Limits:
         periods = Periods.at(time.time())
         verdict = await self._bounded(self.store.admit(key_id, policy, request_id, periods, self.lease_ttl_ms))
         if verdict.need_seed:
-            day, month = await asyncio.wait_for(
+            day, month, last = await asyncio.wait_for(
                 asyncio.gather(
-                    self.ledger_spend(key_id, periods.day_start_ms), self.ledger_spend(key_id, periods.month_start_ms)
+                    self.ledger_spend(key_id, periods.day_start_ms),
+                    self.ledger_spend(key_id, periods.month_start_ms),
+                    self.ledger_last_cost(key_id),
                 ),
                 SEED_TIMEOUT_S,
             )
-            await self._bounded(self.store.seed_spend(key_id, periods, day, month))
+            await self._bounded(self.store.seed_spend(key_id, periods, day, month, last))
             log.info("spend of key %s rebuilt from the ledger: %.6f USD today, %.6f this month", key_id, day, month)
             verdict = await self._bounded(self.store.admit(key_id, policy, request_id, periods, self.lease_ttl_ms))
             if verdict.need_seed:

@@ -8,6 +8,8 @@ both take the last slot. Keys (all under `GATEWAY_REDIS_PREFIX`, default `gw`):
 - `<p>:tpm:<key name>:<minute>`: tokens settled in that minute (expires after two minutes);
 - `<p>:spend:<key name>:d:<YYYY-MM-DD>` and `…:m:<YYYY-MM>`: USD spent by turns started in that UTC day /
   month (expire two days / 32 days after the period began). Missing = not seeded: rebuilt from the ledger.
+- `<p>:lastcost:<key name>`: USD cost of the key's latest charged turn (the budget's estimate of the next
+  one; rebuilt from the ledger with the spend).
 
 Times come from the replicas' clocks (epoch ms), so replicas need synchronised clocks (NTP), as the ledger's
 timestamps already do.
@@ -22,7 +24,7 @@ from redis.backoff import NoBackoff
 from app.keys import KeyPolicy
 from app.limits import ADMITTED, NEED_SEED, WINDOW_MS, LimitStore, Periods, Verdict
 
-# KEYS: rpm, conc, tpm (this minute), spend month, spend day
+# KEYS: rpm, conc, tpm (this minute), spend month, spend day, the key's last turn cost
 # ARGV: now, rpm limit, concurrency limit, tpm limit, month budget, day budget, lease id, lease ttl ms,
 #       next minute ms, next day ms, next month ms
 _ADMIT = """
@@ -32,7 +34,8 @@ for _, b in ipairs(budgets) do
   if b[2] > 0 then
     local spent = redis.call('GET', b[1])
     if not spent then return {'seed', '0'} end
-    if tonumber(spent) >= b[2] then return {'budget_exceeded', tostring(b[3] - now)} end
+    local last = tonumber(redis.call('GET', KEYS[6]) or '0')
+    if tonumber(spent) >= b[2] or tonumber(spent) + last > b[2] then return {'budget_exceeded', tostring(b[3] - now)} end
   end
 end
 local tpm = tonumber(ARGV[4])
@@ -61,7 +64,7 @@ end
 return {'ok', '0'}
 """
 
-# KEYS: tpm (settle minute), spend day, spend month; ARGV: tokens, cost
+# KEYS: tpm (settle minute), spend day, spend month, last turn cost; ARGV: tokens, cost, last cost ttl ms
 _CHARGE = """
 local tokens = tonumber(ARGV[1])
 if tokens > 0 then
@@ -70,6 +73,7 @@ if tokens > 0 then
 end
 local cost = tonumber(ARGV[2])
 if cost > 0 then
+  redis.call('SET', KEYS[4], ARGV[2], 'PX', tonumber(ARGV[3]))
   for i = 2, 3 do
     if redis.call('EXISTS', KEYS[i]) == 1 then redis.call('INCRBYFLOAT', KEYS[i], ARGV[2]) end
   end
@@ -123,7 +127,10 @@ class RedisLimitStore(LimitStore):
 
     async def admit(self, name: str, policy: KeyPolicy, lease: str, periods: Periods, lease_ttl_ms: int) -> Verdict:
         day_key, month_key = self._spend_keys(name, periods)
-        keys = [self._key("rpm", name), self._key("conc", name), self._key("tpm", name, periods.minute), month_key, day_key]
+        keys = [
+            self._key("rpm", name), self._key("conc", name), self._key("tpm", name, periods.minute), month_key, day_key,
+            self._key("lastcost", name),
+        ]
         args = [
             periods.now_ms,
             policy.requests_per_minute,
@@ -144,18 +151,22 @@ class RedisLimitStore(LimitStore):
             return NEED_SEED
         return Verdict(kind, int(float(retry_after)))
 
-    async def seed_spend(self, name: str, periods: Periods, day_spend: float, month_spend: float) -> None:
+    async def seed_spend(
+        self, name: str, periods: Periods, day_spend: float, month_spend: float, last_cost: float = 0.0
+    ) -> None:
         day_key, month_key = self._spend_keys(name, periods)
         day_ttl = periods.day_start_ms + DAY_TTL_MS - periods.now_ms
         month_ttl = periods.month_start_ms + MONTH_TTL_MS - periods.now_ms
         async with self.redis.pipeline(transaction=True) as pipe:
             pipe.set(day_key, _decimal(day_spend), nx=True, px=day_ttl)
             pipe.set(month_key, _decimal(month_spend), nx=True, px=month_ttl)
+            pipe.set(self._key("lastcost", name), _decimal(last_cost), nx=True, px=MONTH_TTL_MS)
             await pipe.execute()
 
     async def charge(self, name: str, tokens: int, settled: Periods, cost: float, started: Periods) -> None:
         day_key, month_key = self._spend_keys(name, started)
-        await self._charge(keys=[self._key("tpm", name, settled.minute), day_key, month_key], args=[tokens, _decimal(cost)])
+        keys = [self._key("tpm", name, settled.minute), day_key, month_key, self._key("lastcost", name)]
+        await self._charge(keys=keys, args=[tokens, _decimal(cost), MONTH_TTL_MS])
 
     async def release(self, name: str, lease: str) -> None:
         await self.redis.zrem(self._key("conc", name), lease)

@@ -188,14 +188,21 @@ def test_budget_just_above_one_turn(gateway_factory, tmp_path):
     gw = gateway_factory(keys_file=str(path))
     probe = gw.stream(turn("anthropic/text", "same prompt"), headers=bearer("sk-probe"))
     cost = probe.terminal["usage"]["cost"]["total"]
-    write_keys(path, probe={"budget_usd_per_day": cost * 2.5})
+    write_keys(path, probe={"budget_usd_per_day": cost * 2.5}, spender={"budget_usd_per_day": cost * 1.05})
     assert gw.state.keys.reload()
-    # Spent: 1 turn (from the ledger). A second and a third fit under 2.5 turns; then the budget is exhausted.
-    for _ in range(2):
-        served = gw.stream(turn("anthropic/text", "same prompt"), headers=bearer("sk-probe"))
-        assert served.status == 200
-        gw.job(served.headers["x-request-id"])
-        settle(gw)
+    # A budget just above one turn's cost: the first turn is served, the next is stopped (what is left would
+    # not cover a turn like the latest one).
+    served = gw.stream(turn("anthropic/text", "same prompt"), headers=bearer("sk-spender"))
+    assert served.status == 200
+    gw.job(served.headers["x-request-id"])
+    settle(gw)
+    refused = post(gw, "sk-spender")
+    assert refused.status_code == 429 and refused.json()["error"]["type"] == "budget_exceeded"
+    # Spent 1 turn of 2.5 (from the ledger): a second fits, a third would not.
+    served = gw.stream(turn("anthropic/text", "same prompt"), headers=bearer("sk-probe"))
+    assert served.status == 200
+    gw.job(served.headers["x-request-id"])
+    settle(gw)
     assert post(gw, "sk-probe").status_code == 429
 
 
@@ -244,7 +251,7 @@ def test_spend_rebuilt_from_each_ledger(ledger_gateway, tmp_path):
     spent = gw.server.call(gw.state.ledger.spend("spender", since))
     assert spent == pytest.approx(costs[0] + costs[1], rel=1e-9)
     assert gw.server.call(gw.state.ledger.spend("spender", 2**62)) == 0
-    write_keys(path, spender={"budget_usd_per_month": costs[0] * 1.5}, other={"budget_usd_per_month": costs[2] * 1.5})
+    write_keys(path, spender={"budget_usd_per_month": costs[0] * 1.5}, other={"budget_usd_per_month": costs[2] * 2.5})
     restarted = ledger_gateway(keys_file=str(path))
     assert post(restarted, "sk-spender").status_code == 429
     assert post(restarted, "sk-other").status_code == 200

@@ -42,7 +42,7 @@ step = st.one_of(
     admit,
     st.tuples(st.just("release"), st.integers(0, 20)),
     st.tuples(st.just("charge"), st.sampled_from(sorted(POLICIES)), st.sampled_from([0, 1, 5, 10, 30]), st.integers(0, 3)),
-    st.tuples(st.just("seed"), st.sampled_from(sorted(POLICIES)), st.integers(0, 4), st.integers(0, 6)),
+    st.tuples(st.just("seed"), st.sampled_from(sorted(POLICIES)), st.integers(0, 4), st.integers(0, 6), st.integers(0, 3)),
     st.tuples(st.just("clock"), st.sampled_from([1, 500, 15_000, 30_000, 61_000, 3_600_000, 86_400_000])),
 )
 
@@ -51,7 +51,9 @@ step = st.one_of(
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(step, min_size=1, max_size=40))
 @example([("charge", "e", 10, 0), ("admit", "e")])  # tokens exactly at the limit
-@example([("admit", "b"), ("seed", "b", 3, 3), ("admit", "b")])  # spend exactly at the day budget
+@example([("admit", "b"), ("seed", "b", 3, 3, 0), ("admit", "b")])  # spend exactly at the day budget
+@example([("admit", "b"), ("seed", "b", 2, 2, 1), ("admit", "b")])  # the latest turn's cost exactly fits
+@example([("admit", "b"), ("seed", "b", 2, 2, 0), ("charge", "b", 1, 2), ("admit", "b")])  # it would not
 @example([("admit", "d"), ("clock", 500), ("admit", "d"), ("admit", "d"), ("clock", 61_000), ("admit", "d")])
 def test_memory_and_redis_stores_agree(steps):
     run_async(_compare(steps))
@@ -85,9 +87,9 @@ async def _compare(steps) -> None:
                 for s in stores:
                     await s.charge(name, tokens, periods, sixty_fourths / 64, periods)
             elif kind == "seed":
-                _, name, day, month = item
+                _, name, day, month, last = item
                 for s in stores:
-                    await s.seed_spend(name, periods, day / 64, month / 64)
+                    await s.seed_spend(name, periods, day / 64, month / 64, last / 64)
             elif kind == "clock":
                 now_ms += item[1]
                 for s in stores:  # a replica renews its running turns' leases

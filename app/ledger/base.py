@@ -197,6 +197,10 @@ class Ledger(ABC):
         """USD spent (records' usage.cost.total) by the settled turns of a key created since `since_ms`."""
 
     @abstractmethod
+    async def last_cost(self, api_key_id: str) -> float:
+        """USD cost (usage.cost.total) of the key's most recent settled turn; 0 when it has none."""
+
+    @abstractmethod
     async def ping(self) -> None:
         """Raise when the store cannot be reached."""
 

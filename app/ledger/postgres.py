@@ -184,6 +184,14 @@ class PostgresLedger(Ledger):
         )
         return float(value or 0)
 
+    async def last_cost(self, api_key_id: str) -> float:
+        value = await self._require().fetchval(
+            "SELECT ((record::jsonb) -> 'usage' -> 'cost' ->> 'total')::float8 FROM gateway_requests "
+            "WHERE api_key_id = $1 AND outcome IS NOT NULL ORDER BY created_at DESC LIMIT 1",
+            api_key_id,
+        )
+        return float(value or 0)
+
     async def ping(self) -> None:
         await self._require().fetchval("SELECT 1")
 

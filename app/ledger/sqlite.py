@@ -227,6 +227,15 @@ class SqliteLedger(Ledger):
         async with self._require(self._reader).execute(query, (api_key_id, since_ms)) as cursor:
             return float((await cursor.fetchone())[0] or 0)
 
+    async def last_cost(self, api_key_id: str) -> float:
+        query = (
+            "SELECT json_extract(record, '$.usage.cost.total') FROM gateway_requests "
+            "WHERE api_key_id = ? AND outcome IS NOT NULL ORDER BY created_at DESC LIMIT 1"
+        )
+        async with self._require(self._reader).execute(query, (api_key_id,)) as cursor:
+            row = await cursor.fetchone()
+            return float(row[0] or 0) if row else 0.0
+
     async def ping(self) -> None:
         async with self._require(self._reader).execute("SELECT 1") as cursor:
             await cursor.fetchone()
