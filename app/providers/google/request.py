@@ -198,7 +198,7 @@ def tool_config(options: StreamOptions) -> dict[str, Any] | None:
 
 
 def build_request(model: ModelInfo, context: Context, options: StreamOptions) -> dict[str, Any]:
-    """Keyword arguments for `client.aio.models.generate_content_stream(...)`."""
+    """The `generate_content_stream` arguments (model, contents, config), which `wire.sdk_request` converts."""
     config: dict[str, Any] = {
         # The gateway retries and runs tools itself: no SDK-side follow-up requests of any kind.
         "automatic_function_calling": {"disable": True},
