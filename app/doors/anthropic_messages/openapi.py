@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from app.doors.openapi import door_operation
+
 PATH = "/v1/messages"
 
 _ERROR = {
@@ -96,37 +98,14 @@ _DESCRIPTIONS = {
 
 
 def operation() -> dict[str, Any]:
-    def error(code: str) -> dict[str, Any]:
-        body = {"description": _DESCRIPTIONS[code], "content": {"application/json": {"schema": _ref("AnthropicErrorBody")}}}
-        if code in ("429", "503"):
-            body["headers"] = {"Retry-After": {"description": "seconds to wait", "schema": {"type": "string"}}}
-        return body
-
-    return {
-        "requestBody": {
-            "required": True,
-            "content": {
-                "application/json": {
-                    "schema": _ref("MessagesRequest"),
-                    "example": {"model": "anthropic/claude-sonnet-4-5", "max_tokens": 1024, "stream": True,
-                                "messages": [{"role": "user", "content": "Hello"}]},  # fmt: skip
-                }
-            },
-        },
-        "responses": {
-            "200": {
-                "description": "With `stream: true`, Anthropic's events (`message_start`, `content_block_*`, "
-                "`message_delta`, `message_stop`, `ping` while idle; an error after the start is one "
-                "`event: error`); otherwise one `message`",
-                "content": {
-                    "text/event-stream": {"schema": {"type": "string"}},
-                    "application/json": {"schema": _ref("Message")},
-                },
-            },
-            **{code: error(code) for code in _DESCRIPTIONS},
-        },
-    }
-
-
-def _ref(name: str) -> dict[str, str]:
-    return {"$ref": f"#/components/schemas/{name}"}
+    return door_operation(
+        request_schema="MessagesRequest",
+        example={"model": "anthropic/claude-sonnet-4-5", "max_tokens": 1024, "stream": True,
+                 "messages": [{"role": "user", "content": "Hello"}]},  # fmt: skip
+        ok_description="With `stream: true`, Anthropic's events (`message_start`, `content_block_*`, "
+        "`message_delta`, `message_stop`, `ping` while idle; an error after the start is one "
+        "`event: error`); otherwise one `message`",
+        ok_schema="Message",
+        error_schema="AnthropicErrorBody",
+        errors=_DESCRIPTIONS,
+    )

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from app.doors.openapi import door_operation
+
 PATH = "/v1/chat/completions"
 
 _ERROR = {
@@ -88,37 +90,14 @@ _DESCRIPTIONS = {
 
 
 def operation() -> dict[str, Any]:
-    def error(code: str) -> dict[str, Any]:
-        body = {"description": _DESCRIPTIONS[code], "content": {"application/json": {"schema": _ref("OpenAIErrorBody")}}}
-        if code in ("429", "503"):
-            body["headers"] = {"Retry-After": {"description": "seconds to wait", "schema": {"type": "string"}}}
-        return body
-
-    return {
-        "requestBody": {
-            "required": True,
-            "content": {
-                "application/json": {
-                    "schema": _ref("ChatCompletionRequest"),
-                    "example": {"model": "anthropic/claude-sonnet-4-5", "stream": True,
-                                "messages": [{"role": "user", "content": "Hello"}]},  # fmt: skip
-                }
-            },
-        },
-        "responses": {
-            "200": {
-                "description": "With `stream: true`, `data:` lines of `chat.completion.chunk` objects, then "
-                "`data: [DONE]` (an error after the start is one `data: {\"error\": …}` line instead); "
-                "otherwise one `chat.completion`",
-                "content": {
-                    "text/event-stream": {"schema": {"type": "string"}},
-                    "application/json": {"schema": _ref("ChatCompletion")},
-                },
-            },
-            **{code: error(code) for code in _DESCRIPTIONS},
-        },
-    }
-
-
-def _ref(name: str) -> dict[str, str]:
-    return {"$ref": f"#/components/schemas/{name}"}
+    return door_operation(
+        request_schema="ChatCompletionRequest",
+        example={"model": "anthropic/claude-sonnet-4-5", "stream": True,
+                 "messages": [{"role": "user", "content": "Hello"}]},  # fmt: skip
+        ok_description="With `stream: true`, `data:` lines of `chat.completion.chunk` objects, then "
+        "`data: [DONE]` (an error after the start is one `data: {\"error\": …}` line instead); "
+        "otherwise one `chat.completion`",
+        ok_schema="ChatCompletion",
+        error_schema="OpenAIErrorBody",
+        errors=_DESCRIPTIONS,
+    )
