@@ -16,6 +16,7 @@ from starlette.exceptions import HTTPException
 from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from app.api.auth import authorization
 from app.api.body import validation_error as invalid_request
 from app.api.apidocs import install_api_docs
 from app.api.console import install_console
@@ -117,7 +118,7 @@ async def _set_up_listening(gateway: Gateway, settings: Settings) -> None:
 def _simulator_log_guard(app: FastAPI, request: Request) -> Response | None:
     """The demo simulator's request log shows every caller's prompts: with auth on it needs a gateway key."""
     try:
-        app.state.gateway.keys.identify(request.headers.get("authorization"))
+        app.state.gateway.keys.identify(authorization(request.headers))
     except ApiError as refused:
         return refused.response()
     return None

@@ -73,7 +73,8 @@ def test_only_the_same_key_resumes(gateway_factory):
     assert unknown.status_code == 404 and unknown.json()["error"]["type"] == "not_found"
     bad = resume(gw.url, request_id, ALPHA, "three")
     assert bad.status_code == 400 and bad.json()["error"]["param"] == "Last-Event-ID"
-    events = check_frames(head + parse_sse(resume(gw.url, request_id, ALPHA, "3").text))
+    # The key as the Anthropic SDKs send it (`x-api-key`) is the same key.
+    events = check_frames(head + parse_sse(resume(gw.url, request_id, {"x-api-key": "sk-resume-alpha-01"}, "3").text))
     assert events[-1]["type"] == "done"
 
 

@@ -27,6 +27,7 @@ from typing import Any
 from fastapi import APIRouter, FastAPI, Query, Request
 from starlette.responses import Response
 
+from app.api.auth import authorization
 from app.api.errors import ApiError, json_response
 from app.dispatch import TurnJob
 from app.settings import Settings
@@ -232,7 +233,7 @@ async def console_summary(request: Request, minutes: int = Query(default=15, ge=
     turns served, errors, retries, fallbacks and timeouts, for the caller's key (every key's when
     authentication is off); `activeStreams` counts this process's turns in flight."""
     gateway = request.app.state.gateway
-    key_id = gateway.keys.identify(request.headers.get("authorization"))
+    key_id = gateway.keys.identify(authorization(request.headers))
     window: HealthWindow = request.app.state.console_health
     active = len(gateway.jobs) if key_id is None else gateway.streams_per_key.get(key_id, 0)
     body = {

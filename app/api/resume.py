@@ -9,6 +9,7 @@ from fastapi import APIRouter, Request
 from sse_starlette import EventSourceResponse
 from starlette.responses import Response
 
+from app.api.auth import authorization
 from app.api.errors import ApiError
 from app.dispatch import TurnJob
 from app.doors.base import EventEncoder
@@ -88,7 +89,7 @@ async def resume_stream(request: Request, request_id: str) -> Response:
     (an EventSource then stops reconnecting). 404 for an unknown request or another key's;
     410 `resume_unavailable` when the events are no longer kept; 503 when the event store does not answer."""
     gateway = request.app.state.gateway
-    key_id = gateway.keys.identify(request.headers.get("authorization"))
+    key_id = gateway.keys.identify(authorization(request.headers))
     after = _last_event_id(request)
     try:
         frames = await gateway.resume.resume(request_id, key_id, after)
