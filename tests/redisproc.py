@@ -9,6 +9,9 @@ import shutil
 import subprocess
 import tempfile
 import time
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Iterator
 
 import pytest
 
@@ -61,3 +64,24 @@ class RedisServer:
         """Stop and start again with no data (persistence is off)."""
         self.stop()
         self.start()
+
+
+@contextmanager
+def two_replicas(simulator_url: str, tmp: Path, env: dict[str, str]) -> Iterator[dict[str, Any]]:
+    """Two `python -m app` processes sharing one SQLite ledger in `tmp` and their own redis-server, whose URL
+    is added to `env`: `{"a", "b", "redis"}`."""
+    from tests.procs import GatewayProcess
+
+    redis_server = RedisServer().start()
+    env = {**env, "GATEWAY_REDIS_URL": redis_server.url}
+    database = f"sqlite:///{tmp}/shared.db"
+    a = GatewayProcess(simulator_url, database_url=database, **env)
+    b = GatewayProcess(simulator_url, database_url=database, **env)
+    try:
+        a.wait_ready()
+        b.wait_ready()
+        yield {"a": a, "b": b, "redis": redis_server}
+    finally:
+        a.stop()
+        b.stop()
+        redis_server.stop()

@@ -19,7 +19,7 @@ import pytest
 
 from tests.conftest import marker, turn
 from tests.procs import GatewayProcess, free_port
-from tests.redisproc import RedisServer
+from tests.redisproc import two_replicas
 from tests.test_keys_policy import bearer, digest
 
 KEY_NAMES = ("rpm10", "conc5", "spender", "prober", "tpm")
@@ -43,25 +43,14 @@ def cluster(sim, tmp_path_factory) -> Iterator[dict[str, Any]]:
     tmp = tmp_path_factory.mktemp("replicas")
     keys_file = tmp / "keys.json"
     write_keys(keys_file)
-    redis_server = RedisServer().start()
     env = {
         "GATEWAY_KEYS_FILE": str(keys_file),
         "GATEWAY_KEYS_RELOAD_INTERVAL": "3600",  # reloads in these tests come from SIGHUP
-        "GATEWAY_REDIS_URL": redis_server.url,
         "GATEWAY_REDIS_TIMEOUT": "1",
         "GATEWAY_REDIS_FAIL_OPEN": "false",
     }
-    database = f"sqlite:///{tmp}/shared.db"
-    a = GatewayProcess(sim.url, database_url=database, **env)
-    b = GatewayProcess(sim.url, database_url=database, **env)
-    try:
-        a.wait_ready()
-        b.wait_ready()
-        yield {"a": a, "b": b, "redis": redis_server, "keys_file": keys_file}
-    finally:
-        a.stop()
-        b.stop()
-        redis_server.stop()
+    with two_replicas(sim.url, tmp, env) as replicas:
+        yield {**replicas, "keys_file": keys_file}
 
 
 def _post(url: str, key: str, model: str = "anthropic/text", path: str = "/v1/complete") -> httpx.Response:

@@ -15,8 +15,7 @@ import pytest
 
 from tests.conformance import check_frames, parse_sse
 from tests.conftest import marker, turn
-from tests.procs import GatewayProcess
-from tests.redisproc import RedisServer
+from tests.redisproc import two_replicas
 from tests.resume_client import read_some, resume
 
 KEYS = "alpha:sk-replica-alpha-01,beta:sk-replica-beta-02"
@@ -28,24 +27,9 @@ SLOW = "anthropic/slow;n=200;delay_ms=10"
 @pytest.fixture(scope="module")
 def pair(sim, tmp_path_factory) -> Iterator[dict[str, Any]]:
     tmp = tmp_path_factory.mktemp("resume")
-    redis_server = RedisServer().start()
-    env = {
-        "GATEWAY_API_KEYS": KEYS,
-        "GATEWAY_REDIS_URL": redis_server.url,
-        "GATEWAY_RESUME_GRACE": "2",
-        "GATEWAY_REDIS_TIMEOUT": "0.5",
-    }
-    database = f"sqlite:///{tmp}/shared.db"
-    a = GatewayProcess(sim.url, database_url=database, **env)
-    b = GatewayProcess(sim.url, database_url=database, **env)
-    try:
-        a.wait_ready()
-        b.wait_ready()
-        yield {"a": a, "b": b, "redis": redis_server}
-    finally:
-        a.stop()
-        b.stop()
-        redis_server.stop()
+    env = {"GATEWAY_API_KEYS": KEYS, "GATEWAY_RESUME_GRACE": "2", "GATEWAY_REDIS_TIMEOUT": "0.5"}
+    with two_replicas(sim.url, tmp, env) as replicas:
+        yield replicas
 
 
 def resumable(model: str, prompt: str) -> dict[str, Any]:
