@@ -9,6 +9,8 @@ streamed event, and the translators need nothing they add.
 
 from __future__ import annotations
 
+import itertools
+import uuid
 from types import ModuleType
 from typing import Any, Callable, ClassVar, Mapping
 
@@ -27,6 +29,7 @@ class StainlessProvider:
     api: ClassVar[str]
     sdk: ClassVar[ModuleType]  # the SDK module (`anthropic`, `openai`)
     client_class: ClassVar[Callable[..., Any]]  # `anthropic.AsyncAnthropic`, `openai.AsyncOpenAI`
+    options_class: ClassVar[Any]  # the SDK's `FinalRequestOptions` (`anthropic._models`, `openai._models`)
     path: ClassVar[str]  # the streaming endpoint, relative to the base URL
 
     def __init__(
@@ -45,6 +48,13 @@ class StainlessProvider:
             max_retries=0,  # the dispatcher retries
             http_client=self.sdk.DefaultAioHttpClient(**client_options(transport)),
         )
+        # The request options every call shares, built once (see `request_options`). The endpoint as an
+        # absolute URL, merged into the base URL by the SDK's own `_prepare_url` once: per call the SDK then
+        # parses it once instead of parsing it and merging it into the base URL.
+        url = str(self.client._prepare_url(self.path))
+        self._options = self.options_class.construct(method="post", url=url)
+        self._stream_cls = self.sdk.AsyncStream[object]
+        self._idempotency_keys = (f"stainless-python-retry-{uuid.uuid4()}-{n}" for n in itertools.count())
 
     def build_request(self, model: ModelInfo, context: Context, options: StreamOptions) -> dict[str, Any]:
         """The JSON body of the streaming request."""
@@ -65,15 +75,23 @@ class StainlessProvider:
     def check_request(self, model: ModelInfo, context: Context, options: StreamOptions) -> None:
         """Every request is accepted (the vendor mappings refine this)."""
 
+    def request_options(self, body: bytes) -> Any:
+        """The SDK's options for one streaming POST of `body`: what `client.post()` builds, made cheaper.
+
+        `post()` constructs a `FinalRequestOptions` per call (about 35 µs: pydantic deep-copies every field's
+        default) and, with no idempotency key given, the SDK makes one from `uuid4()`, whose `os.urandom`
+        releases the GIL (under load the ledger's thread then holds the loop up). Here each call is a shallow
+        copy of one template (what the SDK itself does per attempt) with a key of our own: unique per
+        provider and call like the SDK's, from a counter. (Neither SDK sends the key today; it is there for
+        when one does.)"""
+        return self._options.model_copy(update={"content": body, "idempotency_key": next(self._idempotency_keys)})
+
     async def open(self, model: ModelInfo, context: Context, options: StreamOptions) -> Upstream:
-        """POST the request (`stream: true`, as `encoded_body`) through the SDK (auth, headers, SSE decoding,
-        in-band error events, status errors), reading untyped events."""
-        stream = await self.client.post(
-            self.path,
-            content=await build_off_loop(self.encoded_body, model, context, options),
-            cast_to=object,
-            stream=True,
-            stream_cls=self.sdk.AsyncStream[object],
+        """POST the request (`stream: true`, as `encoded_body`) through the SDK's `request()` (auth, headers,
+        SSE decoding, in-band error events, status errors), reading untyped events."""
+        body = await build_off_loop(self.encoded_body, model, context, options)
+        stream = await self.client.request(
+            object, self.request_options(body), stream=True, stream_cls=self._stream_cls
         )
         return Upstream(stream.__aiter__(), stream.close)
 

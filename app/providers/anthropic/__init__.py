@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import anthropic
+from anthropic._models import FinalRequestOptions
 
 from app.catalog import ModelInfo
 from app.contract.messages import Context
@@ -18,6 +19,7 @@ class AnthropicProvider(StainlessProvider):
     api = API
     sdk = anthropic
     client_class = anthropic.AsyncAnthropic
+    options_class = FinalRequestOptions
     path = "/v1/messages"
 
     def build_request(self, model: ModelInfo, context: Context, options: StreamOptions) -> dict[str, Any]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 import openai
+from openai._models import FinalRequestOptions
 
 from app.catalog import ModelInfo
 from app.contract.messages import Context
@@ -19,6 +20,7 @@ class OpenAIResponsesProvider(StainlessProvider):
     api = API
     sdk = openai
     client_class = openai.AsyncOpenAI
+    options_class = FinalRequestOptions
     path = "/responses"
 
     def build_request(self, model: ModelInfo, context: Context, options: StreamOptions) -> dict[str, Any]:

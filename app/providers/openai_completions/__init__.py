@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 import openai
+from openai._models import FinalRequestOptions
 
 from app.catalog import ModelInfo
 from app.contract.messages import Context
@@ -27,6 +28,7 @@ class OpenAICompletionsProvider(StainlessProvider):
     api = request.API
     sdk = openai
     client_class = openai.AsyncOpenAI
+    options_class = FinalRequestOptions
     path = "/chat/completions"
 
     def __init__(
