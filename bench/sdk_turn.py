@@ -98,7 +98,7 @@ async def held(p: Any, count: int) -> str:
         await upstream.aclose()
     lines = [f"# {count} open upstream streams (after their first event): {total / count:.0f} B of Python heap "
              f"per stream (tracemalloc, by line)"]
-    lines += [str(d) for d in diff[:40]]
+    lines += [str(d) for d in diff[:80]]
     return "\n".join(lines)
 
 

@@ -93,7 +93,9 @@ class StainlessProvider:
         stream = await self.client.request(
             object, self.request_options(body), stream=True, stream_cls=self._stream_cls
         )
-        return Upstream(stream.__aiter__(), stream.close)
+        # The stream itself is the iterator (`AsyncStream.__anext__`): its `__aiter__()` would wrap the same
+        # events in one more async generator, a frame to resume per event and to hold per open stream.
+        return Upstream(stream, stream.close)
 
     def error(self, exc: BaseException) -> ProviderError | None:
         return stainless_error(exc, self.sdk)
