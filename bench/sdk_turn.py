@@ -77,7 +77,7 @@ async def turns(p: Any, count: int, concurrency: int, scenario: str) -> int:
 
 
 async def held(p: Any, count: int) -> str:
-    """Open `count` slow streams, read each one's first event, and report the heap they hold."""
+    """Open `count` slow streams (a delta every 5 s), read each one's first event, and report the heap they hold."""
     await turns(p, 20, 5, paced(SHORT_N, 0, PACED_SIZE))
     gc.collect()
     tracemalloc.start(1)
@@ -85,7 +85,7 @@ async def held(p: Any, count: int) -> str:
     upstreams = []
     iterators = []
     for i in range(count):
-        upstream = await p.open(*turn_args(paced(40, 250, PACED_SIZE), i))
+        upstream = await p.open(*turn_args(paced(40, 5000, PACED_SIZE), i))
         it = upstream.__aiter__()
         await it.__anext__()
         upstreams.append(upstream)

@@ -14,6 +14,7 @@ from app.catalog import ModelInfo, Pricing
 from app.contract.messages import Context
 from app.contract.request import StreamOptions
 from app.providers.anthropic import AnthropicProvider
+from app.providers.base import ProviderError
 from app.providers.openai import OpenAIResponsesProvider
 from app.providers.openai_completions import OpenAICompletionsProvider
 from app.providers.transport import TransportSettings
@@ -22,11 +23,11 @@ from app.providers.transport import TransportSettings
 SSE = b'event: message_stop\ndata: {"type": "message_stop"}\n\n'
 
 
-async def _server(seen: list[dict[str, Any]]) -> tuple[web.AppRunner, int]:
+async def _server(seen: list[dict[str, Any]], sse: bytes = SSE) -> tuple[web.AppRunner, int]:
     async def record(request: web.Request) -> web.StreamResponse:
         seen.append({"method": request.method, "url": str(request.rel_url), "headers": dict(request.headers),
                      "body": await request.read()})
-        return web.Response(body=SSE, content_type="text/event-stream")
+        return web.Response(body=sse, content_type="text/event-stream", headers={"request-id": "req_42"})
 
     app = web.Application()
     app.router.add_route("*", "/{tail:.*}", record)
@@ -85,3 +86,24 @@ def test_each_call_has_its_own_idempotency_key():
     assert (first.content, first.method, first.url) == (b"{}", "post", "http://127.0.0.1:9/anthropic/v1/messages")
     # The template itself is never changed by a call.
     assert provider._options.content is None and provider._options.idempotency_key is None
+
+
+async def test_an_in_band_error_still_reads_after_the_request_headers_are_dropped():
+    """`open()` drops the request's headers once the response has come; the SDK's error for an in-band error
+    event still has its request and the response's headers, and maps to a ProviderError."""
+    error = b'event: error\ndata: {"type": "error", "error": {"type": "overloaded_error", "message": "busy"}}\n\n'
+    runner, port = await _server([], error)
+    provider = AnthropicProvider("p", "k", f"http://127.0.0.1:{port}", TransportSettings())
+    try:
+        model = ModelInfo(provider="p", id="m", pricing=Pricing())
+        context = Context.model_validate({"messages": [{"role": "user", "content": "hi"}]})
+        upstream = await provider.open(model, context, StreamOptions())
+        with pytest.raises(Exception) as raised:
+            [event async for event in upstream]
+        await upstream.aclose()
+    finally:
+        await provider.aclose()
+        await runner.cleanup()
+    assert raised.value.request.url.path == "/v1/messages" and raised.value.response.headers["request-id"] == "req_42"
+    mapped = provider.error(raised.value)
+    assert isinstance(mapped, ProviderError) and mapped.message == "sent an error event: overloaded_error: busy"

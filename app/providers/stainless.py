@@ -14,6 +14,7 @@ import uuid
 from types import ModuleType
 from typing import Any, Callable, ClassVar, Mapping
 
+import httpx2
 import orjson
 
 from app.catalog import ModelInfo
@@ -93,6 +94,9 @@ class StainlessProvider:
         stream = await self.client.request(
             object, self.request_options(body), stream=True, stream_cls=self._stream_cls
         )
+        # The request's headers (about 3.8 KB of httpx2 objects) are not read once the response has come: the
+        # stream keeps the request only for its errors (`APIStatusError.request`), so they go.
+        stream.response.request.headers = httpx2.Headers()
         # The stream itself is the iterator (`AsyncStream.__anext__`): its `__aiter__()` would wrap the same
         # events in one more async generator, a frame to resume per event and to hold per open stream.
         return Upstream(stream, stream.close)
