@@ -5,8 +5,6 @@ from __future__ import annotations
 import asyncio
 import gc
 import logging
-import secrets
-import time
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -14,17 +12,17 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from starlette.exceptions import HTTPException
 from starlette.responses import Response
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from app.api.auth import authorization
 from app.api.body import validation_error as invalid_request
 from app.api.apidocs import install_api_docs
+from app.api.edge import GatewayApp, RequestIdMiddleware
 from app.api.console import install_console
 from app.api.errors import ApiError, is_pi_path, json_response
 from app.api.records import router as records_router
 from app.api.resume import router as resume_router
 from app.api.openapi import build_openapi
-from app.api.routes import install_error_handlers, router
+from app.api.routes import TURN_ENDPOINTS, install_error_handlers, router
 from app.gateway import Gateway
 from app.ledger import LedgerUrlError
 from app.logs import ensure_configured
@@ -34,48 +32,6 @@ from app.settings import Settings
 from app.startup import StartupErrorMessages, ledger_start_failed, ledger_url_refused, log_providers
 
 log = logging.getLogger("gateway")
-
-
-def new_request_id() -> str:
-    """Time-ordered, unguessable: 12 hex digits of milliseconds, then 16 random hex digits."""
-    return f"req_{int(time.time() * 1000):012x}{secrets.token_hex(8)}"
-
-
-class RequestIdMiddleware:
-    """Gives every request an id (in `scope["state"]["request_id"]`) and every response `X-Request-Id`."""
-
-    def __init__(self, app: ASGIApp) -> None:
-        self.app = app
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        if scope["path"].startswith("//"):  # pi's client joins proxyUrl verbatim: accept `//api/stream`
-            scope = {**scope, "path": "/" + scope["path"].lstrip("/")}
-        request_id = new_request_id()
-        scope.setdefault("state", {})["request_id"] = request_id
-        header = (b"x-request-id", request_id.encode())
-
-        started = False
-
-        async def send_with_id(message: Message) -> None:
-            nonlocal started
-            if message["type"] == "http.response.start":
-                started = True
-                headers = [h for h in message.get("headers", []) if h[0].lower() != b"x-request-id"]
-                message["headers"] = [*headers, header]
-            await send(message)
-
-        try:
-            await self.app(scope, receive, send_with_id)
-        except Exception:
-            # A bug of ours: log it with the request id, answer 500 without a stack trace.
-            log.exception("unhandled error in request %s on %s", request_id, scope.get("path"))
-            if not started:
-                await json_response(
-                    {"error": {"type": "internal_error", "message": "internal error", "param": None}}, 500
-                )(scope, receive, send_with_id)
 
 
 def demo_settings(settings: Settings) -> Settings:
@@ -124,7 +80,7 @@ def _simulator_log_guard(app: FastAPI, request: Request) -> Response | None:
     return None
 
 
-def create_app(settings: Settings | None = None, gateway: Gateway | None = None) -> FastAPI:
+def create_app(settings: Settings | None = None, gateway: Gateway | None = None) -> GatewayApp:
     settings = settings or Settings()
     if settings.demo:
         settings = demo_settings(settings)
@@ -161,7 +117,7 @@ def create_app(settings: Settings | None = None, gateway: Gateway | None = None)
             await gw.recorder.aclose()  # flush queued record writes, close the store
             gw.metrics.close()
 
-    app = FastAPI(
+    app = GatewayApp(
         title="LLM streaming gateway",
         version="0.1.0",
         lifespan=lifespan,
@@ -190,6 +146,7 @@ def create_app(settings: Settings | None = None, gateway: Gateway | None = None)
 
         app.mount("/_simulator", create_simulator(log_guard=lambda request: _simulator_log_guard(app, request)))
     app.add_middleware(RequestIdMiddleware)
+    app.serve_directly(TURN_ENDPOINTS)  # POSTs on the turn routes skip FastAPI's stack (app/api/edge.py)
     app.add_middleware(StartupErrorMessages)  # outermost: a failed start-up is one readable line
     return app
 

@@ -56,6 +56,17 @@ async def messages(request: Request) -> Response:
     return await serve(request, anthropic_messages.DOOR)
 
 
+# The turn routes, answered by `app.api.edge.TurnRoutes` without FastAPI's per-request machinery (an open
+# stream would hold it until it ends). Their declarations above stay: the OpenAPI document, FastAPI's 405.
+TURN_ENDPOINTS = {
+    "/v1/stream": stream_turn,
+    "/api/stream": pi_stream,
+    "/v1/complete": complete_turn,
+    "/v1/chat/completions": chat_completions,
+    "/v1/messages": messages,
+}
+
+
 @router.get(
     "/v1/models",
     tags=["catalog"],
@@ -115,4 +126,4 @@ def install_error_handlers(app) -> None:
     app.add_exception_handler(Refusal, refusal)
 
 
-__all__ = ["router", "install_error_handlers", "ApiError"]
+__all__ = ["router", "install_error_handlers", "ApiError", "TURN_ENDPOINTS"]

@@ -1,0 +1,166 @@
+"""The request's edge: the request id every response carries, and the turn routes answered without FastAPI's
+per-request machinery.
+
+For every request FastAPI runs a stack of ASGI layers (server errors, telemetry, body limit, our middleware,
+exception handlers, an exit stack, the router, the route's own exception handlers and two more exit stacks)
+before the endpoint, and an open stream holds all of them until it ends: about 11 KB of frames, closures,
+`AsyncExitStack`s and `Request` objects per open stream, and about 7 % of the CPU of a short turn. The turn
+routes use none of it: their endpoints take the plain `Request` and return a `Response`, without
+dependencies, body parameters or response models.
+
+`GatewayApp` answers a POST on one of those paths itself (`TurnRoutes`): one coroutine that gives the request
+its id, calls the endpoint, maps an exception to a response with the app's own exception handlers (as
+FastAPI's `ExceptionMiddleware` would) and sends the response. The routes stay declared with FastAPI, so the
+OpenAPI document does not change and any other method on these paths gets FastAPI's 405. Anything else (other
+paths, a trailing slash, a root path) goes through FastAPI as before. FastAPI's native OpenTelemetry (which
+needs an OpenTelemetry SDK the gateway does not install) does not see the turn routes.
+"""
+
+from __future__ import annotations
+
+import logging
+import secrets
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any
+
+from fastapi import FastAPI
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from app.api.errors import json_response
+
+log = logging.getLogger("gateway")
+
+Endpoint = Callable[[Request], Awaitable[Response]]
+INTERNAL_ERROR = {"error": {"type": "internal_error", "message": "internal error", "param": None}}
+
+
+def new_request_id() -> str:
+    """Time-ordered, unguessable: 12 hex digits of milliseconds, then 16 random hex digits."""
+    return f"req_{int(time.time() * 1000):012x}{secrets.token_hex(8)}"
+
+
+def _route_path(scope: Scope) -> Scope:
+    """pi's client joins its proxyUrl verbatim: `//api/stream` is accepted as `/api/stream`."""
+    if scope["path"].startswith("//"):
+        return {**scope, "path": "/" + scope["path"].lstrip("/")}
+    return scope
+
+
+class SendWithId:
+    """`send`, adding `X-Request-Id` to the response's start (replacing one the response set itself), and
+    noting that the response has started.
+
+    A plain callable returning the server's own awaitable (not a coroutine of its own): every frame of a
+    stream passes through it."""
+
+    __slots__ = ("send", "header", "started")
+
+    def __init__(self, send: Send, request_id: str) -> None:
+        self.send = send
+        self.header = (b"x-request-id", request_id.encode())
+        self.started = False
+
+    def __call__(self, message: Message) -> Awaitable[None]:
+        if message["type"] == "http.response.start":
+            self.started = True
+            headers = [h for h in message.get("headers", []) if h[0].lower() != b"x-request-id"]
+            message["headers"] = [*headers, self.header]
+        return self.send(message)
+
+
+def _with_id(scope: Scope, send: Send) -> tuple[str, SendWithId]:
+    request_id = new_request_id()
+    scope.setdefault("state", {})["request_id"] = request_id
+    return request_id, SendWithId(send, request_id)
+
+
+async def _internal_error(request_id: str, scope: Scope, receive: Receive, send: SendWithId) -> None:
+    """A bug of ours: log it with the request id, answer 500 without a stack trace (unless already answering)."""
+    log.exception("unhandled error in request %s on %s", request_id, scope.get("path"))
+    if not send.started:
+        await json_response(INTERNAL_ERROR, 500)(scope, receive, send)
+
+
+class RequestIdMiddleware:
+    """Gives every request an id (in `scope["state"]["request_id"]`) and every response `X-Request-Id`."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        scope = _route_path(scope)
+        request_id, send_with_id = _with_id(scope, send)
+        try:
+            await self.app(scope, receive, send_with_id)
+        except Exception:
+            await _internal_error(request_id, scope, receive, send_with_id)
+
+
+class TurnRoutes:
+    """POST on the turn routes (`endpoints`: path → endpoint), answered as FastAPI would answer them, with
+    the request id of `RequestIdMiddleware` and the exception handlers of `app`."""
+
+    def __init__(self, app: FastAPI, endpoints: Mapping[str, Endpoint]) -> None:
+        self.app = app
+        self.endpoints = dict(endpoints)
+
+    def endpoint(self, scope: Scope) -> Endpoint | None:
+        """The endpoint that answers this request here, or None (FastAPI answers it)."""
+        if scope["type"] != "http" or scope["method"] != "POST" or scope.get("root_path") or self.app.root_path:
+            return None
+        path = scope["path"]
+        if path.startswith("//"):
+            path = "/" + path.lstrip("/")
+        return self.endpoints.get(path)
+
+    async def __call__(self, endpoint: Endpoint, scope: Scope, receive: Receive, send: Send) -> None:
+        scope = _route_path(scope)
+        scope["app"] = self.app
+        request_id, send_with_id = _with_id(scope, send)
+        request = Request(scope, receive)
+        try:
+            try:
+                response = await endpoint(request)
+                await response(scope, receive, send_with_id)
+            except Exception as exc:
+                handler = self._handler(exc)
+                if handler is None or send_with_id.started:
+                    raise
+                response = await handler(request, exc)
+                await response(scope, receive, send_with_id)
+        except Exception:
+            await _internal_error(request_id, scope, receive, send_with_id)
+
+    def _handler(self, exc: Exception) -> Callable[[Request, Exception], Awaitable[Response]] | None:
+        """The app's handler for `exc`, looked up as Starlette's `ExceptionMiddleware` does (a status handler
+        for an `HTTPException`, then the nearest class in its MRO). The gateway's handlers are all async."""
+        handlers: dict[Any, Any] = self.app.exception_handlers
+        if isinstance(exc, HTTPException) and exc.status_code in handlers:
+            return handlers[exc.status_code]
+        for cls in type(exc).__mro__:
+            if cls in handlers:
+                return handlers[cls]
+        return None
+
+
+class GatewayApp(FastAPI):
+    """The gateway's FastAPI app; POSTs on the turn routes set with `serve_directly` skip FastAPI's stack."""
+
+    turn_routes: TurnRoutes | None = None
+
+    def serve_directly(self, endpoints: Mapping[str, Endpoint]) -> None:
+        self.turn_routes = TurnRoutes(self, endpoints)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        turn_routes = self.turn_routes
+        if turn_routes is not None and (endpoint := turn_routes.endpoint(scope)) is not None:
+            await turn_routes(endpoint, scope, receive, send)
+        else:
+            await super().__call__(scope, receive, send)

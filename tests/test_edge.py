@@ -1,0 +1,78 @@
+"""The turn routes answered without FastAPI's stack (app/api/edge.py) answer exactly as FastAPI did."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from fastapi.routing import APIRoute
+
+from app.api.routes import TURN_ENDPOINTS, router
+from tests.conftest import turn
+
+KEY = "edge-test-key"
+AUTH = {"authorization": f"Bearer {KEY}"}
+
+REQUESTS: list[tuple[str, str, dict[str, Any]]] = [
+    ("POST", "/v1/stream", {"content": b"{not json", "headers": {**AUTH, "content-type": "application/json"}}),
+    ("POST", "/v1/stream", {"json": [1, 2], "headers": AUTH}),
+    ("POST", "/v1/stream", {"json": {"model": 5}, "headers": AUTH}),
+    ("POST", "/v1/stream", {"json": turn("mystery/model-1"), "headers": AUTH}),
+    ("POST", "/v1/stream", {"json": turn("anthropic/text")}),  # no key: 401
+    ("POST", "/v1/stream", {"json": turn("anthropic/text"), "headers": {"authorization": "Bearer wrong"}}),
+    ("POST", "/v1/stream", {"json": turn("anthropic/text", "x" * 5000), "headers": AUTH}),  # 413
+    ("POST", "/v1/stream?x=1", {"json": {"model": "anthropic/text"}, "headers": AUTH}),
+    ("POST", "/v1/stream/", {"json": turn("anthropic/text"), "headers": AUTH}),  # FastAPI's redirect, both ways
+    ("POST", "/v1/complete", {"json": {"model": "anthropic/text"}, "headers": AUTH}),
+    ("POST", "/api/stream", {"content": b"nope", "headers": AUTH}),
+    ("POST", "//api/stream", {"content": b"nope", "headers": AUTH}),
+    ("POST", "//api/stream", {"json": {"model": "x"}, "headers": AUTH}),
+    ("POST", "/v1/chat/completions", {"json": {"model": "anthropic/text"}, "headers": AUTH}),
+    ("POST", "/v1/chat/completions", {"json": {"model": "mystery/m", "messages": [{"role": "user", "content": "x"}]},
+                                      "headers": AUTH}),
+    ("POST", "/v1/messages", {"json": {"model": "anthropic/text"}, "headers": {"x-api-key": KEY}}),
+    ("POST", "/v1/messages", {"json": {"model": "anthropic/text"}}),
+    ("GET", "/v1/stream", {"headers": AUTH}),  # 405, FastAPI's either way
+    ("POST", "/v1/nothing", {"headers": AUTH}),  # 404
+]
+
+
+def _seen(response: Any) -> tuple[int, dict[str, str], bytes]:
+    headers = {k: v for k, v in response.headers.items() if k not in ("x-request-id", "date")}
+    assert response.headers["x-request-id"].startswith("req_")
+    return response.status_code, headers, response.content
+
+
+@pytest.fixture(scope="module")
+def gw(gateway_factory):
+    return gateway_factory(api_keys=KEY, max_body_bytes=4096)
+
+
+@pytest.mark.parametrize("method, path, kwargs", REQUESTS)
+def test_turn_routes_answer_as_fastapi_did(gw, method, path, kwargs):
+    app = gw.server.app
+    direct = app.turn_routes
+    assert direct is not None
+    fast = _seen(gw.http.request(method, path, **kwargs))
+    app.turn_routes = None  # the whole request through FastAPI's stack, as before
+    try:
+        slow = _seen(gw.http.request(method, path, **kwargs))
+    finally:
+        app.turn_routes = direct
+    assert fast == slow
+
+
+def test_a_turn_is_served_directly_with_its_request_id(gw):
+    response = gw.http.post("/v1/complete", json=turn("anthropic/text"), headers={**AUTH, "x-request-id": "mine"})
+    assert response.status_code == 200
+    request_id = response.headers["x-request-id"]
+    assert request_id.startswith("req_") and response.headers.get_list("x-request-id") == [request_id]
+    assert response.json()["requestId"] == request_id
+
+
+def test_turn_endpoints_are_the_declared_post_routes_without_dependencies():
+    routes = {r.path: r for r in router.routes if isinstance(r, APIRoute)}
+    for path, endpoint in TURN_ENDPOINTS.items():
+        route = routes[path]
+        assert route.methods == {"POST"} and route.endpoint is endpoint
+        assert not route.dependencies and not route.dependant.dependencies and route.body_field is None
