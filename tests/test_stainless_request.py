@@ -83,6 +83,8 @@ def test_each_call_has_its_own_idempotency_key():
     first, second = provider.request_options(b"{}"), provider.request_options(b"{}")
     assert first.idempotency_key != second.idempotency_key
     assert first.idempotency_key.startswith("stainless-python-retry-")
+    # Only a counter changes between calls: no `os.urandom` per call (it releases the GIL).
+    assert first.idempotency_key.rsplit("-", 1)[0] == second.idempotency_key.rsplit("-", 1)[0]
     assert (first.content, first.method, first.url) == (b"{}", "post", "http://127.0.0.1:9/anthropic/v1/messages")
     # The template itself is never changed by a call.
     assert provider._options.content is None and provider._options.idempotency_key is None

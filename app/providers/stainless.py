@@ -55,7 +55,8 @@ class StainlessProvider:
         url = str(self.client._prepare_url(self.path))
         self._options = self.options_class.construct(method="post", url=url)
         self._stream_cls = self.sdk.AsyncStream[object]
-        self._idempotency_keys = (f"stainless-python-retry-{uuid.uuid4()}-{n}" for n in itertools.count())
+        keys = f"stainless-python-retry-{uuid.uuid4()}"  # one random part per provider, then a counter
+        self._idempotency_keys = (f"{keys}-{n}" for n in itertools.count())
 
     def build_request(self, model: ModelInfo, context: Context, options: StreamOptions) -> dict[str, Any]:
         """The JSON body of the streaming request."""
