@@ -47,7 +47,7 @@ class Route:
         return f"{self.provider.name}/{self.model.id}"
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)  # slots: one per open stream
 class TurnJob:
     """Everything a turn needs besides its event stream."""
 
@@ -274,6 +274,8 @@ class Watchdog:
     recomputes the deadline and re-arms itself. When a deadline passes, the job is interrupted with its
     reason (`TurnJob.interrupt`).
     """
+
+    __slots__ = ("job", "settings", "loop", "created", "phase", "attempt_start", "last_frame", "settled_at", "_handle")
 
     def __init__(self, job: TurnJob, settings: Settings, loop: asyncio.AbstractEventLoop | None = None) -> None:
         self.job = job

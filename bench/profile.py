@@ -28,31 +28,41 @@ from bench.client import Path as Route, Target, stream
 from bench.scenarios import PACED_SIZE, SHORT_N, paced
 
 
-def serve_traced(port: int, out: str) -> None:
+def serve_traced(port: int, out: str, frames: int = 1) -> None:
     """Run the gateway with tracemalloc: SIGUSR1 takes the baseline snapshot, SIGUSR2 writes the allocations
-    made since then and still held (grouped by line) to `out`."""
+    made since then and still held (grouped by line) to `out`. With `frames` > 1 tracing starts at the baseline
+    (tracing the start-up that deep is too slow) and the largest allocation tracebacks follow the lines."""
     import tracemalloc
 
     import uvicorn
 
     config = uvicorn.Config("app.main:app", host="127.0.0.1", port=port, loop="uvloop", http="httptools",
                             log_level="warning", access_log=False, backlog=4096)
-    tracemalloc.start(1)
+    if frames == 1:
+        tracemalloc.start(1)
     baseline: list[tracemalloc.Snapshot] = []
 
     def held(*_: object) -> None:
         import gc
 
         gc.collect()
-        diff = tracemalloc.take_snapshot().compare_to(baseline[0], "lineno")
+        snapshot = tracemalloc.take_snapshot()
+        diff = snapshot.compare_to(baseline[0], "lineno")
         lines = [f"total held since baseline: {sum(d.size_diff for d in diff)} B in {sum(d.count_diff for d in diff)} blocks"]
         lines += [str(d) for d in diff[:60]]
+        if frames > 1:
+            lines.append(f"\nlargest tracebacks ({frames} frames, innermost first):")
+            for d in snapshot.compare_to(baseline[0], "traceback")[:40]:
+                lines.append(f"{d.size_diff} B in {d.count_diff} blocks")
+                lines += [f"    {frame.filename}:{frame.lineno}" for frame in d.traceback]
         Path(out).write_text("\n".join(lines) + "\n")
 
     def start(*_: object) -> None:
         import gc
 
         gc.collect()
+        if frames > 1:
+            tracemalloc.start(frames)
         baseline.append(tracemalloc.take_snapshot())
 
     signal.signal(signal.SIGUSR1, start)
@@ -152,6 +162,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--top", type=int, default=45)
     parser.add_argument("--memory", type=int, metavar="N",
                         help="instead: hold N slow streams open and report the heap they hold (tracemalloc)")
+    parser.add_argument("--frames", type=int, default=1,
+                        help="with --memory: tracemalloc's traceback depth; above 1 the largest tracebacks are listed too")
     parser.add_argument("--out", help="write the text summary here too (e.g. bench/profiles/NAME.txt)")
     args = parser.parse_args(argv)
     sim = procs.simulator()
@@ -161,7 +173,7 @@ def main(argv: list[str] | None = None) -> None:
     settings = procs.gateway_env(sim)
     port = procs.free_port()
     if args.memory:
-        gateway.start_command([sys.executable, "-m", "bench.profile", "serve-traced", str(port), stats_path], port, settings)
+        gateway.start_command([sys.executable, "-m", "bench.profile", "serve-traced", str(port), stats_path, str(args.frames)], port, settings)
         try:
             text = uvloop.run(hold(gateway, port, args.memory, stats_path))
         finally:
@@ -203,6 +215,6 @@ if __name__ == "__main__":
     if sys.argv[1:2] == ["serve"]:
         serve(int(sys.argv[2]), sys.argv[3])
     elif sys.argv[1:2] == ["serve-traced"]:
-        serve_traced(int(sys.argv[2]), sys.argv[3])
+        serve_traced(int(sys.argv[2]), sys.argv[3], int(sys.argv[4]) if len(sys.argv) > 4 else 1)
     else:
         main()

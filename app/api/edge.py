@@ -8,9 +8,9 @@ before the endpoint, and an open stream holds all of them until it ends: about 1
 routes use none of it: their endpoints take the plain `Request` and return a `Response`, without
 dependencies, body parameters or response models.
 
-`GatewayApp` answers a POST on one of those paths itself (`TurnRoutes`): one coroutine that gives the request
-its id, calls the endpoint, maps an exception to a response with the app's own exception handlers (as
-FastAPI's `ExceptionMiddleware` would) and sends the response. The routes stay declared with FastAPI, so the
+`GatewayApp` answers a POST on one of those paths itself, in one coroutine (which an open stream holds): it
+gives the request its id, calls the endpoint, maps an exception to a response with the app's own exception
+handlers (looked up by `TurnRoutes` as FastAPI's `ExceptionMiddleware` would) and sends the response. The routes stay declared with FastAPI, so the
 OpenAPI document does not change and any other method on these paths gets FastAPI's 405. Anything else (other
 paths, a trailing slash, a root path) goes through FastAPI as before. FastAPI's native OpenTelemetry (which
 needs an OpenTelemetry SDK the gateway does not install) does not see the turn routes.
@@ -104,15 +104,14 @@ class RequestIdMiddleware:
 
 
 class TurnRoutes:
-    """POST on the turn routes (`endpoints`: path → endpoint), answered as FastAPI would answer them, with
-    the request id of `RequestIdMiddleware` and the exception handlers of `app`."""
+    """The turn routes (`endpoints`: path → endpoint) and the exception handlers of `app`, for `GatewayApp`."""
 
     def __init__(self, app: FastAPI, endpoints: Mapping[str, Endpoint]) -> None:
         self.app = app
         self.endpoints = dict(endpoints)
 
     def endpoint(self, scope: Scope) -> Endpoint | None:
-        """The endpoint that answers this request here, or None (FastAPI answers it)."""
+        """The endpoint that answers this request directly, or None (FastAPI answers it)."""
         if scope["type"] != "http" or scope["method"] != "POST" or scope.get("root_path") or self.app.root_path:
             return None
         path = scope["path"]
@@ -120,25 +119,7 @@ class TurnRoutes:
             path = "/" + path.lstrip("/")
         return self.endpoints.get(path)
 
-    async def __call__(self, endpoint: Endpoint, scope: Scope, receive: Receive, send: Send) -> None:
-        scope = _route_path(scope)
-        scope["app"] = self.app
-        request_id, send_with_id = _with_id(scope, send)
-        request = Request(scope, receive)
-        try:
-            try:
-                response = await endpoint(request)
-                await response(scope, receive, send_with_id)
-            except Exception as exc:
-                handler = self._handler(exc)
-                if handler is None or send_with_id.started:
-                    raise
-                response = await handler(request, exc)
-                await response(scope, receive, send_with_id)
-        except Exception:
-            await _internal_error(request_id, scope, receive, send_with_id)
-
-    def _handler(self, exc: Exception) -> Callable[[Request, Exception], Awaitable[Response]] | None:
+    def handler(self, exc: Exception) -> Callable[[Request, Exception], Awaitable[Response]] | None:
         """The app's handler for `exc`, looked up as Starlette's `ExceptionMiddleware` does (a status handler
         for an `HTTPException`, then the nearest class in its MRO). The gateway's handlers are all async."""
         handlers: dict[Any, Any] = self.app.exception_handlers
@@ -160,7 +141,24 @@ class GatewayApp(FastAPI):
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         turn_routes = self.turn_routes
-        if turn_routes is not None and (endpoint := turn_routes.endpoint(scope)) is not None:
-            await turn_routes(endpoint, scope, receive, send)
-        else:
+        endpoint = None if turn_routes is None else turn_routes.endpoint(scope)
+        if endpoint is None:
             await super().__call__(scope, receive, send)
+            return
+        # A turn route, answered here as FastAPI would (in this one frame: an open stream holds it).
+        scope = _route_path(scope)
+        scope["app"] = self
+        request_id, send_with_id = _with_id(scope, send)
+        request = Request(scope, receive)
+        try:
+            try:
+                response = await endpoint(request)
+                await response(scope, receive, send_with_id)
+            except Exception as exc:
+                handler = turn_routes.handler(exc)  # type: ignore[union-attr]
+                if handler is None or send_with_id.started:
+                    raise
+                response = await handler(request, exc)
+                await response(scope, receive, send_with_id)
+        except Exception:
+            await _internal_error(request_id, scope, receive, send_with_id)

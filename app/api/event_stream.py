@@ -18,13 +18,11 @@ A stream ended by the server's exit still gets its closing chunk, so the client 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import enum
 import logging
 import weakref
 from typing import AsyncIterator, Mapping
 
-from starlette.datastructures import MutableHeaders
 from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 
@@ -33,6 +31,15 @@ from app.server import server_exiting
 log = logging.getLogger("gateway.sse")
 
 EXIT_POLL_SECONDS = 0.5  # how often the per-loop exit watcher looks at the server's flag
+
+# The headers every stream sends, encoded once and shared by all of them (every open stream holds its own
+# response's headers otherwise: about 600 bytes of tuples and bytes).
+_SHARED_HEADERS = {
+    (name, value): (name.encode("latin-1"), value.encode("latin-1"))
+    for name, value in [("cache-control", "no-cache"), ("cache-control", "no-store")]
+}
+_SET_HEADERS = [(b"connection", b"keep-alive"), (b"x-accel-buffering", b"no")]  # proxies must not buffer the stream
+_CONTENT_TYPE = (b"content-type", b"text/event-stream; charset=utf-8")
 
 
 class StopReason(enum.Enum):
@@ -44,6 +51,12 @@ class EventStreamResponse(Response):
     """`text/event-stream` from an async iterator of ready-made frames (bytes, written as they are)."""
 
     media_type = "text/event-stream"
+    # Slots: every open stream holds its response (Starlette's `Response` has no slots, but none of its
+    # attributes is set outside them, so no instance dict is made).
+    __slots__ = (
+        "body_iterator", "status_code", "background", "ping_interval", "ping", "shutdown_grace", "raw_headers",
+        "_headers", "active", "stopped", "_task", "_lock",
+    )
 
     def __init__(
         self,
@@ -59,15 +72,28 @@ class EventStreamResponse(Response):
         self.ping_interval = ping_interval
         self.ping = ping
         self.shutdown_grace = shutdown_grace
-        merged = MutableHeaders(headers=dict(headers))
-        merged.setdefault("Cache-Control", "no-store")
-        merged["Connection"] = "keep-alive"
-        merged["X-Accel-Buffering"] = "no"  # proxies must not buffer the stream
-        self.init_headers(merged)
+        self.raw_headers = self._raw_headers(headers)
         self.active = True  # until the closing chunk is being sent or the stream was stopped
         self.stopped: StopReason | None = None
         self._task: asyncio.Task | None = None
         self._lock = asyncio.Lock()  # a ping never goes out after the closing chunk
+
+    @staticmethod
+    def _raw_headers(headers: Mapping[str, str]) -> list[tuple[bytes, bytes]]:
+        """`headers`, then `Cache-Control: no-store` unless given, `Connection: keep-alive`,
+        `X-Accel-Buffering: no` and the content type (what Starlette's `init_headers` would make of them)."""
+        raw: list[tuple[bytes, bytes]] = []
+        for name, value in headers.items():
+            key = name.lower()
+            if key not in ("connection", "x-accel-buffering"):
+                raw.append(_SHARED_HEADERS.get((key, value)) or (key.encode("latin-1"), value.encode("latin-1")))
+        names = {name for name, _ in raw}
+        if b"cache-control" not in names:
+            raw.append(_SHARED_HEADERS["cache-control", "no-store"])
+        raw += _SET_HEADERS
+        if b"content-type" not in names:
+            raw.append(_CONTENT_TYPE)
+        return raw
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         self._task = asyncio.current_task()
@@ -75,9 +101,11 @@ class EventStreamResponse(Response):
         _open_streams(self)
         try:
             await send({"type": "http.response.start", "status": self.status_code, "headers": self.raw_headers})
-            async with contextlib.aclosing(self.body_iterator) as frames:
-                async for frame in frames:
+            try:  # not `contextlib.aclosing`: one object less held per open stream
+                async for frame in self.body_iterator:
                     await send({"type": "http.response.body", "body": frame, "more_body": True})
+            finally:
+                await self.body_iterator.aclose()  # type: ignore[attr-defined]
             await self._close(send)
         except asyncio.CancelledError:
             if self.stopped is None or self._task.uncancel() > 0:

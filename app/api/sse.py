@@ -5,7 +5,7 @@ shutdown drain, and turns a response that ends before the terminal event (client
 from __future__ import annotations
 
 import logging
-from typing import Any, AsyncIterator, Callable
+from typing import Any, Callable
 
 from app.api.event_stream import EventStreamResponse
 from app.dispatch import Interrupt, TurnJob
@@ -29,39 +29,76 @@ def event_stream_response(
     before this runs out, so the client still gets its terminal event. `sent(n)` is told how many events
     the response wrote. `first`: an event already taken from the turn (a door that holds its headers until
     the turn starts), written before the rest."""
-    turn = job.turn
-    encode = encoder.encode
-
-    async def frames() -> AsyncIterator[bytes]:
-        count = 0
-        failed = False  # an event could not be encoded: our bug, never the client's disconnect
-        event = first
-        try:
-            while event is not None or (event := await turn.next_event()) is not None:
-                try:
-                    frame = encode(event)
-                except Exception:
-                    log.exception("turn %s: %s event could not be encoded", turn.request_id, event.get("type"))
-                    failed = True
-                    job.interrupt(Interrupt.WRITER)  # the turn settles as an internal error
-                    break
-                count += 1
-                event = None
-                if frame:
-                    yield frame
-        finally:
-            if sent is not None:
-                sent(count)
-            if not turn.settled and not failed:
-                # The response ended before the terminal event: the client went away (or the server is
-                # stopping). Cancel the upstream; the pump settles the turn and writes the record.
-                job.interrupt(Interrupt.SHUTDOWN if draining() else Interrupt.CLIENT)
-            turn.close_reader()
-
     return EventStreamResponse(
-        frames(),
+        _Frames(job, encoder, draining, sent, first),
         headers={"Cache-Control": "no-cache", **headers},
         ping_interval=keepalive,
         ping=encoder.ping(),
         shutdown_grace=shutdown_grace,
     )
+
+
+class _Frames:
+    """The turn's events as SSE frames: an async iterator the response closes (`aclose`) when it ends, also
+    early. When it ends before the terminal event (the client went away, or the server is stopping) it
+    interrupts the turn, so the pump cancels the upstream, settles the turn and writes the record.
+
+    A class rather than an async generator: every open stream holds it, and a generator also holds its frame
+    and an entry in the event loop's set of live async generators (about 1.3 KB per stream)."""
+
+    __slots__ = ("job", "encode", "draining", "sent", "first", "count", "failed", "ended")
+
+    def __init__(
+        self,
+        job: TurnJob,
+        encoder: EventEncoder,
+        draining: Callable[[], bool],
+        sent: Callable[[int], None] | None,
+        first: dict[str, Any] | None,
+    ) -> None:
+        self.job = job
+        self.encode = encoder.encode
+        self.draining = draining
+        self.sent = sent
+        self.first = first  # an event already taken from the turn, written first
+        self.count = 0
+        self.failed = False  # an event could not be encoded: our bug, never the client's disconnect
+        self.ended = False
+
+    def __aiter__(self) -> "_Frames":
+        return self
+
+    async def __anext__(self) -> bytes:
+        turn = self.job.turn
+        while not self.ended:
+            event, self.first = self.first, None
+            if event is None and (event := await turn.next_event()) is None:
+                break
+            try:
+                frame = self.encode(event)
+            except Exception:
+                log.exception("turn %s: %s event could not be encoded", turn.request_id, event.get("type"))
+                self.failed = True
+                self.job.interrupt(Interrupt.WRITER)  # the turn settles as an internal error
+                break
+            self.count += 1
+            if frame:
+                return frame
+        self._end()
+        raise StopAsyncIteration
+
+    async def aclose(self) -> None:
+        self._end()
+
+    def _end(self) -> None:
+        if self.ended:
+            return
+        self.ended = True
+        turn = self.job.turn
+        if self.sent is not None:
+            self.sent(self.count)
+        if not turn.settled and not self.failed:
+            # The response ended before the terminal event: the client went away (or the server is
+            # stopping). Cancel the upstream; the pump settles the turn and writes the record.
+            self.job.interrupt(Interrupt.SHUTDOWN if self.draining() else Interrupt.CLIENT)
+        turn.close_reader()

@@ -68,6 +68,11 @@ class EventSink(Protocol):
 
 
 class MessageBuilder:
+    __slots__ = (  # one per open stream
+        "request_id", "message", "pricing", "_sink", "_clock", "_open", "_open_parts", "_open_chunks", "_joiner",
+        "started", "settled", "terminal", "outcome", "tool_calls", "late_frames", "first_content_at", "created_at",
+    )
+
     def __init__(self, request_id: str, sink: EventSink, *, clock: Callable[[], float] = time.monotonic) -> None:
         self.request_id = request_id
         self.message: dict[str, Any] = {

@@ -14,13 +14,17 @@ stream's tee) takes them out with `next()`. The queue
 - once closed (the terminal event is in), hands out what is left and then None.
 
 It knows nothing of blocks, messages or settlement. All mutation happens on the event loop thread.
+
+Every open stream holds its queue, so the queue holds little while idle: the waiting side's future exists only
+while it waits (an `asyncio.Event` holds a 760-byte deque of waiters from birth), the coalescing timer is a
+timer handle rather than an `asyncio.timeout` context, and the ready events are in a list (a deque is 760
+bytes even when empty).
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
-from collections import deque
 from typing import Any, Callable
 
 EVENT_OVERHEAD = 64  # bytes charged to the memory bound for any queued event besides its text
@@ -45,7 +49,20 @@ class _PendingDelta:
         return {"type": self.type, "contentIndex": self.index, "delta": "".join(self.parts)}
 
 
+def _wake(waiter: asyncio.Future | None) -> None:
+    if waiter is not None and not waiter.done():
+        waiter.set_result(None)
+
+
+COMPACT_AFTER = 64  # taken items at the head of `_ready` before the list is compacted
+
+
 class EventQueue:
+    __slots__ = (
+        "_throttle", "_max_pending", "_clock", "_ready", "_head", "_held", "_held_until", "_window_key",
+        "_window_end", "pending_bytes", "_reader", "_producer", "_closed", "reading", "taken",
+    )
+
     def __init__(
         self,
         *,
@@ -56,14 +73,15 @@ class EventQueue:
         self._throttle = throttle_ms / 1000.0
         self._max_pending = max_pending_bytes
         self._clock = clock
-        self._ready: deque[dict[str, Any] | _PendingDelta] = deque()
+        self._ready: list[Any] = []  # events and `_PendingDelta`s, taken from `_head` on (None once taken)
+        self._head = 0
         self._held: _PendingDelta | None = None  # a delta inside the coalescing window, out when it ends
         self._held_until = 0.0
         self._window_key: tuple[str, int] | None = None
         self._window_end = 0.0
         self.pending_bytes = 0
-        self._wakeup = asyncio.Event()
-        self._drained = asyncio.Event()
+        self._reader: asyncio.Future[None] | None = None  # while the reader waits for an event
+        self._producer: asyncio.Future[None] | None = None  # while the producer waits in `wait_drained`
         self._closed = False  # nothing more will be put
         self.reading = True  # False once the reader is gone (or never wanted events, as /v1/complete)
         self.taken = 0  # events handed to the reader
@@ -78,7 +96,7 @@ class EventQueue:
             self._release_held(by_timer=False)
         self.pending_bytes += EVENT_OVERHEAD
         self._ready.append(event)
-        self._wakeup.set()
+        _wake(self._reader)
 
     def put_delta(self, type_: str, index: int, text: str) -> None:
         """Queue a delta of block `index`, merging it where the window or a slow reader allows."""
@@ -92,7 +110,7 @@ class EventQueue:
                 return
             self._release_held(by_timer=False)
         if self._throttle > 0:
-            tail = self._ready[-1] if self._ready else None
+            tail = self._ready[-1] if self._ready else None  # never a taken (None) item: see `_take`
             if isinstance(tail, _PendingDelta) and tail.type == type_ and tail.index == index:
                 tail.add(text)  # the reader has not taken the previous delta yet: merge, do not queue
                 return
@@ -102,13 +120,13 @@ class EventQueue:
                 self._held = _PendingDelta(type_, index, text)
                 self.pending_bytes += EVENT_OVERHEAD
                 self._held_until = self._window_end
-                self._wakeup.set()
+                _wake(self._reader)
                 return
             self._window_key = key
             self._window_end = now + self._throttle
         self.pending_bytes += EVENT_OVERHEAD
         self._ready.append(_PendingDelta(type_, index, text))
-        self._wakeup.set()
+        _wake(self._reader)
 
     def close(self, last: dict[str, Any]) -> None:
         """Queue the terminal event `last` (after anything held) and take nothing more."""
@@ -116,7 +134,7 @@ class EventQueue:
             self._release_held(by_timer=False)
         self.put(last)
         self._closed = True
-        self._wakeup.set()
+        _wake(self._reader)
 
     @property
     def congested(self) -> bool:
@@ -126,8 +144,11 @@ class EventQueue:
     async def wait_drained(self) -> None:
         """Wait until the reader has taken half of the bound back (or is gone)."""
         while self.pending_bytes > self._max_pending // 2 and self.reading:
-            self._drained.clear()
-            await self._drained.wait()
+            self._producer = asyncio.get_running_loop().create_future()
+            try:
+                await self._producer
+            finally:
+                self._producer = None
 
     # ----------------------------------------------------------------- reader side
 
@@ -143,36 +164,48 @@ class EventQueue:
                     self._release_held(by_timer=True)
                     continue
             elif self._closed:
-                self._drained.set()
+                _wake(self._producer)
                 return None
-            self._wakeup.clear()
-            if timeout is None:
-                await self._wakeup.wait()
-            else:
-                try:
-                    async with asyncio.timeout(timeout):
-                        await self._wakeup.wait()
-                except TimeoutError:
-                    pass
+            loop = asyncio.get_running_loop()
+            waiter = self._reader = loop.create_future()
+            # The held delta's window ends: wake up then (its release happens above, in this task).
+            timer = None if timeout is None else loop.call_later(timeout, _wake, waiter)
+            try:
+                await waiter
+            finally:
+                self._reader = None
+                if timer is not None:
+                    timer.cancel()
 
     def close_reader(self) -> None:
         """No one reads the events (any more): drop what waits and release a producer waiting on the reader."""
         self.reading = False
         self._ready.clear()
+        self._head = 0
         self._held = None
         self.pending_bytes = 0
-        self._drained.set()
+        _wake(self._producer)
 
     def take_now(self) -> list[dict[str, Any]]:
         """Everything queued, the held delta included, without waiting (a reader with nothing to wait for)."""
         if self._held is not None:
             self._release_held(by_timer=True)
-        return [self._take() for _ in range(len(self._ready))]
+        return [self._take() for _ in range(len(self._ready) - self._head)]
 
     # ----------------------------------------------------------------- internals
 
     def _take(self) -> dict[str, Any]:
-        item = self._ready.popleft()
+        ready, head = self._ready, self._head
+        item = ready[head]
+        if head + 1 == len(ready):  # all taken: the list frees its array
+            ready.clear()
+            self._head = 0
+        elif head + 1 >= COMPACT_AFTER and 2 * (head + 1) >= len(ready):
+            del ready[: head + 1]
+            self._head = 0
+        else:
+            ready[head] = None
+            self._head = head + 1
         if isinstance(item, _PendingDelta):
             self.pending_bytes -= item.size + EVENT_OVERHEAD
             event = item.event()
@@ -180,7 +213,7 @@ class EventQueue:
             self.pending_bytes -= EVENT_OVERHEAD
             event = item
         if self.pending_bytes <= self._max_pending // 2:
-            self._drained.set()
+            _wake(self._producer)
         self.taken += 1
         return event
 
@@ -192,4 +225,4 @@ class EventQueue:
         self._ready.append(held)
         if by_timer:
             self._window_end = self._clock() + self._throttle
-        self._wakeup.set()
+        _wake(self._reader)

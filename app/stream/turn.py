@@ -16,7 +16,7 @@ stops reading.
 from __future__ import annotations
 
 import time
-from typing import Any, Callable
+from typing import Any, Callable, Coroutine
 
 from app.catalog import Pricing
 from app.contract.adapter_events import AdapterEvent
@@ -65,14 +65,16 @@ class Turn:
         """True when the reader is far enough behind that the producer should wait (`wait_drained`)."""
         return self.queue.congested
 
-    async def wait_drained(self) -> None:
-        await self.queue.wait_drained()
+    def wait_drained(self) -> Coroutine[Any, Any, None]:
+        return self.queue.wait_drained()
 
     # ----------------------------------------------------------------- consumer side (the event queue)
 
-    async def next_event(self) -> dict[str, Any] | None:
-        """The next event to send, or None once the terminal event has been taken."""
-        return await self.queue.next()
+    def next_event(self) -> Coroutine[Any, Any, dict[str, Any] | None]:
+        """The next event to send, or None once the terminal event has been taken (to await).
+
+        The queue's own coroutine, not one wrapping it: a waiting reader holds one frame less."""
+        return self.queue.next()
 
     def close_reader(self) -> None:
         """No one reads the events (any more): stop queueing them and release a producer waiting on the reader."""
