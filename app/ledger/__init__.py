@@ -65,7 +65,7 @@ def open_ledger(url: str, settings: "Settings | None" = None) -> Ledger:
     raise LedgerUrlError(f"unsupported scheme {scheme!r}")
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False)  # `pending.remove(entry)` compares by identity, not field by field (2 % of a turn)
 class PendingWrite:
     """One queued record write: the encoded row and the memory it is counted for in the queue's bound."""
 
