@@ -37,7 +37,7 @@ def priced_usage(tokens: dict[str, Any], pricing: Pricing | None) -> dict[str, A
         count = max(0, int(tokens.get(kind) or 0))
         usage[kind] = count
         total_tokens += count
-        if pricing is not None:
+        if pricing is not None and count:  # a zero count costs 0.0 (the default): no decimal arithmetic
             amount = count * _per_token(getattr(pricing, _PRICE_FIELD[kind]))
             cost[kind] = float(amount)
             total_cost += amount
