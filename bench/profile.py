@@ -13,8 +13,10 @@ import argparse
 import asyncio
 import cProfile
 import io
+import os
 import pstats
 import signal
+import subprocess
 import sys
 import tempfile
 import time
@@ -154,6 +156,41 @@ async def hold(gateway: procs.Server, port: int, count: int, out: str) -> str:
             f"gateway RSS {rss0 / 2**20:.0f} MB\n" + text)
 
 
+def instructions(sim: procs.Server, turns: int, concurrency: int) -> str:
+    """The gateway (plain uvicorn, as `procs.gateway`) under callgrind, counting instructions only while
+    `turns` short turns run after a warm-up: a figure that load from other processes does not change."""
+    work = Path(tempfile.mkdtemp(prefix="bench-callgrind-"))
+    port = procs.free_port()
+    cmd = ["valgrind", "--tool=callgrind", "--instr-atstart=no", f"--callgrind-out-file={work}/callgrind.out",
+           sys.executable, "-m", "uvicorn", "app.main:app", "--host", "127.0.0.1", "--port", str(port),
+           "--loop", "uvloop", "--http", "httptools", "--log-level", "warning", "--no-access-log"]
+    env = {**os.environ, "PYTHONPATH": str(procs.ROOT), **procs.gateway_env(sim)}
+    server = subprocess.Popen(cmd, cwd=work, env=env, stdout=subprocess.DEVNULL, stderr=open(work / "stderr.log", "wb"))
+    try:
+        deadline = time.monotonic() + 900  # everything runs about 50 times slower under valgrind
+        while True:
+            if server.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"the gateway under callgrind did not start: {(work / 'stderr.log').read_text()[-2000:]}")
+            try:
+                if httpx.get(f"http://127.0.0.1:{port}/readyz", timeout=5).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            time.sleep(1)
+        uvloop.run(drive(port, 100, 10))  # warm-up
+        control = ["callgrind_control", "-i"]
+        subprocess.run([*control, "on", str(server.pid)], check=True, capture_output=True)
+        turns, failed = uvloop.run(drive(port, turns, concurrency))
+        subprocess.run([*control, "off", str(server.pid)], check=True, capture_output=True)
+    finally:
+        server.terminate()
+        server.wait(120)
+    total = max(int(line.split()[1]) for out in work.glob("callgrind.out*") for line in out.read_text().splitlines()
+                if line.startswith(("summary:", "totals:")))
+    return (f"# {turns} short turns (`{paced(SHORT_N, 0, PACED_SIZE)}`), concurrency {concurrency}, {failed} failed, "
+            f"under callgrind: {total / turns / 1e6:.3f} M instructions per turn ({work})\n")
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m bench.profile", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -164,6 +201,8 @@ def main(argv: list[str] | None = None) -> None:
                         help="instead: hold N slow streams open and report the heap they hold (tracemalloc)")
     parser.add_argument("--frames", type=int, default=1,
                         help="with --memory: tracemalloc's traceback depth; above 1 the largest tracebacks are listed too")
+    parser.add_argument("--callgrind", action="store_true",
+                        help="instead: instructions per turn of the gateway under valgrind's callgrind (needs valgrind)")
     parser.add_argument("--out", help="write the text summary here too (e.g. bench/profiles/NAME.txt)")
     args = parser.parse_args(argv)
     sim = procs.simulator()
@@ -172,6 +211,13 @@ def main(argv: list[str] | None = None) -> None:
     # The gateway's environment of procs.gateway(), served by `serve` under cProfile.
     settings = procs.gateway_env(sim)
     port = procs.free_port()
+    if args.callgrind:
+        try:
+            text = instructions(sim, args.turns, args.concurrency)
+        finally:
+            sim.stop()
+        print(text)
+        return
     if args.memory:
         gateway.start_command([sys.executable, "-m", "bench.profile", "serve-traced", str(port), stats_path, str(args.frames)], port, settings)
         try:
