@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 
-from pydantic import AliasChoices, Field, SecretStr
+from pydantic import AliasChoices, Field, NonNegativeInt, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
@@ -39,6 +39,12 @@ class Settings(BaseSettings):
         description="memory that record writes waiting for the store may use; beyond, writes are dropped, counted and logged",
     )
     ledger_batch_max: int = Field(default=500, ge=1, description="record writes per database transaction")
+    ledger_batch_delay_ms: float = Field(
+        default=20.0,
+        ge=0,
+        le=10_000,
+        description="how long the record writer gathers writes before a batch (a records read or shutdown cuts it short)",
+    )
     ledger_flush_timeout_s: float = Field(default=10.0, ge=0, description="at shutdown, how long to flush queued writes")
     ledger_ping_timeout_s: float = Field(default=2.0, gt=0, description="/readyz: how long the store may take to answer")
     ledger_pool_size: int = Field(default=10, ge=1, description="PostgreSQL: connections in the pool")
@@ -93,6 +99,12 @@ class Settings(BaseSettings):
     resume_ttl: float = Field(default=300.0, gt=0, description="seconds the events of a resumable turn are kept")
     resume_max_events: int = Field(default=10_000, ge=1, description="events kept per resumable turn (older ones dropped)")
     redis_lease_ttl: float = Field(default=30.0, gt=0, description="seconds a concurrency lease lives without renewal")
+
+    # The cyclic garbage collector (docs/performance.md, The garbage collector).
+    gc_threshold: tuple[NonNegativeInt, NonNegativeInt, NonNegativeInt] = Field(
+        default=(20_000, 20, 100),
+        description="gc.set_threshold once serving, as a JSON list; Python's own default is [700, 10, 10]",
+    )
 
     log_level: str = "info"
     log_content: bool = False

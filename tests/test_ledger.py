@@ -23,8 +23,8 @@ import pytest
 
 import orjson
 
-from app.ledger import open_ledger, postgres, sqlite
-from app.ledger.base import INTERRUPTED_MESSAGE
+from app.ledger import LedgerObserver, open_ledger, postgres, sqlite
+from app.ledger.base import INTERRUPTED_MESSAGE, encode_record
 from tests.conftest import marker, run_async, turn
 from tests.procs import GatewayProcess, free_port
 from tests.test_metrics import scrape
@@ -355,6 +355,44 @@ async def test_store_scoping_order_and_upsert(ledger_url):
         await ledger.ping()
     finally:
         await ledger.aclose()
+
+
+async def test_writes_gather_for_the_batch_delay_and_a_read_cuts_it_short(ledger_url):
+    """Writes queued while the writer waits out `batch_delay` go in one batch; `flush()` (a records read,
+    shutdown) and a full batch end the wait at once (the delay here is an hour)."""
+    ledger = open_ledger(ledger_url)
+    batches: list[list[str]] = []
+    written = asyncio.Event()
+    store_write = ledger.write
+
+    async def write(items):
+        await store_write(items)
+        batches.append([row.request_id for _, row in items])
+        written.set()
+
+    ledger.write = write
+    recorder = LedgerObserver(ledger, batch_delay=3600, batch_max=4)
+    await recorder.start()
+
+    def queue(request_id: str) -> None:
+        assert recorder._admit("insert", encode_record(_record(request_id), ledger.instance_id))
+
+    try:
+        queue("req_1")
+        for _ in range(20):  # let the writer wake and start its wait (it must not write yet)
+            await asyncio.sleep(0)
+        queue("req_2")
+        assert await recorder.flush(timeout=30)
+        assert batches == [["req_1", "req_2"]]
+        assert (await ledger.get("req_2", "alice"))["requestId"] == "req_2"
+
+        written.clear()
+        for n in range(3, 7):  # the fourth fills a batch: written without a flush
+            queue(f"req_{n}")
+        await asyncio.wait_for(written.wait(), 30)
+        assert batches[1] == ["req_3", "req_4", "req_5", "req_6"]
+    finally:
+        await recorder.aclose()
 
 
 async def test_migration_is_safe_when_replicas_start_together(ledger_url):

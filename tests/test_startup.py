@@ -3,9 +3,13 @@ what failed and how to fix it (naming the database URL without its password), ne
 
 from __future__ import annotations
 
+import gc
 import json
 
 import pytest
+from pydantic import ValidationError
+
+from app.settings import Settings
 
 from tests.conftest import PROVIDER_KEYS
 from tests.procs import GatewayProcess, free_port
@@ -103,3 +107,18 @@ def test_a_bad_setting_is_named_in_one_line_without_its_value(sim):
     assert lines[0]["level"] == "error" and "\n" not in message
     assert "GATEWAY_MAX_STREAMS" in message and "integer" in message
     assert "GATEWAY_DRAIN_TIMEOUT" in message and "greater than or equal to 0" in message
+
+
+def test_the_collector_thresholds_are_set_once_serving(gateway_factory, monkeypatch):
+    """`GATEWAY_GC_THRESHOLD` (a JSON list) reaches `gc.set_threshold` when the gateway starts serving."""
+    monkeypatch.setenv("GATEWAY_GC_THRESHOLD", "[12345, 6, 7]")
+    assert Settings().gc_threshold == (12_345, 6, 7)
+    monkeypatch.setenv("GATEWAY_GC_THRESHOLD", "[-1, 6, 7]")
+    with pytest.raises(ValidationError):
+        Settings()
+    before = gc.get_threshold()
+    try:
+        gateway_factory(gc_threshold=(12_345, 6, 7))
+        assert gc.get_threshold() == (12_345, 6, 7)
+    finally:
+        gc.set_threshold(*before)

@@ -7,6 +7,9 @@ encoded when it is queued, so the queue never keeps a turn or its request contex
 the writer retries the batch with backoff and new writes wait in the queue, up to
 `GATEWAY_LEDGER_QUEUE_BYTES` (what happens beyond is `LedgerObserver`'s docstring: dropped, counted and
 logged, never blocking a stream).
+Before a batch the writer waits up to `batch_delay` (`GATEWAY_LEDGER_BATCH_DELAY_MS`) for more writes, so
+turns starting together share one transaction and the store's thread does not wake at every turn's start;
+`flush()` (a records read, shutdown) and a full batch cut the wait short.
 On shutdown `aclose()` flushes what is queued (up to `GATEWAY_LEDGER_FLUSH_TIMEOUT_S`) and closes the store.
 """
 
@@ -16,6 +19,7 @@ import asyncio
 import logging
 import sys
 import time
+import contextlib
 from collections import deque
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
@@ -106,6 +110,7 @@ class LedgerObserver:
         retain_content: bool = True,
         queue_bytes: int = 64 * 1024 * 1024,
         batch_max: int = 500,
+        batch_delay: float = 0.0,
         flush_timeout: float = 10.0,
         metrics: "LedgerMetrics | None" = None,
     ) -> None:
@@ -113,6 +118,7 @@ class LedgerObserver:
         self.retain_content = retain_content
         self.queue_bytes = queue_bytes
         self.batch_max = batch_max
+        self.batch_delay = batch_delay
         self.flush_timeout = flush_timeout
         self.metrics = metrics
         self.dropped = 0
@@ -121,6 +127,7 @@ class LedgerObserver:
         self.pending: deque[PendingWrite] = deque()  # in `seq` order
         self._in_flight: list[PendingWrite] = []  # the batch being written (older than everything pending)
         self._wakeup = asyncio.Event()
+        self._hurry = asyncio.Event()  # set: write the next batch without waiting for `batch_delay`
         self._enqueued = 0  # seq of the last queued write
         self._waiters: list[tuple[int, asyncio.Future[None]]] = []
         self._task: asyncio.Task | None = None
@@ -134,6 +141,7 @@ class LedgerObserver:
             retain_content=settings.retain_content,
             queue_bytes=settings.ledger_queue_bytes,
             batch_max=settings.ledger_batch_max,
+            batch_delay=settings.ledger_batch_delay_ms / 1000,
             flush_timeout=settings.ledger_flush_timeout_s,
             metrics=metrics,
         )
@@ -181,6 +189,8 @@ class LedgerObserver:
         self.queued_bytes += size
         self._queue_changed()
         self._wakeup.set()
+        if len(self.pending) >= self.batch_max:
+            self._hurry.set()
         return True
 
     def _queued_insert(self, request_id: str) -> PendingWrite | None:
@@ -239,6 +249,7 @@ class LedgerObserver:
             return True
         future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._waiters.append((target, future))
+        self._hurry.set()
         try:
             await asyncio.wait_for(asyncio.shield(future), timeout)
             return True
@@ -264,6 +275,7 @@ class LedgerObserver:
             while not self.pending:
                 self._wakeup.clear()
                 await self._wakeup.wait()
+            await self._gather()
             count = min(len(self.pending), self.batch_max)
             batch = self._in_flight = [self.pending.popleft() for _ in range(count)]
             items = [(entry.kind, entry.row) for entry in batch]
@@ -283,6 +295,14 @@ class LedgerObserver:
             self.queued_bytes -= sum(entry.size for entry in batch)
             self._queue_changed()
             self._wake_flushers()
+
+    async def _gather(self) -> None:
+        """Let writes gather for `batch_delay` unless someone waits for them or a batch is full."""
+        if self.batch_delay > 0 and not self._hurry.is_set():
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(self.batch_delay):
+                    await self._hurry.wait()
+        self._hurry.clear()
 
     def _settled_through(self) -> int:
         """Every write with a seq up to this one is written or removed."""
