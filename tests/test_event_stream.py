@@ -116,3 +116,38 @@ async def test_a_cancellation_from_the_server_is_not_swallowed() -> None:
     with pytest.raises(asyncio.CancelledError):
         await call
     assert closed == ["closed"]
+
+
+class FinishingFrames:
+    """Frames whose iterator says, with `finished`, that the frame it just handed out was its last."""
+
+    def __init__(self, frames: list[bytes]) -> None:
+        self.frames = list(frames)
+        self.finished = False
+        self.closed = False
+
+    def __aiter__(self) -> "FinishingFrames":
+        return self
+
+    async def __anext__(self) -> bytes:
+        if not self.frames:
+            raise StopAsyncIteration
+        frame = self.frames.pop(0)
+        self.finished = not self.frames
+        return frame
+
+    async def aclose(self) -> None:
+        self.closed = True
+
+
+async def test_the_last_frame_goes_out_with_the_closing_chunk() -> None:
+    client = Client()
+    frames = FinishingFrames([b"data: one\n\n", b"data: two\n\n"])
+    response = EventStreamResponse(frames, {}, ping_interval=30, ping=PING)
+    await asyncio.wait_for(response(scope(), client.receive, client.send), 5)
+
+    assert client.sent[1:] == [
+        {"type": "http.response.body", "body": b"data: one\n\n", "more_body": True},
+        {"type": "http.response.body", "body": b"data: two\n\n", "more_body": False},
+    ]
+    assert frames.closed

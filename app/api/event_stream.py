@@ -48,7 +48,10 @@ class StopReason(enum.Enum):
 
 
 class EventStreamResponse(Response):
-    """`text/event-stream` from an async iterator of ready-made frames (bytes, written as they are)."""
+    """`text/event-stream` from an async iterator of ready-made frames (bytes, written as they are).
+
+    An iterator whose `finished` attribute is true once it has handed out a frame says that frame was its
+    last: it goes out together with the closing chunk (one write, not two)."""
 
     media_type = "text/event-stream"
     # Slots: every open stream holds its response (Starlette's `Response` has no slots, but none of its
@@ -101,12 +104,16 @@ class EventStreamResponse(Response):
         _open_streams(self)
         try:
             await send({"type": "http.response.start", "status": self.status_code, "headers": self.raw_headers})
+            last = b""
             try:  # not `contextlib.aclosing`: one object less held per open stream
                 async for frame in self.body_iterator:
+                    if getattr(self.body_iterator, "finished", False):
+                        last = frame  # goes out with the closing chunk, in the same write
+                        break
                     await send({"type": "http.response.body", "body": frame, "more_body": True})
             finally:
                 await self.body_iterator.aclose()  # type: ignore[attr-defined]
-            await self._close(send)
+            await self._close(send, last)
         except asyncio.CancelledError:
             if self.stopped is None or self._task.uncancel() > 0:
                 raise  # not (only) ours: the server cancels the request
@@ -117,10 +124,10 @@ class EventStreamResponse(Response):
             watcher.cancel()
             _streams_of(asyncio.get_running_loop()).discard(self)
 
-    async def _close(self, send: Send) -> None:
+    async def _close(self, send: Send, last: bytes = b"") -> None:
         async with self._lock:
             self.active = False
-            await send({"type": "http.response.body", "body": b"", "more_body": False})
+            await send({"type": "http.response.body", "body": last, "more_body": False})
 
     def stop(self, reason: StopReason) -> None:
         """End the stream early (from another task or a timer): cancels the request's task while it still

@@ -13,6 +13,9 @@ from app.doors.base import EventEncoder
 
 log = logging.getLogger("gateway.sse")
 
+TERMINAL = ("done", "error")
+BATCH_BYTES = 64 * 1024  # past this, the events ready at once go out in more than one write
+
 
 def event_stream_response(
     job: TurnJob,
@@ -46,7 +49,7 @@ class _Frames:
     A class rather than an async generator: every open stream holds it, and a generator also holds its frame
     and an entry in the event loop's set of live async generators (about 1.3 KB per stream)."""
 
-    __slots__ = ("job", "encode", "draining", "sent", "first", "count", "failed", "ended")
+    __slots__ = ("job", "encode", "draining", "sent", "first", "count", "failed", "ended", "finished")
 
     def __init__(
         self,
@@ -64,26 +67,42 @@ class _Frames:
         self.count = 0
         self.failed = False  # an event could not be encoded: our bug, never the client's disconnect
         self.ended = False
+        self.finished = False  # the last frame handed out holds the terminal event: the response closes with it
 
     def __aiter__(self) -> "_Frames":
         return self
 
     async def __anext__(self) -> bytes:
+        """The frames of every event ready now, joined (at least one event: waits for it), up to `BATCH_BYTES`:
+        events the producer queued while this task waited go out in one write, not one write each."""
         turn = self.job.turn
-        while not self.ended:
+        frames: list[bytes] = []
+        size = 0
+        while not self.ended and size < BATCH_BYTES:
             event, self.first = self.first, None
-            if event is None and (event := await turn.next_event()) is None:
-                break
+            if event is None and (event := turn.next_ready()) is None:
+                if frames:
+                    break  # send what is ready before waiting for more
+                if (event := await turn.next_event()) is None:
+                    self._end()
+                    break
             try:
                 frame = self.encode(event)
             except Exception:
                 log.exception("turn %s: %s event could not be encoded", turn.request_id, event.get("type"))
                 self.failed = True
                 self.job.interrupt(Interrupt.WRITER)  # the turn settles as an internal error
+                self._end()
                 break
             self.count += 1
             if frame:
-                return frame
+                frames.append(frame)
+                size += len(frame)
+            if event["type"] in TERMINAL:
+                self.finished = True
+                self._end()
+        if frames:
+            return frames[0] if len(frames) == 1 else b"".join(frames)
         self._end()
         raise StopAsyncIteration
 

@@ -177,6 +177,11 @@ class EventQueue:
                 if timer is not None:
                     timer.cancel()
 
+    def next_ready(self) -> dict[str, Any] | None:
+        """The next event if one is ready now, else None (a held delta waits for its window). Lets a reader
+        that was woken take what the producer queued meanwhile in one go, without awaiting."""
+        return self._take() if self._ready else None
+
     def close_reader(self) -> None:
         """No one reads the events (any more): drop what waits and release a producer waiting on the reader."""
         self.reading = False

@@ -76,6 +76,10 @@ class Turn:
         The queue's own coroutine, not one wrapping it: a waiting reader holds one frame less."""
         return self.queue.next()
 
+    def next_ready(self) -> dict[str, Any] | None:
+        """The next event if one is ready now, else None (see `EventQueue.next_ready`)."""
+        return self.queue.next_ready()
+
     def close_reader(self) -> None:
         """No one reads the events (any more): stop queueing them and release a producer waiting on the reader."""
         self.queue.close_reader()
