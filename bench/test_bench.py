@@ -9,6 +9,7 @@ from bench.client import StreamResult, _Chunked
 from bench.report import targets
 from bench.scenarios import expected_text, lost_frames
 from bench.stats import compare
+from bench.timeline import medians
 
 
 def test_chunked_decoder_handles_chunks_split_anywhere() -> None:
@@ -70,3 +71,15 @@ def test_issue_targets_read_the_turns_and_workers_scenarios() -> None:
     assert rows["rss_per_stream"]["met"] is None
     table = markdown({"issueTargets": list(rows.values())})
     assert "| short turns per second, two workers, c=50 | – | 1100 turns/s | ≥ 1000 turns/s | yes |" in table
+
+
+def test_timeline_medians_measure_each_point_from_its_own_turns_request() -> None:
+    marks = [
+        ("request bytes", 10.0), ("open in", 10.001), ("first body", 10.004), ("first body", 10.009),
+        ("request bytes", 20.0), ("open in", 20.003), ("first body", 20.006),
+        ("request bytes", 30.0), ("open in", 30.002),  # no body yet: counted for the points it reached
+    ]
+    result = medians(marks, skip=0)
+    assert abs(result["open in"][0] - 2.0) < 1e-9 and result["open in"][1] == 3
+    assert abs(result["first body"][0] - 5.0) < 1e-9 and result["first body"][1] == 2  # the first of each turn
+    assert medians(marks, skip=2)["open in"][1] == 1
