@@ -23,9 +23,10 @@ import enum
 import logging
 import time
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, get_args, get_type_hints
 
 from app.catalog import Catalog, ModelInfo
+from app.contract.adapter_events import Delta
 from app.contract.failures import Attempt, AttemptOutcome, ErrorKind, Interrupt
 from app.contract.messages import Context
 from app.contract.request import StreamOptions
@@ -35,6 +36,8 @@ from app.settings import Settings
 from app.stream.turn import ContractViolation, ToolArgumentsError, Turn
 
 log = logging.getLogger("gateway.dispatch")
+
+DELTAS = frozenset(get_args(get_type_hints(Delta)["type"]))  # the adapter events that carry a token
 
 
 @dataclass
@@ -187,14 +190,22 @@ class Dispatcher:
         try:
             try:
                 upstream = await _timed(job, provider.open(model, job.context, job.options))
+                first_delta = not turn.started
                 async for wire in _TimedFrames(job, upstream, watchdog):
                     job.upstream_frames += 1
                     if turn.settled:
                         turn.late_frames += 1
                         continue
-                    self._apply(job, translator.feed(wire), watchdog)
+                    events = translator.feed(wire)
+                    self._apply(job, events, watchdog)
                     if turn.congested and not turn.settled:  # once settled nothing more is queued
                         await self._wait_for_reader(job, watchdog)
+                    elif first_delta and any(event["type"] in DELTAS for event in events):
+                        # The first token is queued: let the writer send it before the rest of this read is
+                        # translated (a reply that comes in one read would reach the client whole, its first
+                        # token as late as its last).
+                        first_delta = False
+                        await asyncio.sleep(0)
                 if not turn.settled:
                     self._apply(job, translator.end(), watchdog)
             except ProviderError:

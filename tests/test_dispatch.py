@@ -309,6 +309,27 @@ async def test_a_vendor_stalling_after_a_slow_reader_hits_the_idle_timeout():
     assert events[-1]["errorMessage"].startswith("fake/m idle timeout fired after 0.2s"), events[-1]["errorMessage"]
 
 
+# ----------------------------------------------------------------- the first token of a reply that comes in one read
+
+
+async def test_the_first_token_reaches_the_reader_before_the_rest_of_the_read_is_translated():
+    """A whole reply in one read (the fake upstream hands its frames over without waiting): the pump lets the
+    reader have the first delta before it translates the rest, so the first token does not wait for the last."""
+    provider = FakeProvider(scripts=[text_frames(*[f"t{i}" for i in range(20)])])
+    job = new_job(provider)
+    job.task = asyncio.create_task(dispatcher().run(job))
+    seen = []
+    async with asyncio.timeout(5):  # the reader waits in this task, as the response's writer does (no wait_for task)
+        while (event := await job.turn.next_event()) is not None:
+            seen.append(event["type"])
+            if event["type"] == "text_delta":
+                break
+    assert seen == ["start", "text_start", "text_delta"]
+    assert not job.turn.settled  # the other 19 deltas, the end and the finish are not translated yet
+    await asyncio.wait_for(job.task, 5)
+    assert job.turn.outcome == "done" and job.turn.message["content"][0]["text"] == "".join(f"t{i}" for i in range(20))
+
+
 # ----------------------------------------------------------------- retry and fallback
 
 

@@ -95,8 +95,10 @@ class LedgerObserver:
     - a completion replaces its own insert if that is still queued; if it still does not fit, it is queued
       without the message (as with `GATEWAY_RETAIN_CONTENT=false`), counted as a `content` drop;
     - if even that does not fit, it is dropped together with its queued insert, so the store never keeps an
-      open record for a turn whose completion was dropped while its insert waited (an insert already written
-      stays open, and is marked `interrupted` by the liveness rule once this process is gone).
+      open record for a turn whose completion was dropped while its insert waited;
+    - but the completion of a turn whose insert is already written (or in the batch being written) is always
+      queued, without the message if need be, past the bound: its record is open in the store, and only the
+      completion closes it. This exceeds the bound by at most one message-less row per open turn.
 
     Every drop bumps `dropped`, the `gateway_ledger_writes_dropped_total{kind}` metric, and logs a warning
     naming the request (at most one line per `_DROP_LOG_INTERVAL_S`, with the count since the last one).
@@ -126,6 +128,7 @@ class LedgerObserver:
         self.queued_bytes = 0  # sizes of the queued writes plus the batch being written
         self.pending: deque[PendingWrite] = deque()  # in `seq` order
         self._in_flight: list[PendingWrite] = []  # the batch being written (older than everything pending)
+        self._open: set[str] = set()  # turns whose insert is written or being written, not yet completed
         self._wakeup = asyncio.Event()
         self._hurry = asyncio.Event()  # set: write the next batch without waiting for `batch_delay`
         self._enqueued = 0  # seq of the last queued write
@@ -159,16 +162,18 @@ class LedgerObserver:
         if row is None:
             return
         request_id = row.request_id
+        opened = request_id in self._open  # its record is (being) written open: the completion must follow
+        self._open.discard(request_id)
         queued_insert = self._queued_insert(request_id)
         if queued_insert is not None:  # the completion supersedes it
             self._remove(queued_insert)
         if self._admit("complete", row):
             return
-        if self.retain_content:
-            compact = self._encode(job, settled_at, False)
-            if compact is not None and self._admit("complete", compact):
+        compact = self._encode(job, settled_at, False) if self.retain_content else row
+        if compact is not None and self._admit("complete", compact, over_bound=opened):
+            if compact is not row:
                 self._drop("content", request_id)
-                return
+            return
         self._drop("complete", request_id)
 
     def _encode(self, job: "TurnJob", settled_at: int | None, retain_content: bool) -> StoredRow | None:
@@ -180,9 +185,10 @@ class LedgerObserver:
             log.exception("could not build the record of %s", job.turn.request_id)
             return None
 
-    def _admit(self, kind: WriteKind, row: StoredRow) -> bool:
+    def _admit(self, kind: WriteKind, row: StoredRow, over_bound: bool = False) -> bool:
+        """Queue `row` if it fits the bound (or `over_bound`: the completion of a record written open)."""
         size = pending_size(row)
-        if self.queued_bytes and self.queued_bytes + size > self.queue_bytes:
+        if not over_bound and self.queued_bytes and self.queued_bytes + size > self.queue_bytes:
             return False
         self._enqueued += 1
         self.pending.append(PendingWrite(self._enqueued, kind, row, size))
@@ -278,6 +284,7 @@ class LedgerObserver:
             await self._gather()
             count = min(len(self.pending), self.batch_max)
             batch = self._in_flight = [self.pending.popleft() for _ in range(count)]
+            self._open.update(entry.row.request_id for entry in batch if entry.kind == "insert")
             items = [(entry.kind, entry.row) for entry in batch]
             delay = 0.1
             while True:
