@@ -224,7 +224,9 @@ def markdown(results: dict[str, Any]) -> str:
                 continue
             ttfts = ", ".join(f"c={lv['concurrency']}: +{_fmt(lv['added']['ttftP50Ms'])}/+{_fmt(lv['added']['ttftP99Ms'])} ms"
                               for lv in entry["ttft"]["levels"])
-            lines.append(f"- {name}: added TTFT p50/p99 {ttfts}; max sustained paced streams {entry['concurrency']['maxSustained']}")
+            paced_levels = ", ".join(f"{lv['concurrency']} {'passed' if lv['passed'] else 'failed'} (added gap p99 "
+                                     f"{_fmt(lv['added']['gapP99Ms'], 'ms')})" for lv in entry["concurrency"]["levels"])
+            lines.append(f"- {name}: added TTFT p50/p99 {ttfts}; paced streams {paced_levels}")
     if "workers" in results:
         w = results["workers"]
         lines += ["", "## 7. One worker against two (`--workers 2`, metrics in multiprocess mode)", "",

@@ -437,21 +437,29 @@ async def turns(bench: Bench, levels: list[int] | None = None) -> dict[str, Any]
 # ---------------------------------------------------------------------- 3. concurrency and RSS per stream
 
 
+def sustained(levels: list[dict[str, Any]]) -> int:
+    """The highest concurrency up to which every level passed (levels in ascending order). A level that
+    passes above a failed one does not count: there the direct path is saturated too (its own gaps grow,
+    so the gateway's *added* gap shrinks or turns negative), which says nothing about sustaining it."""
+    best = 0
+    for level in levels:
+        if not level["passed"]:
+            break
+        best = level["concurrency"]
+    return best
+
+
 async def sweep_paced(bench: Bench, levels: list[int]) -> tuple[list[dict[str, Any]], int]:
-    """Paced levels in order until two (one in quick mode) fail in a row; the highest level passed."""
-    sweep, best, failures = [], 0, 0
+    """Paced levels in order until one fails; the highest level sustained (`sustained`)."""
+    sweep = []
     for c in levels:
         level = await bench.compare_paced(c, 1, per_worker=2)
         gap = level["added"]["gapP99Ms"]
         level["passed"] = bool(level["lostFrames"] == 0 and level["failedStreams"] == 0 and gap is not None and gap < GAP_TARGET_MS)
         sweep.append(level)
-        if level["passed"]:
-            best, failures = c, 0
-        else:
-            failures += 1
-            if failures >= (1 if bench.quick else 2):
-                break
-    return sweep, best
+        if not level["passed"]:
+            break
+    return sweep, sustained(sweep)
 
 
 async def concurrency(bench: Bench, levels: list[int] | None = None, rss_streams: int = 1000) -> dict[str, Any]:
@@ -633,7 +641,7 @@ async def ledger(bench: Bench, baseline_max: int | None = None) -> dict[str, Any
             gap = level["added"]["gapP99Ms"]
             level["passed"] = bool(level["lostFrames"] == 0 and level["failedStreams"] == 0 and gap is not None and gap < GAP_TARGET_MS)
             sweep.append(level)
-        entry["concurrency"] = {"levels": sweep, "maxSustained": max([l["concurrency"] for l in sweep if l["passed"]], default=0)}
+        entry["concurrency"] = {"levels": sweep, "maxSustained": sustained(sweep)}
         out["backends"][name] = entry
     await bench.restart_gateway(os.environ.get("BENCH_DATABASE_URL"), **baseline_env)
     return out

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from bench.client import StreamResult, _Chunked
 from bench.report import targets
-from bench.scenarios import expected_text, lost_frames
+from bench.scenarios import expected_text, lost_frames, sustained
 from bench.stats import compare
 from bench.timeline import medians
 
@@ -83,3 +83,9 @@ def test_timeline_medians_measure_each_point_from_its_own_turns_request() -> Non
     assert abs(result["open in"][0] - 2.0) < 1e-9 and result["open in"][1] == 3
     assert abs(result["first body"][0] - 5.0) < 1e-9 and result["first body"][1] == 2  # the first of each turn
     assert medians(marks, skip=2)["open in"][1] == 1
+
+
+def test_sustained_is_the_highest_level_below_the_first_failure() -> None:
+    levels = [{"concurrency": c, "passed": ok} for c, ok in [(25, True), (50, True), (200, True), (300, False), (500, True)]]
+    assert sustained(levels) == 200  # 500 passed only because the direct path was saturated as well
+    assert sustained(levels[:3]) == 200 and sustained([{"concurrency": 25, "passed": False}]) == 0
