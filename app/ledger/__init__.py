@@ -157,13 +157,13 @@ class LedgerObserver:
             self._drop("insert", row.request_id)
 
     def turn_finished(self, job: "TurnJob") -> None:
+        request_id = job.turn.request_id
+        opened = request_id in self._open  # its record is (being) written open: the completion must follow
+        self._open.discard(request_id)
         settled_at = now_ms()
         row = self._encode(job, settled_at, self.retain_content)
         if row is None:
             return
-        request_id = row.request_id
-        opened = request_id in self._open  # its record is (being) written open: the completion must follow
-        self._open.discard(request_id)
         queued_insert = self._queued_insert(request_id)
         if queued_insert is not None:  # the completion supersedes it
             self._remove(queued_insert)
