@@ -441,6 +441,35 @@ async def test_the_completion_of_a_record_written_open_is_queued_past_a_full_que
         await recorder.aclose()
 
 
+async def test_a_read_that_waits_for_a_queued_insert_waits_for_the_completion_that_replaces_it(ledger_url):
+    """A client reads its record as soon as the terminal event arrives (the console does): the turn's insert is
+    still queued (the batch delay) and the turn finishes only after its late-frame grace, when the completion
+    replaces the insert. The read's flush must wait for the completion in the insert's place; it returned when
+    the insert left the queue, and the read found no record (a 404)."""
+    ledger = open_ledger(ledger_url)
+    recorder = LedgerObserver(ledger, batch_delay=0)  # its writer starts below: until then nothing is written
+    job = new_job(FakeProvider(scripts=[text_frames("hello")]), model="text")
+    job.turn.request_id = f"req_{marker()}"
+    job.turn.close_reader()
+    await Dispatcher({}, Catalog(), Settings()).run(job)  # the turn settles (this dispatcher has no observers)
+    recorder.turn_started(job)
+    read = asyncio.create_task(recorder.flush(timeout=30))
+    for _ in range(20):  # the read starts waiting for the insert
+        await asyncio.sleep(0)
+    recorder.turn_finished(job)
+    for _ in range(20):  # a read released by the insert's removal would finish here
+        await asyncio.sleep(0)
+    assert not read.done()
+    assert [w.kind for w in recorder.pending] == ["complete"]
+
+    await recorder.start()
+    try:
+        assert await read
+        assert (await ledger.get(job.turn.request_id, None))["outcome"] == "done"
+    finally:
+        await recorder.aclose()
+
+
 async def test_migration_is_safe_when_replicas_start_together(ledger_url):
     ledgers = [open_ledger(ledger_url) for _ in range(4)]
     try:

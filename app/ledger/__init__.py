@@ -92,7 +92,9 @@ class LedgerObserver:
     `queue_bytes`, counting the batch being written. When a write does not fit:
 
     - an insert is dropped: the record appears when its completion is written;
-    - a completion replaces its own insert if that is still queued; if it still does not fit, it is queued
+    - a completion replaces its own insert if that is still queued, in the insert's place in the queue (a
+      flush that waits for the insert, a client reading its record after the terminal event while the turn
+      is in its late-frame grace, then waits for the completion); if it still does not fit, it is queued
       without the message (as with `GATEWAY_RETAIN_CONTENT=false`), counted as a `content` drop;
     - if even that does not fit, it is dropped together with its queued insert, so the store never keeps an
       open record for a turn whose completion was dropped while its insert waited;
@@ -164,16 +166,16 @@ class LedgerObserver:
         row = self._encode(job, settled_at, self.retain_content)
         if row is None:
             return
-        queued_insert = self._queued_insert(request_id)
-        if queued_insert is not None:  # the completion supersedes it
-            self._remove(queued_insert)
-        if self._admit("complete", row):
+        queued_insert = self._queued_insert(request_id)  # the completion supersedes it
+        if self._admit("complete", row, replacing=queued_insert):
             return
         compact = self._encode(job, settled_at, False) if self.retain_content else row
-        if compact is not None and self._admit("complete", compact, over_bound=opened):
+        if compact is not None and self._admit("complete", compact, over_bound=opened, replacing=queued_insert):
             if compact is not row:
                 self._drop("content", request_id)
             return
+        if queued_insert is not None:
+            self._remove(queued_insert)
         self._drop("complete", request_id)
 
     def _encode(self, job: "TurnJob", settled_at: int | None, retain_content: bool) -> StoredRow | None:
@@ -185,11 +187,21 @@ class LedgerObserver:
             log.exception("could not build the record of %s", job.turn.request_id)
             return None
 
-    def _admit(self, kind: WriteKind, row: StoredRow, over_bound: bool = False) -> bool:
-        """Queue `row` if it fits the bound (or `over_bound`: the completion of a record written open)."""
+    def _admit(
+        self, kind: WriteKind, row: StoredRow, over_bound: bool = False, replacing: PendingWrite | None = None
+    ) -> bool:
+        """Queue `row` if it fits the bound (or `over_bound`: the completion of a record written open).
+
+        With `replacing` (a queued write), `row` takes that write's place and sequence number in the queue."""
         size = pending_size(row)
-        if not over_bound and self.queued_bytes and self.queued_bytes + size > self.queue_bytes:
+        others = self.queued_bytes - (replacing.size if replacing is not None else 0)
+        if not over_bound and others and others + size > self.queue_bytes:
             return False
+        if replacing is not None:
+            replacing.kind, replacing.row, replacing.size = kind, row, size
+            self.queued_bytes = others + size
+            self._queue_changed()
+            return True
         self._enqueued += 1
         self.pending.append(PendingWrite(self._enqueued, kind, row, size))
         self.queued_bytes += size
