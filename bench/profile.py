@@ -99,7 +99,8 @@ def report(stats_path: str, top: int) -> str:
     return buf.getvalue()
 
 
-async def drive(port: int, turns: int, concurrency: int) -> tuple[int, int]:
+async def drive(port: int, turns: int, concurrency: int, pause: float = 0.0) -> tuple[int, int]:
+    """`turns` short turns over `concurrency` clients, each idle for `pause` seconds after each of its turns."""
     target = Target(Route.GATEWAY, port)
     scenario = paced(SHORT_N, 0, PACED_SIZE)
     left = turns
@@ -111,6 +112,8 @@ async def drive(port: int, turns: int, concurrency: int) -> tuple[int, int]:
             left -= 1
             result = await stream(target, scenario, f"profile-{left}", throttle_ms=None)
             failed += not result.completed
+            if pause:
+                await asyncio.sleep(pause)
 
     await asyncio.gather(*(client() for _ in range(concurrency)))
     return turns, failed

@@ -7,6 +7,9 @@ bytes, the response's start and first body. It plays `--turns` short turns one a
 one turn never interleave with another's), and prints for each point the median time after the request's
 bytes arrived. The points wrap library functions, so they add a few microseconds each; compare the gaps
 between points, not the total with `python -m bench turns`.
+
+`--pause-ms` leaves the gateway idle between turns, as between the turns of a client at concurrency 1 whose
+streams last a while: the same turn's path then runs on caches other processes have used meanwhile.
 """
 
 from __future__ import annotations
@@ -149,6 +152,7 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m bench.timeline", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--turns", type=int, default=400)
+    parser.add_argument("--pause-ms", type=float, default=0.0, help="idle time after each turn (default 0)")
     parser.add_argument("--out", help="write the table here too (e.g. bench/profiles/NAME.txt)")
     args = parser.parse_args(argv)
     out = str(Path(tempfile.mkdtemp(prefix="bench-timeline-")) / "marks.json")
@@ -159,7 +163,7 @@ def main(argv: list[str] | None = None) -> None:
     warmup = 50
     try:
         uvloop.run(drive(port, warmup, 1))
-        turns, failed = uvloop.run(drive(port, args.turns, 1))
+        turns, failed = uvloop.run(drive(port, args.turns, 1, args.pause_ms / 1000))
         assert gateway.popen is not None
         gateway.popen.send_signal(signal.SIGUSR2)
         deadline = time.monotonic() + 30
@@ -169,8 +173,9 @@ def main(argv: list[str] | None = None) -> None:
         gateway.stop()
         sim.stop()
     rows = medians([tuple(m) for m in json.loads(Path(out).read_text())], skip=warmup)
-    text = (f"# {turns} short turns one at a time (`slow;n=5;delay_ms=0;size=8`), {failed} failed: median ms after "
-            "the request's bytes arrived\n\n| point | ms | turns | what |\n|---|---|---|---|\n")
+    idle = f", {args.pause_ms:g} ms idle after each" if args.pause_ms else ""
+    text = (f"# {turns} short turns one at a time (`slow;n=5;delay_ms=0;size=8`){idle}, {failed} failed: median ms "
+            "after the request's bytes arrived\n\n| point | ms | turns | what |\n|---|---|---|---|\n")
     text += "".join(f"| {name} | {rows[name][0]:.3f} | {rows[name][1]} | {what} |\n" for name, what in POINTS if name in rows)
     if args.out:
         Path(args.out).write_text(text)
