@@ -21,7 +21,7 @@ import uvloop
 from bench import report, scenarios as sc
 
 SCENARIOS = ("ttft", "cpu", "cpu-apis", "doors", "turns", "concurrency", "slow-reader", "cancel", "ledger", "workers")
-EXTRA = ("rss",)  # single scenarios, not part of a full run (`rss` is in `concurrency`)
+EXTRA = ("rss", "idle")  # single scenarios, not part of a full run (`rss` is in `concurrency`)
 KEYS = {"slow-reader": "slowReader", "cpu-apis": "cpuApis"}
 
 
@@ -84,6 +84,8 @@ async def _run(args: argparse.Namespace, name: str) -> dict[str, Any]:
                 value = await sc.turns(bench, args.concurrency)
             elif name == "rss":
                 value = await sc.rss_per_stream(bench, 1000)
+            elif name == "idle":
+                value = await sc.idle(bench)
             elif name == "workers":
                 value = await sc.workers(bench)
             elif name == "concurrency":

@@ -86,6 +86,22 @@ def test_timeline_medians_measure_each_point_from_its_own_turns_request() -> Non
 
 
 def test_sustained_is_the_highest_level_below_the_first_failure() -> None:
-    levels = [{"concurrency": c, "passed": ok} for c, ok in [(25, True), (50, True), (200, True), (300, False), (500, True)]]
+    levels = [{"concurrency": c, "passed": ok, "directGapP99Ms": 21.0}
+              for c, ok in [(25, True), (50, True), (200, True), (300, False), (500, True)]]  # fmt: skip
     assert sustained(levels) == 200  # 500 passed only because the direct path was saturated as well
     assert sustained(levels[:3]) == 200 and sustained([{"concurrency": 25, "passed": False}]) == 0
+
+
+def test_sustained_stops_where_the_direct_path_loses_its_pacing() -> None:
+    levels = [{"concurrency": c, "passed": True, "directGapP99Ms": direct} for c, direct in [(400, 23.9), (600, 31.0), (800, 37.8)]]
+    assert sustained(levels) == 400  # 600 "passed" with the direct path's own gap p99 11 ms past its 20 ms pacing
+
+
+def test_the_idle_scenario_is_reported_per_pause() -> None:
+    from bench.report import markdown
+
+    kind = {"directTtftP50Ms": 0.4, "gatewayTtftP50Ms": 1.4, "addedTtftMs": 1.05, "failed": 0}
+    idle = {"pairs": 60, "scenarios": {"short": "slow;n=5", "paced": "slow;n=3;delay_ms=20"},
+            "levels": [{"pauseMs": p, "short": kind, "paced": dict(kind, addedTtftMs=2.2)} for p in (0, 100)]}  # fmt: skip
+    rows = [line for line in markdown({"idle": idle}).splitlines() if line.startswith("| 0 ms") or line.startswith("| 100 ms")]
+    assert rows == ["| 0 ms | 1.05 ms | 0.40 ms | 2.20 ms | 0.40 ms |", "| 100 ms | 1.05 ms | 0.40 ms | 2.20 ms | 0.40 ms |"]
