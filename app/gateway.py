@@ -38,7 +38,9 @@ class Gateway:
         self.ledger = open_ledger(settings.database_url, settings)
         self.jobs: set[TurnJob] = set()
         self.draining = False
-        self.listening = False  # the server's listening sockets are set up (`app.server.bound_send_buffers`)
+        # Set once the gateway serves: its listening sockets are set up (`app.server.bound_send_buffers`) and the
+        # records of stopped gateway processes are marked (`app.main`). `/readyz` answers 503 until then.
+        self.serving = asyncio.Event()
         self.streams_per_key: Counter[str] = Counter()
         self.metrics = Metrics(self.catalog)
         self.dispatcher.observers.append(self.metrics)

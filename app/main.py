@@ -68,7 +68,7 @@ async def _set_up_listening(gateway: Gateway, settings: Settings) -> None:
         await gateway.recorder.recover()
     except Exception as exc:  # the heartbeat tries again; serving does not depend on it
         log.warning("ledger: marking the records of stopped gateways failed (%s); retried on the next heartbeat", type(exc).__name__)
-    gateway.listening = True
+    gateway.serving.set()
 
 
 def _simulator_log_guard(app: FastAPI, request: Request) -> Response | None:

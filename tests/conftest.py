@@ -151,7 +151,10 @@ def _gateways(sim: Simulator, **defaults: Any) -> Iterator[Any]:
     def make(**overrides: Any) -> Gateway:
         server = ServerThread(create_app(settings_for(sim.url, **{**defaults, **overrides})), "gateway").start()
         started.append(server)
-        return Gateway(server, sim)
+        gateway = Gateway(server, sim)
+        # uvicorn has started; the gateway serves (`/readyz` 200) once its start-up after listening is done.
+        server.call(asyncio.wait_for(gateway.state.serving.wait(), 30), timeout=35)
+        return gateway
 
     yield make
     for server in started:

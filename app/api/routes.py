@@ -98,7 +98,7 @@ async def readyz(request: Request) -> Response:
     gateway = _gateway(request)
     if gateway.draining:
         return json_response({"status": "draining"}, 503)
-    if not gateway.listening:
+    if not gateway.serving.is_set():
         return json_response({"status": "starting"}, 503)
     try:
         await asyncio.wait_for(gateway.ledger.ping(), gateway.settings.ledger_ping_timeout_s)
