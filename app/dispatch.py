@@ -23,10 +23,10 @@ import enum
 import logging
 import time
 from dataclasses import dataclass, field
-from typing import Any, Protocol, get_args, get_type_hints
+from typing import Any, Protocol
 
 from app.catalog import Catalog, ModelInfo
-from app.contract.adapter_events import Delta
+from app.contract.events import DELTA_TYPES  # the adapter events that carry a token have the same names
 from app.contract.failures import Attempt, AttemptOutcome, ErrorKind, Interrupt
 from app.contract.messages import Context
 from app.contract.request import StreamOptions
@@ -36,8 +36,6 @@ from app.settings import Settings
 from app.stream.turn import ContractViolation, ToolArgumentsError, Turn
 
 log = logging.getLogger("gateway.dispatch")
-
-DELTAS = frozenset(get_args(get_type_hints(Delta)["type"]))  # the adapter events that carry a token
 
 
 @dataclass
@@ -200,7 +198,7 @@ class Dispatcher:
                     self._apply(job, events, watchdog)
                     if turn.congested and not turn.settled:  # once settled nothing more is queued
                         await self._wait_for_reader(job, watchdog)
-                    elif first_delta and any(event["type"] in DELTAS for event in events):
+                    elif first_delta and any(event["type"] in DELTA_TYPES for event in events):
                         # The first token is queued: let the writer send it before the rest of this read is
                         # translated (a reply that comes in one read would reach the client whole, its first
                         # token as late as its last).

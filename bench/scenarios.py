@@ -481,10 +481,14 @@ def sustained(levels: list[dict[str, Any]]) -> int:
     gateway's *added* gap shrinks or turns negative. Such a level, and any above a failed one, does not count."""
     best = 0
     for level in levels:
-        if not level["passed"] or not baseline_held(level):
+        if not _sustains(level):
             break
         best = level["concurrency"]
     return best
+
+
+def _sustains(level: dict[str, Any]) -> bool:
+    return level["passed"] and baseline_held(level)
 
 
 async def paced_level(bench: Bench, concurrency: int) -> dict[str, Any]:
@@ -501,7 +505,7 @@ async def sweep_paced(bench: Bench, levels: list[int]) -> tuple[list[dict[str, A
     for c in levels:
         level = await paced_level(bench, c)
         sweep.append(level)
-        if not level["passed"] or not baseline_held(level):
+        if not _sustains(level):
             break
     return sweep, sustained(sweep)
 

@@ -8,12 +8,12 @@ import logging
 from typing import Any, Callable
 
 from app.api.event_stream import EventStreamResponse
+from app.contract.events import TERMINAL_TYPES
 from app.dispatch import Interrupt, TurnJob
 from app.doors.base import EventEncoder
 
 log = logging.getLogger("gateway.sse")
 
-TERMINAL = ("done", "error")
 BATCH_BYTES = 64 * 1024  # past this, the events ready at once go out in more than one write
 
 
@@ -98,7 +98,7 @@ class _Frames:
             if frame:
                 frames.append(frame)
                 size += len(frame)
-            if event["type"] in TERMINAL:
+            if event["type"] in TERMINAL_TYPES:
                 self.finished = True
                 self._end()
         if frames:
