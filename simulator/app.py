@@ -262,6 +262,13 @@ def create_simulator(log_guard: LogGuard | None = None) -> Starlette:
         scenario = s.build(model, "")
         entry = state.add(vendor=vendor.name, model=model, scenario=s.summary(scenario), body=body, raw=raw,
                           auth_sha256=_auth_sha256(request), endpoint="count")
+        if scenario.hang_before_headers:  # no answer until the client leaves
+            while (await request.receive())["type"] != "http.disconnect":
+                pass
+            entry.client_closed = True
+            entry.closed_at = entry.finished_at = time.time()
+            entry.touch()
+            return Response(status_code=499)
         entry.completed = True
         entry.finished_at = time.time()
         entry.touch()

@@ -132,3 +132,13 @@ def test_count_needs_a_key_and_honours_its_allowed_models(gateway_factory, tmp_p
     with pytest.raises(anthropic.AuthenticationError):
         client_for(gw, api_key="sk-nobody").messages.count_tokens(model="anthropic/text", **request(m))
     assert gw.sim.seen(m) == []
+
+
+def test_a_vendor_that_does_not_answer_the_count_in_time_is_a_504(gateway_factory):
+    gw = gateway_factory(first_event_timeout=0.5)
+    m = marker()
+    with pytest.raises(anthropic.APIStatusError) as raised:
+        client_for(gw).messages.count_tokens(model="openai/hang-before-headers", **request(m))
+    assert raised.value.status_code == 504 and raised.value.body["error"]["type"] == "timeout_error"
+    assert raised.value.body["error"]["message"] == "openai/hang-before-headers token count timed out after 0.5s"
+    gw.sim.wait(m, until="closed")  # the vendor's connection is closed, not left hanging
