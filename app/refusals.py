@@ -40,6 +40,11 @@ class RequestRejected(Refusal):
     """The request asks for something the serving vendor cannot honour (raised by `Provider.check_request`)."""
 
 
+class TokensNotCounted(Refusal):
+    """The serving api has no token counting endpoint (raised by `Provider.count_tokens`): the gateway never
+    answers a count with a number of its own."""
+
+
 class LimitExceeded(Refusal):
     """A per-key limit of the keys file is reached. `kind`: `rate_limit_rpm`, `rate_limit_tpm`,
     `concurrency_limit` or `budget_exceeded`; `retry_after` is whole seconds until it may succeed."""

@@ -20,9 +20,9 @@ import uvloop
 
 from bench import report, scenarios as sc
 
-SCENARIOS = ("ttft", "cpu", "cpu-apis", "doors", "turns", "concurrency", "slow-reader", "cancel", "ledger", "workers")
+SCENARIOS = ("ttft", "cpu", "cpu-apis", "doors", "agent-doors", "turns", "concurrency", "slow-reader", "cancel", "ledger", "workers")
 EXTRA = ("rss", "idle")  # single scenarios, not part of a full run (`rss` is in `concurrency`)
-KEYS = {"slow-reader": "slowReader", "cpu-apis": "cpuApis"}
+KEYS = {"slow-reader": "slowReader", "cpu-apis": "cpuApis", "agent-doors": "agentDoors"}
 
 
 def _args(argv: list[str]) -> argparse.Namespace:
@@ -80,6 +80,8 @@ async def _run(args: argparse.Namespace, name: str) -> dict[str, Any]:
                 value = await sc.cpu_apis(bench)
             elif name == "doors":
                 value = await sc.doors(bench)
+            elif name == "agent-doors":
+                value = await sc.agent_doors(bench)
             elif name == "turns":
                 value = await sc.turns(bench, args.concurrency)
             elif name == "rss":

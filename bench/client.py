@@ -7,6 +7,8 @@ Both paths are read by the same code: `Path.DIRECT` POSTs the Anthropic wire req
 counts `content_block_delta` frames; `Path.GATEWAY` POSTs `/v1/stream` and counts `text_delta` frames, or
 with `door="openai-chat"` POSTs `/v1/chat/completions` and counts `chat.completion.chunk` lines with content,
 with `door="anthropic-messages"` POSTs `/v1/messages` and counts `content_block_delta` frames as direct does.
+With `agent=True` the gateway paths send a coding agent's (Claude Code's) request size: a 50 KB system prompt
+and 20 tools (`AGENT_SYSTEM`, `AGENT_TOOLS`), in each door's own shape.
 """
 
 from __future__ import annotations
@@ -19,6 +21,43 @@ from enum import Enum
 from typing import Any
 
 import orjson
+
+
+AGENT_SYSTEM_BYTES, AGENT_TOOL_COUNT = 50_000, 20
+
+
+def _agent_system() -> str:
+    """About 50 KB of instructions, as a coding agent's system prompt (numbered rules, no two alike)."""
+    lines, size, i = [], 0, 0
+    while size < AGENT_SYSTEM_BYTES:
+        line = (f"Rule {i}: when a task touches file number {i}, read it first, keep its style, run its tests, "
+                f"and report what changed in one short paragraph; never invent paths (ref {i * 7919 % 10007}).")
+        lines.append(line)
+        size += len(line) + 1
+        i += 1
+    return "\n".join(lines)
+
+
+def _agent_tool(i: int) -> dict[str, Any]:
+    """One tool in the unified shape (`parameters`): a name, a paragraph of description, a few arguments."""
+    return {
+        "name": f"tool_{i:02d}",
+        "description": f"Tool {i}: " + "Runs one operation of the agent on the workspace and returns its output. " * 6,
+        "parameters": {
+            "type": "object",
+            "properties": {
+                "path": {"type": "string", "description": "a path inside the workspace"},
+                "content": {"type": "string", "description": "text to write or search for"},
+                "limit": {"type": "integer", "minimum": 1, "description": "at most this many results"},
+                "recursive": {"type": "boolean"},
+            },
+            "required": ["path"],
+        },
+    }
+
+
+AGENT_SYSTEM = _agent_system()
+AGENT_TOOLS = [_agent_tool(i) for i in range(AGENT_TOOL_COUNT)]
 
 
 class Path(str, Enum):
@@ -35,6 +74,7 @@ class Target:
     host: str = "127.0.0.1"
     provider: str = "anthropic"  # gateway path: the provider the model ref names (direct is Anthropic's wire)
     door: str = "unified"  # gateway path: `unified` (/v1/stream), `openai-chat`, `anthropic-messages`
+    agent: bool = False  # gateway path: a coding agent's request size (`AGENT_SYSTEM`, `AGENT_TOOLS`)
 
     @property
     def chat(self) -> bool:
@@ -79,20 +119,26 @@ class Target:
                 "model": f"{self.provider}/{scenario}", "max_completion_tokens": 4096, "stream": True,
                 "messages": [{"role": "user", "content": prompt}],
             })
+        agent = self.agent and self.path is Path.GATEWAY
         if self.anthropic_wire:  # the Anthropic door, like the Chat Completions one, coalesces at the server default
-            return orjson.dumps({
+            body: dict[str, Any] = {
                 "model": scenario if self.path is Path.DIRECT else f"{self.provider}/{scenario}",
                 "max_tokens": 4096, "stream": True,
                 "messages": [{"role": "user", "content": [{"type": "text", "text": prompt}]}],
-            })
+            }
+            if agent:
+                body["system"] = AGENT_SYSTEM
+                body["tools"] = [{"name": t["name"], "description": t["description"], "input_schema": t["parameters"]}
+                                 for t in AGENT_TOOLS]  # fmt: skip
+            return orjson.dumps(body)
         options: dict[str, Any] = {"maxTokens": 4096}
         if throttle_ms is not None:
             options["throttleMs"] = throttle_ms
-        return orjson.dumps({
-            "model": f"{self.provider}/{scenario}",
-            "context": {"messages": [{"role": "user", "content": prompt}]},
-            "options": options,
-        })
+        context: dict[str, Any] = {"messages": [{"role": "user", "content": prompt}]}
+        if agent:
+            context["systemPrompt"] = AGENT_SYSTEM
+            context["tools"] = AGENT_TOOLS
+        return orjson.dumps({"model": f"{self.provider}/{scenario}", "context": context, "options": options})
 
     def request(self, scenario: str, prompt: str, throttle_ms: int | None) -> bytes:
         body = self.body(scenario, prompt, throttle_ms)

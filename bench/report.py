@@ -17,6 +17,7 @@ TARGETS = [
     ("rss_per_stream", "gateway RSS per stream at 1,000 concurrent streams", "KB", 64.0, False),
     ("slow_reader", "gateway RSS growth, 1 KB/s reader on a 5 MB stream", "MB", 16.0, False),
     ("cancel_p99", "cancellation p99 (client gone → upstream closed)", "ms", 50.0, False),
+    ("agent_door_ratio", "Messages door CPU per Claude Code-sized turn ÷ /v1/stream", "×", 1.2, False),
 ]
 
 # Issue 14 (the cost of a turn, memory per stream, two workers): (id, label, unit, limit, higher_is_better, before)
@@ -72,6 +73,8 @@ def figures(results: dict[str, Any]) -> dict[str, float | None]:
         got["slow_reader"] = results["slowReader"]["gateway"]["rssGrowthMB"]
     if "cancel" in results:
         got["cancel_p99"] = results["cancel"]["gateway"]["p99Ms"]
+    if "agentDoors" in results:
+        got["agent_door_ratio"] = results["agentDoors"]["doors"]["anthropic-messages"]["cpuRatioToUnified"]
     return got
 
 
@@ -175,6 +178,12 @@ def markdown(results: dict[str, Any]) -> str:
         for door, x in c["doors"].items():
             lines.append(f"| {door} | {_fmt(x['gatewayCpuMsPer1k'])} | {_fmt(x['cpuRatioToUnified'])}× | {_fmt(x['ttftP50Ms'])} | "
                          f"{_fmt(x['addedTtftMs'])} | {x['lostFrames']} | {x['failedStreams']} |")
+    if "agentDoors" in results:
+        c = results["agentDoors"]
+        lines += ["", f"## 2c'. A coding agent's turn through the Messages door against /v1/stream (same run, {c['rounds']} interleaved rounds of {c['turnsPerRound']} turns, {c['parallel']} at a time; {c['systemBytes']:,}-byte system prompt, {c['tools']} tools, `{c['scenario']}` from Anthropic)", "",
+                  "| door | gateway CPU ms / turn | × /v1/stream (median of rounds) | failed |", "|---|---|---|---|"]
+        for door, x in c["doors"].items():
+            lines.append(f"| {door} | {_fmt(x['gatewayCpuMsPerTurn'])} | {_fmt(x['cpuRatioToUnified'])}× | {x['failedTurns']} |")
     if "turns" in results:
         t = results["turns"]
         lines += ["", f"## 2d. Short turns per second (`{t['scenario']}`, clients back to back for {t['secondsPerRound']:g} s a round, "

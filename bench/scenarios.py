@@ -17,7 +17,7 @@ import httpx
 import psutil
 
 from bench import procs
-from bench.client import Path, StreamResult, Target, slow_read, stream
+from bench.client import AGENT_SYSTEM, AGENT_TOOLS, Path, StreamResult, Target, slow_read, stream
 from bench.stats import compare, median, ms, pct
 
 PACED_N, PACED_DELAY_MS, PACED_SIZE = 64, 20, 8
@@ -368,6 +368,51 @@ async def doors(bench: Bench) -> dict[str, Any]:
             "addedTtftMs": ms(statistics.median(diffs)) if diffs else None,
             "lostFrames": sum(row["lostFrames"] for row in door_rows),
             "failedStreams": sum(row["failed"] for row in door_rows),
+            "perRound": door_rows,
+        }
+    return out
+
+
+AGENT_DOORS = ("unified", "anthropic-messages")
+
+
+async def agent_doors(bench: Bench) -> dict[str, Any]:
+    """The Messages door against `/v1/stream` for a coding agent's turn (Claude Code's size: a 50 KB system
+    prompt and 20 tools, `bench.client.AGENT_*`; a short text answer from an Anthropic upstream): gateway CPU
+    per turn, `turns` turns 4 at a time per door and round, the doors interleaved round by round, and the
+    ratio per round against `/v1/stream` of the same round (median over the rounds). The request's decoding
+    and translation are what differ: the answer is the same few deltas on both."""
+    turns, parallel = (60, 4) if bench.quick else (200, 4)
+    rounds = 3 if bench.quick else 5
+    scenario = "text"
+    rows: dict[str, list[dict[str, Any]]] = {door: [] for door in AGENT_DOORS}
+    for r in range(rounds):
+        for door in AGENT_DOORS if r % 2 == 0 else tuple(reversed(AGENT_DOORS)):
+            target = Target(Path.GATEWAY, bench.gw.port, door=door, agent=True)
+            mark = bench._marker()
+            results: list[StreamResult] = []
+            usage = _Usage(bench)
+            for start in range(0, turns, parallel):
+                results += await asyncio.gather(
+                    *(stream(target, scenario, f"{mark}-{i}", throttle_ms=None) for i in range(start, start + parallel))
+                )
+            u = usage.done()
+            failed = [x for x in results if not x.completed or x.status != 200]
+            rows[door].append({**u, "turns": turns, "failed": len(failed),
+                               "errors": sorted({x.error or f"status {x.status}" for x in failed})[:3],
+                               "gatewayCpuMsPerTurn": round(u["gatewayCpuS"] / turns * 1000, 3)})  # fmt: skip
+            await bench.forget()
+    base = rows["unified"]
+    out: dict[str, Any] = {"scenario": scenario, "systemBytes": len(AGENT_SYSTEM), "tools": len(AGENT_TOOLS),
+                           "turnsPerRound": turns, "parallel": parallel, "rounds": rounds, "doors": {}}  # fmt: skip
+    for door, door_rows in rows.items():
+        out["doors"][door] = {
+            "gatewayCpuMsPerTurn": median(row["gatewayCpuMsPerTurn"] for row in door_rows),
+            "cpuRatioToUnified": median(
+                row["gatewayCpuMsPerTurn"] / ref["gatewayCpuMsPerTurn"]
+                for row, ref in zip(door_rows, base) if ref["gatewayCpuMsPerTurn"]
+            ),
+            "failedTurns": sum(row["failed"] for row in door_rows),
             "perRound": door_rows,
         }
     return out

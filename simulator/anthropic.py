@@ -7,8 +7,9 @@ from typing import Any, Iterator
 from simulator import scenarios as s
 
 ROUTE = "/anthropic/v1/messages"
+COUNT_ROUTE = "/anthropic/v1/messages/count_tokens"
 STOP_REASONS = {"stop": "end_turn", "length": "max_tokens", "toolUse": "tool_use", "refusal": "refusal",
-                "pause": "pause_turn", "safety": "refusal", "malformed_call": "end_turn"}
+                "pause": "pause_turn", "safety": "refusal", "malformed_call": "end_turn", "blocked": "refusal"}
 
 
 _CUTS = (s.ErrorEvent, s.Truncate, s.Reset, s.Hang)

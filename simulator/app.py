@@ -6,10 +6,17 @@ Routes (mounted wherever; the gateway's demo mode mounts it at `/_simulator`):
 - `POST /openai/v1/responses`                               OpenAI Responses
 - `POST /google/v1beta/models/{model}:streamGenerateContent`  Gemini (`?alt=sse`; the model is in the path)
 - `POST /compat/v1/chat/completions`                        OpenAI Chat Completions (api `openai-completions`)
+- `POST /anthropic/v1/messages/count_tokens`                Anthropic's token count (`{"input_tokens"}`)
+- `POST /openai/v1/responses/input_tokens`                  OpenAI's input token count (`response.input_tokens`)
+- `POST /google/v1beta/models/{model}:countTokens`          Gemini's token count (`{"totalTokens"}`)
 - `GET  /_sim/requests?contains=…`                          what it saw, newest last
 - `GET  /_sim/wait?contains=…&until=closed|finished&timeout=` long-poll until a matching request got there
   (`&all=1`: until every matching request got there; answers the list)
 - `DELETE /_sim/requests`                                   forget everything
+
+The counting endpoints answer `scenarios.token_count(body)` (deterministic), or the scenario's HTTP error
+(`anthropic/http-429` is a 429 there too); the Chat Completions server has none, as vendors of that api have
+none. Every request is recorded; a count's `endpoint` is `count` (a turn's `stream`).
 
 For every request it records the body, the scenario, frames sent, whether the whole scenario was sent
 (`completed`) and whether the client closed the connection before the end (`clientClosed`, `closedAt`).
@@ -58,13 +65,14 @@ class Seen:
     closed_at: float | None = None
     finished_at: float | None = None
     changed: asyncio.Event = field(default_factory=asyncio.Event, repr=False)
+    endpoint: str = "stream"  # stream | count
 
     def public(self) -> dict[str, Any]:
         return {
             "id": self.id, "vendor": self.vendor, "model": self.model, "scenario": self.scenario, "body": self.body,
             "authSha256": self.auth_sha256, "startedAt": self.started_at, "status": self.status,
             "framesSent": self.frames_sent, "completed": self.completed, "clientClosed": self.client_closed,
-            "closedAt": self.closed_at, "finishedAt": self.finished_at,
+            "closedAt": self.closed_at, "finishedAt": self.finished_at, "endpoint": self.endpoint,
         }
 
     def touch(self) -> None:
@@ -204,6 +212,16 @@ class ScenarioResponse:
             yield from self.vendor.encode(self.scenario, self.model, self.scenario.late)
 
 
+def _auth_sha256(request: Request) -> str | None:
+    """The SHA-256 of the key the caller sent (tests check which key reached the vendor, never the key)."""
+    auth = (
+        request.headers.get("x-api-key")
+        or request.headers.get("authorization", "").removeprefix("Bearer ")
+        or request.headers.get("x-goog-api-key")
+    )
+    return hashlib.sha256(auth.encode()).hexdigest() if auth else None
+
+
 LogGuard = Callable[[Request], "Response | None"]
 MAX_WAIT_S = 300.0
 
@@ -227,16 +245,48 @@ def create_simulator(log_guard: LogGuard | None = None) -> Starlette:
             scenario.replay = vendor.sample_prefix + scenario.replay  # `replay-<name>` → `<prefix><name>.sse`
         if scenario.replay is not None and not (SAMPLES / f"{scenario.replay}.sse").is_file():
             return JSONResponse({"error": {"type": "not_found_error", "message": f"no sample {scenario.replay}"}}, 404)
-        auth = (
-            request.headers.get("x-api-key")
-            or request.headers.get("authorization", "").removeprefix("Bearer ")
-            or request.headers.get("x-goog-api-key")
-        )
         entry = state.add(
             vendor=vendor.name, model=model, scenario=s.summary(scenario), body=body, raw=raw,
-            auth_sha256=hashlib.sha256(auth.encode()).hexdigest() if auth else None,
+            auth_sha256=_auth_sha256(request),
         )
         return ScenarioResponse(vendor, scenario, model, entry, fault)
+
+    async def count_call(request: Request, vendor: Vendor, model: str, answer: Callable[[int], dict[str, Any]]) -> Response:
+        """A vendor's token counting endpoint: the scenario's HTTP error, or `answer(token_count(body))`."""
+        raw = (await request.body()).decode("utf-8", "replace")
+        try:
+            body = json.loads(raw) if raw else {}
+        except ValueError:
+            return JSONResponse({"error": {"type": "invalid_request_error", "message": "invalid JSON"}}, 400)
+        model = model or str(body.get("model", ""))
+        scenario = s.build(model, "")
+        entry = state.add(vendor=vendor.name, model=model, scenario=s.summary(scenario), body=body, raw=raw,
+                          auth_sha256=_auth_sha256(request), endpoint="count")
+        if scenario.hang_before_headers:  # no answer until the client leaves
+            while (await request.receive())["type"] != "http.disconnect":
+                pass
+            entry.client_closed = True
+            entry.closed_at = entry.finished_at = time.time()
+            entry.touch()
+            return Response(status_code=499)
+        entry.completed = True
+        entry.finished_at = time.time()
+        entry.touch()
+        if scenario.http_error is not None:
+            entry.status = scenario.http_error.status
+            return JSONResponse(vendor.error_body(scenario.http_error), scenario.http_error.status, scenario.http_error.headers)
+        entry.status = 200
+        return JSONResponse(answer(s.token_count(body)))
+
+    async def anthropic_count(request: Request) -> Response:
+        return await count_call(request, VENDORS["anthropic"], "", lambda n: {"input_tokens": n})
+
+    async def openai_count(request: Request) -> Response:
+        return await count_call(request, VENDORS["openai"], "", lambda n: {"object": "response.input_tokens", "input_tokens": n})
+
+    async def google_count(request: Request) -> Response:
+        return await count_call(request, VENDORS["google"], request.path_params["model"],
+                                lambda n: {"totalTokens": n, "promptTokensDetails": [{"modality": "TEXT", "tokenCount": n}]})
 
     async def anthropic_messages(request: Request) -> Response | ScenarioResponse:
         return await vendor_call(request, VENDORS["anthropic"], "")
@@ -294,6 +344,9 @@ def create_simulator(log_guard: LogGuard | None = None) -> Starlette:
         Route(openai.ROUTE, openai_responses, methods=["POST"]),
         Route(google.ROUTE, google_stream, methods=["POST"]),
         Route(openai_completions.ROUTE, chat_completions, methods=["POST"]),
+        Route(anthropic.COUNT_ROUTE, anthropic_count, methods=["POST"]),
+        Route(openai.COUNT_ROUTE, openai_count, methods=["POST"]),
+        Route(google.COUNT_ROUTE, google_count, methods=["POST"]),
         Route("/_sim/requests", requests_seen, methods=["GET", "DELETE"]),
         Route("/_sim/wait", wait, methods=["GET"]),
     ])

@@ -10,7 +10,8 @@ carries `usageMetadata` with the running counts. Rendering of the vendor-neutral
 - ToolCallBlock → one `functionCall` part with the parsed args and no id (like Gemini 2.x); no args key when
   there are no fragments; fragments that do not parse cannot be sent on Gemini, so the model "fails" with
   finishReason MALFORMED_FUNCTION_CALL and the stream ends there
-- Stop → finishReason on the last content chunk (or on a chunk of its own when nothing is waiting)
+- Stop → finishReason on the last content chunk (or on a chunk of its own when nothing is waiting); a
+  blocked prompt → a chunk without candidates whose `promptFeedback.blockReason` is SAFETY
 - ErrorEvent → an `{"error": {code, message, status}}` chunk, which the SDK raises on
 - UnknownEvent → a chunk with fields and a part kind no client knows
 """
@@ -24,6 +25,7 @@ from typing import Any, Iterator
 from simulator import scenarios as s
 
 ROUTE = "/google/v1beta/models/{model}:streamGenerateContent"
+COUNT_ROUTE = "/google/v1beta/models/{model}:countTokens"
 FINISH_REASONS = {"stop": "STOP", "toolUse": "STOP", "pause": "STOP", "length": "MAX_TOKENS", "safety": "SAFETY",
                   "refusal": "SAFETY", "malformed_call": "MALFORMED_FUNCTION_CALL"}
 # Anthropic-style error types (the scenarios' vocabulary) as Google RPC statuses.
@@ -144,6 +146,9 @@ def encode(scenario: s.Scenario, model: str, steps: list[s.Step] | None = None) 
                     return
             enc.candidates += 5
             yield from enc.hold([{"functionCall": call}])
+        elif isinstance(step, s.Stop) and step.reason == "blocked":
+            yield from enc.flush()
+            yield frame({"promptFeedback": {"blockReason": "SAFETY"}, "usageMetadata": enc.usage(), "modelVersion": enc.model})
         elif isinstance(step, s.Stop):
             yield enc.finish(FINISH_REASONS[step.reason], step.output)
         elif isinstance(step, s.ErrorEvent):

@@ -12,7 +12,7 @@ with a `sequence_number`. How the vendor-neutral steps render:
   `function_call_arguments.delta` per fragment; with `whole="done"` the arguments come only in
   `function_call_arguments.done` and `output_item.done`, with `whole="item"` only in `output_item.done`
 - `Stop` stop/toolUse/pause/malformed_call/refusal → `response.completed`; length → `response.incomplete`
-  (reason `max_output_tokens`); safety → `response.incomplete` (reason `content_filter`)
+  (reason `max_output_tokens`); safety and a blocked prompt → `response.incomplete` (reason `content_filter`)
 - `ErrorEvent` → `response.failed` (with `response.error`) while no output item was sent, else an
   in-band `error` event
 - `UnknownEvent` → an event type no client knows (`response.future_event`)
@@ -26,8 +26,9 @@ from typing import Any, Iterator
 from simulator import scenarios as s
 
 ROUTE = "/openai/v1/responses"
+COUNT_ROUTE = "/openai/v1/responses/input_tokens"
 RESPONSE_ID = "resp_sim_0001"
-INCOMPLETE_REASONS = {"length": "max_output_tokens", "safety": "content_filter"}
+INCOMPLETE_REASONS = {"length": "max_output_tokens", "safety": "content_filter", "blocked": "content_filter"}
 
 
 def frame(event: str, data: dict[str, Any]) -> bytes:

@@ -10,7 +10,7 @@ end. How the vendor-neutral steps render:
 - `RedactedThinking` → one `reasoning_details` entry of type `reasoning.encrypted` (OpenRouter's shape)
 - `ToolCallBlock` → `tool_calls` fragments by `index`: the first with id, name and arguments `""`, then one per
   fragment; with `whole` set the complete arguments come in the first fragment
-- `Stop` → a chunk with `finish_reason` (`stop`, `tool_calls`, `length`, safety → `content_filter`), then the
+- `Stop` → a chunk with `finish_reason` (`stop`, `tool_calls`, `length`, safety and a blocked prompt → `content_filter`), then the
   usage chunk and `[DONE]`
 - `ErrorEvent` → a `data: {"error": {...}}` frame, and the body ends
 - `UnknownEvent` → a chunk with an object type and fields no client knows
@@ -29,7 +29,7 @@ from simulator import scenarios as s
 
 ROUTE = "/compat/v1/chat/completions"
 RESPONSE_ID = "chatcmpl-sim-0001"
-FINISH = {"stop": "stop", "toolUse": "tool_calls", "length": "length", "safety": "content_filter"}
+FINISH = {"stop": "stop", "toolUse": "tool_calls", "length": "length", "safety": "content_filter", "blocked": "content_filter"}
 
 
 def frame(data: dict[str, Any] | str) -> bytes:

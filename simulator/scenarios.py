@@ -69,7 +69,9 @@ class ToolCallBlock:
 
 @dataclass
 class Stop:
-    reason: str = "stop"  # stop | length | toolUse | refusal | pause | safety | malformed_call
+    # stop | length | toolUse | refusal | pause | safety | malformed_call | blocked (the vendor's safety filter
+    # blocked the prompt: nothing is answered; Gemini's promptFeedback.blockReason)
+    reason: str = "stop"
     output: int = 0
 
 
@@ -225,6 +227,9 @@ SCENARIOS: dict[str, Callable[[dict[str, str], Usage, TextBlock, Stop], Scenario
     "max-tokens": lambda p, u, t, s: Scenario("", [u, t, Stop("length", s.output)]),
     "refusal": lambda p, u, t, s: Scenario("", [u, TextBlock(["I can't ", "help with that."]), Stop("refusal", 6)]),
     "safety": lambda p, u, t, s: Scenario("", [u, TextBlock(["Partial "]), Stop("safety", 2)]),
+    # The prompt is blocked before any content: Anthropic stop_reason refusal, OpenAI incomplete
+    # content_filter, Gemini promptFeedback.blockReason SAFETY, Chat Completions finish_reason content_filter.
+    "blocked": lambda p, u, t, s: Scenario("", [u, Stop("blocked", 0)]),
     "malformed-call": lambda p, u, t, s: Scenario("", [u, Stop("malformed_call", 0)]),
     "pause-turn": lambda p, u, t, s: Scenario("", [u, t, Stop("pause", s.output)]),
     "unknown-event": lambda p, u, t, s: Scenario("", [u, UnknownEvent(), t, s]),
@@ -263,6 +268,14 @@ SCENARIOS: dict[str, Callable[[dict[str, str], Usage, TextBlock, Stop], Scenario
     ),
 }
 
+
+
+def token_count(body: dict[str, Any]) -> int:
+    """The simulated vendors' token count for a counting request: one token per four characters of the body's
+    canonical JSON (rounded up, at least 1). Deterministic, so a test can check that the gateway answered with
+    the vendor's own number (`simulator.app` serves it on each vendor's counting endpoint)."""
+    text = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return max(1, -(-len(text) // 4))
 
 
 def summary(scenario: Scenario) -> dict[str, Any]:

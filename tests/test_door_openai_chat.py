@@ -235,9 +235,7 @@ def test_vendor_error_before_the_start_is_an_http_error(gw, client, vendor, scen
 
 
 @pytest.mark.parametrize("vendor", VENDORS)
-@pytest.mark.parametrize(
-    ("scenario", "says"), [("error-mid-stream", "error"), ("refusal", "refused|safety"), ("truncated", "truncated")]
-)
+@pytest.mark.parametrize(("scenario", "says"), [("error-mid-stream", "error"), ("truncated", "truncated")])
 def test_failure_after_the_start_raises_mid_stream(gw, client, vendor, scenario, says):
     chunks = []
     with pytest.raises(openai.APIError) as raised:
@@ -254,6 +252,49 @@ def test_failure_after_the_start_raises_mid_stream(gw, client, vendor, scenario,
         client.chat.completions.create(model=f"{vendor}/{scenario}", messages=user(marker()))
     assert raised.value.status_code == 502
     assert any(word in raised.value.body["message"].lower() for word in says.split("|"))
+
+
+# The vendor's reason, as each adapter names it (Gemini's refusal is a safety stop).
+REFUSED = {"anthropic": "stop_reason=refusal", "openai": "refused", "google": "finishReason=SAFETY"}
+BLOCKED = {"anthropic": "stop_reason=refusal", "openai": "content_filter", "google": "blockReason=SAFETY"}
+
+
+@pytest.mark.parametrize("vendor", VENDORS)
+def test_refusal_mid_answer_is_an_error_line_naming_the_vendors_reason(gw, client, vendor):
+    """A refusal after the answer started: the stream's error line (typed as a refusal, not a server error, so
+    no SDK asks again) with the vendor's reason; not streaming, a 400."""
+    chunks = []
+    with pytest.raises(openai.APIError) as raised:
+        for chunk in client.chat.completions.create(model=f"{vendor}/refusal", messages=user(marker()), stream=True):
+            chunks.append(chunk)
+    assert not isinstance(raised.value, openai.APIStatusError)  # the stream had started: 200, then the error
+    assert chunks and all(c.choices[0].finish_reason is None for c in chunks if c.choices)
+    assert raised.value.body["type"] == "invalid_request_error" and raised.value.body["code"] == "refusal"
+    assert REFUSED[vendor] in raised.value.body["message"]
+    with pytest.raises(openai.BadRequestError) as refused:
+        client.chat.completions.create(model=f"{vendor}/refusal", messages=user(marker()))
+    assert refused.value.status_code == 400 and REFUSED[vendor] in refused.value.body["message"]
+
+
+@pytest.mark.parametrize("vendor", [*VENDORS, "compat"])
+def test_a_prompt_the_vendors_filter_blocked_is_a_400_naming_the_reason(gw, vendor):
+    """Blocked before any content (Gemini promptFeedback.blockReason, an Anthropic refusal or an OpenAI content
+    filter with nothing answered): 400 `invalid_request_error`, streaming or not, asked once even by a client
+    that retries (a 5xx would have the SDK send the same prompt again)."""
+    says = BLOCKED.get(vendor, "content_filter")
+    retrying = openai.OpenAI(base_url=f"{gw.url}/v1", api_key=KEY, max_retries=2, timeout=30)
+    for stream in (True, False):
+        m = marker()
+        with pytest.raises(openai.BadRequestError) as raised:
+            result = retrying.chat.completions.create(model=f"{vendor}/blocked", messages=user(m), stream=stream)
+            if stream:
+                collect(result)
+        assert raised.value.status_code == 400
+        assert raised.value.body["type"] == "invalid_request_error" and raised.value.body["code"] == "refusal"
+        assert raised.value.body["message"].startswith(f"{vendor}/blocked ") and says in raised.value.body["message"]
+        assert len(gw.sim.seen(m)) == 1, "a blocked prompt is sent once"
+        rec = record(gw, raised.value.response.headers["x-request-id"])
+        assert rec["outcome"] == "error" and rec["door"] == "openai-chat"
 
 
 @pytest.mark.parametrize("vendor", VENDORS)

@@ -74,3 +74,15 @@ def test_pi_door_errors_are_documented_as_strings_for_every_status():
     pi = build_openapi(create_app(Settings()))["paths"]["/api/stream"]["post"]["responses"]
     errors = {code: r["content"]["application/json"]["schema"]["$ref"] for code, r in pi.items() if code != "200"}
     assert errors and all(ref.endswith("/PiErrorBody") for ref in errors.values()), errors
+
+
+def test_spec_documents_the_token_count_route():
+    """`POST /v1/messages/count_tokens`: Anthropic's count request in, `{"input_tokens"}` out, Anthropic's errors."""
+    spec = build_openapi(create_app(Settings()))
+    count = spec["paths"]["/v1/messages/count_tokens"]["post"]
+    assert count["requestBody"]["content"]["application/json"]["schema"]["$ref"].endswith("/MessagesCountTokensRequest")
+    ok = count["responses"]["200"]["content"]
+    assert set(ok) == {"application/json"} and ok["application/json"]["schema"]["$ref"].endswith("/MessageTokensCount")
+    assert spec["components"]["schemas"]["MessageTokensCount"]["required"] == ["input_tokens"]
+    assert count["responses"]["400"]["content"]["application/json"]["schema"]["$ref"].endswith("/AnthropicErrorBody")
+    assert count["security"]

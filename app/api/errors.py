@@ -20,6 +20,7 @@ from app.refusals import (
     ModelNotAllowed,
     Refusal,
     RequestRejected,
+    TokensNotCounted,
     UnknownModel,
 )
 
@@ -62,6 +63,10 @@ def refusal_error(refusal: Refusal) -> ApiError:
         return ApiError(503, "event_store_unavailable", refusal.message, headers={"Retry-After": "1"})
     if isinstance(refusal, Draining):
         return ApiError(503, "shutting_down", refusal.message, headers={"Retry-After": "1"})
+    if isinstance(refusal, TokensNotCounted):
+        # 400, not 501: nothing the client can retry would change it (the SDKs send a 5xx again), and the
+        # request is what names a model whose api cannot count.
+        return ApiError(400, "tokens_not_counted", refusal.message, param=refusal.param)
     if isinstance(refusal, RequestRejected):
         return ApiError(400, "invalid_request", refusal.message, param=refusal.param)
     return ApiError(400, "invalid_request", refusal.message, param=refusal.param)

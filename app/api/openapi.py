@@ -26,7 +26,11 @@ from app.doors.anthropic_messages import openapi as anthropic_messages_openapi
 from app.doors.openai_chat import openapi as openai_chat_openapi
 
 # Doors that speak a vendor's wire format describe their own operation and schemas (`app/doors/*/openapi.py`).
-DOOR_DOCS = {openai_chat_openapi.PATH: openai_chat_openapi, anthropic_messages_openapi.PATH: anthropic_messages_openapi}
+DOOR_DOCS = {
+    openai_chat_openapi.PATH: openai_chat_openapi,
+    anthropic_messages_openapi.PATH: anthropic_messages_openapi,
+    anthropic_messages_openapi.COUNT_PATH: anthropic_messages_openapi.COUNT,
+}
 
 SPEC_PATH = Path(__file__).resolve().parents[2] / "openapi" / "openapi.json"
 REF = "#/components/schemas/{model}"

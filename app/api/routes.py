@@ -10,6 +10,7 @@ from starlette.responses import Response
 
 from app.api.auth import authorization
 from app.api.errors import ApiError, json_response, refusal_error
+from app.api.count_tokens import serve_count
 from app.api.turns import serve
 from app.contract.catalog import ModelList, anthropic_model_list
 from app.doors import anthropic_messages, openai_chat, pi, unified
@@ -54,6 +55,15 @@ async def chat_completions(request: Request) -> Response:
 )
 async def messages(request: Request) -> Response:
     return await serve(request, anthropic_messages.DOOR)
+
+
+@router.post(
+    "/v1/messages/count_tokens",
+    tags=["doors"],
+    summary="Anthropic Messages door: the serving vendor's own count of a request's input tokens",
+)
+async def count_message_tokens(request: Request) -> Response:
+    return await serve_count(request, anthropic_messages.COUNT)
 
 
 # The turn routes, answered by `app.api.edge.TurnRoutes` without FastAPI's per-request machinery (an open

@@ -15,6 +15,7 @@ from app.api.body import parse_json, parse_off_loop, read_body
 from app.api.errors import ApiError, json_response, refusal_error
 from app.api.resume import asks_resumable, resumable_response
 from app.api.sse import event_stream_response
+from app.contract.failures import ErrorKind
 from app.dispatch import Interrupt, TurnJob
 from app.doors.base import Door, EventEncoder, Failure, TurnResult
 from app.gateway import Gateway
@@ -150,12 +151,22 @@ def _classify(job: TurnJob) -> tuple[Failure, int]:
     last = job.attempts[-1] if job.attempts else None
     if job.ended_by is Interrupt.TOTAL or (last is not None and last.timeout in ("first_event", "idle", "transport")):
         return Failure.TIMEOUT, 504
-    status = last.http_status if last is not None else None
-    if status == 429:
+    if last is None:
+        return Failure.UPSTREAM, 502
+    return upstream_failure(last.kind, last.http_status)
+
+
+def upstream_failure(kind: ErrorKind | None, http_status: int | None) -> tuple[Failure, int]:
+    """What a vendor's failure (its kind, and its HTTP status when it answered one) is to a door, and the
+    status an HTTP answer gives it. A refusal or safety stop answers this request's content: 400, never a 5xx
+    (which the SDKs would send again, and which would get the same refusal)."""
+    if kind is ErrorKind.REFUSAL:
+        return Failure.REFUSED, 400
+    if http_status == 429:
         return Failure.RATE_LIMITED, 429
-    if status in (503, 529):
+    if http_status in (503, 529):
         return Failure.OVERLOADED, 503
-    if status in (400, 404, 413, 422):
-        return Failure.INVALID_REQUEST, status
+    if http_status in (400, 404, 413, 422):
+        return Failure.INVALID_REQUEST, http_status
     return Failure.UPSTREAM, 502
 

@@ -33,7 +33,8 @@ class Failure(enum.StrEnum):
     TIMEOUT = "timeout"  # a gateway timeout fired (connect, first event, idle, total)
     SHUTTING_DOWN = "shutting_down"  # the gateway is stopping
     ABORTED = "aborted"  # the client went away
-    UPSTREAM = "upstream"  # anything else: the vendor failed, refused, truncated, sent bad tool JSON
+    REFUSED = "refused"  # the vendor refused, or its safety filter blocked the prompt or stopped the answer
+    UPSTREAM = "upstream"  # anything else: the vendor failed, truncated, sent bad tool JSON
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,9 +56,14 @@ class TurnResult:
 
     def retry_headers(self) -> dict[str, str]:
         """`Retry-After` (whole seconds, rounded up) when the upstream said when to retry."""
-        if self.retry_after_ms is None:
-            return {}
-        return {"Retry-After": str(max(1, -(-self.retry_after_ms // 1000)))}
+        return retry_headers(self.retry_after_ms)
+
+
+def retry_headers(retry_after_ms: int | None) -> dict[str, str]:
+    """`Retry-After` in whole seconds (rounded up, at least 1) for a vendor's retry hint; none without one."""
+    if retry_after_ms is None:
+        return {}
+    return {"Retry-After": str(max(1, -(-retry_after_ms // 1000)))}
 
 
 class EventEncoder(Protocol):
@@ -98,4 +104,18 @@ class Door:
     error_body: Callable[[ApiError], Any]
     # Where in the body a person's text lives (`app.api.body.ANY_INDEX` for any list index): lone UTF-16
     # surrogates are removed there and refused anywhere else.
+    prose_paths: tuple[tuple[str, ...], ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class TokenCountDoor:
+    """A door's token counting endpoint (`app.api.count_tokens`): the same body as its turns (`decode`), the
+    vendor's count in the door's shape (`answer`), a vendor failure in the door's error shape (`failed`:
+    (failure, status, message, request id) → (status, body)), and errors before the call (`error_body`)."""
+
+    name: str
+    decode: Decoder
+    answer: Callable[[int], Any]
+    failed: Callable[[Failure, int, str, str], tuple[int, Any]]
+    error_body: Callable[[ApiError], Any]
     prose_paths: tuple[tuple[str, ...], ...] = ()

@@ -93,6 +93,11 @@ class Provider(Protocol):
     def error(self, exc: BaseException) -> ProviderError | None:
         """The ProviderError for an SDK or transport exception, or None if it is not one of those."""
 
+    async def count_tokens(self, model: ModelInfo, context: Context, options: StreamOptions) -> int:
+        """The vendor's own count of the input tokens this request would send (its counting endpoint, through
+        its SDK). Raises `app.refusals.TokensNotCounted` where the api has no such endpoint, and SDK or
+        transport exceptions (read with `error`) when the vendor fails."""
+
 
 def error_detail(body: Any) -> str:
     """`<error type or code>: <message>` from a vendor's JSON error body, whatever shape it came in; a body

@@ -22,6 +22,7 @@ from app.contract.messages import Context
 from app.contract.request import StreamOptions
 from app.providers.base import ProviderError, Translator, Upstream, build_off_loop
 from app.providers.transport import TransportSettings, client_options, stainless_error
+from app.refusals import TokensNotCounted
 
 
 class StainlessProvider:
@@ -101,6 +102,14 @@ class StainlessProvider:
         # The stream itself is the iterator (`AsyncStream.__anext__`): its `__aiter__()` would wrap the same
         # events in one more async generator, a frame to resume per event and to hold per open stream.
         return Upstream(stream, stream.close)
+
+    async def count_tokens(self, model: ModelInfo, context: Context, options: StreamOptions) -> int:
+        """No counting endpoint unless the vendor module has one (Chat Completions has none)."""
+        raise TokensNotCounted(
+            f"{self.name}/{model.id}: the {self.api} api has no token counting endpoint, and the gateway does not "
+            "estimate counts",
+            param="model",
+        )
 
     def error(self, exc: BaseException) -> ProviderError | None:
         return stainless_error(exc, self.sdk)

@@ -1,13 +1,14 @@
 """The Anthropic Messages door (`POST /v1/messages`, docs/doors/anthropic-messages.md): `request.py` decodes
 Anthropic's request body into the unified request, `events.py` encodes the normalized events as Anthropic's
 stream and `message` object, `signatures.py` wraps signed thinking with its origin, `errors.py` gives
-errors Anthropic's shape."""
+errors Anthropic's shape, `count_tokens.py` answers `POST /v1/messages/count_tokens` (`COUNT`)."""
 
 from app.api.body import ANY_INDEX
+from app.doors.anthropic_messages import count_tokens
 from app.doors.anthropic_messages.errors import refusal_body
 from app.doors.anthropic_messages.events import MessagesEncoder
 from app.doors.anthropic_messages.request import decode
-from app.doors.base import Door
+from app.doors.base import Door, TokenCountDoor
 
 # Where a person's text lives in a Messages body (not in thinking blocks, whose text is signed).
 PROSE_PATHS: tuple[tuple[str, ...], ...] = (
@@ -23,4 +24,9 @@ DOOR = Door(
     name="anthropic-messages", decode=decode, encoder=MessagesEncoder, error_body=refusal_body, prose_paths=PROSE_PATHS
 )
 
-__all__ = ["DOOR"]
+COUNT = TokenCountDoor(
+    name="anthropic-messages", decode=decode, answer=count_tokens.answer, failed=count_tokens.failed,
+    error_body=refusal_body, prose_paths=PROSE_PATHS,
+)
+
+__all__ = ["COUNT", "DOOR"]

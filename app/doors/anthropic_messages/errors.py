@@ -11,7 +11,6 @@ from __future__ import annotations
 from typing import Any
 
 from app.api.errors import ApiError
-from app.contract.failures import ErrorKind
 from app.doors.base import Failure, TurnResult
 
 STATUS_TYPES = {
@@ -41,6 +40,7 @@ PARAM_NAMES = {
 }
 # How a failed turn is answered: status and Anthropic error type (see `app.api.turns` for the failures).
 FAILURE_STATUS = {
+    Failure.REFUSED: 400,  # a refusal or safety stop: `invalid_request_error`, as Anthropic's own API answers it
     Failure.RATE_LIMITED: 429,
     Failure.OVERLOADED: 529,
     Failure.TIMEOUT: 504,
@@ -73,14 +73,20 @@ def refusal_body(error: ApiError) -> dict[str, Any]:
 
 
 def turn_error(result: TurnResult) -> tuple[int, dict[str, Any]]:
-    """Status and body for a turn that ended in error. A vendor that rejected the request keeps its 4xx
-    status (no retry helps); a refusal or safety stop is a 400 too, the answer to this request's content
-    (a 5xx would have the SDKs send it again, twice by default); an overloaded vendor is 529 as Anthropic's
-    own; a gateway timeout is 504."""
-    if result.failure in (Failure.INVALID_REQUEST, Failure.ABORTED):  # aborted: the client is gone anyway
-        status = result.status
-    elif result.failure is Failure.UPSTREAM and result.kind is ErrorKind.REFUSAL:
-        status = 400
+    """Status and body for a turn that ended in error (`failure_error`)."""
+    return failure_error(result.failure, result.status, result.error_message or "error", result.request_id)
+
+
+def failure_error(
+    failure: Failure | None, status: int, message: str, request_id: str | None = None
+) -> tuple[int, dict[str, Any]]:
+    """Status and body for a vendor failure (a turn's, or a token count's). A vendor that rejected the
+    request keeps its 4xx status (no retry helps); a refusal or safety stop (`Failure.REFUSED`, a blocked
+    prompt included) is a 400 `invalid_request_error` naming the vendor's reason, the answer to this request's
+    content (a 5xx would have the SDKs send it again, twice by default); an overloaded vendor is 529 as
+    Anthropic's own; a gateway timeout is 504."""
+    if failure in (Failure.INVALID_REQUEST, Failure.ABORTED):  # aborted: the client is gone anyway
+        answered = status
     else:
-        status = FAILURE_STATUS.get(result.failure, 502) if result.failure else 502
-    return status, error_body(error_type(status), result.error_message or "error", result.request_id)
+        answered = FAILURE_STATUS.get(failure, 502) if failure else 502
+    return answered, error_body(error_type(answered), message, request_id)

@@ -4,11 +4,13 @@ The full field table is docs/doors/anthropic-messages.md; Anthropic's own API re
 
 from __future__ import annotations
 
+from types import SimpleNamespace
 from typing import Any
 
-from app.doors.openapi import door_operation
+from app.doors.openapi import door_operation, ref
 
 PATH = "/v1/messages"
+COUNT_PATH = "/v1/messages/count_tokens"
 
 _ERROR = {
     "type": "object",
@@ -80,10 +82,31 @@ SCHEMAS: dict[str, Any] = {
         },
     },
     "AnthropicErrorBody": _ERROR,
+    "MessagesCountTokensRequest": {
+        "type": "object",
+        "description": "Anthropic's token counting request: a Messages request without `max_tokens` (fields as "
+        "for `POST /v1/messages`, decoded the same way)",
+        "required": ["model", "messages"],
+        "properties": {
+            "model": {"type": "string", "description": '"<provider>/<model id>", a route, an alias or a bare model id'},
+            "system": {"description": "a string or a list of text blocks"},
+            "messages": {"type": "array", "minItems": 1, "items": {"type": "object"}},
+            "tools": {"type": "array", "items": {"type": "object"}},
+            "tool_choice": {"type": "object"},
+            "thinking": {"type": "object"},
+        },
+    },
+    "MessageTokensCount": {
+        "type": "object",
+        "description": "The serving vendor's own count of the request's input tokens",
+        "required": ["input_tokens"],
+        "properties": {"input_tokens": {"type": "integer", "minimum": 0}},
+    },
 }
 
 _DESCRIPTIONS = {
-    "400": "Bad input or a field the gateway cannot honour (named at the start of the message); the upstream refused the request",
+    "400": "Bad input or a field the gateway cannot honour (named at the start of the message); the upstream "
+    "refused the request; the vendor refused, or its safety filter blocked the prompt (the reason in the message)",
     "401": "Missing or invalid API key (`x-api-key` or `Authorization: Bearer`)",
     "403": "The key may not use this model",
     "404": "Unknown model; the upstream does not know the model",
@@ -109,3 +132,46 @@ def operation() -> dict[str, Any]:
         error_schema="AnthropicErrorBody",
         errors=_DESCRIPTIONS,
     )
+
+
+_COUNT_DESCRIPTIONS = {
+    "400": "Bad input (the field at the start of the message); the model's api has no counting endpoint "
+    "(`model: …`); the upstream refused the request",
+    "401": _DESCRIPTIONS["401"],
+    "403": _DESCRIPTIONS["403"],
+    "404": _DESCRIPTIONS["404"],
+    "413": _DESCRIPTIONS["413"],
+    "422": _DESCRIPTIONS["422"],
+    "429": "The upstream's rate limit (see `Retry-After`)",
+    "502": "The upstream failed to count",
+    "504": "The upstream did not answer within the first-event timeout",
+    "529": _DESCRIPTIONS["529"],
+}
+
+
+def count_operation() -> dict[str, Any]:
+    """`POST /v1/messages/count_tokens`: one JSON answer, errors in Anthropic's shape."""
+
+    def error(code: str) -> dict[str, Any]:
+        body: dict[str, Any] = {"description": _COUNT_DESCRIPTIONS[code],
+                                "content": {"application/json": {"schema": ref("AnthropicErrorBody")}}}  # fmt: skip
+        if code == "429":
+            body["headers"] = {"Retry-After": {"description": "seconds to wait", "schema": {"type": "string"}}}
+        return body
+
+    example = {"model": "anthropic/claude-sonnet-4-5", "messages": [{"role": "user", "content": "Hello"}]}
+    return {
+        "requestBody": {
+            "required": True,
+            "content": {"application/json": {"schema": ref("MessagesCountTokensRequest"), "example": example}},
+        },
+        "responses": {
+            "200": {"description": "The serving vendor's count (never an estimate)",
+                    "content": {"application/json": {"schema": ref("MessageTokensCount")}}},  # fmt: skip
+            **{code: error(code) for code in _COUNT_DESCRIPTIONS},
+        },
+    }
+
+
+# The count route's entry for `app.api.openapi.DOOR_DOCS` (its schemas are in `SCHEMAS` above).
+COUNT = SimpleNamespace(SCHEMAS={}, operation=count_operation)

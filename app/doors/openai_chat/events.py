@@ -39,6 +39,8 @@ ERROR_TYPES: dict[Failure | None, tuple[str, str]] = {
     Failure.TIMEOUT: ("timeout_error", "timeout"),
     Failure.SHUTTING_DOWN: ("server_error", "gateway_shutting_down"),
     Failure.ABORTED: ("server_error", "client_disconnected"),
+    # A refusal or safety stop (a blocked prompt included): 400, as OpenAI answers a prompt its filter blocks.
+    Failure.REFUSED: ("invalid_request_error", "refusal"),
     Failure.UPSTREAM: ("server_error", "upstream_error"),
     None: ("server_error", "upstream_error"),
 }

@@ -76,7 +76,8 @@ SCHEMAS: dict[str, Any] = {
 }
 
 _DESCRIPTIONS = {
-    "400": "Bad input or a parameter the gateway cannot honour (named in `param`); the upstream refused the request",
+    "400": "Bad input or a parameter the gateway cannot honour (named in `param`); the upstream refused the "
+    "request; the vendor refused, or its safety filter blocked the prompt (`code` `refusal`)",
     "401": "Missing or invalid API key",
     "403": "The key may not use this model",
     "404": "Unknown model; the upstream does not know the model",

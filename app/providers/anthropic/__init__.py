@@ -12,7 +12,12 @@ from app.contract.messages import Context
 from app.contract.request import StreamOptions
 from app.providers.anthropic.events import AnthropicTranslator
 from app.providers.anthropic.request import API, build_request, check_request
+from app.providers.base import build_off_loop
 from app.providers.stainless import StainlessProvider
+
+# The fields of the turn's body that the counting endpoint takes besides `model` and `messages` (it refuses
+# the others: `max_tokens`, `stream`, sampling, `stop_sequences`, `metadata`).
+COUNTED_FIELDS = ("system", "tools", "tool_choice", "thinking", "output_config", "context_management", "mcp_servers")
 
 
 class AnthropicProvider(StainlessProvider):
@@ -32,3 +37,12 @@ class AnthropicProvider(StainlessProvider):
 
     def translator(self, model: ModelInfo) -> AnthropicTranslator:
         return AnthropicTranslator()
+
+    async def count_tokens(self, model: ModelInfo, context: Context, options: StreamOptions) -> int:
+        """`messages.count_tokens` with the turn's own body (same messages, system, tools, thinking)."""
+        params = await build_off_loop(build_request, model, context, options)
+        counted = {name: params[name] for name in COUNTED_FIELDS if name in params}
+        result = await self.client.messages.count_tokens(
+            model=params["model"], messages=params["messages"], extra_body=counted
+        )
+        return result.input_tokens

@@ -34,7 +34,7 @@ from app.contract.request import StreamOptions
 from app.providers.base import RETRYABLE_STATUS, ProviderError, Upstream, build_off_loop, error_text, retry_after_ms
 from app.providers.google.events import GoogleTranslator
 from app.providers.google.request import API, build_request, check_request
-from app.providers.google.wire import SdkRequest, sdk_request, send
+from app.providers.google.wire import SdkRequest, count, sdk_request, send
 from app.providers.transport import TransportSettings, http_client, transport_error
 
 # The HTTP responses opened for the current task's turn (set by `open`, filled by the response hook).
@@ -108,6 +108,15 @@ class GoogleProvider:
 
     def translator(self, model: ModelInfo) -> GoogleTranslator:
         return GoogleTranslator()
+
+    async def count_tokens(self, model: ModelInfo, context: Context, options: StreamOptions) -> int:
+        """`countTokens` with the turn's own request (contents, system instruction, tools): `totalTokens`."""
+        request = await build_off_loop(self._sdk_request, model, context, options)
+        answer = await count(self.client._api_client, request)
+        total = answer.get("totalTokens") if isinstance(answer, dict) else None
+        if not isinstance(total, int) or isinstance(total, bool) or total < 0:
+            raise ProviderError("answered a token count without totalTokens", kind=ErrorKind.MALFORMED)
+        return total
 
     def check_request(self, model: ModelInfo, context: Context, options: StreamOptions) -> None:
         check_request(model, context, options)

@@ -25,6 +25,7 @@ from google.genai import _api_client, _common, types
 from google.genai import models as genai_models
 
 _PATH = "{model}:streamGenerateContent?alt=sse"
+_COUNT_PATH = "{model}:countTokens"
 
 
 @dataclass(frozen=True)
@@ -68,3 +69,15 @@ async def send(client: _api_client.BaseApiClient, request: SdkRequest) -> AsyncI
             await responses.aclose()
 
     return chunks()
+
+
+async def count(client: _api_client.BaseApiClient, request: SdkRequest) -> Any:
+    """`countTokens` for a converted request, as its `generateContentRequest`: the whole request (system
+    instruction and tools included) is counted. (The SDK's `models.count_tokens` refuses a system instruction
+    and tools on the Gemini Developer API, although the endpoint counts them inside `generateContentRequest`;
+    so the request goes through the SDK's own request method, like the stream.) The answer's decoded JSON."""
+    model = request.path.partition(":")[0]  # `models/<id>`, as the SDK put it in the path
+    body = {key: value for key, value in request.body.items() if not key.startswith("_")}
+    payload = {"generateContentRequest": {"model": model, **body}}
+    response = await client.async_request("post", _COUNT_PATH.format(model=model), payload, request.http_options)
+    return json.loads(response.body) if response.body else {}

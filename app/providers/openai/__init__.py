@@ -12,8 +12,13 @@ from app.catalog import ModelInfo
 from app.contract.messages import Context
 from app.contract.request import StreamOptions
 from app.providers.openai.events import OpenAIResponsesTranslator
+from app.providers.base import build_off_loop
 from app.providers.openai.request import API, build_request, check_request
 from app.providers.stainless import StainlessProvider
+
+# The fields of the turn's body that `POST /responses/input_tokens` takes besides `model` and `input` (it
+# refuses the others: `stream`, `store`, `include`, `max_output_tokens`, sampling, `prompt_cache_key`).
+COUNTED_FIELDS = ("instructions", "tools", "tool_choice", "reasoning", "text", "parallel_tool_calls", "truncation")
 
 
 class OpenAIResponsesProvider(StainlessProvider):
@@ -31,3 +36,12 @@ class OpenAIResponsesProvider(StainlessProvider):
 
     def translator(self, model: ModelInfo) -> OpenAIResponsesTranslator:
         return OpenAIResponsesTranslator()
+
+    async def count_tokens(self, model: ModelInfo, context: Context, options: StreamOptions) -> int:
+        """`responses.input_tokens.count` with the turn's own body (same input, instructions, tools, reasoning)."""
+        params = await build_off_loop(build_request, model, context, options)
+        counted = {name: params[name] for name in COUNTED_FIELDS if name in params}
+        result = await self.client.responses.input_tokens.count(
+            model=params["model"], input=params["input"], extra_body=counted
+        )
+        return result.input_tokens
