@@ -224,6 +224,38 @@ def test_budget_holds_under_concurrency_across_replicas(cluster):
     assert spent == pytest.approx(cost, rel=1e-6) and spent <= budget
 
 
+def test_overspend_is_bounded_by_what_the_turns_in_flight_cost_beyond_their_estimate(cluster):
+    """Rounds of 20 concurrent turns across both replicas, with `concurrent_streams = 3` and a day budget of 4.5
+    turns: the spend ends at most `budget + Σ (cost − estimate)` over the turns in flight at the last
+    admission (at most 3). Every turn here costs what the latest did, so: never above the budget, and never
+    more than 4 turns served; every refusal is the concurrency limit or the budget."""
+    a, b = cluster["a"], cluster["b"]
+    probe = httpx.post(f"{a.url}/v1/complete", json=turn("anthropic/text", "same"), headers=bearer("sk-prober"), timeout=60)
+    cost = probe.json()["usage"]["cost"]["total"]
+    budget = cost * 4.5
+    write_keys(cluster["keys_file"], {"rounds": {"budget_usd_per_day": budget, "concurrent_streams": 3}, "reload6": {}})
+    _sighup_both(cluster, "reload6")
+
+    async def round_of(count: int) -> list[httpx.Response]:
+        async with httpx.AsyncClient(timeout=60, limits=httpx.Limits(max_connections=count + 5)) as client:
+            return await asyncio.gather(
+                *(
+                    client.post(f"{(a.url, b.url)[i % 2]}/v1/complete", json=turn("anthropic/text", "same"), headers=bearer("sk-rounds"))
+                    for i in range(count)
+                )
+            )
+
+    responses = [r for _ in range(4) for r in asyncio.run(round_of(20))]
+    served = [r for r in responses if r.status_code == 200]
+    assert 1 <= len(served) <= 4, len(served)
+    assert {r.json()["error"]["type"] for r in responses if r.status_code != 200} <= {"budget_exceeded", "concurrency_limit"}
+    assert all(r.json()["usage"]["cost"]["total"] == pytest.approx(cost, rel=1e-9) for r in served)
+    redis = cluster["redis"].client()
+    _wait(lambda: redis.hlen("gw:resv:rounds") == 0 and redis.zcard("gw:conc:rounds") == 0)
+    spent = float(redis.get(next(redis.scan_iter("gw:spend:rounds:d:*"))))
+    assert spent == pytest.approx(len(served) * cost, rel=1e-6) and spent <= budget
+
+
 def _sighup_both(cluster, probe_name: str) -> None:
     """Reload the keys file on both replicas with SIGHUP; `probe_name` is a key only the new file has."""
     for proc in (cluster["a"], cluster["b"]):
