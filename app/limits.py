@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import asyncio
 import calendar
+import itertools
 import logging
 import math
 import time
@@ -394,11 +395,11 @@ class Limits:
             self._persist("abandon", lambda: self.store.abandon(key_id, request_id, int(time.time() * 1000), void_ttl_ms))
         )
 
-    async def _persist(self, operation: str, attempt: Callable[[], Awaitable], window_ms: int | None = None) -> None:
+    async def _persist(self, operation: str, attempt: Callable[[], Awaitable]) -> None:
         """Call the store until it answers (each try bounded by the timeout), for at most `retry_window_ms`."""
-        give_up_at = time.monotonic() + (window_ms or self.retry_window_ms) / 1000
+        give_up_at = time.monotonic() + self.retry_window_ms / 1000
         delay = 0.05
-        for tries in range(1, 1_000_000):
+        for tries in itertools.count(1):
             try:
                 await self._bounded(attempt())
                 if tries > 1:
