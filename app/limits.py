@@ -332,12 +332,8 @@ class Limits:
         """Raise a Refusal when the key may not start this turn now; otherwise count it (and take a hold)."""
         if key_id is None:
             return
+        self.check_models(key_id, refs)
         policy = self.keys.policy(key_id)
-        for index, ref in enumerate(refs):
-            if not policy.allows_model(ref):
-                self._rejected("model_not_allowed")
-                param = "model" if index == 0 else f"fallback.{index - 1}"
-                raise ModelNotAllowed(f"API key {key_id} may not use model {ref}", param=param)
         if not (policy.requests_per_minute or policy.tokens_per_minute or policy.concurrent_streams or policy.has_budget):
             return
         try:
@@ -362,6 +358,18 @@ class Limits:
             raise LimitExceeded(_describe(verdict.kind, key_id, policy), kind, retry_after)
         if policy.concurrent_streams or policy.has_budget:
             self.leases[request_id] = key_id
+
+    def check_models(self, key_id: str | None, refs: list[str]) -> None:
+        """Raise ModelNotAllowed (naming the field) when the key's policy does not allow one of `refs` (the
+        request's model, then its fallbacks). Counts nothing: token counts are checked with this alone."""
+        if key_id is None:
+            return
+        policy = self.keys.policy(key_id)
+        for index, ref in enumerate(refs):
+            if not policy.allows_model(ref):
+                self._rejected("model_not_allowed")
+                param = "model" if index == 0 else f"fallback.{index - 1}"
+                raise ModelNotAllowed(f"API key {key_id} may not use model {ref}", param=param)
 
     async def _admit(self, key_id: str, policy: KeyPolicy, request_id: str) -> Verdict:
         periods = Periods.at(time.time())
