@@ -198,7 +198,8 @@ def _limit_store(settings: Settings) -> LimitStore:
         return MemoryLimitStore()
     from app.redis_limits import RedisLimitStore, redis_client
 
-    return RedisLimitStore(redis_client(settings.redis_url, settings.redis_timeout), settings.redis_prefix)
+    client = redis_client(settings.redis_url, settings.redis_timeout, max_connections=RedisLimitStore.POOL_SIZE)
+    return RedisLimitStore(client, settings.redis_prefix)
 
 
 def _resume_hub(settings: Settings, metrics: Metrics) -> ResumeHub:

@@ -4,12 +4,20 @@ Each step is one script, which Redis runs atomically, so two replicas admitting 
 both take the last slot. Keys (all under `GATEWAY_REDIS_PREFIX`, default `gw`):
 
 - `<p>:rpm:<key name>`: sorted set of admitted request ids scored by time (sliding 60 s window);
-- `<p>:conc:<key name>`: sorted set of concurrency leases scored by their expiry (renewed while the turn runs);
+- `<p>:conc:<key name>`: sorted set of the holds of the key's turns in flight (keys with a concurrency limit or
+  a budget), scored by their expiry (renewed while the turn runs);
+- `<p>:resv:<key name>`: hash of the turns in flight's reservations, request id → "<USD> <day> <month>" (the
+  estimate each reserved and the periods it counts in); a reservation without its hold is stale and dropped;
 - `<p>:tpm:<key name>:<minute>`: tokens settled in that minute (expires after two minutes);
 - `<p>:spend:<key name>:d:<YYYY-MM-DD>` and `…:m:<YYYY-MM>`: USD spent by turns started in that UTC day /
   month (expire two days / 32 days after the period began). Missing = not seeded: rebuilt from the ledger.
 - `<p>:lastcost:<key name>`: USD cost of the key's latest charged turn (the budget's estimate of the next
   one; rebuilt from the ledger with the spend).
+- `<p>:void:<request id>`: an admission the gateway gave up on; a late run of its script takes nothing.
+- `<p>:settled:<request id>`: a turn already charged (a retried settle charges it once).
+
+The client waits for a free connection of its pool (`BlockingConnectionPool`, at most the timeout) when a
+burst has them all in use: a busy pool is not a Redis that is down.
 
 Times come from the replicas' clocks (epoch ms), so replicas need synchronised clocks (NTP), as the ledger's
 timestamps already do.
@@ -17,26 +25,69 @@ timestamps already do.
 
 from __future__ import annotations
 
-from redis.asyncio import Redis
+from redis.asyncio import BlockingConnectionPool, Redis
 from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
 
 from app.keys import KeyPolicy
-from app.limits import ADMITTED, NEED_SEED, WINDOW_MS, LimitStore, Periods, Verdict
+from app.limits import ADMITTED, IN_FLIGHT_RETRY_MS, NEED_SEED, VOID, WINDOW_MS, LimitStore, Periods, Verdict
 
-# KEYS: rpm, conc, tpm (this minute), spend month, spend day, the key's last turn cost
-# ARGV: now, rpm limit, concurrency limit, tpm limit, month budget, day budget, lease id, lease ttl ms,
-#       next minute ms, next day ms, next month ms
+# KEYS: rpm, conc, tpm (this minute), spend month, spend day, the key's last turn cost, reservations, void
+# ARGV: now, rpm limit, concurrency limit, tpm limit, month budget, day budget, request id, lease ttl ms,
+#       next minute ms, next day ms, next month ms, day, month, Retry-After ms of a refusal for turns in flight
+# The budget rule is `app.limits.budget_verdict`.
 _ADMIT = """
 local now = tonumber(ARGV[1])
-local budgets = {{KEYS[4], tonumber(ARGV[5]), tonumber(ARGV[11])}, {KEYS[5], tonumber(ARGV[6]), tonumber(ARGV[10])}}
-for _, b in ipairs(budgets) do
-  if b[2] > 0 then
-    local spent = redis.call('GET', b[1])
-    if not spent then return {'seed', '0'} end
-    local last = tonumber(redis.call('GET', KEYS[6]) or '0')
-    if tonumber(spent) >= b[2] or tonumber(spent) + last > b[2] then return {'budget_exceeded', tostring(b[3] - now)} end
+local id = ARGV[7]
+if redis.call('EXISTS', KEYS[8]) == 1 then return {'void', '0'} end
+if redis.call('ZSCORE', KEYS[2], id) or redis.call('ZSCORE', KEYS[1], id) then return {'ok', '0'} end
+local month_budget, day_budget = tonumber(ARGV[5]), tonumber(ARGV[6])
+local budgeted = month_budget > 0 or day_budget > 0
+local estimate = '0'
+if budgeted then
+  local budgets = {{KEYS[4], month_budget, tonumber(ARGV[11]), ARGV[13]}, {KEYS[5], day_budget, tonumber(ARGV[10]), ARGV[12]}}
+  for _, b in ipairs(budgets) do
+    if b[2] > 0 and redis.call('EXISTS', b[1]) == 0 then return {'seed', '0'} end
   end
+  estimate = redis.call('GET', KEYS[6]) or '0'
+  local est = tonumber(estimate)
+  redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now)
+  local reserved = {0, 0}
+  local flying = {0, 0}
+  local held = redis.call('HGETALL', KEYS[7])
+  for i = 1, #held, 2 do
+    if redis.call('ZSCORE', KEYS[2], held[i]) then
+      local usd, day, month = string.match(held[i + 1], '^(%S+) (%S+) (%S+)$')
+      for n, b in ipairs(budgets) do
+        local period = (n == 1) and month or day
+        if period == b[4] then
+          reserved[n] = reserved[n] + tonumber(usd)
+          flying[n] = flying[n] + 1
+        end
+      end
+    else
+      redis.call('HDEL', KEYS[7], held[i])
+    end
+  end
+  local spent_until = nil
+  local in_flight = false
+  for n, b in ipairs(budgets) do
+    if b[2] > 0 then
+      local spent = tonumber(redis.call('GET', b[1]))
+      local state = 'ok'
+      if spent >= b[2] then
+        state = 'spent'
+      elseif flying[n] > 0 and (est <= 0 or spent + reserved[n] + est > b[2]) then
+        state = 'in_flight'
+      elseif flying[n] == 0 and spent > 0 and spent + est > b[2] then
+        state = 'spent'
+      end
+      if state == 'spent' and not spent_until then spent_until = b[3] end
+      if state == 'in_flight' then in_flight = true end
+    end
+  end
+  if spent_until then return {'budget_exceeded', tostring(spent_until - now)} end
+  if in_flight then return {'budget_in_flight', ARGV[14]} end
 end
 local tpm = tonumber(ARGV[4])
 if tpm > 0 and tonumber(redis.call('GET', KEYS[3]) or '0') >= tpm then
@@ -54,38 +105,60 @@ local conc = tonumber(ARGV[3])
 if conc > 0 then
   redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now)
   if redis.call('ZCARD', KEYS[2]) >= conc then return {'concurrency_limit', '1000'} end
-  redis.call('ZADD', KEYS[2], now + tonumber(ARGV[8]), ARGV[7])
+end
+if conc > 0 or budgeted then
+  redis.call('ZADD', KEYS[2], now + tonumber(ARGV[8]), id)
   redis.call('PEXPIRE', KEYS[2], tonumber(ARGV[8]) * 2)
 end
+if budgeted then
+  redis.call('HSET', KEYS[7], id, estimate .. ' ' .. ARGV[12] .. ' ' .. ARGV[13])
+  redis.call('PEXPIRE', KEYS[7], tonumber(ARGV[8]) * 2)
+end
 if rpm > 0 then
-  redis.call('ZADD', KEYS[1], now, ARGV[7])
+  redis.call('ZADD', KEYS[1], now, id)
   redis.call('PEXPIRE', KEYS[1], 60000)
 end
 return {'ok', '0'}
 """
 
-# KEYS: tpm (settle minute), spend day, spend month, last turn cost; ARGV: tokens, cost, last cost ttl ms
-_CHARGE = """
+# KEYS: tpm (settle minute), spend day, spend month, last turn cost, conc, reservations, settled marker
+# ARGV: tokens, cost, last cost ttl ms, request id, marker ttl ms
+_SETTLE = """
 local tokens = tonumber(ARGV[1])
-if tokens > 0 then
-  redis.call('INCRBY', KEYS[1], tokens)
-  redis.call('PEXPIRE', KEYS[1], 120000)
-end
 local cost = tonumber(ARGV[2])
-if cost > 0 then
-  redis.call('SET', KEYS[4], ARGV[2], 'PX', tonumber(ARGV[3]))
-  for i = 2, 3 do
-    if redis.call('EXISTS', KEYS[i]) == 1 then redis.call('INCRBYFLOAT', KEYS[i], ARGV[2]) end
+if (tokens > 0 or cost > 0) and redis.call('SET', KEYS[7], '1', 'NX', 'PX', tonumber(ARGV[5])) then
+  if tokens > 0 then
+    redis.call('INCRBY', KEYS[1], tokens)
+    redis.call('PEXPIRE', KEYS[1], 120000)
+  end
+  if cost > 0 then
+    redis.call('SET', KEYS[4], ARGV[2], 'PX', tonumber(ARGV[3]))
+    for i = 2, 3 do
+      if redis.call('EXISTS', KEYS[i]) == 1 then redis.call('INCRBYFLOAT', KEYS[i], ARGV[2]) end
+    end
   end
 end
+redis.call('ZREM', KEYS[5], ARGV[4])
+redis.call('HDEL', KEYS[6], ARGV[4])
 return 1
 """
 
-# KEYS: conc sets (one per lease); ARGV: new expiry, ttl, then the lease ids in KEYS order
+# KEYS: rpm, conc, reservations, void; ARGV: request id, void ttl ms
+_ABANDON = """
+redis.call('SET', KEYS[4], '1', 'PX', tonumber(ARGV[2]))
+redis.call('ZREM', KEYS[1], ARGV[1])
+redis.call('ZREM', KEYS[2], ARGV[1])
+redis.call('HDEL', KEYS[3], ARGV[1])
+return 1
+"""
+
+# KEYS: conc and reservations of each lease, in pairs; ARGV: new expiry, ttl, then the lease ids in pair order
 _RENEW = """
-for i, key in ipairs(KEYS) do
-  redis.call('ZADD', key, 'XX', ARGV[1], ARGV[i + 2])
-  redis.call('PEXPIRE', key, tonumber(ARGV[2]) * 2)
+for i = 1, #KEYS, 2 do
+  local lease = ARGV[(i + 1) / 2 + 2]
+  redis.call('ZADD', KEYS[i], 'XX', ARGV[1], lease)
+  redis.call('PEXPIRE', KEYS[i], tonumber(ARGV[2]) * 2)
+  if redis.call('EXISTS', KEYS[i + 1]) == 1 then redis.call('PEXPIRE', KEYS[i + 1], tonumber(ARGV[2]) * 2) end
 end
 return 1
 """
@@ -99,24 +172,31 @@ def _decimal(value: float) -> str:
     return f"{float(value):.12f}"
 
 
-def redis_client(url: str, timeout: float, decode: bool = True) -> Redis:
+def redis_client(url: str, timeout: float, decode: bool = True, *, max_connections: int | None = None) -> Redis:
     """An asyncio client whose calls give up after `timeout` seconds. One immediate retry, so a pooled connection
-    that a Redis restart closed is replaced instead of failing the call."""
-    return Redis.from_url(
-        url,
+    that a Redis restart closed is replaced instead of failing the call. With `max_connections`, a call that
+    finds every connection in use waits for one (at most `timeout`) instead of failing at once."""
+    options = dict(
         socket_timeout=timeout,
         socket_connect_timeout=timeout,
         retry=Retry(NoBackoff(), 1),
         decode_responses=decode,
     )
+    if max_connections is None:
+        return Redis.from_url(url, **options)
+    pool = BlockingConnectionPool.from_url(url, max_connections=max_connections, timeout=timeout, **options)
+    return Redis.from_pool(pool)
 
 
 class RedisLimitStore(LimitStore):
+    POOL_SIZE = 64  # connections of the limits' client; a burst beyond it waits for one (bounded by the timeout)
+
     def __init__(self, client: Redis, prefix: str = "gw") -> None:
         self.redis = client
         self.prefix = prefix
         self._admit = client.register_script(_ADMIT)
-        self._charge = client.register_script(_CHARGE)
+        self._settle = client.register_script(_SETTLE)
+        self._abandon = client.register_script(_ABANDON)
         self._renew = client.register_script(_RENEW)
 
     def _key(self, kind: str, name: str, *suffix: object) -> str:
@@ -129,7 +209,7 @@ class RedisLimitStore(LimitStore):
         day_key, month_key = self._spend_keys(name, periods)
         keys = [
             self._key("rpm", name), self._key("conc", name), self._key("tpm", name, periods.minute), month_key, day_key,
-            self._key("lastcost", name),
+            self._key("lastcost", name), self._key("resv", name), self._key("void", lease),
         ]
         args = [
             periods.now_ms,
@@ -143,12 +223,17 @@ class RedisLimitStore(LimitStore):
             periods.next_minute_ms,
             periods.next_day_ms,
             periods.next_month_ms,
+            periods.day,
+            periods.month,
+            IN_FLIGHT_RETRY_MS,
         ]
         kind, retry_after = await self._admit(keys=keys, args=args)
         if kind == "ok":
             return ADMITTED
         if kind == "seed":
             return NEED_SEED
+        if kind == "void":
+            return VOID
         return Verdict(kind, int(float(retry_after)))
 
     async def seed_spend(
@@ -163,16 +248,22 @@ class RedisLimitStore(LimitStore):
             pipe.set(self._key("lastcost", name), _decimal(last_cost), nx=True, px=MONTH_TTL_MS)
             await pipe.execute()
 
-    async def charge(self, name: str, tokens: int, settled: Periods, cost: float, started: Periods) -> None:
+    async def settle(
+        self, name: str, lease: str, tokens: int, settled: Periods, cost: float, started: Periods, marker_ttl_ms: int
+    ) -> None:
         day_key, month_key = self._spend_keys(name, started)
-        keys = [self._key("tpm", name, settled.minute), day_key, month_key, self._key("lastcost", name)]
-        await self._charge(keys=keys, args=[tokens, _decimal(cost), MONTH_TTL_MS])
+        keys = [
+            self._key("tpm", name, settled.minute), day_key, month_key, self._key("lastcost", name),
+            self._key("conc", name), self._key("resv", name), self._key("settled", lease),
+        ]
+        await self._settle(keys=keys, args=[tokens, _decimal(cost), MONTH_TTL_MS, lease, marker_ttl_ms])
 
-    async def release(self, name: str, lease: str) -> None:
-        await self.redis.zrem(self._key("conc", name), lease)
+    async def abandon(self, name: str, lease: str, now_ms: int, void_ttl_ms: int) -> None:
+        keys = [self._key("rpm", name), self._key("conc", name), self._key("resv", name), self._key("void", lease)]
+        await self._abandon(keys=keys, args=[lease, void_ttl_ms])
 
     async def renew(self, leases: list[tuple[str, str]], now_ms: int, lease_ttl_ms: int) -> None:
-        keys = [self._key("conc", name) for name, _ in leases]
+        keys = [key for name, _ in leases for key in (self._key("conc", name), self._key("resv", name))]
         await self._renew(keys=keys, args=[now_ms + lease_ttl_ms, lease_ttl_ms, *(lease for _, lease in leases)])
 
     async def aclose(self) -> None:

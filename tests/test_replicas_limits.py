@@ -1,6 +1,8 @@
 """Two gateway processes sharing one Redis (their own redis-server) and one ledger: per-key limits hold across
-both, spend survives Redis restarting empty (rebuilt from the ledger), and a Redis that is down or silent
-fails open or closed as configured without hanging a request."""
+both, under bursts larger than a Redis connection pool and through a Redis stall (SIGSTOP/SIGCONT); budgets
+hold under concurrency (turns in flight reserve their estimate); spend survives Redis restarting empty
+(rebuilt from the ledger), and a Redis that is down or silent fails open or closed as configured without
+hanging a request."""
 
 from __future__ import annotations
 
@@ -22,9 +24,6 @@ from tests.procs import GatewayProcess, free_port
 from tests.redisproc import two_replicas
 from tests.test_keys_policy import bearer, digest
 
-KEY_NAMES = ("rpm10", "conc5", "spender", "prober", "tpm")
-
-
 def write_keys(path: Path, extra: dict[str, dict[str, Any]] | None = None) -> None:
     policies: dict[str, dict[str, Any]] = {
         "rpm10": {"requests_per_minute": 10},
@@ -32,6 +31,8 @@ def write_keys(path: Path, extra: dict[str, dict[str, Any]] | None = None) -> No
         "spender": {},
         "prober": {},
         "tpm": {"tokens_per_minute": 1},
+        "conc2": {"concurrent_streams": 2},
+        "stalled": {"concurrent_streams": 2, "requests_per_minute": 30},
         **(extra or {}),
     }
     keys = [{"name": name, "sha256": digest(f"sk-{name}"), **policy} for name, policy in policies.items()]
@@ -46,7 +47,7 @@ def cluster(sim, tmp_path_factory) -> Iterator[dict[str, Any]]:
     env = {
         "GATEWAY_KEYS_FILE": str(keys_file),
         "GATEWAY_KEYS_RELOAD_INTERVAL": "3600",  # reloads in these tests come from SIGHUP
-        "GATEWAY_REDIS_TIMEOUT": "1",
+        "GATEWAY_REDIS_TIMEOUT": "2",  # the bound also covers the event loop's lag, large under a 300-turn burst
         "GATEWAY_REDIS_FAIL_OPEN": "false",
     }
     with two_replicas(sim.url, tmp, env) as replicas:
@@ -121,6 +122,142 @@ def test_concurrency_limit_holds_across_replicas_under_a_burst(cluster):
     redis = cluster["redis"].client()
     _wait(lambda: redis.zcard("gw:conc:conc5") == 0)
     assert _post(cluster["b"].url, "sk-conc5").status_code == 200
+
+
+async def _hold_streams(targets: list[str], key: str, on_refusal=None) -> list[int]:
+    """Start one slow `/v1/stream` turn per target URL at once; admitted streams stay open until every request has
+    its answer (so every admission sees the others in flight). The statuses, in target order."""
+    done = asyncio.Event()
+    statuses: dict[int, int] = {}
+
+    async def one(client: httpx.AsyncClient, index: int) -> None:
+        body = turn("anthropic/slow;n=3000;delay_ms=20")
+        async with client.stream("POST", f"{targets[index]}/v1/stream", json=body, headers=bearer(key)) as r:
+            statuses[index] = r.status_code
+            if r.status_code != 200 and on_refusal is not None:
+                on_refusal(r, json.loads(await r.aread()))
+            if len(statuses) == len(targets):
+                done.set()
+            await done.wait()
+
+    limits = httpx.Limits(max_connections=len(targets) + 10, max_keepalive_connections=0)
+    async with httpx.AsyncClient(timeout=180, limits=limits) as client:
+        await asyncio.wait_for(asyncio.gather(*(one(client, i) for i in range(len(targets)))), 300)
+    return [statuses[i] for i in range(len(targets))]
+
+
+def test_a_burst_larger_than_the_redis_pool_still_holds_the_concurrency_limit(cluster):
+    """300 concurrent turns of a concurrency-2 key at one replica: more admissions at once than the Redis client
+    has connections. They wait for a connection (bounded by the Redis timeout) instead of counting as Redis
+    down, so exactly 2 are served and the rest get 429 (not 503 `limits_unavailable`, not served unlimited)."""
+    kinds: list[str] = []
+
+    def refused(response: httpx.Response, body: dict) -> None:
+        kinds.append(body["error"]["type"])
+        assert response.headers["retry-after"] == "1"
+
+    statuses = asyncio.run(_hold_streams([cluster["a"].url] * 300, "sk-conc2", refused))
+    assert statuses.count(200) == 2 and statuses.count(429) == 298, sorted(set(statuses))
+    assert set(kinds) == {"concurrency_limit"}
+    redis = cluster["redis"].client()
+    _wait(lambda: redis.zcard("gw:conc:conc2") == 0)
+
+
+def test_an_admission_given_up_during_a_redis_stall_leaves_no_trace(cluster):
+    """Redis stops (SIGSTOP) while both replicas admit turns of a key: they give up after the timeout (503, the
+    cluster fails closed), and their admission scripts run when Redis wakes (SIGCONT). What those scripts took
+    (a lease, an rpm entry) is undone, so the key is not refused with nothing running: it gets exactly its 2
+    concurrent streams again, long before the leases' TTL (30 s) or the rpm window (60 s) would have freed it."""
+    redis_server = cluster["redis"]
+    redis = redis_server.client()
+    urls = [cluster["a"].url, cluster["b"].url]
+
+    async def stalled_burst() -> list[httpx.Response]:
+        async with httpx.AsyncClient(timeout=60) as client:
+            return await asyncio.gather(
+                *(
+                    client.post(f"{urls[i % 2]}/v1/complete", json=turn("anthropic/text"), headers=bearer("sk-stalled"))
+                    for i in range(6)
+                )
+            )
+
+    redis_server.proc.send_signal(signal.SIGSTOP)
+    try:
+        refused = asyncio.run(stalled_burst())
+    finally:
+        redis_server.proc.send_signal(signal.SIGCONT)
+    assert [r.status_code for r in refused] == [503] * 6
+    assert {r.json()["error"]["type"] for r in refused} == {"limits_unavailable"}
+    assert redis.ping()  # Redis is awake: the stalled scripts (queued on the replicas' connections) have run
+    _wait(lambda: redis.zcard("gw:conc:stalled") == 0 and redis.zcard("gw:rpm:stalled") == 0, timeout=15)
+    statuses = asyncio.run(_hold_streams([urls[0], urls[1], urls[0]], "sk-stalled"))
+    assert sorted(statuses) == [200, 200, 429], statuses
+
+
+def test_budget_holds_under_concurrency_across_replicas(cluster):
+    """50 concurrent turns across both replicas against a day budget that covers one turn: each turn in flight
+    reserves its estimated cost at admission, so one is served (before: 30) and the spend stays within the
+    budget; the others get 429 `budget_exceeded`."""
+    a, b = cluster["a"], cluster["b"]
+    probe = httpx.post(f"{a.url}/v1/complete", json=turn("anthropic/text", "same"), headers=bearer("sk-prober"), timeout=60)
+    cost = probe.json()["usage"]["cost"]["total"]
+    budget = cost * 1.05
+    write_keys(cluster["keys_file"], {"burst": {"budget_usd_per_day": budget}, "reload5": {}})
+    _sighup_both(cluster, "reload5")
+
+    async def burst() -> list[httpx.Response]:
+        async with httpx.AsyncClient(timeout=60, limits=httpx.Limits(max_connections=60)) as client:
+            return await asyncio.gather(
+                *(
+                    client.post(
+                        f"{(a.url, b.url)[i % 2]}/v1/complete", json=turn("anthropic/text", "same"), headers=bearer("sk-burst")
+                    )
+                    for i in range(50)
+                )
+            )
+
+    responses = asyncio.run(burst())
+    statuses = [r.status_code for r in responses]
+    assert statuses.count(200) == 1 and statuses.count(429) == 49, statuses
+    assert {r.json()["error"]["type"] for r in responses if r.status_code == 429} == {"budget_exceeded"}
+    redis = cluster["redis"].client()
+    _wait(lambda: redis.hlen("gw:resv:burst") == 0 and redis.zcard("gw:conc:burst") == 0)
+    spent = float(redis.get(next(redis.scan_iter("gw:spend:burst:d:*"))))
+    assert spent == pytest.approx(cost, rel=1e-6) and spent <= budget
+
+
+def test_overspend_is_bounded_by_what_the_turns_in_flight_cost_beyond_their_estimate(cluster):
+    """Rounds of 20 concurrent turns across both replicas, with `concurrent_streams = 3` and a day budget of 4.5
+    turns: the spend ends at most `budget + Σ (cost − estimate)` over the turns in flight at the last
+    admission (at most 3). Every turn here costs what the latest did, so: never above the budget, and never
+    more than 4 turns served; every refusal is the concurrency limit or the budget."""
+    a, b = cluster["a"], cluster["b"]
+    probe = httpx.post(f"{a.url}/v1/complete", json=turn("anthropic/text", "same"), headers=bearer("sk-prober"), timeout=60)
+    cost = probe.json()["usage"]["cost"]["total"]
+    budget = cost * 4.5
+    write_keys(cluster["keys_file"], {"rounds": {"budget_usd_per_day": budget, "concurrent_streams": 3}, "reload6": {}})
+    _sighup_both(cluster, "reload6")
+
+    async def round_of(count: int) -> list[httpx.Response]:
+        async with httpx.AsyncClient(timeout=60, limits=httpx.Limits(max_connections=count + 5)) as client:
+            return await asyncio.gather(
+                *(
+                    client.post(
+                        f"{(a.url, b.url)[i % 2]}/v1/complete", json=turn("anthropic/text", "same"), headers=bearer("sk-rounds")
+                    )
+                    for i in range(count)
+                )
+            )
+
+    responses = [r for _ in range(4) for r in asyncio.run(round_of(20))]
+    served = [r for r in responses if r.status_code == 200]
+    assert 1 <= len(served) <= 4, len(served)
+    assert {r.json()["error"]["type"] for r in responses if r.status_code != 200} <= {"budget_exceeded", "concurrency_limit"}
+    assert all(r.json()["usage"]["cost"]["total"] == pytest.approx(cost, rel=1e-9) for r in served)
+    redis = cluster["redis"].client()
+    _wait(lambda: redis.hlen("gw:resv:rounds") == 0 and redis.zcard("gw:conc:rounds") == 0)
+    spent = float(redis.get(next(redis.scan_iter("gw:spend:rounds:d:*"))))
+    assert spent == pytest.approx(len(served) * cost, rel=1e-6) and spent <= budget
 
 
 def _sighup_both(cluster, probe_name: str) -> None:
@@ -219,11 +356,12 @@ def test_redis_down_or_silent_fails_open_or_closed(gateway_factory, tmp_path, fa
         assert refused.headers["retry-after"] == "1"
         # A key without store-backed limits never touches Redis.
         assert closed_gw.stream(turn("anthropic/text"), headers=bearer("sk-spender")).status == 200
-        # Charging a settled turn's tokens fails in the background, bounded; the stream is not held up.
+        # Charging a settled turn's tokens fails in the background (retried, each try bounded); the stream is not
+        # held up.
         charged = open_gw.stream(turn("anthropic/text"), headers=bearer("sk-tpm"))
         assert charged.status == 200 and charged.terminal["type"] == "done"
         open_gw.job(charged.headers["x-request-id"])
-        open_gw.server.call(open_gw.state.limits.idle())
+        _wait(lambda: 'gateway_limit_store_errors_total{operation="charge"}' in open_gw.http.get("/metrics").text)
         # A resumable stream streams from this replica while its copy to Redis fails.
         body = turn("anthropic/slow;n=20;delay_ms=5")
         body["options"]["resumable"] = True
