@@ -26,6 +26,7 @@ from app.contract.messages import Context
 from app.contract.request import StreamOptions
 from app.catalog import ModelInfo
 from app.collector import gc_paused
+from app.redaction import redact
 
 RETRYABLE_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504, 529})
 
@@ -46,6 +47,7 @@ class ProviderError(Exception):
         retryable: bool = False,
         kind: ErrorKind | str = ErrorKind.UPSTREAM,
     ) -> None:
+        message = redact(message)  # where upstream failure text enters: a vendor may echo the key it was sent
         super().__init__(message)
         self.message = message
         self.status = status
