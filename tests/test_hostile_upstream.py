@@ -8,9 +8,12 @@ gateway must keep every key out of what it emits or stores, treat a malformed up
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import threading
+import tracemalloc
+import zlib
 from typing import Any, AsyncIterator
 
 import pytest
@@ -224,3 +227,95 @@ def test_a_provider_key_echoed_in_an_error_is_redacted_everywhere(echo_gateway, 
     for where, text in emitted.items():
         for key in ALL_KEYS:
             assert key not in text, f"{key} in the {where}"
+
+
+# ------------------------------------------------------------------------------------------------ item 13
+
+class HugeLineVendor:
+    """A raw HTTP/1.1 server on loopback (its own thread and loop) answering every POST with a 200 event stream
+    whose first line never ends: `data: {"pad": "aaaa…` for `line_bytes`, in 64 KiB writes, each awaited
+    (`drain`), so `sent` counts what the client's socket took before it hung up. `gzip` compresses the body."""
+
+    CHUNK = 64 * 1024
+
+    def __init__(self, line_bytes: int, gzip: bool = False) -> None:
+        self.line_bytes = line_bytes
+        self.gzip = gzip
+        self.sent: list[int] = []  # per request: body bytes written (decoded, before compression)
+        self.finished = threading.Event()
+        self.loop = asyncio.new_event_loop()
+        self.server = self.loop.run_until_complete(asyncio.start_server(self._handle, "127.0.0.1", 0))
+        self.url = f"http://127.0.0.1:{self.server.sockets[0].getsockname()[1]}"
+        self.thread = threading.Thread(target=self.loop.run_forever, name="huge-line-vendor", daemon=True)
+        self.thread.start()
+
+    async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        sent = 0
+        try:
+            head = await reader.readuntil(b"\r\n\r\n")
+            length = next((int(line.split(b":")[1]) for line in head.split(b"\r\n") if line.lower().startswith(b"content-length:")), 0)
+            await reader.readexactly(length)
+            encoding = b"content-encoding: gzip\r\n" if self.gzip else b""
+            writer.write(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n" + encoding + b"connection: close\r\n\r\n")
+            compress = zlib.compressobj(wbits=31) if self.gzip else None
+            piece = b'data: {"pad": "' + b"a" * (self.CHUNK - 15)
+            while sent < self.line_bytes:
+                writer.write(compress.compress(piece) + compress.flush(zlib.Z_SYNC_FLUSH) if compress else piece)
+                await writer.drain()
+                sent += len(piece)
+                piece = b"a" * self.CHUNK
+        except (ConnectionError, OSError, asyncio.IncompleteReadError):
+            pass  # the client hung up: what it took is counted
+        finally:
+            self.sent.append(sent)
+            self.finished.set()
+            writer.close()
+
+    def stop(self) -> None:
+        self.loop.call_soon_threadsafe(self.server.close)
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(10)
+        self.loop.close()
+
+
+LINE = 256 * 1024 * 1024  # the hostile line: 256 MiB without a newline
+BOUND = 1024 * 1024  # the gateway's GATEWAY_MAX_UPSTREAM_EVENT_BYTES in these tests
+
+
+@pytest.mark.parametrize("gzip", [False, True], ids=["plain", "gzip"])
+@pytest.mark.parametrize("provider", ["anthropic", "openai", "google", "compat"])
+def test_an_sse_line_that_never_ends_fails_the_turn_at_the_bound_and_memory_does_not_follow_it(gateway_factory, provider, gzip):
+    vendor = HugeLineVendor(LINE, gzip=gzip)
+    try:
+        gw = gateway_factory(retries=0, max_upstream_event_bytes=BOUND, **_pointed_at(provider, vendor.url))
+        tracemalloc.start()
+        try:
+            before = tracemalloc.get_traced_memory()[0]
+            result = gw.stream(turn(f"{provider}/some-model", marker()))
+            assert vendor.finished.wait(30), "the vendor never saw the gateway hang up"
+            peak = tracemalloc.get_traced_memory()[1] - before
+        finally:
+            tracemalloc.stop()
+        terminal = result.terminal
+        assert terminal["type"] == "error"
+        assert f"{provider}/some-model sent an SSE event longer than {BOUND} bytes" in terminal["errorMessage"], terminal["errorMessage"]
+        job = gw.job(result.headers["x-request-id"])
+        assert job.attempts[-1].kind == "event_too_large"
+        # What the gateway took of the line before it hung up, and the most Python memory it held meanwhile:
+        # the bound plus socket buffers, nothing like the line.
+        assert vendor.sent[0] < 32 * 1024 * 1024, vendor.sent
+        assert peak < 16 * 1024 * 1024, peak
+    finally:
+        vendor.stop()
+
+
+def test_event_bound_counts_from_the_last_blank_line_across_chunks():
+    from app.providers.transport import EventTooLarge, _EventBound
+
+    bound = _EventBound(12)
+    for chunk in (b"data: 1\n\n", b"data: 12", b"34\n", b"\n", b"data: 123\r\n", b"\r\ndata: 1234\r", b"\rx"):
+        bound.feed(chunk)  # events end at \n\n (also split across chunks), \r\n\r\n, \r\r
+    assert bound.pending == 1
+    bound.feed(b"data: 12345")  # 12 bytes since the last blank line: at the bound
+    with pytest.raises(EventTooLarge):
+        bound.feed(b"6")

@@ -106,7 +106,11 @@ def _base_url(settings: Settings, name: str) -> tuple[str | None, str]:
 def build_providers(settings: Settings, catalog: Catalog) -> dict[str, Provider]:
     """One SDK client per served provider (`provider_setups`). Each one's key is registered as a secret
     (`app.redaction`): a catalog provider's key (`keyEnv`) is redacted like the built-in ones'."""
-    transport = TransportSettings(connect_timeout=settings.connect_timeout, total_timeout=settings.total_timeout)
+    transport = TransportSettings(
+        connect_timeout=settings.connect_timeout,
+        total_timeout=settings.total_timeout,
+        max_event_bytes=settings.max_upstream_event_bytes,
+    )
     providers: dict[str, Provider] = {}
     for setup in provider_setups(settings, catalog):
         if setup.served:
