@@ -14,7 +14,8 @@ Only choice 0 is read. Per delta, in this order:
   call without a vendor id gets a stable synthesized one (`call_<hash of response id and index>`).
   Fragments of a call after another call began are refused (never re-ordered or invented).
 
-Usage: the last non-null `usage` object, emitted once per distinct value (Groq repeats it). input =
+Usage: the last non-null `usage` object, emitted once per distinct value (Groq repeats it), its counts read
+through `token_count` (clamped to 0..=1e9; a count that is not a whole number is malformed). input =
 prompt_tokens − cached (`prompt_tokens_details.cached_tokens`, or DeepSeek's `prompt_cache_hit_tokens`),
 cacheRead = cached, output = completion_tokens, plus reasoning_tokens where total_tokens shows the vendor
 counts them outside completion_tokens (xAI).
