@@ -91,6 +91,13 @@ def test_usage_beyond_64_bits_is_clamped_and_the_turn_settles_with_a_record(keye
     # The whole JSON body of stream=false too (it answered 500).
     complete = gw.http.post("/v1/complete", json=turn(f"{provider}/text;input={count}", marker()), headers=KEYED)
     assert complete.status_code == 200 and complete.json()["usage"]["input"] == MAX_USAGE_TOKENS
+    # The doors: Chat Completions (it looked normal without usage) and Messages (an empty 200), whole bodies.
+    chat = gw.http.post("/v1/chat/completions", headers=KEYED, json={
+        "model": f"{provider}/text;input={count}", "messages": [{"role": "user", "content": marker()}]})
+    assert chat.status_code == 200 and chat.json()["usage"]["prompt_tokens"] == MAX_USAGE_TOKENS, chat.text
+    messages = gw.http.post("/v1/messages", headers=KEYED, json={
+        "model": f"{provider}/text;input={count}", "max_tokens": 64, "messages": [{"role": "user", "content": marker()}]})
+    assert messages.status_code == 200 and messages.json()["usage"]["input_tokens"] == MAX_USAGE_TOKENS, messages.text
     metrics = gw.http.get("/metrics").text
     spend = [line for line in metrics.splitlines() if line.startswith('gateway_key_spend_usd_total{key="usage"}')]
     assert spend and math.isfinite(float(spend[0].split()[-1])), spend
