@@ -64,6 +64,10 @@ MALFORMED = {
             "id": "fc_1", "type": "function_call", "status": "in_progress", "call_id": "c1", "name": ["f"], "arguments": ""}}),
         "sent a function_call's name that is not a string: ['f']",
     ),
+    "digits-5000": (  # valid JSON that Python's json module will not read (a 5,000-digit integer)
+        b'data: {"id": "c", "object": "chat.completion.chunk", "choices": [], "usage": {"prompt_tokens": ' + b"9" * 5000 + b"}}\n\n",
+        "sent JSON the gateway could not read: Exceeds the limit (4300 digits) for integer string conversion",
+    ),
     "stop-reason-list": (  # a value no check names: still an upstream error saying what failed, never internal
         _sse(_MESSAGE_START, {"type": "message_delta", "delta": {"stop_reason": ["end_turn"]}, "usage": {"output_tokens": 1}},
              {"type": "message_stop"}, named=True),
@@ -110,7 +114,7 @@ def raw():
 
 # ------------------------------------------------------------------------------------------------ item 12
 
-CASE_PROVIDER = {"tool-index-list": "compat", "tool-index-dict": "compat", "thinking-int": "anthropic",
+CASE_PROVIDER = {"tool-index-list": "compat", "tool-index-dict": "compat", "digits-5000": "compat", "thinking-int": "anthropic",
                  "call-name-list": "openai", "stop-reason-list": "anthropic"}
 
 

@@ -174,7 +174,21 @@ def transport_error(exc: BaseException) -> ProviderError | None:
         return ProviderError(f"connection lost: {exc or type(exc).__name__}", retryable=True, kind="transport")
     if isinstance(exc, (json.JSONDecodeError, UnicodeDecodeError)):
         return ProviderError(f"sent malformed data: {exc}", retryable=True, kind="malformed")
+    if isinstance(exc, ValueError) and _raised_in_json(exc):
+        # Valid JSON Python will not read: an integer of more than 4,300 digits (`sys.get_int_max_str_digits`).
+        detail = str(exc).split(";")[0][:200]
+        return ProviderError(f"sent JSON the gateway could not read: {detail}", retryable=True, kind="malformed")
     return None
+
+
+def _raised_in_json(exc: BaseException) -> bool:
+    """Whether `exc` was raised by the standard `json` decoder (the SDKs decode each event with it)."""
+    tb = exc.__traceback__
+    if tb is None:
+        return False
+    while tb.tb_next is not None:
+        tb = tb.tb_next
+    return str(tb.tb_frame.f_globals.get("__name__", "")).startswith("json")
 
 
 def _httpx_equivalent(exc: aiohttp.ClientError) -> httpx2.TransportError | None:
