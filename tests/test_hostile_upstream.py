@@ -242,9 +242,10 @@ class HugeLineVendor:
 
     CHUNK = 64 * 1024
 
-    def __init__(self, line_bytes: int, gzip: bool = False) -> None:
+    def __init__(self, line_bytes: int, gzip: bool = False, content_type: bytes = b"text/event-stream") -> None:
         self.line_bytes = line_bytes
         self.gzip = gzip
+        self.content_type = content_type
         self.sent: list[int] = []  # per request: body bytes written (decoded, before compression)
         self.finished = threading.Event()
         self.loop = asyncio.new_event_loop()
@@ -260,7 +261,7 @@ class HugeLineVendor:
             length = next((int(line.split(b":")[1]) for line in head.split(b"\r\n") if line.lower().startswith(b"content-length:")), 0)
             await reader.readexactly(length)
             encoding = b"content-encoding: gzip\r\n" if self.gzip else b""
-            writer.write(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n" + encoding + b"connection: close\r\n\r\n")
+            writer.write(b"HTTP/1.1 200 OK\r\ncontent-type: " + self.content_type + b"\r\n" + encoding + b"connection: close\r\n\r\n")
             compress = zlib.compressobj(wbits=31) if self.gzip else None
             piece = b'data: {"pad": "' + b"a" * (self.CHUNK - 15)
             while sent < self.line_bytes:
@@ -286,10 +287,10 @@ LINE = 256 * 1024 * 1024  # the hostile line: 256 MiB without a newline
 BOUND = 1024 * 1024  # the gateway's GATEWAY_MAX_UPSTREAM_EVENT_BYTES in these tests
 
 
-@pytest.mark.parametrize("gzip", [False, True], ids=["plain", "gzip"])
+@pytest.mark.parametrize("body", ["plain", "gzip", "unlabelled"])  # unlabelled: served as application/json
 @pytest.mark.parametrize("provider", ["anthropic", "openai", "google", "compat"])
-def test_an_sse_line_that_never_ends_fails_the_turn_at_the_bound_and_memory_does_not_follow_it(gateway_factory, provider, gzip):
-    vendor = HugeLineVendor(LINE, gzip=gzip)
+def test_an_sse_line_that_never_ends_fails_the_turn_at_the_bound_and_memory_does_not_follow_it(gateway_factory, provider, body):
+    vendor = HugeLineVendor(LINE, gzip=body == "gzip", content_type=b"application/json" if body == "unlabelled" else b"text/event-stream")
     try:
         gw = gateway_factory(retries=0, max_upstream_event_bytes=BOUND, **_pointed_at(provider, vendor.url))
         tracemalloc.start()

@@ -7,9 +7,10 @@ given an httpx2 client (`http_client`), whose response hooks its adapter uses.
 Every SDK reads a vendor's SSE body through its client's transport (`response.aiter_bytes()`), then joins the
 bytes of one event (the Stainless SDKs' `SSEDecoder`) or one line (google-genai's `_SseLineDecoder`) until
 its end, with no bound: a line that never ends would grow a stream's memory without limit. So the bound is
-put where the bytes enter, on each client's transports (`bound_event_streams`): an event-stream body whose
-current event passes `max_event_bytes` (`GATEWAY_MAX_UPSTREAM_EVENT_BYTES`) fails with `EventTooLarge`,
-which ends the attempt as an upstream error of kind `event_too_large`.
+put where the bytes enter, on each client's transports (`bound_event_streams`): a response body whose
+current event (the bytes since its last blank line) passes `max_event_bytes`
+(`GATEWAY_MAX_UPSTREAM_EVENT_BYTES`) fails with `EventTooLarge`, which ends the attempt as an upstream error
+of kind `event_too_large`.
 """
 
 from __future__ import annotations
@@ -75,8 +76,8 @@ _LINE_ENDS = (10, 13)  # \n, \r
 
 
 class _BoundedEventStream(httpx2.AsyncByteStream):
-    """An event-stream body, decoded (gzip, …) as the client would, that fails with `EventTooLarge` once one
-    event passes the bound: the SDK above never holds more of an unfinished event than the bound."""
+    """A response body, decoded (gzip, …) as the client would, that fails with `EventTooLarge` once one event
+    passes the bound: the SDK above never holds more of an unfinished event than the bound."""
 
     def __init__(self, inner: httpx2.AsyncByteStream, limit: int, decoder: Any) -> None:
         self._inner = inner
@@ -104,7 +105,9 @@ class _BoundedEventStream(httpx2.AsyncByteStream):
 
 
 class _BoundingTransport(httpx2.AsyncBaseTransport):
-    """A client's transport, with every `text/event-stream` response body bounded per event."""
+    """A client's transport, with every response body bounded per event. Whatever its content type: the
+    Stainless SDKs decode a streaming call's body as SSE whatever type it is labelled with, and these clients
+    make no other calls (an error body, read whole, is bounded by the same rule: a larger one is hostile too)."""
 
     def __init__(self, inner: httpx2.AsyncBaseTransport, limit: int) -> None:
         self._inner = inner
@@ -112,15 +115,14 @@ class _BoundingTransport(httpx2.AsyncBaseTransport):
 
     async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
         response = await self._inner.handle_async_request(request)
-        if response.headers.get("content-type", "").startswith("text/event-stream"):
-            decoder = None
-            if response.headers.get("content-encoding"):
-                # Bound what the SDK buffers, i.e. the decoded bytes: decode here with the client's own
-                # decoders (a small compressed body can hold a huge line), so the client must not decode again.
-                decoder = response._get_content_decoder()
-                del response._decoder
-                del response.headers["content-encoding"]
-            response.stream = _BoundedEventStream(response.stream, self._limit, decoder)
+        decoder = None
+        if response.headers.get("content-encoding"):
+            # Bound what the SDK buffers, i.e. the decoded bytes: decode here with the client's own decoders (a
+            # small compressed body can hold a huge line), so the client must not decode again.
+            decoder = response._get_content_decoder()
+            del response._decoder
+            del response.headers["content-encoding"]
+        response.stream = _BoundedEventStream(response.stream, self._limit, decoder)
         return response
 
     async def aclose(self) -> None:
@@ -128,8 +130,8 @@ class _BoundingTransport(httpx2.AsyncBaseTransport):
 
 
 def bound_event_streams(client: httpx2.AsyncClient, max_event_bytes: int) -> httpx2.AsyncClient:
-    """`client`, with each of its transports (the default one and any proxy mounts) bounding event-stream
-    bodies to `max_event_bytes` per event (0: unbounded). Returns the client."""
+    """`client`, with each of its transports (the default one and any proxy mounts) bounding response bodies
+    to `max_event_bytes` per event (0: unbounded). Returns the client."""
     if max_event_bytes > 0:
         client._transport = _BoundingTransport(client._transport, max_event_bytes)
         client._mounts = {
