@@ -60,6 +60,10 @@ class _EventBound:
         at a blank line: two line ends in a row (`\n\n`, `\r\r`, or `\n\r` inside `\r\n\r\n`)."""
         if not chunk:
             return
+        if chunk.endswith(b"\n\n"):  # the usual chunk: whole events (the fast path)
+            self.pending = 0
+            self.last = 10
+            return
         end = max(chunk.rfind(b"\n\n"), chunk.rfind(b"\r\r"), chunk.rfind(b"\n\r"))
         if end >= 0:
             self.pending = len(chunk) - end - 2
@@ -87,18 +91,18 @@ class _BoundedEventStream(httpx2.AsyncByteStream):
     async def __aiter__(self) -> AsyncIterator[bytes]:
         feed = self._bound.feed
         decoder = self._decoder
-        async for raw in self._inner:
-            if decoder is None:
+        if decoder is None:
+            async for raw in self._inner:
                 feed(raw)
                 yield raw
-            else:
-                for chunk in decoder.decode(raw):
-                    feed(chunk)
-                    yield chunk
-        if decoder is not None:
-            for chunk in decoder.flush():
+            return
+        async for raw in self._inner:
+            for chunk in decoder.decode(raw):
                 feed(chunk)
                 yield chunk
+        for chunk in decoder.flush():
+            feed(chunk)
+            yield chunk
 
     async def aclose(self) -> None:
         await self._inner.aclose()
