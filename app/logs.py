@@ -4,8 +4,7 @@
 dict for uvicorn, so its own lines are JSON too. `RequestLog` is a turn observer that writes the per-request
 line (logger `gateway.requests`). Keys never appear: the request line names a key by its id, and the
 formatter replaces any registered secret (provider and client keys, `app.redaction`) that slips into a
-message. Message content
-is logged only when `GATEWAY_LOG_CONTENT=true`.
+message. Message content is logged only when `GATEWAY_LOG_CONTENT=true`.
 """
 
 from __future__ import annotations
