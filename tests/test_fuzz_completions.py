@@ -144,6 +144,6 @@ def test_corrupted_streams_keep_every_invariant(stream, mutation, seed, throttle
             assert terminal["type"] == "error"
     if terminal["type"] == "done":  # never a call with invented arguments
         made = [b for b in terminal["message"]["content"] if b["type"] == "toolCall"]
-        assert all(b in expected for b in made) or mutation in ("duplicate", "swap", "drop", "garble", "interleave", "retype")
+        assert all(b in expected for b in made) or mutation in ("duplicate", "swap", "drop", "garble", "interleave", "bad_finish", "retype")
     assert provider.closed
     assert job.turn.settled and job.attempts and job.attempts[-1].outcome == job.turn.outcome
