@@ -194,7 +194,12 @@ class Dispatcher:
                     if turn.settled:
                         turn.late_frames += 1
                         continue
-                    events = translator.feed(wire)
+                    try:
+                        events = translator.feed(wire)
+                    except ProviderError:
+                        raise
+                    except Exception as exc:  # a value of a type or size the adapter did not expect
+                        raise _unreadable(job, provider, wire, exc) from None
                     self._apply(job, events, watchdog)
                     if turn.congested and not turn.settled:  # once settled nothing more is queued
                         await self._wait_for_reader(job, watchdog)
@@ -205,7 +210,13 @@ class Dispatcher:
                         first_delta = False
                         await asyncio.sleep(0)
                 if not turn.settled:
-                    self._apply(job, translator.end(), watchdog)
+                    try:
+                        events = translator.end()
+                    except ProviderError:
+                        raise
+                    except Exception as exc:
+                        raise _unreadable(job, provider, None, exc) from None
+                    self._apply(job, events, watchdog)
             except ProviderError:
                 raise
             except ToolArgumentsError as exc:
@@ -390,6 +401,19 @@ def _format_error(route: Route, error: ProviderError, suffix: str = "") -> str:
     if error.retry_after_ms is not None:
         text += f" retry-after-ms={error.retry_after_ms}"
     return text
+
+
+def _unreadable(job: TurnJob, provider: Provider, wire: Any, exc: Exception) -> ProviderError:
+    """A wire event the adapter's translator raised on (not a `ProviderError`): a value of a type or size the
+    vendor's format does not have, so a malformed upstream (retryable, fallback applies), never an internal
+    error. Logged with its traceback, in case it is an adapter's bug after all."""
+    log.warning("turn %s: %s sent an event its adapter could not read", job.turn.request_id, provider.name, exc_info=exc)
+    what = f"a {wire.get('type')} event" if isinstance(wire, dict) and isinstance(wire.get("type"), str) else "an event"
+    return ProviderError(
+        f"sent {what} the gateway could not read ({type(exc).__name__}: {str(exc)[:120]})",
+        retryable=True,
+        kind=ErrorKind.MALFORMED,
+    )
 
 
 def _timeout_detail(reason: str, settings: Settings) -> str:

@@ -13,7 +13,8 @@ from app.dispatch import Dispatcher, Interrupt, Route, TurnJob
 from app.keys import ClientKeys, watch_keys
 from app.ledger import LedgerObserver, open_ledger
 from app.limits import LimitStore, Limits, MemoryLimitStore
-from app.logs import RequestLog, register_secrets
+from app.logs import RequestLog
+from app.redaction import register_secrets
 from app.metrics import Metrics
 from app.resume import RedisEvents, ResumeHub
 from app.providers.base import Provider

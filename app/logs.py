@@ -3,8 +3,8 @@
 `configure_logging(level)` installs the JSON formatter on the root logger and returns a `logging.config`
 dict for uvicorn, so its own lines are JSON too. `RequestLog` is a turn observer that writes the per-request
 line (logger `gateway.requests`). Keys never appear: the request line names a key by its id, and the
-formatter replaces any registered secret (provider and client keys) that slips into a message. Message content
-is logged only when `GATEWAY_LOG_CONTENT=true`.
+formatter replaces any registered secret (provider and client keys, `app.redaction`) that slips into a
+message. Message content is logged only when `GATEWAY_LOG_CONTENT=true`.
 """
 
 from __future__ import annotations
@@ -18,22 +18,12 @@ from typing import Any
 import orjson
 
 from app.dispatch import TurnJob
+from app.redaction import has_secrets, redact, register_secrets
+
+__all__ = ["JsonFormatter", "RequestLog", "configure_logging", "redact", "register_secrets", "request_fields"]
 
 REQUEST_LOGGER = "gateway.requests"
-_SECRETS: set[str] = set()
 _STANDARD = set(vars(logging.LogRecord("", 0, "", 0, "", None, None))) | {"message", "asctime", "color_message"}
-
-
-def register_secrets(*values: str | None) -> None:
-    """Strings the formatter must never write (keys). Short values are ignored: they would redact words."""
-    _SECRETS.update(v for v in values if v and len(v) >= 8)
-
-
-def redact(text: str) -> str:
-    for secret in _SECRETS:
-        if secret in text:
-            text = text.replace(secret, "[redacted]")
-    return text
 
 
 class JsonFormatter(logging.Formatter):
@@ -52,7 +42,7 @@ class JsonFormatter(logging.Formatter):
         if record.exc_info:
             entry["exc"] = self.formatException(record.exc_info)
         line = orjson.dumps(entry, default=str).decode()
-        return redact(line) if _SECRETS else line
+        return redact(line) if has_secrets() else line
 
 
 def logging_config(level: str = "info") -> dict[str, Any]:

@@ -79,6 +79,11 @@ class Settings(BaseSettings):
         default=15.0, gt=0, description="seconds a connection may take to send a request's headers (408, closed)"
     )
     max_pending_bytes: int = 256 * 1024
+    max_upstream_event_bytes: int = Field(
+        default=32 * 1024 * 1024,
+        ge=0,
+        description="one upstream SSE event (or line) at most; a longer one ends the attempt (kind event_too_large). 0: unbounded",
+    )
     send_buffer_bytes: int = Field(
         default=256 * 1024, ge=0, description="SO_SNDBUF of client connections (0: kernel autotuning); bounds what a slow reader buffers"
     )

@@ -8,6 +8,7 @@ after that — attempts, settlement, the Turn, coalescing — is the production 
 from __future__ import annotations
 
 import asyncio
+import copy
 import os
 from typing import Any, Callable
 
@@ -79,7 +80,10 @@ def run_script(provider: ScriptedProvider, *, throttle_ms: int = 0) -> tuple[lis
     return asyncio.run(main())
 
 
-GENERIC_MUTATIONS = ["drop", "duplicate", "swap", "truncate", "transport"]
+GENERIC_MUTATIONS = ["drop", "duplicate", "swap", "truncate", "transport", "retype"]
+# Values of a type or size no vendor sends where they land: a list or dict for an index, a number for a text,
+# counts past 64 bits or past any float, text for a number (issue 24 item 12: never an internal error).
+HOSTILE_VALUES = ([0], {"i": 0}, 5, -1, 10**20, 10**400, float("inf"), float("nan"), 1.5, "7", True, None, "")
 
 
 def corrupt(wire: list[Any], mutation: str, seed: int) -> tuple[list[Any], BaseException | None, int]:
@@ -101,7 +105,27 @@ def corrupt(wire: list[Any], mutation: str, seed: int) -> tuple[list[Any], BaseE
     elif mutation == "transport":
         wire = wire[:at]
         fail_with = ConnectionError("reset by peer")
+    elif mutation == "retype":
+        wire[at] = retyped(wire[at], seed)
     return wire, fail_with, at
+
+
+def retyped(event: Any, seed: int) -> Any:
+    """A copy of a wire event with one value (picked by `seed`, at any depth) replaced by a hostile one."""
+    event = copy.deepcopy(event)
+    slots: list[tuple[Any, Any]] = []
+
+    def walk(node: Any) -> None:
+        items = node.items() if isinstance(node, dict) else enumerate(node) if isinstance(node, list) else ()
+        for key, value in items:
+            slots.append((node, key))
+            walk(value)
+
+    walk(event)
+    if slots:
+        node, key = slots[seed % len(slots)]
+        node[key] = HOSTILE_VALUES[(seed // len(slots)) % len(HOSTILE_VALUES)]
+    return event
 
 
 # ---------------------------------------------------------------- shared pieces of the property-based tests

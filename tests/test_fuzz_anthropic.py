@@ -87,7 +87,7 @@ def test_valid_streams_normalize_exactly(stream, throttle):
     assert provider.closed
 
 
-MUTATIONS = ["drop", "duplicate", "swap", "unknown", "truncate", "garble", "late", "transport", "error_event"]
+MUTATIONS = ["drop", "duplicate", "swap", "unknown", "truncate", "garble", "late", "transport", "error_event", "retype"]
 
 
 @fuzz_corrupt

@@ -1,10 +1,11 @@
 """Property-based fuzzing of the openai-completions adapter + dispatcher + event stream (like test_fuzz_openai).
 
-Generated valid chunk streams (text, thinking in `reasoning_content` / `reasoning` / `reasoning_details`,
-tool calls by index in fragments or whole, usage in the finish chunk or a trailing one) must normalize exactly.
-Corrupted ones (dropped, duplicated, reordered or unknown chunks, garbled arguments, truncation, transport
-failure, chunks after the end, error objects) must keep every invariant of the conformance checker and never
-end in an internal error. `FUZZ_EXAMPLES=N` raises the number of examples.
+Generated valid chunk streams (text as a string or Mistral's typed parts, thinking in `reasoning_content` /
+`reasoning` / `reasoning_details`, tool calls by index or without one (Mistral) in fragments or whole, usage in
+the finish chunk or a trailing one) must normalize exactly. Corrupted ones (dropped, duplicated, reordered or
+unknown chunks, garbled arguments, truncation, transport failure, chunks after the end, error objects, a
+finish reason that is not a success, any value replaced by one of the wrong type or size) must keep every
+invariant of the conformance checker and never end in an internal error. `FUZZ_EXAMPLES=N` raises the number of examples.
 """
 
 from __future__ import annotations
@@ -48,7 +49,8 @@ def chat_stream(draw):
         previous = kind
         if kind == "text":
             text = draw(wire_text.filter(bool))
-            wire += [_chunk({"content": c}) for c in utf16_split(draw, text) if c]
+            typed = draw(st.booleans())  # Mistral's typed content parts, else a plain string
+            wire += [_chunk({"content": [{"type": "text", "text": c}] if typed else c}) for c in utf16_split(draw, text) if c]
             expected.append({"type": "text", "text": valid_text(text)})
         elif kind == "thinking":
             text = draw(wire_text.filter(bool))
@@ -66,11 +68,13 @@ def chat_stream(draw):
             args = draw(arguments)
             text = json.dumps(args, ensure_ascii=False)
             whole = draw(st.booleans())
-            first = {"index": index, "id": f"call_{index}", "type": "function",
+            indexed = draw(st.booleans())  # Mistral sends no index: a new id starts a call, no id continues it
+            by_index = {"index": index} if indexed else {}
+            first = {**by_index, "id": f"call_{index}", "type": "function",
                      "function": {"name": "tool", "arguments": text if whole else ""}}
             wire.append(_chunk({"tool_calls": [first]}))
             if not whole:
-                wire += [_chunk({"tool_calls": [{"index": index, "function": {"arguments": f}}]}) for f in utf16_split(draw, text)]
+                wire += [_chunk({"tool_calls": [{**by_index, "function": {"arguments": f}}]}) for f in utf16_split(draw, text)]
             expected.append({"type": "toolCall", "id": f"call_{index}", "name": "tool", "arguments": args})
             index += 1
     prompt, completion = draw(st.integers(0, 5000)), draw(st.integers(0, 5000))
@@ -103,7 +107,9 @@ def test_valid_streams_normalize_exactly(stream, throttle):
     assert [a.outcome for a in job.attempts] == ["done"]
 
 
-MUTATIONS = ["drop", "duplicate", "swap", "unknown", "truncate", "garble", "late", "transport", "error_event", "interleave"]
+MUTATIONS = ["drop", "duplicate", "swap", "unknown", "truncate", "garble", "late", "transport", "error_event", "interleave",
+             "bad_finish", "retype"]
+ERROR_FINISHES = ["content_filter", "mystery_reason"]
 
 
 @fuzz_corrupt
@@ -121,14 +127,23 @@ def test_corrupted_streams_keep_every_invariant(stream, mutation, seed, throttle
         wire.insert(at, {"error": {"message": "The server had an error", "type": "server_error"}})
     elif mutation == "interleave":  # a fragment for call 0 after call 1 began
         wire.insert(len(wire) - 1, _chunk({"tool_calls": [{"index": 0, "function": {"arguments": "1"}}]}))
+    elif mutation == "bad_finish":  # a finish reason that cannot be success, with usage so it settles there
+        wire.insert(at, _chunk({"content": "x"}, ERROR_FINISHES[seed % 2], usage={"prompt_tokens": 1, "completion_tokens": 1}))
     provider = ScriptedProvider("compat", "openai-completions", ChatCompletionsTranslator, wire, fail_with)
     terminal, job = run_corrupted(provider, throttle_ms=throttle)
     if mutation in ("truncate", "transport") and not any(
         (c.get("choices") or [{}])[0].get("finish_reason") for c in wire if isinstance(c, dict)
     ):
         assert terminal["type"] == "error"
+    if mutation == "bad_finish":
+        before = [c for c in wire[:at] if isinstance(c, dict)]
+        finished = any((c.get("choices") or [{}])[0].get("finish_reason") for c in before)
+        calls = any(((c.get("choices") or [{}])[0].get("delta") or {}).get("tool_calls") for c in before)
+        if not finished and (seed % 2 == 0 or not calls):
+            # content_filter is never a success; nor is an unknown reason, unless a completed call says toolUse
+            assert terminal["type"] == "error"
     if terminal["type"] == "done":  # never a call with invented arguments
         made = [b for b in terminal["message"]["content"] if b["type"] == "toolCall"]
-        assert all(b in expected for b in made) or mutation in ("duplicate", "swap", "drop", "garble", "interleave")
+        assert all(b in expected for b in made) or mutation in ("duplicate", "swap", "drop", "garble", "interleave", "bad_finish", "retype")
     assert provider.closed
     assert job.turn.settled and job.attempts and job.attempts[-1].outcome == job.turn.outcome

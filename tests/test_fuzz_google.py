@@ -166,7 +166,7 @@ def test_valid_streams_normalize_exactly(stream, as_sdk, throttle):
 
 
 MUTATIONS = ["drop", "duplicate", "swap", "unknown", "truncate", "odd_parts", "bad_finish", "blocked", "late", "transport",
-             "error_chunk"]
+             "error_chunk", "retype"]
 
 
 @fuzz_corrupt
@@ -191,6 +191,8 @@ def test_corrupted_streams_keep_every_invariant(stream, mutation, seed, as_sdk, 
     elif mutation == "error_chunk":  # the SDK raises on an error chunk: as a transport failure at that point
         wire = wire[:at]
         fail_with = ConnectionError("error chunk")
+    if mutation == "retype":
+        as_sdk = False  # the SDK's typed objects refuse hostile values before the adapter sees them
     provider = ScriptedProvider("google", "google-generative-ai", GoogleTranslator, _feed(wire, as_sdk), fail_with)
     terminal, job = run_corrupted(provider, throttle_ms=throttle)
     if mutation in ("truncate", "transport") and not any(

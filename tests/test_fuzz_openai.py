@@ -123,7 +123,7 @@ def test_valid_streams_normalize_exactly(stream, throttle):
     assert [a.outcome for a in job.attempts] == ["done"]
 
 
-MUTATIONS = ["drop", "duplicate", "swap", "unknown", "truncate", "garble", "late", "transport", "error_event", "orphan"]
+MUTATIONS = ["drop", "duplicate", "swap", "unknown", "truncate", "garble", "late", "transport", "error_event", "orphan", "retype"]
 
 
 @fuzz_corrupt

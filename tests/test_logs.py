@@ -62,3 +62,13 @@ def test_formatter_redacts_keys_that_slip_into_messages(plain):
     record = logging.LogRecord("gateway", logging.ERROR, __file__, 1, "upstream said %s", (PROVIDER_KEYS["anthropic"],), None)
     line = JsonFormatter().format(record)
     assert PROVIDER_KEYS["anthropic"] not in line and "[redacted]" in line
+
+
+def test_a_provider_error_never_carries_a_registered_key():
+    from app.providers.base import ProviderError
+    from app.redaction import register_secrets
+
+    register_secrets("sk-echoed-back-0123456789", "short")
+    error = ProviderError('returned HTTP 401: invalid credentials: {"authorization": "Bearer sk-echoed-back-0123456789"} short')
+    assert "sk-echoed-back-0123456789" not in error.message and "[redacted]" in error.message
+    assert str(error) == error.message and error.message.endswith(" short")  # too short to be a key: kept

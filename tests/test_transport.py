@@ -43,3 +43,39 @@ def test_httpx2_errors_without_aiohttp_underneath():
     assert transport_error(httpx2.ConnectTimeout("slow")).kind == "connect_timeout"
     assert transport_error(httpx2.ReadError("reset")).message.startswith("connection lost")
     assert transport_error(ValueError("a bug of ours")) is None
+
+
+# Hostile values in retry headers (issue 24 item 12): never an exception, at most a day.
+
+from app.providers.base import RETRY_AFTER_MAX_MS, ProviderError, retry_after_ms, retry_delay_ms, wire_index, wire_text  # noqa: E402
+
+
+@pytest.mark.parametrize(
+    "headers, expected",
+    [({"retry-after": "inf"}, RETRY_AFTER_MAX_MS), ({"retry-after-ms": "1e400"}, RETRY_AFTER_MAX_MS),
+     ({"retry-after": "1e300"}, RETRY_AFTER_MAX_MS), ({"retry-after": "nan"}, None), ({"retry-after-ms": "-inf"}, None),
+     ({"x-ratelimit-reset-ms": "inf"}, RETRY_AFTER_MAX_MS), ({"retry-after": "2"}, 2000)],
+)
+def test_retry_after_beyond_a_day_or_not_finite_is_capped_or_ignored(headers, expected):
+    assert retry_after_ms(headers) == expected
+
+
+def test_retry_delay_of_gemini_retry_info_is_capped():
+    assert retry_delay_ms(float("9" * 400)) == RETRY_AFTER_MAX_MS and retry_delay_ms(37.5) == 37_500
+
+
+@pytest.mark.parametrize("value", [5, [0], {"a": 1}, True])
+def test_wire_text_refuses_what_is_not_text_as_malformed(value):
+    assert wire_text(None, "x") == "" and wire_text("a", "x") == "a"
+    with pytest.raises(ProviderError) as caught:
+        wire_text(value, "a thinking block's thinking")
+    assert caught.value.kind == "malformed" and caught.value.retryable
+    assert caught.value.message.startswith("sent a thinking block's thinking that is not a string: ")
+
+
+@pytest.mark.parametrize("value", [[0], {"i": 0}, "0", 1.0, True])
+def test_wire_index_refuses_what_is_not_an_integer_as_malformed(value):
+    assert wire_index(None, "x") is None and wire_index(3, "x") == 3
+    with pytest.raises(ProviderError) as caught:
+        wire_index(value, "a tool call index")
+    assert caught.value.kind == "malformed" and "a tool call index that is not an integer" in caught.value.message

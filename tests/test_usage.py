@@ -40,3 +40,80 @@ def test_each_cost_is_the_exact_product_and_the_total_their_exact_sum(counts, pr
     parts = [exact(count, price) for count, price in zip(counts, prices)]
     assert [usage["cost"][k] for k in kinds] == [float(p) for p in parts]
     assert usage["cost"]["total"] == float(sum(parts))
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Hostile token counts (issue 24 item 11): a count past 64 bits, or past any float, from any vendor.
+
+import json  # noqa: E402
+import math  # noqa: E402
+
+import pytest  # noqa: E402
+
+from app.providers.base import MAX_USAGE_TOKENS, ProviderError, token_count  # noqa: E402
+from tests.conftest import HERE, marker, turn  # noqa: E402
+
+KEYED = {"Authorization": "Bearer usage-key-SECRET"}
+HUGE = (10**20, 10**400)
+PROVIDERS = ("anthropic", "openai", "google", "compat")
+
+
+@pytest.fixture(scope="module")
+def keyed_gateway(gateway_factory, tmp_path_factory):
+    """A gateway with a client key, whose catalog prices the simulator models that report a huge input count
+    (so the turn has a cost, the key a spend metric)."""
+    catalog = json.loads((HERE / "catalog.json").read_text())
+    price = {"input": 3, "output": 15}
+    catalog["models"] += [
+        {"provider": p, "id": f"text;input={n}", "contextWindow": 200000, "maxTokens": 8192, "cost": price}
+        for p in PROVIDERS for n in HUGE
+    ]
+    path = tmp_path_factory.mktemp("catalog") / "catalog.json"
+    path.write_text(json.dumps(catalog))
+    return gateway_factory(api_keys="usage:usage-key-SECRET", retries=0, catalog=str(path))
+
+
+@pytest.mark.parametrize("count", HUGE, ids=["1e20", "1e400"])
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_usage_beyond_64_bits_is_clamped_and_the_turn_settles_with_a_record(keyed_gateway, provider, count):
+    gw = keyed_gateway
+    result = gw.stream(turn(f"{provider}/text;input={count}", marker()), headers=KEYED)
+    assert result.status == 200
+    terminal = result.terminal
+    assert terminal["type"] == "done", terminal.get("errorMessage")
+    assert terminal["usage"]["input"] == MAX_USAGE_TOKENS
+    assert 0 < terminal["usage"]["cost"]["total"] < math.inf
+    request_id = result.headers["x-request-id"]
+    gw.job(request_id)
+    record = gw.http.get(f"/v1/requests/{request_id}", headers=KEYED)
+    assert record.status_code == 200, record.text
+    assert record.json()["outcome"] == "done" and record.json()["usage"]["input"] == MAX_USAGE_TOKENS
+    # The whole JSON body of stream=false too (it answered 500).
+    complete = gw.http.post("/v1/complete", json=turn(f"{provider}/text;input={count}", marker()), headers=KEYED)
+    assert complete.status_code == 200 and complete.json()["usage"]["input"] == MAX_USAGE_TOKENS
+    # The doors: Chat Completions (it looked normal without usage) and Messages (an empty 200), whole bodies.
+    chat = gw.http.post("/v1/chat/completions", headers=KEYED, json={
+        "model": f"{provider}/text;input={count}", "messages": [{"role": "user", "content": marker()}]})
+    assert chat.status_code == 200 and chat.json()["usage"]["prompt_tokens"] == MAX_USAGE_TOKENS, chat.text
+    messages = gw.http.post("/v1/messages", headers=KEYED, json={
+        "model": f"{provider}/text;input={count}", "max_tokens": 64, "messages": [{"role": "user", "content": marker()}]})
+    assert messages.status_code == 200 and messages.json()["usage"]["input_tokens"] == MAX_USAGE_TOKENS, messages.text
+    metrics = gw.http.get("/metrics").text
+    spend = [line for line in metrics.splitlines() if line.startswith('gateway_key_spend_usd_total{key="usage"}')]
+    assert spend and math.isfinite(float(spend[0].split()[-1])), spend
+
+
+@pytest.mark.parametrize(
+    "value, expected",
+    [(None, 0), (0, 0), (7, 7), (-3, 0), (12.0, 12), (10**20, MAX_USAGE_TOKENS), (1e400, MAX_USAGE_TOKENS),
+     (MAX_USAGE_TOKENS, MAX_USAGE_TOKENS)],
+)
+def test_token_count_clamps_whole_numbers_to_the_plausible_range(value, expected):
+    assert token_count(value, "prompt_tokens") == expected
+
+
+@pytest.mark.parametrize("value", ["12", [1], {"a": 1}, True, 1.5, float("nan")])
+def test_token_count_refuses_a_value_that_is_not_a_whole_number_as_malformed(value):
+    with pytest.raises(ProviderError) as caught:
+        token_count(value, "prompt_tokens")
+    assert caught.value.kind == "malformed" and "prompt_tokens=" in caught.value.message

@@ -22,7 +22,8 @@ class ErrorKind(enum.StrEnum):
     CONNECT_TIMEOUT = "connect_timeout"
     TRANSPORT = "transport"  # the connection broke mid-stream
     TIMEOUT = "timeout"  # a watchdog timeout (first event, idle) or a transport read timeout
-    MALFORMED = "malformed"  # bytes or JSON the SDK could not read
+    MALFORMED = "malformed"  # bytes, JSON or values the gateway could not read
+    EVENT_TOO_LARGE = "event_too_large"  # one SSE event passed GATEWAY_MAX_UPSTREAM_EVENT_BYTES
     TRUNCATED = "truncated"  # the body ended without the vendor's terminal signal
     PROTOCOL = "protocol"  # events out of order
     REFUSAL = "refusal"  # a refusal or safety stop

@@ -15,6 +15,7 @@ import asyncio
 import email.utils
 import html
 import json
+import math
 import re
 import time
 from typing import Any, AsyncIterator, Callable, Awaitable, Mapping, Protocol, TypeVar
@@ -25,6 +26,7 @@ from app.contract.messages import Context
 from app.contract.request import StreamOptions
 from app.catalog import ModelInfo
 from app.collector import gc_paused
+from app.redaction import redact
 
 RETRYABLE_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504, 529})
 
@@ -45,6 +47,7 @@ class ProviderError(Exception):
         retryable: bool = False,
         kind: ErrorKind | str = ErrorKind.UPSTREAM,
     ) -> None:
+        message = redact(message)  # where upstream failure text enters: a vendor may echo the key it was sent
         super().__init__(message)
         self.message = message
         self.status = status
@@ -175,8 +178,66 @@ def retry_after_ms(headers: Mapping[str, str] | None, now: float | None = None) 
             candidates.append((reset - now) * 1000)
         else:
             candidates.append(reset * 1000)
-    valid = [c for c in candidates if c >= 0]
-    return int(max(valid)) if valid else None
+    valid = [c for c in candidates if c >= 0]  # NaN is never >= 0
+    return int(min(max(valid), RETRY_AFTER_MAX_MS)) if valid else None
+
+
+RETRY_AFTER_MAX_MS = 86_400_000  # a vendor's retry-after beyond a day (`inf`, `1e400`) reads as a day
+
+
+def retry_delay_ms(seconds: float) -> int | None:
+    """A retry delay in seconds (e.g. Gemini's `retryDelay`) as milliseconds, capped at `RETRY_AFTER_MAX_MS`;
+    None for a negative or NaN one."""
+    if not seconds >= 0:
+        return None
+    return int(min(seconds * 1000, RETRY_AFTER_MAX_MS))
+
+
+MAX_USAGE_TOKENS = 1_000_000_000
+"""The largest token count the gateway takes from a vendor: no model reads or writes a billion tokens in one
+turn, and counts past 64 bits break the ledger, the charge and the spend metric. A larger count is recorded as
+this one (clamped, so the turn still settles and is billed at most this)."""
+
+
+def token_count(value: Any, name: str) -> int:
+    """A vendor's token count (`name` is its wire field, for the error) as the gateway keeps it: absent → 0,
+    a whole number clamped to `0 ..= MAX_USAGE_TOKENS`. Any other value (text, a list, a fraction, NaN) is a
+    malformed event (`ProviderError`, kind `malformed`). Every adapter reads usage through this."""
+    if value is None:
+        return 0
+    if isinstance(value, float) and value.is_integer():
+        value = MAX_USAGE_TOKENS if value > MAX_USAGE_TOKENS else int(value)  # 1e400 is inf: clamped too
+    elif isinstance(value, float) and math.isinf(value) and value > 0:
+        value = MAX_USAGE_TOKENS
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise ProviderError(
+            f"sent a token count that is not a whole number: {name}={_shown(value)}", retryable=True, kind=ErrorKind.MALFORMED
+        )
+    return min(max(value, 0), MAX_USAGE_TOKENS)
+
+
+def wire_text(value: Any, name: str) -> str:
+    """A text field of a wire event (`name` says which, for the error): absent → "", a string as it is; any
+    other value (`"thinking": 5`, a list) is a malformed event (`ProviderError`, kind `malformed`)."""
+    if isinstance(value, str):
+        return value
+    if value is None:
+        return ""
+    raise ProviderError(f"sent {name} that is not a string: {_shown(value)}", retryable=True, kind=ErrorKind.MALFORMED)
+
+
+def wire_index(value: Any, name: str) -> int | None:
+    """An index field of a wire event (a content block's, a tool call's): absent → None, an integer as it is;
+    any other value (a list, a dict, text) is a malformed event (`ProviderError`, kind `malformed`)."""
+    if value is None or (isinstance(value, int) and not isinstance(value, bool)):
+        return value
+    raise ProviderError(f"sent {name} that is not an integer: {_shown(value)}", retryable=True, kind=ErrorKind.MALFORMED)
+
+
+def _shown(value: Any, limit: int = 60) -> str:
+    """A wire value as an error message shows it: its JSON-ish repr, cut to `limit` characters."""
+    text = repr(value) if not isinstance(value, int) or value.bit_length() < 200 else f"<{value.bit_length()}-bit integer>"
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 OFF_LOOP_MESSAGES = 2_000  # histories at least this long are converted in a worker thread

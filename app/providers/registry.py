@@ -14,6 +14,7 @@ from app.providers.google import GoogleProvider
 from app.providers.openai import OpenAIResponsesProvider
 from app.providers.openai_completions import OpenAICompletionsProvider
 from app.providers.transport import TransportSettings
+from app.redaction import register_secrets
 from app.settings import Settings
 
 log = logging.getLogger("gateway.providers")
@@ -103,11 +104,17 @@ def _base_url(settings: Settings, name: str) -> tuple[str | None, str]:
 
 
 def build_providers(settings: Settings, catalog: Catalog) -> dict[str, Provider]:
-    """One SDK client per served provider (`provider_setups`)."""
-    transport = TransportSettings(connect_timeout=settings.connect_timeout, total_timeout=settings.total_timeout)
+    """One SDK client per served provider (`provider_setups`). Each one's key is registered as a secret
+    (`app.redaction`): a catalog provider's key (`keyEnv`) is redacted like the built-in ones'."""
+    transport = TransportSettings(
+        connect_timeout=settings.connect_timeout,
+        total_timeout=settings.total_timeout,
+        max_event_bytes=settings.max_upstream_event_bytes,
+    )
     providers: dict[str, Provider] = {}
     for setup in provider_setups(settings, catalog):
         if setup.served:
+            register_secrets(setup.key)
             info = catalog.providers[setup.name]
             providers[setup.name] = ADAPTERS[setup.api](setup.name, setup.key or "", setup.base_url, transport, compat=info.compat)
     return providers

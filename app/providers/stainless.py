@@ -21,7 +21,7 @@ from app.catalog import ModelInfo
 from app.contract.messages import Context
 from app.contract.request import StreamOptions
 from app.providers.base import ProviderError, Translator, Upstream, build_off_loop
-from app.providers.transport import TransportSettings, client_options, stainless_error
+from app.providers.transport import TransportSettings, bound_event_streams, client_options, stainless_error
 from app.refusals import TokensNotCounted
 
 
@@ -48,7 +48,7 @@ class StainlessProvider:
             api_key=api_key,
             base_url=base_url,
             max_retries=0,  # the dispatcher retries
-            http_client=self.sdk.DefaultAioHttpClient(**client_options(transport)),
+            http_client=bound_event_streams(self.sdk.DefaultAioHttpClient(**client_options(transport)), transport.max_event_bytes),
         )
         # The request options every call shares, built once (see `request_options`). The endpoint as an
         # absolute URL, merged into the base URL by the SDK's own `_prepare_url` once: per call the SDK then

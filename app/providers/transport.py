@@ -3,6 +3,14 @@
 The `anthropic` and `openai` SDKs run on their aiohttp transport (`DefaultAioHttpClient`): its C HTTP parser
 costs about a fifth less gateway CPU per streamed event than the default httpx2 one. The `google-genai` SDK is
 given an httpx2 client (`http_client`), whose response hooks its adapter uses.
+
+Every SDK reads a vendor's SSE body through its client's transport (`response.aiter_bytes()`), then joins the
+bytes of one event (the Stainless SDKs' `SSEDecoder`) or one line (google-genai's `_SseLineDecoder`) until
+its end, with no bound: a line that never ends would grow a stream's memory without limit. So the bound is
+put where the bytes enter, on each client's transports (`bound_event_streams`): a response body whose
+current event (the bytes since its last blank line) passes `max_event_bytes`
+(`GATEWAY_MAX_UPSTREAM_EVENT_BYTES`) fails with `EventTooLarge`, which ends the attempt as an upstream error
+of kind `event_too_large`.
 """
 
 from __future__ import annotations
@@ -10,12 +18,15 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from types import ModuleType
-from typing import Any
+from typing import Any, AsyncIterator
 
 import aiohttp
 import httpx2
 
+from app.contract.failures import ErrorKind
 from app.providers.base import RETRYABLE_STATUS, ProviderError, error_detail, retry_after_ms
+
+MAX_EVENT_BYTES = 32 * 1024 * 1024
 
 
 @dataclass(frozen=True, slots=True)
@@ -23,6 +34,115 @@ class TransportSettings:
     connect_timeout: float = 10.0
     total_timeout: float = 600.0
     max_connections: int = 10_000
+    max_event_bytes: int = MAX_EVENT_BYTES  # one upstream SSE event (or line) at most; 0: unbounded
+
+
+class EventTooLarge(httpx2.ReadError):
+    """An upstream SSE event (or line) grew past the bound before it ended."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(f"an SSE event longer than {limit} bytes")
+        self.limit = limit
+
+
+class _EventBound:
+    """Counts the bytes of the SSE event being received (since the last blank line) across body chunks."""
+
+    __slots__ = ("limit", "pending", "last")
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.pending = 0  # bytes of the current, unfinished event
+        self.last = 0  # the previous chunk's last byte (an event may end across two chunks)
+
+    def feed(self, chunk: bytes) -> None:
+        """Take a body chunk; raises `EventTooLarge` when the current event passes the limit. An event ends
+        at a blank line: two line ends in a row (`\n\n`, `\r\r`, or `\n\r` inside `\r\n\r\n`)."""
+        if not chunk:
+            return
+        if chunk.endswith(b"\n\n"):  # the usual chunk: whole events (the fast path)
+            self.pending = 0
+            self.last = 10
+            return
+        end = max(chunk.rfind(b"\n\n"), chunk.rfind(b"\r\r"), chunk.rfind(b"\n\r"))
+        if end >= 0:
+            self.pending = len(chunk) - end - 2
+        elif self.last in _LINE_ENDS and chunk[0] in _LINE_ENDS and not (self.last == 13 and chunk[0] == 10):
+            self.pending = len(chunk) - 1  # the blank line straddles the two chunks
+        else:
+            self.pending += len(chunk)
+        self.last = chunk[-1]
+        if self.pending > self.limit:
+            raise EventTooLarge(self.limit)
+
+
+_LINE_ENDS = (10, 13)  # \n, \r
+
+
+class _BoundedEventStream(httpx2.AsyncByteStream):
+    """A response body, decoded (gzip, …) as the client would, that fails with `EventTooLarge` once one event
+    passes the bound: the SDK above never holds more of an unfinished event than the bound."""
+
+    def __init__(self, inner: httpx2.AsyncByteStream, limit: int, decoder: Any) -> None:
+        self._inner = inner
+        self._bound = _EventBound(limit)
+        self._decoder = decoder
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        feed = self._bound.feed
+        decoder = self._decoder
+        if decoder is None:
+            async for raw in self._inner:
+                feed(raw)
+                yield raw
+            return
+        async for raw in self._inner:
+            for chunk in decoder.decode(raw):
+                feed(chunk)
+                yield chunk
+        for chunk in decoder.flush():
+            feed(chunk)
+            yield chunk
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+
+class _BoundingTransport(httpx2.AsyncBaseTransport):
+    """A client's transport, with every response body bounded per event. Whatever its content type: the
+    Stainless SDKs decode a streaming call's body as SSE whatever type it is labelled with, and these clients
+    make no other calls (an error body, read whole, is bounded by the same rule: a larger one is hostile too)."""
+
+    def __init__(self, inner: httpx2.AsyncBaseTransport, limit: int) -> None:
+        self._inner = inner
+        self._limit = limit
+
+    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
+        response = await self._inner.handle_async_request(request)
+        decoder = None
+        if response.headers.get("content-encoding"):
+            # Bound what the SDK buffers, i.e. the decoded bytes: decode here with the client's own decoders (a
+            # small compressed body can hold a huge line), so the client must not decode again.
+            decoder = response._get_content_decoder()
+            del response._decoder
+            del response.headers["content-encoding"]
+        response.stream = _BoundedEventStream(response.stream, self._limit, decoder)
+        return response
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+
+def bound_event_streams(client: httpx2.AsyncClient, max_event_bytes: int) -> httpx2.AsyncClient:
+    """`client`, with each of its transports (the default one and any proxy mounts) bounding response bodies
+    to `max_event_bytes` per event (0: unbounded). Returns the client."""
+    if max_event_bytes > 0:
+        client._transport = _BoundingTransport(client._transport, max_event_bytes)
+        client._mounts = {
+            pattern: None if transport is None else _BoundingTransport(transport, max_event_bytes)
+            for pattern, transport in client._mounts.items()
+        }
+    return client
 
 
 def client_options(settings: TransportSettings) -> dict[str, Any]:
@@ -36,14 +156,20 @@ def client_options(settings: TransportSettings) -> dict[str, Any]:
 
 
 def http_client(settings: TransportSettings) -> httpx2.AsyncClient:
-    """An httpx2 client with `client_options`."""
-    return httpx2.AsyncClient(**client_options(settings))
+    """An httpx2 client with `client_options`, its event streams bounded (`bound_event_streams`)."""
+    return bound_event_streams(httpx2.AsyncClient(**client_options(settings)), settings.max_event_bytes)
 
 
 def transport_error(exc: BaseException) -> ProviderError | None:
     """A ProviderError for a network, framing or decoding failure; None for anything else (our own bugs)."""
     if isinstance(exc.__cause__, aiohttp.ClientError):
         exc = _httpx_equivalent(exc.__cause__) or exc
+    if isinstance(exc, EventTooLarge):
+        return ProviderError(
+            f"sent an SSE event longer than {exc.limit} bytes (GATEWAY_MAX_UPSTREAM_EVENT_BYTES)",
+            retryable=True,
+            kind=ErrorKind.EVENT_TOO_LARGE,
+        )
     if isinstance(exc, httpx2.ConnectTimeout):
         return ProviderError("connect timeout", retryable=True, kind="connect_timeout")
     if isinstance(exc, httpx2.ConnectError):
@@ -54,7 +180,21 @@ def transport_error(exc: BaseException) -> ProviderError | None:
         return ProviderError(f"connection lost: {exc or type(exc).__name__}", retryable=True, kind="transport")
     if isinstance(exc, (json.JSONDecodeError, UnicodeDecodeError)):
         return ProviderError(f"sent malformed data: {exc}", retryable=True, kind="malformed")
+    if isinstance(exc, ValueError) and _raised_in_json(exc):
+        # Valid JSON Python will not read: an integer of more than 4,300 digits (`sys.get_int_max_str_digits`).
+        detail = str(exc).split(";")[0][:200]
+        return ProviderError(f"sent JSON the gateway could not read: {detail}", retryable=True, kind="malformed")
     return None
+
+
+def _raised_in_json(exc: BaseException) -> bool:
+    """Whether `exc` was raised by the standard `json` decoder (the SDKs decode each event with it)."""
+    tb = exc.__traceback__
+    if tb is None:
+        return False
+    while tb.tb_next is not None:
+        tb = tb.tb_next
+    return str(tb.tb_frame.f_globals.get("__name__", "")).startswith("json")
 
 
 def _httpx_equivalent(exc: aiohttp.ClientError) -> httpx2.TransportError | None:

@@ -18,7 +18,7 @@ from __future__ import annotations
 from typing import Any
 
 from app.contract.failures import ErrorKind
-from app.providers.base import ProviderError
+from app.providers.base import ProviderError, token_count, wire_index, wire_text
 
 STOP_REASONS = {
     "end_turn": "stop",
@@ -84,62 +84,67 @@ class AnthropicTranslator:
         if usage is None:
             return []
         iterations = _get(usage, "iterations")
-        if iterations:
+        if iterations and isinstance(iterations, list):
             for wire_name, name in _USAGE_FIELDS:
-                self.usage[name] = sum(_get(item, wire_name) or 0 for item in iterations)
+                total = sum(token_count(_get(item, wire_name), wire_name) for item in iterations)
+                self.usage[name] = token_count(total, wire_name)
         else:
             for wire_name, name in _USAGE_FIELDS:
                 value = _get(usage, wire_name)
                 if value is not None:
-                    self.usage[name] = value
+                    self.usage[name] = token_count(value, wire_name)
         return [{"type": "usage", **self.usage}]
 
     def _start(self, wire: Any) -> list[dict[str, Any]]:
-        index = _get(wire, "index")
+        index = wire_index(_get(wire, "index"), "a content block index")
         block = _get(wire, "content_block")
         block_type = _get(block, "type")
         if block_type == "text":
             self._blocks[index] = "text"
             events = [{"type": "text_start"}]
-            if text := _get(block, "text"):
+            if text := wire_text(_get(block, "text"), "a text block's text"):
                 events.append({"type": "text_delta", "delta": text})
             return events
         if block_type == "thinking":
             self._blocks[index] = "thinking"
-            self._signature = [_get(block, "signature") or ""]
+            self._signature = [wire_text(_get(block, "signature"), "a thinking block's signature")]
             events = [{"type": "thinking_start"}]
-            if text := _get(block, "thinking"):
+            if text := wire_text(_get(block, "thinking"), "a thinking block's thinking"):
                 events.append({"type": "thinking_delta", "delta": text})
             return events
         if block_type == "redacted_thinking":
             self._blocks[index] = "redacted"
-            self._redacted_data = _get(block, "data") or ""
+            self._redacted_data = wire_text(_get(block, "data"), "a redacted_thinking block's data")
             return [{"type": "thinking_start"}]
         if block_type == "tool_use":
             self._blocks[index] = "toolcall"
-            return [{"type": "toolcall_start", "id": _get(block, "id"), "toolName": _get(block, "name")}]
+            return [{
+                "type": "toolcall_start",
+                "id": wire_text(_get(block, "id"), "a tool_use block's id"),
+                "toolName": wire_text(_get(block, "name"), "a tool_use block's name"),
+            }]
         self._blocks[index] = "skip"
         return []
 
     def _delta(self, wire: Any) -> list[dict[str, Any]]:
-        block = self._blocks.get(_get(wire, "index"))
+        block = self._blocks.get(wire_index(_get(wire, "index"), "a content block index"))
         delta = _get(wire, "delta")
         delta_type = _get(delta, "type")
         if delta_type == "text_delta" and block == "text":
-            return [{"type": "text_delta", "delta": _get(delta, "text") or ""}]
+            return [{"type": "text_delta", "delta": wire_text(_get(delta, "text"), "a text_delta's text")}]
         if delta_type == "input_json_delta" and block == "toolcall":
-            return [{"type": "toolcall_delta", "delta": _get(delta, "partial_json") or ""}]
+            return [{"type": "toolcall_delta", "delta": wire_text(_get(delta, "partial_json"), "an input_json_delta's partial_json")}]
         if delta_type == "thinking_delta" and block == "thinking":
-            return [{"type": "thinking_delta", "delta": _get(delta, "thinking") or ""}]
+            return [{"type": "thinking_delta", "delta": wire_text(_get(delta, "thinking"), "a thinking_delta's thinking")}]
         if delta_type == "signature_delta" and block == "thinking":
-            self._signature.append(_get(delta, "signature") or "")
+            self._signature.append(wire_text(_get(delta, "signature"), "a signature_delta's signature"))
             return []
         if block is None:
             raise ProviderError(f"sent {delta_type} for unknown content block {_get(wire, 'index')}")
         return []  # citations and deltas of skipped blocks
 
     def _stop(self, wire: Any) -> list[dict[str, Any]]:
-        block = self._blocks.pop(_get(wire, "index"), None)
+        block = self._blocks.pop(wire_index(_get(wire, "index"), "a content block index"), None)
         if block == "text":
             return [{"type": "text_end"}]
         if block == "thinking":

@@ -31,7 +31,9 @@ from app.catalog import ModelInfo
 from app.contract.failures import ErrorKind
 from app.contract.messages import Context
 from app.contract.request import StreamOptions
-from app.providers.base import RETRYABLE_STATUS, ProviderError, Upstream, build_off_loop, error_text, retry_after_ms
+from app.providers.base import (
+    RETRYABLE_STATUS, ProviderError, Upstream, build_off_loop, error_text, retry_after_ms, retry_delay_ms,
+)
 from app.providers.google.events import GoogleTranslator
 from app.providers.google.request import API, build_request, check_request
 from app.providers.google.wire import SdkRequest, count, sdk_request, send
@@ -163,5 +165,5 @@ def _retry_info_ms(details: Any) -> int | None:
         if isinstance(item, dict) and str(item.get("@type", "")).endswith("google.rpc.RetryInfo"):
             match = _DURATION.match(str(item.get("retryDelay", "")))
             if match:
-                return int(float(match.group(1)) * 1000)
+                return retry_delay_ms(float(match.group(1)))
     return None

@@ -28,7 +28,7 @@ import secrets
 from typing import Any
 
 from app.contract.failures import ErrorKind
-from app.providers.base import ProviderError
+from app.providers.base import ProviderError, token_count, wire_text
 
 STOP_REASONS = {"STOP": "stop", "MAX_TOKENS": "length"}
 # Finish reasons that are safety stops: a refusal. Any other unmapped one is a stop that cannot be success.
@@ -53,15 +53,6 @@ def _items(value: Any, field: str) -> list[Any]:
     if isinstance(value, (list, tuple)):
         return list(value)
     raise ProviderError(f"sent a malformed chunk: {field} is not a list", retryable=True, kind=ErrorKind.MALFORMED)
-
-
-def _count(value: Any) -> int:
-    """A token count of `usageMetadata` (absent: 0)."""
-    if value is None:
-        return 0
-    if isinstance(value, int) and not isinstance(value, bool):
-        return value
-    raise ProviderError("sent a malformed chunk: a token count is not a number", retryable=True, kind=ErrorKind.MALFORMED)
 
 
 def _enum(value: Any) -> str | None:
@@ -149,9 +140,9 @@ class GoogleTranslator:
 
     def _call(self, call: Any, signature: str | None) -> list[dict[str, Any]]:
         events = self._close()
-        name = _get(call, "name") or "unknown_tool"
+        name = wire_text(_get(call, "name"), "a functionCall's name") or "unknown_tool"
         self._calls += 1
-        call_id = _get(call, "id")
+        call_id = wire_text(_get(call, "id"), "a functionCall's id")
         if not call_id or call_id in self._ids:
             call_id = f"{name}_{self._calls}_{secrets.token_hex(4)}"
         self._ids.add(call_id)
@@ -179,11 +170,12 @@ class GoogleTranslator:
     # ------------------------------------------------------------------ usage and finish
 
     def _usage(self, usage: Any) -> dict[str, Any]:
-        prompt = _count(_get(usage, "prompt_token_count", "promptTokenCount"))
-        cached = _count(_get(usage, "cached_content_token_count", "cachedContentTokenCount"))
-        candidates = _count(_get(usage, "candidates_token_count", "candidatesTokenCount"))
-        thoughts = _count(_get(usage, "thoughts_token_count", "thoughtsTokenCount"))
-        self.usage = {"input": max(prompt - cached, 0), "output": candidates + thoughts, "cacheRead": cached, "cacheWrite": 0}
+        prompt = token_count(_get(usage, "prompt_token_count", "promptTokenCount"), "promptTokenCount")
+        cached = token_count(_get(usage, "cached_content_token_count", "cachedContentTokenCount"), "cachedContentTokenCount")
+        candidates = token_count(_get(usage, "candidates_token_count", "candidatesTokenCount"), "candidatesTokenCount")
+        thoughts = token_count(_get(usage, "thoughts_token_count", "thoughtsTokenCount"), "thoughtsTokenCount")
+        self.usage = {"input": max(prompt - cached, 0), "output": token_count(candidates + thoughts, "candidatesTokenCount"),
+                      "cacheRead": cached, "cacheWrite": 0}
         return {"type": "usage", **self.usage}
 
     def _finish(self, reason: str, message: Any) -> list[dict[str, Any]]:

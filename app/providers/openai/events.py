@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from app.contract.failures import ErrorKind
-from app.providers.base import ProviderError
+from app.providers.base import ProviderError, token_count, wire_text
 from app.stream.text import valid_text
 
 _CLIENT_ITEMS = frozenset({"reasoning", "message", "function_call"})  # every other item type is skipped
@@ -119,7 +119,8 @@ class OpenAIResponsesTranslator:
             events.append({"type": "text_start"})
         else:
             self._open = _Item("toolcall", item_id)
-            events.append({"type": "toolcall_start", "id": f"{_get(item, 'call_id')}|{item_id}", "toolName": _get(item, "name")})
+            name = wire_text(_get(item, "name"), "a function_call's name")
+            events.append({"type": "toolcall_start", "id": f"{_get(item, 'call_id')}|{item_id}", "toolName": name})
             if arguments := _get(item, "arguments"):
                 events.extend(self._delta("toolcall_delta", arguments))
         return events
@@ -182,8 +183,9 @@ class OpenAIResponsesTranslator:
             return self._delta(delta_type, final[len(sent) :])
         return []
 
-    def _delta(self, delta_type: str, text: str) -> list[dict[str, Any]]:
+    def _delta(self, delta_type: str, text: Any) -> list[dict[str, Any]]:
         assert self._open is not None
+        text = wire_text(text, f"a {delta_type.replace('_', ' ')}")
         if not text:
             return []
         self._open.sent.append(text)
@@ -259,11 +261,12 @@ class OpenAIResponsesTranslator:
         usage = _get(response, "usage")
         if usage is None:
             return []
-        cached = _get(_get(usage, "input_tokens_details"), "cached_tokens") or 0
+        cached = token_count(_get(_get(usage, "input_tokens_details"), "cached_tokens"), "cached_tokens")
+        prompt = token_count(_get(usage, "input_tokens"), "input_tokens")
         self.usage = {
-            "input": max((_get(usage, "input_tokens") or 0) - cached, 0),
-            "output": _get(usage, "output_tokens") or 0,
-            "cacheRead": cached,
+            "input": max(prompt - cached, 0),
+            "output": token_count(_get(usage, "output_tokens"), "output_tokens"),
+            "cacheRead": min(cached, prompt),
             "cacheWrite": 0,
         }
         return [{"type": "usage", **self.usage}]

@@ -14,7 +14,8 @@ Only choice 0 is read. Per delta, in this order:
   call without a vendor id gets a stable synthesized one (`call_<hash of response id and index>`).
   Fragments of a call after another call began are refused (never re-ordered or invented).
 
-Usage: the last non-null `usage` object, emitted once per distinct value (Groq repeats it). input =
+Usage: the last non-null `usage` object, emitted once per distinct value (Groq repeats it), its counts read
+through `token_count` (clamped to 0..=1e9; a count that is not a whole number is malformed). input =
 prompt_tokens − cached (`prompt_tokens_details.cached_tokens`, or DeepSeek's `prompt_cache_hit_tokens`),
 cacheRead = cached, output = completion_tokens, plus reasoning_tokens where total_tokens shows the vendor
 counts them outside completion_tokens (xAI).
@@ -33,7 +34,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from app.contract.failures import ErrorKind
-from app.providers.base import ProviderError, error_detail
+from app.providers.base import ProviderError, error_detail, token_count, wire_index
 
 _REASONING_FIELDS = ("reasoning_content", "reasoning")
 STOP_REASONS = {"stop": "stop", "eos": "stop", "end_turn": "stop", "stop_sequence": "stop", "length": "length",
@@ -232,7 +233,7 @@ class ChatCompletionsTranslator:
     # ------------------------------------------------------------------ tool calls
 
     def _key(self, fragment: dict[str, Any]) -> Any:
-        index = fragment.get("index")
+        index = wire_index(fragment.get("index"), "a tool call index")
         if index is not None:
             return ("index", index)
         vendor_id = fragment.get("id")
@@ -278,21 +279,19 @@ class ChatCompletionsTranslator:
     # ------------------------------------------------------------------ usage
 
     def _set_usage(self, usage: dict[str, Any], events: list[dict[str, Any]]) -> None:
-        prompt = _int(usage.get("prompt_tokens"))
-        completion = _int(usage.get("completion_tokens"))
+        prompt = token_count(usage.get("prompt_tokens"), "prompt_tokens")
+        completion = token_count(usage.get("completion_tokens"), "completion_tokens")
         details = usage.get("prompt_tokens_details")
-        cached = _int(details.get("cached_tokens")) if isinstance(details, dict) else 0
-        cached = cached or _int(usage.get("prompt_cache_hit_tokens"))
+        cached = token_count(details.get("cached_tokens"), "cached_tokens") if isinstance(details, dict) else 0
+        cached = cached or token_count(usage.get("prompt_cache_hit_tokens"), "prompt_cache_hit_tokens")
         output_details = usage.get("completion_tokens_details")
-        reasoning = _int(output_details.get("reasoning_tokens")) if isinstance(output_details, dict) else 0
+        reasoning = token_count(output_details.get("reasoning_tokens"), "reasoning_tokens") if isinstance(output_details, dict) else 0
         total = usage.get("total_tokens")
         if reasoning and total == prompt + completion + reasoning:
             completion += reasoning  # reasoning counted outside completion_tokens (xAI)
-        tokens = {"input": max(prompt - cached, 0), "output": completion, "cacheRead": min(cached, prompt), "cacheWrite": 0}
+        tokens = {"input": max(prompt - cached, 0), "output": token_count(completion, "completion_tokens"),
+                  "cacheRead": min(cached, prompt), "cacheWrite": 0}
         if tokens != self._usage:
             self._usage = tokens
             events.append({"type": "usage", **tokens})
 
-
-def _int(value: Any) -> int:
-    return value if isinstance(value, int) and value > 0 else 0
