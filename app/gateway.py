@@ -18,7 +18,7 @@ from app.metrics import Metrics
 from app.resume import RedisEvents, ResumeHub
 from app.providers.base import Provider
 from app.providers.registry import build_providers
-from app.refusals import AtCapacity, Draining, RequestRejected
+from app.refusals import AtCapacity, Draining, RequestRejected, UnpricedModel
 from app.server import server_exiting, waits_for_drain
 from app.settings import Settings
 from app.stream.turn import Turn
@@ -92,6 +92,7 @@ class Gateway:
         options = request.options
         routes = self._honouring(self.dispatcher.plan(request.model, request.fallback), request)
         names = [self.dispatcher.resolver.policy_name(name) for name in (request.model, *request.fallback)]
+        self._check_priced(key_id, [request.model, *request.fallback], names)
         await self.limits.admit(key_id, names, request_id)
         throttle = self.settings.throttle_ms if options.throttle_ms is None else options.throttle_ms
         turn = Turn(request_id, throttle_ms=throttle, max_pending_bytes=self.settings.max_pending_bytes)
@@ -112,6 +113,31 @@ class Gateway:
             self.streams_per_key[key_id] += 1
             job.task.add_done_callback(lambda _: self._release_key(key_id))
         return job
+
+    def _check_priced(self, key_id: str | None, requested: list[str], policy_names: list[str]) -> None:
+        """A key with a budget is never served a model the catalog has no price for (its turns would spend 0
+        and the budget would never stop them), unless the operator allows it (`GATEWAY_ALLOW_UNPRICED_MODELS`,
+        or the key's `allow_unpriced_models`). Names the key may not use at all are left to `Limits.admit`
+        (403 `model_not_allowed`)."""
+        if key_id is None:
+            return
+        policy = self.keys.policy(key_id)
+        if not policy.has_budget or policy.allow_unpriced_models or self.settings.allow_unpriced_models:
+            return
+        for index, (name, policy_name) in enumerate(zip(requested, policy_names)):
+            if not policy.allows_model(policy_name):
+                continue
+            served = self.dispatcher.resolver.unpriced(name)
+            if served is None:
+                continue
+            model = f"{served.provider}/{served.model.id}"
+            self.metrics.rejected_request("model_not_priced")
+            raise UnpricedModel(
+                f"API key {key_id} has a budget and the catalog has no price for model {model}: its turns would "
+                "spend nothing against the budget (name a model GET /v1/models lists with its prices)",
+                model,
+                param="model" if index == 0 else f"fallback.{index - 1}",
+            )
 
     def _honouring(self, routes: list[Route], request: StreamRequest) -> list[Route]:
         """The plan without the fallbacks that cannot honour the request (`Provider.check_request`), checked

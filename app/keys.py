@@ -12,8 +12,11 @@ The file (JSON, or TOML when its name ends in `.toml`) names each client key and
     budget_usd_per_day = 5.0        # spend (usage.cost.total) of turns started this UTC day
     budget_usd_per_month = 100.0    # ... this UTC month
     models = ["anthropic/*", "fast"]   # glob patterns (empty: any); see docs/replicas.md
+    allow_unpriced_models = false   # with a budget: serve models the catalog has no price for (at 0)
 
-JSON is `{"keys": [ {the same fields} ]}`. `GATEWAY_API_KEYS` keys keep working and have no policy. The file
+JSON is `{"keys": [ {the same fields} ]}`. `GATEWAY_API_KEYS` keys keep working and have no policy. Every key
+has one name and every name one key: a name in both `GATEWAY_API_KEYS` and the file, or one key (digest) under
+two names, is refused (`KeysConfigError`; at start the gateway stops, on reload the previous keys stay). The file
 is read again when it changes (mtime polled every `GATEWAY_KEYS_RELOAD_INTERVAL` seconds) and on SIGHUP; a file
 that does not parse keeps the previous keys (logged). At start a bad file stops the gateway.
 """
@@ -32,7 +35,9 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from app.api.auth import ClientKey, KeyRing
+import hashlib
+
+from app.api.auth import ClientKey, KeyRing, KeysConfigError
 
 log = logging.getLogger("gateway.keys")
 
@@ -48,6 +53,8 @@ class KeyPolicy(BaseModel):
     budget_usd_per_day: float = Field(default=0.0, ge=0)
     budget_usd_per_month: float = Field(default=0.0, ge=0)
     models: tuple[str, ...] = ()
+    # With a budget: may this key be served models the catalog does not price (they then spend 0)?
+    allow_unpriced_models: bool = False
 
     def allows_model(self, ref: str) -> bool:
         return not self.models or any(fnmatch.fnmatchcase(ref, pattern) for pattern in self.models)
@@ -71,8 +78,12 @@ class KeysFile(BaseModel):
     keys: list[KeyEntry] = Field(default_factory=list)
 
 
-class KeysFileError(ValueError):
-    """The keys file cannot be read or does not validate (the message never contains a key)."""
+class KeysFileError(KeysConfigError):
+    """The keys file cannot be read, does not validate, or clashes with `GATEWAY_API_KEYS` (the message never
+    contains a key)."""
+
+    def __init__(self, what: str, fix: str = "fix the keys file (GATEWAY_KEYS_FILE)") -> None:
+        super().__init__(what, fix)
 
 
 def load_keys_file(path: str | Path) -> KeysFile:
@@ -118,6 +129,7 @@ class ClientKeys:
             for entry in load_keys_file(self.keys_file).keys:
                 digests.append((entry.name, bytes.fromhex(entry.sha256)))
                 policies[entry.name] = KeyPolicy(**entry.model_dump(exclude={"name", "sha256"}))
+        _refuse_clashes(self.api_keys, digests, self.keys_file)
         return _Loaded(KeyRing(self.api_keys, digests), policies, mtime)
 
     @property
@@ -153,6 +165,29 @@ class ClientKeys:
             return False
         self._refused_mtime = mtime  # a file that does not load is reported once, not at every poll
         return self.reload()
+
+
+def _refuse_clashes(api_keys: list[ClientKey], digests: list[tuple[str, bytes]], keys_file: str | None) -> None:
+    """One name per key and one key per name across `GATEWAY_API_KEYS` and the keys file: a clash would merge
+    two identities (records, spend, streams). Raises `KeysFileError` when the file takes part, else
+    `KeysConfigError`."""
+    entries = [(key.name, hashlib.sha256(key.secret.encode()).digest(), "GATEWAY_API_KEYS") for key in api_keys]
+    entries += [(name, digest, "the keys file") for name, digest in digests]
+    names: dict[str, str] = {}
+    owners: dict[bytes, str] = {}
+    for name, digest, source in entries:
+        clash: str | None = None
+        if name in names:
+            clash = f"key name {name!r} is given twice (in {names[name]} and {source})"
+        elif digest in owners:
+            clash = f"one key is named both {owners[digest]!r} and {name!r} (in {source})"
+        if clash is not None:
+            fix = "give every key one name and every name one key"
+            if keys_file is not None and "keys file" in clash:
+                raise KeysFileError(f"keys file {keys_file}: {clash}", fix)
+            raise KeysConfigError(clash, fix)
+        names[name] = source
+        owners[digest] = name
 
 
 def _mtime(path: str) -> tuple[int, int] | None:

@@ -13,7 +13,7 @@ from fastapi.exceptions import RequestValidationError
 from starlette.exceptions import HTTPException
 from starlette.responses import Response
 
-from app.api.auth import authorization
+from app.api.auth import KeysConfigError, authorization
 from app.api.body import validation_error as invalid_request
 from app.api.apidocs import install_api_docs
 from app.api.edge import GatewayApp, RequestIdMiddleware
@@ -29,7 +29,7 @@ from app.logs import ensure_configured
 from app.providers.registry import provider_setups
 from app.server import bound_send_buffers, wait_listening
 from app.settings import Settings
-from app.startup import StartupErrorMessages, ledger_start_failed, ledger_url_refused, log_providers
+from app.startup import StartupErrorMessages, keys_refused, ledger_start_failed, ledger_url_refused, log_providers
 
 log = logging.getLogger("gateway")
 
@@ -92,6 +92,8 @@ def create_app(settings: Settings | None = None, gateway: Gateway | None = None)
             gw = gateway or Gateway(settings)
         except LedgerUrlError as exc:
             raise ledger_url_refused(exc, settings.database_url) from exc
+        except KeysConfigError as exc:
+            raise keys_refused(exc) from exc
         log_providers(provider_setups(settings, gw.catalog), settings)
         try:
             await gw.recorder.start()  # the request ledger: migrate, heartbeat, start the writer (nothing destructive)

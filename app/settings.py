@@ -91,6 +91,10 @@ class Settings(BaseSettings):
     # Keys with a policy and replicas (app/keys.py, app/limits.py, docs/replicas.md).
     keys_file: str | None = Field(default=None, description="JSON or TOML file of client keys (SHA-256 digests) with limits")
     keys_reload_interval: float = Field(default=2.0, gt=0, description="seconds between checks of the keys file's mtime")
+    allow_unpriced_models: bool = Field(
+        default=False,
+        description="serve keys with a budget models the catalog has no price for (they then spend 0); per key: allow_unpriced_models",
+    )
     redis_url: str | None = Field(default=None, description="Redis shared by replicas for limits, spend and resumable streams")
     redis_prefix: str = Field(default="gw", description="prefix of every Redis key the gateway writes")
     redis_timeout: float = Field(default=0.25, gt=0, description="seconds any Redis call may take before it counts as failed")

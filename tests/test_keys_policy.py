@@ -14,6 +14,7 @@ from typing import Any
 import httpx
 import pytest
 
+from app.api.auth import ClientKey
 from app.keys import ClientKeys, KeysFileError, load_keys_file
 from app.limits import MemoryLimitStore
 from tests.conftest import marker, turn
@@ -291,3 +292,60 @@ async def test_a_per_minute_wait_is_at_most_one_minute(tmp_path, kind):
     with pytest.raises(LimitExceeded) as refused:
         await limits.admit("limited", ["anthropic/text"], "req_1")
     assert refused.value.retry_after == 60
+
+
+def test_a_reload_that_would_merge_two_identities_keeps_the_previous_keys(tmp_path):
+    path = tmp_path / "keys.json"
+    write_keys(path, alice={})
+    keys = ClientKeys([ClientKey("legacy", "sk-legacy-key-0000")], str(path))
+    path.write_text(json.dumps({"keys": [{"name": "legacy", "sha256": digest("sk-alice")}]}))
+    assert not keys.reload()
+    assert keys.identify("Bearer sk-alice") == "alice" and keys.identify("Bearer sk-legacy-key-0000") == "legacy"
+    path.write_text(json.dumps({"keys": [{"name": "mallory", "sha256": digest("sk-legacy-key-0000")}]}))
+    assert not keys.reload()
+    assert keys.identify("Bearer sk-legacy-key-0000") == "legacy"
+
+
+UNPRICED = "anthropic/text-2025-08-07"  # served by the anthropic provider, listed by no catalog
+
+
+def test_a_key_with_a_budget_is_never_served_a_model_without_a_price(gateway_factory, tmp_path):
+    path = tmp_path / "keys.json"
+    write_keys(
+        path,
+        budgeted={"budget_usd_per_day": 5.0},
+        monthly={"budget_usd_per_month": 50.0},
+        opted_in={"budget_usd_per_day": 5.0, "allow_unpriced_models": True},
+        free={},
+    )
+    gw = gateway_factory(keys_file=str(path))
+    for key in ("sk-budgeted", "sk-monthly"):
+        m = marker()
+        refused = gw.http.post("/v1/stream", json=turn(UNPRICED, m), headers=bearer(key))
+        assert refused.status_code == 403, refused.text
+        error = refused.json()["error"]
+        assert error["type"] == "model_not_priced" and error["param"] == "model"
+        assert UNPRICED in error["message"] and "no price" in error["message"] and "budget" in error["message"]
+        assert not gw.sim.seen(m)
+    # A fallback without a price is refused too, naming it; in the Messages door's own shape as well.
+    fallback = gw.http.post("/v1/stream", json=turn("anthropic/text", fallback=[UNPRICED]), headers=bearer("sk-budgeted"))
+    assert fallback.status_code == 403 and fallback.json()["error"]["param"] == "fallback.0"
+    messages = gw.http.post(
+        "/v1/messages",
+        json={"model": UNPRICED, "max_tokens": 50, "messages": [{"role": "user", "content": marker()}]},
+        headers=bearer("sk-budgeted"),
+    )
+    assert messages.status_code == 403 and messages.json()["type"] == "error"
+    assert messages.json()["error"]["type"] == "permission_error" and UNPRICED in messages.json()["error"]["message"]
+    # A priced model, a key without a budget, and a key the operator opted in are served.
+    assert post(gw, "sk-budgeted").status_code == 200
+    assert post(gw, "sk-free", UNPRICED).status_code == 200
+    assert post(gw, "sk-opted_in", UNPRICED).status_code == 200
+    assert 'gateway_rejected_requests_total{kind="model_not_priced"}' in gw.http.get("/metrics").text
+
+
+def test_the_operator_may_serve_unpriced_models_to_every_budgeted_key(gateway_factory, tmp_path):
+    path = tmp_path / "keys.json"
+    write_keys(path, budgeted={"budget_usd_per_day": 5.0})
+    gw = gateway_factory(keys_file=str(path), allow_unpriced_models=True)
+    assert post(gw, "sk-budgeted", UNPRICED).status_code == 200
