@@ -6,7 +6,7 @@ import asyncio
 import logging
 from collections import Counter
 
-from app.api.auth import parse_keys
+from app.api.auth import ClientKey, KeyRing, parse_keys
 from app.catalog import Catalog
 from app.contract.request import StreamRequest
 from app.dispatch import Dispatcher, Interrupt, Route, TurnJob
@@ -32,6 +32,10 @@ class Gateway:
         self.catalog = Catalog.load(settings.catalog)
         client_keys = parse_keys(settings.api_keys.get_secret_value())
         self.keys = ClientKeys(client_keys, settings.keys_file)
+        # The one key that reads GET /metrics, when the operator protects it (`GATEWAY_METRICS_KEY`).
+        self.metrics_ring = (
+            KeyRing([ClientKey("metrics", settings.metrics_key.get_secret_value())]) if settings.metrics_key else None
+        )
         self.dispatcher = Dispatcher(
             providers if providers is not None else build_providers(settings, self.catalog), self.catalog, settings
         )
@@ -42,7 +46,7 @@ class Gateway:
         # records of stopped gateway processes are marked (`app.main`). `/readyz` answers 503 until then.
         self.serving = asyncio.Event()
         self.streams_per_key: Counter[str] = Counter()
-        self.metrics = Metrics(self.catalog)
+        self.metrics = Metrics(self.catalog, key_labels=settings.metrics_key_labels)
         self.dispatcher.observers.append(self.metrics)
         self.recorder = LedgerObserver.from_settings(self.ledger, settings, self.metrics)  # lifespan: start() / aclose()
         self.dispatcher.observers.append(self.recorder)
@@ -64,6 +68,7 @@ class Gateway:
         register_secrets(
             *(settings.provider_key(name) for name in ("anthropic", "openai", "google")),
             *(key.secret for key in client_keys),
+            settings.metrics_key.get_secret_value() if settings.metrics_key else None,
         )
 
     async def start(self) -> None:

@@ -110,6 +110,14 @@ class Settings(BaseSettings):
         description="gc.set_threshold once serving, as a JSON list; Python's own default is [700, 10, 10]",
     )
 
+    # GET /metrics (docs/operations.md, Metrics).
+    metrics_key: SecretStr | None = Field(
+        default=None, description="when set, GET /metrics needs `Authorization: Bearer <this key>` (401 otherwise)"
+    )
+    metrics_key_labels: bool = Field(
+        default=True, description="label gateway_key_spend_usd_total with each client key's name (false: one total)"
+    )
+
     log_level: str = "info"
     log_content: bool = False
 

@@ -109,7 +109,11 @@ async def readyz(request: Request) -> Response:
 
 @router.get("/metrics", tags=["operations"], summary="Prometheus metrics (text exposition)")
 async def metrics(request: Request) -> Response:
-    body, content_type = _gateway(request).metrics.exposition()
+    """Open unless `GATEWAY_METRICS_KEY` is set: then only that key reads it (a scraper's bearer token)."""
+    gateway = _gateway(request)
+    if gateway.metrics_ring is not None:
+        gateway.metrics_ring.identify(authorization(request.headers))
+    body, content_type = gateway.metrics.exposition()
     return Response(body, media_type=content_type)
 
 
