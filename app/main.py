@@ -22,7 +22,7 @@ from app.api.errors import ApiError, is_pi_path, json_response
 from app.api.records import router as records_router
 from app.api.resume import router as resume_router
 from app.api.openapi import build_openapi
-from app.api.routes import TURN_ENDPOINTS, install_error_handlers, router
+from app.api.routes import TURN_DOORS, TURN_ENDPOINTS, install_error_handlers, router
 from app.gateway import Gateway
 from app.ledger import LedgerUrlError
 from app.logs import ensure_configured
@@ -130,6 +130,8 @@ def create_app(settings: Settings | None = None, gateway: Gateway | None = None)
         docs_url=None,
         redoc_url=None,
     )
+    app.allowed_hosts = settings.allowed_host_names()
+    app.error_shapes = {path: door.error_body for path, door in TURN_DOORS.items()}
     app.include_router(router)
     app.include_router(records_router)
     app.include_router(resume_router)

@@ -8,11 +8,19 @@ from pydantic import AliasChoices, Field, NonNegativeInt, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
+LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1"})
+
+
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="GATEWAY_", extra="ignore", populate_by_name=True)
 
     host: str = "127.0.0.1"
     port: int = 8080
+    allowed_hosts: str | None = Field(
+        default=None,
+        description="comma-separated Host names requests may carry (`*`: any); default: the loopback names when "
+        "bound to a loopback address, else any (docs/limits.md, DNS rebinding)",
+    )
     api_keys: SecretStr = Field(default=SecretStr(""), description="comma-separated `name:key` or `key`")
 
     # Provider keys use the vendors' own variable names.
@@ -120,6 +128,14 @@ class Settings(BaseSettings):
 
     log_level: str = "info"
     log_content: bool = False
+
+    def allowed_host_names(self) -> frozenset[str] | None:
+        """The Host names (lowercase, without port) requests may carry; None for any."""
+        if self.allowed_hosts is None:
+            loopback = self.host.strip("[]").lower() in LOOPBACK_NAMES or self.host.startswith("127.")
+            return LOOPBACK_NAMES if loopback else None
+        names = frozenset(name.strip().strip("[]").lower() for name in self.allowed_hosts.split(",") if name.strip())
+        return None if "*" in names else names
 
     def provider_key(self, name: str) -> str | None:
         secret = {"anthropic": self.anthropic_api_key, "openai": self.openai_api_key, "google": self.gemini_api_key}.get(name)

@@ -65,6 +65,14 @@ TURN_ENDPOINTS = {
     "/v1/chat/completions": chat_completions,
     "/v1/messages": messages,
 }
+# The door behind each turn route, for answers given before its endpoint runs (`GatewayApp.error_shapes`).
+TURN_DOORS = {
+    "/v1/stream": unified.DOOR,
+    "/api/stream": pi.DOOR,
+    "/v1/complete": unified.DOOR,
+    "/v1/chat/completions": openai_chat.DOOR,
+    "/v1/messages": anthropic_messages.DOOR,
+}
 
 
 @router.get(
