@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import signal
 import time
 from pathlib import Path
 from typing import Any
@@ -18,6 +19,7 @@ from app.api.auth import ClientKey
 from app.keys import ClientKeys, KeysFileError, load_keys_file
 from app.limits import MemoryLimitStore
 from tests.conftest import marker, turn
+from tests.procs import GatewayProcess
 
 LEGACY = "legacy:sk-legacy-key-0000"
 
@@ -349,3 +351,56 @@ def test_the_operator_may_serve_unpriced_models_to_every_budgeted_key(gateway_fa
     write_keys(path, budgeted={"budget_usd_per_day": 5.0})
     gw = gateway_factory(keys_file=str(path), allow_unpriced_models=True)
     assert post(gw, "sk-budgeted", UNPRICED).status_code == 200
+
+
+def test_a_burst_of_sighups_neither_stalls_streams_nor_loses_the_files_last_state(sim, tmp_path):
+    """A real `python -m app` with a 5,000-key file: every event a stream delivers is answered with 10 SIGHUPs.
+    The stream keeps flowing to its end, in order, the reloads are coalesced (at most one running and one
+    waiting, off the event loop), and the keys end as the file's last state."""
+    path = tmp_path / "keys.json"
+    many = [{"name": f"k{i}", "sha256": digest(f"sk-k{i}"), "requests_per_minute": 600} for i in range(5000)]
+
+    def write(*names: str) -> None:
+        path.write_text(json.dumps({"keys": [*many, *({"name": n, "sha256": digest(f"sk-{n}")} for n in names)]}))
+
+    write("first")
+    log_path = tmp_path / "gateway.log"
+    with open(log_path, "wb") as log_file:
+        proc = GatewayProcess(sim.url, stderr=log_file, GATEWAY_KEYS_FILE=str(path),
+                              GATEWAY_KEYS_RELOAD_INTERVAL="3600", GATEWAY_LOG_LEVEL="info")  # fmt: skip
+        try:
+            proc.wait_ready()
+            deltas, terminal, signals = [], None, 0
+            deadline = time.monotonic() + 120  # the turn takes ~2 s; with reloads on the loop it took minutes
+            body = turn("anthropic/slow;n=40;delay_ms=50", marker())
+            with httpx.stream("POST", f"{proc.url}/v1/stream", json=body, headers=bearer("sk-first"), timeout=60) as response:
+                assert response.status_code == 200
+                for line in response.iter_lines():
+                    if not line.startswith("data: "):
+                        continue
+                    event = json.loads(line[6:])
+                    if event["type"] == "text_delta":
+                        deltas.append(event["delta"])
+                        for _ in range(10):
+                            os.kill(proc.proc.pid, signal.SIGHUP)
+                            signals += 1
+                    elif event["type"] in ("done", "error"):
+                        terminal = event
+                    assert time.monotonic() < deadline, f"the stream stalled: {len(deltas)} deltas after {signals} SIGHUPs"
+            assert terminal is not None and terminal["type"] == "done"
+            assert len(deltas) == 40 and "".join(deltas) == terminal["message"]["content"][0]["text"]
+
+            # The last state wins: "first" removed, "last" added, one more SIGHUP.
+            write("last")
+            os.kill(proc.proc.pid, signal.SIGHUP)
+            until = time.monotonic() + 60
+            while httpx.get(f"{proc.url}/v1/models", headers=bearer("sk-last")).status_code != 200:
+                assert time.monotonic() < until, "the file's last state never loaded"
+                time.sleep(0.05)  # polling the process for the reload
+            assert httpx.get(f"{proc.url}/v1/models", headers=bearer("sk-first")).status_code == 401
+            assert httpx.get(f"{proc.url}/v1/models", headers=bearer("sk-k4999")).status_code == 200
+        finally:
+            proc.proc.terminate()
+            proc.proc.wait(30)
+    reloads = [line for line in log_path.read_text().splitlines() if "keys file reloaded" in line]
+    assert 1 <= len(reloads) <= signals // 4, f"{len(reloads)} reloads for {signals} SIGHUPs: not coalesced"
