@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import logging
 from collections import Counter
 
@@ -18,6 +19,7 @@ from app.metrics import Metrics
 from app.resume import RedisEvents, ResumeHub
 from app.providers.base import Provider
 from app.providers.registry import build_providers
+from app.providers.transport import DEMO_CALLER
 from app.refusals import AtCapacity, Draining, RequestRejected, UnpricedModel
 from app.server import server_exiting, waits_for_drain
 from app.settings import Settings
@@ -111,7 +113,11 @@ class Gateway:
             fallback=list(request.fallback),
             door=door,
         )
-        job.task = asyncio.create_task(self.dispatcher.run(job), name=f"turn-{request_id}")
+        context = None
+        if self.settings.demo and key_id is not None:  # the demo simulator's log shows each key its own requests
+            context = contextvars.copy_context()
+            context.run(DEMO_CALLER.set, key_id)
+        job.task = asyncio.create_task(self.dispatcher.run(job), name=f"turn-{request_id}", context=context)
         self.jobs.add(job)
         job.task.add_done_callback(lambda _: self.jobs.discard(job))
         if key_id is not None:

@@ -6,7 +6,7 @@ import asyncio
 import gc
 import logging
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
@@ -30,6 +30,9 @@ from app.providers.registry import provider_setups
 from app.server import bound_send_buffers, wait_listening
 from app.settings import Settings
 from app.startup import StartupErrorMessages, keys_refused, ledger_start_failed, ledger_url_refused, log_providers
+
+if TYPE_CHECKING:
+    from simulator.app import LogScope
 
 log = logging.getLogger("gateway")
 
@@ -71,13 +74,16 @@ async def _set_up_listening(gateway: Gateway, settings: Settings) -> None:
     gateway.serving.set()
 
 
-def _simulator_log_guard(app: FastAPI, request: Request) -> Response | None:
-    """The demo simulator's request log shows every caller's prompts: with auth on it needs a gateway key."""
+def _simulator_log_guard(app: FastAPI, request: Request) -> "Response | LogScope":
+    """The demo simulator's request log holds prompts: with auth on it needs a gateway key, and shows that key
+    only the requests of its own turns (everything with auth off)."""
+    from simulator.app import LogScope
+
     try:
-        app.state.gateway.keys.identify(authorization(request.headers))
+        key_id = app.state.gateway.keys.identify(authorization(request.headers))
     except ApiError as refused:
         return refused.response()
-    return None
+    return LogScope(key_id)
 
 
 def create_app(settings: Settings | None = None, gateway: Gateway | None = None) -> GatewayApp:

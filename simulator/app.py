@@ -11,6 +11,10 @@ Routes (mounted wherever; the gateway's demo mode mounts it at `/_simulator`):
   (`&all=1`: until every matching request got there; answers the list)
 - `DELETE /_sim/requests`                                   forget everything
 
+Mounted with a `log_guard` (the gateway's demo mode with keys), the request log is scoped: each caller sees,
+waits for and clears only the requests sent on its behalf (`X-Gateway-Caller`, which the gateway adds to its
+upstream requests in demo mode: `app.providers.transport.DEMO_CALLER`).
+
 For every request it records the body, the scenario, frames sent, whether the whole scenario was sent
 (`completed`) and whether the client closed the connection before the end (`clientClosed`, `closedAt`).
 """
@@ -50,6 +54,7 @@ class Seen:
     body: dict[str, Any]
     raw: str
     auth_sha256: str | None
+    caller: str | None = None  # `X-Gateway-Caller`: the gateway key the request was sent for (demo mode)
     started_at: float = field(default_factory=time.time)
     status: int | None = None
     frames_sent: int = 0
@@ -88,8 +93,11 @@ class SimulatorState:
         self.added = asyncio.Event()
         return entry
 
-    def matching(self, contains: str | None) -> list[Seen]:
-        return [e for e in self.seen if not contains or contains in e.raw]
+    def matching(self, contains: str | None, scope: "LogScope | None" = None) -> list[Seen]:
+        return [e for e in self.seen if (not contains or contains in e.raw) and (scope is None or scope.shows(e))]
+
+    def forget(self, scope: "LogScope") -> None:
+        self.seen = [e for e in self.seen if not scope.shows(e)]
 
 
 @dataclass
@@ -204,14 +212,30 @@ class ScenarioResponse:
             yield from self.vendor.encode(self.scenario, self.model, self.scenario.late)
 
 
-LogGuard = Callable[[Request], "Response | None"]
+@dataclass(frozen=True)
+class LogScope:
+    """Whose requests a reader of the request log sees: `caller`'s only, or every one (`caller` None)."""
+
+    caller: str | None = None
+
+    def shows(self, entry: Seen) -> bool:
+        return self.caller is None or entry.caller == self.caller
+
+
+EVERYONE = LogScope()
+# Runs before the request log answers: a Response refuses the reader, a LogScope says what it may see.
+LogGuard = Callable[[Request], "Response | LogScope"]
 MAX_WAIT_S = 300.0
 
 
 def create_simulator(log_guard: LogGuard | None = None) -> Starlette:
-    """`log_guard(request)` runs before the request log (`/_sim/*`) answers; a response it returns is sent
-    instead (the gateway's demo mode refuses callers without a gateway key when auth is on)."""
+    """`log_guard(request)` runs before the request log (`/_sim/*`) answers: a response it returns is sent
+    instead, a `LogScope` limits what the reader sees, waits for and clears (the gateway's demo mode refuses
+    callers without a gateway key when auth is on, and shows each key its own requests)."""
     state = SimulatorState()
+
+    def scope_of(request: Request) -> Response | LogScope:
+        return EVERYONE if log_guard is None else log_guard(request)
 
     async def vendor_call(request: Request, vendor: Vendor, model: str) -> Response | ScenarioResponse:
         raw = (await request.body()).decode("utf-8", "replace")
@@ -235,6 +259,7 @@ def create_simulator(log_guard: LogGuard | None = None) -> Starlette:
         entry = state.add(
             vendor=vendor.name, model=model, scenario=s.summary(scenario), body=body, raw=raw,
             auth_sha256=hashlib.sha256(auth.encode()).hexdigest() if auth else None,
+            caller=request.headers.get("x-gateway-caller"),
         )
         return ScenarioResponse(vendor, scenario, model, entry, fault)
 
@@ -251,19 +276,21 @@ def create_simulator(log_guard: LogGuard | None = None) -> Starlette:
         return await vendor_call(request, VENDORS["google"], request.path_params["model"])
 
     async def requests_seen(request: Request) -> Response:
-        if log_guard is not None and (denied := log_guard(request)) is not None:
-            return denied
+        scope = scope_of(request)
+        if isinstance(scope, Response):
+            return scope
         if request.method == "DELETE":
-            state.seen.clear()
+            state.forget(scope)
             return JSONResponse({"cleared": True})
-        return JSONResponse([e.public() for e in state.matching(request.query_params.get("contains"))])
+        return JSONResponse([e.public() for e in state.matching(request.query_params.get("contains"), scope)])
 
     async def wait(request: Request) -> Response:
         """Long-poll: the newest request containing `contains` once it reached `until` (closed | finished)."""
         contains = request.query_params.get("contains")
         until = request.query_params.get("until", "finished")
-        if log_guard is not None and (denied := log_guard(request)) is not None:
-            return denied
+        scope = scope_of(request)
+        if isinstance(scope, Response):
+            return scope
         every = request.query_params.get("all") == "1"  # every matching request, not only the newest
         try:
             timeout = float(request.query_params.get("timeout", "10"))
@@ -275,7 +302,7 @@ def create_simulator(log_guard: LogGuard | None = None) -> Starlette:
         try:
             async with asyncio.timeout(timeout):
                 while True:
-                    found = state.matching(contains)
+                    found = state.matching(contains, scope)
                     entry = found[-1] if found else None
                     reached = [e for e in found if (e.client_closed if until == "closed" else e.finished_at is not None)]
                     if every and found and len(reached) == len(found):
@@ -286,7 +313,7 @@ def create_simulator(log_guard: LogGuard | None = None) -> Starlette:
                         return JSONResponse(entry.public())
                     await (entry.changed.wait() if entry is not None else state.added.wait())
         except TimeoutError:
-            found = state.matching(contains)
+            found = state.matching(contains, scope)
             return JSONResponse({"timeout": True, "entry": found[-1].public() if found else None}, 408)
 
     app = Starlette(routes=[

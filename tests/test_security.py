@@ -314,3 +314,25 @@ def test_allowed_hosts_default_to_loopback_names_only_on_a_loopback_bind(gateway
     assert Settings(host="127.0.0.1", allowed_hosts="*").allowed_host_names() is None
     anywhere = gateway_factory(allowed_hosts="*")
     assert anywhere.http.post("/v1/complete", json=turn("anthropic/text"), headers={"Host": "gw.example"}).status_code == 200
+
+
+def test_demo_simulator_log_shows_each_key_only_its_own_requests(sim):
+    alice, bob = {"Authorization": "Bearer sk-alice-0123456789"}, {"Authorization": "Bearer sk-bob-0123456789"}
+    proc = GatewayProcess(sim.url, GATEWAY_DEMO="1", GATEWAY_API_KEYS="alice:sk-alice-0123456789,bob:sk-bob-0123456789")
+    try:
+        proc.wait_ready()
+        log = f"{proc.url}/_simulator/_sim"
+        mine, theirs = marker(), marker()
+        for headers, m in ((alice, mine), (bob, theirs)):
+            assert httpx.post(f"{proc.url}/v1/complete", json=turn("anthropic/claude-sonnet-4-5", m), headers=headers).status_code == 200
+        seen = httpx.get(f"{log}/requests", headers=alice).json()
+        assert [mine in e["body"].__repr__() for e in seen] == [True] and seen[0]["body"] and theirs not in repr(seen)
+        assert httpx.get(f"{log}/requests", params={"contains": theirs}, headers=alice).json() == []
+        waited = httpx.get(f"{log}/wait", params={"contains": theirs, "timeout": 0}, headers=alice)
+        assert waited.status_code == 408 and waited.json()["entry"] is None
+        assert httpx.get(f"{log}/wait", params={"contains": theirs, "timeout": 5}, headers=bob).status_code == 200
+        assert httpx.delete(f"{log}/requests", headers=alice).json() == {"cleared": True}
+        assert httpx.get(f"{log}/requests", headers=alice).json() == []
+        assert [theirs in repr(e["body"]) for e in httpx.get(f"{log}/requests", headers=bob).json()] == [True]
+    finally:
+        proc.stop()
