@@ -117,8 +117,7 @@ async def readyz(request: Request) -> Response:
 
 @router.get("/metrics", tags=["operations"], summary="Prometheus metrics (text exposition)")
 async def metrics(request: Request) -> Response:
-    """Open unless `GATEWAY_METRICS_KEY` is set: then only that key reads it (a scraper's bearer token)."""
-    gateway = _gateway(request)
+    gateway = _gateway(request)  # open unless GATEWAY_METRICS_KEY is set: then only that key reads it
     if gateway.metrics_ring is not None:
         gateway.metrics_ring.identify(authorization(request.headers))
     body, content_type = gateway.metrics.exposition()
