@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import logging
 from collections import Counter
 
-from app.api.auth import parse_keys
+from app.api.auth import ClientKey, KeyRing, parse_keys
 from app.catalog import Catalog
 from app.contract.request import StreamRequest
 from app.dispatch import Dispatcher, Interrupt, Route, TurnJob
@@ -19,7 +20,8 @@ from app.metrics import Metrics
 from app.resume import RedisEvents, ResumeHub
 from app.providers.base import Provider
 from app.providers.registry import build_providers
-from app.refusals import AtCapacity, Draining, RequestRejected
+from app.providers.transport import DEMO_CALLER
+from app.refusals import AtCapacity, Draining, RequestRejected, UnpricedModel
 from app.server import server_exiting, waits_for_drain
 from app.settings import Settings
 from app.stream.turn import Turn
@@ -33,6 +35,10 @@ class Gateway:
         self.catalog = Catalog.load(settings.catalog)
         client_keys = parse_keys(settings.api_keys.get_secret_value())
         self.keys = ClientKeys(client_keys, settings.keys_file)
+        # The one key that reads GET /metrics, when the operator protects it (`GATEWAY_METRICS_KEY`).
+        self.metrics_ring = (
+            KeyRing([ClientKey("metrics", settings.metrics_key.get_secret_value())]) if settings.metrics_key else None
+        )
         self.dispatcher = Dispatcher(
             providers if providers is not None else build_providers(settings, self.catalog), self.catalog, settings
         )
@@ -43,7 +49,7 @@ class Gateway:
         # records of stopped gateway processes are marked (`app.main`). `/readyz` answers 503 until then.
         self.serving = asyncio.Event()
         self.streams_per_key: Counter[str] = Counter()
-        self.metrics = Metrics(self.catalog)
+        self.metrics = Metrics(self.catalog, key_labels=settings.metrics_key_labels)
         self.dispatcher.observers.append(self.metrics)
         self.recorder = LedgerObserver.from_settings(self.ledger, settings, self.metrics)  # lifespan: start() / aclose()
         self.dispatcher.observers.append(self.recorder)
@@ -65,6 +71,7 @@ class Gateway:
         register_secrets(
             *(settings.provider_key(name) for name in ("anthropic", "openai", "google")),
             *(key.secret for key in client_keys),
+            settings.metrics_key.get_secret_value() if settings.metrics_key else None,
         )
 
     async def start(self) -> None:
@@ -93,6 +100,7 @@ class Gateway:
         options = request.options
         routes = self._honouring(self.dispatcher.plan(request.model, request.fallback), request)
         names = [self.dispatcher.resolver.policy_name(name) for name in (request.model, *request.fallback)]
+        self._check_priced(key_id, [request.model, *request.fallback], names)
         await self.limits.admit(key_id, names, request_id)
         throttle = self.settings.throttle_ms if options.throttle_ms is None else options.throttle_ms
         turn = Turn(request_id, throttle_ms=throttle, max_pending_bytes=self.settings.max_pending_bytes)
@@ -106,13 +114,42 @@ class Gateway:
             fallback=list(request.fallback),
             door=door,
         )
-        job.task = asyncio.create_task(self.dispatcher.run(job), name=f"turn-{request_id}")
+        context = None
+        if self.settings.demo and key_id is not None:  # the demo simulator's log shows each key its own requests
+            context = contextvars.copy_context()
+            context.run(DEMO_CALLER.set, key_id)
+        job.task = asyncio.create_task(self.dispatcher.run(job), name=f"turn-{request_id}", context=context)
         self.jobs.add(job)
         job.task.add_done_callback(lambda _: self.jobs.discard(job))
         if key_id is not None:
             self.streams_per_key[key_id] += 1
             job.task.add_done_callback(lambda _: self._release_key(key_id))
         return job
+
+    def _check_priced(self, key_id: str | None, requested: list[str], policy_names: list[str]) -> None:
+        """A key with a budget is never served a model the catalog has no price for (its turns would spend 0
+        and the budget would never stop them), unless the operator allows it (`GATEWAY_ALLOW_UNPRICED_MODELS`,
+        or the key's `allow_unpriced_models`). Names the key may not use at all are left to `Limits.admit`
+        (403 `model_not_allowed`)."""
+        if key_id is None:
+            return
+        policy = self.keys.policy(key_id)
+        if not policy.has_budget or policy.allow_unpriced_models or self.settings.allow_unpriced_models:
+            return
+        for index, (name, policy_name) in enumerate(zip(requested, policy_names)):
+            if not policy.allows_model(policy_name):
+                continue
+            served = self.dispatcher.resolver.unpriced(name)
+            if served is None:
+                continue
+            model = f"{served.provider}/{served.model.id}"
+            self.metrics.rejected_request("model_not_priced")
+            raise UnpricedModel(
+                f"API key {key_id} has a budget and the catalog has no price for model {model}: its turns would "
+                "spend nothing against the budget (name a model GET /v1/models lists with its prices)",
+                model,
+                param="model" if index == 0 else f"fallback.{index - 1}",
+            )
 
     def _honouring(self, routes: list[Route], request: StreamRequest) -> list[Route]:
         """The plan without the fallbacks that cannot honour the request (`Provider.check_request`), checked

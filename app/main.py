@@ -6,14 +6,14 @@ import asyncio
 import gc
 import logging
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from starlette.exceptions import HTTPException
 from starlette.responses import Response
 
-from app.api.auth import authorization
+from app.api.auth import KeysConfigError, authorization
 from app.api.body import validation_error as invalid_request
 from app.api.apidocs import install_api_docs
 from app.api.edge import GatewayApp, RequestIdMiddleware
@@ -22,14 +22,17 @@ from app.api.errors import ApiError, is_pi_path, json_response
 from app.api.records import router as records_router
 from app.api.resume import router as resume_router
 from app.api.openapi import build_openapi
-from app.api.routes import TURN_ENDPOINTS, install_error_handlers, router
+from app.api.routes import TURN_DOORS, TURN_ENDPOINTS, install_error_handlers, router
 from app.gateway import Gateway
 from app.ledger import LedgerUrlError
 from app.logs import ensure_configured
 from app.providers.registry import provider_setups
 from app.server import bound_send_buffers, wait_listening
 from app.settings import Settings
-from app.startup import StartupErrorMessages, ledger_start_failed, ledger_url_refused, log_providers
+from app.startup import StartupErrorMessages, keys_refused, ledger_start_failed, ledger_url_refused, log_providers
+
+if TYPE_CHECKING:
+    from simulator.app import LogScope
 
 log = logging.getLogger("gateway")
 
@@ -71,13 +74,16 @@ async def _set_up_listening(gateway: Gateway, settings: Settings) -> None:
     gateway.serving.set()
 
 
-def _simulator_log_guard(app: FastAPI, request: Request) -> Response | None:
-    """The demo simulator's request log shows every caller's prompts: with auth on it needs a gateway key."""
+def _simulator_log_guard(app: FastAPI, request: Request) -> "Response | LogScope":
+    """The demo simulator's request log holds prompts: with auth on it needs a gateway key, and shows that key
+    only the requests of its own turns (everything with auth off)."""
+    from simulator.app import LogScope
+
     try:
-        app.state.gateway.keys.identify(authorization(request.headers))
+        key_id = app.state.gateway.keys.identify(authorization(request.headers))
     except ApiError as refused:
         return refused.response()
-    return None
+    return LogScope(key_id)
 
 
 def create_app(settings: Settings | None = None, gateway: Gateway | None = None) -> GatewayApp:
@@ -92,6 +98,8 @@ def create_app(settings: Settings | None = None, gateway: Gateway | None = None)
             gw = gateway or Gateway(settings)
         except LedgerUrlError as exc:
             raise ledger_url_refused(exc, settings.database_url) from exc
+        except KeysConfigError as exc:
+            raise keys_refused(exc) from exc
         log_providers(provider_setups(settings, gw.catalog), settings)
         try:
             await gw.recorder.start()  # the request ledger: migrate, heartbeat, start the writer (nothing destructive)
@@ -128,6 +136,8 @@ def create_app(settings: Settings | None = None, gateway: Gateway | None = None)
         docs_url=None,
         redoc_url=None,
     )
+    app.allowed_hosts = settings.allowed_host_names()
+    app.error_shapes = {path: door.error_body for path, door in TURN_DOORS.items()}
     app.include_router(router)
     app.include_router(records_router)
     app.include_router(resume_router)

@@ -4,7 +4,9 @@ Every metric is named `gateway_*`; counters end in `_total`, durations are `_sec
 bounded: `provider` (a configured provider), `model` (a catalog model id, or `other` for ids the catalog does
 not list, so a client cannot grow the series without limit), `outcome` (`done | error | aborted`), `door`
 (`unified | pi | openai-chat | anthropic-messages`, set by the server's routes) and `kind` (a small fixed
-vocabulary per metric). Request ids and keys are never labels.
+vocabulary per metric). Request ids and keys are never labels; a key's *name* is, on one metric:
+`gateway_key_spend_usd_total{key}` (spend per client key name), unless `GATEWAY_METRICS_KEY_LABELS=false`
+(then one unlabelled total). `/metrics` needs no key unless `GATEWAY_METRICS_KEY` is set (docs/operations.md).
 
 Multi-worker mode: when `PROMETHEUS_MULTIPROC_DIR` is set (before the process starts), prometheus-client
 keeps values in files in that directory, `/metrics` aggregates every worker's files with a
@@ -39,8 +41,10 @@ def multiprocess_dir() -> str | None:
 class Metrics:
     """The gateway's metrics. One per Gateway; added to `dispatcher.observers`."""
 
-    def __init__(self, catalog: Catalog) -> None:
+    def __init__(self, catalog: Catalog, *, key_labels: bool = True) -> None:
+        """`key_labels`: label the spend counter with the client key's name (else one total for all keys)."""
         self.catalog = catalog
+        self.key_labels = key_labels
         self.multiprocess = multiprocess_dir() is not None
         # In multiprocess mode the values live in files; the metrics need no registry of their own.
         own = None if self.multiprocess else CollectorRegistry(auto_describe=True)
@@ -98,7 +102,11 @@ class Metrics:
         self.ledger_queued = Gauge(
             "gateway_ledger_queue_bytes", "Memory of record writes waiting for the store", registry=own, multiprocess_mode="livesum"
         )
-        self.key_spend_usd = counter("gateway_key_spend_usd_total", "USD spent by settled turns, by client key name", ("key",))
+        self.key_spend_usd = (
+            counter("gateway_key_spend_usd_total", "USD spent by settled turns, by client key name", ("key",))
+            if key_labels
+            else counter("gateway_key_spend_usd_total", "USD spent by settled turns of client keys (all keys)")
+        )
         self.limit_store_errors = counter(
             "gateway_limit_store_errors_total", "Calls to the limit store (Redis) that failed or timed out", ("operation",)
         )
@@ -193,7 +201,7 @@ class Metrics:
         self.ledger_dropped.labels(kind).inc()
 
     def key_spend(self, key: str, usd: float) -> None:
-        self.key_spend_usd.labels(key).inc(usd)
+        (self.key_spend_usd.labels(key) if self.key_labels else self.key_spend_usd).inc(usd)
 
     def limit_store_error(self, operation: str) -> None:
         self.limit_store_errors.labels(operation).inc()

@@ -59,6 +59,15 @@ class ModelNotAllowed(Refusal):
     """The key's policy does not allow this model (or fallback)."""
 
 
+class UnpricedModel(Refusal):
+    """A key with a budget asks for a model the catalog has no price for: its turns would spend 0 and never
+    reach the budget. `model` is the `<provider>/<model id>` that would serve it."""
+
+    def __init__(self, message: str, model: str, param: str | None = None) -> None:
+        super().__init__(message, param)
+        self.model = model
+
+
 class LimitsUnavailable(Refusal):
     """The shared limit store did not answer and the gateway is set to fail closed."""
 

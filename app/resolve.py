@@ -6,7 +6,8 @@ A name is, in this order:
 1. a catalog route (`"fast"`): its model, then its fallback list; entries whose provider is not configured on
    this gateway are skipped (the route fails only when none is);
 2. `"<provider>/<model id>"` when `<provider>` is a catalog provider; the id may contain `/` and may be an
-   alias. An id the catalog does not list is still served (its prices then count as 0);
+   alias. An id the catalog does not list is still served (its prices then count as 0), except to a key with
+   a budget (`Gateway.start_turn`, docs/replicas.md);
 3. a bare model id or alias that exactly one configured provider lists (`claude-sonnet-4-5`,
    `meta-llama/Llama-3.3-70B-Instruct-Turbo`). When several do, the request is refused naming them.
 
@@ -94,6 +95,15 @@ class ModelResolver:
             return name
         served = self.resolve(name)[0]
         return f"{served.provider}/{served.model.id}"
+
+    def unpriced(self, name: str) -> Served | None:
+        """The first entry `name` stands for whose model the catalog does not list, hence has no price for
+        (rule 2 serves such an id at a price of 0); None when the catalog prices every one. For a name that
+        `resolve` accepts."""
+        for served in self.resolve(name):
+            if self.catalog.model(served.provider, served.model.id) is None:
+                return served
+        return None
 
     def _provider_model(self, ref: str) -> Served:
         provider, _, model_id = ref.partition("/")

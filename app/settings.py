@@ -8,11 +8,19 @@ from pydantic import AliasChoices, Field, NonNegativeInt, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
+LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1"})
+
+
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="GATEWAY_", extra="ignore", populate_by_name=True)
 
     host: str = "127.0.0.1"
     port: int = 8080
+    allowed_hosts: str | None = Field(
+        default=None,
+        description="comma-separated Host names requests may carry (`*`: any); default: the loopback names when "
+        "bound to a loopback address, else any (docs/limits.md, DNS rebinding)",
+    )
     api_keys: SecretStr = Field(default=SecretStr(""), description="comma-separated `name:key` or `key`")
 
     # Provider keys use the vendors' own variable names.
@@ -96,6 +104,10 @@ class Settings(BaseSettings):
     # Keys with a policy and replicas (app/keys.py, app/limits.py, docs/replicas.md).
     keys_file: str | None = Field(default=None, description="JSON or TOML file of client keys (SHA-256 digests) with limits")
     keys_reload_interval: float = Field(default=2.0, gt=0, description="seconds between checks of the keys file's mtime")
+    allow_unpriced_models: bool = Field(
+        default=False,
+        description="serve keys with a budget models the catalog has no price for (they then spend 0); per key: allow_unpriced_models",
+    )
     redis_url: str | None = Field(default=None, description="Redis shared by replicas for limits, spend and resumable streams")
     redis_prefix: str = Field(default="gw", description="prefix of every Redis key the gateway writes")
     redis_timeout: float = Field(default=0.25, gt=0, description="seconds any Redis call may take before it counts as failed")
@@ -111,8 +123,24 @@ class Settings(BaseSettings):
         description="gc.set_threshold once serving, as a JSON list; Python's own default is [700, 10, 10]",
     )
 
+    # GET /metrics (docs/operations.md, Metrics).
+    metrics_key: SecretStr | None = Field(
+        default=None, description="when set, GET /metrics needs `Authorization: Bearer <this key>` (401 otherwise)"
+    )
+    metrics_key_labels: bool = Field(
+        default=True, description="label gateway_key_spend_usd_total with each client key's name (false: one total)"
+    )
+
     log_level: str = "info"
     log_content: bool = False
+
+    def allowed_host_names(self) -> frozenset[str] | None:
+        """The Host names (lowercase, without port) requests may carry; None for any."""
+        if self.allowed_hosts is None:
+            loopback = self.host.strip("[]").lower() in LOOPBACK_NAMES or self.host.startswith("127.")
+            return LOOPBACK_NAMES if loopback else None
+        names = frozenset(name.strip().strip("[]").lower() for name in self.allowed_hosts.split(",") if name.strip())
+        return None if "*" in names else names
 
     def provider_key(self, name: str) -> str | None:
         secret = {"anthropic": self.anthropic_api_key, "openai": self.openai_api_key, "google": self.gemini_api_key}.get(name)

@@ -24,6 +24,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 if TYPE_CHECKING:
     import pydantic
 
+    from app.api.auth import KeysConfigError
     from app.providers.registry import ProviderSetup
     from app.settings import Settings
 
@@ -84,6 +85,11 @@ def ledger_url_refused(exc: Exception, url: str) -> StartupError:
         f"GATEWAY_DATABASE_URL {public_url(url)} is not a ledger URL ({_reason(exc, url)})",
         "set it to sqlite:///path/to/gateway.db or postgresql://user:password@host:5432/database",
     )
+
+
+def keys_refused(exc: "KeysConfigError") -> StartupError:
+    """`GATEWAY_API_KEYS` or the keys file names keys the gateway cannot serve (the text never holds a key)."""
+    return StartupError(" ".join(exc.what.split()), exc.fix)  # a validation error's lines, as one line
 
 
 def ledger_start_failed(exc: BaseException, url: str) -> StartupError:

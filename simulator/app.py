@@ -17,6 +17,9 @@ Routes (mounted wherever; the gateway's demo mode mounts it at `/_simulator`):
 The counting endpoints answer `scenarios.token_count(body)` (deterministic), or the scenario's HTTP error
 (`anthropic/http-429` is a 429 there too); the Chat Completions server has none, as vendors of that api have
 none. Every request is recorded; a count's `endpoint` is `count` (a turn's `stream`).
+Mounted with a `log_guard` (the gateway's demo mode with keys), the request log is scoped: each caller sees,
+waits for and clears only the requests sent on its behalf (`X-Gateway-Caller`, which the gateway adds to its
+upstream requests in demo mode: `app.providers.transport.DEMO_CALLER`).
 
 For every request it records the body, the scenario, frames sent, whether the whole scenario was sent
 (`completed`) and whether the client closed the connection before the end (`clientClosed`, `closedAt`).
@@ -57,6 +60,7 @@ class Seen:
     body: dict[str, Any]
     raw: str
     auth_sha256: str | None
+    caller: str | None = None  # `X-Gateway-Caller`: the gateway key the request was sent for (demo mode)
     started_at: float = field(default_factory=time.time)
     status: int | None = None
     frames_sent: int = 0
@@ -96,8 +100,11 @@ class SimulatorState:
         self.added = asyncio.Event()
         return entry
 
-    def matching(self, contains: str | None) -> list[Seen]:
-        return [e for e in self.seen if not contains or contains in e.raw]
+    def matching(self, contains: str | None, scope: "LogScope | None" = None) -> list[Seen]:
+        return [e for e in self.seen if (not contains or contains in e.raw) and (scope is None or scope.shows(e))]
+
+    def forget(self, scope: "LogScope") -> None:
+        self.seen = [e for e in self.seen if not scope.shows(e)]
 
 
 @dataclass
@@ -222,14 +229,31 @@ def _auth_sha256(request: Request) -> str | None:
     return hashlib.sha256(auth.encode()).hexdigest() if auth else None
 
 
-LogGuard = Callable[[Request], "Response | None"]
+
+@dataclass(frozen=True)
+class LogScope:
+    """Whose requests a reader of the request log sees: `caller`'s only, or every one (`caller` None)."""
+
+    caller: str | None = None
+
+    def shows(self, entry: Seen) -> bool:
+        return self.caller is None or entry.caller == self.caller
+
+
+EVERYONE = LogScope()
+# Runs before the request log answers: a Response refuses the reader, a LogScope says what it may see.
+LogGuard = Callable[[Request], "Response | LogScope"]
 MAX_WAIT_S = 300.0
 
 
 def create_simulator(log_guard: LogGuard | None = None) -> Starlette:
-    """`log_guard(request)` runs before the request log (`/_sim/*`) answers; a response it returns is sent
-    instead (the gateway's demo mode refuses callers without a gateway key when auth is on)."""
+    """`log_guard(request)` runs before the request log (`/_sim/*`) answers: a response it returns is sent
+    instead, a `LogScope` limits what the reader sees, waits for and clears (the gateway's demo mode refuses
+    callers without a gateway key when auth is on, and shows each key its own requests)."""
     state = SimulatorState()
+
+    def scope_of(request: Request) -> Response | LogScope:
+        return EVERYONE if log_guard is None else log_guard(request)
 
     async def vendor_call(request: Request, vendor: Vendor, model: str) -> Response | ScenarioResponse:
         raw = (await request.body()).decode("utf-8", "replace")
@@ -248,6 +272,7 @@ def create_simulator(log_guard: LogGuard | None = None) -> Starlette:
         entry = state.add(
             vendor=vendor.name, model=model, scenario=s.summary(scenario), body=body, raw=raw,
             auth_sha256=_auth_sha256(request),
+            caller=request.headers.get("x-gateway-caller"),
         )
         return ScenarioResponse(vendor, scenario, model, entry, fault)
 
@@ -261,7 +286,8 @@ def create_simulator(log_guard: LogGuard | None = None) -> Starlette:
         model = model or str(body.get("model", ""))
         scenario = s.build(model, "")
         entry = state.add(vendor=vendor.name, model=model, scenario=s.summary(scenario), body=body, raw=raw,
-                          auth_sha256=_auth_sha256(request), endpoint="count")
+                          auth_sha256=_auth_sha256(request), caller=request.headers.get("x-gateway-caller"),
+                          endpoint="count")
         if scenario.hang_before_headers:  # no answer until the client leaves
             while (await request.receive())["type"] != "http.disconnect":
                 pass
@@ -301,19 +327,21 @@ def create_simulator(log_guard: LogGuard | None = None) -> Starlette:
         return await vendor_call(request, VENDORS["google"], request.path_params["model"])
 
     async def requests_seen(request: Request) -> Response:
-        if log_guard is not None and (denied := log_guard(request)) is not None:
-            return denied
+        scope = scope_of(request)
+        if isinstance(scope, Response):
+            return scope
         if request.method == "DELETE":
-            state.seen.clear()
+            state.forget(scope)
             return JSONResponse({"cleared": True})
-        return JSONResponse([e.public() for e in state.matching(request.query_params.get("contains"))])
+        return JSONResponse([e.public() for e in state.matching(request.query_params.get("contains"), scope)])
 
     async def wait(request: Request) -> Response:
         """Long-poll: the newest request containing `contains` once it reached `until` (closed | finished)."""
         contains = request.query_params.get("contains")
         until = request.query_params.get("until", "finished")
-        if log_guard is not None and (denied := log_guard(request)) is not None:
-            return denied
+        scope = scope_of(request)
+        if isinstance(scope, Response):
+            return scope
         every = request.query_params.get("all") == "1"  # every matching request, not only the newest
         try:
             timeout = float(request.query_params.get("timeout", "10"))
@@ -325,7 +353,7 @@ def create_simulator(log_guard: LogGuard | None = None) -> Starlette:
         try:
             async with asyncio.timeout(timeout):
                 while True:
-                    found = state.matching(contains)
+                    found = state.matching(contains, scope)
                     entry = found[-1] if found else None
                     reached = [e for e in found if (e.client_closed if until == "closed" else e.finished_at is not None)]
                     if every and found and len(reached) == len(found):
@@ -336,7 +364,7 @@ def create_simulator(log_guard: LogGuard | None = None) -> Starlette:
                         return JSONResponse(entry.public())
                     await (entry.changed.wait() if entry is not None else state.added.wait())
         except TimeoutError:
-            found = state.matching(contains)
+            found = state.matching(contains, scope)
             return JSONResponse({"timeout": True, "entry": found[-1].public() if found else None}, 408)
 
     app = Starlette(routes=[

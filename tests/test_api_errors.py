@@ -93,7 +93,7 @@ def test_complete_rejects_bad_input_the_same_way(gateway):
 
 
 def test_pi_door_errors_are_strings(gateway):
-    response = gateway.http.post("/api/stream", content=b"nope")
+    response = gateway.http.post("/api/stream", content=b"nope", headers={"content-type": "application/json"})
     assert response.status_code == 400 and isinstance(response.json()["error"], str)
 
 

@@ -26,7 +26,7 @@ def _open_without_reading(port: int, body: bytes) -> tuple[socket.socket, str]:
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 8192)
     sock.connect(("127.0.0.1", port))
     sock.sendall(
-        b"POST /v1/stream HTTP/1.1\r\nHost: gateway\r\nContent-Type: application/json\r\n"
+        b"POST /v1/stream HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
         b"Content-Length: %d\r\n\r\n%s" % (len(body), body)
     )
     head = b""

@@ -355,6 +355,8 @@ BAD_INPUT = [
     ("tool_use input not an object", dict(messages=[user("{m}"), {"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_z", "name": "get_weather", "input": '{"city": "Paris"'}]}, user("next")]), anthropic.BadRequestError, "messages.1.content.0.input"),
     ("stop sequences on a vendor without them", dict(model="openai/text", stop_sequences=["END"]), anthropic.BadRequestError, "stop_sequences: "),
     ("forced tool while thinking", dict(tools=[WEATHER], tool_choice={"type": "tool", "name": "get_weather"}, thinking={"type": "enabled", "budget_tokens": 1024}, max_tokens=2000), anthropic.BadRequestError, "tool_choice: "),
+    ("max_tokens over the unified limit", dict(max_tokens=1_000_001), anthropic.BadRequestError, "max_tokens: must be at most"),
+    ("stop sequence over 1000 characters", dict(stop_sequences=["x" * 1001]), anthropic.BadRequestError, "stop_sequences.0: "),
     ("unknown model", dict(model="nosuchprovider/x"), anthropic.NotFoundError, "nosuchprovider"),
     ("bare unknown model", dict(model="no-such-model"), anthropic.NotFoundError, "model"),
 ]
@@ -371,6 +373,17 @@ def test_bad_input_is_a_4xx_in_anthropic_shape(client, gateway, fields, error, n
     assert caught.value.body["type"] == "error" and names in caught.value.body["error"]["message"]
     assert caught.value.body["error"]["type"] in ("invalid_request_error", "not_found_error")
     assert not gateway.sim.seen(m), "no upstream call for a bad request"
+
+
+def test_a_missing_max_tokens_is_a_400_naming_it_as_anthropic_answers(gateway):
+    m = marker()
+    response = gateway.http.post("/v1/messages", json={"model": "anthropic/text", "messages": [user(m)]})
+    assert response.status_code == 400
+    assert response.json() == {
+        "type": "error",
+        "error": {"type": "invalid_request_error", "message": "max_tokens: Field required"},
+    }
+    assert not gateway.sim.seen(m)
 
 
 def test_huge_body_is_413(client, gateway):

@@ -417,7 +417,7 @@ def test_a_50_mb_body_is_413_in_openai_shape(gw):
 
 
 def test_not_json_is_400_in_openai_shape(gw):
-    response = gw.http.post("/v1/chat/completions", content=b"{nope", headers={"Authorization": f"Bearer {KEY}"})
+    response = gw.http.post("/v1/chat/completions", content=b"{nope", headers={"Authorization": f"Bearer {KEY}", "content-type": "application/json"})
     assert response.status_code == 400 and response.json()["error"]["type"] == "invalid_request_error"
 
 

@@ -54,3 +54,36 @@ def test_records_and_metrics_name_the_door(gateway):
     by_door = gateway.http.get("/v1/requests", params={"door": "pi", "limit": 200}).json()["records"]
     assert request_id in [r["requestId"] for r in by_door] and {r["door"] for r in by_door} == {"pi"}
     assert gateway.http.get("/v1/requests", params={"door": "smtp"}).status_code == 422
+
+
+OUT_OF_BOUNDS = [
+    ("/v1/messages", {"max_tokens": 1_000_001}, 400, "max_tokens"),
+    ("/v1/messages", {"max_tokens": 10, "stop_sequences": ["x" * 1001]}, 400, "stop_sequences.0"),
+    ("/v1/chat/completions", {"max_tokens": 1_000_001}, 400, "max_tokens"),
+    ("/v1/chat/completions", {"max_completion_tokens": 1_000_001}, 400, "max_completion_tokens"),
+    ("/v1/chat/completions", {"stop": ["x" * 1001]}, 400, "stop"),
+    ("/api/stream", {"options": {"maxTokens": 1_000_001}}, 422, "options.maxTokens"),
+    ("/v1/stream", {"options": {"maxTokens": 1_000_001}}, 422, "options.maxTokens"),
+    ("/v1/stream", {"options": {"stop": ["x" * 1001]}}, 422, "options.stop.0"),
+]
+
+
+@pytest.mark.parametrize("path, fields, status, field", OUT_OF_BOUNDS, ids=[f"{c[0]} {c[3]}" for c in OUT_OF_BOUNDS])
+def test_values_the_unified_request_refuses_are_4xx_in_each_doors_shape_never_500(keyed, path, fields, status, field):
+    m = marker()
+    if path == "/api/stream":
+        body = {"model": {"provider": "anthropic", "id": "text"}, "context": {"messages": [{"role": "user", "content": m}]}}
+    elif path == "/v1/stream":
+        body = turn("anthropic/text", m)
+        body["options"] = {}
+    else:
+        body = {"model": "anthropic/text", "messages": [{"role": "user", "content": m}]}
+    for key, value in fields.items():
+        body[key] = {**body.get(key, {}), **value} if isinstance(value, dict) else value
+    response = keyed.http.post(path, json=body, headers={"x-api-key": KEY})
+    assert response.status_code == status, response.text
+    error = response.json()["error"]
+    message = error if path == "/api/stream" else error["message"]
+    assert message.startswith(field) and not keyed.sim.seen(m)
+    if path == "/v1/messages":
+        assert response.json()["type"] == "error" and error["type"] == "invalid_request_error"

@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import signal
 import time
 from pathlib import Path
 from typing import Any
@@ -14,9 +15,11 @@ from typing import Any
 import httpx
 import pytest
 
+from app.api.auth import ClientKey
 from app.keys import ClientKeys, KeysFileError, load_keys_file
 from app.limits import MemoryLimitStore
 from tests.conftest import marker, turn
+from tests.procs import GatewayProcess
 
 LEGACY = "legacy:sk-legacy-key-0000"
 
@@ -291,3 +294,113 @@ async def test_a_per_minute_wait_is_at_most_one_minute(tmp_path, kind):
     with pytest.raises(LimitExceeded) as refused:
         await limits.admit("limited", ["anthropic/text"], "req_1")
     assert refused.value.retry_after == 60
+
+
+def test_a_reload_that_would_merge_two_identities_keeps_the_previous_keys(tmp_path):
+    path = tmp_path / "keys.json"
+    write_keys(path, alice={})
+    keys = ClientKeys([ClientKey("legacy", "sk-legacy-key-0000")], str(path))
+    path.write_text(json.dumps({"keys": [{"name": "legacy", "sha256": digest("sk-alice")}]}))
+    assert not keys.reload()
+    assert keys.identify("Bearer sk-alice") == "alice" and keys.identify("Bearer sk-legacy-key-0000") == "legacy"
+    path.write_text(json.dumps({"keys": [{"name": "mallory", "sha256": digest("sk-legacy-key-0000")}]}))
+    assert not keys.reload()
+    assert keys.identify("Bearer sk-legacy-key-0000") == "legacy"
+
+
+UNPRICED = "anthropic/text-2025-08-07"  # served by the anthropic provider, listed by no catalog
+
+
+def test_a_key_with_a_budget_is_never_served_a_model_without_a_price(gateway_factory, tmp_path):
+    path = tmp_path / "keys.json"
+    write_keys(
+        path,
+        budgeted={"budget_usd_per_day": 5.0},
+        monthly={"budget_usd_per_month": 50.0},
+        opted_in={"budget_usd_per_day": 5.0, "allow_unpriced_models": True},
+        free={},
+    )
+    gw = gateway_factory(keys_file=str(path))
+    for key in ("sk-budgeted", "sk-monthly"):
+        m = marker()
+        refused = gw.http.post("/v1/stream", json=turn(UNPRICED, m), headers=bearer(key))
+        assert refused.status_code == 403, refused.text
+        error = refused.json()["error"]
+        assert error["type"] == "model_not_priced" and error["param"] == "model"
+        assert UNPRICED in error["message"] and "no price" in error["message"] and "budget" in error["message"]
+        assert not gw.sim.seen(m)
+    # A fallback without a price is refused too, naming it; in the Messages door's own shape as well.
+    fallback = gw.http.post("/v1/stream", json=turn("anthropic/text", fallback=[UNPRICED]), headers=bearer("sk-budgeted"))
+    assert fallback.status_code == 403 and fallback.json()["error"]["param"] == "fallback.0"
+    messages = gw.http.post(
+        "/v1/messages",
+        json={"model": UNPRICED, "max_tokens": 50, "messages": [{"role": "user", "content": marker()}]},
+        headers=bearer("sk-budgeted"),
+    )
+    assert messages.status_code == 403 and messages.json()["type"] == "error"
+    assert messages.json()["error"]["type"] == "permission_error" and UNPRICED in messages.json()["error"]["message"]
+    # A priced model, a key without a budget, and a key the operator opted in are served.
+    assert post(gw, "sk-budgeted").status_code == 200
+    assert post(gw, "sk-free", UNPRICED).status_code == 200
+    assert post(gw, "sk-opted_in", UNPRICED).status_code == 200
+    assert 'gateway_rejected_requests_total{kind="model_not_priced"}' in gw.http.get("/metrics").text
+
+
+def test_the_operator_may_serve_unpriced_models_to_every_budgeted_key(gateway_factory, tmp_path):
+    path = tmp_path / "keys.json"
+    write_keys(path, budgeted={"budget_usd_per_day": 5.0})
+    gw = gateway_factory(keys_file=str(path), allow_unpriced_models=True)
+    assert post(gw, "sk-budgeted", UNPRICED).status_code == 200
+
+
+def test_a_burst_of_sighups_neither_stalls_streams_nor_loses_the_files_last_state(sim, tmp_path):
+    """A real `python -m app` with a 5,000-key file: every event a stream delivers is answered with 10 SIGHUPs.
+    The stream keeps flowing to its end, in order, the reloads are coalesced (at most one running and one
+    waiting, off the event loop), and the keys end as the file's last state."""
+    path = tmp_path / "keys.json"
+    many = [{"name": f"k{i}", "sha256": digest(f"sk-k{i}"), "requests_per_minute": 600} for i in range(5000)]
+
+    def write(*names: str) -> None:
+        path.write_text(json.dumps({"keys": [*many, *({"name": n, "sha256": digest(f"sk-{n}")} for n in names)]}))
+
+    write("first")
+    log_path = tmp_path / "gateway.log"
+    with open(log_path, "wb") as log_file:
+        proc = GatewayProcess(sim.url, stderr=log_file, GATEWAY_KEYS_FILE=str(path),
+                              GATEWAY_KEYS_RELOAD_INTERVAL="3600", GATEWAY_LOG_LEVEL="info")  # fmt: skip
+        try:
+            proc.wait_ready()
+            deltas, terminal, signals = [], None, 0
+            deadline = time.monotonic() + 120  # the turn takes ~2 s; with reloads on the loop it took minutes
+            body = turn("anthropic/slow;n=40;delay_ms=50", marker())
+            with httpx.stream("POST", f"{proc.url}/v1/stream", json=body, headers=bearer("sk-first"), timeout=60) as response:
+                assert response.status_code == 200
+                for line in response.iter_lines():
+                    if not line.startswith("data: "):
+                        continue
+                    event = json.loads(line[6:])
+                    if event["type"] == "text_delta":
+                        deltas.append(event["delta"])
+                        for _ in range(10):
+                            os.kill(proc.proc.pid, signal.SIGHUP)
+                            signals += 1
+                    elif event["type"] in ("done", "error"):
+                        terminal = event
+                    assert time.monotonic() < deadline, f"the stream stalled: {len(deltas)} deltas after {signals} SIGHUPs"
+            assert terminal is not None and terminal["type"] == "done"
+            assert len(deltas) == 40 and "".join(deltas) == terminal["message"]["content"][0]["text"]
+
+            # The last state wins: "first" removed, "last" added, one more SIGHUP.
+            write("last")
+            os.kill(proc.proc.pid, signal.SIGHUP)
+            until = time.monotonic() + 60
+            while httpx.get(f"{proc.url}/v1/models", headers=bearer("sk-last")).status_code != 200:
+                assert time.monotonic() < until, "the file's last state never loaded"
+                time.sleep(0.05)  # polling the process for the reload
+            assert httpx.get(f"{proc.url}/v1/models", headers=bearer("sk-first")).status_code == 401
+            assert httpx.get(f"{proc.url}/v1/models", headers=bearer("sk-k4999")).status_code == 200
+        finally:
+            proc.proc.terminate()
+            proc.proc.wait(30)
+    reloads = [line for line in log_path.read_text().splitlines() if "keys file reloaded" in line]
+    assert 1 <= len(reloads) <= signals // 4, f"{len(reloads)} reloads for {signals} SIGHUPs: not coalesced"

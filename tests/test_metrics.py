@@ -122,3 +122,26 @@ def test_multiprocess_mode(sim, tmp_path):
         assert any(p.name.startswith("gauge_livesum_") for p in metrics_dir.iterdir())
     finally:
         proc.stop()
+
+
+METRICS_KEY = "sk-metrics-scraper-0001"
+
+
+def test_metrics_can_be_protected_by_a_key_of_their_own(gateway_factory):
+    gw = gateway_factory(api_keys="tenant:sk-tenant-0001", metrics_key=METRICS_KEY)
+    assert gw.http.get("/metrics").status_code == 401
+    assert gw.http.get("/metrics", headers={"Authorization": "Bearer sk-tenant-0001"}).status_code == 401
+    allowed = gw.http.get("/metrics", headers={"Authorization": f"Bearer {METRICS_KEY}"})
+    assert allowed.status_code == 200 and "gateway_requests_total" in allowed.text
+    assert gw.http.get("/healthz").status_code == 200  # the probes stay open
+
+
+def test_per_key_spend_labels_can_be_dropped(gateway_factory):
+    gw = gateway_factory(api_keys="tenant-a:sk-tenant-a-0001", metrics_key_labels=False)
+    served = gw.stream(turn("anthropic/text"), headers={"Authorization": "Bearer sk-tenant-a-0001"})
+    assert served.status == 200 and served.terminal["usage"]["cost"]["total"] > 0
+    gw.job(served.headers["x-request-id"])
+    text = gw.http.get("/metrics").text
+    assert "tenant-a" not in text and 'gateway_key_spend_usd_total{' not in text
+    spent = [line for line in text.splitlines() if line.startswith("gateway_key_spend_usd_total ")]
+    assert len(spent) == 1 and float(spent[0].split()[1]) > 0

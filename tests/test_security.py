@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
+import json
 import logging
+
+import httpx
+import pytest
+
+from app.settings import Settings
 
 from simulator.app import create_simulator
 from tests.conftest import PROVIDER_KEYS, marker, turn
@@ -97,7 +103,7 @@ def test_a_client_leaving_in_the_middle_of_its_body_is_one_info_line(gateway, ca
     caplog.set_level(logging.INFO)
     sock = socket.create_connection(("127.0.0.1", gateway.server.port), timeout=10)
     with sock:
-        sock.sendall(b"POST /v1/stream HTTP/1.1\r\nHost: x\r\ncontent-type: application/json\r\n"
+        sock.sendall(b"POST /v1/stream HTTP/1.1\r\nHost: 127.0.0.1\r\ncontent-type: application/json\r\n"
                      b"content-length: 100000\r\n\r\n{\"model\": ")
     deadline = time.monotonic() + 20
     def relevant():
@@ -236,3 +242,97 @@ def test_pipelined_requests_whose_headers_together_pass_the_limit_are_served(bou
     with sock:
         sock.sendall(one + last)
         assert _answer(sock).count(b"HTTP/1.1 200") == 2
+
+
+# ----------------------------------------------------------------------------- cross-site requests (auth off)
+
+TURN_BODIES = {
+    "/v1/stream": lambda m: turn("anthropic/text", m),
+    "/v1/complete": lambda m: turn("anthropic/text", m),
+    "/api/stream": lambda m: {"model": {"provider": "anthropic", "id": "text"}, "context": {"messages": [{"role": "user", "content": m}]}},
+    "/v1/chat/completions": lambda m: {"model": "anthropic/text", "messages": [{"role": "user", "content": m}]},
+    "/v1/messages": lambda m: {"model": "anthropic/text", "max_tokens": 50, "messages": [{"role": "user", "content": m}]},
+}
+
+
+def _door_error(path: str, response: httpx.Response) -> tuple[str | None, str]:
+    """(error type, message) of a refusal in the door's own shape."""
+    body = response.json()
+    if path == "/api/stream":
+        return None, body["error"]
+    if path == "/v1/messages":
+        assert body["type"] == "error"
+    return body["error"]["type"], body["error"]["message"]
+
+
+@pytest.mark.parametrize("content_type", ["text/plain", "application/x-www-form-urlencoded", None])
+@pytest.mark.parametrize("path", list(TURN_BODIES))
+def test_turn_routes_refuse_a_body_not_declared_json_with_415_in_the_doors_shape(gateway, path, content_type):
+    m = marker()
+    headers = {"content-type": content_type} if content_type else {}
+    response = gateway.http.post(path, content=json.dumps(TURN_BODIES[path](m)).encode(), headers=headers)
+    assert response.status_code == 415, response.text
+    kind, message = _door_error(path, response)
+    assert "application/json" in message and kind in (None, "unsupported_media_type", "invalid_request_error")
+    assert not gateway.sim.seen(m), "nothing reaches a vendor"
+    served = gateway.http.post(path, content=json.dumps(TURN_BODIES[path](marker())).encode(),
+                               headers={"content-type": "Application/JSON; charset=utf-8"})
+    assert served.status_code == 200
+
+
+@pytest.mark.parametrize("through_fastapi", [False, True], ids=["direct", "fastapi"])
+def test_a_loopback_gateway_refuses_other_host_names_on_every_path(gateway, through_fastapi):
+    """DNS rebinding: a page of evil.example resolved to 127.0.0.1 sends `Host: evil.example`."""
+    app = gateway.server.app
+    direct = app.turn_routes
+    if through_fastapi:
+        app.turn_routes = None
+    try:
+        evil = {"Host": f"evil.example:{gateway.server.port}"}
+        for path in TURN_BODIES:
+            m = marker()
+            refused = gateway.http.post(path, json=TURN_BODIES[path](m), headers=evil)
+            assert refused.status_code == 400, (path, refused.text)
+            kind, message = _door_error(path, refused)
+            assert "evil.example" in message and kind in (None, "host_not_allowed", "invalid_request_error")
+            assert refused.headers["x-request-id"].startswith("req_")
+            assert not gateway.sim.seen(m)
+        for path in ("/v1/models", "/v1/requests", "/metrics"):
+            assert gateway.http.get(path, headers=evil).json()["error"]["type"] == "host_not_allowed"
+        assert gateway.http.get("/healthz", headers=evil).status_code == 200  # probes show nothing
+        for host in ("localhost", f"127.0.0.1:{gateway.server.port}", "[::1]:8080"):
+            assert gateway.http.post("/v1/complete", json=turn("anthropic/text"), headers={"Host": host}).status_code == 200
+    finally:
+        app.turn_routes = direct
+
+
+def test_allowed_hosts_default_to_loopback_names_only_on_a_loopback_bind(gateway_factory):
+    assert Settings(host="127.0.0.1").allowed_host_names() == {"localhost", "127.0.0.1", "::1"}
+    assert Settings(host="::1").allowed_host_names() == {"localhost", "127.0.0.1", "::1"}
+    assert Settings(host="0.0.0.0").allowed_host_names() is None
+    assert Settings(host="0.0.0.0", allowed_hosts="gw.example, GW2.example").allowed_host_names() == {"gw.example", "gw2.example"}
+    assert Settings(host="127.0.0.1", allowed_hosts="*").allowed_host_names() is None
+    anywhere = gateway_factory(allowed_hosts="*")
+    assert anywhere.http.post("/v1/complete", json=turn("anthropic/text"), headers={"Host": "gw.example"}).status_code == 200
+
+
+def test_demo_simulator_log_shows_each_key_only_its_own_requests(sim):
+    alice, bob = {"Authorization": "Bearer sk-alice-0123456789"}, {"Authorization": "Bearer sk-bob-0123456789"}
+    proc = GatewayProcess(sim.url, GATEWAY_DEMO="1", GATEWAY_API_KEYS="alice:sk-alice-0123456789,bob:sk-bob-0123456789")
+    try:
+        proc.wait_ready()
+        log = f"{proc.url}/_simulator/_sim"
+        mine, theirs = marker(), marker()
+        for headers, m in ((alice, mine), (bob, theirs)):
+            assert httpx.post(f"{proc.url}/v1/complete", json=turn("anthropic/claude-sonnet-4-5", m), headers=headers).status_code == 200
+        seen = httpx.get(f"{log}/requests", headers=alice).json()
+        assert [mine in e["body"].__repr__() for e in seen] == [True] and seen[0]["body"] and theirs not in repr(seen)
+        assert httpx.get(f"{log}/requests", params={"contains": theirs}, headers=alice).json() == []
+        waited = httpx.get(f"{log}/wait", params={"contains": theirs, "timeout": 0}, headers=alice)
+        assert waited.status_code == 408 and waited.json()["entry"] is None
+        assert httpx.get(f"{log}/wait", params={"contains": theirs, "timeout": 5}, headers=bob).status_code == 200
+        assert httpx.delete(f"{log}/requests", headers=alice).json() == {"cleared": True}
+        assert httpx.get(f"{log}/requests", headers=alice).json() == []
+        assert [theirs in repr(e["body"]) for e in httpx.get(f"{log}/requests", headers=bob).json()] == [True]
+    finally:
+        proc.stop()

@@ -4,6 +4,7 @@ what failed and how to fix it (naming the database URL without its password), ne
 from __future__ import annotations
 
 import gc
+import hashlib
 import json
 
 import pytest
@@ -122,3 +123,36 @@ def test_the_collector_thresholds_are_set_once_serving(gateway_factory, monkeypa
         assert gc.get_threshold() == (12_345, 6, 7)
     finally:
         gc.set_threshold(*before)
+
+
+def _keys_file(tmp_path, *entries: tuple[str, str]) -> str:
+    """A keys file of (name, bearer key) entries."""
+    path = tmp_path / "keys.json"
+    keys = [{"name": name, "sha256": hashlib.sha256(key.encode()).hexdigest()} for name, key in entries]
+    path.write_text(json.dumps({"keys": keys}))
+    return str(path)
+
+
+@pytest.mark.parametrize(
+    "api_keys, file_entries, named",
+    [
+        pytest.param("team:", None, "GATEWAY_API_KEYS item 1 ('team') has no key", id="item-without-a-key"),
+        pytest.param("ops:sk-ops-1,team: ", None, "GATEWAY_API_KEYS item 2 ('team') has no key", id="second-item-without-a-key"),
+        pytest.param("alice:sk-alice-env", [("alice", "sk-alice-file")], "key name 'alice' is given twice", id="name-in-both"),
+        pytest.param("bob:sk-shared-key", [("carol", "sk-shared-key")], "one key is named both 'bob' and 'carol'", id="one-key-two-names"),
+        pytest.param("", [("dave", "sk-dave"), ("erin", "sk-dave")], "one key is named both 'dave' and 'erin'", id="one-key-two-names-in-the-file"),
+    ],
+)
+def test_key_names_that_would_merge_identities_or_turn_auth_off_stop_the_start_in_one_line(sim, tmp_path, api_keys, file_entries, named):
+    env = {"GATEWAY_API_KEYS": api_keys}
+    if file_entries is not None:
+        env["GATEWAY_KEYS_FILE"] = _keys_file(tmp_path, *file_entries)
+    proc = GatewayProcess(sim.url, **env)
+    code = proc.proc.wait(180)
+    stderr = proc.proc.stderr.read().decode()
+    assert code == 3 and "Traceback" not in stderr
+    lines = [json.loads(line) for line in stderr.splitlines() if line.strip()]
+    errors = [line for line in lines if line["level"] == "error" and line["msg"].startswith("start-up failed: ")]
+    assert len(errors) == 1, stderr
+    assert named in errors[0]["msg"] and "\n" not in errors[0]["msg"]
+    assert "sk-" not in stderr  # no key, whatever the item

@@ -43,19 +43,35 @@ def key_id(secret: str) -> str:
     return "key-" + hashlib.sha256(secret.encode()).hexdigest()[:12]
 
 
+class KeysConfigError(ValueError):
+    """Client keys that cannot be served as configured (`GATEWAY_API_KEYS`, the keys file): `what` is wrong
+    and how to `fix` it, one line that never contains a key."""
+
+    def __init__(self, what: str, fix: str) -> None:
+        super().__init__(what)
+        self.what = what
+        self.fix = fix
+
+
 def parse_keys(spec: str) -> list[ClientKey]:
     """`name:key` or `key` items separated by commas. The name ends at the FIRST `:`; everything after it is
-    the key (which may itself contain `:`). An empty name (`:key`) or no name gets `key_id(key)`."""
+    the key (which may itself contain `:`). An empty name (`:key`) or no name gets `key_id(key)`. An item with
+    nothing after its `:` (`team:`, typically an unset variable in `name:$KEY`) raises `KeysConfigError`: it
+    would otherwise leave the ring empty, and an empty ring turns auth off."""
     keys: list[ClientKey] = []
-    for item in (part.strip() for part in spec.split(",")):
+    for index, item in enumerate(part.strip() for part in spec.split(",")):
         if not item:
             continue
         name, sep, secret = item.partition(":")
         if not sep:
             name, secret = "", item
         secret = secret.strip()
-        if secret:
-            keys.append(ClientKey(name.strip() or key_id(secret), secret))
+        if not secret:
+            raise KeysConfigError(
+                f"GATEWAY_API_KEYS item {index + 1} ({name.strip()!r}) has no key after its ':'",
+                "give every item a key (`name:key` or `key`), or leave GATEWAY_API_KEYS empty to turn auth off",
+            )
+        keys.append(ClientKey(name.strip() or key_id(secret), secret))
     return keys
 
 

@@ -3,6 +3,7 @@ pydantic contract model.
 
 This is the one place that decides what a request may contain (every door parses its body here):
 
+- `Content-Type: application/json` (415 otherwise, `require_json`);
 - at most `GATEWAY_MAX_BODY_BYTES` bytes (413) of JSON (400) nested at most `GATEWAY_MAX_JSON_DEPTH` levels
   (413, also for JSON deeper than the parser's own limit of 1,024);
 - lone UTF-16 surrogate escapes (`"\\ud83d"`, which JavaScript clients send when they cut a string inside an
@@ -19,7 +20,7 @@ import json
 import logging
 import re
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from functools import lru_cache
 from typing import Any, TypeVar
 
@@ -41,6 +42,16 @@ log = logging.getLogger("gateway")
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 _INT64 = (-(2**63), 2**64 - 1)  # orjson reads integers beyond 64 bits as floats; the fallback parser does too
 ANY_INDEX = "*"  # in a prose path: any list index
+
+
+def require_json(headers: Mapping[str, str]) -> None:
+    """A turn's body must say it is JSON (`Content-Type: application/json`, parameters allowed): a web page can
+    POST `text/plain` (or a body with no type) to another site without asking first, JSON it cannot (415)."""
+    declared = headers.get("content-type")
+    media_type = (declared or "").partition(";")[0].strip().lower()
+    if media_type != "application/json":
+        shown = f"Content-Type {declared!r}" if declared is not None else "no Content-Type"
+        raise ApiError(415, "unsupported_media_type", f"request body must be application/json (the request has {shown})")
 
 
 async def read_body(request: Request, limit: int) -> bytes:

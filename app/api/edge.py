@@ -30,12 +30,45 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from app.api.errors import json_response
+from app.api.errors import ApiError, is_pi_path, json_response
 
 log = logging.getLogger("gateway")
 
 Endpoint = Callable[[Request], Awaitable[Response]]
 INTERNAL_ERROR = {"error": {"type": "internal_error", "message": "internal error", "param": None}}
+
+
+OPEN_TO_ANY_HOST = frozenset({"/healthz", "/readyz"})  # probes, which show nothing (a kubelet sends the pod's IP)
+
+
+def request_host(scope: Scope) -> str | None:
+    """The request's `Host` name, lowercase, without its port (`[::1]:8080` → `::1`); None without one."""
+    for name, value in scope.get("headers", ()):
+        if name == b"host":
+            host = value.decode("latin-1").strip().lower()
+            if host.startswith("["):
+                return host[1 : host.find("]")] if "]" in host else host
+            name_part, sep, port = host.rpartition(":")
+            return name_part if sep and port.isdigit() else host
+    return None
+
+
+def host_allowed(scope: Scope, allowed: frozenset[str] | None) -> bool:
+    """Whether the request names a host this gateway answers (`GATEWAY_ALLOWED_HOSTS`): a page on another
+    site that rebinds its DNS name to 127.0.0.1 still sends its own name as `Host`. A request without `Host`
+    (HTTP/1.0) and the probes are let through."""
+    if allowed is None or scope.get("path") in OPEN_TO_ANY_HOST:
+        return True
+    host = request_host(scope)
+    return host is None or host in allowed
+
+
+def host_refused(scope: Scope) -> ApiError:
+    return ApiError(
+        400,
+        "host_not_allowed",
+        f"Host {request_host(scope)!r} is not a name this gateway answers (GATEWAY_ALLOWED_HOSTS)",
+    )
 
 
 def new_request_id() -> str:
@@ -135,6 +168,21 @@ class GatewayApp(FastAPI):
     """The gateway's FastAPI app; POSTs on the turn routes set with `serve_directly` skip FastAPI's stack."""
 
     turn_routes: TurnRoutes | None = None
+    # The Host names requests may carry (None: any), from `Settings.allowed_host_names`, checked here for every
+    # request on either path; a turn route's refusal is in its door's error shape (`error_shapes`: path → body).
+    allowed_hosts: frozenset[str] | None = None
+    error_shapes: Mapping[str, Callable[[ApiError], Any]] = {}
+
+    async def _refuse_host(self, scope: Scope, receive: Receive, send: Send) -> None:
+        scope = _route_path(scope)
+        _, send_with_id = _with_id(scope, send)
+        refused = host_refused(scope)
+        shape = self.error_shapes.get(scope["path"])
+        if shape is not None:
+            response = json_response(shape(refused), refused.status)
+        else:
+            response = refused.response(pi=is_pi_path(scope["path"]))
+        await response(scope, receive, send_with_id)
 
     def serve_directly(self, endpoints: Mapping[str, Endpoint]) -> None:
         self.turn_routes = TurnRoutes(self, endpoints)
@@ -142,6 +190,9 @@ class GatewayApp(FastAPI):
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         turn_routes = self.turn_routes
         endpoint = None if turn_routes is None else turn_routes.endpoint(scope)
+        if scope["type"] == "http" and not host_allowed(scope, self.allowed_hosts):
+            await self._refuse_host(scope, receive, send)
+            return
         if endpoint is None:
             await super().__call__(scope, receive, send)
             return

@@ -22,6 +22,7 @@ from app.refusals import (
     RequestRejected,
     TokensNotCounted,
     UnknownModel,
+    UnpricedModel,
 )
 
 
@@ -55,6 +56,8 @@ def refusal_error(refusal: Refusal) -> ApiError:
         return ApiError(429, refusal.kind, refusal.message, headers={"Retry-After": str(refusal.retry_after)})
     if isinstance(refusal, ModelNotAllowed):
         return ApiError(403, "model_not_allowed", refusal.message, param=refusal.param)
+    if isinstance(refusal, UnpricedModel):
+        return ApiError(403, "model_not_priced", refusal.message, param=refusal.param)
     if isinstance(refusal, LimitsUnavailable):
         return ApiError(503, "limits_unavailable", refusal.message, headers={"Retry-After": "1"})
     if isinstance(refusal, EventsLost):

@@ -69,9 +69,11 @@ class Status(BaseModel):
 _ERRORS = {
     "400": "Body is not a JSON object",
     "401": "Missing or invalid API key",
-    "403": "The key's policy does not allow this model (`model_not_allowed`, keys file)",
+    "403": "The key's policy does not allow this model (`model_not_allowed`, keys file), or the key has a budget "
+    "and the catalog has no price for it (`model_not_priced`)",
     "404": "Unknown provider or model",
     "413": "Body too large or nested too deep",
+    "415": "The body is not declared as JSON (`Content-Type: application/json`)",
     "422": "Body violates the request schema (the field is named in `param`)",
     "429": "Too many concurrent streams, or a key limit reached: `error.type` is `too_many_streams`, "
     "`rate_limit_rpm`, `rate_limit_tpm`, `concurrency_limit` or `budget_exceeded` (see `Retry-After`)",
@@ -188,7 +190,7 @@ def build_openapi(app: FastAPI) -> dict[str, Any]:
     for door in DOOR_DOCS.values():
         components["schemas"].update(door.SCHEMAS)
     components["securitySchemes"] = {"bearer": {"type": "http", "scheme": "bearer"}}
-    turn_codes = ["400", "401", "403", "404", "413", "422", "429", "503"]
+    turn_codes = ["400", "401", "403", "404", "413", "415", "422", "429", "503"]
     body = {
         "/v1/stream": ("StreamRequest", {"200": _stream_ok(), **_errors(turn_codes)}),
         "/v1/complete": (

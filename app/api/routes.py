@@ -75,6 +75,14 @@ TURN_ENDPOINTS = {
     "/v1/chat/completions": chat_completions,
     "/v1/messages": messages,
 }
+# The door behind each turn route, for answers given before its endpoint runs (`GatewayApp.error_shapes`).
+TURN_DOORS = {
+    "/v1/stream": unified.DOOR,
+    "/api/stream": pi.DOOR,
+    "/v1/complete": unified.DOOR,
+    "/v1/chat/completions": openai_chat.DOOR,
+    "/v1/messages": anthropic_messages.DOOR,
+}
 
 
 @router.get(
@@ -119,7 +127,10 @@ async def readyz(request: Request) -> Response:
 
 @router.get("/metrics", tags=["operations"], summary="Prometheus metrics (text exposition)")
 async def metrics(request: Request) -> Response:
-    body, content_type = _gateway(request).metrics.exposition()
+    gateway = _gateway(request)  # open unless GATEWAY_METRICS_KEY is set: then only that key reads it
+    if gateway.metrics_ring is not None:
+        gateway.metrics_ring.identify(authorization(request.headers))
+    body, content_type = gateway.metrics.exposition()
     return Response(body, media_type=content_type)
 
 

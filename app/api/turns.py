@@ -11,7 +11,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from app.api.auth import authorization
-from app.api.body import parse_json, parse_off_loop, read_body
+from app.api.body import parse_json, parse_off_loop, read_body, require_json
 from app.api.errors import ApiError, json_response, refusal_error
 from app.api.resume import asks_resumable, resumable_response
 from app.api.sse import event_stream_response
@@ -31,6 +31,7 @@ async def serve(request: Request, door: Door, *, stream: bool | None = None) -> 
     request_id: str = request.scope["state"]["request_id"]
     try:
         key_id = gateway.keys.identify(authorization(request.headers))
+        require_json(request.headers)
         raw = await read_body(request, gateway.settings.max_body_bytes)
         depth = gateway.settings.max_json_depth
         decoded = await parse_off_loop(

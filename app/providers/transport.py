@@ -16,6 +16,7 @@ of kind `event_too_large`.
 from __future__ import annotations
 
 import json
+from contextvars import ContextVar
 from dataclasses import dataclass
 from types import ModuleType
 from typing import Any, AsyncIterator
@@ -145,6 +146,21 @@ def bound_event_streams(client: httpx2.AsyncClient, max_event_bytes: int) -> htt
     return client
 
 
+# Demo mode only (`GATEWAY_DEMO=1`, the gateway's own simulator upstream): the client key name of the turn
+# whose upstream requests are being sent, set by the gateway for the turn's task. The request hook below sends it
+# as `X-Gateway-Caller`, so that the simulator's request log shows each key only its own requests. Outside
+# demo mode it is never set and nothing is added.
+DEMO_CALLER: ContextVar[str | None] = ContextVar("demo_caller", default=None)
+DEMO_CALLER_HEADER = "x-gateway-caller"
+
+
+async def tag_demo_caller(request: httpx2.Request) -> None:
+    """Request hook: `X-Gateway-Caller: <key name>` when `DEMO_CALLER` is set (demo mode with keys)."""
+    caller = DEMO_CALLER.get()
+    if caller is not None:
+        request.headers[DEMO_CALLER_HEADER] = caller
+
+
 def client_options(settings: TransportSettings) -> dict[str, Any]:
     """Options for a pooled client sized for many concurrent streams. Read timeouts are left to the
     dispatcher's watchdog (first event, idle gap, total), so the SDK only bounds connecting and the whole call."""
@@ -152,6 +168,7 @@ def client_options(settings: TransportSettings) -> dict[str, Any]:
         "timeout": httpx2.Timeout(settings.total_timeout, connect=settings.connect_timeout),
         "limits": httpx2.Limits(max_connections=settings.max_connections, max_keepalive_connections=256),
         "follow_redirects": False,
+        "event_hooks": {"request": [tag_demo_caller]},
     }
 
 

@@ -42,6 +42,9 @@ BUDGET_LEVELS: tuple[tuple[int, Reasoning], ...] = (
     (0, "minimal"),
 )
 ADAPTIVE_LEVEL: Reasoning = "medium"
+# The unified request's bounds (`app.contract.request.StreamOptions`), checked here to name Anthropic's fields.
+MAX_TOKENS = 1_000_000
+MAX_STOP, MAX_STOP_LENGTH = 16, 1000
 EFFORT_LEVELS: dict[str, Reasoning] = {"low": "low", "medium": "medium", "high": "high", "xhigh": "xhigh", "max": "xhigh"}
 # Top-level fields that would change the answer and that the gateway cannot honour on every vendor.
 UNSUPPORTED_FIELDS = {
@@ -362,16 +365,22 @@ def _reasoning(body: dict[str, Any]) -> Reasoning | None:
 
 def _options(body: dict[str, Any], tools: list[Tool]) -> StreamOptions:
     options: dict[str, Any] = {"reasoning": _reasoning(body)}
-    if body.get("max_tokens") is not None:
-        options["max_tokens"] = _integer(body["max_tokens"], "max_tokens", 1)
+    if body.get("max_tokens") is None:
+        _fail("max_tokens", "Field required")  # as Anthropic answers
+    options["max_tokens"] = _integer(body["max_tokens"], "max_tokens", 1)
+    if options["max_tokens"] > MAX_TOKENS:
+        _fail("max_tokens", f"must be at most {MAX_TOKENS}")
     if body.get("temperature") is not None:
         options["temperature"] = _number(body["temperature"], "temperature", 0.0, 1.0)
     if body.get("top_p") is not None:
         options["top_p"] = _number(body["top_p"], "top_p", 0.0, 1.0)
     if body.get("stop_sequences") is not None:
         stops = [_string(s, f"stop_sequences.{i}", empty=False) for i, s in enumerate(_list(body["stop_sequences"], "stop_sequences"))]
-        if len(stops) > 16:
-            _fail("stop_sequences", "at most 16 stop sequences are supported")
+        if len(stops) > MAX_STOP:
+            _fail("stop_sequences", f"at most {MAX_STOP} stop sequences are supported")
+        for index, stop in enumerate(stops):
+            if len(stop) > MAX_STOP_LENGTH:
+                _fail(f"stop_sequences.{index}", f"must be at most {MAX_STOP_LENGTH} characters")
         options["stop"] = stops or None
     if body.get("tool_choice") is not None:
         options["tool_choice"] = _tool_choice(body["tool_choice"], tools)

@@ -79,9 +79,10 @@ _DESCRIPTIONS = {
     "400": "Bad input or a parameter the gateway cannot honour (named in `param`); the upstream refused the "
     "request; the vendor refused, or its safety filter blocked the prompt (`code` `refusal`)",
     "401": "Missing or invalid API key",
-    "403": "The key may not use this model",
+    "403": "The key may not use this model (or, with a budget, the model has no price)",
     "404": "Unknown model; the upstream does not know the model",
     "413": "Body too large or nested too deep",
+    "415": "The body is not declared as JSON (`Content-Type: application/json`)",
     "422": "A lone UTF-16 surrogate outside message text",
     "429": "Rate limited: a gateway limit or the upstream's (see `Retry-After`)",
     "502": "The upstream failed before the answer started (or, not streaming, at any point)",

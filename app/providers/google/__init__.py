@@ -37,7 +37,7 @@ from app.providers.base import (
 from app.providers.google.events import GoogleTranslator
 from app.providers.google.request import API, build_request, check_request
 from app.providers.google.wire import SdkRequest, count, sdk_request, send
-from app.providers.transport import TransportSettings, http_client, transport_error
+from app.providers.transport import TransportSettings, http_client, tag_demo_caller, transport_error
 
 # The HTTP responses opened for the current task's turn (set by `open`, filled by the response hook).
 _RESPONSES: contextvars.ContextVar[list[httpx2.Response] | None] = contextvars.ContextVar("google_responses", default=None)
@@ -68,7 +68,7 @@ class GoogleProvider:
         async def restore_timeouts(request: httpx2.Request) -> None:
             request.extensions["timeout"] = timeouts
 
-        self._http.event_hooks = {"request": [restore_timeouts], "response": [_remember_response]}
+        self._http.event_hooks = {"request": [restore_timeouts, tag_demo_caller], "response": [_remember_response]}
         self.client = genai.Client(
             api_key=api_key,
             vertexai=False,
