@@ -25,7 +25,7 @@ def read_some(url: str, body: dict[str, Any], headers: dict[str, str], events: i
     raise AssertionError("the stream ended before enough events")
 
 
-def resume(url: str, request_id: str, headers: dict[str, str], last_event_id: str | None) -> httpx.Response:
-    """GET /v1/stream/{id} to the end (the whole body)."""
+def resume(url: str, request_id: str, headers: dict[str, str], last_event_id: str | bytes | None) -> httpx.Response:
+    """GET /v1/stream/{id} to the end (the whole body). `last_event_id` as bytes: sent as they are."""
     extra = {} if last_event_id is None else {"Last-Event-ID": last_event_id}
     return httpx.get(f"{url}/v1/stream/{request_id}", headers={**headers, **extra}, timeout=60)

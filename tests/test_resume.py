@@ -130,3 +130,13 @@ def test_openai_chat_door_resumes_with_the_header(gw):
         extra_headers={"X-Gateway-Resumable": "true"},
     )
     assert "".join(c.choices[0].delta.content or "" for c in stream if c.choices) == "".join(f"{i:07d} " for i in range(5))
+
+
+def test_a_last_event_id_of_non_ascii_digits_is_a_400(gw):
+    """`²` (latin-1 0xB2) passes str.isdigit but is no event id: the documented 400, never a 500."""
+    request_id, _ = read_some(gw.url, resumable("anthropic/slow;n=5;delay_ms=1", marker()), ALPHA, 1)
+    for raw in (b"\xb2", b"1\xb9", b"\xb3\xb3"):  # ², 1¹, ³³ as a client's latin-1 header bytes
+        bad = resume(gw.url, request_id, ALPHA, raw)
+        assert bad.status_code == 400, raw
+        error = bad.json()["error"]
+        assert error["type"] == "invalid_request" and error["param"] == "Last-Event-ID"

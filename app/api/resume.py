@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any, AsyncIterator, Mapping
 
 from fastapi import APIRouter, Request
@@ -18,6 +19,8 @@ from app.refusals import EventsLost
 from app.resume import LocalStream, NotInStore, StreamEnded
 
 router = APIRouter()
+
+_EVENT_ID = re.compile(r"[0-9]{1,12}")
 
 
 def _response(gateway, frames: AsyncIterator[bytes], headers: dict[str, str], ping: bytes) -> EventSourceResponse:
@@ -74,10 +77,12 @@ def resumable_response(
 
 
 def _last_event_id(request: Request) -> int:
+    """The event id a resumption continues after (0 without the header). Only ASCII digits are an id:
+    `str.isdigit` also accepts `²` and other digits `int` refuses."""
     raw = request.headers.get("last-event-id", "").strip()
     if not raw:
         return 0
-    if not raw.isdigit() or len(raw) > 12:
+    if not _EVENT_ID.fullmatch(raw):
         raise ApiError(400, "invalid_request", "Last-Event-ID must be an event id of this stream (1, 2, 3 …)", param="Last-Event-ID")
     return int(raw)
 
