@@ -210,11 +210,13 @@ def _resume_hub(settings: Settings, metrics: Metrics) -> ResumeHub:
 
         # Blocking stream reads wait up to BLOCK_MS: the socket timeout leaves room for them.
         client = redis_client(settings.redis_url, settings.redis_timeout + BLOCK_MS / 1000, decode=False)
-        events = RedisEvents(client, settings.redis_prefix, settings.resume_ttl, settings.resume_max_events)
+        events = RedisEvents(client, settings.redis_prefix, settings.resume_ttl)
     return ResumeHub(
         grace_s=settings.resume_grace,
         ttl_s=settings.resume_ttl,
         cap=settings.resume_max_events,
+        max_turn_bytes=settings.resume_max_turn_bytes,
+        max_bytes=settings.resume_max_bytes,
         redis=events,
         timeout=settings.redis_timeout,
         metrics=metrics,

@@ -135,3 +135,43 @@ def test_redis_down_resumable_stream_still_streams(pair):
         assert unavailable.status_code == 503 and unavailable.json()["error"]["type"] == "event_store_unavailable"
     finally:
         redis_server.start()
+
+
+def _kept_in_redis(redis_server, request_id: str) -> list[int]:
+    """The sizes of the frames Redis keeps for a request (the replicas' prefix is the default `gw`)."""
+    entries = redis_server.client().xrange(f"gw:resume:{request_id}:events")
+    return [len(fields["d"].encode()) for _, fields in entries]
+
+
+def test_redis_keeps_what_the_origin_keeps_within_the_byte_bounds(sim, tmp_path):
+    """GATEWAY_RESUME_MAX_TURN_BYTES and GATEWAY_RESUME_MAX_BYTES hold in Redis too: a ~22 KB turn keeps its
+    newest 8 KB there (resuming before them on the other replica: 410); past the replica's 16 KB the turns
+    that finished first are dropped from Redis as well (410 on the other replica), the latest stay whole."""
+    env = {"GATEWAY_API_KEYS": KEYS, "GATEWAY_RESUME_MAX_TURN_BYTES": "8192", "GATEWAY_RESUME_MAX_BYTES": "16384"}
+    with two_replicas(sim.url, tmp_path, env) as replicas:
+        a, b, redis_server = replicas["a"], replicas["b"], replicas["redis"]
+        big = httpx.post(f"{a.url}/v1/stream", json=resumable(SLOW, marker()), headers=ALPHA, timeout=60)
+        big_id, big_frames = big.headers["x-request-id"], parse_sse(big.text)
+        assert big.status_code == 200 and len(big.text.encode()) > 20_000
+        sizes = _kept_in_redis(redis_server, big_id)
+        assert 0 < sum(sizes) <= 8192 and len(sizes) < len(big_frames)
+        first = len(big_frames) - len(sizes) + 1  # the first event Redis keeps
+        lost = resume(b.url, big_id, ALPHA, str(first - 2))
+        assert lost.status_code == 410 and lost.json()["error"]["type"] == "resume_unavailable"
+        assert parse_sse(resume(b.url, big_id, ALPHA, str(first - 1)).text) == big_frames[first - 1 :]
+
+        small = []
+        for _ in range(3):
+            result = httpx.post(f"{a.url}/v1/stream", json=resumable("anthropic/slow;n=50;delay_ms=1", marker()), headers=ALPHA, timeout=60)
+            assert result.status_code == 200 and 5000 < len(result.text.encode()) < 8000
+            small.append((result.headers["x-request-id"], parse_sse(result.text)))
+        dropped = [big_id, small[0][0]]
+        deadline = time.monotonic() + 10
+        while any(_kept_in_redis(redis_server, request_id) for request_id in dropped):  # dropped off the turn's path
+            assert time.monotonic() < deadline, "the dropped turns' events are still in Redis"
+            time.sleep(0.05)
+        for request_id in dropped:
+            lost = resume(b.url, request_id, ALPHA, None)
+            assert lost.status_code == 410 and lost.json()["error"]["type"] == "resume_unavailable"
+        for request_id, frames in small[1:]:
+            assert parse_sse(resume(b.url, request_id, ALPHA, None).text) == frames

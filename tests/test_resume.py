@@ -140,3 +140,44 @@ def test_a_last_event_id_of_non_ascii_digits_is_a_400(gw):
         assert bad.status_code == 400, raw
         error = bad.json()["error"]
         assert error["type"] == "invalid_request" and error["param"] == "Last-Event-ID"
+
+
+def test_a_turn_keeps_at_most_its_byte_bound_of_events(gateway_factory):
+    """GATEWAY_RESUME_MAX_TURN_BYTES: a finished turn of ~22 KB of frames keeps its newest 4 KB; resuming
+    before them is the documented 410, after them is served."""
+    small = gateway_factory(api_keys=KEYS, resume_grace=5, resume_max_turn_bytes=4096)
+    whole = small.stream(resumable(SLOW, marker()), headers=ALPHA)
+    assert whole.status == 200 and len(whole.text.encode()) > 20_000
+    request_id = whole.headers["x-request-id"]
+    small.job(request_id)
+    kept = small.state.resume.local[request_id]
+    assert kept.bytes <= 4096 and small.state.resume.kept.bytes == kept.bytes
+    first = kept.first_seq
+    assert 1 < first < len(whole.frames)
+    for before_the_kept in (None, "2", str(first - 2)):
+        lost = resume(small.url, request_id, ALPHA, before_the_kept)
+        assert lost.status_code == 410 and lost.json()["error"]["type"] == "resume_unavailable"
+    tail = parse_sse(resume(small.url, request_id, ALPHA, str(first - 1)).text)
+    assert tail == whole.frames[first - 1 :] and json.loads(tail[-1].data)["type"] == "done"
+
+
+def test_the_replica_drops_the_earliest_finished_turns_past_its_byte_bound(gateway_factory):
+    """GATEWAY_RESUME_MAX_BYTES: turns of ~6 KB each against 16 KB kept by the replica: the earliest finished
+    turns are dropped (410, past their end still 204), the latest stay whole."""
+    small = gateway_factory(api_keys=KEYS, resume_grace=5, resume_max_bytes=16384)
+    turns = []
+    for _ in range(4):
+        result = small.stream(resumable("anthropic/slow;n=50;delay_ms=1", marker()), headers=ALPHA)
+        assert result.status == 200 and 5000 < len(result.text.encode()) < 8000
+        small.job(result.headers["x-request-id"])
+        turns.append(result)
+    hub = small.state.resume
+    assert hub.kept.bytes <= 16384
+    for dropped in turns[:2]:
+        request_id = dropped.headers["x-request-id"]
+        lost = resume(small.url, request_id, ALPHA, None)
+        assert lost.status_code == 410 and lost.json()["error"]["type"] == "resume_unavailable"
+        assert resume(small.url, request_id, ALPHA, str(len(dropped.frames))).status_code == 204
+    for kept in turns[2:]:
+        again = resume(small.url, kept.headers["x-request-id"], ALPHA, None)
+        assert again.status_code == 200 and parse_sse(again.text) == kept.frames
