@@ -15,7 +15,11 @@ How it works, for a resumable turn on the replica that runs it (the origin):
   waits until `GATEWAY_RESUME_GRACE` seconds pass with no reader on any replica (readers on other replicas
   hold a short lease in Redis), then interrupts the turn as a client disconnect (it settles `aborted`).
 
-A resumption on another replica reads the Redis stream. Only the key that made the request may resume it
+A resumption on another replica reads the Redis stream without holding a connection of its own: a caught-up
+reader waits for a `StreamWatch`, one task per replica that waits for new entries of every followed turn
+with one blocking `XREAD` on one connection and hands the entries it read to the readers; a reader that is
+behind fetches with short non-blocking calls through a bounded pool (`events_client`). A resumption counts
+against the key's concurrent streams and the replica's stream limits (`Gateway.admit_resumption`). Only the key that made the request may resume it
 (another key: 404). When the kept events do not reach back to `Last-Event-ID` (dropped by a bound, expired,
 or lost with a Redis restart) the answer is 410 `resume_unavailable`; if events go missing while a
 resumption is being served, that response ends without a terminal event (and says why in an SSE comment),
@@ -27,6 +31,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+import uuid
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, AsyncIterator, Callable
@@ -35,8 +40,9 @@ from app.dispatch import Interrupt, TurnJob
 from app.doors.base import EventEncoder
 from app.refusals import EventsLost, EventStoreUnavailable
 
+from redis.asyncio import BlockingConnectionPool, Redis
+
 if TYPE_CHECKING:
-    from redis.asyncio import Redis
 
     from app.metrics import Metrics
 
@@ -45,7 +51,26 @@ log = logging.getLogger("gateway.resume")
 TERMINAL_TYPES = (b"done", b"error")
 READER_LEASE_MS = 3000  # a reader on another replica renews its presence this often (well within)
 ORIGIN_LEASE_MS = 5000  # the origin replica renews "the turn is running here" this often (well within)
-BLOCK_MS = 1000  # one blocking read of the Redis stream
+BLOCK_MS = 1000  # one blocking read of the Redis streams (StreamWatch)
+POOL_SIZE = 16  # connections of a replica's event store client; a call waits (within the timeout) for a free one
+FETCH_COUNT = 500  # entries per read
+IDLE_CHECK_S = 2 * BLOCK_MS / 1000  # a waiting reader checks that the turn still runs (or is still known) this often
+
+
+def events_client(url: str, timeout: float) -> Redis:
+    """The event store's client: the limit store's settings (`redis_client`), a socket timeout that leaves
+    room for the watch's blocking read, and a pool of POOL_SIZE connections whose callers wait up to
+    `timeout` for a free one instead of failing."""
+    from app.redis_limits import redis_client
+
+    template = redis_client(url, timeout + BLOCK_MS / 1000, decode=False).connection_pool
+    pool = BlockingConnectionPool(
+        max_connections=POOL_SIZE,
+        timeout=timeout,
+        connection_class=template.connection_class,
+        **template.connection_kwargs,
+    )
+    return Redis.from_pool(pool)
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,6 +84,16 @@ class Frame:
     @property
     def terminal(self) -> bool:
         return self.type in TERMINAL_TYPES
+
+
+@dataclass(frozen=True, slots=True)
+class Found:
+    """A kept stream a resumption may read: on this replica (`local`) or in Redis; `running`: its turn still
+    runs (and holds a concurrency lease of its own)."""
+
+    request_id: str
+    local: "LocalStream | None"
+    running: bool
 
 
 class StreamEnded(Exception):
@@ -249,17 +284,146 @@ class RedisEvents:
         return StoredBounds(_seq(first[0][0]) if first else None, None if end is None else int(end), bool(origin))
 
     async def read(self, request_id: str, after: int) -> tuple[list[Frame], bool, bool]:
-        """(frames after `after`, the request is still known to Redis, the origin still runs the turn);
-        blocks up to BLOCK_MS when there is nothing new."""
-        events = self._key(request_id, ":events")
-        answer = await self.redis.xread({events: f"{after}-1"}, count=500, block=BLOCK_MS)
-        frames = [Frame(_seq(entry_id), fields[b"t"], fields[b"d"]) for _, entries in answer for entry_id, fields in entries]
+        """(frames after `after`, the request is still known to Redis, the origin still ran the turn before
+        they were read: when it did not and nothing came, nothing will); never blocks. Renews the reader lease."""
         async with self.redis.pipeline(transaction=False) as pipe:
             pipe.exists(self._key(request_id))
             pipe.exists(self._key(request_id, ":origin"))
             pipe.set(self._key(request_id, ":reader"), 1, px=READER_LEASE_MS)
-            known, origin, _ = await pipe.execute()
-        return frames, bool(known), bool(origin)
+            pipe.xrange(self._key(request_id, ":events"), min=f"{after + 1}-0", count=FETCH_COUNT)
+            known, origin, _, entries = await pipe.execute()
+        return _frames(entries), bool(known), bool(origin)
+
+    async def still_reading(self, request_ids: list[str]) -> None:
+        """Renew the reader lease of turns read here (the origin's grace window sees them)."""
+        async with self.redis.pipeline(transaction=False) as pipe:
+            for request_id in request_ids:
+                pipe.set(self._key(request_id, ":reader"), 1, px=READER_LEASE_MS)
+            await pipe.execute()
+
+    def events_key(self, request_id: str) -> str:
+        return self._key(request_id, ":events")
+
+    def request_of(self, events_key: bytes) -> str:
+        return events_key.decode()[len(self.prefix) + len(":resume:") : -len(":events")]
+
+
+def _frames(entries) -> list[Frame]:
+    return [Frame(_seq(entry_id), fields[b"t"], fields[b"d"]) for entry_id, fields in entries]
+
+
+@dataclass(eq=False)
+class _Watched:
+    """A turn that readers on this replica follow in Redis: the newest entry the watch knows of (`tail`), the
+    entries it read last (contiguous), and a wake-up for the readers waiting for more."""
+
+    request_id: str
+    tail: int
+    readers: int = 0
+    recent: list[Frame] = field(default_factory=list)
+    changed: asyncio.Event = field(default_factory=asyncio.Event)
+
+    def recent_after(self, position: int) -> list[Frame]:
+        recent = self.recent
+        if not recent or not recent[0].seq <= position + 1 <= recent[-1].seq:
+            return []
+        return recent[position + 1 - recent[0].seq :]
+
+    def got(self, frames: list[Frame]) -> None:
+        self.tail = max(self.tail, frames[-1].seq)
+        contiguous = frames[-1].seq - frames[0].seq + 1 == len(frames)
+        self.recent = frames if contiguous else []
+        self.wake()
+
+    def wake(self) -> None:
+        self.changed.set()
+        self.changed = asyncio.Event()
+
+    async def wait(self, position: int) -> None:
+        """Until the watch knows of an entry after `position`, or IDLE_CHECK_S passed."""
+        if self.tail > position:
+            return
+        try:
+            await asyncio.wait_for(self.changed.wait(), IDLE_CHECK_S)
+        except (TimeoutError, asyncio.TimeoutError):
+            pass
+
+
+class StreamWatch:
+    """Waits, for every reader on this replica of a turn kept in Redis, for the turn's new entries: one task,
+    one connection, one blocking `XREAD` over all followed turns (plus a wake-up stream of its own, written
+    when a turn joins so the read in progress returns). The entries it read go to the readers that are
+    caught up; the reader leases of the followed turns are renewed here."""
+
+    def __init__(self, events: RedisEvents, spawn: Callable[..., asyncio.Task], timeout: float) -> None:
+        self.events = events
+        self.timeout = timeout
+        self.turns: dict[str, _Watched] = {}
+        self.wake_key = f"{events.prefix}:resume:wake:{uuid.uuid4().hex}"
+        self._spawn = spawn
+        self._joined = asyncio.Event()
+        self._task: asyncio.Task | None = None
+
+    def follow(self, request_id: str, after: int) -> _Watched:
+        watched = self.turns.get(request_id)
+        if watched is None:
+            watched = self.turns[request_id] = _Watched(request_id, after)
+            self._joined.set()
+            self._spawn(self._poke(), f"resume-watch-poke-{request_id}")
+        watched.readers += 1
+        if self._task is None or self._task.done():
+            self._task = self._spawn(self._run(), "resume-watch")
+        return watched
+
+    def leave(self, watched: _Watched) -> None:
+        watched.readers -= 1
+        if watched.readers <= 0 and self.turns.get(watched.request_id) is watched:
+            del self.turns[watched.request_id]
+
+    async def _poke(self) -> None:
+        try:
+            async with self.events.redis.pipeline(transaction=False) as pipe:
+                pipe.xadd(self.wake_key, {"j": 1}, maxlen=1)
+                pipe.pexpire(self.wake_key, 60_000)
+                await asyncio.wait_for(pipe.execute(), self.timeout)
+        except Exception as exc:  # the turn joins at the next read instead (within BLOCK_MS)
+            log.debug("resume watch wake-up failed (%s)", type(exc).__name__)
+
+    async def _run(self) -> None:
+        client = self.events.redis.client()  # holds one pooled connection for the blocking reads
+        wake_id: bytes | str = "0-0"
+        leases_renewed = 0.0
+        loop = asyncio.get_running_loop()
+        try:
+            while True:
+                if not self.turns:
+                    self._joined.clear()
+                    await self._joined.wait()
+                    continue
+                try:
+                    if loop.time() - leases_renewed >= READER_LEASE_MS / 3000:
+                        await asyncio.wait_for(self.events.still_reading(list(self.turns)), self.timeout)
+                        leases_renewed = loop.time()
+                    streams: dict[str, bytes | str] = {
+                        self.events.events_key(request_id): f"{watched.tail}-1" for request_id, watched in self.turns.items()
+                    }
+                    streams[self.wake_key] = wake_id
+                    answer = await client.xread(streams, count=FETCH_COUNT, block=BLOCK_MS)
+                except Exception as exc:  # the readers' own reads say what failed
+                    log.debug("resume watch read failed (%s)", type(exc).__name__)
+                    for watched in self.turns.values():
+                        watched.wake()
+                    await asyncio.sleep(BLOCK_MS / 1000)  # retry pace while Redis fails
+                    continue
+                for key, entries in answer or []:
+                    if key.decode() == self.wake_key:
+                        wake_id = entries[-1][0]
+                        continue
+                    watched = self.turns.get(self.events.request_of(key))
+                    if watched is not None and entries:
+                        watched.got(_frames(entries))
+        finally:
+            await client.aclose()
 
 
 @dataclass(frozen=True, slots=True)
@@ -303,6 +467,7 @@ class ResumeHub:
         self.local: dict[str, LocalStream] = {}
         self.jobs: dict[str, TurnJob] = {}  # the running resumable turns of this replica
         self._finished: OrderedDict[str, LocalStream] = OrderedDict()  # still keeping frames, earliest finished first
+        self.watch = StreamWatch(redis, self._spawn, timeout) if redis is not None else None
         self.on_resumed_late: Callable[[TurnJob], None] | None = None  # resumptions seen after the record was written
         self._tasks: set[asyncio.Task] = set()
 
@@ -437,9 +602,10 @@ class ResumeHub:
 
     # ------------------------------------------------------------------ resuming
 
-    async def resume(self, request_id: str, key_id: str | None, after: int) -> AsyncIterator[Frame] | None:
-        """The frames after `after` for the key that made the request; None when there is no such request
-        for this key (404). Raises EventsLost (410) or Unavailable (503)."""
+    async def find(self, request_id: str, key_id: str | None, after: int) -> "Found | None":
+        """The kept stream a resumption after `after` reads, for the key that made the request; None when
+        there is no such request for this key (404). Raises StreamEnded (204), EventsLost (410; NotInStore:
+        the event store does not know it) or EventStoreUnavailable (503)."""
         stream = self.local.get(request_id)
         if stream is not None:
             if key_id is not None and stream.key_id != key_id:
@@ -448,15 +614,8 @@ class ResumeHub:
                 raise StreamEnded()
             if after + 1 < stream.first_seq:
                 raise EventsLost(f"events after {after} are no longer kept (the kept events are bounded)")
-            stream.resumes += 1
             job = self.jobs.get(request_id)
-            if job is not None and not job.turn.settled:
-                job.resumed += 1
-            if self.redis is not None:
-                await self._quietly(self.redis.attach(request_id))
-            self._resumed()
-            stream.readers += 1  # now: the grace monitor must see this reader before the response starts
-            return self._local_frames(stream, after)
+            return Found(request_id, stream, job is not None and not job.turn.settled)
         if self.redis is None:
             return None
         try:
@@ -470,9 +629,29 @@ class ResumeHub:
                 raise StreamEnded()
             if (kept.first is None and not kept.running) or (kept.first is not None and kept.first > after + 1):
                 raise EventsLost(f"events after {after} are no longer kept")
-            await asyncio.wait_for(self.redis.attach(request_id), self.timeout)
         except (EventsLost, StreamEnded):
             raise
+        except Exception as exc:
+            raise EventStoreUnavailable(f"the event store did not answer ({type(exc).__name__})") from None
+        return Found(request_id, None, kept.running)
+
+    async def open(self, found: "Found", after: int) -> AsyncIterator[Frame]:
+        """Start reading a found stream after `after` (counted as a resumption). Raises EventStoreUnavailable."""
+        request_id = found.request_id
+        stream = found.local
+        if stream is not None:
+            stream.resumes += 1
+            job = self.jobs.get(request_id)
+            if job is not None and not job.turn.settled:
+                job.resumed += 1
+            if self.redis is not None:
+                await self._quietly(self.redis.attach(request_id))
+            self._resumed()
+            stream.readers += 1  # now: the grace monitor must see this reader before the response starts
+            return self._local_frames(stream, after)
+        assert self.redis is not None
+        try:
+            await asyncio.wait_for(self.redis.attach(request_id), self.timeout)
         except Exception as exc:
             raise EventStoreUnavailable(f"the event store did not answer ({type(exc).__name__})") from None
         self._resumed()
@@ -493,21 +672,34 @@ class ResumeHub:
                 stream.readers -= 1
 
     async def _remote_frames(self, request_id: str, after: int) -> AsyncIterator[Frame]:
-        assert self.redis is not None
+        """A turn kept in Redis, read without a connection of its own: the watch's latest entries when this
+        reader is caught up, else a short fetch; between, a wait on the watch."""
+        assert self.redis is not None and self.watch is not None
+        watched = self.watch.follow(request_id, after)
         position = after
-        while True:
-            frames, known, origin = await self.redis.read(request_id, position)
-            if not known:
-                raise EventsLost("the event store lost this request's events while it was being resumed")
-            for frame in frames:
-                if frame.seq != position + 1:
-                    raise EventsLost(f"event {position + 1} is missing from the event store")
-                yield frame
-                position = frame.seq
-                if frame.terminal:
-                    return
-            if not frames and not origin:
-                raise EventsLost("the replica running this turn stopped before it ended")
+        try:
+            while True:
+                frames, origin = watched.recent_after(position), True
+                if not frames:
+                    try:
+                        frames, known, origin = await asyncio.wait_for(self.redis.read(request_id, position), self.timeout)
+                    except Exception as exc:
+                        raise EventsLost(f"the event store did not answer ({type(exc).__name__})") from None
+                    if not known:
+                        raise EventsLost("the event store lost this request's events while it was being resumed")
+                for frame in frames:
+                    if frame.seq != position + 1:
+                        raise EventsLost(f"event {position + 1} is no longer in the event store")
+                    yield frame
+                    position = frame.seq
+                    if frame.terminal:
+                        return
+                if not frames:
+                    if not origin:
+                        raise EventsLost("the replica running this turn stopped before it ended")
+                    await watched.wait(position)
+        finally:
+            self.watch.leave(watched)
 
     async def _quietly(self, awaitable) -> None:
         try:

@@ -4,13 +4,15 @@ turn settles aborted; only the key that made the request may resume; non-resumab
 
 from __future__ import annotations
 
+import asyncio
 import json
+import time
 
 import pytest
 
 from tests.conformance import check_frames, parse_sse
 from tests.conftest import marker, turn
-from tests.resume_client import read_some, resume
+from tests.resume_client import holding_resumptions, read_some, resume
 
 KEYS = "alpha:sk-resume-alpha-01,beta:sk-resume-beta-02"
 ALPHA = {"Authorization": "Bearer sk-resume-alpha-01"}
@@ -181,3 +183,19 @@ def test_the_replica_drops_the_earliest_finished_turns_past_its_byte_bound(gatew
     for kept in turns[2:]:
         again = resume(small.url, kept.headers["x-request-id"], ALPHA, None)
         assert again.status_code == 200 and parse_sse(again.text) == kept.frames
+
+
+def test_resumptions_count_against_max_streams_per_key(gateway_factory):
+    """GATEWAY_MAX_STREAMS_PER_KEY 3, on the gateway running the turn: 3 of 10 resumptions of it stream (the
+    turn does not count against its own resumptions), 7 get 429 too_many_streams; closed, they free their slots."""
+    gw = gateway_factory(api_keys=KEYS, resume_grace=30, max_streams_per_key=3)
+    request_id, _ = read_some(gw.url, resumable("anthropic/slow;n=150;delay_ms=100", marker()), ALPHA, 3)
+
+    async def while_open(answers: list[str]) -> None:
+        assert answers.count("200") == 3 and answers.count("too_many_streams") == 7, answers
+
+    asyncio.run(holding_resumptions(gw.url, request_id, ALPHA, 10, while_open))
+    deadline = time.monotonic() + 10
+    while gw.state.streams_per_key["alpha"] != 1 or gw.state.resumptions:  # the turn is left
+        assert time.monotonic() < deadline, "closed resumptions still hold their slots"
+        time.sleep(0.02)
