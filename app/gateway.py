@@ -5,7 +5,9 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import logging
+import uuid
 from collections import Counter
+from typing import Callable
 
 from app.api.auth import ClientKey, KeyRing, parse_keys
 from app.catalog import Catalog
@@ -48,7 +50,8 @@ class Gateway:
         # Set once the gateway serves: its listening sockets are set up (`app.server.bound_send_buffers`) and the
         # records of stopped gateway processes are marked (`app.main`). `/readyz` answers 503 until then.
         self.serving = asyncio.Event()
-        self.streams_per_key: Counter[str] = Counter()
+        self.streams_per_key: Counter[str] = Counter()  # turns and resumptions
+        self.resumptions = 0  # open resumption responses (`admit_resumption`)
         self.metrics = Metrics(self.catalog, key_labels=settings.metrics_key_labels)
         self.dispatcher.observers.append(self.metrics)
         self.recorder = LedgerObserver.from_settings(self.ledger, settings, self.metrics)  # lifespan: start() / aclose()
@@ -168,17 +171,47 @@ class Gateway:
             kept.append(route)
         return kept
 
+    async def admit_resumption(self, key_id: str | None, request_id: str, *, turn_running: bool) -> Callable[[], None]:
+        """A resumption is a stream: while open it counts against `GATEWAY_MAX_STREAMS`,
+        `GATEWAY_MAX_STREAMS_PER_KEY` and the key's concurrent streams, except that the turn it reads, while
+        still running, does not count against it (a client that lost its connection may always take it up
+        again). Raises a Refusal (429, 503); otherwise returns the release, to call once when it ends."""
+        self._check_streams(key_id, not_counted=int(request_id in self.resume.jobs))  # its turn runs here
+        lease = f"{request_id}~resume~{uuid.uuid4().hex[:12]}"
+        await self.limits.admit_stream(key_id, lease, alongside_turn=turn_running)
+        self.resumptions += 1
+        if key_id is not None:
+            self.streams_per_key[key_id] += 1
+        released = False
+
+        def release() -> None:
+            nonlocal released
+            if released:
+                return
+            released = True
+            self.resumptions -= 1
+            if key_id is not None:
+                self._release_key(key_id)
+            self.limits.release_stream(lease)
+
+        return release
+
     def _check_capacity(self, key_id: str | None) -> None:
         """Refuse a new turn while draining or at a concurrency limit."""
-        settings = self.settings
         if self.draining:
             self.metrics.rejected_request("draining")
             raise Draining("gateway shutting down")
-        if len(self.jobs) >= settings.max_streams:
+        self._check_streams(key_id)
+
+    def _check_streams(self, key_id: str | None, not_counted: int = 0) -> None:
+        """Refuse one more stream at `GATEWAY_MAX_STREAMS` or `GATEWAY_MAX_STREAMS_PER_KEY` (turns and open
+        resumptions; `not_counted` of them left out)."""
+        settings = self.settings
+        if len(self.jobs) + self.resumptions - not_counted >= settings.max_streams:
             limit = settings.max_streams
             self.metrics.rejected_request("max_streams")
             raise AtCapacity(f"too many concurrent streams on this gateway (limit {limit})", "max_streams")
-        if key_id is not None and self.streams_per_key[key_id] >= settings.max_streams_per_key:
+        if key_id is not None and self.streams_per_key[key_id] - not_counted >= settings.max_streams_per_key:
             limit = settings.max_streams_per_key
             self.metrics.rejected_request("max_streams_per_key")
             raise AtCapacity(
@@ -244,16 +277,15 @@ def _resume_hub(settings: Settings, metrics: Metrics) -> ResumeHub:
     """Resumable streams: kept in this process, and in Redis too when `GATEWAY_REDIS_URL` is set."""
     events = None
     if settings.redis_url:
-        from app.redis_limits import redis_client
-        from app.resume import BLOCK_MS
+        from app.resume import events_client
 
-        # Blocking stream reads wait up to BLOCK_MS: the socket timeout leaves room for them.
-        client = redis_client(settings.redis_url, settings.redis_timeout + BLOCK_MS / 1000, decode=False)
-        events = RedisEvents(client, settings.redis_prefix, settings.resume_ttl, settings.resume_max_events)
+        events = RedisEvents(events_client(settings.redis_url, settings.redis_timeout), settings.redis_prefix, settings.resume_ttl)
     return ResumeHub(
         grace_s=settings.resume_grace,
         ttl_s=settings.resume_ttl,
         cap=settings.resume_max_events,
+        max_turn_bytes=settings.resume_max_turn_bytes,
+        max_bytes=settings.resume_max_bytes,
         redis=events,
         timeout=settings.redis_timeout,
         metrics=metrics,

@@ -371,6 +371,37 @@ class Limits:
                 param = "model" if index == 0 else f"fallback.{index - 1}"
                 raise ModelNotAllowed(f"API key {key_id} may not use model {ref}", param=param)
 
+    async def admit_stream(self, key_id: str | None, lease: str, *, alongside_turn: bool) -> None:
+        """A resumption: a stream that starts no turn, so it counts against the key's concurrent streams only
+        (no rpm, tpm or budget), with a lease of its own (`lease`, released by `release_stream`).
+        `alongside_turn`: the turn it reads still runs and holds a lease, which this one does not count."""
+        if key_id is None:
+            return
+        policy = self.keys.policy(key_id)
+        if not policy.concurrent_streams:
+            return
+        streams_only = KeyPolicy(concurrent_streams=policy.concurrent_streams + int(alongside_turn))
+        try:
+            verdict = await self._bounded(
+                self.store.admit(key_id, streams_only, lease, Periods.at(time.time()), self.lease_ttl_ms)
+            )
+        except Exception as exc:
+            self._store_failed("admit", exc)
+            if self.fail_open:
+                return
+            self._rejected("limits_unavailable")
+            raise LimitsUnavailable("per-key limits cannot be checked right now (limit store unavailable)") from None
+        if verdict.kind is not None:
+            self._rejected(verdict.kind)
+            raise LimitExceeded(_describe(verdict.kind, key_id, policy), verdict.kind, math.ceil(verdict.retry_after_ms / 1000))
+        self.leases[lease] = key_id
+
+    def release_stream(self, lease: str) -> None:
+        """A resumption admitted by `admit_stream` ended."""
+        key_id = self.leases.pop(lease, None)
+        if key_id is not None:
+            self._spawn(self._settle(key_id, lease, True, 0, 0.0, Periods.at(time.time())))
+
     async def _admit(self, key_id: str, policy: KeyPolicy, request_id: str) -> Verdict:
         periods = Periods.at(time.time())
         verdict = await self._bounded(self.store.admit(key_id, policy, request_id, periods, self.lease_ttl_ms))

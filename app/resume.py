@@ -5,15 +5,22 @@ How it works, for a resumable turn on the replica that runs it (the origin):
 
 - a tee task reads the turn's events (`turn.next_event()`), numbers them 1, 2, 3 … and appends each to a
   `LocalStream` in memory and, with `GATEWAY_REDIS_URL`, to a Redis stream (a writer task per turn, in
-  order, in pipelined batches; capped at `GATEWAY_RESUME_MAX_EVENTS`, kept `GATEWAY_RESUME_TTL` seconds);
+  order, in pipelined batches; kept `GATEWAY_RESUME_TTL` seconds);
+- what is kept is bounded: per turn by `GATEWAY_RESUME_MAX_EVENTS` and `GATEWAY_RESUME_MAX_TURN_BYTES` (its
+  oldest frames dropped), per replica by `GATEWAY_RESUME_MAX_BYTES` (the frames of the turns that finished
+  first are dropped, then the oldest frames of the turn that grows); Redis keeps what the origin keeps;
 - every SSE response for the turn — the original one and each resumption — reads from the kept events, so
   a reader never holds the upstream back (the turn is buffered up to the cap instead of back-pressured);
 - when the last reader goes away before the terminal event, the turn is not cancelled: a grace monitor
   waits until `GATEWAY_RESUME_GRACE` seconds pass with no reader on any replica (readers on other replicas
   hold a short lease in Redis), then interrupts the turn as a client disconnect (it settles `aborted`).
 
-A resumption on another replica reads the Redis stream. Only the key that made the request may resume it
-(another key: 404). When the kept events do not reach back to `Last-Event-ID` (trimmed by the cap, expired,
+A resumption on another replica reads the Redis stream without holding a connection of its own: a caught-up
+reader waits for a `StreamWatch`, one task per replica that waits for new entries of every followed turn
+with one blocking `XREAD` on one connection and hands the entries it read to the readers; a reader that is
+behind fetches with short non-blocking calls through a bounded pool (`events_client`). A resumption counts
+against the key's concurrent streams and the replica's stream limits (`Gateway.admit_resumption`). Only the key that made the request may resume it
+(another key: 404). When the kept events do not reach back to `Last-Event-ID` (dropped by a bound, expired,
 or lost with a Redis restart) the answer is 410 `resume_unavailable`; if events go missing while a
 resumption is being served, that response ends without a terminal event (and says why in an SSE comment),
 never with a silent gap.
@@ -24,6 +31,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+import uuid
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, AsyncIterator, Callable
 
@@ -31,8 +40,9 @@ from app.dispatch import Interrupt, TurnJob
 from app.doors.base import EventEncoder
 from app.refusals import EventsLost, EventStoreUnavailable
 
+from redis.asyncio import BlockingConnectionPool, Redis
+
 if TYPE_CHECKING:
-    from redis.asyncio import Redis
 
     from app.metrics import Metrics
 
@@ -41,7 +51,26 @@ log = logging.getLogger("gateway.resume")
 TERMINAL_TYPES = (b"done", b"error")
 READER_LEASE_MS = 3000  # a reader on another replica renews its presence this often (well within)
 ORIGIN_LEASE_MS = 5000  # the origin replica renews "the turn is running here" this often (well within)
-BLOCK_MS = 1000  # one blocking read of the Redis stream
+BLOCK_MS = 1000  # one blocking read of the Redis streams (StreamWatch)
+POOL_SIZE = 16  # connections of a replica's event store client; a call waits (within the timeout) for a free one
+FETCH_COUNT = 500  # entries per read
+IDLE_CHECK_S = 2 * BLOCK_MS / 1000  # a waiting reader checks that the turn still runs (or is still known) this often
+
+
+def events_client(url: str, timeout: float) -> Redis:
+    """The event store's client: the limit store's settings (`redis_client`), a socket timeout that leaves
+    room for the watch's blocking read, and a pool of POOL_SIZE connections whose callers wait up to
+    `timeout` for a free one instead of failing."""
+    from app.redis_limits import redis_client
+
+    template = redis_client(url, timeout + BLOCK_MS / 1000, decode=False).connection_pool
+    pool = BlockingConnectionPool(
+        max_connections=POOL_SIZE,
+        timeout=timeout,
+        connection_class=template.connection_class,
+        **template.connection_kwargs,
+    )
+    return Redis.from_pool(pool)
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,6 +86,16 @@ class Frame:
         return self.type in TERMINAL_TYPES
 
 
+@dataclass(frozen=True, slots=True)
+class Found:
+    """A kept stream a resumption may read: on this replica (`local`) or in Redis; `running`: its turn still
+    runs (and holds a concurrency lease of its own)."""
+
+    request_id: str
+    local: "LocalStream | None"
+    running: bool
+
+
 class StreamEnded(Exception):
     """`Last-Event-ID` names the terminal event: nothing follows (answered 204, so an EventSource stops
     reconnecting)."""
@@ -67,15 +106,32 @@ class NotInStore(EventsLost):
     or lost with a Redis restart (the HTTP layer asks the ledger which)."""
 
 
+class KeptBytes:
+    """The bytes of frames all resumable turns of a replica keep, and their bound (`GATEWAY_RESUME_MAX_BYTES`)."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.bytes = 0
+
+    @property
+    def excess(self) -> int:
+        return self.bytes - self.limit
+
+
 @dataclass(eq=False)
 class LocalStream:
-    """The kept events of one resumable turn on its origin replica."""
+    """The kept events of one resumable turn on its origin replica: at most `cap` frames and `max_bytes` bytes
+    of them (the oldest dropped first; the newest is always kept), counted in the replica's `kept`."""
 
     request_id: str
     key_id: str | None
     cap: int
+    max_bytes: int = 1 << 62
+    kept: KeptBytes = field(default_factory=lambda: KeptBytes(1 << 62))
     frames: list[Frame] = field(default_factory=list)
-    first_seq: int = 1  # seq of frames[0] (older ones trimmed by the cap)
+    first_seq: int = 1  # seq of frames[0] (older ones dropped by a bound)
+    bytes: int = 0  # of the kept frames' data
+    terminal_seq: int | None = None
     done: bool = False
     readers: int = 0
     resumes: int = 0
@@ -87,11 +143,36 @@ class LocalStream:
 
     def append(self, frame: Frame) -> None:
         self.frames.append(frame)
-        if len(self.frames) > self.cap:
-            drop = len(self.frames) - self.cap
-            del self.frames[:drop]
-            self.first_seq += drop
+        self._count(len(frame.data))
+        if frame.terminal:
+            self.terminal_seq = frame.seq
+        self.drop_oldest(0)
         self._wake()
+
+    def drop_oldest(self, at_least: int) -> None:
+        """Drop the oldest frames until within `cap` and `max_bytes` and `at_least` bytes are freed, always
+        keeping the newest frame (the one a caught-up reader is about to send)."""
+        frames = self.frames
+        drop = freed = 0
+        while drop < len(frames) - 1 and (
+            len(frames) - drop > self.cap or self.bytes - freed > self.max_bytes or freed < at_least
+        ):
+            freed += len(frames[drop].data)
+            drop += 1
+        if drop:
+            del frames[:drop]
+            self.first_seq += drop
+            self._count(-freed)
+
+    def drop_all(self) -> None:
+        """Keep nothing (the replica's bound, or the TTL): a resumption then gets 410, past the end 204."""
+        self.first_seq = self.last_seq + 1
+        self.frames = []
+        self._count(-self.bytes)
+
+    def _count(self, delta: int) -> None:
+        self.bytes += delta
+        self.kept.bytes += delta
 
     def finish(self) -> None:
         self.done = True
@@ -107,7 +188,7 @@ class LocalStream:
         position = after
         while True:
             if position + 1 < self.first_seq:
-                raise EventsLost(f"events after {position} were dropped (more than {self.cap} kept)")
+                raise EventsLost(f"events after {position} are no longer kept (the kept events are bounded)")
             batch = self.frames[position + 1 - self.first_seq :]
             for frame in batch:
                 yield frame
@@ -123,16 +204,16 @@ class LocalStream:
 class RedisEvents:
     """The events of resumable turns in Redis, for resumptions on other replicas.
 
-    Keys: `<p>:resume:<id>` hash (`key`: the owner's key id, `resumes`: count), `<p>:resume:<id>:events`
-    the stream (entry ids `<seq>-1`, field `t` type, `d` the frame), `<p>:resume:<id>:origin` present while the
+    Keys: `<p>:resume:<id>` hash (`key`: the owner's key id, `resumes`: count, `end`: seq of the terminal),
+    `<p>:resume:<id>:events` the stream (entry ids `<seq>-1`, field `t` type, `d` the frame; it keeps what the
+    origin keeps, trimmed by `XTRIM MINID` to the origin's first kept frame), `<p>:resume:<id>:origin` present while the
     origin replica runs the turn, `<p>:resume:<id>:reader` present while a reader on another replica reads.
     """
 
-    def __init__(self, client: "Redis", prefix: str, ttl_s: float, cap: int) -> None:
+    def __init__(self, client: "Redis", prefix: str, ttl_s: float) -> None:
         self.redis = client
         self.prefix = prefix
         self.ttl_ms = int(ttl_s * 1000)
-        self.cap = cap
 
     def _key(self, request_id: str, suffix: str = "") -> str:
         return f"{self.prefix}:resume:{request_id}{suffix}"
@@ -145,18 +226,28 @@ class RedisEvents:
             pipe.set(self._key(request_id, ":origin"), 1, px=ORIGIN_LEASE_MS)
             await pipe.execute()
 
-    async def append(self, request_id: str, frames: list[Frame], finished: bool) -> None:
+    async def append(self, request_id: str, frames: list[Frame], finished: bool, first_kept: int) -> None:
+        """Add `frames` and drop those before `first_kept` (what the origin no longer keeps either)."""
         events = self._key(request_id, ":events")
         async with self.redis.pipeline(transaction=False) as pipe:
             for frame in frames:
-                pipe.xadd(events, {"t": frame.type, "d": frame.data}, id=f"{frame.seq}-1", maxlen=self.cap, approximate=True)
+                pipe.xadd(events, {"t": frame.type, "d": frame.data}, id=f"{frame.seq}-1")
+            if first_kept > 1:
+                pipe.xtrim(events, minid=f"{first_kept}-1", approximate=False)
             pipe.pexpire(events, self.ttl_ms)
             pipe.pexpire(self._key(request_id), self.ttl_ms)
             if finished:
+                if frames and frames[-1].terminal:
+                    pipe.hset(self._key(request_id), "end", frames[-1].seq)
                 pipe.delete(self._key(request_id, ":origin"))
             else:
                 pipe.set(self._key(request_id, ":origin"), 1, px=ORIGIN_LEASE_MS)
             await pipe.execute()
+
+    async def drop(self, request_id: str) -> None:
+        """Drop a turn's events (the origin dropped them to stay within the replica's bound); the request
+        stays known, so a resumption gets 410."""
+        await self.redis.delete(self._key(request_id, ":events"))
 
     async def origin_alive(self, request_id: str) -> None:
         await self.redis.set(self._key(request_id, ":origin"), 1, px=ORIGIN_LEASE_MS)
@@ -183,29 +274,166 @@ class RedisEvents:
             resumes, reader = await pipe.execute()
         return int(resumes or 0), bool(reader)
 
-    async def bounds(self, request_id: str) -> tuple[int | None, int, bool]:
-        """(seq of the first kept event or None, seq of the last, the last is the terminal)."""
+    async def bounds(self, request_id: str) -> "StoredBounds":
         events = self._key(request_id, ":events")
         async with self.redis.pipeline(transaction=False) as pipe:
             pipe.xrange(events, count=1)
-            pipe.xrevrange(events, count=1)
-            first, last = await pipe.execute()
-        if not first:
-            return None, 0, False
-        return _seq(first[0][0]), _seq(last[0][0]), last[0][1][b"t"] in TERMINAL_TYPES
+            pipe.hget(self._key(request_id), "end")
+            pipe.exists(self._key(request_id, ":origin"))
+            first, end, origin = await pipe.execute()
+        return StoredBounds(_seq(first[0][0]) if first else None, None if end is None else int(end), bool(origin))
 
     async def read(self, request_id: str, after: int) -> tuple[list[Frame], bool, bool]:
-        """(frames after `after`, the request is still known to Redis, the origin still runs the turn);
-        blocks up to BLOCK_MS when there is nothing new."""
-        events = self._key(request_id, ":events")
-        answer = await self.redis.xread({events: f"{after}-1"}, count=500, block=BLOCK_MS)
-        frames = [Frame(_seq(entry_id), fields[b"t"], fields[b"d"]) for _, entries in answer for entry_id, fields in entries]
+        """(frames after `after`, the request is still known to Redis, the origin still ran the turn before
+        they were read: when it did not and nothing came, nothing will); never blocks. Renews the reader lease."""
         async with self.redis.pipeline(transaction=False) as pipe:
             pipe.exists(self._key(request_id))
             pipe.exists(self._key(request_id, ":origin"))
             pipe.set(self._key(request_id, ":reader"), 1, px=READER_LEASE_MS)
-            known, origin, _ = await pipe.execute()
-        return frames, bool(known), bool(origin)
+            pipe.xrange(self._key(request_id, ":events"), min=f"{after + 1}-0", count=FETCH_COUNT)
+            known, origin, _, entries = await pipe.execute()
+        return _frames(entries), bool(known), bool(origin)
+
+    async def still_reading(self, request_ids: list[str]) -> None:
+        """Renew the reader lease of turns read here (the origin's grace window sees them)."""
+        async with self.redis.pipeline(transaction=False) as pipe:
+            for request_id in request_ids:
+                pipe.set(self._key(request_id, ":reader"), 1, px=READER_LEASE_MS)
+            await pipe.execute()
+
+    def events_key(self, request_id: str) -> str:
+        return self._key(request_id, ":events")
+
+    def request_of(self, events_key: bytes) -> str:
+        return events_key.decode()[len(self.prefix) + len(":resume:") : -len(":events")]
+
+
+def _frames(entries) -> list[Frame]:
+    return [Frame(_seq(entry_id), fields[b"t"], fields[b"d"]) for entry_id, fields in entries]
+
+
+@dataclass(eq=False)
+class _Watched:
+    """A turn that readers on this replica follow in Redis: the newest entry the watch knows of (`tail`), the
+    entries it read last (contiguous), and a wake-up for the readers waiting for more."""
+
+    request_id: str
+    tail: int
+    readers: int = 0
+    recent: list[Frame] = field(default_factory=list)
+    changed: asyncio.Event = field(default_factory=asyncio.Event)
+
+    def recent_after(self, position: int) -> list[Frame]:
+        recent = self.recent
+        if not recent or not recent[0].seq <= position + 1 <= recent[-1].seq:
+            return []
+        return recent[position + 1 - recent[0].seq :]
+
+    def got(self, frames: list[Frame]) -> None:
+        self.tail = max(self.tail, frames[-1].seq)
+        contiguous = frames[-1].seq - frames[0].seq + 1 == len(frames)
+        self.recent = frames if contiguous else []
+        self.wake()
+
+    def wake(self) -> None:
+        self.changed.set()
+        self.changed = asyncio.Event()
+
+    async def wait(self, position: int) -> None:
+        """Until the watch knows of an entry after `position`, or IDLE_CHECK_S passed."""
+        if self.tail > position:
+            return
+        try:
+            await asyncio.wait_for(self.changed.wait(), IDLE_CHECK_S)
+        except (TimeoutError, asyncio.TimeoutError):
+            pass
+
+
+class StreamWatch:
+    """Waits, for every reader on this replica of a turn kept in Redis, for the turn's new entries: one task,
+    one connection, one blocking `XREAD` over all followed turns (plus a wake-up stream of its own, written
+    when a turn joins so the read in progress returns). The entries it read go to the readers that are
+    caught up; the reader leases of the followed turns are renewed here."""
+
+    def __init__(self, events: RedisEvents, spawn: Callable[..., asyncio.Task], timeout: float) -> None:
+        self.events = events
+        self.timeout = timeout
+        self.turns: dict[str, _Watched] = {}
+        self.wake_key = f"{events.prefix}:resume:wake:{uuid.uuid4().hex}"
+        self._spawn = spawn
+        self._joined = asyncio.Event()
+        self._task: asyncio.Task | None = None
+
+    def follow(self, request_id: str, after: int) -> _Watched:
+        watched = self.turns.get(request_id)
+        if watched is None:
+            watched = self.turns[request_id] = _Watched(request_id, after)
+            self._joined.set()
+            self._spawn(self._poke(), f"resume-watch-poke-{request_id}")
+        watched.readers += 1
+        if self._task is None or self._task.done():
+            self._task = self._spawn(self._run(), "resume-watch")
+        return watched
+
+    def leave(self, watched: _Watched) -> None:
+        watched.readers -= 1
+        if watched.readers <= 0 and self.turns.get(watched.request_id) is watched:
+            del self.turns[watched.request_id]
+
+    async def _poke(self) -> None:
+        try:
+            async with self.events.redis.pipeline(transaction=False) as pipe:
+                pipe.xadd(self.wake_key, {"j": 1}, maxlen=1)
+                pipe.pexpire(self.wake_key, 60_000)
+                await asyncio.wait_for(pipe.execute(), self.timeout)
+        except Exception as exc:  # the turn joins at the next read instead (within BLOCK_MS)
+            log.debug("resume watch wake-up failed (%s)", type(exc).__name__)
+
+    async def _run(self) -> None:
+        client = self.events.redis.client()  # holds one pooled connection for the blocking reads
+        wake_id: bytes | str = "0-0"
+        leases_renewed = 0.0
+        loop = asyncio.get_running_loop()
+        try:
+            while True:
+                if not self.turns:
+                    self._joined.clear()
+                    await self._joined.wait()
+                    continue
+                try:
+                    if loop.time() - leases_renewed >= READER_LEASE_MS / 3000:
+                        await asyncio.wait_for(self.events.still_reading(list(self.turns)), self.timeout)
+                        leases_renewed = loop.time()
+                    streams: dict[str, bytes | str] = {
+                        self.events.events_key(request_id): f"{watched.tail}-1" for request_id, watched in self.turns.items()
+                    }
+                    streams[self.wake_key] = wake_id
+                    answer = await client.xread(streams, count=FETCH_COUNT, block=BLOCK_MS)
+                except Exception as exc:  # the readers' own reads say what failed
+                    log.debug("resume watch read failed (%s)", type(exc).__name__)
+                    for watched in self.turns.values():
+                        watched.wake()
+                    await asyncio.sleep(BLOCK_MS / 1000)  # retry pace while Redis fails
+                    continue
+                for key, entries in answer or []:
+                    if key.decode() == self.wake_key:
+                        wake_id = entries[-1][0]
+                        continue
+                    watched = self.turns.get(self.events.request_of(key))
+                    if watched is not None and entries:
+                        watched.got(_frames(entries))
+        finally:
+            await client.aclose()
+
+
+@dataclass(frozen=True, slots=True)
+class StoredBounds:
+    """What Redis keeps of a turn: the seq of its first kept event (None: none kept), of its terminal (None:
+    not reached yet), and whether the origin replica still runs it."""
+
+    first: int | None
+    terminal: int | None
+    running: bool
 
 
 def _seq(entry_id: bytes | str) -> int:
@@ -222,6 +450,8 @@ class ResumeHub:
         grace_s: float,
         ttl_s: float,
         cap: int,
+        max_turn_bytes: int = 1 << 62,
+        max_bytes: int = 1 << 62,
         redis: RedisEvents | None = None,
         timeout: float = 0.25,
         metrics: "Metrics | None" = None,
@@ -229,11 +459,15 @@ class ResumeHub:
         self.grace_s = grace_s
         self.ttl_s = ttl_s
         self.cap = cap
+        self.max_turn_bytes = max_turn_bytes
+        self.kept = KeptBytes(max_bytes)
         self.redis = redis
         self.timeout = timeout
         self.metrics = metrics
         self.local: dict[str, LocalStream] = {}
         self.jobs: dict[str, TurnJob] = {}  # the running resumable turns of this replica
+        self._finished: OrderedDict[str, LocalStream] = OrderedDict()  # still keeping frames, earliest finished first
+        self.watch = StreamWatch(redis, self._spawn, timeout) if redis is not None else None
         self.on_resumed_late: Callable[[TurnJob], None] | None = None  # resumptions seen after the record was written
         self._tasks: set[asyncio.Task] = set()
 
@@ -246,7 +480,7 @@ class ResumeHub:
         local stream. `first`: an event already taken from the turn; `add_ids`: prefix each non-empty frame
         with `id: <seq>` (for doors whose frames have no id of their own)."""
         turn = job.turn
-        stream = LocalStream(turn.request_id, job.api_key_id, self.cap)
+        stream = LocalStream(turn.request_id, job.api_key_id, self.cap, self.max_turn_bytes, self.kept)
         self.local[turn.request_id] = stream
         self.jobs[turn.request_id] = job
         self._spawn(self._tee(job, stream, encoder, first, add_ids), f"resume-tee-{turn.request_id}")
@@ -273,6 +507,8 @@ class ResumeHub:
                     data = b"id: %d\n" % seq + data
                 frame = Frame(seq, current["type"].encode(), data)
                 stream.append(frame)
+                if self.kept.excess > 0:
+                    self._keep_within_bound(stream)
                 if mirror is not None:
                     mirror.add(frame)
         finally:
@@ -283,8 +519,28 @@ class ResumeHub:
             self._forget_later(stream)
             self.jobs.pop(turn.request_id, None)
         if mirror is not None:
-            await mirror.done()
+            await mirror.done()  # before it may be dropped: its last frames must not reach Redis after the drop
+        if self.local.get(stream.request_id) is stream and stream.frames:
+            self._finished[stream.request_id] = stream
+            if self.kept.excess > 0:
+                self._keep_within_bound(None)
+        if mirror is not None:
             await self._refresh_resumed(job, final=True)
+
+    def _keep_within_bound(self, growing: LocalStream | None) -> None:
+        """Over `GATEWAY_RESUME_MAX_BYTES`: drop the frames of the turns that finished first, then the oldest
+        frames of the turn that grows (its newest frame stays)."""
+        while self.kept.excess > 0 and self._finished:
+            _, oldest = self._finished.popitem(last=False)
+            log.info("turn %s: kept events dropped (replica bound of %d bytes)", oldest.request_id, self.kept.limit)
+            self._drop(oldest)
+        if self.kept.excess > 0 and growing is not None:
+            growing.drop_oldest(self.kept.excess)
+
+    def _drop(self, stream: LocalStream) -> None:
+        stream.drop_all()
+        if self.redis is not None:
+            self._spawn(self._quietly(self.redis.drop(stream.request_id)), f"resume-drop-{stream.request_id}")
 
     def reader_left(self, job: TurnJob, stream: LocalStream, draining: bool) -> None:
         """A reader of a local stream went away: when it was the last one and the turn still runs, the turn
@@ -329,8 +585,13 @@ class ResumeHub:
         return reader
 
     def _forget_later(self, stream: LocalStream) -> None:
-        loop = asyncio.get_running_loop()
-        loop.call_later(self.ttl_s, lambda: self.local.pop(stream.request_id, None) if self.local.get(stream.request_id) is stream else None)
+        asyncio.get_running_loop().call_later(self.ttl_s, self._forget, stream)
+
+    def _forget(self, stream: LocalStream) -> None:
+        if self.local.get(stream.request_id) is stream:
+            del self.local[stream.request_id]
+            self._finished.pop(stream.request_id, None)
+            stream.drop_all()
 
     def _spawn(self, coro, name: str) -> asyncio.Task:
         """A background task of the hub (cancelled by `aclose`)."""
@@ -341,17 +602,44 @@ class ResumeHub:
 
     # ------------------------------------------------------------------ resuming
 
-    async def resume(self, request_id: str, key_id: str | None, after: int) -> AsyncIterator[Frame] | None:
-        """The frames after `after` for the key that made the request; None when there is no such request
-        for this key (404). Raises EventsLost (410) or Unavailable (503)."""
+    async def find(self, request_id: str, key_id: str | None, after: int) -> "Found | None":
+        """The kept stream a resumption after `after` reads, for the key that made the request; None when
+        there is no such request for this key (404). Raises StreamEnded (204), EventsLost (410; NotInStore:
+        the event store does not know it) or EventStoreUnavailable (503)."""
         stream = self.local.get(request_id)
         if stream is not None:
             if key_id is not None and stream.key_id != key_id:
                 return None
-            if stream.done and stream.frames and stream.frames[-1].terminal and after >= stream.last_seq:
+            if stream.terminal_seq is not None and after >= stream.terminal_seq:
                 raise StreamEnded()
             if after + 1 < stream.first_seq:
-                raise EventsLost(f"events after {after} are no longer kept (at most {self.cap})")
+                raise EventsLost(f"events after {after} are no longer kept (the kept events are bounded)")
+            job = self.jobs.get(request_id)
+            return Found(request_id, stream, job is not None and not job.turn.settled)
+        if self.redis is None:
+            return None
+        try:
+            owner = await asyncio.wait_for(self.redis.owner(request_id), self.timeout)
+            if owner is None:
+                raise NotInStore("its events are not in the event store (expired, or lost when Redis restarted)")
+            if key_id is not None and owner != key_id:
+                return None
+            kept = await asyncio.wait_for(self.redis.bounds(request_id), self.timeout)
+            if kept.terminal is not None and after >= kept.terminal:
+                raise StreamEnded()
+            if (kept.first is None and not kept.running) or (kept.first is not None and kept.first > after + 1):
+                raise EventsLost(f"events after {after} are no longer kept")
+        except (EventsLost, StreamEnded):
+            raise
+        except Exception as exc:
+            raise EventStoreUnavailable(f"the event store did not answer ({type(exc).__name__})") from None
+        return Found(request_id, None, kept.running)
+
+    async def open(self, found: "Found", after: int) -> AsyncIterator[Frame]:
+        """Start reading a found stream after `after` (counted as a resumption). Raises EventStoreUnavailable."""
+        request_id = found.request_id
+        stream = found.local
+        if stream is not None:
             stream.resumes += 1
             job = self.jobs.get(request_id)
             if job is not None and not job.turn.settled:
@@ -361,22 +649,9 @@ class ResumeHub:
             self._resumed()
             stream.readers += 1  # now: the grace monitor must see this reader before the response starts
             return self._local_frames(stream, after)
-        if self.redis is None:
-            return None
+        assert self.redis is not None
         try:
-            owner = await asyncio.wait_for(self.redis.owner(request_id), self.timeout)
-            if owner is None:
-                raise NotInStore("its events are not in the event store (expired, or lost when Redis restarted)")
-            if key_id is not None and owner != key_id:
-                return None
-            first, last, last_terminal = await asyncio.wait_for(self.redis.bounds(request_id), self.timeout)
-            if last_terminal and after >= last:
-                raise StreamEnded()
-            if first is not None and first > after + 1:
-                raise EventsLost(f"events after {after} are no longer kept")
             await asyncio.wait_for(self.redis.attach(request_id), self.timeout)
-        except (EventsLost, StreamEnded):
-            raise
         except Exception as exc:
             raise EventStoreUnavailable(f"the event store did not answer ({type(exc).__name__})") from None
         self._resumed()
@@ -397,21 +672,34 @@ class ResumeHub:
                 stream.readers -= 1
 
     async def _remote_frames(self, request_id: str, after: int) -> AsyncIterator[Frame]:
-        assert self.redis is not None
+        """A turn kept in Redis, read without a connection of its own: the watch's latest entries when this
+        reader is caught up, else a short fetch; between, a wait on the watch."""
+        assert self.redis is not None and self.watch is not None
+        watched = self.watch.follow(request_id, after)
         position = after
-        while True:
-            frames, known, origin = await self.redis.read(request_id, position)
-            if not known:
-                raise EventsLost("the event store lost this request's events while it was being resumed")
-            for frame in frames:
-                if frame.seq != position + 1:
-                    raise EventsLost(f"event {position + 1} is missing from the event store")
-                yield frame
-                position = frame.seq
-                if frame.terminal:
-                    return
-            if not frames and not origin:
-                raise EventsLost("the replica running this turn stopped before it ended")
+        try:
+            while True:
+                frames, origin = watched.recent_after(position), True
+                if not frames:
+                    try:
+                        frames, known, origin = await asyncio.wait_for(self.redis.read(request_id, position), self.timeout)
+                    except Exception as exc:
+                        raise EventsLost(f"the event store did not answer ({type(exc).__name__})") from None
+                    if not known:
+                        raise EventsLost("the event store lost this request's events while it was being resumed")
+                for frame in frames:
+                    if frame.seq != position + 1:
+                        raise EventsLost(f"event {position + 1} is no longer in the event store")
+                    yield frame
+                    position = frame.seq
+                    if frame.terminal:
+                        return
+                if not frames:
+                    if not origin:
+                        raise EventsLost("the replica running this turn stopped before it ended")
+                    await watched.wait(position)
+        finally:
+            self.watch.leave(watched)
 
     async def _quietly(self, awaitable) -> None:
         try:
@@ -474,7 +762,9 @@ class _Mirror:
             finished = self.finished and not self.pending
             try:
                 if batch or finished:
-                    await asyncio.wait_for(redis.append(request_id, batch, finished), self.hub.timeout * 4)
+                    await asyncio.wait_for(
+                        redis.append(request_id, batch, finished, self.stream.first_seq), self.hub.timeout * 4
+                    )
                 else:
                     await asyncio.wait_for(redis.origin_alive(request_id), self.hub.timeout)
             except Exception as exc:

@@ -115,6 +115,14 @@ class Settings(BaseSettings):
     resume_grace: float = Field(default=30.0, ge=0, description="seconds a resumable turn runs on with no reader")
     resume_ttl: float = Field(default=300.0, gt=0, description="seconds the events of a resumable turn are kept")
     resume_max_events: int = Field(default=10_000, ge=1, description="events kept per resumable turn (older ones dropped)")
+    resume_max_turn_bytes: int = Field(
+        default=4 * 1024 * 1024, ge=1024, description="bytes of frames kept per resumable turn (older ones dropped)"
+    )
+    resume_max_bytes: int = Field(
+        default=256 * 1024 * 1024,
+        ge=1024,
+        description="bytes of frames kept by all resumable turns of a replica (the oldest finished turns dropped first)",
+    )
     redis_lease_ttl: float = Field(default=30.0, gt=0, description="seconds a concurrency lease lives without renewal")
 
     # The cyclic garbage collector (docs/performance.md, The garbage collector).

@@ -4,13 +4,15 @@ turn settles aborted; only the key that made the request may resume; non-resumab
 
 from __future__ import annotations
 
+import asyncio
 import json
+import time
 
 import pytest
 
 from tests.conformance import check_frames, parse_sse
 from tests.conftest import marker, turn
-from tests.resume_client import read_some, resume
+from tests.resume_client import holding_resumptions, read_some, resume
 
 KEYS = "alpha:sk-resume-alpha-01,beta:sk-resume-beta-02"
 ALPHA = {"Authorization": "Bearer sk-resume-alpha-01"}
@@ -130,3 +132,70 @@ def test_openai_chat_door_resumes_with_the_header(gw):
         extra_headers={"X-Gateway-Resumable": "true"},
     )
     assert "".join(c.choices[0].delta.content or "" for c in stream if c.choices) == "".join(f"{i:07d} " for i in range(5))
+
+
+def test_a_last_event_id_of_non_ascii_digits_is_a_400(gw):
+    """`²` (latin-1 0xB2) passes str.isdigit but is no event id: the documented 400, never a 500."""
+    request_id, _ = read_some(gw.url, resumable("anthropic/slow;n=5;delay_ms=1", marker()), ALPHA, 1)
+    for raw in (b"\xb2", b"1\xb9", b"\xb3\xb3"):  # ², 1¹, ³³ as a client's latin-1 header bytes
+        bad = resume(gw.url, request_id, ALPHA, raw)
+        assert bad.status_code == 400, raw
+        error = bad.json()["error"]
+        assert error["type"] == "invalid_request" and error["param"] == "Last-Event-ID"
+
+
+def test_a_turn_keeps_at_most_its_byte_bound_of_events(gateway_factory):
+    """GATEWAY_RESUME_MAX_TURN_BYTES: a finished turn of ~22 KB of frames keeps its newest 4 KB; resuming
+    before them is the documented 410, after them is served."""
+    small = gateway_factory(api_keys=KEYS, resume_grace=5, resume_max_turn_bytes=4096)
+    whole = small.stream(resumable(SLOW, marker()), headers=ALPHA)
+    assert whole.status == 200 and len(whole.text.encode()) > 20_000
+    request_id = whole.headers["x-request-id"]
+    small.job(request_id)
+    kept = small.state.resume.local[request_id]
+    assert kept.bytes <= 4096 and small.state.resume.kept.bytes == kept.bytes
+    first = kept.first_seq
+    assert 1 < first < len(whole.frames)
+    for before_the_kept in (None, "2", str(first - 2)):
+        lost = resume(small.url, request_id, ALPHA, before_the_kept)
+        assert lost.status_code == 410 and lost.json()["error"]["type"] == "resume_unavailable"
+    tail = parse_sse(resume(small.url, request_id, ALPHA, str(first - 1)).text)
+    assert tail == whole.frames[first - 1 :] and json.loads(tail[-1].data)["type"] == "done"
+
+
+def test_the_replica_drops_the_earliest_finished_turns_past_its_byte_bound(gateway_factory):
+    """GATEWAY_RESUME_MAX_BYTES: turns of ~6 KB each against 16 KB kept by the replica: the earliest finished
+    turns are dropped (410, past their end still 204), the latest stay whole."""
+    small = gateway_factory(api_keys=KEYS, resume_grace=5, resume_max_bytes=16384)
+    turns = []
+    for _ in range(4):
+        result = small.stream(resumable("anthropic/slow;n=50;delay_ms=1", marker()), headers=ALPHA)
+        assert result.status == 200 and 5000 < len(result.text.encode()) < 8000
+        small.job(result.headers["x-request-id"])
+        turns.append(result)
+    hub = small.state.resume
+    assert hub.kept.bytes <= 16384
+    for dropped in turns[:2]:
+        request_id = dropped.headers["x-request-id"]
+        lost = resume(small.url, request_id, ALPHA, None)
+        assert lost.status_code == 410 and lost.json()["error"]["type"] == "resume_unavailable"
+        assert resume(small.url, request_id, ALPHA, str(len(dropped.frames))).status_code == 204
+    for kept in turns[2:]:
+        again = resume(small.url, kept.headers["x-request-id"], ALPHA, None)
+        assert again.status_code == 200 and parse_sse(again.text) == kept.frames
+
+
+def test_resumptions_count_against_max_streams_per_key(gateway_factory):
+    """GATEWAY_MAX_STREAMS_PER_KEY 3, on the gateway running the turn: 3 of 10 resumptions of it stream (the
+    turn does not count against its own resumptions), 7 get 429 too_many_streams; closed, they free their slots."""
+    gw = gateway_factory(api_keys=KEYS, resume_grace=30, max_streams_per_key=3)
+    request_id, _ = read_some(gw.url, resumable("anthropic/slow;n=150;delay_ms=100", marker()), ALPHA, 3)
+
+    async def while_open(answers: list[str]) -> None:
+        assert answers.count("200") == 3 and answers.count("too_many_streams") == 7, answers
+
+    asyncio.run(holding_resumptions(gw.url, request_id, ALPHA, 10, while_open))
+    deadline = time.monotonic() + 10
+    while gw.state.streams_per_key["alpha"] != 1 or gw.state.resumptions:  # the turn is left
+        assert time.monotonic() < deadline, "closed resumptions still hold their slots"
+        time.sleep(0.02)

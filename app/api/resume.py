@@ -3,10 +3,12 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any, AsyncIterator, Mapping
 
 from fastapi import APIRouter, Request
 from sse_starlette import EventSourceResponse
+from starlette.background import BackgroundTask
 from starlette.responses import Response
 
 from app.api.auth import authorization
@@ -19,12 +21,17 @@ from app.resume import LocalStream, NotInStore, StreamEnded
 
 router = APIRouter()
 
+_EVENT_ID = re.compile(r"[0-9]{1,12}")
 
-def _response(gateway, frames: AsyncIterator[bytes], headers: dict[str, str], ping: bytes) -> EventSourceResponse:
+
+def _response(
+    gateway, frames: AsyncIterator[bytes], headers: dict[str, str], ping: bytes, background: BackgroundTask | None = None
+) -> EventSourceResponse:
     from app.api.turns import SHUTDOWN_MARGIN
 
     return EventSourceResponse(
         frames,
+        background=background,
         headers={"Cache-Control": "no-cache", **headers},
         ping=gateway.settings.keepalive_interval,
         ping_message_factory=lambda: ping,  # bytes pass through sse-starlette unchanged
@@ -74,10 +81,12 @@ def resumable_response(
 
 
 def _last_event_id(request: Request) -> int:
+    """The event id a resumption continues after (0 without the header). Only ASCII digits are an id:
+    `str.isdigit` also accepts `²` and other digits `int` refuses."""
     raw = request.headers.get("last-event-id", "").strip()
     if not raw:
         return 0
-    if not raw.isdigit() or len(raw) > 12:
+    if not _EVENT_ID.fullmatch(raw):
         raise ApiError(400, "invalid_request", "Last-Event-ID must be an event id of this stream (1, 2, 3 …)", param="Last-Event-ID")
     return int(raw)
 
@@ -88,15 +97,16 @@ async def resume_stream(request: Request, request_id: str) -> Response:
     terminal included, for the key that made the request; 204 when `Last-Event-ID` is the terminal event
     (an EventSource then stops reconnecting). 404 for an unknown request or another key's;
     410 `resume_unavailable` when the events are no longer kept; 503 when the event store does not answer."""
+    # (Also 429 when the key or the replica has as many streams open as it may: a resumption is one stream.)
     gateway = request.app.state.gateway
     key_id = gateway.keys.identify(authorization(request.headers))
     after = _last_event_id(request)
     try:
-        frames = await gateway.resume.resume(request_id, key_id, after)
+        found = await gateway.resume.find(request_id, key_id, after)
     except NotInStore as lost:
         record = await gateway.ledger.get(request_id, key_id)
         if record is None or not record.get("resumable"):
-            frames = None  # no such request for this key, or one that did not ask to be resumable
+            found = None  # no such request for this key, or one that did not ask to be resumable
         else:
             raise EventsLost(f"request {request_id} cannot be resumed: {lost.message}") from None
     except EventsLost as lost:
@@ -104,8 +114,14 @@ async def resume_stream(request: Request, request_id: str) -> Response:
     except StreamEnded:
         # Past the terminal event. 204 is what tells a browser's EventSource to stop reconnecting.
         return Response(status_code=204)
-    if frames is None:
+    if found is None:
         raise ApiError(404, "not_found", "no resumable stream with this id", param="requestId")
+    release = await gateway.admit_resumption(key_id, request_id, turn_running=found.running)
+    try:
+        frames = await gateway.resume.open(found, after)
+    except BaseException:
+        release()
+        raise
 
     async def body() -> AsyncIterator[bytes]:
         sent = 0
@@ -119,5 +135,7 @@ async def resume_stream(request: Request, request_id: str) -> Response:
             yield b": resume failed: " + lost.message.encode() + b"\n\n"
         finally:
             gateway.metrics.sse_events(sent)
+            release()
 
-    return _response(gateway, body(), {}, PING)
+    # The body releases the slot when it ends; the background task too, should the body never start.
+    return _response(gateway, body(), {}, PING, BackgroundTask(release))
