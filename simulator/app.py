@@ -99,15 +99,16 @@ class Vendor:
     name: str
     encode: Callable[[s.Scenario, str, list[s.Step] | None], Iterator[bytes | s.Step]]
     prompt_of: Callable[[dict[str, Any]], str]
+    tool_results_of: Callable[[dict[str, Any]], list[str]]  # the tool results that end the conversation
     error_body: Callable[[s.HttpError], dict[str, Any]]
     sample_prefix: str  # where its recorded samples are, relative to tests/wire_samples (see `simulator.scenarios`)
 
 
 VENDORS: dict[str, Vendor] = {
-    "anthropic": Vendor("anthropic", anthropic.encode, anthropic.prompt_of, anthropic.error_body, "anthropic-"),
-    "openai": Vendor("openai", openai.encode, openai.prompt_of, openai.error_body, "openai-responses-"),
-    "google": Vendor("google", google.encode, google.prompt_of, google.error_body, "gemini-"),
-    "compat": Vendor("compat", openai_completions.encode, openai_completions.prompt_of, openai_completions.error_body, "chat/chat-"),
+    "anthropic": Vendor("anthropic", anthropic.encode, anthropic.prompt_of, anthropic.tool_results_of, anthropic.error_body, "anthropic-"),
+    "openai": Vendor("openai", openai.encode, openai.prompt_of, openai.tool_results_of, openai.error_body, "openai-responses-"),
+    "google": Vendor("google", google.encode, google.prompt_of, google.tool_results_of, google.error_body, "gemini-"),
+    "compat": Vendor("compat", openai_completions.encode, openai_completions.prompt_of, openai_completions.tool_results_of, openai_completions.error_body, "chat/chat-"),
 }
 
 
@@ -220,7 +221,7 @@ def create_simulator(log_guard: LogGuard | None = None) -> Starlette:
         except ValueError:
             return JSONResponse({"error": {"type": "invalid_request_error", "message": "invalid JSON"}}, 400)
         model = model or str(body.get("model", ""))
-        scenario = s.build(model, vendor.prompt_of(body))
+        scenario = s.build(model, vendor.prompt_of(body), vendor.tool_results_of(body))
         fault = sim_faults.parse(model)
         sim_faults.prepare(fault, scenario)
         if scenario.replay is not None:
