@@ -255,6 +255,16 @@ SCENARIOS: dict[str, Callable[[dict[str, str], Usage, TextBlock, Stop], Scenario
             Stop("length", output=20),
         ],
     ),
+    # Two calls, the token limit reached inside the second one's arguments: the first call is whole.
+    "tool-max-tokens-second": lambda p, u, t, s: Scenario(
+        "",
+        [
+            u,
+            ToolCallBlock("toolu_sim_weather", "get_weather", WEATHER_FRAGMENTS),
+            ToolCallBlock("toolu_sim_time", "get_time", ['{"timez', 'one": "Eur'], cut=True),
+            Stop("length", output=30),
+        ],
+    ),
     # Emoji cut between events inside their UTF-16 surrogate pair (a high surrogate ends one delta, its low
     # surrogate starts the next), plus halves that never pair: a lone high before other text, a lone low,
     # and a high surrogate that ends the block.

@@ -8,14 +8,19 @@ Streaming, per event:
 | `start` | `delta: {"role": "assistant", "content": ""}` |
 | `text_delta` | `delta: {"content": …}` |
 | `thinking_delta` | `delta: {"reasoning_content": …}` |
-| `toolcall_start` | `delta: {"tool_calls": [{"index", "id", "type": "function", "function": {"name", "arguments": ""}}]}` |
-| `toolcall_delta` | `delta: {"tool_calls": [{"index", "function": {"arguments": …}}]}` |
+| `toolcall_end` | `delta: {"tool_calls": [{"index", "id", "type": "function", "function": {"name", "arguments": <the whole JSON>}}]}` |
+| `toolcall_start`, `toolcall_delta` | nothing: a call goes out whole, once its arguments parsed |
 | `done` | `delta: {}` with `finish_reason` `stop` / `length` / `tool_calls`; the usage chunk (`choices: []`) when `stream_options.include_usage`; `data: [DONE]` |
 | `error` | one `data: {"error": {"message", "type", "code"}}` line, no `[DONE]` |
 
-Block starts and ends produce nothing (the deltas carry everything). `id` is `chatcmpl-<requestId>` on every
+Block starts and ends produce nothing (the deltas carry everything), except a tool call's end, which carries the
+whole call: clients built on the Vercel AI SDK run, when a stream ends, every call whose arguments arrived in
+part, so a call cut off inside its arguments must never reach them. An error line names the calls that
+started and were never sent. A client that wants the fragments (`X-Gateway-Tool-Arguments: stream`) gets
+`toolcall_start` as the call's first chunk (`id`, `name`, `arguments: ""`) and each `toolcall_delta` as an
+`arguments` fragment, and nothing at `toolcall_end`. `id` is `chatcmpl-<requestId>` on every
 chunk, `model` the `provider/model` that serves the turn (from `start`). Tool call ids are the ones the
-vendor gave (stable across chunks); `index` counts the turn's tool calls from 0.
+vendor gave (stable across chunks); `index` counts the turn's tool calls from 0, in the order they are sent.
 """
 
 from __future__ import annotations
@@ -70,18 +75,27 @@ class ChatEncoder:
     hold_until_start = True
 
     __slots__ = (
-        "completion_id", "created", "model", "include_usage", "_head", "_tail", "_tool_index", "_usage_null", "_turn"
+        "completion_id", "created", "model", "include_usage", "stream_tool_arguments", "_head", "_tail",
+        "_tool_index", "_unsent_calls", "_usage_null", "_turn",
     )
 
     def __init__(
-        self, request_id: str, client_model: str, include_usage: bool = False, turn: TurnView | None = None
+        self,
+        request_id: str,
+        client_model: str,
+        include_usage: bool = False,
+        turn: TurnView | None = None,
+        stream_tool_arguments: bool = False,
     ) -> None:
-        """`turn`: the running turn, read once it has settled to type an error line by what ended it."""
+        """`turn`: the running turn, read once it has settled to type an error line by what ended it.
+        `stream_tool_arguments`: send tool calls' argument fragments as they come, not each call whole."""
         self.completion_id = f"chatcmpl-{request_id}"
         self.created = int(time.time())
         self.model = client_model
         self.include_usage = include_usage
+        self.stream_tool_arguments = stream_tool_arguments
         self._tool_index: dict[int, int] = {}  # contentIndex → tool call index
+        self._unsent_calls: dict[int, tuple[str, str]] = {}  # contentIndex → (id, name) of calls begun, not sent
         self._usage_null = b',"usage":null' if include_usage else b""
         self._turn = turn
         self._set_frame()
@@ -104,12 +118,21 @@ class ChatEncoder:
         if kind == "thinking_delta":
             return self._chunk({"reasoning_content": event["delta"]})
         if kind == "toolcall_delta":
+            if not self.stream_tool_arguments:
+                return b""
             index = self._tool_index[event["contentIndex"]]
             return self._chunk({"tool_calls": [{"index": index, "function": {"arguments": event["delta"]}}]})
         if kind == "toolcall_start":
-            index = self._tool_index[event["contentIndex"]] = len(self._tool_index)
-            call = {"index": index, "id": event["id"], "type": "function", "function": {"name": event["toolName"], "arguments": ""}}
-            return self._chunk({"tool_calls": [call]})
+            self._unsent_calls[event["contentIndex"]] = (event["id"], event["toolName"])
+            if not self.stream_tool_arguments:
+                return b""
+            return self._call_chunk(event["contentIndex"], event["id"], event["toolName"], "")
+        if kind == "toolcall_end":
+            del self._unsent_calls[event["contentIndex"]]
+            if self.stream_tool_arguments:
+                return b""
+            call = event["toolCall"]
+            return self._call_chunk(event["contentIndex"], call["id"], call["name"], orjson.dumps(call["arguments"]).decode())
         if kind == "start":
             self.model = f"{event['provider']}/{event['model']}"
             self._set_frame()
@@ -121,8 +144,24 @@ class ChatEncoder:
             failure = self._turn.result().failure if self._turn is not None else None
             if failure is None and event.get("reason") == "aborted":
                 failure = Failure.ABORTED
-            return b"data: " + orjson.dumps({"error": error_of(failure, event.get("errorMessage") or "")}) + b"\n\n"
-        return b""  # block starts and ends: the deltas carry everything
+            message = self._naming_unsent_calls(event.get("errorMessage") or "")
+            return b"data: " + orjson.dumps({"error": error_of(failure, message)}) + b"\n\n"
+        return b""  # block starts and other ends: the deltas carry everything
+
+    def _call_chunk(self, content_index: int, call_id: str, name: str, arguments: str) -> bytes:
+        index = self._tool_index[content_index] = len(self._tool_index)
+        call = {"index": index, "id": call_id, "type": "function", "function": {"name": name, "arguments": arguments}}
+        return self._chunk({"tool_calls": [call]})
+
+    def _naming_unsent_calls(self, message: str) -> str:
+        """The error's message, naming each tool call that began and was never sent whole (its arguments
+        never completed), unless the message already names it (a call the token limit cut off)."""
+        unnamed = [f"{call_id} ({name})" for call_id, name in self._unsent_calls.values() if call_id not in message]
+        if not unnamed:
+            return message
+        calls = ", ".join(unnamed)
+        noun = "tool call" if len(unnamed) == 1 else "tool calls"
+        return f"{message}; {noun} {calls} not sent: the arguments never completed"
 
     def _finish(self, event: dict[str, Any]) -> bytes:
         finish = FINISH_REASONS.get(event["reason"], "stop")
