@@ -15,8 +15,8 @@ Streaming, per event:
 
 Block starts and ends produce nothing (the deltas carry everything), except a tool call's end, which carries the
 whole call: clients built on the Vercel AI SDK run, when a stream ends, every call whose arguments arrived in
-part, so a call cut off inside its arguments must never reach them. An error line names the calls that
-started and were never sent. A client that wants the fragments (`X-Gateway-Tool-Arguments: stream`) gets
+part, so a call cut off inside its arguments must never reach them (the turn's error message names such a
+call: `app/stream/message.py`). A client that wants the fragments (`X-Gateway-Tool-Arguments: stream`) gets
 `toolcall_start` as the call's first chunk (`id`, `name`, `arguments: ""`) and each `toolcall_delta` as an
 `arguments` fragment, and nothing at `toolcall_end`. `id` is `chatcmpl-<requestId>` on every
 chunk, `model` the `provider/model` that serves the turn (from `start`). Tool call ids are the ones the
@@ -76,7 +76,7 @@ class ChatEncoder:
 
     __slots__ = (
         "completion_id", "created", "model", "include_usage", "stream_tool_arguments", "_head", "_tail",
-        "_tool_index", "_unsent_calls", "_usage_null", "_turn",
+        "_tool_index", "_usage_null", "_turn",
     )
 
     def __init__(
@@ -95,7 +95,6 @@ class ChatEncoder:
         self.include_usage = include_usage
         self.stream_tool_arguments = stream_tool_arguments
         self._tool_index: dict[int, int] = {}  # contentIndex → tool call index
-        self._unsent_calls: dict[int, tuple[str, str]] = {}  # contentIndex → (id, name) of calls begun, not sent
         self._usage_null = b',"usage":null' if include_usage else b""
         self._turn = turn
         self._set_frame()
@@ -123,12 +122,10 @@ class ChatEncoder:
             index = self._tool_index[event["contentIndex"]]
             return self._chunk({"tool_calls": [{"index": index, "function": {"arguments": event["delta"]}}]})
         if kind == "toolcall_start":
-            self._unsent_calls[event["contentIndex"]] = (event["id"], event["toolName"])
             if not self.stream_tool_arguments:
                 return b""
             return self._call_chunk(event["contentIndex"], event["id"], event["toolName"], "")
         if kind == "toolcall_end":
-            del self._unsent_calls[event["contentIndex"]]
             if self.stream_tool_arguments:
                 return b""
             call = event["toolCall"]
@@ -144,24 +141,13 @@ class ChatEncoder:
             failure = self._turn.result().failure if self._turn is not None else None
             if failure is None and event.get("reason") == "aborted":
                 failure = Failure.ABORTED
-            message = self._naming_unsent_calls(event.get("errorMessage") or "")
-            return b"data: " + orjson.dumps({"error": error_of(failure, message)}) + b"\n\n"
+            return b"data: " + orjson.dumps({"error": error_of(failure, event.get("errorMessage") or "")}) + b"\n\n"
         return b""  # block starts and other ends: the deltas carry everything
 
     def _call_chunk(self, content_index: int, call_id: str, name: str, arguments: str) -> bytes:
         index = self._tool_index[content_index] = len(self._tool_index)
         call = {"index": index, "id": call_id, "type": "function", "function": {"name": name, "arguments": arguments}}
         return self._chunk({"tool_calls": [call]})
-
-    def _naming_unsent_calls(self, message: str) -> str:
-        """The error's message, naming each tool call that began and was never sent whole (its arguments
-        never completed), unless the message already names it (a call the token limit cut off)."""
-        unnamed = [f"{call_id} ({name})" for call_id, name in self._unsent_calls.values() if call_id not in message]
-        if not unnamed:
-            return message
-        calls = ", ".join(unnamed)
-        noun = "tool call" if len(unnamed) == 1 else "tool calls"
-        return f"{message}; {noun} {calls} not sent: the arguments never completed"
 
     def _finish(self, event: dict[str, Any]) -> bytes:
         finish = FINISH_REASONS.get(event["reason"], "stop")
