@@ -1,6 +1,7 @@
 """Record what the Claude Code CLI sends to the Messages API: a small stand-in for Anthropic's API on loopback.
 
-Run: `python tests/agents/capture.py OUT_DIR [CLI ARGS…]` (e.g. `--model claude-haiku-4-5`) — it starts a server on 127.0.0.1, runs the pinned CLI
+Run: `python tests/agents/capture.py OUT_DIR [--with-thinking] [CLI ARGS…]` (e.g. `--model claude-haiku-4-5`;
+`--with-thinking`: the stand-in's tool turn starts with a signed thinking block, which the second turn sends back) — it starts a server on 127.0.0.1, runs the pinned CLI
 (tests/agents/node_modules) in print mode against it with a temporary HOME, and writes each request it received
 as `OUT_DIR/claude-code-<n>.json` (method, path with query, headers with the API key redacted, JSON body).
 
@@ -47,17 +48,31 @@ def text_turn(model: str, text: str) -> list[bytes]:
     ]
 
 
-def tool_turn(model: str) -> list[bytes]:
+def thinking_block(index: int) -> list[bytes]:
+    return [
+        sse("content_block_start", {"type": "content_block_start", "index": index,
+                                    "content_block": {"type": "thinking", "thinking": "", "signature": ""}}),
+        sse("content_block_delta", {"type": "content_block_delta", "index": index,
+                                    "delta": {"type": "thinking_delta", "thinking": "I should run the command."}}),
+        sse("content_block_delta", {"type": "content_block_delta", "index": index,
+                                    "delta": {"type": "signature_delta", "signature": "sig-capture-0001"}}),
+        sse("content_block_stop", {"type": "content_block_stop", "index": index}),
+    ]
+
+
+def tool_turn(model: str, thinking: bool) -> list[bytes]:
     arguments = json.dumps({"command": "echo captured", "description": "Print a word"})
+    index = 1 if thinking else 0
     return [
         sse("message_start", {"type": "message_start", "message": {
             "id": "msg_capture_tool", "type": "message", "role": "assistant", "model": model, "content": [],
             "stop_reason": None, "stop_sequence": None, "usage": {"input_tokens": 10, "output_tokens": 1}}}),
-        sse("content_block_start", {"type": "content_block_start", "index": 0, "content_block": {
+        *(thinking_block(0) if thinking else []),
+        sse("content_block_start", {"type": "content_block_start", "index": index, "content_block": {
             "type": "tool_use", "id": "toolu_capture_01", "name": "Bash", "input": {}}}),
-        sse("content_block_delta", {"type": "content_block_delta", "index": 0,
+        sse("content_block_delta", {"type": "content_block_delta", "index": index,
                                     "delta": {"type": "input_json_delta", "partial_json": arguments}}),
-        sse("content_block_stop", {"type": "content_block_stop", "index": 0}),
+        sse("content_block_stop", {"type": "content_block_stop", "index": index}),
         sse("message_delta", {"type": "message_delta", "delta": {"stop_reason": "tool_use", "stop_sequence": None},
                               "usage": {"output_tokens": 12}}),
         sse("message_stop", {"type": "message_stop"}),
@@ -65,8 +80,9 @@ def tool_turn(model: str) -> list[bytes]:
 
 
 class Recorder:
-    def __init__(self, out: Path) -> None:
+    def __init__(self, out: Path, thinking: bool = False) -> None:
         self.out = out
+        self.thinking = thinking  # the tool turn starts with a signed thinking block
         self.lock = threading.Lock()
         self.count = 0
         self.streamed_turns = 0
@@ -127,7 +143,7 @@ def handler_for(recorder: Recorder) -> type[BaseHTTPRequestHandler]:
                 recorder.streamed_turns += 1
                 turn = recorder.streamed_turns
             has_bash = any(t.get("name") == "Bash" for t in body.get("tools") or [])
-            frames = tool_turn(model) if turn == 1 and has_bash else text_turn(model, "The command printed captured.")
+            frames = tool_turn(model, recorder.thinking) if turn == 1 and has_bash else text_turn(model, "The command printed captured.")
             self.send_response(200)
             self.send_header("content-type", "text/event-stream")
             self.send_header("request-id", f"req_capture_{turn}")
@@ -150,7 +166,9 @@ def handler_for(recorder: Recorder) -> type[BaseHTTPRequestHandler]:
 
 def main(out: Path, extra: list[str], prompt: str = "Run `echo captured` with the Bash tool and tell me what it printed.") -> int:
     out.mkdir(parents=True, exist_ok=True)
-    recorder = Recorder(out)
+    thinking = "--with-thinking" in extra
+    extra = [arg for arg in extra if arg != "--with-thinking"]
+    recorder = Recorder(out, thinking)
     server = ThreadingHTTPServer(("127.0.0.1", 0), handler_for(recorder))
     threading.Thread(target=server.serve_forever, daemon=True).start()
     with tempfile.TemporaryDirectory() as home:
