@@ -90,6 +90,18 @@ def test_claude_code_reports_the_vendors_error(vendor: str, gateway: Any, claude
 
 @DOOR_REFUSES_SYSTEM_MESSAGES
 @pytest.mark.parametrize("vendor", VENDORS)
+def test_claude_code_reports_a_vendor_error_after_the_answer_began(
+    vendor: str, gateway: Any, claude_code: Path, tmp_path: Path
+) -> None:
+    run = claude(gateway, f"{vendor}/error-mid-stream", marker(), tmp_path)
+    result = run.result
+    assert run.returncode == 1 and result["is_error"], result
+    assert result["result"].startswith("API Error: ") and f"{vendor}/error-mid-stream " in result["result"], result["result"]
+    assert "Overloaded" in result["result"]
+
+
+@DOOR_REFUSES_SYSTEM_MESSAGES
+@pytest.mark.parametrize("vendor", VENDORS)
 def test_claude_code_sees_a_turn_cut_off_by_max_tokens(vendor: str, gateway: Any, claude_code: Path, tmp_path: Path) -> None:
     prompt = marker()
     run = claude(gateway, f"{vendor}/max-tokens", prompt, tmp_path)
