@@ -11,9 +11,11 @@ vendors. docs/doors/anthropic-messages.md lists every field.
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 from typing import Any, Mapping, NoReturn
 
+import orjson
 from pydantic import ValidationError
 
 from app.api.errors import ApiError
@@ -454,6 +456,19 @@ def _anthropic_fields(body: dict[str, Any], headers: Mapping[str, str] | None) -
     return native or None
 
 
+def conversation_key(system: list[TextContent], first: Any) -> str:
+    """A key that stays the same on every turn of one conversation and differs between conversations: a hash of
+    the system prompt and the first message, which a conversation never changes. It becomes
+    `options.sessionId`, which OpenAI gets as `prompt_cache_key` (requests with the same key are routed to the
+    same prompt cache); an Anthropic client has no such field of its own."""
+    digest = hashlib.sha256()
+    for block in system:
+        digest.update(block.text.encode("utf-8", "surrogatepass"))
+        digest.update(b"\0")
+    digest.update(orjson.dumps(first, option=orjson.OPT_SORT_KEYS))
+    return "msgs-" + digest.hexdigest()[:32]
+
+
 def _options(body: dict[str, Any], tools: list[Tool], headers: Mapping[str, str] | None) -> StreamOptions:
     options: dict[str, Any] = {"reasoning": _reasoning(body), "anthropic": _anthropic_fields(body, headers)}
     if body.get("max_tokens") is not None:
@@ -553,6 +568,7 @@ def decode(body: dict[str, Any], headers: Mapping[str, str] | None = None) -> Do
     stream = _bool(body.get("stream", False), "stream")
     options = _options(body, tools, headers)
     system_blocks = conversation.system_blocks
+    options.session_id = conversation_key(system_blocks, raw_messages[0])
     system = "\n\n".join(b.text for b in system_blocks if b.text) or None
     try:
         context = Context.model_validate(
