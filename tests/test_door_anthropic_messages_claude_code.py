@@ -122,3 +122,28 @@ def test_signed_thinking_claude_code_sends_back_is_answered(gateway, provider):
     server signed it): foreign, so it is never replayed as a signature; the turn is answered."""
     _, _, upstream = send(gateway, 8, provider)
     assert "sig-capture-0001" not in json.dumps(upstream["body"])
+
+
+ANSWER_SCHEMA = {"type": "object", "properties": {"answer": {"type": "string"}}, "required": ["answer"]}
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_output_config_format_reaches_each_vendors_structured_output(gateway, provider):
+    captured = capture(1)
+    body = copy.deepcopy(captured["body"])
+    m = marker()
+    body.update(model=f"{provider}/text", output_config={"effort": "low", "format": {"type": "json_schema", "schema": ANSWER_SCHEMA}})
+    body["messages"][0]["content"].append({"type": "text", "text": m})
+    headers = {k: v for k, v in captured["headers"].items() if k.lower() not in HOP_HEADERS}
+    response = gateway.http.post(captured["path"], json=body, headers=headers)
+    assert response.status_code == 200, response.text
+    sent = gateway.sim.seen(m)[0]["body"]
+    if provider == "anthropic":
+        assert sent["output_config"] == body["output_config"]
+    elif provider == "openai":
+        assert sent["text"]["format"]["type"] == "json_schema" and sent["text"]["format"]["schema"] == ANSWER_SCHEMA
+    elif provider == "google":
+        config = sent["generationConfig"]
+        assert config["responseMimeType"] == "application/json" and config["responseJsonSchema"] == ANSWER_SCHEMA
+    else:
+        assert sent["response_format"] == {"type": "json_schema", "json_schema": {"name": "output", "schema": ANSWER_SCHEMA}}

@@ -221,7 +221,7 @@ BAD = [
     ({"thinking": {"type": "enabled", "budget_tokens": 100}}, "thinking.budget_tokens"),
     ({"thinking": {"type": "sometimes"}}, "thinking.type"),
     ({"output_config": {"effort": "extreme"}}, "output_config.effort"),
-    ({"output_config": {"format": {"type": "json_schema", "schema": {}}}}, "output_config.format"),
+    ({"output_config": {"format": {"type": "xml", "schema": {}}}}, "output_config.format.type"),
     ({"temperature": 3}, "temperature"),
     ({"temperature": "hot"}, "temperature"),
     ({"top_k": 5}, "top_k"),

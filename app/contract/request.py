@@ -68,8 +68,12 @@ class StreamOptions(WireModel):
     # (`betas`), which the Anthropic adapter sends as they came; every other adapter works from the unified
     # options above, which the door derived from the same fields.
     anthropic: SkipJsonSchema[dict[str, Any] | None] = Field(default=None, exclude=True)
+    # Door-only: the JSON schema the answer's text must follow (Anthropic `output_config.format`), sent as each
+    # vendor's structured output (OpenAI `text.format`, Chat Completions `response_format`, Gemini
+    # `responseJsonSchema`; Anthropic gets `output_config` as it came).
+    json_schema: SkipJsonSchema[dict[str, Any] | None] = Field(default=None, exclude=True)
 
-    _door_fields = field_validator("anthropic", mode="before")(door_only)
+    _door_fields = field_validator("anthropic", "json_schema", mode="before")(door_only)
 
 
 class StreamRequest(WireModel):

@@ -415,8 +415,6 @@ def _reasoning(body: dict[str, Any]) -> Reasoning | None:
     effort: Reasoning | None = None
     if body.get("output_config") is not None:
         config = _object(body["output_config"], "output_config")
-        if config.get("format") is not None:
-            _fail("output_config.format", "structured output formats are not supported by the gateway")
         if config.get("effort") is not None:
             raw = config["effort"]
             if raw not in EFFORT_LEVELS:
@@ -469,8 +467,23 @@ def conversation_key(system: list[TextContent], first: Any) -> str:
     return "msgs-" + digest.hexdigest()[:32]
 
 
+def _json_schema(body: dict[str, Any]) -> dict[str, Any] | None:
+    """`output_config.format` (`{type: json_schema, schema}`): the schema every vendor's structured output gets."""
+    config = body.get("output_config")
+    if not isinstance(config, dict) or config.get("format") is None:
+        return None
+    form = _object(config["format"], "output_config.format")
+    if form.get("type") != "json_schema":
+        _fail("output_config.format.type", f"must be 'json_schema', not {form.get('type')!r}")
+    return _object(form.get("schema"), "output_config.format.schema")
+
+
 def _options(body: dict[str, Any], tools: list[Tool], headers: Mapping[str, str] | None) -> StreamOptions:
-    options: dict[str, Any] = {"reasoning": _reasoning(body), "anthropic": _anthropic_fields(body, headers)}
+    options: dict[str, Any] = {
+        "reasoning": _reasoning(body),
+        "anthropic": _anthropic_fields(body, headers),
+        "json_schema": _json_schema(body),
+    }
     if body.get("max_tokens") is not None:
         options["max_tokens"] = _integer(body["max_tokens"], "max_tokens", 1)
     if body.get("temperature") is not None:

@@ -237,6 +237,9 @@ def build_request(model: ModelInfo, context: Context, options: StreamOptions) ->
         config["temperature"] = options.temperature
     if options.reasoning:
         config["thinking_config"] = thinking_config(model.id, options.reasoning)
+    if options.json_schema is not None:
+        config["response_mime_type"] = "application/json"
+        config["response_json_schema"] = options.json_schema
     contents = convert_contents(context, Target.of(model, API))
     if not contents:  # `check_request` refuses what it can see cheaply; this is the exact rule
         raise ProviderError(f"cannot be sent this request: {NOTHING_TO_SEND}", kind=ErrorKind.REQUEST)

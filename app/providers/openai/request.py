@@ -37,6 +37,7 @@ from app.providers.checks import STOP, TOP_P, check_tool_choice
 from app.providers.handoff import Target, prepare_history, shown_tools, user_blocks
 from app.refusals import RequestRejected
 
+STRUCTURED_OUTPUT_NAME = "output"  # the name a JSON schema format needs; the client's format has none
 API = "openai-responses"
 _ID_LIMIT = 64
 _UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
@@ -232,4 +233,7 @@ def build_request(model: ModelInfo, context: Context, options: StreamOptions) ->
         params["include"] = ["reasoning.encrypted_content"]
     if options.session_id:
         params["prompt_cache_key"] = options.session_id
+    if options.json_schema is not None:
+        params["text"] = {"format": {"type": "json_schema", "name": STRUCTURED_OUTPUT_NAME, "schema": options.json_schema,
+                                     "strict": False}}
     return params

@@ -226,4 +226,6 @@ def build_request(model: ModelInfo, context: Context, options: StreamOptions, co
         params["top_p"] = options.top_p
     if options.stop:
         params["stop"] = list(options.stop)
+    if options.json_schema is not None:
+        params["response_format"] = {"type": "json_schema", "json_schema": {"name": "output", "schema": options.json_schema}}
     return params
