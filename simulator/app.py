@@ -38,6 +38,7 @@ from simulator import google
 from simulator import openai_completions
 from simulator import faults as sim_faults
 
+RECORDED_HEADERS = ("anthropic-beta", "anthropic-version")  # what a test may check a request carried
 SAMPLES = Path(__file__).resolve().parent.parent / "tests" / "wire_samples"  # the recorded vendor streams
 
 
@@ -50,6 +51,7 @@ class Seen:
     body: dict[str, Any]
     raw: str
     auth_sha256: str | None
+    headers: dict[str, str] = field(default_factory=dict)  # the RECORDED_HEADERS it came with (never credentials)
     started_at: float = field(default_factory=time.time)
     status: int | None = None
     frames_sent: int = 0
@@ -62,7 +64,7 @@ class Seen:
     def public(self) -> dict[str, Any]:
         return {
             "id": self.id, "vendor": self.vendor, "model": self.model, "scenario": self.scenario, "body": self.body,
-            "authSha256": self.auth_sha256, "startedAt": self.started_at, "status": self.status,
+            "authSha256": self.auth_sha256, "headers": self.headers, "startedAt": self.started_at, "status": self.status,
             "framesSent": self.frames_sent, "completed": self.completed, "clientClosed": self.client_closed,
             "closedAt": self.closed_at, "finishedAt": self.finished_at,
         }
@@ -236,6 +238,7 @@ def create_simulator(log_guard: LogGuard | None = None) -> Starlette:
         entry = state.add(
             vendor=vendor.name, model=model, scenario=s.summary(scenario), body=body, raw=raw,
             auth_sha256=hashlib.sha256(auth.encode()).hexdigest() if auth else None,
+            headers={name: request.headers[name] for name in RECORDED_HEADERS if name in request.headers},
         )
         return ScenarioResponse(vendor, scenario, model, entry, fault)
 
