@@ -20,11 +20,6 @@ from tests.agent_clients import AGENTS, ClaudeRun, npm_folder, run_claude
 from tests.conftest import marker
 
 VENDORS = ["anthropic", "openai", "google"]
-# Until the Messages door accepts Claude Code's request surface (issue 26, branch i-msgdoor), its first request
-# is refused: 400 "messages.1.role: a system message after the conversation has begun is not supported".
-DOOR_REFUSES_SYSTEM_MESSAGES = pytest.mark.xfail(
-    strict=True, reason="Messages door: a role 'system' message inside `messages` is refused (400); issue 26"
-)
 
 
 @pytest.fixture(scope="module")
@@ -36,7 +31,6 @@ def claude(gateway: Any, model: str, prompt: str, cwd: Path, *flags: str) -> Cla
     return run_claude(gateway.url, model, prompt, cwd, *flags)
 
 
-@DOOR_REFUSES_SYSTEM_MESSAGES
 @pytest.mark.parametrize("vendor", VENDORS)
 def test_claude_code_gets_a_text_answer(vendor: str, gateway: Any, claude_code: Path, tmp_path: Path) -> None:
     prompt = marker()
@@ -48,7 +42,6 @@ def test_claude_code_gets_a_text_answer(vendor: str, gateway: Any, claude_code: 
     assert gateway.sim.seen(prompt), "the CLI's request never reached the upstream"
 
 
-@DOOR_REFUSES_SYSTEM_MESSAGES
 @pytest.mark.parametrize("vendor", VENDORS)
 def test_claude_code_shows_the_thinking(vendor: str, gateway: Any, claude_code: Path, tmp_path: Path) -> None:
     run = claude(gateway, f"{vendor}/thinking", marker(), tmp_path)
@@ -59,7 +52,6 @@ def test_claude_code_shows_the_thinking(vendor: str, gateway: Any, claude_code: 
     assert run.result["result"].startswith("Hello from the simulator.")
 
 
-@DOOR_REFUSES_SYSTEM_MESSAGES
 @pytest.mark.parametrize("vendor", VENDORS)
 def test_claude_code_runs_a_tool_call_and_answers_with_its_result(
     vendor: str, gateway: Any, claude_code: Path, tmp_path: Path
@@ -76,7 +68,6 @@ def test_claude_code_runs_a_tool_call_and_answers_with_its_result(
     assert len(second) == 1 and second[0]["vendor"] == vendor, "the tool result went upstream once, to the vendor"
 
 
-@DOOR_REFUSES_SYSTEM_MESSAGES
 @pytest.mark.parametrize("vendor", VENDORS)
 def test_claude_code_reports_the_vendors_error(vendor: str, gateway: Any, claude_code: Path, tmp_path: Path) -> None:
     run = claude(gateway, f"{vendor}/http-400", marker(), tmp_path)
@@ -88,7 +79,6 @@ def test_claude_code_reports_the_vendors_error(vendor: str, gateway: Any, claude
     assert result["result"].endswith(": simulated bad request")
 
 
-@DOOR_REFUSES_SYSTEM_MESSAGES
 @pytest.mark.parametrize("vendor", VENDORS)
 def test_claude_code_reports_a_vendor_error_after_the_answer_began(
     vendor: str, gateway: Any, claude_code: Path, tmp_path: Path
@@ -100,7 +90,6 @@ def test_claude_code_reports_a_vendor_error_after_the_answer_began(
     assert "Overloaded" in result["result"]
 
 
-@DOOR_REFUSES_SYSTEM_MESSAGES
 @pytest.mark.parametrize("vendor", VENDORS)
 def test_claude_code_sees_a_turn_cut_off_by_max_tokens(vendor: str, gateway: Any, claude_code: Path, tmp_path: Path) -> None:
     prompt = marker()
