@@ -4,7 +4,7 @@ VENV := .venv
 UV := $(VENV)/bin/uv
 PY := $(VENV)/bin/python
 
-.PHONY: run test bench venv clean image-smoke examples-js
+.PHONY: run test bench venv clean image-smoke npm-packages
 
 $(UV):
 	$(PYTHON) -m venv $(VENV)
@@ -16,18 +16,20 @@ venv: $(UV)
 run: venv
 	GATEWAY_DEMO=$${GATEWAY_DEMO:-1} $(PY) -m app
 
-test: venv examples-js
+test: venv npm-packages
 	$(PY) -m pytest $(PYTEST_ARGS)
 
-# The JavaScript examples' dependencies: the official openai and Anthropic SDKs, pinned in
-# examples/js/package-lock.json (installed again only when the lock file changes; skipped without npm). A
-# failed install does not stop the suite: the examples' tests then try again and report the failure.
-examples-js: examples/js/node_modules/.package-lock.json
+# The npm packages the tests run, each folder pinned by its package-lock.json and installed again only when
+# that lock file changes (skipped without npm): examples/js, the official openai and Anthropic SDKs of the
+# door examples; tests/agents, the Claude Code CLI (its native binary comes in its platform package) and the
+# Vercel AI SDK. A failed install does not stop the suite: the tests then try again and report the failure.
+NPM_FOLDERS := examples/js tests/agents
+npm-packages: $(NPM_FOLDERS:%=%/node_modules/.package-lock.json)
 
-examples/js/node_modules/.package-lock.json: examples/js/package-lock.json
-	@if command -v npm >/dev/null; then npm ci --prefix examples/js --no-audit --no-fund --loglevel=error \
-	  || echo "npm ci --prefix examples/js failed: tests/test_door_examples.py will report it"; \
-	else echo "npm not found: the JavaScript SDK examples are not installed (their tests skip)"; fi
+%/node_modules/.package-lock.json: %/package-lock.json
+	@if command -v npm >/dev/null; then npm ci --prefix $* --no-audit --no-fund --loglevel=error \
+	  || echo "npm ci --prefix $* failed: the tests that run its packages will report it"; \
+	else echo "npm not found: $* is not installed (the tests that run its packages skip)"; fi
 
 bench: venv
 	$(PY) -m bench

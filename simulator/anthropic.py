@@ -31,6 +31,21 @@ def prompt_of(body: dict[str, Any]) -> str:
     return ""
 
 
+def tool_results_of(body: dict[str, Any]) -> list[str]:
+    """The texts of the tool_result blocks of the last message, when it is a user message that has them."""
+    messages = body.get("messages") or []
+    last = messages[-1] if messages else {}
+    if not isinstance(last, dict) or last.get("role") != "user" or not isinstance(last.get("content"), list):
+        return []
+    return [_result_text(b.get("content")) for b in last["content"] if isinstance(b, dict) and b.get("type") == "tool_result"]
+
+
+def _result_text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    return "".join(b.get("text", "") for b in content or [] if isinstance(b, dict) and b.get("type") == "text")
+
+
 def error_body(error: s.HttpError) -> dict[str, Any]:
     return {"type": "error", "error": {"type": error.type, "message": error.message}}
 

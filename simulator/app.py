@@ -48,6 +48,7 @@ from simulator import google
 from simulator import openai_completions
 from simulator import faults as sim_faults
 
+RECORDED_HEADERS = ("anthropic-beta", "anthropic-version")  # what a test may check a request carried
 SAMPLES = Path(__file__).resolve().parent.parent / "tests" / "wire_samples"  # the recorded vendor streams
 
 
@@ -61,6 +62,7 @@ class Seen:
     raw: str
     auth_sha256: str | None
     caller: str | None = None  # `X-Gateway-Caller`: the gateway key the request was sent for (demo mode)
+    headers: dict[str, str] = field(default_factory=dict)  # the RECORDED_HEADERS it came with (never credentials)
     started_at: float = field(default_factory=time.time)
     status: int | None = None
     frames_sent: int = 0
@@ -74,7 +76,7 @@ class Seen:
     def public(self) -> dict[str, Any]:
         return {
             "id": self.id, "vendor": self.vendor, "model": self.model, "scenario": self.scenario, "body": self.body,
-            "authSha256": self.auth_sha256, "startedAt": self.started_at, "status": self.status,
+            "authSha256": self.auth_sha256, "headers": self.headers, "startedAt": self.started_at, "status": self.status,
             "framesSent": self.frames_sent, "completed": self.completed, "clientClosed": self.client_closed,
             "closedAt": self.closed_at, "finishedAt": self.finished_at, "endpoint": self.endpoint,
         }
@@ -114,15 +116,16 @@ class Vendor:
     name: str
     encode: Callable[[s.Scenario, str, list[s.Step] | None], Iterator[bytes | s.Step]]
     prompt_of: Callable[[dict[str, Any]], str]
+    tool_results_of: Callable[[dict[str, Any]], list[str]]  # the tool results that end the conversation
     error_body: Callable[[s.HttpError], dict[str, Any]]
     sample_prefix: str  # where its recorded samples are, relative to tests/wire_samples (see `simulator.scenarios`)
 
 
 VENDORS: dict[str, Vendor] = {
-    "anthropic": Vendor("anthropic", anthropic.encode, anthropic.prompt_of, anthropic.error_body, "anthropic-"),
-    "openai": Vendor("openai", openai.encode, openai.prompt_of, openai.error_body, "openai-responses-"),
-    "google": Vendor("google", google.encode, google.prompt_of, google.error_body, "gemini-"),
-    "compat": Vendor("compat", openai_completions.encode, openai_completions.prompt_of, openai_completions.error_body, "chat/chat-"),
+    "anthropic": Vendor("anthropic", anthropic.encode, anthropic.prompt_of, anthropic.tool_results_of, anthropic.error_body, "anthropic-"),
+    "openai": Vendor("openai", openai.encode, openai.prompt_of, openai.tool_results_of, openai.error_body, "openai-responses-"),
+    "google": Vendor("google", google.encode, google.prompt_of, google.tool_results_of, google.error_body, "gemini-"),
+    "compat": Vendor("compat", openai_completions.encode, openai_completions.prompt_of, openai_completions.tool_results_of, openai_completions.error_body, "chat/chat-"),
 }
 
 
@@ -262,7 +265,7 @@ def create_simulator(log_guard: LogGuard | None = None) -> Starlette:
         except ValueError:
             return JSONResponse({"error": {"type": "invalid_request_error", "message": "invalid JSON"}}, 400)
         model = model or str(body.get("model", ""))
-        scenario = s.build(model, vendor.prompt_of(body))
+        scenario = s.build(model, vendor.prompt_of(body), vendor.tool_results_of(body))
         fault = sim_faults.parse(model)
         sim_faults.prepare(fault, scenario)
         if scenario.replay is not None:
@@ -273,6 +276,7 @@ def create_simulator(log_guard: LogGuard | None = None) -> Starlette:
             vendor=vendor.name, model=model, scenario=s.summary(scenario), body=body, raw=raw,
             auth_sha256=_auth_sha256(request),
             caller=request.headers.get("x-gateway-caller"),
+            headers={name: request.headers[name] for name in RECORDED_HEADERS if name in request.headers},
         )
         return ScenarioResponse(vendor, scenario, model, entry, fault)
 

@@ -56,6 +56,22 @@ def prompt_of(body: dict[str, Any]) -> str:
     return ""
 
 
+def tool_results_of(body: dict[str, Any]) -> list[str]:
+    """The function responses of the last content, when it is a user turn that has them (their `output` or
+    `error` text)."""
+    contents = body.get("contents") or []
+    last = contents[-1] if contents else {}
+    if not isinstance(last, dict) or last.get("role", "user") != "user":
+        return []
+    results = []
+    for part in last.get("parts") or []:
+        response = part.get("functionResponse") or part.get("function_response") if isinstance(part, dict) else None
+        if isinstance(response, dict):
+            value = response.get("response") or {}
+            results.append(str(value.get("output", value.get("error", ""))) if isinstance(value, dict) else str(value))
+    return results
+
+
 def error_body(error: s.HttpError) -> dict[str, Any]:
     status = HTTP_STATUSES.get(error.status, STATUSES.get(error.type, (0, "UNKNOWN"))[1])
     body: dict[str, Any] = {"error": {"code": error.status, "message": error.message, "status": status}}

@@ -50,6 +50,20 @@ def prompt_of(body: dict[str, Any]) -> str:
     return ""
 
 
+def tool_results_of(body: dict[str, Any]) -> list[str]:
+    """The outputs of the `function_call_output` items that end the input (after its last other item)."""
+    items = body.get("input")
+    results: list[str] = []
+    for item in reversed(items if isinstance(items, list) else []):
+        if not isinstance(item, dict) or item.get("type") != "function_call_output":
+            break
+        output = item.get("output")
+        if not isinstance(output, str):
+            output = "".join(p.get("text", "") for p in output or [] if isinstance(p, dict))
+        results.insert(0, output)
+    return results
+
+
 def error_body(error: s.HttpError) -> dict[str, Any]:
     return {"error": {"message": error.message, "type": error.type, "param": None, "code": None}}
 

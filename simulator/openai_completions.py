@@ -49,6 +49,19 @@ def prompt_of(body: dict[str, Any]) -> str:
     return ""
 
 
+def tool_results_of(body: dict[str, Any]) -> list[str]:
+    """The contents of the `tool` messages that end the conversation."""
+    results: list[str] = []
+    for message in reversed(body.get("messages") or []):
+        if not isinstance(message, dict) or message.get("role") != "tool":
+            break
+        content = message.get("content")
+        if not isinstance(content, str):
+            content = "".join(p.get("text", "") for p in content or [] if isinstance(p, dict))
+        results.insert(0, content)
+    return results
+
+
 def error_body(error: s.HttpError) -> dict[str, Any]:
     return {"error": {"message": error.message, "type": error.type, "param": None, "code": None}}
 

@@ -147,7 +147,9 @@ WEATHER_FRAGMENTS = ['{"ci', 'ty": "Pa', 'ris", "unit', '": "celsius"}']
 TIME_FRAGMENTS = ['{"timez', 'one": "Europe/', 'Paris"}']
 
 
-def build(model: str, prompt: str) -> Scenario:
+def build(model: str, prompt: str, tool_results: list[str] | None = None) -> Scenario:
+    """The scenario a model id names. `tool_results`: the texts of the tool results that end the conversation
+    (empty when its latest turn answers no tool call), which the scenarios of `AGENT_SCENARIOS` answer."""
     name, *raw = model.split(";")
     params = dict(p.split("=", 1) for p in raw if "=" in p)
     delay = float(params.get("delay_ms", 0))
@@ -158,6 +160,11 @@ def build(model: str, prompt: str) -> Scenario:
 
     if name.startswith("replay-"):
         return Scenario(name, replay=name[len("replay-") :], delay_ms=delay)
+    if name in AGENT_SCENARIOS:
+        scenario = AGENT_SCENARIOS[name](usage, tool_results or [])
+        scenario.name = name
+        scenario.delay_ms = delay
+        return scenario
     factory = SCENARIOS.get(name)
     if factory is None:
         return Scenario("text", [usage, text, stop], delay_ms=delay)
@@ -253,6 +260,16 @@ SCENARIOS: dict[str, Callable[[dict[str, str], Usage, TextBlock, Stop], Scenario
             Stop("length", output=20),
         ],
     ),
+    # Two calls, the token limit reached inside the second one's arguments: the first call is whole.
+    "tool-max-tokens-second": lambda p, u, t, s: Scenario(
+        "",
+        [
+            u,
+            ToolCallBlock("toolu_sim_weather", "get_weather", WEATHER_FRAGMENTS),
+            ToolCallBlock("toolu_sim_time", "get_time", ['{"timez', 'one": "Eur'], cut=True),
+            Stop("length", output=30),
+        ],
+    ),
     # Emoji cut between events inside their UTF-16 surrogate pair (a high surrogate ends one delta, its low
     # surrogate starts the next), plus halves that never pair: a lone high before other text, a lone low,
     # and a high surrogate that ends the block.
@@ -268,6 +285,24 @@ SCENARIOS: dict[str, Callable[[dict[str, str], Usage, TextBlock, Stop], Scenario
     ),
 }
 
+
+# A coding agent's tool round trip (a Claude Code-shaped client runs its `Bash` tool): the first turn calls
+# `Bash` with `cat proof.txt`, the turn that carries its result answers with that result's text.
+AGENT_COMMAND = "cat proof.txt"
+
+
+def _agent_tool(usage: Usage, results: list[str]) -> Scenario:
+    if results:
+        reply = TextBlock(_words("The tool said: " + " ".join(r.strip() for r in results)))
+        return Scenario("", [usage, reply, Stop("stop", output=len(reply.chunks))])
+    whole = json.dumps({"command": AGENT_COMMAND, "description": "Show the proof file"})
+    arguments = [whole[:15], whole[15:40], whole[40:]]
+    return Scenario(
+        "", [usage, TextBlock(["Let me ", "look."]), ToolCallBlock("toolu_sim_bash", "Bash", arguments), Stop("toolUse", output=20)]
+    )
+
+
+AGENT_SCENARIOS: dict[str, Callable[[Usage, list[str]], Scenario]] = {"agent-tool": _agent_tool}
 
 
 def token_count(body: dict[str, Any]) -> int:

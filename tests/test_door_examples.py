@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -16,33 +15,19 @@ from typing import Any
 
 import pytest
 
+from tests.agent_clients import NODE, npm_folder
 from tests.conftest import marker
 from tests.procs import free_port
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 JS = EXAMPLES / "js"
-NODE = shutil.which("node")
-NPM = shutil.which("npm")
 COMPLETION_ID = "chatcmpl-req_[0-9a-f]{28}"
-
-
-REQUIRED = os.environ.get("GATEWAY_TEST_NODE") == "required"  # CI (.ci/run): a missing node fails, never skips
-
-
-def _missing(reason: str) -> None:
-    (pytest.fail if REQUIRED else pytest.skip)(reason)
 
 
 @pytest.fixture(scope="session")
 def js_sdks() -> Path:
     """examples/js with its pinned SDKs installed (`make test` installs them; `npm ci` here when missing)."""
-    if NODE is None:
-        _missing("node is not installed")
-    if not (JS / "node_modules" / "openai").is_dir():
-        if NPM is None:
-            _missing("npm is not installed: run `npm ci --prefix examples/js`")
-        subprocess.run([NPM, "ci", "--prefix", str(JS), "--no-audit", "--no-fund", "--loglevel=error"], check=True, timeout=300)
-    return JS
+    return npm_folder(JS, "openai")
 
 
 CLIENTS = [pytest.param("python", id="python-openai"), pytest.param("node", id="node-openai")]

@@ -148,8 +148,30 @@ TOOLS = [
 
 
 @pytest.mark.parametrize("vendor", VENDORS)
-def test_parallel_fragmented_tool_calls_stream(client, vendor):
+def test_parallel_tool_calls_stream_whole_each_in_one_chunk(client, vendor):
     got = collect(client.chat.completions.create(model=f"{vendor}/tools", messages=user(marker()), tools=TOOLS, stream=True))
+    assert got["finish"] == "tool_calls"
+    assert sorted(got["calls"]) == [0, 1]
+    first, second = got["calls"][0], got["calls"][1]
+    assert (first["name"], json.loads(first["arguments"])) == ("get_weather", WEATHER)
+    assert (second["name"], json.loads(second["arguments"])) == ("get_time", TIME)
+    for call in (first, second):
+        assert call["id"] and call["ids_seen"] == [call["id"]]
+    assert first["id"] != second["id"]
+    # id, name and the whole arguments in one chunk per call, whatever the vendor's fragments were
+    assert got["fragments"] == 2
+    call_chunks = [c for c in got["chunks"] if c.choices and c.choices[0].delta.tool_calls]
+    assert [[(t.index, t.id, t.function.name) for t in c.choices[0].delta.tool_calls] for c in call_chunks] == [
+        [(0, first["id"], "get_weather")], [(1, second["id"], "get_time")]
+    ]
+
+
+@pytest.mark.parametrize("vendor", VENDORS)
+def test_parallel_fragmented_tool_calls_stream_when_the_client_asks(client, vendor):
+    got = collect(client.chat.completions.create(
+        model=f"{vendor}/tools", messages=user(marker()), tools=TOOLS, stream=True,
+        extra_headers={"X-Gateway-Tool-Arguments": "stream"},
+    ))  # fmt: skip
     assert got["finish"] == "tool_calls"
     assert sorted(got["calls"]) == [0, 1]
     first, second = got["calls"][0], got["calls"][1]
@@ -211,6 +233,68 @@ def test_malformed_tool_arguments_are_an_error_never_a_call(gw, client, vendor):
         client.chat.completions.create(model=f"{vendor}/tools-malformed", messages=user(marker()), tools=TOOLS)
     assert raised.value.status_code == 502 and says in raised.value.body["message"]
     assert raised.value.body["code"] == "upstream_error"
+
+
+# A stream cut inside the first call's (get_weather, toolu_sim_weather) arguments: the connection reset, the
+# vendor's in-band error, the token limit (no close of the call). Gemini sends calls whole: nothing to cut.
+CUT_INSIDE_ARGUMENTS = [
+    ("anthropic", "tools;fault=reset;at=toolargs"),
+    ("openai", "tools;fault=reset;at=toolargs"),
+    ("anthropic", "tools;fault=error_event;at=toolargs"),
+    ("openai", "tools;fault=error_event;at=toolargs"),
+    ("anthropic", "tool-max-tokens"),
+    ("openai", "tool-max-tokens"),
+    ("compat", "tool-max-tokens"),
+]
+
+
+def read_until_error(stream: Any) -> tuple[list[Any], openai.APIError]:
+    chunks = []
+    with pytest.raises(openai.APIError) as raised:
+        for chunk in stream:
+            chunks.append(chunk)
+    return chunks, raised.value
+
+
+@pytest.mark.parametrize(("vendor", "scenario"), CUT_INSIDE_ARGUMENTS)
+def test_a_call_cut_inside_its_arguments_is_never_sent_and_the_error_names_it(client, vendor, scenario):
+    chunks, error = read_until_error(client.chat.completions.create(
+        model=f"{vendor}/{scenario}", messages=user(marker()), tools=TOOLS, stream=True))  # fmt: skip
+    assert [c for c in chunks if c.choices and c.choices[0].delta.tool_calls] == []
+    assert all(c.choices[0].finish_reason is None for c in chunks if c.choices)
+    assert "toolu_sim_weather" in str(error) and "(get_weather)" in str(error), str(error)
+
+
+@pytest.mark.parametrize(("vendor", "scenario"), CUT_INSIDE_ARGUMENTS)
+def test_a_client_that_asks_for_fragments_gets_them_and_the_error_names_the_call(client, vendor, scenario):
+    chunks, error = read_until_error(client.chat.completions.create(
+        model=f"{vendor}/{scenario}", messages=user(marker()), tools=TOOLS, stream=True,
+        extra_headers={"X-Gateway-Tool-Arguments": "stream"}))  # fmt: skip
+    calls = [t for c in chunks if c.choices for t in c.choices[0].delta.tool_calls or []]
+    assert calls and calls[0].function.name == "get_weather" and calls[0].function.arguments == ""
+    assert "".join(t.function.arguments or "" for t in calls), "no fragment of the arguments"
+    assert "toolu_sim_weather" in str(error) and "(get_weather)" in str(error), str(error)
+
+
+def test_a_complete_call_goes_out_before_the_cut_one_is_named(gw):
+    """The token limit inside the second call's arguments: the first call is whole and sent, the second is not."""
+    response = httpx.post(f"{gw.url}/v1/chat/completions", headers={"authorization": f"Bearer {KEY}"}, timeout=30, json={
+        "model": "anthropic/tool-max-tokens-second", "messages": user(marker()), "tools": TOOLS, "stream": True})  # fmt: skip
+    lines = [json.loads(line[6:]) for line in response.text.splitlines() if line.startswith("data: {")]
+    calls = [t for line in lines for c in line.get("choices", []) for t in c["delta"].get("tool_calls", [])]
+    assert [(t["id"], t["function"]["name"], json.loads(t["function"]["arguments"])) for t in calls] == [
+        ("toolu_sim_weather", "get_weather", WEATHER)
+    ]
+    message = lines[-1]["error"]["message"]
+    assert "toolu_sim_time (get_time)" in message and "toolu_sim_weather" not in message, message
+
+
+def test_an_unknown_tool_arguments_mode_is_a_400_naming_the_header(gw):
+    response = httpx.post(f"{gw.url}/v1/chat/completions", timeout=30,
+                          headers={"authorization": f"Bearer {KEY}", "X-Gateway-Tool-Arguments": "fragments"},
+                          json={"model": "anthropic/text", "messages": user(marker()), "stream": True})  # fmt: skip
+    assert response.status_code == 400
+    assert response.json()["error"]["param"] == "X-Gateway-Tool-Arguments"
 
 
 # ---------------------------------------------------------------------------------------------- failures

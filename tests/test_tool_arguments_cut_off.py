@@ -32,3 +32,17 @@ def test_google_sends_calls_whole_so_a_cut_call_never_arrives(gateway):
     result = gateway.stream(turn("google/tool-max-tokens", marker()))
     assert result.terminal["type"] == "done" and result.terminal["reason"] == "length"
     assert "toolcall_start" not in result.types()
+
+
+@pytest.mark.parametrize("provider", ["anthropic", "openai", "compat"])
+@pytest.mark.parametrize("fault", ["reset", "error_event"])
+def test_an_error_inside_a_calls_arguments_names_the_call(gateway, provider, fault):
+    """Not only the token limit: a connection lost or a vendor's in-band error inside a call's arguments ends
+    the turn with an error naming that call (id and tool name), so no client runs it."""
+    result = gateway.stream(turn(f"{provider}/tools;fault={fault};at=toolargs", marker()))
+    assert result.terminal["type"] == "error" and result.terminal["reason"] == "error"
+    message = result.terminal["errorMessage"]
+    assert message.startswith(f"{provider}/tools;fault={fault};at=toolargs "), message
+    call_id = next(e["id"] for e in result.events if e["type"] == "toolcall_start")  # OpenAI's: `<call>|<item>`
+    assert message.endswith(f"; tool call {call_id} (get_weather) was cut off inside its arguments"), message
+    assert "toolcall_end" not in result.types()

@@ -185,6 +185,8 @@ def validation_error(errors: list[ErrorDetails]) -> ApiError:
 def _describe(error: ErrorDetails) -> tuple[str, str]:
     param = ".".join(str(p) for p in error["loc"])
     ctx = error.get("ctx") or {}
+    if error["type"] == "system_role":
+        return ".".join(str(p) for p in error["loc"][:-1]), error["msg"]
     if error["type"] == "union_tag_invalid" and ctx.get("tag") == "system":
         return param, (
             "there is no system role: the system prompt goes in context.systemPrompt; messages are user, "

@@ -124,7 +124,32 @@ def _components() -> dict[str, Any]:
             if target != name:
                 schemas[name] = schema
     _require_discriminators(schemas)
-    return {k: schemas[k] for k in sorted(schemas)}
+    roots = {name for name, _ in keyed} | {s["$ref"].rsplit("/", 1)[1] for s in keyed.values() if "$ref" in s}
+    reachable = _reachable(schemas, roots)
+    return {k: schemas[k] for k in sorted(schemas) if k in reachable}
+
+
+def _reachable(schemas: dict[str, Any], roots: set[str]) -> set[str]:
+    """The schemas `roots` name, directly or through `$ref`s. pydantic also emits the definitions of models
+    whose every use is hidden from the document (`SkipJsonSchema`: the door-only `SystemMessage`); those go."""
+    seen: set[str] = set()
+    todo = [r for r in roots if r in schemas]
+    while todo:
+        name = todo.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        stack = [schemas[name]]
+        while stack:
+            node = stack.pop()
+            if isinstance(node, dict):
+                ref = node.get("$ref")
+                if isinstance(ref, str) and ref.rsplit("/", 1)[1] in schemas:
+                    todo.append(ref.rsplit("/", 1)[1])
+                stack.extend(node.values())
+            elif isinstance(node, list):
+                stack.extend(node)
+    return seen
 
 
 def _require_discriminators(schemas: dict[str, Any]) -> None:

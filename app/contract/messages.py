@@ -8,8 +8,29 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 from pydantic.alias_generators import to_camel
+from pydantic.json_schema import SkipJsonSchema
+from pydantic_core import PydanticCustomError
+
+# The validation context under which a door builds a unified request: it may then carry what only doors produce
+# (system messages inside `messages`, door-only fields). `/v1/stream` and `/api/stream` validate without it.
+DOOR_VALIDATION: dict[str, bool] = {"door": True}
+SYSTEM_ROLE_REFUSED = (
+    "there is no system role: the system prompt goes in context.systemPrompt; messages are user, assistant or toolResult"
+)
+
+
+def from_door(info: ValidationInfo) -> bool:
+    return bool(info.context and info.context.get("door"))
+
+
+def door_only(value: Any, info: ValidationInfo) -> Any:
+    """A door-only field keeps its value only when a door builds the request; a `/v1/stream` client that sends
+    one gets its default (the fields are not part of the public schema)."""
+    return value if from_door(info) else None
+
+
 
 
 class WireModel(BaseModel):
@@ -22,10 +43,22 @@ class WireModel(BaseModel):
         return self.model_dump(by_alias=True, exclude_none=True)
 
 
+# A prompt-cache breakpoint as an Anthropic Messages client placed it (`{"type": "ephemeral", "ttl": "1h"}`):
+# door-only (absent from the public schema, never serialized); the Anthropic adapter sends it where it was put.
+CacheControl = SkipJsonSchema[dict[str, Any] | None]
+_DOOR_ONLY = {"default": None, "exclude": True}
+
+
 class TextContent(WireModel):
     type: Literal["text"] = "text"
     text: str
     text_signature: str | None = None
+    cache_control: CacheControl = Field(**_DOOR_ONLY)
+    # Door-only: an Anthropic block this text stands for on the other vendors (a `tool_reference`), which the
+    # Anthropic adapter sends instead of the text.
+    anthropic: SkipJsonSchema[dict[str, Any] | None] = Field(**_DOOR_ONLY)
+
+    _door_fields = field_validator("cache_control", "anthropic", mode="before")(door_only)
 
 
 class ThinkingContent(WireModel):
@@ -39,6 +72,9 @@ class ImageContent(WireModel):
     type: Literal["image"] = "image"
     data: str = Field(description="base64 without the data: prefix", min_length=1)
     mime_type: str = Field(pattern=r"^image/[a-z0-9.+-]+$")
+    cache_control: CacheControl = Field(**_DOOR_ONLY)
+
+    _door_fields = field_validator("cache_control", mode="before")(door_only)
 
 
 class ToolCall(WireModel):
@@ -96,18 +132,65 @@ class ToolResultMessage(WireModel):
     content: list[UserBlock] = Field(default_factory=list)
     is_error: bool = False
     timestamp: int | None = None
+    cache_control: CacheControl = Field(**_DOOR_ONLY)
+
+    _door_fields = field_validator("cache_control", mode="before")(door_only)
 
 
-Message = Annotated[Union[UserMessage, AssistantMessage, ToolResultMessage], Field(discriminator="role")]
+class SystemMessage(WireModel):
+    """An instruction inside the conversation, at its position (Anthropic's `role: "system"` messages, as Claude
+    Code sends them after the first turn). Only a door produces one: each adapter sends it as its vendor's own
+    system/developer instruction (docs/doors/anthropic-messages.md); `/v1/stream` refuses the role (422)."""
+
+    role: Literal["system"] = "system"
+    content: list[TextContent] = Field(min_length=1)
+    anthropic: dict[str, Any] | None = Field(
+        default=None, exclude=True, description="the message's other Anthropic fields (output_config, clear_at), sent as is to Anthropic"
+    )
+    expired: bool = Field(
+        default=False, exclude=True,
+        description="`clear_at: next_user_message` and a user message follows: Anthropic keeps it in the array but "
+        "no longer shows it to the model, so the other vendors are not sent it",
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _only_from_a_door(cls, data: Any, info: ValidationInfo) -> Any:
+        if not from_door(info):
+            raise PydanticCustomError("system_role", SYSTEM_ROLE_REFUSED)
+        return data
+
+    @property
+    def text(self) -> str:
+        return "\n\n".join(b.text for b in self.content if b.text)
+
+
+Message = Annotated[
+    Union[UserMessage, AssistantMessage, ToolResultMessage, SkipJsonSchema[SystemMessage]], Field(discriminator="role")
+]
 
 
 class Tool(WireModel):
     name: str = Field(min_length=1, max_length=128)
     description: str = ""
     parameters: dict[str, Any] = Field(default_factory=lambda: {"type": "object", "properties": {}})
+    # Door-only (absent from the public schema, never serialized): a tool whose definition the model has not
+    # been shown yet (Anthropic `defer_loading` and no `tool_reference` to it so far); the Anthropic adapter
+    # sends it with `defer_loading`, the others leave it out, which changes nothing the model can do.
+    deferred: SkipJsonSchema[bool | None] = Field(default=None, exclude=True)
+    anthropic: SkipJsonSchema[dict[str, Any] | None] = Field(
+        default=None, exclude=True, description="the tool as an Anthropic client defined it, sent as is to Anthropic"
+    )
+
+    _door_fields = field_validator("deferred", "anthropic", mode="before")(door_only)
 
 
 class Context(WireModel):
     system_prompt: str | None = None
+    # Door-only: the system prompt's blocks as an Anthropic client sent them (with their cache breakpoints);
+    # the Anthropic adapter sends these, every adapter else `system_prompt` (their text joined).
+    system_blocks: SkipJsonSchema[list[TextContent] | None] = Field(default=None, exclude=True)
     messages: list[Message] = Field(min_length=1)
     tools: list[Tool] | None = None
+
+    _door_fields = field_validator("system_blocks", mode="before")(door_only)

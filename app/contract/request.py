@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from typing import Annotated, Any, ClassVar, Literal
 
-from pydantic import Field
+from pydantic import Field, field_validator
+from pydantic.json_schema import SkipJsonSchema
 
-from app.contract.messages import Context, WireModel
+from app.contract.messages import Context, WireModel, door_only
 
 Reasoning = Literal["minimal", "low", "medium", "high", "xhigh"]
 
@@ -62,6 +63,17 @@ class StreamOptions(WireModel):
         description="keep the events so a disconnected client can continue with GET /v1/stream/{requestId} and "
         "Last-Event-ID; a disconnect then cancels the upstream only after GATEWAY_RESUME_GRACE seconds without a reader",
     )
+    # Door-only (absent from the public schema, never serialized): top-level Anthropic Messages fields an
+    # Anthropic client sent (`thinking`, `output_config`, `context_management`) and its `anthropic-beta` flags
+    # (`betas`), which the Anthropic adapter sends as they came; every other adapter works from the unified
+    # options above, which the door derived from the same fields.
+    anthropic: SkipJsonSchema[dict[str, Any] | None] = Field(default=None, exclude=True)
+    # Door-only: the JSON schema the answer's text must follow (Anthropic `output_config.format`), sent as each
+    # vendor's structured output (OpenAI `text.format`, Chat Completions `response_format`, Gemini
+    # `responseJsonSchema`; Anthropic gets `output_config` as it came).
+    json_schema: SkipJsonSchema[dict[str, Any] | None] = Field(default=None, exclude=True)
+
+    _door_fields = field_validator("anthropic", "json_schema", mode="before")(door_only)
 
 
 class StreamRequest(WireModel):

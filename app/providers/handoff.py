@@ -23,8 +23,10 @@ from app.contract.messages import (
     AssistantMessage,
     ImageContent,
     Message,
+    SystemMessage,
     TextContent,
     ThinkingContent,
+    Tool,
     ToolCall,
     ToolResultMessage,
     UserMessage,
@@ -83,8 +85,13 @@ def _changed(message: Message, **update: object) -> Message:
 
 
 def prepare_history(
-    messages: list[Message], target: Target, normalize_id: Callable[[str], str] = lambda i: i
+    messages: list[Message],
+    target: Target,
+    normalize_id: Callable[[str], str] = lambda i: i,
+    keep_expired_system: bool = False,
 ) -> list[Message]:
+    """The history as `target` can take it. `keep_expired_system`: keep system messages the vendor itself stops
+    showing (Anthropic's `clear_at`); every other vendor is not sent them."""
     out: list[Message] = []
     id_map: dict[str, str] = {}
     dropped_calls: set[str] = set()
@@ -141,6 +148,9 @@ def prepare_history(
                 continue  # a result for no call we are sending: the target would reject it
             pending.pop(call_id)
             out.append(_changed(message, tool_call_id=call_id, content=_clean_blocks(message.content)))
+        elif isinstance(message, SystemMessage):
+            if keep_expired_system or not message.expired:
+                out.append(message)  # an instruction at its position; it answers no call, so it flushes none
         else:
             flush_orphans()
             assert isinstance(message, UserMessage)
@@ -151,6 +161,12 @@ def prepare_history(
                 content = _clean_blocks(content)
             out.append(_changed(message, content=content))
     return out
+
+
+def shown_tools(tools: list[Tool] | None) -> list[Tool]:
+    """The tools a vendor without deferred loading is sent: all but those the model has not been shown yet
+    (Anthropic `defer_loading` tools no `tool_reference` has loaded), which it could not call anyway."""
+    return [t for t in tools or () if not t.deferred]
 
 
 def user_blocks(content: str | list) -> list[TextContent | ImageContent]:

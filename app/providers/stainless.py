@@ -78,7 +78,11 @@ class StainlessProvider:
     def check_request(self, model: ModelInfo, context: Context, options: StreamOptions) -> None:
         """Every request is accepted (the vendor mappings refine this)."""
 
-    def request_options(self, body: bytes) -> Any:
+    def request_headers(self, options: StreamOptions) -> dict[str, str] | None:
+        """Headers of this request besides the SDK's own (none, unless a vendor mapping says)."""
+        return None
+
+    def request_options(self, body: bytes, headers: dict[str, str] | None = None) -> Any:
         """The SDK's options for one streaming POST of `body`: what `client.post()` builds, made cheaper.
 
         `post()` constructs a `FinalRequestOptions` per call (about 35 µs: pydantic deep-copies every field's
@@ -87,14 +91,17 @@ class StainlessProvider:
         copy of one template (what the SDK itself does per attempt) with a key of our own: unique per
         provider and call like the SDK's, from a counter. (Neither SDK sends the key today; it is there for
         when one does.)"""
-        return self._options.model_copy(update={"content": body, "idempotency_key": next(self._idempotency_keys)})
+        update: dict[str, Any] = {"content": body, "idempotency_key": next(self._idempotency_keys)}
+        if headers:
+            update["headers"] = headers
+        return self._options.model_copy(update=update)
 
     async def open(self, model: ModelInfo, context: Context, options: StreamOptions) -> Upstream:
         """POST the request (`stream: true`, as `encoded_body`) through the SDK's `request()` (auth, headers,
         SSE decoding, in-band error events, status errors), reading untyped events."""
         body = await build_off_loop(self.encoded_body, model, context, options)
         stream = await self.client.request(
-            object, self.request_options(body), stream=True, stream_cls=self._stream_cls
+            object, self.request_options(body, self.request_headers(options)), stream=True, stream_cls=self._stream_cls
         )
         # The request's headers (about 3.8 KB of httpx2 objects) are not read once the response has come: the
         # stream keeps the request only for its errors (`APIStatusError.request`), so they go.

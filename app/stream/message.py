@@ -41,6 +41,7 @@ class ContractViolation(RuntimeError):
 
 
 ARGUMENTS_CUT_OFF = "arguments were cut off by the token limit (stop reason length)"
+CUT_INSIDE_ARGUMENTS = "was cut off inside its arguments"
 
 
 class ToolArgumentsError(Exception):
@@ -186,6 +187,11 @@ class MessageBuilder:
         """Settle as `error` (reason `aborted` or `error`), keeping the partial content."""
         if self.settled:
             return False
+        cut = self._open if self._open is not None and self._open["type"] == "toolCall" else None
+        if cut is not None and not aborted and cut["id"] not in message:
+            # The error names the call it cut off inside its arguments: a client that saw the call begin (or,
+            # through the Chat Completions door, never saw it at all) learns which call it must not run.
+            message = f"{message}; tool call {cut['id']} ({cut['name']}) {CUT_INSIDE_ARGUMENTS}"
         self._drop_open_block()
         reason = "aborted" if aborted else "error"
         message = valid_text(message)  # vendor error text can hold half an emoji too

@@ -2,23 +2,30 @@
 
 Pure: a JSON object in, a `DoorRequest` out, or an `ApiError` whose message starts with the field at fault. Everything
 the gateway cannot honour for every vendor it fronts (server tools, URL images, documents, prefill, `top_k`,
-…) is refused here, before any upstream call; fields that change nothing in the answer (`cache_control`,
-`citations`, `service_tier`, …) are accepted and ignored. docs/doors/anthropic-messages.md lists them all.
+…) is refused here, before any upstream call. What only Anthropic understands travels in the unified request's
+door-only fields for the Anthropic adapter to send as it came (system messages inside the conversation,
+`cache_control` breakpoints, tool definitions with `defer_loading`, `thinking`, `output_config`,
+`context_management`, the `anthropic-beta` flags); the unified fields carry its translation for the other
+vendors. docs/doors/anthropic-messages.md lists every field.
 """
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 from typing import Any, Mapping, NoReturn
 
+import orjson
 from pydantic import ValidationError
 
 from app.api.errors import ApiError
 from app.contract.messages import (
+    DOOR_VALIDATION,
     AssistantMessage,
     Context,
     ImageContent,
     Message,
+    SystemMessage,
     TextContent,
     ThinkingContent,
     Tool,
@@ -51,10 +58,19 @@ UNSUPPORTED_FIELDS = {
     "top_k": "top_k is not supported by the gateway (not every vendor has it)",
     "container": "code-execution containers are Anthropic server features the gateway does not offer",
     "mcp_servers": "MCP servers are an Anthropic server feature the gateway does not offer",
+    "compaction": "compaction requests are an Anthropic server feature the gateway does not offer",
+    "thread": "server-held conversation threads are an Anthropic feature the gateway does not offer",
 }
-# Accepted and ignored (docs/doors/anthropic-messages.md): `context_management` asks Anthropic to clear old tool
-# results or thinking once a context grows past a trigger; the gateway sends every request whole (coding agents
-# such as Claude Code send it, and refusing it would shut them out).
+# Top-level fields an Anthropic upstream gets as they came (`options.anthropic`); the other vendors get their
+# translation (thinking, effort) or nothing where nothing changes in the answer (docs/doors/anthropic-messages.md).
+ANTHROPIC_ONLY_FIELDS = (
+    "thinking", "output_config", "context_management", "cache_control", "service_tier", "speed", "inference_geo"
+)
+# `context_management` edits (docs/doors/anthropic-messages.md): Anthropic applies them itself; for the other
+# vendors the door applies `clear_thinking` (old thinking left out of the history, the last `keep` assistant
+# turns with thinking keep theirs; Anthropic's default keeps one).
+CLEAR_THINKING = "clear_thinking_20251015"
+DEFAULT_THINKING_TURNS_KEPT = 1
 
 
 def _fail(path: str, problem: str) -> NoReturn:
@@ -116,8 +132,18 @@ def _block_type(block: Any, path: str) -> str:
 # ----------------------------------------------------------------------------- content blocks
 
 
+def _cache_control(block: dict[str, Any], path: str) -> dict[str, Any] | None:
+    """A block's `cache_control` breakpoint (`{"type": "ephemeral", "ttl"?}`), kept for an Anthropic upstream."""
+    value = block.get("cache_control")
+    return None if value is None else _object(value, f"{path}.cache_control")
+
+
 def _text(block: dict[str, Any], path: str) -> TextContent:
-    return TextContent(text=_string(block.get("text"), f"{path}.text"))
+    text = _string(block.get("text"), f"{path}.text")
+    cache = _cache_control(block, path)
+    if cache is None:
+        return TextContent(text=text)
+    return TextContent.model_validate({"text": text, "cache_control": cache}, context=DOOR_VALIDATION)
 
 
 def _image(block: dict[str, Any], path: str) -> ImageContent:
@@ -130,10 +156,27 @@ def _image(block: dict[str, Any], path: str) -> ImageContent:
     media_type = _string(source.get("media_type"), f"{path}.source.media_type")
     if media_type not in IMAGE_TYPES:
         _fail(f"{path}.source.media_type", f"must be one of {', '.join(sorted(IMAGE_TYPES))}")
-    return ImageContent(data=_string(source.get("data"), f"{path}.source.data", empty=False), mime_type=media_type)
+    return ImageContent.model_validate(
+        {
+            "data": _string(source.get("data"), f"{path}.source.data", empty=False),
+            "mime_type": media_type,
+            "cache_control": _cache_control(block, path),
+        },
+        context=DOOR_VALIDATION,
+    )
 
 
-def _result_content(value: Any, path: str) -> list[TextContent | ImageContent]:
+def _tool_reference(block: dict[str, Any], path: str) -> tuple[TextContent, str]:
+    """A `tool_reference` (what a tool search tool returns to load a deferred tool): for Anthropic the block
+    as it came; for the other vendors a line of text, while the tool itself joins the tools they are sent."""
+    name = _string(block.get("tool_name"), f"{path}.tool_name", empty=False)
+    text = TextContent.model_validate(
+        {"text": f"Tool loaded: {name}", "anthropic": block}, context=DOOR_VALIDATION
+    )
+    return text, name
+
+
+def _result_content(value: Any, path: str, loaded: set[str]) -> list[TextContent | ImageContent]:
     if value is None:
         return []
     if isinstance(value, str):
@@ -146,8 +189,12 @@ def _result_content(value: Any, path: str) -> list[TextContent | ImageContent]:
             blocks.append(_text(block, where))
         elif kind == "image":
             blocks.append(_image(block, where))
+        elif kind == "tool_reference":
+            text, name = _tool_reference(block, where)
+            blocks.append(text)
+            loaded.add(name)
         else:
-            _fail(f"{where}.type", f"{kind!r} blocks are not supported in a tool result (text and image are)")
+            _fail(f"{where}.type", f"{kind!r} blocks are not supported in a tool result (text, image and tool_reference are)")
     return blocks
 
 
@@ -156,9 +203,10 @@ class _Conversation:
 
     def __init__(self) -> None:
         self.messages: list[Message] = []
-        self.system: list[str] = []
+        self.system_blocks: list[TextContent] = []
         self.open_calls: dict[str, str] = {}  # tool_use id → tool name, of the latest assistant message
         self.seen_calls: set[str] = set()
+        self.loaded_tools: set[str] = set()  # tools a tool_reference has shown the model
 
     def add(self, raw: Any, path: str) -> None:
         message = _object(raw, path)
@@ -169,11 +217,27 @@ class _Conversation:
         elif role == "assistant":
             self._assistant(content, f"{path}.content")
         elif role == "system":
-            if self.messages:
-                _fail(f"{path}.role", "a system message after the conversation has begun is not supported")
-            self.system.append(_system_text(content, f"{path}.content"))
+            blocks = _system_blocks(content, f"{path}.content")
+            if not self.messages:  # before the conversation: part of the system prompt
+                self.system_blocks.extend(blocks)
+                return
+            extras = {}
+            for field in ("output_config", "clear_at"):
+                if message.get(field) is not None:
+                    extras[field] = message[field]
+            if "output_config" in extras:
+                _object(extras["output_config"], f"{path}.output_config")
+            if extras.get("clear_at", "never") not in ("never", "next_user_message"):
+                _fail(f"{path}.clear_at", "must be 'next_user_message' or 'never'")
+            if not blocks:
+                if "output_config" not in extras:
+                    _fail(f"{path}.content", "must not be empty")
+                blocks = [TextContent(text="")]
+            self.messages.append(
+                SystemMessage.model_validate({"content": blocks, "anthropic": extras or None}, context=DOOR_VALIDATION)
+            )
         else:
-            _fail(f"{path}.role", f"must be 'user' or 'assistant', not {role!r}")
+            _fail(f"{path}.role", f"must be 'user', 'assistant' or 'system', not {role!r}")
 
     def _user(self, content: Any, path: str) -> None:
         answered = self.open_calls
@@ -199,11 +263,15 @@ class _Conversation:
                 if call_id not in answered:
                     _fail(f"{where}.tool_use_id", f"{call_id!r} answers no tool_use of the previous assistant message")
                 results.append(
-                    ToolResultMessage(
+                    ToolResultMessage.model_validate(
+                        dict(
                         tool_call_id=call_id,
                         tool_name=answered.pop(call_id),
-                        content=_result_content(block.get("content"), f"{where}.content"),
+                        content=_result_content(block.get("content"), f"{where}.content", self.loaded_tools),
                         is_error=_bool(block.get("is_error", False), f"{where}.is_error"),
+                        cache_control=_cache_control(block, where),
+                        ),
+                        context=DOOR_VALIDATION,
                     )
                 )
             else:
@@ -272,23 +340,26 @@ class _Thinking:
         return ThinkingContent(thinking=self.text, thinking_signature=signature)
 
 
-def _system_text(value: Any, path: str) -> str:
+def _system_blocks(value: Any, path: str) -> list[TextContent]:
+    """`system` (or a system message's `content`): a string or `text` blocks, each keeping its cache breakpoint."""
     if isinstance(value, str):
-        return value
-    parts = []
+        return [TextContent(text=value)] if value else []
+    blocks = []
     for index, block in enumerate(_list(value, path)):
         where = f"{path}.{index}"
         kind = _block_type(block, where)
         if kind != "text":
             _fail(f"{where}.type", f"system blocks must be text, not {kind!r}")
-        parts.append(_string(block.get("text"), f"{where}.text"))
-    return "\n\n".join(p for p in parts if p)
+        blocks.append(_text(block, where))
+    return blocks
 
 
 # ----------------------------------------------------------------------------- tools and options
 
 
-def _tools(value: Any) -> list[Tool]:
+def _tools(value: Any, loaded: set[str]) -> list[Tool]:
+    """Custom tools; each keeps its Anthropic definition as sent (`defer_loading`, `cache_control`, `strict`,
+    …) for an Anthropic upstream. A `defer_loading` tool no `tool_reference` has loaded is `deferred`."""
     tools: list[Tool] = []
     names: set[str] = set()
     for index, raw in enumerate(_list(value, "tools")):
@@ -305,11 +376,18 @@ def _tools(value: Any) -> list[Tool]:
         names.add(name)
         schema = _object(tool.get("input_schema"), f"{path}.input_schema")
         description = tool.get("description")
+        _cache_control(tool, path)
+        deferred = _bool(tool.get("defer_loading", False), f"{path}.defer_loading") and name not in loaded
         tools.append(
-            Tool(
-                name=name,
-                description="" if description is None else _string(description, f"{path}.description"),
-                parameters=schema,
+            Tool.model_validate(
+                {
+                    "name": name,
+                    "description": "" if description is None else _string(description, f"{path}.description"),
+                    "parameters": schema,
+                    "deferred": deferred,
+                    "anthropic": tool,
+                },
+                context=DOOR_VALIDATION,
             )
         )
     return tools
@@ -340,8 +418,6 @@ def _reasoning(body: dict[str, Any]) -> Reasoning | None:
     effort: Reasoning | None = None
     if body.get("output_config") is not None:
         config = _object(body["output_config"], "output_config")
-        if config.get("format") is not None:
-            _fail("output_config.format", "structured output formats are not supported by the gateway")
         if config.get("effort") is not None:
             raw = config["effort"]
             if raw not in EFFORT_LEVELS:
@@ -350,6 +426,8 @@ def _reasoning(body: dict[str, Any]) -> Reasoning | None:
     if body.get("thinking") is None:
         return effort
     thinking = _object(body["thinking"], "thinking")
+    if thinking.get("display") not in (None, "summarized", "omitted", "updates"):
+        _fail("thinking.display", "must be 'summarized', 'omitted' or 'updates'")
     kind = thinking.get("type")
     if kind == "disabled":
         return None
@@ -363,8 +441,52 @@ def _reasoning(body: dict[str, Any]) -> Reasoning | None:
     return next(level for floor, level in BUDGET_LEVELS if budget >= floor)
 
 
-def _options(body: dict[str, Any], tools: list[Tool]) -> StreamOptions:
-    options: dict[str, Any] = {"reasoning": _reasoning(body)}
+def _betas(headers: Mapping[str, str] | None) -> list[str]:
+    raw = (headers or {}).get("anthropic-beta") or ""
+    return [flag.strip() for flag in raw.split(",") if flag.strip()]
+
+
+def _anthropic_fields(body: dict[str, Any], headers: Mapping[str, str] | None) -> dict[str, Any] | None:
+    """The top-level fields (and beta flags) an Anthropic upstream is sent as they came."""
+    native: dict[str, Any] = {}
+    for field in ANTHROPIC_ONLY_FIELDS:
+        if body.get(field) is not None:
+            native[field] = body[field]
+    if betas := _betas(headers):
+        native["betas"] = betas
+    return native or None
+
+
+def conversation_key(system: list[TextContent], first: Any) -> str:
+    """A key that stays the same on every turn of one conversation and differs between conversations: a hash of
+    the system prompt and the first message, which a conversation never changes. It becomes
+    `options.sessionId`, which OpenAI gets as `prompt_cache_key` (requests with the same key are routed to the
+    same prompt cache); an Anthropic client has no such field of its own."""
+    digest = hashlib.sha256()
+    for block in system:
+        digest.update(block.text.encode("utf-8", "surrogatepass"))
+        digest.update(b"\0")
+    digest.update(orjson.dumps(first, option=orjson.OPT_SORT_KEYS))
+    return "msgs-" + digest.hexdigest()[:32]
+
+
+def _json_schema(body: dict[str, Any]) -> dict[str, Any] | None:
+    """`output_config.format` (`{type: json_schema, schema}`): the schema every vendor's structured output gets."""
+    config = body.get("output_config")
+    if not isinstance(config, dict) or config.get("format") is None:
+        return None
+    form = _object(config["format"], "output_config.format")
+    if form.get("type") != "json_schema":
+        _fail("output_config.format.type", f"must be 'json_schema', not {form.get('type')!r}")
+    return _object(form.get("schema"), "output_config.format.schema")
+
+
+def _options(body: dict[str, Any], tools: list[Tool], headers: Mapping[str, str] | None) -> StreamOptions:
+    options: dict[str, Any] = {
+        "reasoning": _reasoning(body),
+        "anthropic": _anthropic_fields(body, headers),
+        "json_schema": _json_schema(body),
+    }
     if body.get("max_tokens") is None:
         _fail("max_tokens", "Field required")  # as Anthropic answers
     options["max_tokens"] = _integer(body["max_tokens"], "max_tokens", 1)
@@ -389,7 +511,51 @@ def _options(body: dict[str, Any], tools: list[Tool]) -> StreamOptions:
         user_id = metadata.get("user_id")
         if user_id is not None:
             options["metadata"] = {"userId": _string(user_id, "metadata.user_id")}
-    return StreamOptions(**options)
+    return StreamOptions.model_validate(options, context=DOOR_VALIDATION)
+
+
+def _thinking_turns_kept(body: dict[str, Any]) -> int | None:
+    """How many of the latest assistant turns with thinking keep it, when `context_management` asks to clear
+    thinking (`clear_thinking_20251015`, `keep: {type: thinking_turns, value}` or `"all"`); None: keep all."""
+    if body.get("context_management") is None:
+        return None
+    edits = _object(body["context_management"], "context_management").get("edits") or []
+    for index, raw in enumerate(_list(edits, "context_management.edits")):
+        path = f"context_management.edits.{index}"
+        edit = _object(raw, path)
+        if _string(edit.get("type"), f"{path}.type") != CLEAR_THINKING:
+            continue  # clear_tool_uses: applied by Anthropic; see docs/doors/anthropic-messages.md
+        keep = edit.get("keep")
+        if keep is None:
+            return DEFAULT_THINKING_TURNS_KEPT
+        if keep == "all":
+            return None
+        keep = _object(keep, f"{path}.keep")
+        return _integer(keep.get("value"), f"{path}.keep.value", 0)
+    return None
+
+
+def _clear_thinking(messages: list[Message], kept: int) -> list[Message]:
+    """`messages` without the thinking of all but the last `kept` assistant turns that have some (what Anthropic
+    does for `clear_thinking`; done here so that every vendor sees the same history)."""
+    with_thinking = [i for i, m in enumerate(messages) if isinstance(m, AssistantMessage)
+                     and any(isinstance(b, ThinkingContent) for b in m.content)]
+    clear = set(with_thinking[: max(0, len(with_thinking) - kept)])
+    return [
+        m.model_copy(update={"content": [b for b in m.content if not isinstance(b, ThinkingContent)]}) if i in clear else m
+        for i, m in enumerate(messages)
+    ]
+
+
+def _expire_system_messages(messages: list[Message]) -> None:
+    """Mark system messages with `clear_at: next_user_message` that a later user message follows."""
+    user_after = False
+    for message in reversed(messages):
+        if isinstance(message, UserMessage):
+            user_after = True
+        elif isinstance(message, SystemMessage) and user_after:
+            if (message.anthropic or {}).get("clear_at") == "next_user_message":
+                message.expired = True
 
 
 # ----------------------------------------------------------------------------- the request
@@ -397,29 +563,40 @@ def _options(body: dict[str, Any], tools: list[Tool]) -> StreamOptions:
 
 def decode(body: dict[str, Any], headers: Mapping[str, str] | None = None) -> DoorRequest:
     """The unified request for an Anthropic Messages body; raises `ApiError` (400, or 404 for a model name
-    that cannot name anything). The `anthropic-version` and `anthropic-beta` headers change nothing."""
+    that cannot name anything). `anthropic-beta` flags go to an Anthropic upstream; `anthropic-version` changes
+    nothing."""
     model = _string(body.get("model"), "model", empty=False)
     for name, problem in UNSUPPORTED_FIELDS.items():
         if body.get(name) is not None:
             _fail(name, problem)
     conversation = _Conversation()
     if body.get("system") is not None:
-        conversation.system.append(_system_text(body["system"], "system"))
+        conversation.system_blocks.extend(_system_blocks(body["system"], "system"))
     raw_messages = _list(body.get("messages"), "messages")
     if not raw_messages:
         _fail("messages", "must not be empty")
     for index, message in enumerate(raw_messages):
         conversation.add(message, f"messages.{index}")
-    if isinstance(conversation.messages[-1] if conversation.messages else None, AssistantMessage):
+    turns = [m for m in conversation.messages if not isinstance(m, SystemMessage)]
+    if isinstance(turns[-1] if turns else None, AssistantMessage):
         _fail(f"messages.{len(raw_messages) - 1}.role", "a final assistant message (prefill) is not supported")
-    if not conversation.messages:
+    if not turns:
         _fail("messages", "must contain a user message")
-    tools = _tools(body["tools"]) if body.get("tools") is not None else []
+    messages = conversation.messages
+    if (kept := _thinking_turns_kept(body)) is not None:
+        messages = _clear_thinking(messages, kept)
+    _expire_system_messages(messages)
+    tools = _tools(body["tools"], conversation.loaded_tools) if body.get("tools") is not None else []
     stream = _bool(body.get("stream", False), "stream")
-    options = _options(body, tools)
-    system = "\n\n".join(s for s in conversation.system if s) or None
+    options = _options(body, tools, headers)
+    system_blocks = conversation.system_blocks
+    options.session_id = conversation_key(system_blocks, raw_messages[0])
+    system = "\n\n".join(b.text for b in system_blocks if b.text) or None
     try:
-        context = Context(system_prompt=system, messages=conversation.messages, tools=tools or None)
+        context = Context.model_validate(
+            {"system_prompt": system, "system_blocks": system_blocks or None, "messages": messages, "tools": tools or None},
+            context=DOOR_VALIDATION,
+        )
         unified = StreamRequest(model=model, context=context, options=options)
     except ValidationError as exc:
         first = exc.errors(include_url=False)[0]

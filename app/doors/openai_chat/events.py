@@ -8,14 +8,19 @@ Streaming, per event:
 | `start` | `delta: {"role": "assistant", "content": ""}` |
 | `text_delta` | `delta: {"content": …}` |
 | `thinking_delta` | `delta: {"reasoning_content": …}` |
-| `toolcall_start` | `delta: {"tool_calls": [{"index", "id", "type": "function", "function": {"name", "arguments": ""}}]}` |
-| `toolcall_delta` | `delta: {"tool_calls": [{"index", "function": {"arguments": …}}]}` |
+| `toolcall_end` | `delta: {"tool_calls": [{"index", "id", "type": "function", "function": {"name", "arguments": <the whole JSON>}}]}` |
+| `toolcall_start`, `toolcall_delta` | nothing: a call goes out whole, once its arguments parsed |
 | `done` | `delta: {}` with `finish_reason` `stop` / `length` / `tool_calls`; the usage chunk (`choices: []`) when `stream_options.include_usage`; `data: [DONE]` |
 | `error` | one `data: {"error": {"message", "type", "code"}}` line, no `[DONE]` |
 
-Block starts and ends produce nothing (the deltas carry everything). `id` is `chatcmpl-<requestId>` on every
+Block starts and ends produce nothing (the deltas carry everything), except a tool call's end, which carries the
+whole call: clients built on the Vercel AI SDK run, when a stream ends, every call whose arguments arrived in
+part, so a call cut off inside its arguments must never reach them (the turn's error message names such a
+call: `app/stream/message.py`). A client that wants the fragments (`X-Gateway-Tool-Arguments: stream`) gets
+`toolcall_start` as the call's first chunk (`id`, `name`, `arguments: ""`) and each `toolcall_delta` as an
+`arguments` fragment, and nothing at `toolcall_end`. `id` is `chatcmpl-<requestId>` on every
 chunk, `model` the `provider/model` that serves the turn (from `start`). Tool call ids are the ones the
-vendor gave (stable across chunks); `index` counts the turn's tool calls from 0.
+vendor gave (stable across chunks); `index` counts the turn's tool calls from 0, in the order they are sent.
 """
 
 from __future__ import annotations
@@ -72,17 +77,25 @@ class ChatEncoder:
     hold_until_start = True
 
     __slots__ = (
-        "completion_id", "created", "model", "include_usage", "_head", "_tail", "_tool_index", "_usage_null", "_turn"
+        "completion_id", "created", "model", "include_usage", "stream_tool_arguments", "_head", "_tail",
+        "_tool_index", "_usage_null", "_turn",
     )
 
     def __init__(
-        self, request_id: str, client_model: str, include_usage: bool = False, turn: TurnView | None = None
+        self,
+        request_id: str,
+        client_model: str,
+        include_usage: bool = False,
+        turn: TurnView | None = None,
+        stream_tool_arguments: bool = False,
     ) -> None:
-        """`turn`: the running turn, read once it has settled to type an error line by what ended it."""
+        """`turn`: the running turn, read once it has settled to type an error line by what ended it.
+        `stream_tool_arguments`: send tool calls' argument fragments as they come, not each call whole."""
         self.completion_id = f"chatcmpl-{request_id}"
         self.created = int(time.time())
         self.model = client_model
         self.include_usage = include_usage
+        self.stream_tool_arguments = stream_tool_arguments
         self._tool_index: dict[int, int] = {}  # contentIndex → tool call index
         self._usage_null = b',"usage":null' if include_usage else b""
         self._turn = turn
@@ -106,12 +119,19 @@ class ChatEncoder:
         if kind == "thinking_delta":
             return self._chunk({"reasoning_content": event["delta"]})
         if kind == "toolcall_delta":
+            if not self.stream_tool_arguments:
+                return b""
             index = self._tool_index[event["contentIndex"]]
             return self._chunk({"tool_calls": [{"index": index, "function": {"arguments": event["delta"]}}]})
         if kind == "toolcall_start":
-            index = self._tool_index[event["contentIndex"]] = len(self._tool_index)
-            call = {"index": index, "id": event["id"], "type": "function", "function": {"name": event["toolName"], "arguments": ""}}
-            return self._chunk({"tool_calls": [call]})
+            if not self.stream_tool_arguments:
+                return b""
+            return self._call_chunk(event["contentIndex"], event["id"], event["toolName"], "")
+        if kind == "toolcall_end":
+            if self.stream_tool_arguments:
+                return b""
+            call = event["toolCall"]
+            return self._call_chunk(event["contentIndex"], call["id"], call["name"], orjson.dumps(call["arguments"]).decode())
         if kind == "start":
             self.model = f"{event['provider']}/{event['model']}"
             self._set_frame()
@@ -124,7 +144,12 @@ class ChatEncoder:
             if failure is None and event.get("reason") == "aborted":
                 failure = Failure.ABORTED
             return b"data: " + orjson.dumps({"error": error_of(failure, event.get("errorMessage") or "")}) + b"\n\n"
-        return b""  # block starts and ends: the deltas carry everything
+        return b""  # block starts and other ends: the deltas carry everything
+
+    def _call_chunk(self, content_index: int, call_id: str, name: str, arguments: str) -> bytes:
+        index = self._tool_index[content_index] = len(self._tool_index)
+        call = {"index": index, "id": call_id, "type": "function", "function": {"name": name, "arguments": arguments}}
+        return self._chunk({"tool_calls": [call]})
 
     def _finish(self, event: dict[str, Any]) -> bytes:
         finish = FINISH_REASONS.get(event["reason"], "stop")

@@ -14,7 +14,7 @@ from __future__ import annotations
 import base64
 import binascii
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Callable, Mapping
 
 import orjson
@@ -52,6 +52,7 @@ class ChatRequest(DoorRequest):
 
     include_usage: bool = False
     client_model: str = ""
+    stream_tool_arguments: bool = False  # `X-Gateway-Tool-Arguments: stream`: argument fragments, not whole calls
 
 
 def invalid(param: str, message: str) -> ApiError:
@@ -132,11 +133,20 @@ PARAMETERS: dict[str, Callable[[str, Any], None] | None] = {
 }
 
 
+TOOL_ARGUMENTS_HEADER = "x-gateway-tool-arguments"
+TOOL_ARGUMENTS_MODES = {"whole": False, "stream": True}  # header value → stream the argument fragments
+
+
 def decode(body: dict[str, Any], headers: Mapping[str, str]) -> ChatRequest:
+    mode = headers.get(TOOL_ARGUMENTS_HEADER, "whole").strip().lower()
+    if mode not in TOOL_ARGUMENTS_MODES:
+        raise invalid("X-Gateway-Tool-Arguments", "must be 'whole' (the default: each tool call sent once its "
+                      "arguments are complete) or 'stream' (argument fragments as they arrive)")
     try:
-        return _decode(body)
+        request = _decode(body)
     except ValidationError as exc:  # a limit of the unified request the checks here did not name first
         raise _validation(exc) from None
+    return replace(request, stream_tool_arguments=TOOL_ARGUMENTS_MODES[mode])
 
 
 def _decode(body: dict[str, Any]) -> ChatRequest:

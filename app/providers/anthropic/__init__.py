@@ -11,7 +11,7 @@ from app.catalog import ModelInfo
 from app.contract.messages import Context
 from app.contract.request import StreamOptions
 from app.providers.anthropic.events import AnthropicTranslator
-from app.providers.anthropic.request import API, build_request, check_request
+from app.providers.anthropic.request import API, build_request, check_request, request_headers
 from app.providers.base import build_off_loop
 from app.providers.stainless import StainlessProvider
 
@@ -31,6 +31,9 @@ class AnthropicProvider(StainlessProvider):
         params = build_request(model, context, options)
         params.update(params.pop("extra_body", None) or {})
         return params
+
+    def request_headers(self, options: StreamOptions) -> dict[str, str] | None:
+        return request_headers(options)
 
     def check_request(self, model: ModelInfo, context: Context, options: StreamOptions) -> None:
         check_request(model, context, options)

@@ -1,5 +1,12 @@
 """Build the Anthropic Messages request body from the unified context and options.
 
+Prompt caching: the breakpoints an Anthropic client placed (`cache_control` on system blocks, message blocks,
+tool results and tools, as the Messages door carries them) go where the client put them; a request with none
+gets the adapter's own two (the system prompt and the last user block). A system message inside the
+conversation is sent as Anthropic's own `role: "system"` message at its position; the client's top-level
+`thinking`, `output_config`, `context_management` and `anthropic-beta` flags (`options.anthropic`) go as they
+came, `thinking` in place of the one derived from `options.reasoning`.
+
 Options: `stop` → `stop_sequences`; `toolChoice` "auto" / "none" / "required" / a named tool → `tool_choice`
 `{type: auto | none | any | tool}` (only sent with tools); `topP` → `top_p` (with thinking Anthropic takes
 only 0.95–1, and never a forced tool: `check_request` refuses those).
@@ -14,10 +21,12 @@ from app.contract.messages import (
     AssistantMessage,
     Context,
     ImageContent,
+    SystemMessage,
     TextContent,
     ThinkingContent,
     ToolCall,
     ToolResultMessage,
+    UserMessage,
 )
 from app.contract.request import StreamOptions, ToolChoiceTool
 from app.providers.checks import TOOL_CHOICE, TOP_P, check_tool_choice, forces_a_tool
@@ -30,12 +39,40 @@ DEFAULT_MAX_TOKENS = 4096
 _CACHE = {"type": "ephemeral"}
 THINKING_MIN_TOP_P = 0.95
 _TOOL_CHOICE = {"auto": "auto", "none": "none", "required": "any"}
+# Top-level fields of the client's (`options.anthropic`) sent as they came, besides `thinking`.
+PASSED_AS_SENT = ("output_config", "context_management", "cache_control", "service_tier", "speed", "inference_geo")
+
+
+def _cached(out: dict[str, Any], cache_control: dict[str, Any] | None) -> dict[str, Any]:
+    if cache_control is not None:
+        out["cache_control"] = cache_control
+    return out
 
 
 def _user_block(block: TextContent | ImageContent) -> dict[str, Any]:
     if isinstance(block, ImageContent):
-        return {"type": "image", "source": {"type": "base64", "media_type": block.mime_type, "data": block.data}}
-    return {"type": "text", "text": block.text}
+        out = {"type": "image", "source": {"type": "base64", "media_type": block.mime_type, "data": block.data}}
+    elif block.anthropic is not None:
+        return block.anthropic  # the client's own block (a tool_reference), as it came
+    else:
+        out = {"type": "text", "text": block.text}
+    return _cached(out, block.cache_control)
+
+
+def has_client_breakpoints(context: Context) -> bool:
+    """Whether the client placed prompt-cache breakpoints of its own (then the adapter adds none)."""
+    if any(b.cache_control is not None for b in context.system_blocks or ()):
+        return True
+    if any(t.anthropic and t.anthropic.get("cache_control") is not None for t in context.tools or ()):
+        return True
+    for message in context.messages:
+        if isinstance(message, ToolResultMessage):
+            if message.cache_control is not None or any(b.cache_control is not None for b in message.content):
+                return True
+        elif isinstance(message, (SystemMessage, UserMessage)) and isinstance(message.content, list):
+            if any(b.cache_control is not None for b in message.content):
+                return True
+    return False
 
 
 def _assistant_block(block: Any) -> dict[str, Any] | None:
@@ -50,21 +87,27 @@ def _assistant_block(block: Any) -> dict[str, Any] | None:
     return {"type": "text", "text": block.text} if block.text else None
 
 
-def convert_messages(context: Context, target: Target) -> list[dict[str, Any]]:
-    history = prepare_history(context.messages, target, sanitize_id)
+def convert_messages(context: Context, target: Target, own_breakpoints: bool = True) -> list[dict[str, Any]]:
+    """The `messages` array; `own_breakpoints`: mark the last user block for prompt caching (when the client
+    placed no breakpoints of its own)."""
+    history = prepare_history(context.messages, target, sanitize_id, keep_expired_system=True)
     out: list[dict[str, Any]] = []
     for message in history:
         if isinstance(message, AssistantMessage):
             blocks = [b for b in map(_assistant_block, message.content) if b is not None]
             if blocks:
                 out.append({"role": "assistant", "content": blocks})
+        elif isinstance(message, SystemMessage):
+            system: dict[str, Any] = {"role": "system", "content": [_user_block(b) for b in message.content]}
+            system.update(message.anthropic or {})
+            out.append(system)
         elif isinstance(message, ToolResultMessage):
-            result = {
+            result = _cached({
                 "type": "tool_result",
                 "tool_use_id": message.tool_call_id,
                 "content": [_user_block(b) for b in message.content] or [{"type": "text", "text": ""}],
                 "is_error": message.is_error,
-            }
+            }, message.cache_control)
             previous = out[-1] if out else None
             if previous and previous["role"] == "user" and previous.get("_tool_results"):
                 previous["content"].append(result)  # consecutive results go in one user turn
@@ -79,6 +122,8 @@ def convert_messages(context: Context, target: Target) -> list[dict[str, Any]]:
                 out.append({"role": "user", "content": blocks})
     for message in out:
         message.pop("_tool_results", None)
+    if not own_breakpoints:
+        return out
     # Prompt caching: mark the last user block so the conversation prefix is cached between turns.
     for message in reversed(out):
         if message["role"] == "user":
@@ -106,21 +151,34 @@ def tool_choice(options: StreamOptions) -> dict[str, Any] | None:
     return {"type": _TOOL_CHOICE[choice]}
 
 
+def request_headers(options: StreamOptions) -> dict[str, str] | None:
+    """The client's `anthropic-beta` flags, as it sent them (they name the beta fields the request carries)."""
+    betas = (options.anthropic or {}).get("betas")
+    return {"anthropic-beta": ",".join(betas)} if betas else None
+
+
 def build_request(model: ModelInfo, context: Context, options: StreamOptions) -> dict[str, Any]:
     """Keyword arguments for `client.messages.create(..., stream=True)`."""
     max_tokens = options.max_tokens or (model.max_tokens // 3 if model.max_tokens else DEFAULT_MAX_TOKENS)
     if model.max_tokens:
         max_tokens = min(max_tokens, model.max_tokens)  # a request above the model's limit would only fail upstream
+    native = options.anthropic or {}
+    # The client's breakpoints (on blocks, tools, or the top-level automatic one) replace the adapter's own two.
+    own_breakpoints = native.get("cache_control") is None and not has_client_breakpoints(context)
     params: dict[str, Any] = {
         "model": model.id,
-        "messages": convert_messages(context, Target.of(model, API)),
+        "messages": convert_messages(context, Target.of(model, API), own_breakpoints),
         "stream": True,
     }
-    if context.system_prompt:
-        params["system"] = [{"type": "text", "text": context.system_prompt, "cache_control": _CACHE}]
+    if context.system_blocks:
+        params["system"] = [_user_block(b) for b in context.system_blocks]
+    elif context.system_prompt:
+        params["system"] = [{"type": "text", "text": context.system_prompt}]
+    if own_breakpoints and params.get("system"):
+        params["system"][-1] = {**params["system"][-1], "cache_control": _CACHE}
     if context.tools:
         params["tools"] = [
-            {"name": t.name, "description": t.description, "input_schema": t.parameters or {"type": "object"}}
+            t.anthropic or {"name": t.name, "description": t.description, "input_schema": t.parameters or {"type": "object"}}
             for t in context.tools
         ]
         if (choice := tool_choice(options)) is not None:
@@ -144,6 +202,14 @@ def build_request(model: ModelInfo, context: Context, options: StreamOptions) ->
         # Messages API still takes it for the models that support it, so it goes in the body as is.
         params["extra_body"] = {"temperature": options.temperature}
     params["max_tokens"] = max_tokens
+    if native.get("thinking") is not None:
+        params["thinking"] = native["thinking"]
+    extra = params.setdefault("extra_body", {})
+    for field in PASSED_AS_SENT:
+        if native.get(field) is not None:
+            extra[field] = native[field]
+    if not extra:
+        del params["extra_body"]
     user_id = (options.metadata or {}).get("userId")
     if isinstance(user_id, str) and user_id:
         params["metadata"] = {"user_id": user_id}

@@ -18,6 +18,7 @@ from app.contract.messages import (
     AssistantMessage,
     Context,
     ImageContent,
+    SystemMessage,
     TextContent,
     ThinkingContent,
     ToolCall,
@@ -27,7 +28,7 @@ from app.contract.failures import ErrorKind
 from app.contract.request import StreamOptions, ToolChoiceTool
 from app.providers.base import ProviderError
 from app.providers.checks import check_stop_count, check_tool_choice
-from app.providers.handoff import Target, prepare_history, user_blocks
+from app.providers.handoff import Target, prepare_history, shown_tools, user_blocks
 from app.refusals import RequestRejected
 
 API = "google-generative-ai"
@@ -142,6 +143,8 @@ def convert_contents(context: Context, target: Target) -> list[dict[str, Any]]:
             else:
                 out.append({"role": "user", "parts": parts})
                 merging = True
+        elif isinstance(message, SystemMessage):
+            continue  # folded into the system instruction (`system_instruction`)
         else:
             parts = _user_parts(message.content)
             if parts:
@@ -183,7 +186,7 @@ def _yields_content(message: Any) -> bool:
             or (isinstance(b, ThinkingContent) and not b.redacted and (b.thinking.strip() or b.thinking_signature))
             for b in message.content
         )
-    if isinstance(message, ToolResultMessage):
+    if isinstance(message, (ToolResultMessage, SystemMessage)):
         return False
     return bool(user_blocks(message.content))
 
@@ -197,6 +200,15 @@ def tool_config(options: StreamOptions) -> dict[str, Any] | None:
     return {"function_calling_config": {"mode": _CALLING_MODES[choice]}}
 
 
+def system_instruction(context: Context) -> list[str]:
+    """The system instruction's parts: the system prompt, then each system message of the conversation in
+    order. Gemini has no system role inside `contents`, so an instruction given mid-conversation joins the
+    system instruction (it holds for the whole request, which is where the client's conversation stands)."""
+    texts = [context.system_prompt] if context.system_prompt else []
+    texts.extend(m.text for m in context.messages if isinstance(m, SystemMessage) and m.text and not m.expired)
+    return texts
+
+
 def build_request(model: ModelInfo, context: Context, options: StreamOptions) -> dict[str, Any]:
     """The `generate_content_stream` arguments (model, contents, config), which `wire.sdk_request` converts."""
     config: dict[str, Any] = {
@@ -204,13 +216,13 @@ def build_request(model: ModelInfo, context: Context, options: StreamOptions) ->
         "automatic_function_calling": {"disable": True},
         "automatic_continuation": False,
     }
-    if context.system_prompt:
-        config["system_instruction"] = {"parts": [{"text": context.system_prompt}]}
-    if context.tools:
+    if instruction := system_instruction(context):
+        config["system_instruction"] = {"parts": [{"text": text} for text in instruction]}
+    if tools := shown_tools(context.tools):
         config["tools"] = [{
             "function_declarations": [
                 {"name": t.name, "description": t.description, "parameters_json_schema": t.parameters or {"type": "object"}}
-                for t in context.tools
+                for t in tools
             ]
         }]
         if (calling := tool_config(options)) is not None:
@@ -225,6 +237,9 @@ def build_request(model: ModelInfo, context: Context, options: StreamOptions) ->
         config["temperature"] = options.temperature
     if options.reasoning:
         config["thinking_config"] = thinking_config(model.id, options.reasoning)
+    if options.json_schema is not None:
+        config["response_mime_type"] = "application/json"
+        config["response_json_schema"] = options.json_schema
     contents = convert_contents(context, Target.of(model, API))
     if not contents:  # `check_request` refuses what it can see cheaply; this is the exact rule
         raise ProviderError(f"cannot be sent this request: {NOTHING_TO_SEND}", kind=ErrorKind.REQUEST)

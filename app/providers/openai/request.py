@@ -26,6 +26,7 @@ from app.contract.messages import (
     AssistantMessage,
     Context,
     ImageContent,
+    SystemMessage,
     TextContent,
     ThinkingContent,
     ToolCall,
@@ -33,9 +34,10 @@ from app.contract.messages import (
 )
 from app.contract.request import StreamOptions, ToolChoiceTool
 from app.providers.checks import STOP, TOP_P, check_tool_choice
-from app.providers.handoff import Target, prepare_history, user_blocks
+from app.providers.handoff import Target, prepare_history, shown_tools, user_blocks
 from app.refusals import RequestRejected
 
+STRUCTURED_OUTPUT_NAME = "output"  # the name a JSON schema format needs; the client's format has none
 API = "openai-responses"
 _ID_LIMIT = 64
 _UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
@@ -164,6 +166,8 @@ def convert_input(context: Context, target: Target) -> list[dict[str, Any]]:
             items.extend(_assistant_items(message, target.is_same_model(message)))
         elif isinstance(message, ToolResultMessage):
             items.append(_tool_output(message))
+        elif isinstance(message, SystemMessage):
+            items.append({"role": "developer", "content": message.text})  # an instruction at its position
         else:
             parts = [_user_part(b) for b in user_blocks(message.content)]
             if parts:
@@ -201,7 +205,7 @@ def build_request(model: ModelInfo, context: Context, options: StreamOptions) ->
     }
     if context.system_prompt:
         params["instructions"] = context.system_prompt
-    if context.tools:
+    if tools := shown_tools(context.tools):
         params["tools"] = [
             {
                 "type": "function",
@@ -210,7 +214,7 @@ def build_request(model: ModelInfo, context: Context, options: StreamOptions) ->
                 "parameters": t.parameters or {"type": "object", "properties": {}},
                 "strict": False,
             }
-            for t in context.tools
+            for t in tools
         ]
         if (choice := tool_choice(options)) is not None:
             params["tool_choice"] = choice
@@ -229,4 +233,7 @@ def build_request(model: ModelInfo, context: Context, options: StreamOptions) ->
         params["include"] = ["reasoning.encrypted_content"]
     if options.session_id:
         params["prompt_cache_key"] = options.session_id
+    if options.json_schema is not None:
+        params["text"] = {"format": {"type": "json_schema", "name": STRUCTURED_OUTPUT_NAME, "schema": options.json_schema,
+                                     "strict": False}}
     return params

@@ -1,7 +1,8 @@
 """Build the Chat Completions request body from the unified context and options, per the vendor's `Compat`.
 
 History mapping (after `handoff.prepare_history`):
-- the system prompt → a `developer` or `system` message (`compat.developerRole`);
+- the system prompt → a `developer` or `system` message (`compat.developerRole`), and so does a system message
+  inside the conversation, at its position;
 - user text/images → a `user` message (a plain string, or `text` / `image_url` parts with a data URL);
 - same-model thinking (`compat.thinkingReplay`): in the field it came in (its signature names it), or with a
   vendor signature as an OpenRouter `reasoning_details` entry (OpenRouter's reasoning knob) or in
@@ -24,6 +25,7 @@ from app.contract.messages import (
     AssistantMessage,
     Context,
     ImageContent,
+    SystemMessage,
     TextContent,
     ThinkingContent,
     ToolCall,
@@ -31,7 +33,7 @@ from app.contract.messages import (
 )
 from app.contract.request import StreamOptions, ToolChoiceTool
 from app.providers.checks import TOOL_CHOICE, TOP_P, check_tool_choice
-from app.providers.handoff import Target, prepare_history, user_blocks
+from app.providers.handoff import Target, prepare_history, shown_tools, user_blocks
 from app.providers.openai_completions.compat import Compat
 from app.refusals import RequestRejected
 
@@ -150,6 +152,8 @@ def convert_messages(context: Context, target: Target, compat: Compat) -> list[d
                 messages.append(converted)
         elif isinstance(message, ToolResultMessage):
             messages.extend(_tool_results(message, compat))
+        elif isinstance(message, SystemMessage):
+            messages.append({"role": "developer" if compat.developer_role else "system", "content": message.text})
         else:
             blocks = user_blocks(message.content)
             if blocks:
@@ -200,12 +204,12 @@ def build_request(model: ModelInfo, context: Context, options: StreamOptions, co
     }
     if compat.stream_usage:
         params["stream_options"] = {"include_usage": True}
-    if context.tools:
+    if tools := shown_tools(context.tools):
         params["tools"] = [
             {"type": "function", "function": {
                 "name": t.name, "description": t.description,
                 "parameters": t.parameters or {"type": "object", "properties": {}}}}
-            for t in context.tools
+            for t in tools
         ]
         if options.tool_choice is not None:
             params["tool_choice"] = _tool_choice(options.tool_choice)
@@ -222,4 +226,6 @@ def build_request(model: ModelInfo, context: Context, options: StreamOptions, co
         params["top_p"] = options.top_p
     if options.stop:
         params["stop"] = list(options.stop)
+    if options.json_schema is not None:
+        params["response_format"] = {"type": "json_schema", "json_schema": {"name": "output", "schema": options.json_schema}}
     return params
