@@ -30,6 +30,7 @@ from app.providers.registry import provider_setups
 from app.server import bound_send_buffers, wait_listening
 from app.settings import Settings
 from app.startup import StartupErrorMessages, ledger_start_failed, ledger_url_refused, log_providers
+from app.tracing import start_tracing
 
 log = logging.getLogger("gateway")
 
@@ -84,6 +85,7 @@ def create_app(settings: Settings | None = None, gateway: Gateway | None = None)
     settings = settings or Settings()
     if settings.demo:
         settings = demo_settings(settings)
+    tracing = start_tracing()  # None unless the OTEL_* variables ask for traces (app/tracing)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI):
@@ -98,6 +100,10 @@ def create_app(settings: Settings | None = None, gateway: Gateway | None = None)
         except Exception as exc:
             raise ledger_start_failed(exc, settings.database_url) from exc
         await gw.start()  # limits (lease renewal), keys file watch
+        if tracing is not None:
+            from app.tracing.turns import TurnTracer
+
+            gw.dispatcher.observers.append(TurnTracer(tracing))
         app.state.gateway = gw
         # Everything imported and built so far lives as long as the process: move it out of the cyclic
         # collector's sight, so that collections during streaming scan only per-request objects.
@@ -120,14 +126,23 @@ def create_app(settings: Settings | None = None, gateway: Gateway | None = None)
             await gw.aclose()
             await gw.recorder.aclose()  # flush queued record writes, close the store
             gw.metrics.close()
+            if tracing is not None:
+                tracing.shutdown()  # export the queued spans (bounded: a receiver that is down holds nothing)
 
-    app = GatewayApp(
+    app_class = GatewayApp
+    if tracing is not None:  # a SERVER span around every request, the turn routes' fast path included
+        from app.tracing.server import TracedGatewayApp
+
+        app_class = TracedGatewayApp
+    app = app_class(
         title="LLM streaming gateway",
         version="0.1.0",
         lifespan=lifespan,
         docs_url=None,
         redoc_url=None,
     )
+    if tracing is not None:
+        app.tracing = tracing  # type: ignore[attr-defined]
     app.include_router(router)
     app.include_router(records_router)
     app.include_router(resume_router)

@@ -50,6 +50,7 @@ class Seen:
     body: dict[str, Any]
     raw: str
     auth_sha256: str | None
+    traceparent: str | None = None  # the W3C trace context the caller sent (the gateway's, when tracing is on)
     started_at: float = field(default_factory=time.time)
     status: int | None = None
     frames_sent: int = 0
@@ -62,7 +63,7 @@ class Seen:
     def public(self) -> dict[str, Any]:
         return {
             "id": self.id, "vendor": self.vendor, "model": self.model, "scenario": self.scenario, "body": self.body,
-            "authSha256": self.auth_sha256, "startedAt": self.started_at, "status": self.status,
+            "authSha256": self.auth_sha256, "traceparent": self.traceparent, "startedAt": self.started_at, "status": self.status,
             "framesSent": self.frames_sent, "completed": self.completed, "clientClosed": self.client_closed,
             "closedAt": self.closed_at, "finishedAt": self.finished_at,
         }
@@ -235,6 +236,7 @@ def create_simulator(log_guard: LogGuard | None = None) -> Starlette:
         entry = state.add(
             vendor=vendor.name, model=model, scenario=s.summary(scenario), body=body, raw=raw,
             auth_sha256=hashlib.sha256(auth.encode()).hexdigest() if auth else None,
+            traceparent=request.headers.get("traceparent"),
         )
         return ScenarioResponse(vendor, scenario, model, entry, fault)
 

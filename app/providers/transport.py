@@ -7,7 +7,9 @@ given an httpx2 client (`http_client`), whose response hooks its adapter uses.
 
 from __future__ import annotations
 
+import contextvars
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
@@ -16,6 +18,11 @@ import aiohttp
 import httpx2
 
 from app.providers.base import RETRYABLE_STATUS, ProviderError, error_detail, retry_after_ms
+
+
+# Headers the current task's next upstream request carries besides the SDK's own: the attempt's W3C trace
+# context (`traceparent`), set by `app.tracing` before each attempt when tracing is on; None otherwise.
+UPSTREAM_HEADERS: contextvars.ContextVar[Mapping[str, str] | None] = contextvars.ContextVar("upstream_headers", default=None)
 
 
 @dataclass(frozen=True, slots=True)
