@@ -25,6 +25,34 @@ if TYPE_CHECKING:
     from app.tracing.setup import Tracing
 
 ENDPOINT_VARIABLES = ("OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
+# The variables the gateway's tracing honours (read by the OpenTelemetry SDK and its exporters; docs/operations.md).
+OTEL_VARIABLES = frozenset(
+    {
+        "OTEL_SDK_DISABLED",
+        "OTEL_TRACES_EXPORTER",
+        *ENDPOINT_VARIABLES,
+        "OTEL_EXPORTER_OTLP_PROTOCOL",
+        "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL",
+        "OTEL_EXPORTER_OTLP_HEADERS",
+        "OTEL_EXPORTER_OTLP_TRACES_HEADERS",
+        "OTEL_EXPORTER_OTLP_TIMEOUT",
+        "OTEL_EXPORTER_OTLP_TRACES_TIMEOUT",
+        "OTEL_EXPORTER_OTLP_COMPRESSION",
+        "OTEL_EXPORTER_OTLP_TRACES_COMPRESSION",
+        "OTEL_EXPORTER_OTLP_CERTIFICATE",
+        "OTEL_EXPORTER_OTLP_INSECURE",
+        "OTEL_SERVICE_NAME",
+        "OTEL_RESOURCE_ATTRIBUTES",
+        "OTEL_TRACES_SAMPLER",
+        "OTEL_TRACES_SAMPLER_ARG",
+        "OTEL_PROPAGATORS",
+        "OTEL_BSP_SCHEDULE_DELAY",
+        "OTEL_BSP_MAX_QUEUE_SIZE",
+        "OTEL_BSP_MAX_EXPORT_BATCH_SIZE",
+        "OTEL_BSP_EXPORT_TIMEOUT",
+        "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT",
+    }
+)
 
 
 def tracing_configured(environ: Mapping[str, str] = os.environ) -> bool:

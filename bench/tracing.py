@@ -1,0 +1,179 @@
+"""`python -m bench.tracing [--quick] [--base REV]` — what OpenTelemetry tracing costs a turn, in the same run.
+
+Gateway processes on the same simulator:
+
+- **off**: no `OTEL_*` variable (tracing off: the SDK is not imported);
+- **on**: `OTEL_EXPORTER_OTLP_ENDPOINT` pointing at an OTLP/HTTP sink of the bench's own (a loopback server in
+  this process that reads each export and answers 200), the SDK's defaults otherwise (batch processor, every
+  span sampled): a SERVER span and a CLIENT span per turn, exported from the SDK's thread;
+- **base** (with `--base REV`, e.g. `--base main`): the gateway's `app/` as of that git revision, tracing
+  off, so that "off" can be compared with the code before tracing existed.
+
+Rounds alternate the order. Each round runs a batch of paced streams (`slow;n=16;delay_ms=5;size=8`) at
+concurrency 1 (sequential) and 20 on each gateway. Reported per concurrency: gateway CPU per turn (process CPU
+seconds over the batch ÷ turns, median over rounds) for each gateway, and the time to first text delta p50/p99
+differences (on − off, off − base). Results: bench/results/tracing.{json,md}. The machine is shared: compare
+the gateways of one run, not runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import subprocess
+import tempfile
+import threading
+import uuid
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path as FsPath
+from statistics import median
+from typing import Any
+
+from bench import procs
+from bench.client import Path, Target, stream
+from bench.stats import ms, pct
+
+RESULTS = FsPath(__file__).parent / "results"
+ROOT = FsPath(__file__).resolve().parent.parent
+SCENARIO = "slow;n=16;delay_ms=5;size=8"
+
+
+class OtlpSink:
+    """A loopback OTLP/HTTP endpoint that takes every export (counting spans' bytes) and answers 200."""
+
+    def __init__(self) -> None:
+        self.exports = 0
+        self.bytes = 0
+        sink = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:  # noqa: N802
+                body = self.rfile.read(int(self.headers.get("content-length", 0)))
+                sink.exports += 1
+                sink.bytes += len(body)
+                self.send_response(200)
+                self.send_header("content-type", "application/x-protobuf")
+                self.send_header("content-length", "0")
+                self.end_headers()
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def stop(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def _checkout(rev: str, directory: str) -> str:
+    """The repository's `app/` (and its catalog) as of `rev`, extracted under `directory`; its PYTHONPATH."""
+    archive = subprocess.run(["git", "archive", rev, "app"], cwd=ROOT, capture_output=True, check=True).stdout
+    subprocess.run(["tar", "-x", "-C", directory], input=archive, check=True)
+    return directory
+
+
+async def _batch(gateway: procs.Server, concurrency: int, per_worker: int) -> dict[str, Any]:
+    target = Target(Path.GATEWAY, gateway.port)
+    results = []
+
+    async def worker() -> None:
+        for _ in range(per_worker):
+            results.append(await stream(target, SCENARIO, f"bench-{uuid.uuid4().hex[:16]}"))
+
+    cpu0 = gateway.cpu()
+    await asyncio.gather(*(worker() for _ in range(concurrency)))
+    turns = len(results)
+    ttfts = [r.ttft for r in results if r.ttft is not None]
+    return {
+        "turns": turns,
+        "failed": sum(1 for r in results if r.status != 200 or not r.completed),
+        "ttftP50Ms": ms(pct(ttfts, 50)),
+        "ttftP99Ms": ms(pct(ttfts, 99)),
+        "gatewayCpuMsPerTurn": round((gateway.cpu() - cpu0) * 1000 / turns, 3),
+    }
+
+
+async def run(quick: bool, base: str | None) -> dict[str, Any]:
+    sink = OtlpSink()
+    sim = procs.simulator()
+    gateways: dict[str, procs.Server] = {}
+    try:
+        gateways["off"] = procs.gateway(sim)
+        gateways["on"] = procs.gateway(sim, OTEL_EXPORTER_OTLP_ENDPOINT=sink.url)
+        if base is not None:
+            gateways["base"] = procs.gateway(sim, PYTHONPATH=_checkout(base, tempfile.mkdtemp(prefix="bench-base-")))
+        for gateway in gateways.values():  # warm up (imports, connection pools)
+            await _batch(gateway, 5, 4)
+        rounds = 3 if quick else 6
+        levels = {1: 20 if quick else 40, 20: 3 if quick else 5}  # concurrency → turns per worker
+        out: dict[str, Any] = {
+            "scenario": SCENARIO, "rounds": rounds, "base": base, "loadavgStart": os.getloadavg(), "levels": {},
+        }
+        names = list(gateways)
+        for concurrency, per_worker in levels.items():
+            per_round = []
+            for r in range(rounds):
+                order = names if r % 2 == 0 else names[::-1]
+                per_round.append({name: await _batch(gateways[name], concurrency, per_worker) for name in order})
+            row: dict[str, Any] = {"rounds": per_round}
+            for name in names:
+                row[f"cpuMsPerTurn_{name}"] = round(median(e[name]["gatewayCpuMsPerTurn"] for e in per_round), 3)
+            for a, b in (("on", "off"), ("off", "base")):
+                if a in names and b in names:
+                    for p in ("P50", "P99"):
+                        row[f"ttft{p}Ms_{a}_minus_{b}"] = round(
+                            median(e[a][f"ttft{p}Ms"] - e[b][f"ttft{p}Ms"] for e in per_round), 3
+                        )
+            row["failed"] = sum(e[n]["failed"] for e in per_round for n in names)
+            out["levels"][str(concurrency)] = row
+        out["spanExports"], out["spanExportBytes"] = sink.exports, sink.bytes  # tracing really exported
+        out["loadavgEnd"] = os.getloadavg()
+        return out
+    finally:
+        for server in (*gateways.values(), sim):
+            server.stop()
+        sink.stop()
+
+
+def _markdown(result: dict[str, Any]) -> str:
+    names = ["base", "off", "on"] if result["base"] else ["off", "on"]
+    lines = [
+        "# OpenTelemetry tracing: gateway CPU per turn, on vs off (same run)",
+        "",
+        f"Scenario `{result['scenario']}`, {result['rounds']} rounds per level, order alternating"
+        + (f"; base = `app/` at `{result['base']}`" if result["base"] else "")
+        + f". Load average {result['loadavgStart']} → {result['loadavgEnd']}. "
+        f"Exports received by the sink: {result['spanExports']} ({result['spanExportBytes']} bytes).",
+        "",
+        "| concurrency | " + " | ".join(f"CPU/turn {n}" for n in names) + " | TTFT p50 on − off | TTFT p99 on − off"
+        + (" | TTFT p50 off − base" if result["base"] else "") + " | failed |",
+        "|---|" + "---|" * (len(names) + 3 + (1 if result["base"] else 0)),
+    ]
+    for level, row in result["levels"].items():
+        cells = [f"{row[f'cpuMsPerTurn_{n}']} ms" for n in names]
+        cells += [f"{row['ttftP50Ms_on_minus_off']} ms", f"{row['ttftP99Ms_on_minus_off']} ms"]
+        if result["base"]:
+            cells.append(f"{row['ttftP50Ms_off_minus_base']} ms")
+        lines.append(f"| {level} | " + " | ".join(cells) + f" | {row['failed']} |")
+    return "\n".join(lines) + "\n"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--base", help="also run the gateway's app/ as of this git revision (tracing off)")
+    args = parser.parse_args()
+    result = asyncio.run(run(args.quick, args.base))
+    RESULTS.mkdir(exist_ok=True)
+    (RESULTS / "tracing.json").write_text(json.dumps(result, indent=2))
+    (RESULTS / "tracing.md").write_text(_markdown(result))
+    print(_markdown(result))
+
+
+if __name__ == "__main__":
+    main()
