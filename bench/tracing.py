@@ -4,7 +4,7 @@ Gateway processes on the same simulator:
 
 - **off**: no `OTEL_*` variable (tracing off: the SDK is not imported);
 - **on**: `OTEL_EXPORTER_OTLP_ENDPOINT` pointing at an OTLP/HTTP sink of the bench's own (a loopback server in
-  this process that reads each export and answers 200), the SDK's defaults otherwise (batch processor, every
+  a process of its own that reads each export and answers 200), the SDK's defaults otherwise (batch processor, every
   span sampled): a SERVER span and a CLIENT span per turn, exported from the SDK's thread;
 - **base** (with `--base REV`, e.g. `--base main`): the gateway's `app/` as of that git revision, tracing
   off, so that "off" can be compared with the code before tracing existed.
@@ -21,10 +21,10 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import multiprocessing
 import os
 import subprocess
 import tempfile
-import threading
 import uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path as FsPath
@@ -41,33 +41,46 @@ SCENARIO = "slow;n=16;delay_ms=5;size=8"
 
 
 class OtlpSink:
-    """A loopback OTLP/HTTP endpoint that takes every export (counting spans' bytes) and answers 200."""
+    """A loopback OTLP/HTTP endpoint in a process of its own (so that taking exports costs neither the gateway
+    nor the load generator any CPU): it reads every export, counts it and answers 200."""
 
     def __init__(self) -> None:
-        self.exports = 0
-        self.bytes = 0
-        sink = self
+        self.port = procs.free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self._exports = multiprocessing.Value("q", 0)
+        self._bytes = multiprocessing.Value("q", 0)
+        self.process = multiprocessing.Process(target=_serve_sink, args=(self.port, self._exports, self._bytes), daemon=True)
+        self.process.start()
 
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:  # noqa: N802
-                body = self.rfile.read(int(self.headers.get("content-length", 0)))
-                sink.exports += 1
-                sink.bytes += len(body)
-                self.send_response(200)
-                self.send_header("content-type", "application/x-protobuf")
-                self.send_header("content-length", "0")
-                self.end_headers()
+    @property
+    def exports(self) -> int:
+        return self._exports.value
 
-            def log_message(self, *args: Any) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+    @property
+    def bytes(self) -> int:
+        return self._bytes.value
 
     def stop(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+        self.process.terminate()
+        self.process.join(10)
+
+
+def _serve_sink(port: int, exports: Any, received: Any) -> None:
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:  # noqa: N802
+            body = self.rfile.read(int(self.headers.get("content-length", 0)))
+            with exports.get_lock():
+                exports.value += 1
+                received.value += len(body)
+            self.send_response(200)
+            self.send_header("content-type", "application/x-protobuf")
+            self.send_header("content-length", "0")
+            self.end_headers()
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    ThreadingHTTPServer(("127.0.0.1", port), Handler).serve_forever()
 
 
 def _checkout(rev: str, directory: str) -> str:

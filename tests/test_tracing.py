@@ -51,7 +51,14 @@ def receiver() -> Iterator[OtlpReceiver]:
 
 @pytest.fixture(scope="module")
 def traced(sim: Any, receiver: OtlpReceiver) -> Iterator[GatewayProcess]:
-    proc = GatewayProcess(sim.url, **_env(receiver.url))
+    every_vendor = {  # besides Anthropic (tests/procs.py): each adapter's SDK and transport
+        "OPENAI_API_KEY": PROVIDER_KEYS["openai"],
+        "GATEWAY_OPENAI_BASE_URL": f"{sim.url}/openai/v1",
+        "GEMINI_API_KEY": PROVIDER_KEYS["google"],
+        "GATEWAY_GOOGLE_BASE_URL": f"{sim.url}/google",
+        "GATEWAY_COMPAT_BASE_URL": f"{sim.url}/compat/v1",
+    }
+    proc = GatewayProcess(sim.url, **_env(receiver.url), **every_vendor)
     try:
         proc.wait_ready()
         yield proc
@@ -217,6 +224,22 @@ def test_an_aborted_turn_ends_its_spans_saying_the_client_left(traced, receiver,
     assert client["attributes"]["error.type"] == "client_disconnected" and client["status"] == "error"
     assert "gen_ai.response.finish_reasons" not in client["attributes"]
     assert client["end_ns"] <= server["end_ns"]
+    assert _upstream_traceparents(sim, prompt) == [f"00-{trace_id}-{client['span_id']}-01"]
+
+
+@pytest.mark.parametrize(
+    "model, provider_name",
+    [("openai/text", "openai"), ("google/text", "gcp.gemini"), ("compat/text", "compat")],
+)
+def test_every_adapter_sends_its_attempts_traceparent_and_names_the_vendors_response(traced, receiver, sim, model, provider_name):
+    traceparent, trace_id, _ = _traceparent()
+    prompt = marker()
+    assert _turn(traced, DOORS[0], model, prompt, traceparent).status_code == 200
+    (client,) = _clients(_trace(receiver, trace_id, clients=1))
+    attributes = client["attributes"]
+    assert client["name"] == "chat text" and attributes["gen_ai.provider.name"] == provider_name
+    assert attributes["gen_ai.response.id"] and attributes["gen_ai.response.model"]
+    assert attributes["gen_ai.usage.output_tokens"] > 0 and attributes["gen_ai.response.finish_reasons"] == ("stop",)
     assert _upstream_traceparents(sim, prompt) == [f"00-{trace_id}-{client['span_id']}-01"]
 
 

@@ -14,6 +14,7 @@ request and its turn are over (`RequestSpan`), so its status says how the turn e
 from __future__ import annotations
 
 import contextvars
+import logging
 from collections.abc import Awaitable
 from typing import Any
 
@@ -24,6 +25,8 @@ from starlette.types import Message, Receive, Scope, Send
 
 from app.api.edge import GatewayApp
 from app.tracing.setup import Tracing
+
+log = logging.getLogger("gateway.tracing")
 
 REQUEST_ID = "gateway.request.id"
 _CONTEXT_HEADERS = frozenset({b"traceparent", b"tracestate", b"baggage"})
@@ -115,7 +118,10 @@ class TracedGatewayApp(GatewayApp):
         finally:
             CURRENT_REQUEST.reset(request_token)
             otel_context.detach(token)
-            self._finish(scope, request)
+            try:
+                self._finish(scope, request)
+            except Exception:  # tracing must never break a request
+                log.exception("tracing: the server span of %s could not be ended", scope.get("path"))
 
     def _finish(self, scope: Scope, request: RequestSpan) -> None:
         span = request.span

@@ -68,7 +68,7 @@ class _TurnSpans:
 
     def __init__(self, request: RequestSpan | None) -> None:
         self.request = request
-        self.attempts: list[Span] = []
+        self.attempts: list[tuple[Attempt, Span]] = []  # each attempt with its span
 
 
 class TurnTracer:
@@ -95,6 +95,7 @@ class TurnTracer:
 
     def attempt_started(self, job: TurnJob, route: Route) -> None:
         """The dispatcher is about to send this attempt's request (the last of `job.attempts`)."""
+        UPSTREAM_HEADERS.set(None)  # whatever happens below, no earlier attempt's context goes out
         spans = self._turns.get(job)
         if spans is None:
             return
@@ -129,7 +130,7 @@ class TurnTracer:
         span = self.tracer.start_span(
             f"chat {route.model.id}", kind=SpanKind.CLIENT, attributes=attributes, start_time=_ns(attempt.started_at)
         )
-        spans.attempts.append(span)
+        spans.attempts.append((attempt, span))
         carrier: dict[str, str] = {}
         propagate.inject(carrier, context=trace.set_span_in_context(span))
         UPSTREAM_HEADERS.set(carrier)
@@ -139,9 +140,8 @@ class TurnTracer:
         if spans is None:
             return
         job.on_attempt = None
-        last = len(spans.attempts) - 1
-        for index, (attempt, span) in enumerate(zip(job.attempts, spans.attempts)):
-            if index == last:
+        for attempt, span in spans.attempts:
+            if attempt is job.attempts[-1]:
                 self._response(job, attempt, span)
             self._end_attempt(attempt, span)
         if spans.request is not None:
