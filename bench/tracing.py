@@ -9,8 +9,8 @@ Gateway processes on the same simulator:
 - **base** (with `--base REV`, e.g. `--base main`): the gateway's `app/` as of that git revision, tracing
   off, so that "off" can be compared with the code before tracing existed.
 
-Rounds alternate the order. Each round runs a batch of paced streams (`slow;n=16;delay_ms=5;size=8`) at
-concurrency 1 (sequential) and 20 on each gateway. Reported per concurrency: gateway CPU per turn (process CPU
+Rounds alternate the order. Each round runs a batch of short turns (`slow;n=5;delay_ms=0;size=8`, the short
+turn of `python -m bench turns`) at concurrency 1 (sequential) and 20 on each gateway. Reported per concurrency: gateway CPU per turn (process CPU
 seconds over the batch ÷ turns, median over rounds) for each gateway, and the time to first text delta p50/p99
 differences (on − off, off − base). Results: bench/results/tracing.{json,md}. The machine is shared: compare
 the gateways of one run, not runs.
@@ -37,7 +37,7 @@ from bench.stats import ms, pct
 
 RESULTS = FsPath(__file__).parent / "results"
 ROOT = FsPath(__file__).resolve().parent.parent
-SCENARIO = "slow;n=16;delay_ms=5;size=8"
+SCENARIO = "slow;n=5;delay_ms=0;size=8"  # the short turn of `python -m bench turns`
 
 
 class OtlpSink:
@@ -123,7 +123,8 @@ async def run(quick: bool, base: str | None) -> dict[str, Any]:
         for gateway in gateways.values():  # warm up (imports, connection pools)
             await _batch(gateway, 5, 4)
         rounds = 3 if quick else 6
-        levels = {1: 20 if quick else 40, 20: 3 if quick else 5}  # concurrency → turns per worker
+        # concurrency → turns per worker; at 1 a turn's CPU includes the idle process's own (timers, ledger)
+        levels = {1: 100 if quick else 200, 20: 15 if quick else 30}
         out: dict[str, Any] = {
             "scenario": SCENARIO, "rounds": rounds, "base": base, "loadavgStart": os.getloadavg(), "levels": {},
         }
