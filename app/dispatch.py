@@ -23,7 +23,7 @@ import enum
 import logging
 import time
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Callable, Protocol
 
 from app.catalog import Catalog, ModelInfo
 from app.contract.events import DELTA_TYPES  # the adapter events that carry a token have the same names
@@ -70,6 +70,9 @@ class TurnJob:
     ended_by: Interrupt | None = None  # the interrupt that settled the turn (client, shutdown, total, writer)
     task: asyncio.Task | None = None
     started_wall: float = field(default_factory=time.time)
+    # Told of each attempt (the last of `attempts`, with its route) before its request is sent; set by an
+    # observer that needs it (tracing), None otherwise.
+    on_attempt: Callable[["TurnJob", Route], None] | None = None
 
     def interrupt(self, reason: Interrupt) -> None:
         """Cancel the running pump for `reason`. Never lost: a reason that outranks one still pending (not yet
@@ -148,6 +151,8 @@ class Dispatcher:
             for try_number in range(settings.retries + 1):
                 attempt = Attempt(route.provider.name, route.provider.api, route.model.id)
                 job.attempts.append(attempt)
+                if job.on_attempt is not None:
+                    _notify(job.on_attempt, job, route)
                 try:
                     await self._attempt(job, route, watchdog, attempt)
                     attempt.end(turn.outcome or AttemptOutcome.DONE, turn.message.get("errorMessage"))
@@ -246,6 +251,8 @@ class Dispatcher:
                     raise
                 raise error from None
         finally:
+            attempt.response_id = getattr(translator, "response_id", None) or None
+            attempt.response_model = getattr(translator, "response_model", None)
             if upstream is not None:
                 await asyncio.shield(upstream.aclose())
 
@@ -463,8 +470,8 @@ class _TimedFrames:
         return frame
 
 
-def _notify(callback: Any, job: TurnJob) -> None:
+def _notify(callback: Any, job: TurnJob, *args: Any) -> None:
     try:
-        callback(job)
+        callback(job, *args)
     except Exception:  # an observer must never break a turn
         log.exception("observer %r failed for %s", callback, job.turn.request_id)

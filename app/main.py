@@ -30,6 +30,7 @@ from app.providers.registry import provider_setups
 from app.server import bound_send_buffers, wait_listening
 from app.settings import Settings
 from app.startup import StartupErrorMessages, keys_refused, ledger_start_failed, ledger_url_refused, log_providers
+from app.tracing import start_tracing
 
 if TYPE_CHECKING:
     from simulator.app import LogScope
@@ -90,6 +91,7 @@ def create_app(settings: Settings | None = None, gateway: Gateway | None = None)
     settings = settings or Settings()
     if settings.demo:
         settings = demo_settings(settings)
+    tracing = start_tracing()  # None unless the OTEL_* variables ask for traces (app/tracing)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI):
@@ -106,6 +108,10 @@ def create_app(settings: Settings | None = None, gateway: Gateway | None = None)
         except Exception as exc:
             raise ledger_start_failed(exc, settings.database_url) from exc
         await gw.start()  # limits (lease renewal), keys file watch
+        if tracing is not None:
+            from app.tracing.turns import TurnTracer
+
+            gw.dispatcher.observers.append(TurnTracer(tracing))
         app.state.gateway = gw
         # Everything imported and built so far lives as long as the process: move it out of the cyclic
         # collector's sight, so that collections during streaming scan only per-request objects.
@@ -128,8 +134,15 @@ def create_app(settings: Settings | None = None, gateway: Gateway | None = None)
             await gw.aclose()
             await gw.recorder.aclose()  # flush queued record writes, close the store
             gw.metrics.close()
+            if tracing is not None:
+                tracing.shutdown()  # export the queued spans (bounded: a receiver that is down holds nothing)
 
-    app = GatewayApp(
+    app_class = GatewayApp
+    if tracing is not None:  # a SERVER span around every request, the turn routes' fast path included
+        from app.tracing.server import TracedGatewayApp
+
+        app_class = TracedGatewayApp
+    app = app_class(
         title="LLM streaming gateway",
         version="0.1.0",
         lifespan=lifespan,
@@ -138,6 +151,8 @@ def create_app(settings: Settings | None = None, gateway: Gateway | None = None)
     )
     app.allowed_hosts = settings.allowed_host_names()
     app.error_shapes = {path: door.error_body for path, door in TURN_DOORS.items()}
+    if tracing is not None:
+        app.tracing = tracing  # type: ignore[attr-defined]
     app.include_router(router)
     app.include_router(records_router)
     app.include_router(resume_router)

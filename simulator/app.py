@@ -63,6 +63,7 @@ class Seen:
     auth_sha256: str | None
     caller: str | None = None  # `X-Gateway-Caller`: the gateway key the request was sent for (demo mode)
     headers: dict[str, str] = field(default_factory=dict)  # the RECORDED_HEADERS it came with (never credentials)
+    traceparent: str | None = None  # the W3C trace context the caller sent (the gateway's, when tracing is on)
     started_at: float = field(default_factory=time.time)
     status: int | None = None
     frames_sent: int = 0
@@ -76,7 +77,7 @@ class Seen:
     def public(self) -> dict[str, Any]:
         return {
             "id": self.id, "vendor": self.vendor, "model": self.model, "scenario": self.scenario, "body": self.body,
-            "authSha256": self.auth_sha256, "headers": self.headers, "startedAt": self.started_at, "status": self.status,
+            "authSha256": self.auth_sha256, "headers": self.headers, "traceparent": self.traceparent, "startedAt": self.started_at, "status": self.status,
             "framesSent": self.frames_sent, "completed": self.completed, "clientClosed": self.client_closed,
             "closedAt": self.closed_at, "finishedAt": self.finished_at, "endpoint": self.endpoint,
         }
@@ -277,6 +278,7 @@ def create_simulator(log_guard: LogGuard | None = None) -> Starlette:
             auth_sha256=_auth_sha256(request),
             caller=request.headers.get("x-gateway-caller"),
             headers={name: request.headers[name] for name in RECORDED_HEADERS if name in request.headers},
+            traceparent=request.headers.get("traceparent"),
         )
         return ScenarioResponse(vendor, scenario, model, entry, fault)
 

@@ -21,6 +21,8 @@ from typing import Any
 import pytest
 import yaml
 
+from app.tracing import OTEL_VARIABLES
+
 ROOT = Path(__file__).resolve().parent.parent
 DEPLOY = ROOT / "deploy"
 BIN = Path(sys.executable).parent
@@ -220,7 +222,7 @@ def settings_env_names() -> set[str]:
 
 
 def check_env_names(names: set[str], where: str) -> None:
-    known = settings_env_names() | ENTRYPOINT_ONLY | {"PROMETHEUS_MULTIPROC_DIR"}
+    known = settings_env_names() | ENTRYPOINT_ONLY | {"PROMETHEUS_MULTIPROC_DIR"} | OTEL_VARIABLES
     unknown = sorted(n for n in names if n not in known)
     assert not unknown, f"{where} sets variables the gateway does not read (typo?): {unknown}"
 
@@ -282,6 +284,25 @@ def test_compose_wires_demo_gateway_postgres_prometheus_grafana() -> None:
     assert dashboard_targets and dashboard_targets[0].startswith(provider["options"]["path"].rstrip("/") + "/")
     datasource = yaml.safe_load((DEPLOY / "grafana/provisioning/datasources/prometheus.yaml").read_text())["datasources"][0]
     assert datasource["type"] == "prometheus" and datasource["url"].startswith("http://prometheus:")
+
+
+def test_compose_tracing_profile_sends_the_gateways_traces_through_a_collector_to_jaeger() -> None:
+    text = (ROOT / "docker-compose.yml").read_text()
+    services = compose()["services"]
+    collector, jaeger = services["otel-collector"], services["jaeger"]
+    assert collector["profiles"] == ["tracing"] and jaeger["profiles"] == ["tracing"]
+    assert "profiles" not in services["gateway"]  # the gateway runs with or without the profile
+    # Tracing is off unless the documented endpoint is passed: the variable defaults to empty.
+    env = services["gateway"]["environment"]
+    assert env["OTEL_EXPORTER_OTLP_ENDPOINT"] == "${OTEL_EXPORTER_OTLP_ENDPOINT:-}"
+    documented = re.search(r"OTEL_EXPORTER_OTLP_ENDPOINT=http://([a-z0-9-]+):(\d+) docker compose --profile tracing up", text)
+    assert documented and documented.group(1) == "otel-collector"
+    config_path = next(v.split(":")[0] for v in collector["volumes"] if v.startswith("./"))
+    config = yaml.safe_load((ROOT / config_path).read_text())
+    assert config["receivers"]["otlp"]["protocols"]["http"]["endpoint"].endswith(f":{documented.group(2)}")
+    exporter = config["exporters"][config["service"]["pipelines"]["traces"]["exporters"][0]]
+    assert exporter["endpoint"].split(":")[0] == "jaeger" and jaeger["environment"]["COLLECTOR_OTLP_ENABLED"] == "true"
+    assert config["service"]["pipelines"]["traces"]["receivers"] == ["otlp"]
 
 
 def test_prometheus_config_structure() -> None:

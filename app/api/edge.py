@@ -12,8 +12,9 @@ dependencies, body parameters or response models.
 gives the request its id, calls the endpoint, maps an exception to a response with the app's own exception
 handlers (looked up by `TurnRoutes` as FastAPI's `ExceptionMiddleware` would) and sends the response. The routes stay declared with FastAPI, so the
 OpenAPI document does not change and any other method on these paths gets FastAPI's 405. Anything else (other
-paths, a trailing slash, a root path) goes through FastAPI as before. FastAPI's native OpenTelemetry (which
-needs an OpenTelemetry SDK the gateway does not install) does not see the turn routes.
+paths, a trailing slash, a root path) goes through FastAPI as before. Middleware (FastAPI's native
+OpenTelemetry included) does not see the turn routes: the gateway's tracing wraps this whole app instead
+(`app.tracing.server.TracedGatewayApp`).
 """
 
 from __future__ import annotations

@@ -86,6 +86,8 @@ class Attempt:
     http_status: int | None = None
     retry_after_ms: int | None = None
     error_message: str | None = None
+    response_id: str | None = None  # the vendor's id of its response and the model that answered (not recorded)
+    response_model: str | None = None
 
     @property
     def ended(self) -> bool:

@@ -74,6 +74,9 @@ class Upstream:
 
 
 class Translator(Protocol):
+    """Also `response_id` and `response_model`: the vendor's id of its response and the model that answered,
+    once a frame named them (None before; read by the dispatcher into the attempt, for tracing)."""
+
     def feed(self, wire: Any) -> list[AdapterEvent]:
         """Adapter events for one wire event; raises ProviderError for a vendor-reported failure."""
 

@@ -21,7 +21,7 @@ from app.catalog import ModelInfo
 from app.contract.messages import Context
 from app.contract.request import StreamOptions
 from app.providers.base import ProviderError, Translator, Upstream, build_off_loop
-from app.providers.transport import TransportSettings, bound_event_streams, client_options, stainless_error
+from app.providers.transport import UPSTREAM_HEADERS, TransportSettings, bound_event_streams, client_options, stainless_error
 from app.refusals import TokensNotCounted
 
 
@@ -90,11 +90,19 @@ class StainlessProvider:
         releases the GIL (under load the ledger's thread then holds the loop up). Here each call is a shallow
         copy of one template (what the SDK itself does per attempt) with a key of our own: unique per
         provider and call like the SDK's, from a counter. (Neither SDK sends the key today; it is there for
-        when one does.)"""
+        when one does.) Headers set for the attempt (`UPSTREAM_HEADERS`: its trace context) are added."""
         update: dict[str, Any] = {"content": body, "idempotency_key": next(self._idempotency_keys)}
+        traced = UPSTREAM_HEADERS.get()
+        if traced:
+            headers = {**headers, **traced} if headers else dict(traced)
         if headers:
             update["headers"] = headers
         return self._options.model_copy(update=update)
+
+    @property
+    def base_url(self) -> str:
+        """Where the requests go (the vendor's default unless configured)."""
+        return str(self.client.base_url)
 
     async def open(self, model: ModelInfo, context: Context, options: StreamOptions) -> Upstream:
         """POST the request (`stream: true`, as `encoded_body`) through the SDK's `request()` (auth, headers,

@@ -15,7 +15,9 @@ of kind `event_too_large`.
 
 from __future__ import annotations
 
+import contextvars
 import json
+from collections.abc import Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass
 from types import ModuleType
@@ -28,6 +30,11 @@ from app.contract.failures import ErrorKind
 from app.providers.base import RETRYABLE_STATUS, ProviderError, error_detail, retry_after_ms
 
 MAX_EVENT_BYTES = 32 * 1024 * 1024
+
+
+# Headers the current task's next upstream request carries besides the SDK's own: the attempt's W3C trace
+# context (`traceparent`), set by `app.tracing` before each attempt when tracing is on; None otherwise.
+UPSTREAM_HEADERS: contextvars.ContextVar[Mapping[str, str] | None] = contextvars.ContextVar("upstream_headers", default=None)
 
 
 @dataclass(frozen=True, slots=True)

@@ -49,6 +49,8 @@ class AnthropicTranslator:
         self.usage = {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0}
         self.stop_reason: str | None = None
         self.finished = False
+        self.response_id: str | None = None  # the vendor's message id and model (`Translator`)
+        self.response_model: str | None = None
         self._blocks: dict[int, str] = {}  # wire index -> our block kind ("skip" for non-client blocks)
         self._signature: list[str] = []
         self._redacted_data: str | None = None
@@ -62,7 +64,9 @@ class AnthropicTranslator:
         if kind == "content_block_stop":
             return self._stop(wire)
         if kind == "message_start":
-            return self._usage(_get(_get(wire, "message"), "usage"))
+            message = _get(wire, "message")
+            self.response_id, self.response_model = _get(message, "id"), _get(message, "model")
+            return self._usage(_get(message, "usage"))
         if kind == "message_delta":
             self.stop_reason = _get(_get(wire, "delta"), "stop_reason") or self.stop_reason
             return self._usage(_get(wire, "usage"))

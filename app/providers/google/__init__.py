@@ -8,7 +8,7 @@ How the SDK is set up (google-genai 3.x):
   `v1beta`; no `retry_options`, so it sends each request once; automatic continuation and automatic function
   calling are off per request (see `request.build_request`; `wire.py` leaves them out altogether);
 - the SDK passes its own (unset) timeout with every request, which would turn the client's timeouts off,
-  so a request hook puts the client's timeouts back;
+  so a request hook puts the client's timeouts back (and adds the attempt's trace context when tracing is on);
 - closing the SDK's streamed chunks does not close the HTTP response under it (its inner generators are
   only finalised later), so a response hook remembers the responses of the current turn and `Upstream.aclose`
   closes them, which drops the connection at once.
@@ -37,7 +37,7 @@ from app.providers.base import (
 from app.providers.google.events import GoogleTranslator
 from app.providers.google.request import API, build_request, check_request
 from app.providers.google.wire import SdkRequest, count, sdk_request, send
-from app.providers.transport import TransportSettings, http_client, tag_demo_caller, transport_error
+from app.providers.transport import UPSTREAM_HEADERS, TransportSettings, http_client, tag_demo_caller, transport_error
 
 # The HTTP responses opened for the current task's turn (set by `open`, filled by the response hook).
 _RESPONSES: contextvars.ContextVar[list[httpx2.Response] | None] = contextvars.ContextVar("google_responses", default=None)
@@ -65,15 +65,23 @@ class GoogleProvider:
         self._http = http_client(transport)
         timeouts = self._http.timeout.as_dict()
 
-        async def restore_timeouts(request: httpx2.Request) -> None:
+        async def prepare_request(request: httpx2.Request) -> None:
             request.extensions["timeout"] = timeouts
+            headers = UPSTREAM_HEADERS.get()  # the attempt's trace context, when tracing is on
+            if headers:
+                request.headers.update(headers)
 
-        self._http.event_hooks = {"request": [restore_timeouts, tag_demo_caller], "response": [_remember_response]}
+        self._http.event_hooks = {"request": [prepare_request, tag_demo_caller], "response": [_remember_response]}
         self.client = genai.Client(
             api_key=api_key,
             vertexai=False,
             http_options=types.HttpOptions(base_url=base_url or None, api_version="v1beta", httpx_async_client=self._http),
         )
+
+    @property
+    def base_url(self) -> str:
+        """Where the requests go (the vendor's default unless configured)."""
+        return str(self.client._api_client._http_options.base_url or "")
 
     async def open(self, model: ModelInfo, context: Context, options: StreamOptions) -> Upstream:
         request = await build_off_loop(self._sdk_request, model, context, options)

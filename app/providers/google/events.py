@@ -74,6 +74,8 @@ class GoogleTranslator:
     def __init__(self) -> None:
         self.usage = {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0}
         self.finished = False
+        self.response_id: str | None = None  # the vendor's response id and model version (`Translator`)
+        self.response_model: str | None = None
         self._open: str | None = None  # "text" | "thinking"
         self._signature: str | None = None  # of the open block
         self._pending_signature: dict[str, str] = {}  # for the next block of a kind
@@ -85,6 +87,9 @@ class GoogleTranslator:
         if self._failure is not None:
             raise self._failure
         events: list[dict[str, Any]] = []
+        if self.response_id is None:
+            self.response_id = _get(wire, "response_id", "responseId")
+            self.response_model = _get(wire, "model_version", "modelVersion")
         candidates = _items(_get(wire, "candidates"), "candidates")
         candidate = candidates[0] if candidates else None
         content = _get(candidate, "content")

@@ -77,6 +77,8 @@ class OpenAIResponsesTranslator:
         self.usage = {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0}
         self.finished = False
         self.refused = False
+        self.response_id: str | None = None  # the vendor's response id and model (`Translator`)
+        self.response_model: str | None = None
         self._open: _Item | None = None
         self._skipped: set[str] = set()
         self._pending: ProviderError | None = None
@@ -276,6 +278,11 @@ class OpenAIResponsesTranslator:
         events = self._close_open() if self._open is not None else []
         return events + self._usage(_get(wire, "response"))
 
+    def _created(self, wire: Any) -> list[dict[str, Any]]:
+        response = _get(wire, "response")
+        self.response_id, self.response_model = _get(response, "id"), _get(response, "model")
+        return []
+
     def _completed(self, wire: Any) -> list[dict[str, Any]]:
         events = self._terminal(wire)
         if self.refused:
@@ -322,6 +329,7 @@ class OpenAIResponsesTranslator:
 
 
 _HANDLERS = {
+    "response.created": OpenAIResponsesTranslator._created,
     "response.output_item.added": OpenAIResponsesTranslator._item_added,
     "response.output_item.done": OpenAIResponsesTranslator._item_done,
     "response.content_part.added": OpenAIResponsesTranslator._content_part_added,

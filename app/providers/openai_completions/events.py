@@ -60,7 +60,8 @@ class ChatCompletionsTranslator:
     def __init__(self) -> None:
         self.finish_reason: str | None = None
         self.refused = False
-        self.response_id = ""
+        self.response_id = ""  # the vendor's completion id and model (`Translator`)
+        self.response_model: str | None = None
         self._open: str | None = None  # text | thinking | toolcall
         self._signature: str | None = None  # of the open thinking block: a vendor signature or the field name
         self._call: _Call | None = None  # the open tool call
@@ -84,6 +85,7 @@ class ChatCompletionsTranslator:
             raise ProviderError(f"sent an error event: {error_detail(wire)}", retryable=True, kind=ErrorKind.UPSTREAM)
         if not self.response_id and isinstance(wire.get("id"), str):
             self.response_id = wire["id"]
+            self.response_model = wire.get("model") if isinstance(wire.get("model"), str) else None
         events: list[dict[str, Any]] = []
         choices = wire.get("choices")
         if choices:
