@@ -25,7 +25,7 @@ DOOR = Door(
 )
 
 COUNT = TokenCountDoor(
-    name="anthropic-messages", decode=decode, answer=count_tokens.answer, failed=count_tokens.failed,
+    name="anthropic-messages", decode=count_tokens.decode, answer=count_tokens.answer, failed=count_tokens.failed,
     error_body=refusal_body, prose_paths=PROSE_PATHS,
 )
 

@@ -8,12 +8,21 @@ vendor's count; a vendor failure is an error in Anthropic's shape (`errors.failu
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Mapping
 
+from app.doors.anthropic_messages import request
 from app.doors.anthropic_messages.errors import failure_error
-from app.doors.base import Failure
+from app.doors.base import DoorRequest, Failure
 
 PATH = "/v1/messages/count_tokens"
+
+
+def decode(body: dict[str, Any], headers: Mapping[str, str]) -> DoorRequest:
+    """The door's `decode` of a turn, for a body without `max_tokens` (a count has none; a turn must have it).
+    The output limit does not change what the vendor counts."""
+    if body.get("max_tokens") is None:
+        body = {**body, "max_tokens": 1}
+    return request.decode(body, headers)
 
 
 def answer(tokens: int) -> dict[str, Any]:
