@@ -400,7 +400,11 @@ class Limits:
         """A resumption admitted by `admit_stream` ended."""
         key_id = self.leases.pop(lease, None)
         if key_id is not None:
-            self._spawn(self._settle(key_id, lease, True, 0, 0.0, Periods.at(time.time())))
+            now = Periods.at(time.time())
+            marker_ttl_ms = 2 * self.retry_window_ms
+            self._spawn(
+                self._persist("release", lambda: self.store.settle(key_id, lease, 0, now, 0.0, now, marker_ttl_ms))
+            )
 
     async def _admit(self, key_id: str, policy: KeyPolicy, request_id: str) -> Verdict:
         periods = Periods.at(time.time())

@@ -384,7 +384,7 @@ def test_failed_turns_answer_with_a_status_and_type(failure, status, expected, k
 
 
 def test_a_refusal_is_a_400_that_no_sdk_retries():
-    test_failed_turns_answer_with_a_status_and_type(Failure.UPSTREAM, 502, (400, "invalid_request_error"), ErrorKind.REFUSAL)
+    test_failed_turns_answer_with_a_status_and_type(Failure.REFUSED, 400, (400, "invalid_request_error"), ErrorKind.REFUSAL)
     test_failed_turns_answer_with_a_status_and_type(Failure.UPSTREAM, 502, (502, "api_error"), ErrorKind.TRUNCATED)
 
 
