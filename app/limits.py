@@ -342,12 +342,8 @@ class Limits:
             self._abandon(key_id, request_id)
             raise
         except Exception as exc:  # the store is down, slow or broken
-            self._abandon(key_id, request_id)
-            self._store_failed("admit", exc)
-            if self.fail_open:
-                return
-            self._rejected("limits_unavailable")
-            raise LimitsUnavailable("per-key limits cannot be checked right now (limit store unavailable)") from None
+            self._unavailable(key_id, request_id, exc)
+            return
         if verdict.kind is not None:
             kind = "budget_exceeded" if verdict.kind == "budget_in_flight" else verdict.kind
             self._rejected(kind)
@@ -358,6 +354,15 @@ class Limits:
             raise LimitExceeded(_describe(verdict.kind, key_id, policy), kind, retry_after)
         if policy.concurrent_streams or policy.has_budget:
             self.leases[request_id] = key_id
+
+    def _unavailable(self, key_id: str, lease: str, exc: BaseException) -> None:
+        """The store could not answer an admission: undo whatever it may have taken, then admit without limits
+        (fail-open: return) or raise LimitsUnavailable (fail-closed)."""
+        self._abandon(key_id, lease)
+        self._store_failed("admit", exc)
+        if not self.fail_open:
+            self._rejected("limits_unavailable")
+            raise LimitsUnavailable("per-key limits cannot be checked right now (limit store unavailable)") from None
 
     def check_models(self, key_id: str | None, refs: list[str]) -> None:
         """Raise ModelNotAllowed (naming the field) when the key's policy does not allow one of `refs` (the
@@ -385,12 +390,12 @@ class Limits:
             verdict = await self._bounded(
                 self.store.admit(key_id, streams_only, lease, Periods.at(time.time()), self.lease_ttl_ms)
             )
+        except asyncio.CancelledError:
+            self._abandon(key_id, lease)
+            raise
         except Exception as exc:
-            self._store_failed("admit", exc)
-            if self.fail_open:
-                return
-            self._rejected("limits_unavailable")
-            raise LimitsUnavailable("per-key limits cannot be checked right now (limit store unavailable)") from None
+            self._unavailable(key_id, lease, exc)
+            return
         if verdict.kind is not None:
             self._rejected(verdict.kind)
             raise LimitExceeded(_describe(verdict.kind, key_id, policy), verdict.kind, math.ceil(verdict.retry_after_ms / 1000))
