@@ -259,12 +259,30 @@ def create_simulator(log_guard: LogGuard | None = None) -> Starlette:
     def scope_of(request: Request) -> Response | LogScope:
         return EVERYONE if log_guard is None else log_guard(request)
 
-    async def vendor_call(request: Request, vendor: Vendor, model: str) -> Response | ScenarioResponse:
+    async def read_json(request: Request) -> tuple[str, dict[str, Any]] | Response:
+        """The request's body as text and as JSON, or the vendor's 400 for a body that is not JSON."""
         raw = (await request.body()).decode("utf-8", "replace")
         try:
-            body = json.loads(raw) if raw else {}
+            return raw, (json.loads(raw) if raw else {})
         except ValueError:
             return JSONResponse({"error": {"type": "invalid_request_error", "message": "invalid JSON"}}, 400)
+
+    def record(request: Request, vendor: Vendor, model: str, scenario: Any, body: dict[str, Any], raw: str, **more: Any) -> Seen:
+        """Log one vendor request with what tests read of its headers (never a credential, only its SHA-256)."""
+        return state.add(
+            vendor=vendor.name, model=model, scenario=s.summary(scenario), body=body, raw=raw,
+            auth_sha256=_auth_sha256(request),
+            caller=request.headers.get("x-gateway-caller"),
+            headers={name: request.headers[name] for name in RECORDED_HEADERS if name in request.headers},
+            traceparent=request.headers.get("traceparent"),
+            **more,
+        )
+
+    async def vendor_call(request: Request, vendor: Vendor, model: str) -> Response | ScenarioResponse:
+        parsed = await read_json(request)
+        if isinstance(parsed, Response):
+            return parsed
+        raw, body = parsed
         model = model or str(body.get("model", ""))
         scenario = s.build(model, vendor.prompt_of(body), vendor.tool_results_of(body))
         fault = sim_faults.parse(model)
@@ -273,27 +291,18 @@ def create_simulator(log_guard: LogGuard | None = None) -> Starlette:
             scenario.replay = vendor.sample_prefix + scenario.replay  # `replay-<name>` → `<prefix><name>.sse`
         if scenario.replay is not None and not (SAMPLES / f"{scenario.replay}.sse").is_file():
             return JSONResponse({"error": {"type": "not_found_error", "message": f"no sample {scenario.replay}"}}, 404)
-        entry = state.add(
-            vendor=vendor.name, model=model, scenario=s.summary(scenario), body=body, raw=raw,
-            auth_sha256=_auth_sha256(request),
-            caller=request.headers.get("x-gateway-caller"),
-            headers={name: request.headers[name] for name in RECORDED_HEADERS if name in request.headers},
-            traceparent=request.headers.get("traceparent"),
-        )
+        entry = record(request, vendor, model, scenario, body, raw)
         return ScenarioResponse(vendor, scenario, model, entry, fault)
 
     async def count_call(request: Request, vendor: Vendor, model: str, answer: Callable[[int], dict[str, Any]]) -> Response:
         """A vendor's token counting endpoint: the scenario's HTTP error, or `answer(token_count(body))`."""
-        raw = (await request.body()).decode("utf-8", "replace")
-        try:
-            body = json.loads(raw) if raw else {}
-        except ValueError:
-            return JSONResponse({"error": {"type": "invalid_request_error", "message": "invalid JSON"}}, 400)
+        parsed = await read_json(request)
+        if isinstance(parsed, Response):
+            return parsed
+        raw, body = parsed
         model = model or str(body.get("model", ""))
         scenario = s.build(model, "")
-        entry = state.add(vendor=vendor.name, model=model, scenario=s.summary(scenario), body=body, raw=raw,
-                          auth_sha256=_auth_sha256(request), caller=request.headers.get("x-gateway-caller"),
-                          endpoint="count")
+        entry = record(request, vendor, model, scenario, body, raw, endpoint="count")
         if scenario.hang_before_headers:  # no answer until the client leaves
             while (await request.receive())["type"] != "http.disconnect":
                 pass
