@@ -193,3 +193,14 @@ def test_sdk_event_objects_and_wire_dicts_translate_alike(name):
     wire = _sample(name)
     objects = [construct_type(type_=RawMessageStreamEvent, value=event) for event in wire]
     assert run(objects) == run(wire)
+
+
+@pytest.mark.parametrize("field", ["id", "name"])
+@pytest.mark.parametrize("value", ["", None])
+def test_a_tool_use_block_without_an_id_or_name_is_malformed(field, value):
+    block = {"type": "tool_use", "id": "toolu_1", "name": "get_weather", "input": {}}
+    block[field] = value
+    with pytest.raises(ProviderError) as caught:
+        run([message_start(), start(0, block)])
+    assert caught.value.kind is ErrorKind.MALFORMED
+    assert f"tool_use block's {field}" in str(caught.value)

@@ -229,6 +229,14 @@ def wire_text(value: Any, name: str) -> str:
     raise ProviderError(f"sent {name} that is not a string: {_shown(value)}", retryable=True, kind=ErrorKind.MALFORMED)
 
 
+def wire_name(value: Any, name: str) -> str:
+    """A text field of a wire event that must not be empty (a tool call's id or name): absent, empty or not a
+    string is a malformed event (`ProviderError`, kind `malformed`)."""
+    if text := wire_text(value, name):
+        return text
+    raise ProviderError(f"sent {name} that is empty", retryable=True, kind=ErrorKind.MALFORMED)
+
+
 def wire_index(value: Any, name: str) -> int | None:
     """An index field of a wire event (a content block's, a tool call's): absent → None, an integer as it is;
     any other value (a list, a dict, text) is a malformed event (`ProviderError`, kind `malformed`)."""

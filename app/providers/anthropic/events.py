@@ -18,7 +18,7 @@ from __future__ import annotations
 from typing import Any
 
 from app.contract.failures import ErrorKind
-from app.providers.base import ProviderError, token_count, wire_index, wire_text
+from app.providers.base import ProviderError, token_count, wire_index, wire_name, wire_text
 
 STOP_REASONS = {
     "end_turn": "stop",
@@ -124,8 +124,8 @@ class AnthropicTranslator:
             self._blocks[index] = "toolcall"
             return [{
                 "type": "toolcall_start",
-                "id": wire_text(_get(block, "id"), "a tool_use block's id"),
-                "toolName": wire_text(_get(block, "name"), "a tool_use block's name"),
+                "id": wire_name(_get(block, "id"), "a tool_use block's id"),
+                "toolName": wire_name(_get(block, "name"), "a tool_use block's name"),
             }]
         self._blocks[index] = "skip"
         return []

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from app.contract.failures import ErrorKind
-from app.providers.base import ProviderError, token_count, wire_text
+from app.providers.base import ProviderError, token_count, wire_name, wire_text
 from app.stream.text import valid_text
 
 _CLIENT_ITEMS = frozenset({"reasoning", "message", "function_call"})  # every other item type is skipped
@@ -121,7 +121,7 @@ class OpenAIResponsesTranslator:
             events.append({"type": "text_start"})
         else:
             self._open = _Item("toolcall", item_id)
-            name = wire_text(_get(item, "name"), "a function_call's name")
+            name = wire_name(_get(item, "name"), "a function_call's name")
             events.append({"type": "toolcall_start", "id": f"{_get(item, 'call_id')}|{item_id}", "toolName": name})
             if arguments := _get(item, "arguments"):
                 events.extend(self._delta("toolcall_delta", arguments))
