@@ -8,9 +8,9 @@ from pydantic import ValidationError
 
 from app.catalog import Catalog, CatalogError
 from app.logs import configure_logging
-from app.server import BoundedHttpToolsProtocol
+from app.hosting import BoundedHttpToolsProtocol
 from app.settings import Settings
-from app.startup import settings_problems
+from app.startup_messages import settings_problems
 
 STARTUP_FAILURE = 3  # uvicorn's exit status when the server could not start
 
@@ -39,7 +39,7 @@ def main() -> None:
         # Must outlive the drain (GATEWAY_DRAIN_TIMEOUT) plus the SSE responses' margin after it.
         timeout_graceful_shutdown=int(settings.drain_timeout) + 20,
     )
-    server = uvicorn.Server(config)  # keeps listening while the app drains (app.server.DrainGate)
+    server = uvicorn.Server(config)  # keeps listening while the app drains (app.hosting.DrainGate)
     server.run()
     if not server.started:
         sys.exit(STARTUP_FAILURE)

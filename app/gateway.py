@@ -24,7 +24,7 @@ from app.providers.base import Provider
 from app.providers.registry import build_providers
 from app.providers.transport import DEMO_CALLER
 from app.refusals import AtCapacity, Draining, RequestRejected, UnpricedModel
-from app.server import server_exiting, waits_for_drain
+from app.hosting import server_exiting, waits_for_drain
 from app.settings import Settings
 from app.stream.turn import Turn
 
@@ -47,7 +47,7 @@ class Gateway:
         self.ledger = open_ledger(settings.database_url, settings)
         self.jobs: set[TurnJob] = set()
         self.draining = False
-        # Set once the gateway serves: its listening sockets are set up (`app.server.bound_send_buffers`) and the
+        # Set once the gateway serves: its listening sockets are set up (`app.hosting.bound_send_buffers`) and the
         # records of stopped gateway processes are marked (`app.main`). `/readyz` answers 503 until then.
         self.serving = asyncio.Event()
         self.streams_per_key: Counter[str] = Counter()  # turns and resumptions

@@ -18,7 +18,7 @@ from app.api.body import validation_error as invalid_request
 from app.api.apidocs import install_api_docs
 from app.api.edge import GatewayApp, RequestIdMiddleware
 from app.api.console import install_console
-from app.api.errors import ApiError, is_pi_path, json_response
+from app.api.error_responses import ApiError, is_pi_path, json_response
 from app.api.records import router as records_router
 from app.api.resume import router as resume_router
 from app.api.openapi import build_openapi
@@ -27,9 +27,9 @@ from app.gateway import Gateway
 from app.ledger import LedgerUrlError
 from app.logs import ensure_configured
 from app.providers.registry import provider_setups
-from app.server import bound_send_buffers, wait_listening
+from app.hosting import bound_send_buffers, wait_listening
 from app.settings import Settings
-from app.startup import StartupErrorMessages, keys_refused, ledger_start_failed, ledger_url_refused, log_providers
+from app.startup_messages import StartupErrorMessages, keys_refused, ledger_start_failed, ledger_url_refused, log_providers
 from app.tracing import start_tracing
 
 if TYPE_CHECKING:

@@ -1,6 +1,6 @@
 """Why the gateway refuses a turn before it starts, as domain errors without HTTP statuses.
 
-The gateway core raises these; the HTTP layer alone maps them to statuses and bodies (`app.api.errors`), and
+The gateway core raises these; the HTTP layer alone maps them to statuses and bodies (`app.api.error_responses`), and
 each door phrases them in its own error shape.
 """
 

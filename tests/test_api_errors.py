@@ -204,7 +204,7 @@ def test_problems_in_a_long_history_name_their_message():
     import orjson
 
     from app.api.body import SLICE, parse_model
-    from app.api.errors import ApiError
+    from app.api.error_responses import ApiError
     from app.contract.request import StreamRequest
 
     history = _long_history(3 * SLICE)

@@ -179,7 +179,7 @@ def test_entrypoint_single_worker_keeps_metrics_in_memory(tmp_path: Path) -> Non
     assert argv[:3] == ["-m", "uvicorn", "app.main:app"]
     assert option(argv, "--host") == "0.0.0.0" and option(argv, "--port") == "9123"
     assert option(argv, "--workers") == "1"
-    assert option(argv, "--loop") == "uvloop" and option(argv, "--http") == "app.server:BoundedHttpToolsProtocol"
+    assert option(argv, "--loop") == "uvloop" and option(argv, "--http") == "app.hosting:BoundedHttpToolsProtocol"
     assert option(argv, "--timeout-graceful-shutdown") == "30"  # drain default 20 s + 10
     assert "PROMETHEUS_MULTIPROC_DIR" not in env
 

@@ -8,7 +8,7 @@ import pytest
 
 from app.contract.messages import AssistantMessage, ImageContent, TextContent, ThinkingContent, ToolCall, ToolResultMessage, UserMessage
 from app.contract.request import ToolChoiceTool
-from app.api.errors import ApiError
+from app.api.error_responses import ApiError
 from app.contract.failures import ErrorKind
 from app.doors.anthropic_messages.errors import refusal_body
 from app.doors.anthropic_messages.events import PING, MessagesEncoder, message_object

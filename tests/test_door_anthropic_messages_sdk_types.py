@@ -22,12 +22,12 @@ from anthropic.types.beta.message_create_params import MessageCreateParamsStream
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from app.api.errors import ApiError
+from app.api.error_responses import ApiError
 from app.catalog import ModelInfo, Pricing
 from app.doors.anthropic_messages.request import decode
 from app.providers.anthropic.request import build_request as anthropic_request
 from app.providers.google.request import build_request as google_request
-from app.providers.openai.request import build_request as openai_request
+from app.providers.openai_responses.request import build_request as openai_request
 from app.providers.openai_completions.compat import Compat
 from app.providers.openai_completions.request import build_request as completions_request
 from app.refusals import RequestRejected

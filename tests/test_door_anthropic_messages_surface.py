@@ -8,14 +8,14 @@ from typing import Any
 
 import pytest
 
-from app.api.errors import ApiError
+from app.api.error_responses import ApiError
 from app.catalog import ModelInfo, Pricing
 from app.contract.messages import AssistantMessage, Context, SystemMessage, ThinkingContent
 from app.contract.request import StreamOptions, StreamRequest
 from app.doors.anthropic_messages.request import decode
 from app.providers.anthropic.request import build_request as anthropic_request, request_headers
 from app.providers.google.request import build_request as google_request
-from app.providers.openai.request import build_request as openai_request
+from app.providers.openai_responses.request import build_request as openai_request
 from app.providers.openai_completions.compat import Compat
 from app.providers.openai_completions.request import build_request as completions_request
 

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from app.api.errors import ApiError
+from app.api.error_responses import ApiError
 from app.doors.openai_chat.request import PARAMETERS, decode
 
 JSON = st.recursive(

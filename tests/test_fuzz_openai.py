@@ -15,7 +15,7 @@ import json
 from hypothesis import given
 from hypothesis import strategies as st
 
-from app.providers.openai.events import OpenAIResponsesTranslator
+from app.providers.openai_responses.events import OpenAIResponsesTranslator
 from tests.conformance import check_events
 from tests.harness import (
     ScriptedProvider,

@@ -14,8 +14,8 @@ from app.catalog import ModelInfo, Pricing
 from app.contract.messages import Context
 from app.contract.request import StreamOptions
 from app.providers.base import ProviderError
-from app.providers.openai.events import OpenAIResponsesTranslator
-from app.providers.openai.request import build_request, normalize_tool_call_id, reasoning_effort, split_tool_call_id
+from app.providers.openai_responses.events import OpenAIResponsesTranslator
+from app.providers.openai_responses.request import build_request, normalize_tool_call_id, reasoning_effort, split_tool_call_id
 
 SAMPLES = Path(__file__).parent / "wire_samples"
 

@@ -15,7 +15,7 @@ from app.contract.messages import Context
 from app.contract.request import StreamOptions
 from app.providers.anthropic import AnthropicProvider
 from app.providers.base import ProviderError
-from app.providers.openai import OpenAIResponsesProvider
+from app.providers.openai_responses import OpenAIResponsesProvider
 from app.providers.openai_completions import OpenAICompletionsProvider
 from app.providers.transport import TransportSettings
 

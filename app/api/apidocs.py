@@ -11,7 +11,7 @@ from fastapi import FastAPI
 from starlette.responses import Response
 
 from app.api.console import SECURITY_HEADERS
-from app.api.errors import ApiError
+from app.api.error_responses import ApiError
 
 STATIC_DIR = Path(__file__).resolve().parent.parent / "apidocs"
 _FILES = {

@@ -16,7 +16,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Mapping
 
-from app.api.errors import ApiError
+from app.api.error_responses import ApiError
 
 OPEN_PATHS = frozenset({"/healthz", "/readyz", "/metrics"})
 

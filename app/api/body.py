@@ -29,8 +29,8 @@ from pydantic import BaseModel, TypeAdapter, ValidationError
 from pydantic_core import ErrorDetails
 from starlette.requests import ClientDisconnect, Request
 
-from app.api.errors import ApiError
-from app.collector import gc_paused
+from app.api.error_responses import ApiError
+from app.gc_pause import gc_paused
 
 M = TypeVar("M", bound=BaseModel)
 T = TypeVar("T")

@@ -28,7 +28,7 @@ from fastapi import APIRouter, FastAPI, Query, Request
 from starlette.responses import Response
 
 from app.api.auth import authorization
-from app.api.errors import ApiError, json_response
+from app.api.error_responses import ApiError, json_response
 from app.dispatch import TurnJob
 from app.settings import Settings
 

@@ -10,7 +10,7 @@ from starlette.responses import Response
 
 from app.api.auth import authorization
 from app.api.body import parse_json, parse_off_loop, read_body
-from app.api.errors import ApiError, json_response, refusal_error
+from app.api.error_responses import ApiError, json_response, refusal_error
 from app.api.turns import upstream_failure
 from app.contract.failures import ErrorKind
 from app.counting import count_tokens

@@ -31,7 +31,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from app.api.errors import ApiError, is_pi_path, json_response
+from app.api.error_responses import ApiError, is_pi_path, json_response
 
 log = logging.getLogger("gateway")
 

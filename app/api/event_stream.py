@@ -26,7 +26,7 @@ from typing import AsyncIterator, Mapping
 from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 
-from app.server import server_exiting
+from app.hosting import server_exiting
 
 log = logging.getLogger("gateway.sse")
 

@@ -14,7 +14,7 @@ from fastapi import APIRouter, Query, Request
 from starlette.responses import Response
 
 from app.api.auth import authorization
-from app.api.errors import ApiError, json_response
+from app.api.error_responses import ApiError, json_response
 from app.doors.base import DoorName
 from app.gateway import Gateway
 

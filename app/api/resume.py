@@ -12,7 +12,7 @@ from starlette.background import BackgroundTask
 from starlette.responses import Response
 
 from app.api.auth import authorization
-from app.api.errors import ApiError
+from app.api.error_responses import ApiError
 from app.dispatch import TurnJob
 from app.doors.base import EventEncoder
 from app.doors.unified.events import PING

@@ -9,7 +9,7 @@ from fastapi import APIRouter, Request
 from starlette.responses import Response
 
 from app.api.auth import authorization
-from app.api.errors import ApiError, json_response, refusal_error
+from app.api.error_responses import ApiError, json_response, refusal_error
 from app.api.count_tokens import serve_count
 from app.api.turns import serve
 from app.contract.catalog import ModelList, anthropic_model_list
@@ -135,7 +135,7 @@ async def metrics(request: Request) -> Response:
 
 
 def install_error_handlers(app) -> None:
-    from app.api.errors import is_pi_path
+    from app.api.error_responses import is_pi_path
 
     async def api_error(request: Request, exc: ApiError) -> Response:
         return exc.response(pi=is_pi_path(request.url.path))

@@ -12,7 +12,7 @@ from starlette.responses import Response
 
 from app.api.auth import authorization
 from app.api.body import parse_json, parse_off_loop, read_body, require_json
-from app.api.errors import ApiError, json_response, refusal_error
+from app.api.error_responses import ApiError, json_response, refusal_error
 from app.api.resume import asks_resumable, resumable_response
 from app.api.sse import event_stream_response
 from app.contract.failures import ErrorKind

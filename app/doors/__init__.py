@@ -15,7 +15,7 @@ Doors: `unified/` (`/v1/stream`, `/v1/complete`), `pi/` (`/api/stream`), `openai
 
 - `request.py` — `decode(body: dict, headers: Headers) -> DoorRequest`: the parsed JSON body (already
   size- and depth-checked) to the unified `StreamRequest` plus how to answer (`stream`). Bad input raises
-  `ApiError` (`app.api.errors`) with a status, a type, a message and the offending `param`; the door renders
+  `ApiError` (`app.api.error_responses`) with a status, a type, a message and the offending `param`; the door renders
   it in its own error shape (below). A door-specific subclass of `DoorRequest` carries what its encoder
   needs (e.g. `include_usage`, the model name as the client wrote it).
 - `events.py` — the event encoder: a small class constructed per request with what it needs (request id,

@@ -7,7 +7,7 @@ import enum
 from dataclasses import dataclass
 from typing import Any, Callable, Literal, Mapping, Protocol
 
-from app.api.errors import ApiError
+from app.api.error_responses import ApiError
 from app.contract.failures import ErrorKind
 from app.contract.request import StreamRequest
 

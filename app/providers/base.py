@@ -25,7 +25,7 @@ from app.contract.failures import ErrorKind
 from app.contract.messages import Context
 from app.contract.request import StreamOptions
 from app.catalog import ModelInfo
-from app.collector import gc_paused
+from app.gc_pause import gc_paused
 from app.redaction import redact
 
 RETRYABLE_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504, 529})

@@ -11,7 +11,7 @@ from app.catalog import Catalog, ProviderInfo
 from app.providers.anthropic import AnthropicProvider
 from app.providers.base import Provider
 from app.providers.google import GoogleProvider
-from app.providers.openai import OpenAIResponsesProvider
+from app.providers.openai_responses import OpenAIResponsesProvider
 from app.providers.openai_completions import OpenAICompletionsProvider
 from app.providers.transport import TransportSettings
 from app.redaction import register_secrets

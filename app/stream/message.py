@@ -8,7 +8,7 @@ place that
 - builds the `AssistantMessage` from the events it lets through, so `*_end.content` is by construction the
   concatenation of the block's deltas and a tool call's `arguments` are by construction its parsed deltas
   (`ToolArgumentsError` when they do not parse, or when the token limit cut them off);
-- keeps streamed text valid (`app.stream.text`: surrogate pairs cut between events);
+- keeps streamed text valid (`app.stream.surrogates`: surrogate pairs cut between events);
 - settles exactly once (the settle guard): the first terminal outcome wins, every adapter event after it is
   dropped and counted as a late frame.
 
@@ -25,8 +25,8 @@ import orjson
 
 from app.catalog import Pricing
 from app.contract.adapter_events import AdapterEvent
-from app.stream.text import SurrogateJoiner, valid_text
-from app.stream.usage import new_usage, priced_usage
+from app.stream.surrogates import SurrogateJoiner, valid_text
+from app.stream.pricing import new_usage, priced_usage
 
 _BLOCK_KINDS = {"text_start": "text", "thinking_start": "thinking", "toolcall_start": "toolCall"}
 # The block type each delta and end event belongs to.

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from app.api.errors import ApiError
+from app.api.error_responses import ApiError
 from app.doors.base import Failure, TurnResult
 
 STATUS_TYPES = {

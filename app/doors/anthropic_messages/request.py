@@ -18,7 +18,7 @@ from typing import Any, Mapping, NoReturn
 import orjson
 from pydantic import ValidationError
 
-from app.api.errors import ApiError
+from app.api.error_responses import ApiError
 from app.contract.messages import (
     DOOR_VALIDATION,
     AssistantMessage,

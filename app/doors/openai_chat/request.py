@@ -21,7 +21,7 @@ import orjson
 from pydantic import ValidationError
 
 from app.api.body import ANY_INDEX, validation_error
-from app.api.errors import ApiError
+from app.api.error_responses import ApiError
 from app.contract.messages import (
     AssistantMessage,
     Context,

@@ -8,7 +8,7 @@ from typing import Any, Mapping
 from pydantic import ValidationError
 
 from app.api.body import validate
-from app.api.errors import ApiError
+from app.api.error_responses import ApiError
 from app.contract.request import PiStreamRequest
 from app.doors.base import DoorRequest
 

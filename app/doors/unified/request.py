@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from app.api.body import validate
-from app.api.errors import ApiError
+from app.api.error_responses import ApiError
 from app.contract.request import StreamRequest
 from app.doors.base import DoorRequest
 

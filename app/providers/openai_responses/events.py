@@ -30,7 +30,7 @@ from typing import Any
 
 from app.contract.failures import ErrorKind
 from app.providers.base import ProviderError, token_count, wire_name, wire_text
-from app.stream.text import valid_text
+from app.stream.surrogates import valid_text
 
 _CLIENT_ITEMS = frozenset({"reasoning", "message", "function_call"})  # every other item type is skipped
 _NOT_RETRYABLE_CODES = ("invalid", "context_length", "content_policy", "content_filter", "unsupported")
@@ -178,7 +178,7 @@ class OpenAIResponsesTranslator:
 
     def _catch_up(self, delta_type: str, final: str) -> list[dict[str, Any]]:
         """The part of the item's final text that no delta carried (nothing when the deltas disagree). Compared
-        as valid text: deltas may hold halves of a surrogate pair the event stream joins (app.stream.text)."""
+        as valid text: deltas may hold halves of a surrogate pair the event stream joins (app.stream.surrogates)."""
         assert self._open is not None
         sent, final = valid_text(self._open.text), valid_text(final)
         if len(final) > len(sent) and final.startswith(sent):

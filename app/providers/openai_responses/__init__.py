@@ -11,9 +11,9 @@ from openai._models import FinalRequestOptions
 from app.catalog import ModelInfo
 from app.contract.messages import Context
 from app.contract.request import StreamOptions
-from app.providers.openai.events import OpenAIResponsesTranslator
+from app.providers.openai_responses.events import OpenAIResponsesTranslator
 from app.providers.base import build_off_loop
-from app.providers.openai.request import API, build_request, check_request
+from app.providers.openai_responses.request import API, build_request, check_request
 from app.providers.stainless import StainlessProvider
 
 # The fields of the turn's body that `POST /responses/input_tokens` takes besides `model` and `input` (it

@@ -101,7 +101,7 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
     `max_bytes` the connection gets `431` and is closed. A timer runs from the moment a connection opens (or a
     new request on it begins) until its headers are complete: when it fires the connection gets `408` and is
     closed. The idle time between requests stays uvicorn's keep-alive timeout. Select it with
-    `http=BoundedHttpToolsProtocol` or `--http app.server:BoundedHttpToolsProtocol`.
+    `http=BoundedHttpToolsProtocol` or `--http app.hosting:BoundedHttpToolsProtocol`.
     """
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
