@@ -24,10 +24,12 @@ from app.contract.messages import AssistantMessage
 from app.contract.request import PiStreamRequest, StreamRequest
 from app.doors.anthropic_messages import openapi as anthropic_messages_openapi
 from app.doors.openai_chat import openapi as openai_chat_openapi
+from app.doors.openai_responses import openapi as openai_responses_openapi
 
 # Doors that speak a vendor's wire format describe their own operation and schemas (`app/doors/*/openapi.py`).
 DOOR_DOCS = {
     openai_chat_openapi.PATH: openai_chat_openapi,
+    openai_responses_openapi.PATH: openai_responses_openapi,
     anthropic_messages_openapi.PATH: anthropic_messages_openapi,
     anthropic_messages_openapi.COUNT_PATH: anthropic_messages_openapi.COUNT,
 }

@@ -13,7 +13,7 @@ from app.api.error_responses import ApiError, json_response, refusal_error
 from app.api.count_tokens import serve_count
 from app.api.turns import serve
 from app.contract.catalog import ModelList, anthropic_model_list
-from app.doors import anthropic_messages, openai_chat, pi, unified
+from app.doors import anthropic_messages, openai_chat, openai_responses, pi, unified
 from app.gateway import Gateway
 from app.refusals import Refusal
 
@@ -49,6 +49,15 @@ async def chat_completions(request: Request) -> Response:
 
 
 @router.post(
+    "/v1/responses",
+    tags=["doors"],
+    summary="OpenAI Responses door: the Responses event stream or one response object",
+)
+async def responses(request: Request) -> Response:
+    return await serve(request, openai_responses.DOOR)
+
+
+@router.post(
     "/v1/messages",
     tags=["doors"],
     summary="Anthropic Messages door: Anthropic's event stream or one message object",
@@ -73,6 +82,7 @@ TURN_ENDPOINTS = {
     "/api/stream": pi_stream,
     "/v1/complete": complete_turn,
     "/v1/chat/completions": chat_completions,
+    "/v1/responses": responses,
     "/v1/messages": messages,
 }
 # The door behind each turn route, for answers given before its endpoint runs (`GatewayApp.error_shapes`).
@@ -81,6 +91,7 @@ TURN_DOORS = {
     "/api/stream": pi.DOOR,
     "/v1/complete": unified.DOOR,
     "/v1/chat/completions": openai_chat.DOOR,
+    "/v1/responses": openai_responses.DOOR,
     "/v1/messages": anthropic_messages.DOOR,
 }
 

@@ -11,7 +11,7 @@ from app.api.error_responses import ApiError
 from app.contract.failures import ErrorKind
 from app.contract.request import StreamRequest
 
-DoorName = Literal["unified", "pi", "openai-chat", "anthropic-messages"]  # records' `door`, the metrics' label
+DoorName = Literal["unified", "pi", "openai-chat", "anthropic-messages", "openai-responses"]  # records' `door`, the metrics' label
 
 
 @dataclass(frozen=True, slots=True)
@@ -22,6 +22,7 @@ class DoorRequest:
 
     unified: StreamRequest
     stream: bool = True
+    response_headers: dict[str, str] | None = None  # headers the door adds to its answer (e.g. what it dropped)
 
 
 class Failure(enum.StrEnum):
