@@ -85,7 +85,7 @@ class ResponsesEncoder:
         self._raw = False  # the serving vendor's thinking is raw reasoning text
         self._parts_open: set[int] = set()  # thinking blocks whose reasoning part was added
         self._arguments: dict[int, list[str]] = {}  # contentIndex → the argument fragments of an open call
-        self._calls: dict[int, tuple[str, str]] = {}  # contentIndex → (call id, name)
+        self._call_arguments: dict[int, str] = {}  # contentIndex → a finished call's arguments as streamed
         self._finished: set[int] = set()  # blocks whose item is done
         self._handlers: dict[str, Callable[[dict[str, Any]], bytes]] = {
             "start": self._start,
@@ -213,7 +213,6 @@ class ResponsesEncoder:
     def _toolcall_start(self, event: dict[str, Any]) -> bytes:
         index = event["contentIndex"]
         self._arguments[index] = []
-        self._calls[index] = (event["id"], event["toolName"])
         item = {"id": self._item_id("toolCall", index), "type": "function_call", "status": "in_progress",
                 "arguments": "", "call_id": event["id"], "name": event["toolName"]}  # fmt: skip
         return self._event("response.output_item.added", {"output_index": index, "item": item})
@@ -229,6 +228,7 @@ class ResponsesEncoder:
         self._finished.add(index)
         call = event["toolCall"]
         arguments = "".join(self._arguments.pop(index, [])) or orjson.dumps(call["arguments"]).decode()
+        self._call_arguments[index] = arguments
         item_id = self._item_id("toolCall", index)
         item = {"id": item_id, "type": "function_call", "status": "completed", "arguments": arguments,
                 "call_id": call["id"], "name": call["name"]}  # fmt: skip
@@ -299,7 +299,7 @@ class ResponsesEncoder:
                 items.append(self._reasoning_item(block, index, origin, raw, status))
             elif kind == "toolCall":
                 items.append({"id": self._item_id("toolCall", index), "type": "function_call", "status": status,
-                              "arguments": orjson.dumps(block.get("arguments") or {}).decode(),
+                              "arguments": self._call_arguments.get(index) or orjson.dumps(block.get("arguments") or {}).decode(),
                               "call_id": block["id"], "name": block["name"]})  # fmt: skip
         return items
 
