@@ -3,7 +3,9 @@ against the gateway in front of the simulator — each scenario against all thre
 
 from __future__ import annotations
 
+import base64
 import json
+import time
 from typing import Any
 
 import httpx
@@ -20,6 +22,8 @@ WEATHER = {"city": "Paris", "unit": "celsius"}
 TIME = {"timezone": "Europe/Paris"}
 THINKING = "The user greets me. I should greet back."
 SIGNATURE = "sig-sim-thinking-42"  # the simulator's signature of its thinking block, on every vendor
+# How each vendor's wire carries it (Gemini's thought signatures are bytes, base64 on the wire).
+SIGNATURE_ON_THE_WIRE = {"anthropic": SIGNATURE, "openai": SIGNATURE, "google": base64.b64encode(SIGNATURE.encode()).decode()}
 TOOLS = [
     {"type": "function", "name": "get_weather", "description": "Current weather",
      "parameters": {"type": "object", "properties": {"city": {"type": "string"}, "unit": {"type": "string"}}}},
@@ -164,14 +168,13 @@ def test_reasoning_streams_as_a_summary_and_its_state_returns_to_the_same_model_
     again = client.responses.create(model=f"{vendor}/thinking", input=history)
     assert again.status == "completed"
     same = json.dumps(gw.sim.seen(f"{m}-2")[-1]["body"])
-    if vendor != "google":  # Gemini's thought signature goes back as bytes (the SDK re-encodes it)
-        assert SIGNATURE in same
+    assert SIGNATURE_ON_THE_WIRE[vendor] in same
     assert THINKING in same or vendor == "openai"  # OpenAI gets the reasoning item back whole
     # To another vendor: never the signature, the reasoning as plain text at most.
     other = VENDORS[(VENDORS.index(vendor) + 1) % 3]
     client.responses.create(model=f"{other}/text", input=[*history[:-1], {"role": "user", "content": f"again {m}-3"}])
     foreign = json.dumps(gw.sim.seen(f"{m}-3")[-1]["body"])
-    assert SIGNATURE not in foreign and "gw1." not in foreign
+    assert all(signature not in foreign for signature in SIGNATURE_ON_THE_WIRE.values()) and "gw1." not in foreign
 
 
 def test_reasoning_without_include_has_no_encrypted_content(client):
@@ -372,6 +375,26 @@ def test_truncation_by_max_output_tokens_is_response_incomplete(client, vendor):
     response = client.responses.create(model=f"{vendor}/max-tokens", input=marker())
     assert response.status == "incomplete" and response.incomplete_details.reason == "max_output_tokens"
     assert response.output_text.startswith("Hello from the simulator.")
+
+
+@pytest.mark.parametrize("vendor", VENDORS)
+def test_a_client_that_cancels_closes_the_upstream_and_the_record_says_aborted(gw, client, vendor):
+    m = marker()
+    stream = client.responses.create(model=f"{vendor}/slow;n=400;delay_ms=10", input=m, stream=True)
+    seen = 0
+    for event in stream:
+        seen += 1
+        if event.type == "response.created":
+            response_id = event.response.id
+        if seen == 5:
+            break
+    cancelled_at = time.time()
+    stream.close()
+    entry = gw.sim.wait(m, until="closed")
+    assert entry["clientClosed"] is True and not entry["completed"]
+    assert entry["closedAt"] - cancelled_at < 1.0
+    rec = record(gw, request_id_of(response_id))
+    assert rec["outcome"] == "aborted" and rec["door"] == "openai-responses" and rec["clientDisconnected"] is True
 
 
 def test_auth_errors_in_openai_shape(gw):
