@@ -302,6 +302,9 @@ def test_a_json_schema_text_format_reaches_each_vendor_as_its_structured_output(
     m = marker()
     client.responses.create(model="google/text", input=m, text=text)
     assert gw.sim.seen(m)[-1]["body"]["generationConfig"]["responseJsonSchema"] == SCHEMA
+    m = marker()
+    client.responses.create(model="anthropic/text", input=m, text=text)
+    assert gw.sim.seen(m)[-1]["body"]["output_config"]["format"] == {"type": "json_schema", "schema": SCHEMA}
 
 
 def test_images_and_system_messages_reach_the_vendor(gw, client):

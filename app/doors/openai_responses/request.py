@@ -298,6 +298,7 @@ def _options(body: dict[str, Any], tools: list[Tool]) -> StreamOptions:
             # The end user's id, passed to vendors that take one (Anthropic metadata.user_id).
             metadata.setdefault("userId", _string(body[key], key))
     session = body.get("prompt_cache_key")
+    json_schema = _json_schema(body.get("text"))
     return StreamOptions.model_validate(
         {
             "max_tokens": max_tokens,
@@ -307,7 +308,9 @@ def _options(body: dict[str, Any], tools: list[Tool]) -> StreamOptions:
             "tool_choice": _tool_choice(body.get("tool_choice"), tools),
             "metadata": metadata or None,
             "session_id": _string(session, "prompt_cache_key", max_length=256) if session is not None else None,
-            "json_schema": _json_schema(body.get("text")),
+            "json_schema": json_schema,
+            # An Anthropic upstream takes structured output as the Messages field it is (`output_config.format`).
+            "anthropic": {"output_config": {"format": {"type": "json_schema", "schema": json_schema}}} if json_schema is not None else None,
         },
         context=DOOR_VALIDATION,
     )
