@@ -11,7 +11,7 @@ body limits, errors, SSE keep-alive, disconnect → cancel, shutdown grace, the 
 door the same way.
 
 Doors: `unified/` (`/v1/stream`, `/v1/complete`), `pi/` (`/api/stream`), `openai_chat/`
-(`/v1/chat/completions`), `anthropic_messages/` (`/v1/messages`). Each package has
+(`/v1/chat/completions`), `openai_responses/` (`/v1/responses`), `anthropic_messages/` (`/v1/messages`). Each package has
 
 - `request.py` — `decode(body: dict, headers: Headers) -> DoorRequest`: the parsed JSON body (already
   size- and depth-checked) to the unified `StreamRequest` plus how to answer (`stream`). Bad input raises
@@ -36,7 +36,7 @@ Doors: `unified/` (`/v1/stream`, `/v1/complete`), `pi/` (`/api/stream`), `openai
   for pi.
 
 Each door package exports one `DOOR = Door(name, decode, encoder, error_body, prose_paths)`; `name` is what
-records (`door`) and metrics (`door` label) show: `unified`, `pi`, `openai-chat`, `anthropic-messages`;
+records (`door`) and metrics (`door` label) show: `unified`, `pi`, `openai-chat`, `openai-responses`, `anthropic-messages`;
 `prose_paths` name where in the body a person's text lives (lone UTF-16 surrogates are removed there and
 refused anywhere else, `app.api.body`).
 """
