@@ -497,3 +497,25 @@ def test_previous_response_id_is_refused_with_a_message_saying_why(gw, client):
 def test_not_json_is_400_in_openai_shape(gw):
     response = gw.http.post("/v1/responses", content=b"{nope", headers={"Authorization": f"Bearer {KEY}", "content-type": "application/json"})
     assert response.status_code == 400 and response.json()["error"]["type"] == "invalid_request_error"
+
+
+def test_records_metrics_and_the_records_filter_name_the_door(gw, client):
+    response = client.responses.create(model="anthropic/text", input=marker())
+    request_id = request_id_of(response.id)
+    assert record(gw, request_id)["door"] == "openai-responses"
+    assert 'door="openai-responses"' in gw.http.get("/metrics").text
+    auth = {"Authorization": f"Bearer {KEY}"}
+    by_door = gw.http.get("/v1/requests", params={"door": "openai-responses", "limit": 200}, headers=auth).json()["records"]
+    assert request_id in [r["requestId"] for r in by_door] and {r["door"] for r in by_door} == {"openai-responses"}
+
+
+def test_a_lone_surrogate_in_input_text_is_removed_and_a_50_mb_body_is_413(gw):
+    m = marker()
+    body = b'{"model": "anthropic/text", "input": [{"role": "user", "content": [{"type": "input_text", "text": "%s \\ud83d"}]}]}' % m.encode()
+    headers = {"Authorization": f"Bearer {KEY}", "content-type": "application/json"}
+    response = gw.http.post("/v1/responses", content=body, headers=headers)
+    assert response.status_code == 200, response.text
+    assert "\\ud83d" not in json.dumps(gw.sim.seen(m)[-1]["body"])
+    big = json.dumps(_body(m, input="x" * 50_000_000)).encode()
+    too_big = gw.http.post("/v1/responses", content=big, headers=headers)
+    assert too_big.status_code == 413 and too_big.json()["error"]["message"].startswith("request body exceeds")

@@ -44,7 +44,7 @@ from app.contract.messages import (
 from app.contract.request import Reasoning, StreamOptions, StreamRequest, ToolChoiceTool
 from app.doors.base import DoorRequest
 from app.doors.openai_chat.request import ANY_INDEX, error_body, invalid, unsupported
-from app.doors.openai_responses.reasoning import unwrap_reasoning
+from app.doors.openai_responses.reasoning import Opaque, Origin, unwrap_reasoning
 
 # Where a person's text lives in a Responses body (not in reasoning items, whose text may be signed).
 PROSE_PATHS: tuple[tuple[str, ...], ...] = (
@@ -77,6 +77,7 @@ class ResponsesRequest(DoorRequest):
 
 
 def previous_response_refused() -> Exception:
+    """The 400 for `previous_response_id` (this slice keeps no responses)."""
     return invalid(
         "previous_response_id",
         "this gateway does not keep responses yet (store is accepted and ignored), so there is no previous "
@@ -426,8 +427,8 @@ class _Conversation:
         self.system: list[str] = []  # system / developer text before the conversation
         self.calls: dict[str, str] = {}  # call id → tool name, of every function_call so far
         self.answered: set[str] = set()
-        self._assistant: list[Any] | None = None  # the open assistant message's blocks (ThinkingContent with origin)
-        self._origin: Any = None
+        self._assistant: list[Any] | None = None  # the open assistant message's blocks (reasoning as `_Reasoning`)
+        self._origin: Origin | None = None
 
     def read(self, value: Any) -> None:
         if isinstance(value, str):
@@ -571,9 +572,9 @@ class _Reasoning:
     first origin-wrapped `encrypted_content` in it), known once the whole message is read."""
 
     text: str
-    opaque: Any  # app.doors.openai_responses.reasoning.Opaque | None
+    opaque: Opaque | None
 
-    def block(self, origin: Any) -> ThinkingContent | None:
+    def block(self, origin: Origin | None) -> ThinkingContent | None:
         """The vendor's state stays only when it comes from the message's origin; redacted reasoning from
         anywhere else cannot be replayed to anyone and is left out."""
         own = self.opaque is not None and self.opaque.origin == origin
