@@ -14,7 +14,9 @@ import pytest
 from openai.types.responses import Response, ResponseStreamEvent
 from pydantic import TypeAdapter
 
+from tests.conformance import parse_sse
 from tests.conftest import marker
+from tests.resume_client import resume
 
 VENDORS = ["anthropic", "openai", "google"]
 KEY = "sk-client-responses-0001"
@@ -519,3 +521,33 @@ def test_a_lone_surrogate_in_input_text_is_removed_and_a_50_mb_body_is_413(gw):
     big = json.dumps(_body(m, input="x" * 50_000_000)).encode()
     too_big = gw.http.post("/v1/responses", content=big, headers=headers)
     assert too_big.status_code == 413 and too_big.json()["error"]["message"].startswith("request body exceeds")
+
+
+def test_a_resumable_stream_continues_after_last_event_id_with_no_gap_and_sequence_numbers_intact(gw, client):
+    """`X-Gateway-Resumable: true`: the door's frames get `id:` lines; a client that reconnects with
+    Last-Event-ID gets the rest, and the sequence numbers still count by one across the cut."""
+    m = marker()
+    headers = {"Authorization": f"Bearer {KEY}", "X-Gateway-Resumable": "true"}
+    body = {"model": "anthropic/slow;n=60;delay_ms=5", "input": m, "stream": True}
+    with httpx.Client(timeout=60) as http:
+        with http.stream("POST", f"{gw.url}/v1/responses", json=body, headers=headers) as response:
+            assert response.status_code == 200
+            request_id = response.headers["x-request-id"]
+            text = ""
+            for chunk in response.iter_text():
+                text += chunk
+                if text.count("\n\n") >= 20:
+                    break
+    head = [f for f in parse_sse(text[: text.rfind("\n\n") + 2]) if f.data]
+    last_id = [f.id for f in head if f.id is not None][-1]
+    rest = resume(gw.url, request_id, {"Authorization": f"Bearer {KEY}"}, last_id)
+    assert rest.status_code == 200
+    events = [json.loads(f.data) for f in head + [f for f in parse_sse(rest.text) if f.data]]
+    assert [e["sequence_number"] for e in events] == list(range(len(events)))
+    assert events[-1]["type"] == "response.completed"
+    assert "".join(e["delta"] for e in events if e["type"] == "response.output_text.delta") == "".join(f"{i:07d} " for i in range(60))
+    assert len(gw.sim.seen(m)) == 1
+    # The SDK reads a resumable stream (frames with `id:` lines) like any other.
+    events = list(client.responses.create(model="anthropic/slow;n=5;delay_ms=1", input=marker(), stream=True,
+                                          extra_headers={"X-Gateway-Resumable": "true"}))  # fmt: skip
+    assert events[-1].type == "response.completed" and events[-1].response.output_text == "".join(f"{i:07d} " for i in range(5))
