@@ -15,9 +15,9 @@ from typing import Any
 import httpx
 import pytest
 
-from app.api.auth import ClientKey
-from app.keys import ClientKeys, KeysFileError, load_keys_file
-from app.limits import MemoryLimitStore
+from app.policy.keyring import ClientKey
+from app.policy.keys import ClientKeys, KeysFileError, load_keys_file
+from app.policy.memory_store import MemoryLimitStore
 from tests.conftest import marker, turn
 from tests.procs import GatewayProcess
 
@@ -281,12 +281,14 @@ def test_a_broken_keys_file_is_reported_once_per_version(tmp_path, caplog):
 @pytest.mark.parametrize("kind", ["rate_limit_rpm", "rate_limit_tpm"])
 async def test_a_per_minute_wait_is_at_most_one_minute(tmp_path, kind):
     """Another replica's clock a few ms ahead leaves an entry newer than our `now`: Retry-After stays ≤ 60."""
-    from app.limits import Limits, Verdict
+    from app.policy.kinds import LimitKind
+    from app.policy.limits import Limits
+    from app.policy.store import Verdict
     from app.refusals import LimitExceeded
 
     class AheadStore(MemoryLimitStore):
         async def admit(self, *args: Any, **kwargs: Any) -> Verdict:
-            return Verdict(kind, 60_004)
+            return Verdict(LimitKind(kind), 60_004)
 
     path = tmp_path / "keys.json"
     write_keys(path, limited={"requests_per_minute": 1, "tokens_per_minute": 1})
