@@ -18,9 +18,9 @@ from contextlib import contextmanager
 from functools import lru_cache
 from typing import Any, NamedTuple
 
-import uvicorn
 from sse_starlette.sse import AppStatus
-from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+
+from app.seams.uvicorn import HttpToolsProtocol, Server
 
 log = logging.getLogger("gateway")
 
@@ -202,7 +202,7 @@ class DrainGate:
     released, `limit` seconds have passed, or a second Ctrl-C forces the exit; then uvicorn's own shutdown runs.
     """
 
-    def __init__(self, server: uvicorn.Server, limit: float) -> None:
+    def __init__(self, server: Server, limit: float) -> None:
         self.server = server
         self.limit = limit
         self.closed = True
@@ -225,7 +225,7 @@ def waits_for_drain(limit: float) -> Iterator[None]:
     """While this block runs, the hosting uvicorn server, once told to stop, keeps listening (for at most
     `limit` seconds). No-op without a hosting server (tests run uvicorn in a thread)."""
     server = hosting_server()
-    if not isinstance(server, uvicorn.Server):
+    if not isinstance(server, Server):
         yield
         return
     gate = DrainGate(server, limit)
