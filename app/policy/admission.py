@@ -41,12 +41,22 @@ if TYPE_CHECKING:
 
 
 class OpenStreams(Protocol):
-    """What a replica has open, which the stream caps count (the `Gateway` keeps it)."""
+    """What a replica has open, which the stream caps count (the `Gateway` keeps it; read only here)."""
 
-    draining: bool
-    jobs: Collection[object]  # the turns running
-    resumptions: int  # the resumption responses open
-    streams_per_key: Counter[str]  # turns and resumptions, by key
+    @property
+    def draining(self) -> bool: ...
+
+    @property
+    def jobs(self) -> Collection[object]:  # the turns running
+        ...
+
+    @property
+    def resumptions(self) -> int:  # the resumption responses open
+        ...
+
+    @property
+    def streams_per_key(self) -> Counter[str]:  # turns and resumptions, by key
+        ...
 
 
 class Admission:

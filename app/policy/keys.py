@@ -1,7 +1,8 @@
 """Client keys with a policy: the keys file (`GATEWAY_KEYS_FILE`), merged with `GATEWAY_API_KEYS`.
 
 The file (JSON, or TOML when its name ends in `.toml`) names each client key and gives its SHA-256 digest
-(hex) — never the key itself — and the key's limits. Every limit is optional; absent or 0 means unlimited:
+(hex) — never the key itself — and the key's limits. Every limit is optional; absent or 0 means unlimited
+(but for `concurrent_streams`, whose default is `GATEWAY_MAX_STREAMS_PER_KEY`):
 
     [[keys]]
     name = "team-a"

@@ -1,9 +1,9 @@
 """Per-key limits and spend budgets (the keys file's policies), shared by replicas through a `LimitStore`.
 
-`Limits.admit` runs before a turn starts: the model allowance (403), then one atomic call to the store that
-checks the spend budgets, tokens per minute, requests per minute and concurrent streams and, when all pass,
-counts the request and takes what the turn holds while it runs: a *hold* (keys with a concurrency limit or a
-budget) and, for budgeted keys, a *reservation* of its estimated cost. `Limits` is also a turn observer: when
+`Limits.admit` is the last step of admission (`app.policy.admission`): the model allowance (403), then one
+atomic call to the store that checks the spend budgets, tokens per minute, requests per minute and concurrent
+streams and, when all pass, counts the request and takes what the turn holds while it runs: a *hold* (keys
+with a concurrency limit or a budget) and, for budgeted keys, a *reservation* of its estimated cost. `Limits` is also a turn observer: when
 a turn settles it releases the hold and the reservation and charges the turn's tokens (usage.totalTokens)
 and spend (usage.cost.total), in one idempotent call (`LimitStore.settle`).
 
@@ -13,9 +13,10 @@ Stores (`app.policy.store.LimitStore`): `MemoryLimitStore` (one process) and `Re
 - requests per minute: a sliding 60-second window of admitted requests;
 - tokens per minute: tokens of the turns settled in the current clock minute (a fixed window); a key is
   refused while that minute's tokens are at or over the limit;
-- concurrent streams: the key's holds, which have a TTL (`GATEWAY_REDIS_LEASE_TTL`), are renewed while the
+- concurrent streams (the key's own `concurrent_streams`; without one, `GATEWAY_MAX_STREAMS_PER_KEY` caps the
+  key per replica instead, `app.policy.admission`): the key's holds, which have a TTL (`GATEWAY_REDIS_LEASE_TTL`), are renewed while the
   turn runs and released when it settles, so the holds of a crashed replica expire on their own;
-- budgets (`budget_verdict`): the spend of the turns started in the current UTC day / month, and the
+- budgets (`app.policy.store.budget_verdict`): the spend of the turns started in the current UTC day / month, and the
   reservations of the key's turns in flight. A turn's cost is known only when it settles, so the key's latest
   turn cost is the estimate of the next one, and each admitted turn reserves that estimate until it settles.
   A period with nothing spent and nothing in flight admits a turn whatever the estimate; otherwise the key is
