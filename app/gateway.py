@@ -244,9 +244,7 @@ class Gateway:
         await self.limits.aclose()
         await self.resume.aclose()
         for provider in self.dispatcher.providers.values():
-            close = getattr(provider, "aclose", None)
-            if close is not None:
-                await close()
+            await provider.aclose()
 
 
 def _limit_store(settings: Settings) -> LimitStore:

@@ -16,7 +16,7 @@ import socket
 from functools import lru_cache
 from typing import Any, NamedTuple
 
-from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+from app.seams.uvicorn import HttpToolsProtocol
 
 log = logging.getLogger("gateway")
 

@@ -34,9 +34,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Protocol
 
-import uvicorn
-
 from app.hosting import hosting_server
+from app.seams.uvicorn import Server
 
 if TYPE_CHECKING:
     from app.gateway import Gateway
@@ -67,7 +66,7 @@ class DrainGate:
     released, `limit` seconds have passed, or a second Ctrl-C forces the exit; then uvicorn's own shutdown runs.
     """
 
-    def __init__(self, server: uvicorn.Server, limit: float) -> None:
+    def __init__(self, server: Server, limit: float) -> None:
         self.server = server
         self.limit = limit
         self.closed = True
@@ -90,7 +89,7 @@ def waits_for_drain(limit: float) -> Iterator[None]:
     """While this block runs, the hosting uvicorn server, once told to stop, keeps listening (for at most
     `limit` seconds). No-op without a hosting server (tests run uvicorn in a thread)."""
     server = hosting_server()
-    if not isinstance(server, uvicorn.Server):
+    if not isinstance(server, Server):
         yield
         return
     gate = DrainGate(server, limit)
