@@ -117,7 +117,10 @@ async def shut_down(gateway: "Gateway") -> None:
     """What the gateway does once the server is exiting: its open SSE responses get until the drain's end plus
     `SHUTDOWN_MARGIN`, then it drains (`/readyz` answers 503 from now on)."""
     timeout = gateway.settings.drain_timeout
-    log.info("shutdown requested: draining %d turn(s) for up to %gs", len(gateway.jobs), timeout)
+    log.info(
+        "shutdown requested: draining %d turn(s) for up to %gs (%d SSE response(s) open)",
+        len(gateway.jobs), timeout, len(gateway.streams),
+    )
     gateway.streams.close_within(timeout + SHUTDOWN_MARGIN)
     await gateway.drain(timeout)
 
