@@ -4,7 +4,8 @@ Times. Every point in time in a record (`createdAt`, `settledAt`, `attempts[].st
 integer count of milliseconds since the Unix epoch (UTC), like `message.timestamp`; `ttftMs` and
 `durationMs` are integer milliseconds. `durationMs` is `settledAt - createdAt`, where `settledAt` is when the
 turn's cleanup finished (upstream closed, late frames counted); `ttftMs` is measured on the monotonic clock
-from the request's arrival to its first content event.
+from the request's arrival to its first content event. All three come from the turn's summary
+(`app.turn_summary`), which the other observers read too.
 
 Life of a record. It is written "open" when the turn starts (`outcome` and `settledAt` null) and replaced by
 the settled record when the turn finishes. A record still open when its gateway process is gone is marked
