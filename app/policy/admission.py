@@ -40,8 +40,8 @@ if TYPE_CHECKING:
     from app.resolve import ModelResolver
 
 
-class OpenStreams(Protocol):
-    """What a replica has open, which the stream caps count (the `Gateway` keeps it; read only here)."""
+class StreamCounts(Protocol):
+    """What the stream caps count on this replica (the `Gateway` keeps it; read only here)."""
 
     @property
     def draining(self) -> bool: ...
@@ -62,7 +62,7 @@ class OpenStreams(Protocol):
 class Admission:
     def __init__(
         self,
-        streams: OpenStreams,
+        counts: StreamCounts,
         keys: ClientKeys,
         limits: Limits,
         resolver: "ModelResolver",
@@ -72,7 +72,7 @@ class Admission:
         max_streams_per_key: int,
         allow_unpriced_models: bool,
     ) -> None:
-        self.streams = streams
+        self.counts = counts
         self.keys = keys
         self.limits = limits
         self.resolver = resolver
@@ -85,7 +85,7 @@ class Admission:
 
     def check_capacity(self, key_id: str | None) -> None:
         """Steps 1-3, before the turn's routes are planned: refuse a new turn while draining or at a stream cap."""
-        if self.streams.draining:
+        if self.counts.draining:
             self.metrics.rejected_request(Rejection.DRAINING)
             raise Draining("gateway shutting down")
         self.check_streams(key_id)
@@ -111,15 +111,15 @@ class Admission:
         """Steps 2 and 3: refuse one more stream at `GATEWAY_MAX_STREAMS`, or at `GATEWAY_MAX_STREAMS_PER_KEY`
         for a key without `concurrent_streams` of its own (turns and open resumptions; `not_counted` of them
         left out)."""
-        streams = self.streams
-        if len(streams.jobs) + streams.resumptions - not_counted >= self.max_streams:
+        counts = self.counts
+        if len(counts.jobs) + counts.resumptions - not_counted >= self.max_streams:
             self.metrics.rejected_request(StreamCap.MAX_STREAMS)
             raise AtCapacity(
                 f"too many concurrent streams on this gateway (limit {self.max_streams})", StreamCap.MAX_STREAMS
             )
         if key_id is None or self.keys.policy(key_id).concurrent_streams:
             return  # no key, or the key's own cap, which the limit store counts across replicas (step 5)
-        if streams.streams_per_key[key_id] - not_counted >= self.max_streams_per_key:
+        if counts.streams_per_key[key_id] - not_counted >= self.max_streams_per_key:
             self.metrics.rejected_request(StreamCap.MAX_STREAMS_PER_KEY)
             raise AtCapacity(
                 f"too many concurrent streams for API key {key_id} (limit {self.max_streams_per_key})",
