@@ -13,12 +13,12 @@ from fastapi.exceptions import RequestValidationError
 from starlette.exceptions import HTTPException
 from starlette.responses import Response
 
-from app.api.auth import KeysConfigError, authorization
+from app.api.auth import authorization
 from app.api.body import validation_error as invalid_request
 from app.api.apidocs import install_api_docs
 from app.api.edge import GatewayApp, RequestIdMiddleware
 from app.api.console import install_console
-from app.api.error_responses import ApiError, is_pi_path, json_response
+from app.api.error_responses import is_pi_path, json_response, refusal_error
 from app.api.records import router as records_router
 from app.api.resume import router as resume_router
 from app.api.openapi import build_openapi
@@ -26,7 +26,9 @@ from app.api.routes import TURN_DOORS, TURN_ENDPOINTS, install_error_handlers, r
 from app.gateway import Gateway
 from app.ledger import LedgerUrlError
 from app.logs import ensure_configured
+from app.policy.keyring import KeysConfigError
 from app.providers.registry import provider_setups
+from app.refusals import NotAuthenticated
 from app.hosting import bound_send_buffers, wait_listening
 from app.shutdown import close_gateway, watch_server_exit
 from app.settings import Settings
@@ -83,8 +85,8 @@ def _simulator_log_guard(app: FastAPI, request: Request) -> "Response | LogScope
 
     try:
         key_id = app.state.gateway.keys.identify(authorization(request.headers))
-    except ApiError as refused:
-        return refused.response()
+    except NotAuthenticated as refused:
+        return refusal_error(refused).response()
     return LogScope(key_id)
 
 

@@ -18,6 +18,7 @@ from app.refusals import (
     LimitExceeded,
     LimitsUnavailable,
     ModelNotAllowed,
+    NotAuthenticated,
     Refusal,
     RequestRejected,
     TokensNotCounted,
@@ -48,6 +49,8 @@ class ApiError(Exception):
 
 def refusal_error(refusal: Refusal) -> ApiError:
     """The HTTP status and body for a refusal from the gateway core (the only place that maps them)."""
+    if isinstance(refusal, NotAuthenticated):
+        return ApiError(401, "authentication_error", refusal.message, headers={"WWW-Authenticate": "Bearer"})
     if isinstance(refusal, UnknownModel):
         return ApiError(404, "model_not_found", refusal.message, param=refusal.param)
     if isinstance(refusal, AtCapacity):
