@@ -14,16 +14,16 @@ from starlette.exceptions import HTTPException
 from starlette.responses import Response
 
 from app.api.auth import KeysConfigError, authorization
-from app.api.body import validation_error as invalid_request
 from app.api.apidocs import install_api_docs
 from app.api.edge import GatewayApp, RequestIdMiddleware
 from app.api.console import install_console
-from app.api.error_responses import ApiError, is_pi_path, json_response
+from app.api.error_responses import ApiError, error_response, is_pi_path, json_response
 from app.api.records import router as records_router
 from app.api.resume import router as resume_router
 from app.api.openapi import build_openapi
 from app.api.routes import TURN_DOORS, TURN_ENDPOINTS, install_error_handlers, router
 from app.gateway import Gateway
+from app.doors.validation import validation_error as invalid_request
 from app.ledger import LedgerUrlError
 from app.logs import ensure_configured
 from app.providers.registry import provider_setups
@@ -139,7 +139,7 @@ def create_app(settings: Settings | None = None, gateway: Gateway | None = None)
 
     app_class = GatewayApp
     if tracing is not None:  # a SERVER span around every request, the turn routes' fast path included
-        from app.tracing.server import TracedGatewayApp
+        from app.api.traced import TracedGatewayApp
 
         app_class = TracedGatewayApp
     app = app_class(
@@ -166,7 +166,7 @@ def create_app(settings: Settings | None = None, gateway: Gateway | None = None)
         return json_response({"error": {"type": kind, "message": str(exc.detail), "param": None}}, exc.status_code)
 
     async def validation_error(request: Request, exc: RequestValidationError) -> Response:
-        return invalid_request(list(exc.errors())).response(pi=is_pi_path(request.url.path))
+        return error_response(invalid_request(list(exc.errors())), pi=is_pi_path(request.url.path))
 
     app.add_exception_handler(HTTPException, http_error)
     app.add_exception_handler(RequestValidationError, validation_error)

@@ -14,7 +14,7 @@ handlers (looked up by `TurnRoutes` as FastAPI's `ExceptionMiddleware` would) an
 OpenAPI document does not change and any other method on these paths gets FastAPI's 405. Anything else (other
 paths, a trailing slash, a root path) goes through FastAPI as before. Middleware (FastAPI's native
 OpenTelemetry included) does not see the turn routes: the gateway's tracing wraps this whole app instead
-(`app.tracing.server.TracedGatewayApp`).
+(`app.api.traced.TracedGatewayApp`).
 """
 
 from __future__ import annotations
@@ -187,6 +187,14 @@ class GatewayApp(FastAPI):
 
     def serve_directly(self, endpoints: Mapping[str, Endpoint]) -> None:
         self.turn_routes = TurnRoutes(self, endpoints)
+
+    def route_of(self, scope: Scope) -> str | None:
+        """The route template the request matched: the turn route's path on the fast path, else the route
+        FastAPI's router matched (it notes it in the scope; None for a 404)."""
+        turn_routes = self.turn_routes
+        if turn_routes is not None and turn_routes.endpoint(scope) is not None:
+            return "/" + scope["path"].lstrip("/")
+        return getattr(scope.get("route"), "path", None)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         turn_routes = self.turn_routes

@@ -10,6 +10,7 @@ from typing import Any
 import orjson
 from starlette.responses import Response
 
+from app.doors.errors import BadRequest
 from app.refusals import (
     AtCapacity,
     Draining,
@@ -26,24 +27,25 @@ from app.refusals import (
 )
 
 
-class ApiError(Exception):
-    def __init__(
-        self, status: int, type_: str, message: str, param: str | None = None, headers: dict[str, str] | None = None
-    ) -> None:
-        super().__init__(message)
-        self.status = status
-        self.type = type_
-        self.message = message
-        self.param = param
-        self.headers = headers or {}
+class ApiError(BadRequest):
+    """A `BadRequest` the HTTP edge raises itself (auth, body limits, records); a door's own are `BadRequest`s,
+    answered by the same rules (`error_response`)."""
 
     def body(self, pi: bool = False) -> dict[str, Any]:
-        if pi:
-            return {"error": self.message}
-        return {"error": {"type": self.type, "message": self.message, "param": self.param}}
+        return error_body(self, pi)
 
     def response(self, pi: bool = False) -> Response:
-        return json_response(self.body(pi), self.status, self.headers)
+        return error_response(self, pi)
+
+
+def error_body(error: BadRequest, pi: bool = False) -> dict[str, Any]:
+    if pi:
+        return {"error": error.message}
+    return {"error": {"type": error.type, "message": error.message, "param": error.param}}
+
+
+def error_response(error: BadRequest, pi: bool = False) -> Response:
+    return json_response(error_body(error, pi), error.status, error.headers)
 
 
 def refusal_error(refusal: Refusal) -> ApiError:

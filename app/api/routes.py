@@ -14,6 +14,7 @@ from app.api.count_tokens import serve_count
 from app.api.turns import serve
 from app.contract.catalog import ModelList, anthropic_model_list
 from app.doors import anthropic_messages, openai_chat, pi, unified
+from app.doors.errors import BadRequest
 from app.gateway import Gateway
 from app.refusals import Refusal
 
@@ -135,15 +136,15 @@ async def metrics(request: Request) -> Response:
 
 
 def install_error_handlers(app) -> None:
-    from app.api.error_responses import is_pi_path
+    from app.api.error_responses import error_response, is_pi_path
 
-    async def api_error(request: Request, exc: ApiError) -> Response:
-        return exc.response(pi=is_pi_path(request.url.path))
+    async def bad_request(request: Request, exc: BadRequest) -> Response:
+        return error_response(exc, pi=is_pi_path(request.url.path))
 
     async def refusal(request: Request, exc: Refusal) -> Response:
         return refusal_error(exc).response(pi=is_pi_path(request.url.path))
 
-    app.add_exception_handler(ApiError, api_error)
+    app.add_exception_handler(BadRequest, bad_request)
     app.add_exception_handler(Refusal, refusal)
 
 

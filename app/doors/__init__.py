@@ -15,7 +15,7 @@ Doors: `unified/` (`/v1/stream`, `/v1/complete`), `pi/` (`/api/stream`), `openai
 
 - `request.py` — `decode(body: dict, headers: Headers) -> DoorRequest`: the parsed JSON body (already
   size- and depth-checked) to the unified `StreamRequest` plus how to answer (`stream`). Bad input raises
-  `ApiError` (`app.api.error_responses`) with a status, a type, a message and the offending `param`; the door renders
+  `BadRequest` (`app.doors.errors`) with a status, a type, a message and the offending `param`; the door renders
   it in its own error shape (below). A door-specific subclass of `DoorRequest` carries what its encoder
   needs (e.g. `include_usage`, the model name as the client wrote it).
 - `events.py` — the event encoder: a small class constructed per request with what it needs (request id,
@@ -30,7 +30,7 @@ Doors: `unified/` (`/v1/stream`, `/v1/complete`), `pi/` (`/api/stream`), `openai
       glue waits for the turn's first event before sending response headers, and when that event is the
       terminal `error` (the turn never started: vendor HTTP error, timeout before the first token) the
       client gets this HTTP error instead of a stream that fails at once — what the vendors' own APIs do.
-- `error_body(error: ApiError) -> Any` (in `request.py` or `__init__.py`): the error shape —
+- `error_body(error: BadRequest) -> Any` (in `request.py` or `__init__.py`): the error shape —
   `{"error": {"message", "type", "param", "code"}}` for OpenAI, `{"type": "error", "error": {"type",
   "message"}}` for Anthropic, docs/api.md §9 `{"error": {"type", "message", "param"}}` for unified, a string
   for pi.
@@ -38,7 +38,7 @@ Doors: `unified/` (`/v1/stream`, `/v1/complete`), `pi/` (`/api/stream`), `openai
 Each door package exports one `DOOR = Door(name, decode, encoder, error_body, prose_paths)`; `name` is what
 records (`door`) and metrics (`door` label) show: `unified`, `pi`, `openai-chat`, `anthropic-messages`;
 `prose_paths` name where in the body a person's text lives (lone UTF-16 surrogates are removed there and
-refused anywhere else, `app.api.body`).
+refused anywhere else, `app.api.body`; `app.doors.validation.ANY_INDEX` stands for any list index).
 """
 
 from app.doors.base import Door, DoorRequest, EventEncoder, TurnResult, TurnView

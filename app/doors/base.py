@@ -7,7 +7,7 @@ import enum
 from dataclasses import dataclass
 from typing import Any, Callable, Literal, Mapping, Protocol
 
-from app.api.error_responses import ApiError
+from app.doors.errors import BadRequest
 from app.contract.failures import ErrorKind
 from app.contract.request import StreamRequest
 
@@ -101,8 +101,8 @@ class Door:
     name: str
     decode: Decoder
     encoder: EncoderFactory
-    error_body: Callable[[ApiError], Any]
-    # Where in the body a person's text lives (`app.api.body.ANY_INDEX` for any list index): lone UTF-16
+    error_body: Callable[[BadRequest], Any]
+    # Where in the body a person's text lives (`app.doors.validation.ANY_INDEX` for any list index): lone UTF-16
     # surrogates are removed there and refused anywhere else.
     prose_paths: tuple[tuple[str, ...], ...] = ()
 
@@ -117,5 +117,5 @@ class TokenCountDoor:
     decode: Decoder
     answer: Callable[[int], Any]
     failed: Callable[[Failure, int, str, str], tuple[int, Any]]
-    error_body: Callable[[ApiError], Any]
+    error_body: Callable[[BadRequest], Any]
     prose_paths: tuple[tuple[str, ...], ...] = ()

@@ -3,7 +3,7 @@ Anthropic's request body into the unified request, `events.py` encodes the norma
 stream and `message` object, `signatures.py` wraps signed thinking with its origin, `errors.py` gives
 errors Anthropic's shape, `count_tokens.py` answers `POST /v1/messages/count_tokens` (`COUNT`)."""
 
-from app.api.body import ANY_INDEX
+from app.doors.validation import ANY_INDEX
 from app.doors.anthropic_messages import count_tokens
 from app.doors.anthropic_messages.errors import refusal_body
 from app.doors.anthropic_messages.events import MessagesEncoder
