@@ -207,6 +207,7 @@ def test_problems_in_a_long_history_name_their_message():
     from app.api.body import parse_model
     from app.contract.request import StreamRequest
     from app.doors.errors import BadRequest
+    from app.doors.validation import SLICE
 
     history = _long_history(3 * SLICE)
     history[0] = {"role": "system", "content": "x"}

@@ -68,7 +68,7 @@ async def serve(request: Request, door: Door, *, stream: bool | None = None) -> 
                 status, body = refused
                 return json_response(body, status, {**headers, **turn_result(job).retry_headers()})
     if job.resumable:
-        return resumable_response(gateway, job, encoder, headers, first=first, add_ids=door.name != "unified")
+        return resumable_response(gateway, job, encoder, headers, first=first, add_ids=not door.frames_carry_ids)
     return event_stream_response(
         job,
         encoder,

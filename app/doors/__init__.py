@@ -11,7 +11,7 @@ body limits, errors, SSE keep-alive, disconnect → cancel, shutdown grace, the 
 door the same way.
 
 Doors: `unified/` (`/v1/stream`, `/v1/complete`), `pi/` (`/api/stream`), `openai_chat/`
-(`/v1/chat/completions`), `anthropic_messages/` (`/v1/messages`). Each package has
+(`/v1/chat/completions`), `anthropic_messages/` (`/v1/messages`, `/v1/messages/count_tokens`). Each package has
 
 - `request.py` — `decode(body: dict, headers: Headers) -> DoorRequest`: the parsed JSON body (already
   size- and depth-checked) to the unified `StreamRequest` plus how to answer (`stream`). Bad input raises
@@ -35,10 +35,15 @@ Doors: `unified/` (`/v1/stream`, `/v1/complete`), `pi/` (`/api/stream`), `openai
   "message"}}` for Anthropic, docs/api.md §9 `{"error": {"type", "message", "param"}}` for unified, a string
   for pi.
 
-Each door package exports one `DOOR = Door(name, decode, encoder, error_body, prose_paths)`; `name` is what
-records (`door`) and metrics (`door` label) show: `unified`, `pi`, `openai-chat`, `anthropic-messages`;
-`prose_paths` name where in the body a person's text lives (lone UTF-16 surrogates are removed there and
-refused anywhere else, `app.api.body`; `app.doors.validation.ANY_INDEX` stands for any list index).
+Each door package exports one `DOOR = Door(...)` (`app/doors/base.py`), everything the shared glue knows of
+it: `name` is what records (`door`) and metrics (`door` label) show (`unified`, `pi`, `openai-chat`,
+`anthropic-messages`); `routes` its HTTP routes (`DoorRoute`: path, OpenAPI summary, tags and operation,
+whether the route answers as a stream); `frames_carry_ids` whether its frames have their own `id:` line (a
+resumable stream adds one otherwise); `prose_paths` name where in the body a person's text lives (lone UTF-16
+surrogates are removed there and refused anywhere else, `app.api.body`; `app.doors.validation.ANY_INDEX`
+stands for any list index); `schemas` the OpenAPI schemas its operations name (`openapi.py`); `count_tokens`
+a token counting route (`TokenCountDoor`), when it has one. `app/doors/registry.py` lists every door in
+`DOORS`; the route table, the OpenAPI document and the edge's error shapes are read from there.
 """
 
 from app.doors.base import Door, DoorRequest, EventEncoder, TurnResult, TurnView
