@@ -24,8 +24,8 @@ from app.providers.base import Provider
 from app.providers.registry import build_providers
 from app.providers.transport import DEMO_CALLER
 from app.refusals import AtCapacity, Draining, RequestRejected, UnpricedModel
-from app.hosting import server_exiting, waits_for_drain
 from app.settings import Settings
+from app.shutdown import OpenStreams
 from app.stream.turn import Turn
 
 log = logging.getLogger("gateway")
@@ -46,7 +46,8 @@ class Gateway:
         )
         self.ledger = open_ledger(settings.database_url, settings)
         self.jobs: set[TurnJob] = set()
-        self.draining = False
+        self.streams = OpenStreams()  # the SSE responses open, turns' and resumptions' (ended by `app.shutdown`)
+        self.draining = False  # set by `drain`: new turns are refused, `/readyz` answers 503
         # Set once the gateway serves: its listening sockets are set up (`app.hosting.bound_send_buffers`) and the
         # records of stopped gateway processes are marked (`app.main`). `/readyz` answers 503 until then.
         self.serving = asyncio.Event()
@@ -223,24 +224,9 @@ class Gateway:
         if self.streams_per_key[key_id] <= 0:
             del self.streams_per_key[key_id]
 
-    async def watch_shutdown(self, poll: float = 0.1) -> None:
-        """Drain when the server starts shutting down (SIGTERM).
-
-        uvicorn closes its listeners and then waits for open responses before the lifespan shutdown runs, so
-        draining cannot wait for the lifespan: this task (started by the lifespan) notices the server's exit
-        flag, marks the gateway draining (`/readyz` answers 503), gives in-flight turns `drain_timeout`, then
-        settles the rest with `error` ("gateway shutting down"). SSE responses are kept open until then (see
-        `app.api.sse`).
-        """
-        # The listeners stay open meanwhile (new connections get 503, not refused), for the drain and the settling.
-        with waits_for_drain(self.settings.drain_timeout + 10):
-            while not server_exiting():
-                await asyncio.sleep(poll)
-            log.info("shutdown requested: draining %d turn(s) for up to %gs", len(self.jobs), self.settings.drain_timeout)
-            await self.drain(self.settings.drain_timeout)
-
     async def drain(self, timeout: float) -> None:
-        """Stop taking turns, let those in flight finish for up to `timeout`, then settle the rest."""
+        """Stop taking turns, let those in flight finish for up to `timeout`, then settle the rest (a step of
+        `app.shutdown.shut_down`, and of the end of the lifespan with `timeout` 0)."""
         self.draining = True
         pending = [job.task for job in self.jobs if job.task is not None]
         if pending:
@@ -258,9 +244,7 @@ class Gateway:
         await self.limits.aclose()
         await self.resume.aclose()
         for provider in self.dispatcher.providers.values():
-            close = getattr(provider, "aclose", None)
-            if close is not None:
-                await close()
+            await provider.aclose()
 
 
 def _limit_store(settings: Settings) -> LimitStore:

@@ -29,6 +29,7 @@ from app.ledger import LedgerUrlError
 from app.logs import ensure_configured
 from app.providers.registry import provider_setups
 from app.hosting import bound_send_buffers, wait_listening
+from app.shutdown import close_gateway, watch_server_exit
 from app.settings import Settings
 from app.startup_messages import StartupErrorMessages, keys_refused, ledger_start_failed, ledger_url_refused, log_providers
 from app.tracing import start_tracing
@@ -125,7 +126,7 @@ def create_app(settings: Settings | None = None, gateway: Gateway | None = None)
         # ~200 young and ~17 middle collections per second with 300 open streams, each scanning every live
         # stream's objects (docs/performance.md, The garbage collector).
         gc.set_threshold(*settings.gc_threshold)
-        shutdown_watch = asyncio.create_task(gw.watch_shutdown(), name="gateway-shutdown-watch")
+        shutdown_watch = asyncio.create_task(watch_server_exit(gw), name="gateway-shutdown-watch")  # app/shutdown.py
         send_buffers = asyncio.create_task(_set_up_listening(gw, settings), name="gateway-listening")
         if not gw.keys.enabled:
             log.warning("GATEWAY_API_KEYS is empty: the gateway accepts requests without a key")
@@ -134,10 +135,7 @@ def create_app(settings: Settings | None = None, gateway: Gateway | None = None)
         finally:
             shutdown_watch.cancel()
             send_buffers.cancel()
-            await gw.drain(timeout=0)
-            await gw.aclose()
-            await gw.recorder.aclose()  # flush queued record writes, close the store
-            gw.metrics.close()
+            await close_gateway(gw)  # settle what still runs; close the providers, limits, ledger, metrics
             if tracing is not None:
                 tracing.shutdown()  # export the queued spans (bounded: a receiver that is down holds nothing)
 

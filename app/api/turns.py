@@ -14,15 +14,13 @@ from app.api.auth import authorization
 from app.api.body import parse_json, parse_off_loop, read_body, require_json
 from app.api.error_responses import json_response, refusal_error
 from app.api.resume import asks_resumable, resumable_response
-from app.api.sse import event_stream_response
+from app.api.sse import TurnFrames, sse_response
 from app.dispatch import Interrupt, TurnJob
 from app.doors.base import Door, EventEncoder
 from app.doors.errors import BadRequest
 from app.gateway import Gateway
 from app.refusals import Refusal
 from app.turn_result import CLIENT_CLOSED_STATUS, JobView, turn_result
-
-SHUTDOWN_MARGIN = 10.0  # seconds an SSE response outlives the drain timeout, for the shutdown error to reach the client
 
 
 async def serve(request: Request, door: Door, *, stream: bool | None = None) -> Response:
@@ -69,15 +67,9 @@ async def serve(request: Request, door: Door, *, stream: bool | None = None) -> 
                 return json_response(body, status, {**headers, **turn_result(job).retry_headers()})
     if job.resumable:
         return resumable_response(gateway, job, encoder, headers, first=first, add_ids=not door.frames_carry_ids)
-    return event_stream_response(
-        job,
-        encoder,
-        gateway.settings.keepalive_interval,
-        headers,
-        lambda: gateway.draining,
-        shutdown_grace=gateway.settings.drain_timeout + SHUTDOWN_MARGIN,
-        sent=gateway.metrics.sse_events,
-        first=first,
+    frames = TurnFrames(job, encoder, lambda: gateway.draining, gateway.metrics.sse_events, first)
+    return sse_response(
+        frames, encoder.ping(), headers, keepalive=gateway.settings.keepalive_interval, streams=gateway.streams
     )
 
 
