@@ -42,18 +42,22 @@ def _count_endpoint(door: TokenCountDoor) -> Endpoint:
     return endpoint
 
 
-# The doors' routes, declared from their own description (`app.doors.registry`). The turn routes are
-# `TurnRoute`s: the fast path (`app.api.edge`) answers them without FastAPI's per-request machinery.
-for _door, _route in turn_routes():
-    router.add_api_route(
-        _route.path, _turn_endpoint(_door, _route.stream), methods=[_route.method], name=_route.name,
-        summary=_route.summary, tags=list(_route.tags), route_class_override=TurnRoute,
-    )
-for _count in count_routes():
-    router.add_api_route(
-        _count.route.path, _count_endpoint(_count), methods=[_count.route.method], name=_count.route.name,
-        summary=_count.route.summary, tags=list(_count.route.tags),
-    )
+def _declare_door_routes() -> None:
+    """The doors' routes, from their own description (`app.doors.registry`). The turn routes are `TurnRoute`s:
+    the fast path (`app.api.edge`) answers them without FastAPI's per-request machinery."""
+    for door, route in turn_routes():
+        router.add_api_route(
+            route.path, _turn_endpoint(door, route.stream), methods=[route.method], name=route.name,
+            summary=route.summary, tags=list(route.tags), route_class_override=TurnRoute,
+        )
+    for count in count_routes():
+        router.add_api_route(
+            count.route.path, _count_endpoint(count), methods=[count.route.method], name=count.route.name,
+            summary=count.route.summary, tags=list(count.route.tags),
+        )
+
+
+_declare_door_routes()
 
 
 @router.get(
