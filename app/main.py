@@ -14,16 +14,17 @@ from starlette.exceptions import HTTPException
 from starlette.responses import Response
 
 from app.api.auth import authorization
-from app.api.body import validation_error as invalid_request
 from app.api.apidocs import install_api_docs
-from app.api.edge import GatewayApp, RequestIdMiddleware
+from app.api.edge import GatewayApp, RequestIdMiddleware, route_path
 from app.api.console import install_console
-from app.api.error_responses import is_pi_path, json_response, refusal_error
+from app.api.error_responses import error_response, json_response, refusal_error
 from app.api.records import router as records_router
 from app.api.resume import router as resume_router
 from app.api.openapi import build_openapi
-from app.api.routes import TURN_DOORS, TURN_ENDPOINTS, install_error_handlers, router
+from app.api.routes import install_error_handlers, router
 from app.gateway import Gateway
+from app.doors.registry import door_at
+from app.doors.validation import validation_error as invalid_request
 from app.ledger import LedgerUrlError
 from app.logs import ensure_configured
 from app.policy.keyring import KeysConfigError
@@ -99,6 +100,9 @@ def create_app(settings: Settings | None = None, gateway: Gateway | None = None)
     @asynccontextmanager
     async def lifespan(app: FastAPI):
         ensure_configured(settings.log_level)
+        # POSTs on the turn routes skip FastAPI's stack from now on (app/api/edge.py); refused if middleware
+        # was added that they would skip.
+        app.start_fast_path()  # type: ignore[attr-defined]
         try:
             gw = gateway or Gateway(settings)
         except LedgerUrlError as exc:
@@ -139,7 +143,7 @@ def create_app(settings: Settings | None = None, gateway: Gateway | None = None)
 
     app_class = GatewayApp
     if tracing is not None:  # a SERVER span around every request, the turn routes' fast path included
-        from app.tracing.server import TracedGatewayApp
+        from app.api.traced import TracedGatewayApp
 
         app_class = TracedGatewayApp
     app = app_class(
@@ -150,7 +154,6 @@ def create_app(settings: Settings | None = None, gateway: Gateway | None = None)
         redoc_url=None,
     )
     app.allowed_hosts = settings.allowed_host_names()
-    app.error_shapes = {path: door.error_body for path, door in TURN_DOORS.items()}
     if tracing is not None:
         app.tracing = tracing  # type: ignore[attr-defined]
     app.include_router(router)
@@ -166,7 +169,7 @@ def create_app(settings: Settings | None = None, gateway: Gateway | None = None)
         return json_response({"error": {"type": kind, "message": str(exc.detail), "param": None}}, exc.status_code)
 
     async def validation_error(request: Request, exc: RequestValidationError) -> Response:
-        return invalid_request(list(exc.errors())).response(pi=is_pi_path(request.url.path))
+        return error_response(invalid_request(list(exc.errors())), door_at(route_path(request.scope)))
 
     app.add_exception_handler(HTTPException, http_error)
     app.add_exception_handler(RequestValidationError, validation_error)
@@ -175,7 +178,6 @@ def create_app(settings: Settings | None = None, gateway: Gateway | None = None)
 
         app.mount("/_simulator", create_simulator(log_guard=lambda request: _simulator_log_guard(app, request)))
     app.add_middleware(RequestIdMiddleware)
-    app.serve_directly(TURN_ENDPOINTS)  # POSTs on the turn routes skip FastAPI's stack (app/api/edge.py)
     app.add_middleware(StartupErrorMessages)  # outermost: a failed start-up is one readable line
     return app
 

@@ -21,7 +21,7 @@ from urllib.parse import urlsplit
 from opentelemetry import propagate, trace
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode
 
-from app.api.turns import turn_result
+from app.turn_result import turn_result
 from app.contract.failures import Attempt, AttemptOutcome, Interrupt
 from app.dispatch import Route, TurnJob
 from app.providers.transport import UPSTREAM_HEADERS
