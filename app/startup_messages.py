@@ -24,7 +24,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 if TYPE_CHECKING:
     import pydantic
 
-    from app.api.auth import KeysConfigError
+    from app.policy.keyring import KeysConfigError
     from app.providers.registry import ProviderSetup
     from app.settings import Settings
 

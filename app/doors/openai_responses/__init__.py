@@ -3,7 +3,8 @@ Responses request into the unified request, `events.py` encodes the normalized e
 stream and `response` object, `reasoning.py` wraps a vendor's reasoning state with its origin in
 `encrypted_content`, `openapi.py` describes the route."""
 
-from app.doors.base import Door, TurnView
+from app.doors.base import Door, DoorRoute, TurnView
+from app.doors.openai_responses import openapi
 from app.doors.openai_responses.events import ResponsesEncoder
 from app.doors.openai_responses.request import PROSE_PATHS, ResponsesRequest, decode, error_body
 
@@ -12,6 +13,20 @@ def _encoder(request_id: str, request: ResponsesRequest, turn: TurnView) -> Resp
     return ResponsesEncoder(request_id, request, turn)
 
 
-DOOR = Door(name="openai-responses", decode=decode, encoder=_encoder, error_body=error_body, prose_paths=PROSE_PATHS)
+DOOR = Door(
+    name="openai-responses",
+    routes=(
+        DoorRoute(
+            openapi.PATH, "responses", "OpenAI Responses door: the Responses event stream or one response object",
+            ("doors",), openapi.operation,
+        ),
+    ),
+    decode=decode,
+    encoder=_encoder,
+    error_body=error_body,
+    frames_carry_ids=False,
+    prose_paths=PROSE_PATHS,
+    schemas=openapi.SCHEMAS,
+)
 
 __all__ = ["DOOR"]

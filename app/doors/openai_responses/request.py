@@ -43,8 +43,9 @@ from app.contract.messages import (
 )
 from app.contract.request import Reasoning, StreamOptions, StreamRequest, ToolChoiceTool
 from app.doors.base import DoorRequest
-from app.doors.openai_chat.request import ANY_INDEX, error_body, invalid, unsupported
+from app.doors.openai_chat.request import error_body, invalid, unsupported
 from app.doors.openai_responses.reasoning import Opaque, Origin, unwrap_reasoning
+from app.doors.validation import ANY_INDEX
 
 # Where a person's text lives in a Responses body (not in reasoning items, whose text may be signed).
 PROSE_PATHS: tuple[tuple[str, ...], ...] = (
