@@ -38,8 +38,8 @@ Doors: `unified/` (`/v1/stream`, `/v1/complete`), `pi/` (`/api/stream`), `openai
 
 Each door package exports one `DOOR = Door(...)` (`app/doors/base.py`), everything the shared glue knows of
 it: `name` is what records (`door`) and metrics (`door` label) show (`unified`, `pi`, `openai-chat`,
-`openai-responses`, `anthropic-messages`); `routes` its HTTP routes (`DoorRoute`: path, OpenAPI summary, tags and operation,
-whether the route answers as a stream); `frames_carry_ids` whether its frames have their own `id:` line (a
+`openai-responses`, `anthropic-messages`); `routes` its HTTP routes (`DoorRoute`: path, OpenAPI summary, tags
+and operation, whether the route answers as a stream); `frames_carry_ids` whether its frames have their own `id:` line (a
 resumable stream adds one otherwise); `prose_paths` name where in the body a person's text lives (lone UTF-16
 surrogates are removed there and refused anywhere else, `app.api.body`; `app.doors.validation.ANY_INDEX`
 stands for any list index); `schemas` the OpenAPI schemas its operations name (`openapi.py`); `count_tokens`

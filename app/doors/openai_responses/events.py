@@ -87,6 +87,7 @@ class ResponsesEncoder:
         self._arguments: dict[int, list[str]] = {}  # contentIndex → the argument fragments of an open call
         self._call_arguments: dict[int, str] = {}  # contentIndex → a finished call's arguments as streamed
         self._finished: set[int] = set()  # blocks whose item is done
+        self._delta_heads: dict[int, tuple[bytes, bytes]] = {}  # contentIndex → its delta frames' constant parts
         self._handlers: dict[str, Callable[[dict[str, Any]], bytes]] = {
             "start": self._start,
             "text_start": self._text_start,
@@ -108,6 +109,18 @@ class ResponsesEncoder:
         data["sequence_number"] = self._sequence
         self._sequence += 1
         return b"event: " + kind.encode() + b"\ndata: " + orjson.dumps({"type": kind, **data}) + b"\n\n"
+
+    def _delta_frames(self, index: int, kind: str, ids: dict[str, Any], tail: bytes = b"") -> None:
+        """Prepare the block's delta frames, `head + delta JSON + tail + sequence number`: what is the same for
+        every delta of a block is encoded once, when the block starts (deltas are most of a stream's frames)."""
+        fields = orjson.dumps({"type": kind, **ids})
+        self._delta_heads[index] = (b"event: " + kind.encode() + b"\ndata: " + fields[:-1] + b',"delta":', tail)
+
+    def _delta(self, index: int, delta: str) -> bytes:
+        head, tail = self._delta_heads[index]
+        sequence = self._sequence
+        self._sequence += 1
+        return head + orjson.dumps(delta) + tail + b',"sequence_number":' + str(sequence).encode() + b"}\n\n"
 
     def _item_id(self, kind: str, index: int) -> str:
         return f"{_PREFIX[kind]}_{self.request_id}_{index}"
@@ -136,16 +149,14 @@ class ResponsesEncoder:
         item_id = self._item_id("text", index)
         item = {"id": item_id, "type": "message", "status": "in_progress", "content": [], "role": "assistant"}
         part = {"type": "output_text", "annotations": [], "logprobs": [], "text": ""}
+        ids = {"item_id": item_id, "output_index": index, "content_index": 0}
+        self._delta_frames(index, "response.output_text.delta", ids, b',"logprobs":[]')
         return self._event("response.output_item.added", {"output_index": index, "item": item}) + self._event(
             "response.content_part.added", {"item_id": item_id, "output_index": index, "content_index": 0, "part": part}
         )
 
     def _text_delta(self, event: dict[str, Any]) -> bytes:
-        index = event["contentIndex"]
-        return self._event("response.output_text.delta", {
-            "item_id": self._item_id("text", index), "output_index": index, "content_index": 0,
-            "delta": event["delta"], "logprobs": [],
-        })  # fmt: skip
+        return self._delta(event["contentIndex"], event["delta"])
 
     def _text_end(self, event: dict[str, Any]) -> bytes:
         index = event["contentIndex"]
@@ -173,21 +184,19 @@ class ResponsesEncoder:
         item_id = self._item_id("thinking", index)
         if self._raw:
             part = {"type": "reasoning_text", "text": ""}
+            ids = {"item_id": item_id, "output_index": index, "content_index": 0}
+            self._delta_frames(index, "response.reasoning_text.delta", ids)
             return self._event("response.content_part.added", {
                 "item_id": item_id, "output_index": index, "content_index": 0, "part": part})  # fmt: skip
         part = {"type": "summary_text", "text": ""}
+        ids = {"item_id": item_id, "output_index": index, "summary_index": 0}
+        self._delta_frames(index, "response.reasoning_summary_text.delta", ids)
         return self._event("response.reasoning_summary_part.added", {
             "item_id": item_id, "output_index": index, "summary_index": 0, "part": part})  # fmt: skip
 
     def _thinking_delta(self, event: dict[str, Any]) -> bytes:
         index = event["contentIndex"]
-        opened = self._open_part(index)
-        item_id = self._item_id("thinking", index)
-        if self._raw:
-            return opened + self._event("response.reasoning_text.delta", {
-                "item_id": item_id, "output_index": index, "content_index": 0, "delta": event["delta"]})  # fmt: skip
-        return opened + self._event("response.reasoning_summary_text.delta", {
-            "item_id": item_id, "output_index": index, "summary_index": 0, "delta": event["delta"]})  # fmt: skip
+        return self._open_part(index) + self._delta(index, event["delta"])
 
     def _thinking_end(self, event: dict[str, Any]) -> bytes:
         index = event["contentIndex"]
@@ -213,6 +222,8 @@ class ResponsesEncoder:
     def _toolcall_start(self, event: dict[str, Any]) -> bytes:
         index = event["contentIndex"]
         self._arguments[index] = []
+        ids = {"item_id": self._item_id("toolCall", index), "output_index": index}
+        self._delta_frames(index, "response.function_call_arguments.delta", ids)
         item = {"id": self._item_id("toolCall", index), "type": "function_call", "status": "in_progress",
                 "arguments": "", "call_id": event["id"], "name": event["toolName"]}  # fmt: skip
         return self._event("response.output_item.added", {"output_index": index, "item": item})
@@ -220,8 +231,7 @@ class ResponsesEncoder:
     def _toolcall_delta(self, event: dict[str, Any]) -> bytes:
         index = event["contentIndex"]
         self._arguments[index].append(event["delta"])
-        return self._event("response.function_call_arguments.delta", {
-            "item_id": self._item_id("toolCall", index), "output_index": index, "delta": event["delta"]})  # fmt: skip
+        return self._delta(index, event["delta"])
 
     def _toolcall_end(self, event: dict[str, Any]) -> bytes:
         index = event["contentIndex"]
