@@ -264,6 +264,31 @@ def test_the_sdk_stream_helper_assembles_the_final_response(client, vendor):
     assert final.output_text == "Let me check."
 
 
+@pytest.mark.parametrize("vendor", VENDORS)
+def test_a_request_shaped_like_codex_clis_is_served(gw, vendor):
+    """What Codex CLI sends to a `wire_api = "responses"` provider: instructions, typed message items, function
+    tools next to hosted and custom ones, parallel_tool_calls false, store false, reasoning with a summary, the
+    encrypted reasoning include, a prompt cache key, text verbosity and client metadata."""
+    m = marker()
+    body = {
+        "model": f"{vendor}/tools", "instructions": "You are Codex.", "stream": True, "store": False,
+        "input": [{"type": "message", "role": "developer", "content": [{"type": "input_text", "text": "Sandbox: read-only"}]},
+                  {"type": "message", "role": "user", "content": [{"type": "input_text", "text": m}]}],
+        "tools": [{"type": "function", "name": "shell", "description": "Run a command", "strict": False,
+                   "parameters": {"type": "object", "properties": {"command": {"type": "array", "items": {"type": "string"}}}}},
+                  {"type": "custom", "name": "apply_patch", "format": {"type": "grammar"}}, {"type": "web_search"}],
+        "tool_choice": "auto", "parallel_tool_calls": False, "reasoning": {"effort": "medium", "summary": "auto"},
+        "include": ENCRYPTED, "prompt_cache_key": "thread-1", "text": {"verbosity": "medium"},
+        "client_metadata": {"x-codex-installation-id": "abc"},
+    }  # fmt: skip
+    response, frames = raw_stream(gw, body)
+    assert response.status_code == 200, response.text
+    assert response.headers["x-gateway-dropped-tools"] == "custom, web_search"
+    assert frames[-1][1]["type"] == "response.completed"
+    sent = json.dumps(gw.sim.seen(m)[-1]["body"])
+    assert "You are Codex." in sent and "Sandbox: read-only" in sent and '"shell"' in sent and "apply_patch" not in sent
+
+
 def test_hosted_tools_are_dropped_and_named_in_a_header_never_refused(gw, client):
     m = marker()
     raw = client.responses.with_raw_response.create(

@@ -138,6 +138,7 @@ FIELDS: dict[str, Callable[[str, Any], None] | None] = {
     "store": None,  # accepted and ignored: this slice keeps no responses (docs/doors/openai-responses.md)
     "previous_response_id": _previous_response,
     "service_tier": _ignore,
+    "client_metadata": _ignore,  # the client's own telemetry tags (Codex CLI sends them); never shown to the model
     "truncation": _accept_default("disabled", "auto"),
     "prompt_cache_retention": _ignore,
     "max_tool_calls": _ignore,  # bounds hosted tool calls, which the gateway drops
