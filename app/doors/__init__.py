@@ -18,7 +18,8 @@ Doors: `unified/` (`/v1/stream`, `/v1/complete`), `pi/` (`/api/stream`), `openai
   size- and depth-checked) to the unified `StreamRequest` plus how to answer (`stream`). Bad input raises
   `BadRequest` (`app.doors.errors`) with a status, a type, a message and the offending `param`; the door renders
   it in its own error shape (below). A door-specific subclass of `DoorRequest` carries what its encoder
-  needs (e.g. `include_usage`, the model name as the client wrote it).
+  needs (e.g. `include_usage`, the model name as the client wrote it); its `response_headers` go on the
+  answer (e.g. the Responses door's `X-Gateway-Dropped-Tools`).
 - `events.py` — the event encoder: a small class constructed per request with what it needs (request id,
   the decoded request, a `TurnView` of the running turn: its usage so far and, after the terminal event,
   its settled `TurnResult`), with
