@@ -107,6 +107,31 @@ def test_every_streamed_event_parses_as_the_sdks_stream_event_and_sequence_numbe
     assert done == (added if terminal != "response.failed" else added[: len(done)])
 
 
+@pytest.mark.parametrize("vendor", VENDORS)
+@pytest.mark.parametrize("scenario", ["text", "thinking", "redacted-thinking", "tools", "max-tokens"])
+def test_the_non_streamed_answer_validates_strictly_as_the_sdks_response(gw, vendor, scenario):
+    body = {"model": f"{vendor}/{scenario}", "input": marker(), "tools": TOOLS, "include": ENCRYPTED}
+    response = gw.http.post("/v1/responses", json=body, headers={"Authorization": f"Bearer {KEY}"})
+    assert response.status_code == 200, response.text
+    parsed = Response.model_validate(response.json())
+    assert parsed.status == ("incomplete" if scenario == "max-tokens" else "completed")
+    assert [item.id for item in parsed.output] == [f"{prefix}_{parsed.id[len('resp_'):]}_{n}" for n, prefix in enumerate(
+        {"message": "msg", "reasoning": "rs", "function_call": "fc"}[item.type] for item in parsed.output)]
+
+
+@pytest.mark.parametrize("vendor", VENDORS)
+def test_the_sdk_stream_helper_reads_reasoning_and_a_failure(client, vendor):
+    with client.responses.stream(model=f"{vendor}/thinking", input=marker(), include=ENCRYPTED) as stream:
+        summary = "".join(e.delta for e in stream if e.type == "response.reasoning_summary_text.delta")
+        final = stream.get_final_response()
+    assert summary == THINKING and final.output[0].type == "reasoning" and final.output_text.startswith("Hello")
+    with client.responses.stream(model=f"{vendor}/error-mid-stream", input=marker()) as stream:
+        kinds = [e.type for e in stream]
+        assert kinds[-1] == "response.failed"
+        with pytest.raises(RuntimeError):  # no response.completed: the helper has no final response
+            stream.get_final_response()
+
+
 # ---------------------------------------------------------------------------------------------- text, usage
 
 
