@@ -371,6 +371,21 @@ def test_images_and_system_messages_reach_the_vendor(gw, client):
     assert {"type": "base64", "media_type": "image/png", "data": IMAGE.split(",", 1)[1]} in sources
 
 
+@pytest.mark.parametrize("vendor", VENDORS)
+def test_a_developer_message_inside_the_conversation_reaches_every_vendor(gw, client, vendor):
+    """At its place for Anthropic and OpenAI; Gemini's adapter adds it to the system instruction."""
+    m = marker()
+    response = client.responses.create(model=f"{vendor}/text", input=[
+        {"role": "user", "content": "first"}, {"role": "assistant", "content": "ok"},
+        {"role": "developer", "content": f"Now answer in French {m}-dev"}, {"role": "user", "content": m},
+    ])  # fmt: skip
+    assert response.status == "completed"
+    sent = json.dumps(gw.sim.seen(m)[-1]["body"])
+    assert f"Now answer in French {m}-dev" in sent
+    if vendor != "google":
+        assert sent.index("-dev") < sent.rindex(f'"{m}"')
+
+
 # ---------------------------------------------------------------------------------------------- failures
 
 
