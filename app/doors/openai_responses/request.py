@@ -487,6 +487,8 @@ class _Conversation:
                     content.append(thinking)
             else:
                 content.append(block)
+        if not content:  # only reasoning that cannot be replayed (foreign and without text): nothing to send
+            return
         has_calls = any(isinstance(b, ToolCall) for b in content)
         self.messages.append(
             AssistantMessage(
