@@ -17,9 +17,7 @@ DOOR = Door(
     decode=decode,
     encoder=lambda request_id, _request, _turn: PiEncoder(),
     error_body=error_body,
-    # The unified frames carry ids, but a resumable pi stream has always had the tee's `id:` line added in
-    # front of them as the vendor doors' frames do (pi's client ignores `id:` lines).
-    frames_carry_ids=False,
+    frames_carry_ids=True,  # the unified frames, `id: N` included (a resumable stream once had a second one)
     prose_paths=PiStreamRequest.PROSE_PATHS,
 )
 
