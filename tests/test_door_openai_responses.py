@@ -392,7 +392,8 @@ def test_a_developer_message_inside_the_conversation_reaches_every_vendor(gw, cl
 @pytest.mark.parametrize("vendor", VENDORS)
 @pytest.mark.parametrize(
     ("scenario", "error_type", "status"),
-    [("http-429", openai.RateLimitError, 429), ("http-500", openai.InternalServerError, 502)],
+    [("http-429", openai.RateLimitError, 429), ("http-500", openai.InternalServerError, 502),
+     ("error-before-content", openai.InternalServerError, 502), ("blocked", openai.BadRequestError, 400)],
 )  # fmt: skip
 def test_a_vendor_error_before_the_start_is_an_http_error_in_openai_shape(gw, client, vendor, scenario, error_type, status):
     for stream in (True, False):
