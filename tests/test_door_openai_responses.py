@@ -617,3 +617,19 @@ def test_a_resumable_stream_continues_after_last_event_id_with_no_gap_and_sequen
     events = list(client.responses.create(model="anthropic/slow;n=5;delay_ms=1", input=marker(), stream=True,
                                           extra_headers={"X-Gateway-Resumable": "true"}))  # fmt: skip
     assert events[-1].type == "response.completed" and events[-1].response.output_text == "".join(f"{i:07d} " for i in range(5))
+
+
+def test_a_timeout_before_the_start_is_504_and_after_it_a_failed_response_typed_as_a_timeout(gateway_factory):
+    impatient = gateway_factory(first_event_timeout=0.5, idle_timeout=0.5, retries=0)
+    client = openai.OpenAI(base_url=f"{impatient.url}/v1", api_key="none", max_retries=0)
+    for stream in (True, False):
+        with pytest.raises(openai.APIStatusError) as raised:
+            result = client.responses.create(model="anthropic/hang", input=marker(), stream=stream)
+            if stream:
+                events_of(result)
+        assert raised.value.status_code == 504
+        assert raised.value.body["type"] == "timeout_error" and "timeout fired after 0.5s" in raised.value.body["message"]
+    events = events_of(client.responses.create(model="anthropic/hang-mid-stream", input=marker(), stream=True))
+    failed = events[-1].response
+    assert events[-1].type == "response.failed" and failed.error.type == "timeout_error"
+    assert "timeout fired after 0.5s" in failed.error.message
