@@ -7,7 +7,7 @@ import typing
 
 import pytest
 
-from app.doors import anthropic_messages, pi, unified
+from app.doors import anthropic_messages, openai_responses, pi, unified
 from app.doors.registry import DoorName, door_at
 from tests.conftest import marker, turn
 
@@ -61,10 +61,11 @@ def test_records_and_metrics_name_the_door(gateway):
 
 
 def test_the_registry_names_every_door_and_finds_a_door_by_its_path():
-    assert typing.get_args(DoorName) == ("unified", "pi", "openai-chat", "anthropic-messages")
+    assert typing.get_args(DoorName) == ("unified", "pi", "openai-chat", "anthropic-messages", "openai-responses")
     assert door_at("/v1/stream") is door_at("/v1/complete") is unified.DOOR
     assert door_at("//api/stream") is door_at("/api/stream/") is pi.DOOR
     assert door_at("/v1/messages") is anthropic_messages.DOOR
+    assert door_at("/v1/responses") is openai_responses.DOOR
     assert door_at("/v1/messages/count_tokens") is None and door_at("/v1/models") is None
 
 

@@ -48,7 +48,7 @@ async def serve(request: Request, door: Door, *, stream: bool | None = None) -> 
     # response is set up: the vendor starts working (and the time to first token runs) a little sooner.
     await asyncio.sleep(0)
     encoder = door.encoder(request_id, decoded, JobView(job))
-    headers = {"X-Request-Id": request_id}
+    headers = {"X-Request-Id": request_id, **(decoded.response_headers or {})}
     if not streaming:
         return await _complete(job, encoder, request, headers)
     first = None

@@ -11,13 +11,15 @@ body limits, errors, SSE keep-alive, disconnect → cancel, shutdown grace, the 
 door the same way.
 
 Doors: `unified/` (`/v1/stream`, `/v1/complete`), `pi/` (`/api/stream`), `openai_chat/`
-(`/v1/chat/completions`), `anthropic_messages/` (`/v1/messages`, `/v1/messages/count_tokens`). Each package has
+(`/v1/chat/completions`), `openai_responses/` (`/v1/responses`), `anthropic_messages/` (`/v1/messages`,
+`/v1/messages/count_tokens`). Each package has
 
 - `request.py` — `decode(body: dict, headers: Headers) -> DoorRequest`: the parsed JSON body (already
   size- and depth-checked) to the unified `StreamRequest` plus how to answer (`stream`). Bad input raises
   `BadRequest` (`app.doors.errors`) with a status, a type, a message and the offending `param`; the door renders
   it in its own error shape (below). A door-specific subclass of `DoorRequest` carries what its encoder
-  needs (e.g. `include_usage`, the model name as the client wrote it).
+  needs (e.g. `include_usage`, the model name as the client wrote it); its `response_headers` go on the
+  answer (e.g. the Responses door's `X-Gateway-Dropped-Tools`).
 - `events.py` — the event encoder: a small class constructed per request with what it needs (request id,
   the decoded request, a `TurnView` of the running turn: its usage so far and, after the terminal event,
   its settled `TurnResult`), with
@@ -37,8 +39,8 @@ Doors: `unified/` (`/v1/stream`, `/v1/complete`), `pi/` (`/api/stream`), `openai
 
 Each door package exports one `DOOR = Door(...)` (`app/doors/base.py`), everything the shared glue knows of
 it: `name` is what records (`door`) and metrics (`door` label) show (`unified`, `pi`, `openai-chat`,
-`anthropic-messages`); `routes` its HTTP routes (`DoorRoute`: path, OpenAPI summary, tags and operation,
-whether the route answers as a stream); `frames_carry_ids` whether its frames have their own `id:` line (a
+`openai-responses`, `anthropic-messages`); `routes` its HTTP routes (`DoorRoute`: path, OpenAPI summary, tags
+and operation, whether the route answers as a stream); `frames_carry_ids` whether its frames have their own `id:` line (a
 resumable stream adds one otherwise); `prose_paths` name where in the body a person's text lives (lone UTF-16
 surrogates are removed there and refused anywhere else, `app.api.body`; `app.doors.validation.ANY_INDEX`
 stands for any list index); `schemas` the OpenAPI schemas its operations name (`openapi.py`); `count_tokens`

@@ -19,6 +19,7 @@ class DoorRequest:
 
     unified: StreamRequest
     stream: bool = True
+    response_headers: dict[str, str] | None = None  # headers the door adds to its answer (e.g. what it dropped)
 
 
 class Failure(enum.StrEnum):

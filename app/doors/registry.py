@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from typing import Literal
 
-from app.doors import anthropic_messages, openai_chat, pi, unified
+from app.doors import anthropic_messages, openai_chat, openai_responses, pi, unified
 from app.doors.base import Door, DoorRoute, TokenCountDoor
 
-DOORS: tuple[Door, ...] = (unified.DOOR, pi.DOOR, openai_chat.DOOR, anthropic_messages.DOOR)
+DOORS: tuple[Door, ...] = (unified.DOOR, pi.DOOR, openai_chat.DOOR, anthropic_messages.DOOR, openai_responses.DOOR)
 
 # The records' `door` and the metrics' `door` label: one of the doors' names (in `DOORS` order).
 DoorName = Literal[tuple(door.name for door in DOORS)]  # type: ignore[valid-type]

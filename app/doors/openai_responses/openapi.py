@@ -1,0 +1,85 @@
+"""The door's entry in the OpenAPI document (`app.api.openapi`): request and response shapes, in brief.
+
+Every field and event, and what the gateway does with each per vendor, is in docs/doors/openai-responses.md;
+OpenAI's own API reference describes the objects. Errors share the Chat Completions door's shape."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from app.doors.openapi import door_operation
+
+PATH = "/v1/responses"
+
+SCHEMAS: dict[str, Any] = {
+    "ResponsesRequest": {
+        "type": "object",
+        "description": "OpenAI's Responses request; each field is honoured, ignored where that cannot change the "
+        "answer, or refused with 400 naming it; hosted tools are dropped and named in X-Gateway-Dropped-Tools",
+        "required": ["model", "input"],
+        "properties": {
+            "model": {"type": "string", "description": '"<provider>/<model id>", a route or an alias'},
+            "input": {"description": "a string, or items: message (user / assistant / system / developer), "
+                      "function_call, function_call_output, reasoning"},  # fmt: skip
+            "instructions": {"type": "string"},
+            "stream": {"type": "boolean"},
+            "tools": {"type": "array", "items": {"type": "object"}},
+            "tool_choice": {},
+            "parallel_tool_calls": {"type": "boolean"},
+            "max_output_tokens": {"type": "integer", "minimum": 1},
+            "reasoning": {"type": "object", "properties": {
+                "effort": {"type": "string", "enum": ["none", "minimal", "low", "medium", "high", "xhigh"]},
+                "summary": {"type": "string", "enum": ["auto", "concise", "detailed"]}}},  # fmt: skip
+            "text": {"type": "object", "description": "format: text or json_schema"},
+            "temperature": {"type": "number", "minimum": 0, "maximum": 2},
+            "top_p": {"type": "number", "minimum": 0, "maximum": 1},
+            "metadata": {"type": "object", "additionalProperties": {"type": "string"}},
+            "prompt_cache_key": {"type": "string"},
+            "include": {"type": "array", "items": {"type": "string"}},
+            "store": {"type": "boolean", "description": "accepted and ignored: responses are not kept yet"},
+            "previous_response_id": {"type": "string", "description": "not supported yet: 400"},
+        },
+    },
+    "Response": {
+        "type": "object",
+        "description": "the `response` object (not streaming; also inside the stream's lifecycle events)",
+        "required": ["id", "object", "created_at", "status", "model", "output"],
+        "properties": {
+            "id": {"type": "string", "description": "resp_<requestId>"},
+            "object": {"const": "response"},
+            "created_at": {"type": "integer"},
+            "status": {"type": "string", "enum": ["completed", "incomplete", "failed", "in_progress"]},
+            "model": {"type": "string", "description": "the provider/model that served the turn"},
+            "output": {"type": "array", "items": {"type": "object"}},
+            "usage": {"type": "object"},
+        },
+    },
+}
+
+_DESCRIPTIONS = {
+    "400": "Bad input or a field the gateway cannot honour (named in `param`), `previous_response_id`; the "
+    "upstream refused the request; the vendor refused, or its safety filter blocked the prompt",
+    "401": "Missing or invalid API key",
+    "403": "The key may not use this model (or, with a budget, the model has no price)",
+    "404": "Unknown model; the upstream does not know the model",
+    "413": "Body too large or nested too deep",
+    "415": "The body is not declared as JSON (`Content-Type: application/json`)",
+    "422": "A lone UTF-16 surrogate outside message text",
+    "429": "Rate limited: a gateway limit or the upstream's (see `Retry-After`)",
+    "502": "The upstream failed before the answer started (or, not streaming, at any point)",
+    "503": "Gateway shutting down, or the upstream overloaded (see `Retry-After`)",
+    "504": "A timeout fired before the answer started",
+}
+
+
+def operation() -> dict[str, Any]:
+    return door_operation(
+        request_schema="ResponsesRequest",
+        example={"model": "anthropic/claude-sonnet-4-5", "stream": True, "input": "Hello"},
+        ok_description="With `stream: true`, the Responses event stream (`event:` and `data:` lines, each with a "
+        "`sequence_number`: response.created … response.completed, response.incomplete or response.failed); "
+        "otherwise one `response` object",
+        ok_schema="Response",
+        error_schema="OpenAIErrorBody",
+        errors=_DESCRIPTIONS,
+    )
