@@ -23,6 +23,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 if TYPE_CHECKING:
     import pydantic
+    import pydantic_settings
 
     from app.api.auth import KeysConfigError
     from app.providers.registry import ProviderSetup
@@ -201,15 +202,20 @@ def log_providers(setups: "list[ProviderSetup]", settings: "Settings") -> None:
         providers_log.warning("no provider is configured: every turn will get 404; set a vendor's key or GATEWAY_DEMO=1")
 
 
-def settings_problems(exc: "pydantic.ValidationError") -> str:
+def settings_problems(exc: "pydantic.ValidationError | pydantic_settings.SettingsError") -> str:
     """What is wrong with the environment's settings, one line: each variable's name and the problem, never
     its value (it may be a key)."""
+    from pydantic import ValidationError
+
     from app.settings import Settings
 
+    if not isinstance(exc, ValidationError):  # pydantic-settings could not decode a value (its text names the field)
+        return f"invalid settings: {_reason(exc, '')} (fix this environment variable)"
     problems = []
     for error in exc.errors(include_input=False, include_url=False):
         field_name = str(error["loc"][0]) if error["loc"] else ""
-        problems.append(f"{_variable(Settings, field_name)}: {error['msg']}")
+        problem = str(error["ctx"]["error"]) if error["type"] == "value_error" else error["msg"]  # without "Value error, "
+        problems.append(f"{_variable(Settings, field_name)}: {problem}")
     return "invalid settings: " + "; ".join(problems) + " (fix these environment variables)"
 
 
@@ -223,3 +229,46 @@ def _variable(settings_class: type, field_name: str) -> str:
     if field is None and field_name.isupper():
         return field_name  # already the variable's name (an alias)
     return "GATEWAY_" + field_name.upper()
+
+
+def workers_refused(workers: int) -> StartupError:
+    """`GATEWAY_WORKERS` > 1 under `python -m app`, which serves one process."""
+    return StartupError(
+        f"GATEWAY_WORKERS={workers} asks for worker processes, which only the container's entrypoint starts "
+        "(deploy/docker-entrypoint.sh); `python -m app` serves one process",
+        "unset GATEWAY_WORKERS (or set it to 1), or run the container image, or run "
+        "`uvicorn app.main:app --workers N` with PROMETHEUS_MULTIPROC_DIR set (docs/performance.md)",
+    )
+
+
+def listen_refused(host: str, port: int) -> None:
+    """Raise a `StartupError` naming `GATEWAY_HOST` or `GATEWAY_PORT` when the server could not listen there:
+    a host name that does not resolve, an address this machine does not have, a port in use or reserved.
+    A trial bind, closed at once (uvicorn binds the same way, with SO_REUSEADDR, right after)."""
+    try:
+        infos = socket.getaddrinfo(host or None, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except (socket.gaierror, UnicodeError) as exc:
+        raise StartupError(
+            f"GATEWAY_HOST {host!r} is not an address or a host name that resolves ({_reason(exc, '')})",
+            "set GATEWAY_HOST to an address of this machine, e.g. 127.0.0.1 (this machine only) or 0.0.0.0 (every interface)",
+        ) from None
+    family, kind, proto, _, address = infos[0]
+    with socket.socket(family, kind, proto) as trial:
+        trial.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            trial.bind(address)
+        except OSError as exc:
+            if exc.errno == errno.EADDRINUSE:
+                raise StartupError(
+                    f"GATEWAY_PORT {port} is already in use on {host} (another gateway, or another server)",
+                    "stop what listens there, or set GATEWAY_PORT to a free port",
+                ) from None
+            if exc.errno == errno.EACCES:
+                raise StartupError(
+                    f"GATEWAY_PORT {port} on {host} may not be used by this user (ports below 1024 are reserved)",
+                    "set GATEWAY_PORT to a port of 1024 or above",
+                ) from None
+            raise StartupError(
+                f"GATEWAY_HOST {host} cannot be listened on ({_reason(exc, '')})",
+                "set GATEWAY_HOST to an address of this machine, e.g. 127.0.0.1 or 0.0.0.0",
+            ) from None

@@ -6,6 +6,7 @@ from __future__ import annotations
 import gc
 import hashlib
 import json
+import socket
 
 import pytest
 from pydantic import ValidationError
@@ -156,3 +157,67 @@ def test_key_names_that_would_merge_identities_or_turn_auth_off_stop_the_start_i
     assert len(errors) == 1, stderr
     assert named in errors[0]["msg"] and "\n" not in errors[0]["msg"]
     assert "sk-" not in stderr  # no key, whatever the item
+
+
+def _one_failure_line(proc: GatewayProcess) -> str:
+    """The single `start-up failed: …` line of a process that stopped at start-up with exit status 3."""
+    code = proc.proc.wait(180)
+    stderr = proc.proc.stderr.read().decode()
+    assert code == 3 and "Traceback" not in stderr, stderr
+    lines = [json.loads(line) for line in stderr.splitlines() if line.strip()]
+    errors = [line for line in lines if line["level"] == "error" and line["msg"].startswith("start-up failed: ")]
+    assert len(errors) == 1, stderr
+    assert "\n" not in errors[0]["msg"]
+    return errors[0]["msg"]
+
+
+@pytest.mark.parametrize(
+    "env, named",
+    [
+        pytest.param({"GATEWAY_PORT": "83620"}, ["GATEWAY_PORT", "less than or equal to 65535"], id="port-out-of-range"),
+        pytest.param({"GATEWAY_GC_THRESHOLD": "foo"}, ["GATEWAY_GC_THRESHOLD", "not JSON", "[20000, 20, 100]"], id="gc-not-json"),
+        pytest.param({"GATEWAY_BASE_URLS": "foo"}, ["GATEWAY_BASE_URLS", "not JSON"], id="base-urls-not-json"),
+        pytest.param({"GATEWAY_LOG_LEVEL": "loud"}, ["GATEWAY_LOG_LEVEL", "debug, trace"], id="unknown-log-level"),
+        pytest.param({"GATEWAY_WORKERS": "2"}, ["GATEWAY_WORKERS=2", "entrypoint", "unset GATEWAY_WORKERS"], id="workers"),
+    ],
+)
+def test_a_bad_setting_stops_the_start_in_one_line_naming_the_variable(sim, env, named):
+    message = _one_failure_line(GatewayProcess(sim.url, **env))
+    for text in named:
+        assert text in message
+
+
+def test_a_port_in_use_is_named_as_the_setting_to_change(sim):
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        message = _one_failure_line(GatewayProcess(sim.url, port=port))
+    assert f"GATEWAY_PORT {port} is already in use" in message and "free port" in message
+
+
+def test_a_host_that_does_not_resolve_is_named_as_the_setting_to_change(sim):
+    message = _one_failure_line(GatewayProcess(sim.url, GATEWAY_HOST="no-such-host.invalid"))
+    assert "GATEWAY_HOST 'no-such-host.invalid'" in message and "127.0.0.1" in message
+
+
+@pytest.mark.parametrize(
+    "name, content, named",
+    [
+        pytest.param("missing.json", None, "No such file", id="missing"),
+        pytest.param("a-directory", "", "Is a directory", id="directory"),
+        pytest.param("keys.toml", "keys = [", "keys.toml", id="bad-toml"),
+        pytest.param("keys.json", '{"keys": [{"name": "a", "key": "sk-in-the-file"}]}', "keys.0.key: Extra inputs", id="unknown-field"),
+        pytest.param("keys.json", '{"keys": [{"name": "a", "sha256": "sk-not-a-digest"}]}', "keys.0.sha256: String should match", id="bad-digest"),
+    ],
+)
+def test_a_bad_keys_file_stops_the_start_in_one_line_naming_the_file(sim, tmp_path, name, content, named):
+    path = tmp_path / name
+    if content == "":
+        path.mkdir()
+    elif content is not None:
+        path.write_text(content)
+    proc = GatewayProcess(sim.url, GATEWAY_KEYS_FILE=str(path))
+    message = _one_failure_line(proc)
+    assert f"keys file {path}" in message and named in message and "GATEWAY_KEYS_FILE" in message
+    assert "sk-" not in message  # a value from the file is never shown: it may be a key
