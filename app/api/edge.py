@@ -32,6 +32,7 @@ from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from app.api.error_responses import ApiError, is_pi_path, json_response
+from app.doors.base import REQUEST_ID
 
 log = logging.getLogger("gateway")
 
@@ -109,6 +110,7 @@ class SendWithId:
 def _with_id(scope: Scope, send: Send) -> tuple[str, SendWithId]:
     request_id = new_request_id()
     scope.setdefault("state", {})["request_id"] = request_id
+    REQUEST_ID.set(request_id)  # for error bodies that carry it (this request's task and what it awaits)
     return request_id, SendWithId(send, request_id)
 
 
