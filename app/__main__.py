@@ -11,7 +11,7 @@ from app.catalog import Catalog, CatalogError
 from app.logs import configure_logging
 from app.hosting import BoundedHttpToolsProtocol
 from app.settings import Settings
-from app.startup_messages import StartupError, listen_refused, settings_problems, workers_refused
+from app.startup_messages import StartupError, ledger_directory_missing, listen_refused, settings_problems, workers_refused
 
 STARTUP_FAILURE = 3  # uvicorn's exit status when the server could not start
 
@@ -33,6 +33,9 @@ def main() -> None:
         if settings.workers > 1:
             raise workers_refused(settings.workers)
         listen_refused(settings.host, settings.port)  # the port taken or the host unknown: said before the app starts
+        missing = ledger_directory_missing(settings.database_url, Settings.model_fields["database_url"].default)
+        if missing is not None:
+            raise missing
     except StartupError as exc:
         logging.getLogger("gateway").error("%s", exc)
         sys.exit(STARTUP_FAILURE)

@@ -272,3 +272,29 @@ def listen_refused(host: str, port: int) -> None:
                 f"GATEWAY_HOST {host} cannot be listened on ({_reason(exc, '')})",
                 "set GATEWAY_HOST to an address of this machine, e.g. 127.0.0.1 or 0.0.0.0",
             ) from None
+
+
+def ledger_directory_missing(url: str, default_url: str) -> StartupError | None:
+    """A SQLite `GATEWAY_DATABASE_URL` whose directory does not exist: most likely a mistyped path, which the
+    ledger would otherwise create with a fresh, empty ledger in it. Only the default URL's directory
+    (`./data`) is created without asking."""
+    from pathlib import Path
+
+    from app.ledger import LedgerUrlError
+    from app.ledger.sqlite import sqlite_path
+
+    if url == default_url or not url.lower().startswith("sqlite"):
+        return None
+    try:
+        path = sqlite_path(url)
+    except LedgerUrlError:
+        return None  # the ledger refuses it with its own message
+    directory = Path(path).parent
+    if path == ":memory:" or directory.is_dir():
+        return None
+    return StartupError(
+        f"the directory {directory} of the SQLite ledger at GATEWAY_DATABASE_URL {public_url(url)} does not exist "
+        "(a mistyped path would otherwise get a new, empty ledger)",
+        f"create that directory, writable by this user (mkdir -p {directory}), or fix the path in GATEWAY_DATABASE_URL "
+        "(sqlite:///relative/path.db or sqlite:////absolute/path.db)",
+    )

@@ -221,3 +221,12 @@ def test_a_bad_keys_file_stops_the_start_in_one_line_naming_the_file(sim, tmp_pa
     message = _one_failure_line(proc)
     assert f"keys file {path}" in message and named in message and "GATEWAY_KEYS_FILE" in message
     assert "sk-" not in message  # a value from the file is never shown: it may be a key
+
+
+def test_a_sqlite_ledger_in_a_directory_that_does_not_exist_is_refused_not_created(sim, tmp_path):
+    """A mistyped path would otherwise get new directories and a fresh, empty ledger."""
+    missing = tmp_path / "mistyped" / "data"
+    message = _one_failure_line(GatewayProcess(sim.url, database_url=f"sqlite:///{missing}/gateway.db"))
+    assert f"the directory {missing} of the SQLite ledger at GATEWAY_DATABASE_URL" in message
+    assert f"mkdir -p {missing}" in message
+    assert not (tmp_path / "mistyped").exists()
