@@ -166,6 +166,13 @@ class Settings(BaseSettings):
             example = '[20000, 20, 100]' if info.field_name == "gc_threshold" else '{"vllm": "http://127.0.0.1:8000/v1"}'
             raise ValueError(f"not JSON (expected e.g. {example})") from None
 
+    @field_validator("redis_url")
+    @classmethod
+    def _redis_scheme(cls, value: str | None) -> str | None:
+        if value and value.partition("://")[0].lower() not in ("redis", "rediss", "unix"):
+            raise ValueError("not a Redis URL (redis://host:6379/0, rediss://… for TLS, or unix:///path/to/socket)")
+        return value or None
+
     @field_validator("log_level")
     @classmethod
     def _known_log_level(cls, value: str) -> str:

@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     import pydantic_settings
 
     from app.api.auth import KeysConfigError
+    from app.keys import ClientKeys
     from app.providers.registry import ProviderSetup
     from app.settings import Settings
 
@@ -298,3 +299,58 @@ def ledger_directory_missing(url: str, default_url: str) -> StartupError | None:
         f"create that directory, writable by this user (mkdir -p {directory}), or fix the path in GATEWAY_DATABASE_URL "
         "(sqlite:///relative/path.db or sqlite:////absolute/path.db)",
     )
+
+
+def log_client_keys(keys: "ClientKeys") -> None:
+    """Say at start-up how many client keys are served and from where (never a key)."""
+    if not keys.enabled:
+        return  # the lifespan warns that auth is off
+    from app.keys import load_keys_file
+
+    where = [f"{len(keys.api_keys)} from GATEWAY_API_KEYS"] if keys.api_keys else []
+    in_file = 0
+    if keys.keys_file is not None:
+        in_file = len(load_keys_file(keys.keys_file).keys)  # loaded a moment ago by `ClientKeys`
+        where.append(f"{in_file} from the keys file {keys.keys_file} (GATEWAY_KEYS_FILE; reloaded when it changes and on SIGHUP)")
+    logging.getLogger("gateway").info(
+        "client keys: %s; requests need one of them",
+        ", ".join(where),
+        extra={"apiKeys": len(keys.api_keys), "keysFile": keys.keys_file, "keysFileKeys": in_file},
+    )
+
+
+async def log_redis(settings: "Settings") -> None:
+    """With `GATEWAY_REDIS_URL`: say where Redis is and whether it answers now. Redis that does not answer
+    does not stop the start (replicas keep serving while it restarts), but the warning names the URL and
+    what requests meet meanwhile, instead of the first limited request finding out."""
+    url = settings.redis_url
+    if not url:
+        return
+    from redis.asyncio import Redis
+
+    shown = public_url(url)
+    client = Redis.from_url(url, socket_timeout=settings.redis_timeout, socket_connect_timeout=settings.redis_timeout)
+    try:
+        await client.ping()
+    except Exception as exc:  # whatever the client raises, the start goes on: said once, with the URL
+        meanwhile = (
+            "requests that need it are admitted (GATEWAY_REDIS_FAIL_OPEN=true)"
+            if settings.redis_fail_open
+            else "requests that need it are refused with 503 (GATEWAY_REDIS_FAIL_OPEN=false)"
+        )
+        logging.getLogger("gateway").warning(
+            "Redis at GATEWAY_REDIS_URL %s does not answer (%s: %s); until it does, %s",
+            shown,
+            type(exc).__name__,
+            _reason(exc, url),
+            meanwhile,
+            extra={"redisUrl": shown, "redisReachable": False},
+        )
+    else:
+        logging.getLogger("gateway").info(
+            "Redis at GATEWAY_REDIS_URL %s answers: limits, spend and resumable streams are shared with other replicas",
+            shown,
+            extra={"redisUrl": shown, "redisReachable": True},
+        )
+    finally:
+        await client.aclose()

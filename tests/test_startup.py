@@ -178,6 +178,7 @@ def _one_failure_line(proc: GatewayProcess) -> str:
         pytest.param({"GATEWAY_GC_THRESHOLD": "foo"}, ["GATEWAY_GC_THRESHOLD", "not JSON", "[20000, 20, 100]"], id="gc-not-json"),
         pytest.param({"GATEWAY_BASE_URLS": "foo"}, ["GATEWAY_BASE_URLS", "not JSON"], id="base-urls-not-json"),
         pytest.param({"GATEWAY_LOG_LEVEL": "loud"}, ["GATEWAY_LOG_LEVEL", "debug, trace"], id="unknown-log-level"),
+        pytest.param({"GATEWAY_REDIS_URL": "localhost:6379"}, ["GATEWAY_REDIS_URL", "not a Redis URL"], id="redis-url-without-scheme"),
         pytest.param({"GATEWAY_WORKERS": "2"}, ["GATEWAY_WORKERS=2", "entrypoint", "unset GATEWAY_WORKERS"], id="workers"),
     ],
 )
@@ -230,3 +231,28 @@ def test_a_sqlite_ledger_in_a_directory_that_does_not_exist_is_refused_not_creat
     assert f"the directory {missing} of the SQLite ledger at GATEWAY_DATABASE_URL" in message
     assert f"mkdir -p {missing}" in message
     assert not (tmp_path / "mistyped").exists()
+
+
+def test_start_up_says_how_many_client_keys_and_where_redis_is_and_that_it_answers(sim, tmp_path):
+    lines, stderr = _start_up_lines(
+        sim.url,
+        GATEWAY_API_KEYS="ops:sk-ops-startup",
+        GATEWAY_KEYS_FILE=_keys_file(tmp_path, ("team-a", "sk-a-startup"), ("team-b", "sk-b-startup")),
+        GATEWAY_REDIS_URL="redis://127.0.0.1:6379/0",
+        GATEWAY_REDIS_PREFIX=f"startup-{free_port()}",
+    )
+    [keys] = [line for line in lines if line["msg"].startswith("client keys: ")]
+    assert keys["apiKeys"] == 1 and keys["keysFileKeys"] == 2
+    assert "1 from GATEWAY_API_KEYS" in keys["msg"] and "2 from the keys file" in keys["msg"]
+    [redis] = [line for line in lines if "GATEWAY_REDIS_URL" in line["msg"]]
+    assert redis["level"] == "info" and redis["redisReachable"] is True and redis["redisUrl"] == "redis://127.0.0.1:6379/0"
+    assert "sk-" not in stderr
+
+
+def test_redis_that_does_not_answer_at_start_up_is_a_warning_naming_its_url(sim):
+    port = free_port()
+    lines, stderr = _start_up_lines(sim.url, GATEWAY_REDIS_URL=f"redis://gw:s3cret-pw@127.0.0.1:{port}/0")
+    [redis] = [line for line in lines if "GATEWAY_REDIS_URL" in line["msg"]]
+    assert redis["level"] == "warning" and redis["redisReachable"] is False
+    assert f"redis://gw@127.0.0.1:{port}/0 does not answer" in redis["msg"] and "GATEWAY_REDIS_FAIL_OPEN=true" in redis["msg"]
+    assert "s3cret-pw" not in stderr
