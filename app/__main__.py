@@ -50,7 +50,7 @@ def main() -> None:
         # Must outlive the drain (GATEWAY_DRAIN_TIMEOUT) plus the SSE responses' margin after it.
         timeout_graceful_shutdown=int(settings.drain_timeout) + 20,
     )
-    server = uvicorn.Server(config)  # keeps listening while the app drains (app.hosting.DrainGate)
+    server = uvicorn.Server(config)  # keeps listening while the app drains (app.shutdown.DrainGate)
     server.run()
     if not server.started:
         sys.exit(STARTUP_FAILURE)

@@ -11,7 +11,8 @@ The dispatcher is the only code that talks to both an adapter and the event stre
 - interruption from outside (client gone, shutdown, a writer failure, a watchdog deadline), never lost:
   interrupts arriving together resolve by precedence, WRITER > CLIENT > SHUTDOWN > TOTAL > FIRST_EVENT /
   IDLE (these two end the attempt only) > GRACE (see `app.contract.failures.Interrupt`);
-- closing the upstream on every path, and telling the observers (ledger, metrics) once.
+- closing the upstream on every path, and telling the observers (ledger, metrics) once, with the settled
+  turn's summary (`app.turn_summary`) computed once for all of them.
 
 docs/internals.md describes the watchdog's phases and the interrupt precedence.
 """
@@ -34,6 +35,7 @@ from app.providers.base import Provider, ProviderError
 from app.resolve import ModelResolver
 from app.settings import Settings
 from app.stream.turn import ContractViolation, ToolArgumentsError, Turn
+from app.turn_summary import TurnSummary, summarize
 
 log = logging.getLogger("gateway.dispatch")
 
@@ -73,6 +75,7 @@ class TurnJob:
     # Told of each attempt (the last of `attempts`, with its route) before its request is sent; set by an
     # observer that needs it (tracing), None otherwise.
     on_attempt: Callable[["TurnJob", Route], None] | None = None
+    summary: TurnSummary | None = None  # set once the turn settled, before the observers hear of it
 
     def interrupt(self, reason: Interrupt) -> None:
         """Cancel the running pump for `reason`. Never lost: a reason that outranks one still pending (not yet
@@ -140,6 +143,7 @@ class Dispatcher:
                 if job.ended_by is Interrupt.WRITER:
                     last.failed_with(ErrorKind.INTERNAL)
                 last.end(turn.outcome or AttemptOutcome.ERROR, turn.message.get("errorMessage"))
+            job.summary = summarize(job)
             for observer in self.observers:
                 _notify(observer.turn_finished, job)
 

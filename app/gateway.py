@@ -9,23 +9,27 @@ import uuid
 from collections import Counter
 from typing import Callable
 
-from app.api.auth import ClientKey, KeyRing, parse_keys
 from app.catalog import Catalog
 from app.contract.request import StreamRequest
 from app.dispatch import Dispatcher, Interrupt, Route, TurnJob
-from app.keys import ClientKeys, watch_keys
 from app.ledger import LedgerObserver, open_ledger
-from app.limits import LimitStore, Limits, MemoryLimitStore
 from app.logs import RequestLog
 from app.redaction import register_secrets
 from app.metrics import Metrics
+from app.policy.admission import Admission
+from app.policy.keyring import ClientKey, KeyRing, parse_keys
+from app.policy.keys import ClientKeys, watch_keys
+from app.policy.limits import Limits
+from app.policy.memory_store import MemoryLimitStore
+from app.policy.store import LimitStore
+from app.redis_client import redis_client
 from app.resume import RedisEvents, ResumeHub
 from app.providers.base import Provider
 from app.providers.registry import build_providers
 from app.providers.transport import DEMO_CALLER
-from app.refusals import AtCapacity, Draining, RequestRejected, UnpricedModel
-from app.hosting import server_exiting, waits_for_drain
+from app.refusals import RequestRejected
 from app.settings import Settings
+from app.shutdown import OpenStreams
 from app.stream.turn import Turn
 
 log = logging.getLogger("gateway")
@@ -46,7 +50,8 @@ class Gateway:
         )
         self.ledger = open_ledger(settings.database_url, settings)
         self.jobs: set[TurnJob] = set()
-        self.draining = False
+        self.streams = OpenStreams()  # the SSE responses open, turns' and resumptions' (ended by `app.shutdown`)
+        self.draining = False  # set by `drain`: new turns are refused, `/readyz` answers 503
         # Set once the gateway serves: its listening sockets are set up (`app.hosting.bound_send_buffers`) and the
         # records of stopped gateway processes are marked (`app.main`). `/readyz` answers 503 until then.
         self.serving = asyncio.Event()
@@ -68,6 +73,16 @@ class Gateway:
             metrics=self.metrics,
         )
         self.dispatcher.observers.append(self.limits)
+        self.admission = Admission(
+            self,
+            self.keys,
+            self.limits,
+            self.dispatcher.resolver,
+            self.metrics,
+            max_streams=settings.max_streams,
+            max_streams_per_key=settings.max_streams_per_key,
+            allow_unpriced_models=settings.allow_unpriced_models,
+        )
         self.resume = _resume_hub(settings, self.metrics)
         self.resume.on_resumed_late = self.recorder.turn_finished  # the record is written again with `resumed`
         self._keys_watch: asyncio.Task | None = None
@@ -98,13 +113,14 @@ class Gateway:
         self, request: StreamRequest, request_id: str, key_id: str | None, door: str = "unified"
     ) -> TurnJob:
         """Resolve the model and its fallbacks, apply the key's policy, then start the turn's pump. `door`
-        names the client wire format the request came through (records and metrics show it)."""
-        self._check_capacity(key_id)
+        names the client wire format the request came through (records and metrics show it). Admission's
+        steps (`app.policy.admission`) run in order, with the routes planned between its stream caps and the
+        key's policy."""
+        self.admission.check_capacity(key_id)
         options = request.options
         routes = self._honouring(self.dispatcher.plan(request.model, request.fallback), request)
         names = [self.dispatcher.resolver.policy_name(name) for name in (request.model, *request.fallback)]
-        self._check_priced(key_id, [request.model, *request.fallback], names)
-        await self.limits.admit(key_id, names, request_id)
+        await self.admission.admit_turn(key_id, [request.model, *request.fallback], names, request_id)
         throttle = self.settings.throttle_ms if options.throttle_ms is None else options.throttle_ms
         turn = Turn(request_id, throttle_ms=throttle, max_pending_bytes=self.settings.max_pending_bytes)
         job = TurnJob(
@@ -129,31 +145,6 @@ class Gateway:
             job.task.add_done_callback(lambda _: self._release_key(key_id))
         return job
 
-    def _check_priced(self, key_id: str | None, requested: list[str], policy_names: list[str]) -> None:
-        """A key with a budget is never served a model the catalog has no price for (its turns would spend 0
-        and the budget would never stop them), unless the operator allows it (`GATEWAY_ALLOW_UNPRICED_MODELS`,
-        or the key's `allow_unpriced_models`). Names the key may not use at all are left to `Limits.admit`
-        (403 `model_not_allowed`)."""
-        if key_id is None:
-            return
-        policy = self.keys.policy(key_id)
-        if not policy.has_budget or policy.allow_unpriced_models or self.settings.allow_unpriced_models:
-            return
-        for index, (name, policy_name) in enumerate(zip(requested, policy_names)):
-            if not policy.allows_model(policy_name):
-                continue
-            served = self.dispatcher.resolver.unpriced(name)
-            if served is None:
-                continue
-            model = f"{served.provider}/{served.model.id}"
-            self.metrics.rejected_request("model_not_priced")
-            raise UnpricedModel(
-                f"API key {key_id} has a budget and the catalog has no price for model {model}: its turns would "
-                "spend nothing against the budget (name a model GET /v1/models lists with its prices)",
-                model,
-                param="model" if index == 0 else f"fallback.{index - 1}",
-            )
-
     def _honouring(self, routes: list[Route], request: StreamRequest) -> list[Route]:
         """The plan without the fallbacks that cannot honour the request (`Provider.check_request`), checked
         before any upstream call. The first entry must honour it: otherwise its RequestRejected refuses the
@@ -172,13 +163,14 @@ class Gateway:
         return kept
 
     async def admit_resumption(self, key_id: str | None, request_id: str, *, turn_running: bool) -> Callable[[], None]:
-        """A resumption is a stream: while open it counts against `GATEWAY_MAX_STREAMS`,
-        `GATEWAY_MAX_STREAMS_PER_KEY` and the key's concurrent streams, except that the turn it reads, while
-        still running, does not count against it (a client that lost its connection may always take it up
-        again). Raises a Refusal (429, 503); otherwise returns the release, to call once when it ends."""
-        self._check_streams(key_id, not_counted=int(request_id in self.resume.jobs))  # its turn runs here
+        """A resumption is a stream: while open it counts against `GATEWAY_MAX_STREAMS` and the key's
+        concurrent streams (`Admission.admit_resumption`), except that the turn it reads, while still running,
+        does not count against it (a client that lost its connection may always take it up again). Raises a
+        Refusal (429, 503); otherwise returns the release, to call once when it ends."""
         lease = f"{request_id}~resume~{uuid.uuid4().hex[:12]}"
-        await self.limits.admit_stream(key_id, lease, alongside_turn=turn_running)
+        await self.admission.admit_resumption(
+            key_id, lease, turn_here=request_id in self.resume.jobs, turn_running=turn_running
+        )
         self.resumptions += 1
         if key_id is not None:
             self.streams_per_key[key_id] += 1
@@ -196,51 +188,14 @@ class Gateway:
 
         return release
 
-    def _check_capacity(self, key_id: str | None) -> None:
-        """Refuse a new turn while draining or at a concurrency limit."""
-        if self.draining:
-            self.metrics.rejected_request("draining")
-            raise Draining("gateway shutting down")
-        self._check_streams(key_id)
-
-    def _check_streams(self, key_id: str | None, not_counted: int = 0) -> None:
-        """Refuse one more stream at `GATEWAY_MAX_STREAMS` or `GATEWAY_MAX_STREAMS_PER_KEY` (turns and open
-        resumptions; `not_counted` of them left out)."""
-        settings = self.settings
-        if len(self.jobs) + self.resumptions - not_counted >= settings.max_streams:
-            limit = settings.max_streams
-            self.metrics.rejected_request("max_streams")
-            raise AtCapacity(f"too many concurrent streams on this gateway (limit {limit})", "max_streams")
-        if key_id is not None and self.streams_per_key[key_id] - not_counted >= settings.max_streams_per_key:
-            limit = settings.max_streams_per_key
-            self.metrics.rejected_request("max_streams_per_key")
-            raise AtCapacity(
-                f"too many concurrent streams for API key {key_id} (limit {limit})", "max_streams_per_key"
-            )
-
     def _release_key(self, key_id: str) -> None:
         self.streams_per_key[key_id] -= 1
         if self.streams_per_key[key_id] <= 0:
             del self.streams_per_key[key_id]
 
-    async def watch_shutdown(self, poll: float = 0.1) -> None:
-        """Drain when the server starts shutting down (SIGTERM).
-
-        uvicorn closes its listeners and then waits for open responses before the lifespan shutdown runs, so
-        draining cannot wait for the lifespan: this task (started by the lifespan) notices the server's exit
-        flag, marks the gateway draining (`/readyz` answers 503), gives in-flight turns `drain_timeout`, then
-        settles the rest with `error` ("gateway shutting down"). SSE responses are kept open until then (see
-        `app.api.sse`).
-        """
-        # The listeners stay open meanwhile (new connections get 503, not refused), for the drain and the settling.
-        with waits_for_drain(self.settings.drain_timeout + 10):
-            while not server_exiting():
-                await asyncio.sleep(poll)
-            log.info("shutdown requested: draining %d turn(s) for up to %gs", len(self.jobs), self.settings.drain_timeout)
-            await self.drain(self.settings.drain_timeout)
-
     async def drain(self, timeout: float) -> None:
-        """Stop taking turns, let those in flight finish for up to `timeout`, then settle the rest."""
+        """Stop taking turns, let those in flight finish for up to `timeout`, then settle the rest (a step of
+        `app.shutdown.shut_down`, and of the end of the lifespan with `timeout` 0)."""
         self.draining = True
         pending = [job.task for job in self.jobs if job.task is not None]
         if pending:
@@ -258,16 +213,14 @@ class Gateway:
         await self.limits.aclose()
         await self.resume.aclose()
         for provider in self.dispatcher.providers.values():
-            close = getattr(provider, "aclose", None)
-            if close is not None:
-                await close()
+            await provider.aclose()
 
 
 def _limit_store(settings: Settings) -> LimitStore:
     """Redis when `GATEWAY_REDIS_URL` is set (shared by replicas), else this process's memory."""
     if not settings.redis_url:
         return MemoryLimitStore()
-    from app.redis_limits import RedisLimitStore, redis_client
+    from app.policy.redis_store import RedisLimitStore
 
     client = redis_client(settings.redis_url, settings.redis_timeout, max_connections=RedisLimitStore.POOL_SIZE)
     return RedisLimitStore(client, settings.redis_prefix)

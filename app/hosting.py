@@ -1,10 +1,10 @@
 """The ASGI server hosting the gateway (uvicorn), seen from inside the app: the HTTP protocol it serves with
-(`BoundedHttpToolsProtocol`: bounds on request headers), and its shutdown held while the app drains
-(`DrainGate`: it keeps listening meanwhile).
+(`BoundedHttpToolsProtocol`: bounds on request headers), and the running server itself (`hosting_server`).
+Its shutdown, held while the app drains, is `app.shutdown`.
 
 uvicorn installs its `handle_exit` as the SIGTERM/SIGINT handler, so the handler's `__self__` is the running
 `uvicorn.Server`: its `should_exit` flag says the server is stopping, its `servers` hold the listening
-sockets. Under a server that installs no handler (tests run uvicorn in a thread) both helpers do nothing.
+sockets. Under a server that installs no handler (tests run uvicorn in a thread) the helpers do nothing.
 """
 
 from __future__ import annotations
@@ -13,30 +13,19 @@ import asyncio
 import logging
 import signal
 import socket
-from collections.abc import Iterator
-from contextlib import contextmanager
 from functools import lru_cache
 from typing import Any, NamedTuple
 
-import uvicorn
-from sse_starlette.sse import AppStatus
-from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+from app.seams.uvicorn import HttpToolsProtocol
 
 log = logging.getLogger("gateway")
 
 
 def hosting_server() -> Any | None:
+    """The running uvicorn server (the SIGTERM handler's `__self__`); None when no server installed one."""
     handler = signal.getsignal(signal.SIGTERM)
     server = getattr(handler, "__self__", None)
     return server if hasattr(server, "should_exit") else None
-
-
-def server_exiting() -> bool:
-    """True once the server is shutting down. sse-starlette's `AppStatus.should_exit` is honoured too."""
-    if AppStatus.should_exit:
-        return True
-    server = hosting_server()
-    return bool(server is not None and server.should_exit)
 
 
 async def wait_listening(poll: float = 0.05) -> bool:
@@ -189,47 +178,3 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
             )
         )
         self.transport.close()
-
-
-class DrainGate:
-    """Holds the hosting uvicorn server's shutdown until the app has drained.
-
-    uvicorn stops accepting connections as soon as SIGTERM arrives. The gateway drains first
-    (`GATEWAY_DRAIN_TIMEOUT`): in-flight turns may finish, and meanwhile a new connection is answered, `/readyz`
-    and new turns with 503, so that load balancers and clients see "draining" rather than a refused connection.
-    The gate replaces the `shutdown` of that one running server (however it was started: `python -m app`,
-    `uvicorn app.main:app`, each of the container's workers) with one that first waits until the gate is
-    released, `limit` seconds have passed, or a second Ctrl-C forces the exit; then uvicorn's own shutdown runs.
-    """
-
-    def __init__(self, server: uvicorn.Server, limit: float) -> None:
-        self.server = server
-        self.limit = limit
-        self.closed = True
-        self._uvicorn_shutdown = server.shutdown
-        server.shutdown = self._shutdown_after_drain  # type: ignore[method-assign]
-
-    async def _shutdown_after_drain(self, sockets: list[socket.socket] | None = None) -> None:
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + self.limit
-        while self.closed and not self.server.force_exit and loop.time() < deadline:
-            await asyncio.sleep(0.1)
-        await self._uvicorn_shutdown(sockets=sockets)
-
-    def release(self) -> None:
-        self.closed = False
-
-
-@contextmanager
-def waits_for_drain(limit: float) -> Iterator[None]:
-    """While this block runs, the hosting uvicorn server, once told to stop, keeps listening (for at most
-    `limit` seconds). No-op without a hosting server (tests run uvicorn in a thread)."""
-    server = hosting_server()
-    if not isinstance(server, uvicorn.Server):
-        yield
-        return
-    gate = DrainGate(server, limit)
-    try:
-        yield
-    finally:
-        gate.release()

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import logging
 import sys
-import time
 from datetime import datetime, timezone
 from typing import Any
 
@@ -99,11 +98,13 @@ class RequestLog:
 
 
 def request_fields(job: TurnJob, log_content: bool = False) -> dict[str, Any]:
-    """The per-request log fields (no keys; content only when `log_content`)."""
+    """The per-request log fields of a settled turn (no keys; content only when `log_content`); its times come
+    from the turn's summary (`app.turn_summary`)."""
     turn = job.turn
+    summary = job.summary
+    assert summary is not None  # set by the dispatcher before it tells the observers
     message = turn.message
     usage = message.get("usage") or {}
-    ttft = None if turn.first_content_at is None else round((turn.first_content_at - turn.created_at) * 1000, 1)
     fields: dict[str, Any] = {
         "requestId": turn.request_id,
         "apiKeyId": job.api_key_id,
@@ -111,10 +112,10 @@ def request_fields(job: TurnJob, log_content: bool = False) -> dict[str, Any]:
         "requestedModel": job.requested_model,
         "provider": message.get("provider"),
         "model": message.get("model"),
-        "outcome": turn.outcome or "error",
+        "outcome": summary.outcome,
         "stopReason": message.get("stopReason"),
-        "ttftMs": ttft,
-        "durationMs": round((time.monotonic() - turn.created_at) * 1000, 1),
+        "ttftMs": None if summary.ttft is None else round(summary.ttft * 1000, 1),
+        "durationMs": round(summary.duration * 1000, 1),
         "tokens": {k: usage.get(k, 0) for k in ("input", "output", "cacheRead", "cacheWrite")},
         "cost": (usage.get("cost") or {}).get("total", 0),
         "attempts": len(job.attempts),

@@ -13,21 +13,25 @@ from fastapi.exceptions import RequestValidationError
 from starlette.exceptions import HTTPException
 from starlette.responses import Response
 
-from app.api.auth import KeysConfigError, authorization
-from app.api.body import validation_error as invalid_request
+from app.api.auth import authorization
 from app.api.apidocs import install_api_docs
-from app.api.edge import GatewayApp, RequestIdMiddleware
+from app.api.edge import GatewayApp, RequestIdMiddleware, route_path
 from app.api.console import install_console
-from app.api.error_responses import ApiError, is_pi_path, json_response
+from app.api.error_responses import error_response, json_response, refusal_error
 from app.api.records import router as records_router
 from app.api.resume import router as resume_router
 from app.api.openapi import build_openapi
-from app.api.routes import TURN_DOORS, TURN_ENDPOINTS, install_error_handlers, router
+from app.api.routes import install_error_handlers, router
 from app.gateway import Gateway
+from app.doors.registry import door_at
+from app.doors.validation import validation_error as invalid_request
 from app.ledger import LedgerUrlError
 from app.logs import ensure_configured
+from app.policy.keyring import KeysConfigError
 from app.providers.registry import provider_setups
+from app.refusals import NotAuthenticated
 from app.hosting import bound_send_buffers, wait_listening
+from app.shutdown import close_gateway, watch_server_exit
 from app.settings import Settings
 from app.startup_messages import (
     StartupErrorMessages,
@@ -90,8 +94,8 @@ def _simulator_log_guard(app: FastAPI, request: Request) -> "Response | LogScope
 
     try:
         key_id = app.state.gateway.keys.identify(authorization(request.headers))
-    except ApiError as refused:
-        return refused.response()
+    except NotAuthenticated as refused:
+        return refusal_error(refused).response()
     return LogScope(key_id)
 
 
@@ -104,6 +108,9 @@ def create_app(settings: Settings | None = None, gateway: Gateway | None = None)
     @asynccontextmanager
     async def lifespan(app: FastAPI):
         ensure_configured(settings.log_level)
+        # POSTs on the turn routes skip FastAPI's stack from now on (app/api/edge.py); refused if middleware
+        # was added that they would skip.
+        app.start_fast_path()  # type: ignore[attr-defined]
         try:
             gw = gateway or Gateway(settings)
         except LedgerUrlError as exc:
@@ -131,7 +138,7 @@ def create_app(settings: Settings | None = None, gateway: Gateway | None = None)
         # ~200 young and ~17 middle collections per second with 300 open streams, each scanning every live
         # stream's objects (docs/performance.md, The garbage collector).
         gc.set_threshold(*settings.gc_threshold)
-        shutdown_watch = asyncio.create_task(gw.watch_shutdown(), name="gateway-shutdown-watch")
+        shutdown_watch = asyncio.create_task(watch_server_exit(gw), name="gateway-shutdown-watch")  # app/shutdown.py
         send_buffers = asyncio.create_task(_set_up_listening(gw, settings), name="gateway-listening")
         if not gw.keys.enabled:
             log.warning("GATEWAY_API_KEYS is empty: the gateway accepts requests without a key")
@@ -140,16 +147,13 @@ def create_app(settings: Settings | None = None, gateway: Gateway | None = None)
         finally:
             shutdown_watch.cancel()
             send_buffers.cancel()
-            await gw.drain(timeout=0)
-            await gw.aclose()
-            await gw.recorder.aclose()  # flush queued record writes, close the store
-            gw.metrics.close()
+            await close_gateway(gw)  # settle what still runs; close the providers, limits, ledger, metrics
             if tracing is not None:
                 tracing.shutdown()  # export the queued spans (bounded: a receiver that is down holds nothing)
 
     app_class = GatewayApp
     if tracing is not None:  # a SERVER span around every request, the turn routes' fast path included
-        from app.tracing.server import TracedGatewayApp
+        from app.api.traced import TracedGatewayApp
 
         app_class = TracedGatewayApp
     app = app_class(
@@ -160,7 +164,6 @@ def create_app(settings: Settings | None = None, gateway: Gateway | None = None)
         redoc_url=None,
     )
     app.allowed_hosts = settings.allowed_host_names()
-    app.error_shapes = {path: door.error_body for path, door in TURN_DOORS.items()}
     if tracing is not None:
         app.tracing = tracing  # type: ignore[attr-defined]
     app.include_router(router)
@@ -176,7 +179,7 @@ def create_app(settings: Settings | None = None, gateway: Gateway | None = None)
         return json_response({"error": {"type": kind, "message": str(exc.detail), "param": None}}, exc.status_code)
 
     async def validation_error(request: Request, exc: RequestValidationError) -> Response:
-        return invalid_request(list(exc.errors())).response(pi=is_pi_path(request.url.path))
+        return error_response(invalid_request(list(exc.errors())), door_at(route_path(request.scope)))
 
     app.add_exception_handler(HTTPException, http_error)
     app.add_exception_handler(RequestValidationError, validation_error)
@@ -185,7 +188,6 @@ def create_app(settings: Settings | None = None, gateway: Gateway | None = None)
 
         app.mount("/_simulator", create_simulator(log_guard=lambda request: _simulator_log_guard(app, request)))
     app.add_middleware(RequestIdMiddleware)
-    app.serve_directly(TURN_ENDPOINTS)  # POSTs on the turn routes skip FastAPI's stack (app/api/edge.py)
     app.add_middleware(StartupErrorMessages)  # outermost: a failed start-up is one readable line
     return app
 

@@ -17,15 +17,14 @@ be empty when the gateway starts (the usual prometheus-client rule).
 from __future__ import annotations
 
 import os
-import time
 
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from prometheus_client import multiprocess
 from prometheus_client.process_collector import ProcessCollector
 
 from app.catalog import Catalog
-from app.contract.failures import Attempt, Interrupt
 from app.dispatch import TurnJob
+from app.turn_summary import AttemptStep, NextStep
 
 OTHER_MODEL = "other"
 TOKEN_KINDS = (("input", "input"), ("output", "output"), ("cacheRead", "cache_read"), ("cacheWrite", "cache_write"))
@@ -141,19 +140,20 @@ class Metrics:
 
     def turn_finished(self, job: TurnJob) -> None:
         self.active.dec()
+        summary = job.summary
+        assert summary is not None  # set by the dispatcher before it tells the observers
         turn = job.turn
         message = turn.message
         provider = message.get("provider") or job.requested_model.partition("/")[0]
         model = self.model_label(provider, message.get("model") or job.requested_model.partition("/")[2])
-        outcome = turn.outcome or "error"
+        outcome = summary.outcome
         self.requests.labels(provider, model, outcome, job.door).inc()
 
-        duration = max(time.monotonic() - turn.created_at, 0.0)
-        self.duration.labels(provider, model, outcome).observe(duration)
-        if turn.first_content_at is not None:
-            self.ttft.labels(provider, model).observe(max(turn.first_content_at - turn.created_at, 0.0))
-        self.upstream.labels(provider, model).observe(job.upstream_wait)
-        self.overhead.labels(provider, model).observe(max(duration - job.upstream_wait, 0.0))
+        self.duration.labels(provider, model, outcome).observe(summary.duration)
+        if summary.ttft is not None:
+            self.ttft.labels(provider, model).observe(summary.ttft)
+        self.upstream.labels(provider, model).observe(summary.upstream_wait)
+        self.overhead.labels(provider, model).observe(summary.overhead)
 
         usage = message.get("usage") or {}
         for field, kind in TOKEN_KINDS:
@@ -164,24 +164,19 @@ class Metrics:
         if cost > 0:
             self.cost.labels(provider, model).inc(cost)
 
-        self._attempts(job.attempts)
-        if job.client_disconnected or turn.outcome == "aborted":
-            self.cancellations.labels("client").inc()
-        elif job.ended_by is Interrupt.SHUTDOWN:
-            self.cancellations.labels("shutdown").inc()
+        self._attempts(summary.attempts)
+        if summary.cancelled_by is not None:
+            self.cancellations.labels(summary.cancelled_by).inc()
         if turn.late_frames:
             self.late_frames.labels(provider).inc(turn.late_frames)
 
-    def _attempts(self, attempts: list[Attempt]) -> None:
-        for index, attempt in enumerate(attempts):
-            timeout = attempt.timeout
-            if timeout is not None:
-                self.timeouts.labels(timeout).inc()
-            if index + 1 < len(attempts):
-                following = attempts[index + 1]
+    def _attempts(self, attempts: tuple[AttemptStep, ...]) -> None:
+        for attempt in attempts:
+            if attempt.timeout is not None:
+                self.timeouts.labels(attempt.timeout).inc()
+            if attempt.then is not None:
                 labels = (attempt.provider, self.model_label(attempt.provider, attempt.model))
-                same = (following.provider, following.model) == (attempt.provider, attempt.model)
-                (self.retries if same else self.fallbacks).labels(*labels).inc()
+                (self.retries if attempt.then is NextStep.RETRY else self.fallbacks).labels(*labels).inc()
 
     # ----------------------------------------------------------------- HTTP layer
 

@@ -6,6 +6,8 @@ each door phrases them in its own error shape.
 
 from __future__ import annotations
 
+from app.policy.kinds import LimitKind, StreamCap
+
 
 class Refusal(Exception):
     """A turn the gateway will not start. `param` names the request field at fault, when there is one."""
@@ -14,6 +16,10 @@ class Refusal(Exception):
         super().__init__(message)
         self.message = message
         self.param = param
+
+
+class NotAuthenticated(Refusal):
+    """Client keys are configured and the request presents none, or one that is not among them."""
 
 
 class UnknownModel(Refusal):
@@ -25,9 +31,9 @@ class AmbiguousModel(Refusal):
 
 
 class AtCapacity(Refusal):
-    """A concurrency limit is reached (`limit` is the setting's name: `max_streams`, `max_streams_per_key`)."""
+    """A replica's concurrency setting is reached (`limit`: which one)."""
 
-    def __init__(self, message: str, limit: str) -> None:
+    def __init__(self, message: str, limit: StreamCap) -> None:
         super().__init__(message)
         self.limit = limit
 
@@ -46,10 +52,10 @@ class TokensNotCounted(Refusal):
 
 
 class LimitExceeded(Refusal):
-    """A per-key limit of the keys file is reached. `kind`: `rate_limit_rpm`, `rate_limit_tpm`,
-    `concurrency_limit` or `budget_exceeded`; `retry_after` is whole seconds until it may succeed."""
+    """A per-key limit of the keys file is reached (`kind`: which one, as the client sees it); `retry_after`
+    is whole seconds until it may succeed."""
 
-    def __init__(self, message: str, kind: str, retry_after: int) -> None:
+    def __init__(self, message: str, kind: LimitKind, retry_after: int) -> None:
         super().__init__(message)
         self.kind = kind
         self.retry_after = max(1, retry_after)

@@ -40,7 +40,8 @@ from app.dispatch import Interrupt, TurnJob
 from app.doors.base import EventEncoder
 from app.refusals import EventsLost, EventStoreUnavailable
 
-from redis.asyncio import BlockingConnectionPool, Redis
+from app.redis_client import redis_client
+from redis.asyncio import Redis
 
 if TYPE_CHECKING:
 
@@ -58,19 +59,10 @@ IDLE_CHECK_S = 2 * BLOCK_MS / 1000  # a waiting reader checks that the turn stil
 
 
 def events_client(url: str, timeout: float) -> Redis:
-    """The event store's client: the limit store's settings (`redis_client`), a socket timeout that leaves
-    room for the watch's blocking read, and a pool of POOL_SIZE connections whose callers wait up to
-    `timeout` for a free one instead of failing."""
-    from app.redis_limits import redis_client
-
-    template = redis_client(url, timeout + BLOCK_MS / 1000, decode=False).connection_pool
-    pool = BlockingConnectionPool(
-        max_connections=POOL_SIZE,
-        timeout=timeout,
-        connection_class=template.connection_class,
-        **template.connection_kwargs,
-    )
-    return Redis.from_pool(pool)
+    """The event store's client (`app.redis_client`): a socket timeout that leaves room for the watch's
+    blocking read, and a pool of POOL_SIZE connections whose callers wait up to `timeout` for a free one
+    instead of failing."""
+    return redis_client(url, timeout + BLOCK_MS / 1000, decode=False, max_connections=POOL_SIZE, pool_timeout=timeout)
 
 
 @dataclass(frozen=True, slots=True)

@@ -25,8 +25,8 @@ if TYPE_CHECKING:
     import pydantic
     import pydantic_settings
 
-    from app.api.auth import KeysConfigError
-    from app.keys import ClientKeys
+    from app.policy.keyring import KeysConfigError
+    from app.policy.keys import ClientKeys
     from app.providers.registry import ProviderSetup
     from app.settings import Settings
 
@@ -305,7 +305,7 @@ def log_client_keys(keys: "ClientKeys") -> None:
     """Say at start-up how many client keys are served and from where (never a key)."""
     if not keys.enabled:
         return  # the lifespan warns that auth is off
-    from app.keys import load_keys_file
+    from app.policy.keys import load_keys_file
 
     where = [f"{len(keys.api_keys)} from GATEWAY_API_KEYS"] if keys.api_keys else []
     in_file = 0

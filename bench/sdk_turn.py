@@ -32,8 +32,8 @@ import uvloop
 from app.catalog import ModelInfo, Pricing
 from app.contract.messages import Context
 from app.contract.request import StreamOptions
+from app.providers.config import ProviderConfig
 from app.providers.registry import ADAPTERS
-from app.providers.transport import TransportSettings
 from bench import procs
 from bench.scenarios import PACED_SIZE, SHORT_N, paced
 
@@ -41,7 +41,7 @@ BASES = {"anthropic-messages": "/anthropic", "openai-responses": "/openai/v1", "
 
 
 def provider(api: str, sim_url: str) -> Any:
-    return ADAPTERS[api]("bench", "bench-key", sim_url + BASES[api], TransportSettings())
+    return ADAPTERS[api](ProviderConfig(name="bench", api_key="bench-key", base_url=sim_url + BASES[api]))
 
 
 def turn_args(scenario: str, i: int) -> tuple[ModelInfo, Context, StreamOptions]:

@@ -86,6 +86,9 @@ class FakeProvider:
     def error(self, exc: BaseException) -> ProviderError | None:
         return None
 
+    async def aclose(self) -> None:
+        pass
+
 
 def text_frames(*chunks: str, reason: str = "stop") -> list[list[dict[str, Any]]]:
     """A whole text reply as frames: block start, one delta per chunk, block end, finish."""

@@ -55,6 +55,9 @@ class ScriptedProvider:
     def error(self, exc: BaseException) -> ProviderError | None:
         return ProviderError(f"connection lost: {exc}", retryable=True) if isinstance(exc, ConnectionError) else None
 
+    async def aclose(self) -> None:
+        pass
+
 
 def run_script(provider: ScriptedProvider, *, throttle_ms: int = 0) -> tuple[list[dict[str, Any]], TurnJob]:
     """Drive one turn over the script; returns the events a reader would see, and the job."""

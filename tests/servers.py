@@ -40,7 +40,7 @@ class ServerThread:
         try:
             loop.run_until_complete(self.server.serve())
         finally:
-            # Libraries leave per-loop helper tasks (e.g. sse-starlette's shutdown watcher): end them cleanly.
+            # Libraries may leave per-loop helper tasks: end them cleanly.
             pending = [t for t in asyncio.all_tasks(loop) if not t.done()]
             for task in pending:
                 task.cancel()

@@ -193,8 +193,9 @@ def _long_history(n: int) -> list[dict]:
 def test_a_long_history_validated_in_slices_equals_one_validation():
     import orjson
 
-    from app.api.body import SLICE, parse_model
+    from app.api.body import parse_model
     from app.contract.request import StreamRequest
+    from app.doors.validation import SLICE
 
     raw = orjson.dumps({"model": "anthropic/text", "context": {"messages": _long_history(3 * SLICE + 7)}})
     assert parse_model(raw, StreamRequest, 64) == StreamRequest.model_validate(orjson.loads(raw))
@@ -203,15 +204,16 @@ def test_a_long_history_validated_in_slices_equals_one_validation():
 def test_problems_in_a_long_history_name_their_message():
     import orjson
 
-    from app.api.body import SLICE, parse_model
-    from app.api.error_responses import ApiError
+    from app.api.body import parse_model
     from app.contract.request import StreamRequest
+    from app.doors.errors import BadRequest
+    from app.doors.validation import SLICE
 
     history = _long_history(3 * SLICE)
     history[0] = {"role": "system", "content": "x"}
     history[2 * SLICE + 1] = {"role": "assistant", "content": [{"type": "text"}]}
     raw = orjson.dumps({"model": 5, "context": {"messages": history}})
-    with pytest.raises(ApiError) as caught:
+    with pytest.raises(BadRequest) as caught:
         parse_model(raw, StreamRequest, 64)
     message = caught.value.message
     assert caught.value.param == "model"

@@ -111,7 +111,7 @@ COLON_KEY = "sk-colon:part2:part3-SECRET"
 
 
 def test_key_spec_is_split_on_the_first_colon_only():
-    from app.api.auth import ClientKey, parse_keys
+    from app.policy.keyring import ClientKey, parse_keys
 
     keys = parse_keys(f"named:{COLON_KEY}, bare-key-0001 ,,:unnamed-0002")
     assert keys[0] == ClientKey("named", COLON_KEY)

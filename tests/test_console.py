@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from app.api.console import CONTENT_SECURITY_POLICY, HealthWindow, percentiles
+from app.api.console import CONTENT_SECURITY_POLICY
+from app.health import HealthWindow, percentiles
 from app.settings import Settings
+from app.turn_summary import summarize
 from app.contract.failures import Attempt, ErrorKind, Interrupt
 from tests.conftest import marker, turn
 
@@ -91,6 +93,11 @@ def test_summary_counts_fallbacks_and_retries_by_provider():
             first_content_at = None
             message = {"provider": "openai"}
 
+        started_wall = 600.0
+        client_disconnected = False
+        ended_by = None
+
+    Job.summary = summarize(Job, now=0.0)
     window.turn_finished(Job())
     summary = window.summary("k", 3)
     assert summary["providers"]["anthropic"] == {"turns": 0, "errors": 0, "retries": 1, "fallbacks": 1, "timeouts": 1}

@@ -8,7 +8,7 @@ import pytest
 
 from app.contract.messages import AssistantMessage, ImageContent, TextContent, ThinkingContent, ToolCall, ToolResultMessage, UserMessage
 from app.contract.request import ToolChoiceTool
-from app.api.error_responses import ApiError
+from app.doors.errors import BadRequest
 from app.contract.failures import ErrorKind
 from app.doors.anthropic_messages.errors import refusal_body
 from app.doors.anthropic_messages.events import PING, MessagesEncoder, message_object
@@ -237,7 +237,7 @@ BAD = [
 
 @pytest.mark.parametrize("fields, param", BAD, ids=[p for _, p in BAD])
 def test_bad_requests_name_the_field(fields, param):
-    with pytest.raises(ApiError) as caught:
+    with pytest.raises(BadRequest) as caught:
         decode(body(**fields))
     assert caught.value.param == param
     assert caught.value.message.startswith(param)
@@ -389,10 +389,10 @@ def test_a_refusal_is_a_400_that_no_sdk_retries():
 
 
 def test_refusals_name_the_field_as_this_wire_does():
-    error = ApiError(400, "invalid_request", "OpenAI's Responses API has no stop sequences", param="options.stop")
+    error = BadRequest(400, "invalid_request", "OpenAI's Responses API has no stop sequences", param="options.stop")
     assert refusal_body(error) == {
         "type": "error",
         "error": {"type": "invalid_request_error", "message": "stop_sequences: OpenAI's Responses API has no stop sequences"},
     }
-    assert refusal_body(ApiError(413, "payload_too_large", "request body exceeds 10 bytes"))["error"]["type"] == "request_too_large"
-    assert refusal_body(ApiError(401, "authentication_error", "invalid API key"))["error"]["type"] == "authentication_error"
+    assert refusal_body(BadRequest(413, "payload_too_large", "request body exceeds 10 bytes"))["error"]["type"] == "request_too_large"
+    assert refusal_body(BadRequest(401, "authentication_error", "invalid API key"))["error"]["type"] == "authentication_error"

@@ -22,7 +22,7 @@ from anthropic.types.beta.message_create_params import MessageCreateParamsStream
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from app.api.error_responses import ApiError
+from app.doors.errors import BadRequest
 from app.catalog import ModelInfo, Pricing
 from app.doors.anthropic_messages.request import decode
 from app.providers.anthropic.request import build_request as anthropic_request
@@ -107,7 +107,7 @@ MODELS = [
 def test_any_body_the_sdk_types_allow_is_decoded_or_a_400_naming_a_field(body):
     try:
         request = decode(body, {"anthropic-beta": "context-management-2025-06-27"})
-    except ApiError as error:
+    except BadRequest as error:
         assert error.status in (400, 404), error.message
         assert error.param, error.message
         assert error.message.startswith(error.param), error.message

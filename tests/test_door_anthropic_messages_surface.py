@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from app.api.error_responses import ApiError
+from app.doors.errors import BadRequest
 from app.catalog import ModelInfo, Pricing
 from app.contract.messages import AssistantMessage, Context, SystemMessage, ThinkingContent
 from app.contract.request import StreamOptions, StreamRequest
@@ -72,9 +72,9 @@ def test_a_system_message_mid_conversation_reaches_each_vendor_as_its_own_instru
 
 
 def test_the_unified_door_still_refuses_a_system_role_message():
-    from app.api.body import validate
+    from app.doors.validation import validate
 
-    with pytest.raises(ApiError) as caught:
+    with pytest.raises(BadRequest) as caught:
         validate({"model": "anthropic/text", "context": {"messages": [{"role": "system", "content": [{"type": "text", "text": "x"}]}]}},
                  StreamRequest)
     assert caught.value.status == 422 and caught.value.param == "context.messages.0"
@@ -206,6 +206,6 @@ def test_a_system_message_cleared_at_the_next_user_message_is_not_sent_to_other_
     ({"compaction": {"type": "x"}}, "compaction"),
 ])
 def test_bad_agent_fields_are_a_400_naming_the_field(fields, param):
-    with pytest.raises(ApiError) as caught:
+    with pytest.raises(BadRequest) as caught:
         decode(body(**fields))
     assert caught.value.status == 400 and caught.value.param == param

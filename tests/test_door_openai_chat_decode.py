@@ -1,5 +1,5 @@
 """The Chat Completions decoder on generated input: whatever JSON a client puts in any field, the answer is a
-decoded request or a 4xx `ApiError` naming a parameter — never another exception (which would be a 500)."""
+decoded request or a 4xx `BadRequest` naming a parameter — never another exception (which would be a 500)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from app.api.error_responses import ApiError
+from app.doors.errors import BadRequest
 from app.doors.openai_chat.request import PARAMETERS, decode
 
 JSON = st.recursive(
@@ -41,7 +41,7 @@ VALID: dict[str, Any] = {
 def _check(body: dict[str, Any]) -> None:
     try:
         decoded = decode(body, {})
-    except ApiError as error:
+    except BadRequest as error:
         assert 400 <= error.status < 500 and error.message
         return
     assert decoded.unified.context.messages

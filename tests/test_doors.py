@@ -3,8 +3,12 @@ door a record and a metric name."""
 
 from __future__ import annotations
 
+import typing
+
 import pytest
 
+from app.doors import anthropic_messages, pi, unified
+from app.doors.registry import DoorName, door_at
 from tests.conftest import marker, turn
 
 KEY = "sk-client-door-0001"
@@ -54,6 +58,14 @@ def test_records_and_metrics_name_the_door(gateway):
     by_door = gateway.http.get("/v1/requests", params={"door": "pi", "limit": 200}).json()["records"]
     assert request_id in [r["requestId"] for r in by_door] and {r["door"] for r in by_door} == {"pi"}
     assert gateway.http.get("/v1/requests", params={"door": "smtp"}).status_code == 422
+
+
+def test_the_registry_names_every_door_and_finds_a_door_by_its_path():
+    assert typing.get_args(DoorName) == ("unified", "pi", "openai-chat", "anthropic-messages")
+    assert door_at("/v1/stream") is door_at("/v1/complete") is unified.DOOR
+    assert door_at("//api/stream") is door_at("/api/stream/") is pi.DOOR
+    assert door_at("/v1/messages") is anthropic_messages.DOOR
+    assert door_at("/v1/messages/count_tokens") is None and door_at("/v1/models") is None
 
 
 OUT_OF_BOUNDS = [

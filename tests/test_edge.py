@@ -7,7 +7,11 @@ from typing import Any
 import pytest
 from fastapi.routing import APIRoute
 
-from app.api.routes import TURN_ENDPOINTS, router
+from app.api.routes import router
+from app.doors.registry import turn_routes
+from app.main import create_app
+from app.settings import Settings
+from app.startup_messages import StartupError
 from tests.conftest import turn
 
 KEY = "edge-test-key"
@@ -72,9 +76,23 @@ def test_a_turn_is_served_directly_with_its_request_id(gw):
     assert response.json()["requestId"] == request_id
 
 
-def test_turn_endpoints_are_the_declared_post_routes_without_dependencies():
+def test_turn_endpoints_are_the_declared_post_routes_without_dependencies(gw):
     routes = {r.path: r for r in router.routes if isinstance(r, APIRoute)}
-    for path, endpoint in TURN_ENDPOINTS.items():
+    endpoints = gw.server.app.turn_routes.endpoints
+    assert set(endpoints) == {route.path for _, route in turn_routes()}
+    for path, endpoint in endpoints.items():
         route = routes[path]
         assert route.methods == {"POST"} and route.endpoint is endpoint
         assert not route.dependencies and not route.dependant.dependencies and route.body_field is None
+
+
+def test_middleware_the_fast_path_would_skip_is_refused_at_start_up():
+    from starlette.middleware.gzip import GZipMiddleware
+    from starlette.testclient import TestClient
+
+    app = create_app(Settings())
+    app.add_middleware(GZipMiddleware)
+    with pytest.raises(StartupError, match="GZipMiddleware would not see the turn routes"):
+        with TestClient(app):
+            pass
+    assert app.turn_routes is None

@@ -1,5 +1,5 @@
 """The SSE response's own duties (app/api/event_stream.py), on a bare ASGI call: keep-alive frames while the
-stream is quiet, the client's disconnect closing the frames' generator, and the server's exit ending the
+stream is quiet, the client's disconnect closing the frames' generator, and the shutdown ending the
 stream after the grace period with a clean end of stream."""
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ import pytest
 
 from app.api import event_stream
 from app.api.event_stream import EventStreamResponse
+from app.shutdown import OpenStreams
 
 PING = b": ping\n\n"
 
@@ -63,7 +64,7 @@ def scope() -> dict[str, Any]:
 
 async def test_a_quiet_stream_gets_keepalive_frames_then_a_clean_end() -> None:
     client, release, closed = Client(), asyncio.Event(), []
-    response = EventStreamResponse(frames_until(release, closed), {"X-Request-Id": "r"}, ping_interval=0.02, ping=PING)
+    response = EventStreamResponse(frames_until(release, closed), {"X-Request-Id": "r"}, ping_interval=0.02, ping=PING, streams=None)
     call = asyncio.create_task(response(scope(), client.receive, client.send))
     await client.until(lambda: client.bodies.count(PING) >= 2)
     release.set()
@@ -82,7 +83,7 @@ async def test_a_quiet_stream_gets_keepalive_frames_then_a_clean_end() -> None:
 
 async def test_the_client_leaving_closes_the_frames_and_sends_nothing_more() -> None:
     client, release, closed = Client(), asyncio.Event(), []
-    response = EventStreamResponse(frames_until(release, closed), {}, ping_interval=30, ping=PING)
+    response = EventStreamResponse(frames_until(release, closed), {}, ping_interval=30, ping=PING, streams=None)
     call = asyncio.create_task(response(scope(), client.receive, client.send))
     await client.until(lambda: b"data: one\n\n" in client.bodies)
     client.gone.set()
@@ -92,15 +93,14 @@ async def test_the_client_leaving_closes_the_frames_and_sends_nothing_more() -> 
     assert not client.ended and response.stopped is event_stream.StopReason.CLIENT_GONE
 
 
-async def test_the_server_exiting_ends_the_stream_after_the_grace(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(event_stream, "EXIT_POLL_SECONDS", 0.01)
-    client, release, closed = Client(), asyncio.Event(), []
-    response = EventStreamResponse(frames_until(release, closed), {}, ping_interval=30, ping=PING, shutdown_grace=0.05)
+async def test_the_server_exiting_ends_the_stream_after_the_grace() -> None:
+    client, release, closed, streams = Client(), asyncio.Event(), [], OpenStreams()
+    response = EventStreamResponse(frames_until(release, closed), {}, ping_interval=30, ping=PING, streams=streams)
     call = asyncio.create_task(response(scope(), client.receive, client.send))
     await client.until(lambda: b"data: one\n\n" in client.bodies)
-    # The module's own view of the server, not the process-wide flag: other gateways served by this test
-    # process (session fixtures) must not see a shutdown and start draining.
-    monkeypatch.setattr(event_stream, "server_exiting", lambda: True)
+    # This stream's own shutdown (`app.shutdown.shut_down` gives the gateway's streams their grace), not the
+    # process-wide flag: other gateways served by this test process (session fixtures) must not start draining.
+    streams.close_within(0.05)
     await asyncio.wait_for(call, 5)
 
     assert closed == ["closed"] and response.stopped is event_stream.StopReason.SERVER_EXIT
@@ -109,7 +109,7 @@ async def test_the_server_exiting_ends_the_stream_after_the_grace(monkeypatch: p
 
 async def test_a_cancellation_from_the_server_is_not_swallowed() -> None:
     client, release, closed = Client(), asyncio.Event(), []
-    response = EventStreamResponse(frames_until(release, closed), {}, ping_interval=30, ping=PING)
+    response = EventStreamResponse(frames_until(release, closed), {}, ping_interval=30, ping=PING, streams=None)
     call = asyncio.create_task(response(scope(), client.receive, client.send))
     await client.until(lambda: b"data: one\n\n" in client.bodies)
     call.cancel()
@@ -143,7 +143,7 @@ class FinishingFrames:
 async def test_the_last_frame_goes_out_with_the_closing_chunk() -> None:
     client = Client()
     frames = FinishingFrames([b"data: one\n\n", b"data: two\n\n"])
-    response = EventStreamResponse(frames, {}, ping_interval=30, ping=PING)
+    response = EventStreamResponse(frames, {}, ping_interval=30, ping=PING, streams=None)
     await asyncio.wait_for(response(scope(), client.receive, client.send), 5)
 
     assert client.sent[1:] == [

@@ -15,9 +15,9 @@ from typing import Any
 import httpx
 import pytest
 
-from app.api.auth import ClientKey
-from app.keys import ClientKeys, KeysFileError, load_keys_file
-from app.limits import MemoryLimitStore
+from app.policy.keyring import ClientKey
+from app.policy.keys import ClientKeys, KeysFileError, load_keys_file
+from app.policy.memory_store import MemoryLimitStore
 from tests.conftest import marker, turn
 from tests.procs import GatewayProcess
 
@@ -137,6 +137,45 @@ def test_concurrent_streams(gateway_factory, tmp_path):
         client.close()
     settle(gw)
     assert post(gw, "sk-conc").status_code == 200  # the leases were released
+
+
+def test_max_streams_per_key_is_the_default_of_a_keys_concurrent_streams(gateway_factory, tmp_path):
+    """GATEWAY_MAX_STREAMS_PER_KEY 1 caps a key without `concurrent_streams` of its own (429 too_many_streams,
+    per replica); a key's own value wins, even above the setting (429 concurrency_limit at its 3rd stream)."""
+    path = tmp_path / "keys.json"
+    write_keys(path, plain={}, own={"concurrent_streams": 2})
+    gw = gateway_factory(keys_file=str(path), max_streams_per_key=1, max_streams=10)
+    client = httpx.Client(base_url=gw.url, timeout=30)
+    opened = []
+
+    def hold(key: str) -> None:
+        cm = client.stream("POST", "/v1/stream", json=turn("anthropic/slow;n=2000;delay_ms=20"), headers=bearer(key))
+        response = cm.__enter__()
+        assert response.status_code == 200
+        lines = response.iter_lines()
+        while not next(lines).startswith("data:"):
+            pass
+        opened.append((cm, response.headers["x-request-id"], lines))
+
+    try:
+        hold("sk-plain")
+        refused = post(gw, "sk-plain")
+        assert refused.status_code == 429 and refused.headers["retry-after"] == "1"
+        error = refused.json()["error"]
+        assert error["type"] == "too_many_streams" and "plain" in error["message"] and "limit 1" in error["message"]
+        hold("sk-own")
+        hold("sk-own")  # over the setting: the key's own value counts
+        refused = post(gw, "sk-own")
+        assert refused.status_code == 429 and refused.json()["error"]["type"] == "concurrency_limit"
+        assert "limit 2" in refused.json()["error"]["message"]
+    finally:
+        for cm, request_id, _ in opened:
+            cm.__exit__(None, None, None)
+            gw.job(request_id)
+        client.close()
+    metrics = gw.http.get("/metrics").text
+    assert 'gateway_rejected_requests_total{kind="max_streams_per_key"} 1.0' in metrics
+    assert 'gateway_rejected_requests_total{kind="concurrency_limit"} 1.0' in metrics
 
 
 def test_tokens_per_minute(gateway_factory, tmp_path):
@@ -281,12 +320,14 @@ def test_a_broken_keys_file_is_reported_once_per_version(tmp_path, caplog):
 @pytest.mark.parametrize("kind", ["rate_limit_rpm", "rate_limit_tpm"])
 async def test_a_per_minute_wait_is_at_most_one_minute(tmp_path, kind):
     """Another replica's clock a few ms ahead leaves an entry newer than our `now`: Retry-After stays ≤ 60."""
-    from app.limits import Limits, Verdict
+    from app.policy.kinds import LimitKind
+    from app.policy.limits import Limits
+    from app.policy.store import Verdict
     from app.refusals import LimitExceeded
 
     class AheadStore(MemoryLimitStore):
         async def admit(self, *args: Any, **kwargs: Any) -> Verdict:
-            return Verdict(kind, 60_004)
+            return Verdict(LimitKind(kind), 60_004)
 
     path = tmp_path / "keys.json"
     write_keys(path, limited={"requests_per_minute": 1, "tokens_per_minute": 1})

@@ -14,8 +14,9 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from app.keys import KeyPolicy
-from app.limits import ADMITTED, IN_FLIGHT_RETRY_MS, VOID, MemoryLimitStore, Periods, Verdict
+from app.policy.keys import KeyPolicy
+from app.policy.memory_store import MemoryLimitStore
+from app.policy.store import ADMITTED, IN_FLIGHT_RETRY_MS, VOID, Periods, Verdict
 from tests.conftest import run_async
 
 REDIS_URL = "redis://127.0.0.1:6379/0"
@@ -69,7 +70,8 @@ def test_memory_and_redis_stores_agree(steps):
 
 
 async def _compare(steps) -> None:
-    from app.redis_limits import RedisLimitStore, redis_client
+    from app.policy.redis_store import RedisLimitStore
+    from app.redis_client import redis_client
 
     prefix = f"gwtest-{uuid.uuid4().hex[:12]}"
     client = redis_client(REDIS_URL, 2.0)
@@ -135,7 +137,8 @@ async def store(request):
         return
     if not _redis_up():
         pytest.skip("no Redis on 127.0.0.1:6379")
-    from app.redis_limits import RedisLimitStore, redis_client
+    from app.policy.redis_store import RedisLimitStore
+    from app.redis_client import redis_client
 
     prefix = f"gwtest-{uuid.uuid4().hex[:12]}"
     client = redis_client(REDIS_URL, 2.0)
@@ -229,8 +232,8 @@ async def test_an_admission_the_gateway_gave_up_on_leaves_no_trace(store, tmp_pa
     away): the admission still runs (hold, rpm entry, reservation), before or after the gateway's undo reaches
     the store. Either way nothing of it is left: the key's one slot, one request per minute and its budget are
     free for the next turn."""
-    from app.keys import ClientKeys
-    from app.limits import Limits
+    from app.policy.keys import ClientKeys
+    from app.policy.limits import Limits
     from app.refusals import LimitExceeded, LimitsUnavailable
     from tests.test_keys_policy import write_keys
 

@@ -199,3 +199,20 @@ def test_resumptions_count_against_max_streams_per_key(gateway_factory):
     while gw.state.streams_per_key["alpha"] != 1 or gw.state.resumptions:  # the turn is left
         assert time.monotonic() < deadline, "closed resumptions still hold their slots"
         time.sleep(0.02)
+
+
+def test_a_resumable_pi_stream_has_one_id_line_per_frame(gw):
+    """pi's frames are the unified ones, `id:` included: a resumable pi stream must not get a second `id:`."""
+    import httpx
+
+    body = {
+        "model": {"id": "slow;n=5;delay_ms=1", "provider": "anthropic", "api": "anthropic-messages"},
+        "context": {"messages": [{"role": "user", "content": marker()}]},
+    }
+    headers = {**ALPHA, "X-Gateway-Resumable": "true"}
+    response = httpx.post(f"{gw.url}/api/stream", json=body, headers=headers, timeout=60)
+    assert response.status_code == 200
+    frames = [block for block in response.text.split("\n\n") if "data: " in block]
+    assert frames and all(block.count("id: ") == 1 for block in frames), response.text[:400]
+    ids = [int(line[4:]) for block in frames for line in block.splitlines() if line.startswith("id: ")]
+    assert ids == list(range(1, len(frames) + 1))

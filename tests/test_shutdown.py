@@ -13,6 +13,7 @@ import pytest
 from tests.conformance import check_frames, parse_sse
 from tests.conftest import marker, turn
 from tests.procs import GatewayProcess, free_port
+from tests.resume_client import read_some
 
 STREAMS = 20
 SLOW = "anthropic/slow;n=300;delay_ms=20"  # about 6 s: cannot finish inside a 1 s drain
@@ -114,6 +115,55 @@ def test_new_connections_during_drain_are_answered_503(sim, tmp_path, server):
                     assert fresh.get("/healthz").status_code == 200
                 rest = "\n".join(lines)
         assert '"type":"done"' in rest  # the in-flight turn finished within the drain
+        assert proc.proc.wait(timeout=60) in (0, -signal.SIGTERM)
+    finally:
+        proc.stop()
+
+
+def test_a_resumption_ends_on_sigterm_as_a_turn_does(sim, tmp_path):
+    """One SSE path: on SIGTERM a resumption (`GET /v1/stream/{id}`) of a turn whose first reader left ends as
+    a live turn's stream does: every event once, the terminal `error` "gateway shutting down" last, then a
+    clean end of stream (an unfinished chunked body would make httpx raise)."""
+    proc = GatewayProcess(
+        sim.url,
+        GATEWAY_DRAIN_TIMEOUT="1",
+        GATEWAY_KEEPALIVE_INTERVAL="0.5",
+        GATEWAY_RESUME_GRACE="60",  # the left turn runs on until the drain settles it
+        database_url=f"sqlite:///{tmp_path}/gateway.db",
+    )
+    try:
+        proc.wait_ready()
+        left = turn(SLOW, marker())
+        left["options"]["resumable"] = True
+        request_id, _ = read_some(proc.url, left, {}, 3)  # its first reader leaves after 3 events
+        both_reading = threading.Barrier(3, timeout=30)
+
+        def read_to_the_end(method: str, path: str, body: dict | None) -> str:
+            with httpx.Client(base_url=proc.url, timeout=60) as client:
+                with client.stream(method, path, json=body) as response:
+                    assert response.status_code == 200
+                    lines, reading = [], False
+                    for line in response.iter_lines():
+                        lines.append(line)
+                        if not reading and line.startswith("data:"):
+                            reading = True
+                            both_reading.wait()
+                    return "\n".join(lines) + "\n"
+
+        with ThreadPoolExecutor(2) as pool:
+            live = pool.submit(read_to_the_end, "POST", "/v1/stream", turn(SLOW, marker()))
+            resumed = pool.submit(read_to_the_end, "GET", f"/v1/stream/{request_id}", None)
+            both_reading.wait()
+            proc.proc.send_signal(signal.SIGTERM)
+            bodies = {"live turn": live.result(timeout=60), "resumption": resumed.result(timeout=60)}
+
+        endings = {}
+        for name, body in bodies.items():
+            events = check_frames(parse_sse(body))  # from the first event, exactly one terminal event, last
+            terminal = events[-1]
+            endings[name] = (terminal["type"], terminal["reason"], terminal["errorMessage"])
+            assert terminal["message"]["content"][0]["text"], name  # the partial text is kept
+        assert endings["resumption"] == endings["live turn"] == ("error", "error", f"{SLOW} gateway shutting down")
         assert proc.proc.wait(timeout=60) in (0, -signal.SIGTERM)
     finally:
         proc.stop()

@@ -5,11 +5,11 @@ from __future__ import annotations
 import asyncio
 import json
 
-from app.api.sse import BATCH_BYTES, event_stream_response
+from app.api.sse import BATCH_BYTES, TurnFrames, sse_response
 from app.catalog import Catalog
 from app.contract.failures import Interrupt
 from app.dispatch import Dispatcher
-from app.doors.unified.events import UnifiedEncoder
+from app.doors.unified.events import PING, UnifiedEncoder
 from app.settings import Settings
 from tests.fake_provider import FakeProvider, Gate, new_job
 
@@ -31,7 +31,7 @@ async def test_an_event_that_cannot_be_encoded_is_an_internal_error_not_a_discon
     job.turn.next_event = next_event
     job.turn.next_ready = lambda: poisoned(taken_now())
     job.task = asyncio.create_task(Dispatcher({}, Catalog(), Settings()).run(job))
-    response = event_stream_response(job, UnifiedEncoder(), 15, {}, lambda: False)
+    response = sse_response(TurnFrames(job, UnifiedEncoder(), lambda: False), PING, {}, keepalive=15, streams=None)
     frames = [frame async for frame in response.body_iterator]
     await asyncio.wait_for(job.task, 5)
 
@@ -48,7 +48,7 @@ async def test_events_ready_together_go_out_in_one_write_in_order():
     job = new_job(provider)  # coalescing off: every delta is an event of its own
     job.task = asyncio.create_task(Dispatcher({}, Catalog(), Settings()).run(job))
     await asyncio.wait_for(asyncio.shield(job.task), 5)  # the whole turn is queued before the writer reads
-    response = event_stream_response(job, UnifiedEncoder(), 15, {}, lambda: False)
+    response = sse_response(TurnFrames(job, UnifiedEncoder(), lambda: False), PING, {}, keepalive=15, streams=None)
     encoder = UnifiedEncoder()
 
     frames = [frame async for frame in response.body_iterator]
@@ -65,7 +65,7 @@ async def test_a_large_backlog_goes_out_in_writes_of_about_batch_bytes():
     job = new_job(provider)
     job.task = asyncio.create_task(Dispatcher({}, Catalog(), Settings()).run(job))
     await asyncio.wait_for(asyncio.shield(job.task), 5)
-    response = event_stream_response(job, UnifiedEncoder(), 15, {}, lambda: False)
+    response = sse_response(TurnFrames(job, UnifiedEncoder(), lambda: False), PING, {}, keepalive=15, streams=None)
 
     frames = [frame async for frame in response.body_iterator]
 

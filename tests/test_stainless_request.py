@@ -15,9 +15,9 @@ from app.contract.messages import Context
 from app.contract.request import StreamOptions
 from app.providers.anthropic import AnthropicProvider
 from app.providers.base import ProviderError
+from app.providers.config import ProviderConfig
 from app.providers.openai_responses import OpenAIResponsesProvider
 from app.providers.openai_completions import OpenAICompletionsProvider
-from app.providers.transport import TransportSettings
 
 # A minimal SSE body each SDK reads to its end without complaint (the providers read raw events).
 SSE = b'event: message_stop\ndata: {"type": "message_stop"}\n\n'
@@ -52,7 +52,7 @@ async def _server(seen: list[dict[str, Any]], sse: bytes = SSE) -> tuple[web.App
 async def test_the_request_is_the_one_client_post_sends(provider_class, base_path, endpoint):
     seen: list[dict[str, Any]] = []
     runner, port = await _server(seen)
-    provider = provider_class("p", "secret-key", f"http://127.0.0.1:{port}{base_path}", TransportSettings())
+    provider = provider_class(ProviderConfig(name="p", api_key="secret-key", base_url=f"http://127.0.0.1:{port}{base_path}"))
     try:
         model = ModelInfo(provider="p", id="m", pricing=Pricing())
         context = Context.model_validate({"messages": [{"role": "user", "content": "hi"}]})
@@ -79,7 +79,7 @@ async def test_the_request_is_the_one_client_post_sends(provider_class, base_pat
 
 
 def test_each_call_has_its_own_idempotency_key():
-    provider = AnthropicProvider("p", "k", "http://127.0.0.1:9/anthropic", TransportSettings())
+    provider = AnthropicProvider(ProviderConfig(name="p", api_key="k", base_url="http://127.0.0.1:9/anthropic"))
     first, second = provider.request_options(b"{}"), provider.request_options(b"{}")
     assert first.idempotency_key != second.idempotency_key
     assert first.idempotency_key.startswith("stainless-python-retry-")
@@ -95,7 +95,7 @@ async def test_an_in_band_error_still_reads_after_the_request_headers_are_droppe
     event still has its request and the response's headers, and maps to a ProviderError."""
     error = b'event: error\ndata: {"type": "error", "error": {"type": "overloaded_error", "message": "busy"}}\n\n'
     runner, port = await _server([], error)
-    provider = AnthropicProvider("p", "k", f"http://127.0.0.1:{port}", TransportSettings())
+    provider = AnthropicProvider(ProviderConfig(name="p", api_key="k", base_url=f"http://127.0.0.1:{port}"))
     try:
         model = ModelInfo(provider="p", id="m", pricing=Pricing())
         context = Context.model_validate({"messages": [{"role": "user", "content": "hi"}]})

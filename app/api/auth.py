@@ -1,22 +1,13 @@
-"""Client keys: `Authorization: Bearer <key>` (or `x-api-key: <key>`, what the Anthropic SDKs send) checked
-against `GATEWAY_API_KEYS` in constant time.
+"""Who is calling, at the edge: the credentials a request presents, read from its headers.
 
-A key's public identity (`apiKeyId` in records, logs and metrics) is its configured name, or for a bare
-key `key-` and the first 12 hex digits of its SHA-256. The key itself is never stored or logged.
-
-`parse_keys` is the one reader of a key spec: auth and log redaction both use what it returns, so they
-agree on where a key starts (after the first `:`; the key itself may contain `:`).
+`Authorization: Bearer <key>`, or `x-api-key: <key>` (what the Anthropic SDKs send). The keys themselves
+are checked by `app.policy.keyring.KeyRing`, which raises `NotAuthenticated`; the edge answers it 401
+(`app.api.error_responses.refusal_error`).
 """
 
 from __future__ import annotations
 
-import hashlib
-import hmac
-from collections.abc import Iterable
-from dataclasses import dataclass, field
 from typing import Mapping
-
-from app.api.error_responses import ApiError
 
 OPEN_PATHS = frozenset({"/healthz", "/readyz", "/metrics"})
 
@@ -28,76 +19,3 @@ def authorization(headers: Mapping[str, str]) -> str | None:
     if value is None and (api_key := headers.get("x-api-key")) is not None:
         return f"Bearer {api_key}"
     return value
-
-
-@dataclass(frozen=True)
-class ClientKey:
-    """One configured client key: its public id and the secret a client sends as its bearer token."""
-
-    name: str
-    secret: str = field(repr=False)
-
-
-def key_id(secret: str) -> str:
-    """The public id of a key configured without a name."""
-    return "key-" + hashlib.sha256(secret.encode()).hexdigest()[:12]
-
-
-class KeysConfigError(ValueError):
-    """Client keys that cannot be served as configured (`GATEWAY_API_KEYS`, the keys file): `what` is wrong
-    and how to `fix` it, one line that never contains a key."""
-
-    def __init__(self, what: str, fix: str) -> None:
-        super().__init__(what)
-        self.what = what
-        self.fix = fix
-
-
-def parse_keys(spec: str) -> list[ClientKey]:
-    """`name:key` or `key` items separated by commas. The name ends at the FIRST `:`; everything after it is
-    the key (which may itself contain `:`). An empty name (`:key`) or no name gets `key_id(key)`. An item with
-    nothing after its `:` (`team:`, typically an unset variable in `name:$KEY`) raises `KeysConfigError`: it
-    would otherwise leave the ring empty, and an empty ring turns auth off."""
-    keys: list[ClientKey] = []
-    for index, item in enumerate(part.strip() for part in spec.split(",")):
-        if not item:
-            continue
-        name, sep, secret = item.partition(":")
-        if not sep:
-            name, secret = "", item
-        secret = secret.strip()
-        if not secret:
-            raise KeysConfigError(
-                f"GATEWAY_API_KEYS item {index + 1} ({name.strip()!r}) has no key after its ':'",
-                "give every item a key (`name:key` or `key`), or leave GATEWAY_API_KEYS empty to turn auth off",
-            )
-        keys.append(ClientKey(name.strip() or key_id(secret), secret))
-    return keys
-
-
-class KeyRing:
-    def __init__(self, keys: Iterable[ClientKey], digests: Iterable[tuple[str, bytes]] = ()) -> None:
-        """`keys`: from `GATEWAY_API_KEYS`; `digests`: more keys as (name, SHA-256 digest), e.g. the keys file."""
-        self._keys: list[tuple[str, bytes]] = [(key.name, hashlib.sha256(key.secret.encode()).digest()) for key in keys]
-        self._keys.extend(digests)
-
-    @property
-    def enabled(self) -> bool:
-        return bool(self._keys)
-
-    def identify(self, authorization: str | None) -> str | None:
-        """The key id for an Authorization header; None when auth is off. Raises ApiError(401) otherwise."""
-        if not self._keys:
-            return None
-        scheme, _, token = (authorization or "").partition(" ")
-        if scheme.lower() != "bearer" or not token.strip():
-            raise ApiError(401, "authentication_error", "missing bearer token", headers={"WWW-Authenticate": "Bearer"})
-        # Compare digests of equal length against every key, without stopping early.
-        digest = hashlib.sha256(token.strip().encode()).digest()
-        found: str | None = None
-        for name, key_digest in self._keys:
-            if hmac.compare_digest(digest, key_digest):
-                found = name
-        if found is None:
-            raise ApiError(401, "authentication_error", "invalid API key", headers={"WWW-Authenticate": "Bearer"})
-        return found

@@ -10,7 +10,7 @@ This is the one place that decides what a request may contain (every door parses
   emoji) are removed from the text a person wrote (the paths a door's model names in `PROSE_PATHS`: message
   text, the system prompt) and refused with 422 naming the field anywhere else (ids, tool schemas, metadata,
   tool-call arguments, thinking, which may be signed), since no vendor and no record can carry them;
-- then the door's model (422 listing every problem, `param` naming the first).
+- then the door's model (`app.doors.validation.validate`: 422 listing every problem, `param` naming the first).
 """
 
 from __future__ import annotations
@@ -19,29 +19,25 @@ import asyncio
 import json
 import logging
 import re
-import time
 from collections.abc import Callable, Mapping
-from functools import lru_cache
 from typing import Any, TypeVar
 
 import orjson
-from pydantic import BaseModel, TypeAdapter, ValidationError
-from pydantic_core import ErrorDetails
+from pydantic import BaseModel
 from starlette.requests import ClientDisconnect, Request
 
 from app.api.error_responses import ApiError
+from app.doors.validation import ANY_INDEX, validate
 from app.gc_pause import gc_paused
 
 M = TypeVar("M", bound=BaseModel)
 T = TypeVar("T")
 
 OFF_LOOP_BYTES = 256 * 1024
-SLICE = 500  # items of a bulk list validated in one pydantic call (a few milliseconds)
 log = logging.getLogger("gateway")
 
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 _INT64 = (-(2**63), 2**64 - 1)  # orjson reads integers beyond 64 bits as floats; the fallback parser does too
-ANY_INDEX = "*"  # in a prose path: any list index
 
 
 def require_json(headers: Mapping[str, str]) -> None:
@@ -175,26 +171,6 @@ def _refuse_surrogate(path: tuple[str | int, ...]) -> None:
     )
 
 
-def validation_error(errors: list[ErrorDetails]) -> ApiError:
-    """One 422 listing every problem; `param` names the first."""
-    problems = [_describe(e) for e in errors] or [("", "invalid request")]
-    message = "; ".join(f"{param}: {text}" if param else text for param, text in problems)
-    return ApiError(422, "validation_error", message, param=problems[0][0] or None)
-
-
-def _describe(error: ErrorDetails) -> tuple[str, str]:
-    param = ".".join(str(p) for p in error["loc"])
-    ctx = error.get("ctx") or {}
-    if error["type"] == "system_role":
-        return ".".join(str(p) for p in error["loc"][:-1]), error["msg"]
-    if error["type"] == "union_tag_invalid" and ctx.get("tag") == "system":
-        return param, (
-            "there is no system role: the system prompt goes in context.systemPrompt; messages are user, "
-            "assistant or toolResult"
-        )
-    return param, error["msg"]
-
-
 def parse_json(raw: bytes, max_depth: int, prose_paths: tuple[tuple[str, ...], ...] = ()) -> dict[str, Any]:
     """The body as a JSON object within the nesting limit, lone surrogates removed from the `prose_paths`
     (and refused anywhere else): 400 not JSON or not an object, 413 too deep, 422 a misplaced surrogate."""
@@ -206,22 +182,6 @@ def parse_json(raw: bytes, max_depth: int, prose_paths: tuple[tuple[str, ...], .
     if may_hold_surrogates:
         clean_surrogates(data, prose_paths)
     return data
-
-
-def validate(data: dict[str, Any], model: type[M]) -> M:
-    """`data` as the pydantic contract `model` (422 listing every problem, `param` naming the first).
-
-    A long `BULK_LIST` (the conversation's messages) is validated `SLICE` items at a time: one pydantic call
-    holds the interpreter throughout, and in a worker thread (`parse_off_loop`) the event loop's thread runs
-    between slices."""
-    bulk_path: tuple[str, ...] = getattr(model, "BULK_LIST", ())
-    bulk = _bulk_list(data, bulk_path)
-    if bulk is None or len(bulk) <= SLICE:
-        try:
-            return model.model_validate(data)
-        except ValidationError as exc:
-            raise validation_error(exc.errors(include_url=False)) from None
-    return _validate_sliced(data, model, bulk_path, bulk)
 
 
 def parse_model(raw: bytes, model: type[M], max_depth: int) -> M:
@@ -241,68 +201,3 @@ async def parse_off_loop(raw: bytes, parse: Callable[[bytes], T]) -> T:
 def _paused(parse: Callable[[bytes], T], raw: bytes) -> T:
     with gc_paused():
         return parse(raw)
-
-
-def _bulk_list(data: dict[str, Any], path: tuple[str, ...]) -> list[Any] | None:
-    node: Any = data
-    for key in path:
-        if not isinstance(node, dict):
-            return None
-        node = node.get(key)
-    return node if path and isinstance(node, list) else None
-
-
-def _validate_sliced(data: dict[str, Any], model: type[M], path: tuple[str, ...], items: list[Any]) -> M:
-    """Validate `model` with the bulk list cut to its first item, then the list itself slice by slice, then put
-    the validated list in place. Problems are reported as one validation would (the list's item paths)."""
-    parent = data
-    for key in path[:-1]:
-        parent = parent[key]
-    parent[path[-1]] = items[:1]
-    errors: list[ErrorDetails] = []
-    try:
-        result = model.model_validate(data)
-    except ValidationError as exc:
-        first_item = (*path, 0)  # validated again with its slice below
-        errors.extend(e for e in exc.errors(include_url=False) if tuple(e["loc"][: len(first_item)]) != first_item)
-        result = None
-    finally:
-        parent[path[-1]] = items
-    adapter = _list_adapter(model, path)
-    validated: list[Any] = []
-    for start in range(0, len(items), SLICE):
-        time.sleep(0)  # let the event loop's thread take the interpreter between slices
-        chunk = items[start : start + SLICE]
-        try:
-            validated.extend(adapter.validate_python(chunk))
-        except ValidationError as exc:
-            for error in exc.errors(include_url=False):
-                index, *rest = error["loc"]
-                error["loc"] = (*path, start + int(index), *rest)
-                errors.append(error)
-        # Free the parsed JSON slice by slice too: freeing it all at once also holds the interpreter.
-        items[start : start + SLICE] = [None] * len(chunk)
-        del chunk
-    if errors or result is None:
-        raise validation_error(errors)
-    owner: Any = result
-    for key in path[:-1]:
-        owner = getattr(owner, _attribute(type(owner), key))
-    setattr(owner, _attribute(type(owner), path[-1]), validated)
-    return result
-
-
-def _attribute(model: type[BaseModel], key: str) -> str:
-    """The attribute of `model` that the body's `key` (an alias or a field name) fills."""
-    for name, field in model.model_fields.items():
-        if key in (name, field.alias):
-            return name
-    raise KeyError(key)
-
-
-@lru_cache(maxsize=None)
-def _list_adapter(model: type[BaseModel], path: tuple[str, ...]) -> TypeAdapter[list[Any]]:
-    owner: Any = model
-    for key in path[:-1]:
-        owner = owner.model_fields[_attribute(owner, key)].annotation
-    return TypeAdapter(owner.model_fields[_attribute(owner, path[-1])].annotation)

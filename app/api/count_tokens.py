@@ -1,7 +1,7 @@
 """The HTTP glue of a door's token counting endpoint (`POST /v1/messages/count_tokens`): authenticate, read and
 decode the body as the door decodes a turn's, ask the serving vendor (`app.counting`), answer in the door's
 shape. Errors before the call are rendered as the door renders a turn's; a vendor failure is classified as a
-turn's would be (`app.api.turns.upstream_failure`), a timeout as 504."""
+turn's would be (`app.turn_result.upstream_failure`), a timeout as 504."""
 
 from __future__ import annotations
 
@@ -10,11 +10,12 @@ from starlette.responses import Response
 
 from app.api.auth import authorization
 from app.api.body import parse_json, parse_off_loop, read_body
-from app.api.error_responses import ApiError, json_response, refusal_error
-from app.api.turns import upstream_failure
+from app.api.error_responses import json_response, refusal_error
+from app.turn_result import upstream_failure
 from app.contract.failures import ErrorKind
 from app.counting import count_tokens
 from app.doors.base import Failure, TokenCountDoor, retry_headers
+from app.doors.errors import BadRequest
 from app.gateway import Gateway
 from app.providers.base import ProviderError
 from app.refusals import Refusal
@@ -34,7 +35,7 @@ async def serve_count(request: Request, door: TokenCountDoor) -> Response:
             raw, lambda body: door.decode(parse_json(body, depth, door.prose_paths), request.headers)
         )
         tokens = await count_tokens(gateway, decoded.unified, key_id)
-    except ApiError as error:
+    except BadRequest as error:
         return json_response(door.error_body(error), error.status, {**headers, **error.headers})
     except Refusal as refusal:
         error = refusal_error(refusal)

@@ -1,5 +1,5 @@
-"""The request's edge: the request id every response carries, and the turn routes answered without FastAPI's
-per-request machinery.
+"""The request's edge: the request id every response carries, and the fast path that answers the turn routes
+without FastAPI's per-request machinery.
 
 For every request FastAPI runs a stack of ASGI layers (server errors, telemetry, body limit, our middleware,
 exception handlers, an exit stack, the router, the route's own exception handlers and two more exit stacks)
@@ -8,13 +8,17 @@ before the endpoint, and an open stream holds all of them until it ends: about 1
 routes use none of it: their endpoints take the plain `Request` and return a `Response`, without
 dependencies, body parameters or response models.
 
-`GatewayApp` answers a POST on one of those paths itself, in one coroutine (which an open stream holds): it
-gives the request its id, calls the endpoint, maps an exception to a response with the app's own exception
-handlers (looked up by `TurnRoutes` as FastAPI's `ExceptionMiddleware` would) and sends the response. The routes stay declared with FastAPI, so the
-OpenAPI document does not change and any other method on these paths gets FastAPI's 405. Anything else (other
-paths, a trailing slash, a root path) goes through FastAPI as before. Middleware (FastAPI's native
-OpenTelemetry included) does not see the turn routes: the gateway's tracing wraps this whole app instead
-(`app.tracing.server.TracedGatewayApp`).
+The fast path is the outermost layer of the app (`GatewayApp.__call__`, before Starlette's middleware stack).
+It answers a POST on a turn route itself, in one coroutine (which an open stream holds): it gives the request
+its id, calls the endpoint, maps an exception to a response with the app's own exception handlers (looked up
+by `TurnRoutes` as Starlette's `ExceptionMiddleware` does) and sends the response. The turn routes are the
+`TurnRoute`s of the one route table (`app.api.routes`, from the doors' own description): FastAPI declares
+them (the OpenAPI document, FastAPI's 405 for other methods), and `GatewayApp.start_fast_path` collects them
+at start-up. Anything else (other paths, a trailing slash, a root path) goes through FastAPI.
+
+Middleware does not see the turn routes, so at start-up `start_fast_path` refuses an app with middleware the
+fast path does not stand in for (`FAST_PATH_COVERS`): CORS, GZip or FastAPI's native OpenTelemetry would
+silently skip the main routes. The gateway's tracing wraps the fast path instead (`app.api.traced`).
 """
 
 from __future__ import annotations
@@ -22,16 +26,19 @@ from __future__ import annotations
 import logging
 import secrets
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from fastapi import FastAPI
+from fastapi.routing import APIRoute, iter_route_contexts
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from app.api.error_responses import ApiError, is_pi_path, json_response
+from app.api.error_responses import ApiError, error_response, json_response
+from app.doors.registry import door_at
+from app.startup_messages import StartupError, StartupErrorMessages
 from app.doors.base import REQUEST_ID
 
 log = logging.getLogger("gateway")
@@ -76,6 +83,15 @@ def host_refused(scope: Scope) -> ApiError:
 def new_request_id() -> str:
     """Time-ordered, unguessable: 12 hex digits of milliseconds, then 16 random hex digits."""
     return f"req_{int(time.time() * 1000):012x}{secrets.token_hex(8)}"
+
+
+def route_path(scope: Scope) -> str:
+    """The request's path inside the app, without the root path it is served under (as Starlette routes it)."""
+    path: str = scope["path"]
+    root_path = scope.get("root_path", "")
+    if root_path and path.startswith(root_path) and path[len(root_path) : len(root_path) + 1] == "/":
+        return path[len(root_path) :]
+    return path
 
 
 def _route_path(scope: Scope) -> Scope:
@@ -139,12 +155,22 @@ class RequestIdMiddleware:
             await _internal_error(request_id, scope, receive, send_with_id)
 
 
-class TurnRoutes:
-    """The turn routes (`endpoints`: path → endpoint) and the exception handlers of `app`, for `GatewayApp`."""
+class TurnRoute(APIRoute):
+    """A door's turn route (`app.api.routes`): declared with FastAPI, answered by the fast path."""
 
-    def __init__(self, app: FastAPI, endpoints: Mapping[str, Endpoint]) -> None:
+
+class TurnRoutes:
+    """The turn routes of `app` (path → endpoint of each `TurnRoute` in its route table) and its exception
+    handlers, for the fast path."""
+
+    def __init__(self, app: FastAPI) -> None:
         self.app = app
-        self.endpoints = dict(endpoints)
+        # The app's routes as its router matches them (an included router's with their prefix).
+        self.endpoints: dict[str, Endpoint] = {
+            context.path: context.endpoint
+            for context in iter_route_contexts(app.routes)
+            if isinstance(context.original_route, TurnRoute)
+        }
 
     def endpoint(self, scope: Scope) -> Endpoint | None:
         """The endpoint that answers this request directly, or None (FastAPI answers it)."""
@@ -168,27 +194,42 @@ class TurnRoutes:
 
 
 class GatewayApp(FastAPI):
-    """The gateway's FastAPI app; POSTs on the turn routes set with `serve_directly` skip FastAPI's stack."""
+    """The gateway's FastAPI app; once `start_fast_path` ran, POSTs on the turn routes skip FastAPI's stack."""
+
+    # Middleware the fast path stands in for: it gives the request its id itself (`RequestIdMiddleware`), and
+    # start-up messages concern the lifespan only (`StartupErrorMessages`).
+    FAST_PATH_COVERS: tuple[type, ...] = (RequestIdMiddleware, StartupErrorMessages)
 
     turn_routes: TurnRoutes | None = None
     # The Host names requests may carry (None: any), from `Settings.allowed_host_names`, checked here for every
-    # request on either path; a turn route's refusal is in its door's error shape (`error_shapes`: path → body).
+    # request on either path; a door route's refusal is in its door's error shape.
     allowed_hosts: frozenset[str] | None = None
-    error_shapes: Mapping[str, Callable[[ApiError], Any]] = {}
+
+    def start_fast_path(self) -> None:
+        """Answer the route table's turn routes on the fast path from now on; a `StartupError` when middleware
+        was added that the fast path would skip (called at start-up, once the app is complete)."""
+        skipped = [m.cls.__name__ for m in self.user_middleware if m.cls not in self.FAST_PATH_COVERS]
+        if skipped:
+            raise StartupError(
+                f"middleware {', '.join(skipped)} would not see the turn routes, which skip Starlette's middleware "
+                "stack (app/api/edge.py)",
+                "wrap the whole app instead (as app/api/traced.py does), or make the fast path stand in for it",
+            )
+        self.turn_routes = TurnRoutes(self)
 
     async def _refuse_host(self, scope: Scope, receive: Receive, send: Send) -> None:
         scope = _route_path(scope)
         _, send_with_id = _with_id(scope, send)
-        refused = host_refused(scope)
-        shape = self.error_shapes.get(scope["path"])
-        if shape is not None:
-            response = json_response(shape(refused), refused.status)
-        else:
-            response = refused.response(pi=is_pi_path(scope["path"]))
+        response = error_response(host_refused(scope), door_at(route_path(scope)))
         await response(scope, receive, send_with_id)
 
-    def serve_directly(self, endpoints: Mapping[str, Endpoint]) -> None:
-        self.turn_routes = TurnRoutes(self, endpoints)
+    def route_of(self, scope: Scope) -> str | None:
+        """The route template the request matched: the turn route's path on the fast path, else the route
+        FastAPI's router matched (it notes it in the scope; None for a 404)."""
+        turn_routes = self.turn_routes
+        if turn_routes is not None and turn_routes.endpoint(scope) is not None:
+            return "/" + scope["path"].lstrip("/")
+        return getattr(scope.get("route"), "path", None)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         turn_routes = self.turn_routes

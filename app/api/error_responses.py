@@ -1,6 +1,7 @@
 """Errors found before streaming starts: plain HTTP errors with a JSON body (docs/api.md §9).
 
-`/v1/*` answers `{"error": {"type", "message", "param"}}`; the pi door answers `{"error": "<message>"}`.
+`/v1/*` answers `{"error": {"type", "message", "param"}}`; a door's routes answer in the door's own shape
+(`Door.error_body`: pi's `{"error": "<message>"}`, OpenAI's and Anthropic's).
 """
 
 from __future__ import annotations
@@ -10,6 +11,8 @@ from typing import Any
 import orjson
 from starlette.responses import Response
 
+from app.doors.base import Door
+from app.doors.errors import BadRequest
 from app.refusals import (
     AtCapacity,
     Draining,
@@ -18,6 +21,7 @@ from app.refusals import (
     LimitExceeded,
     LimitsUnavailable,
     ModelNotAllowed,
+    NotAuthenticated,
     Refusal,
     RequestRejected,
     TokensNotCounted,
@@ -26,28 +30,32 @@ from app.refusals import (
 )
 
 
-class ApiError(Exception):
-    def __init__(
-        self, status: int, type_: str, message: str, param: str | None = None, headers: dict[str, str] | None = None
-    ) -> None:
-        super().__init__(message)
-        self.status = status
-        self.type = type_
-        self.message = message
-        self.param = param
-        self.headers = headers or {}
+class ApiError(BadRequest):
+    """A `BadRequest` the HTTP edge raises itself (auth, body limits, records); a door's own are `BadRequest`s,
+    answered by the same rules (`error_response`)."""
 
-    def body(self, pi: bool = False) -> dict[str, Any]:
-        if pi:
-            return {"error": self.message}
-        return {"error": {"type": self.type, "message": self.message, "param": self.param}}
+    def body(self) -> dict[str, Any]:
+        return error_body(self)
 
-    def response(self, pi: bool = False) -> Response:
-        return json_response(self.body(pi), self.status, self.headers)
+    def response(self) -> Response:
+        return error_response(self)
+
+
+def error_body(error: BadRequest) -> dict[str, Any]:
+    """docs/api.md §9: `{"error": {"type", "message", "param"}}`, the shape of every route without a door."""
+    return {"error": {"type": error.type, "message": error.message, "param": error.param}}
+
+
+def error_response(error: BadRequest, door: Door | None = None) -> Response:
+    """`error` in `door`'s error shape (`error_body`'s without one), with its status and headers."""
+    body = error_body(error) if door is None else door.error_body(error)
+    return json_response(body, error.status, error.headers)
 
 
 def refusal_error(refusal: Refusal) -> ApiError:
     """The HTTP status and body for a refusal from the gateway core (the only place that maps them)."""
+    if isinstance(refusal, NotAuthenticated):
+        return ApiError(401, "authentication_error", refusal.message, headers={"WWW-Authenticate": "Bearer"})
     if isinstance(refusal, UnknownModel):
         return ApiError(404, "model_not_found", refusal.message, param=refusal.param)
     if isinstance(refusal, AtCapacity):
@@ -77,7 +85,3 @@ def refusal_error(refusal: Refusal) -> ApiError:
 
 def json_response(body: Any, status: int = 200, headers: dict[str, str] | None = None) -> Response:
     return Response(orjson.dumps(body), status_code=status, headers=headers, media_type="application/json")
-
-
-def is_pi_path(path: str) -> bool:
-    return path.rstrip("/").endswith("/api/stream")

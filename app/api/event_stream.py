@@ -1,17 +1,19 @@
-"""A Server-Sent Events response with one task per stream besides the request's own.
+"""The gateway's Server-Sent Events response (`EventStreamResponse`), one task per stream besides the
+request's own. Every SSE stream goes through it, by way of `app.api.sse.sse_response`.
 
 sse-starlette's `EventSourceResponse` runs four tasks in an anyio task group for every open stream (the
 stream, the keep-alive ping, the disconnect listener, the exit-signal listener) and enters an anyio cancel
-scope for every frame it sends. This response keeps what the gateway uses of it and runs it leaner:
+scope for every frame it sends (docs/performance.md). This response keeps what the gateway used of it and runs
+it leaner:
 
 - the request's own task iterates the frames and sends them;
 - one watcher task per stream waits for the client's `http.disconnect` and, while the stream is quiet,
   sends the keep-alive frame every `ping_interval` seconds (a timeout on the same wait, not a second task);
-- one task per event loop, only while streams are open, watches for the server exiting (`server_exiting`)
-  and then gives every open stream `shutdown_grace` seconds before ending it.
+- the gateway's shutdown (`app.shutdown`) ends the streams still open when its grace is over: each stream is
+  in the gateway's `OpenStreams` while it sends.
 
-Ending a stream early (client gone, grace over) cancels the request's task and catches that cancellation
-here; the frames' generator is closed either way, so its `finally` runs (the gateway cancels the turn there).
+Ending a stream early (client gone, shutdown) cancels the request's task and catches that cancellation here;
+the frames are closed (`aclose`) either way, so their own end runs (the gateway interrupts the turn there).
 A stream ended by the server's exit still gets its closing chunk, so the client sees a clean end of stream.
 """
 
@@ -20,17 +22,14 @@ from __future__ import annotations
 import asyncio
 import enum
 import logging
-import weakref
 from typing import AsyncIterator, Mapping
 
 from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 
-from app.hosting import server_exiting
+from app.shutdown import OpenStreams
 
 log = logging.getLogger("gateway.sse")
-
-EXIT_POLL_SECONDS = 0.5  # how often the per-loop exit watcher looks at the server's flag
 
 # The headers every stream sends, encoded once and shared by all of them (every open stream holds its own
 # response's headers otherwise: about 600 bytes of tuples and bytes).
@@ -51,13 +50,14 @@ class EventStreamResponse(Response):
     """`text/event-stream` from an async iterator of ready-made frames (bytes, written as they are).
 
     An iterator whose `finished` attribute is true once it has handed out a frame says that frame was its
-    last: it goes out together with the closing chunk (one write, not two)."""
+    last: it goes out together with the closing chunk (one write, not two). `streams`: the gateway's open
+    streams, which the shutdown ends (None: a stream no shutdown ends, in tests)."""
 
     media_type = "text/event-stream"
     # Slots: every open stream holds its response (Starlette's `Response` has no slots, but none of its
     # attributes is set outside them, so no instance dict is made).
     __slots__ = (
-        "body_iterator", "status_code", "background", "ping_interval", "ping", "shutdown_grace", "raw_headers",
+        "body_iterator", "status_code", "background", "ping_interval", "ping", "streams", "raw_headers",
         "_headers", "active", "stopped", "_task", "_lock",
     )
 
@@ -67,14 +67,14 @@ class EventStreamResponse(Response):
         headers: Mapping[str, str],
         ping_interval: float,
         ping: bytes,
-        shutdown_grace: float = 0,
+        streams: OpenStreams | None,
     ) -> None:
         self.body_iterator = frames
         self.status_code = 200
         self.background = None
         self.ping_interval = ping_interval
         self.ping = ping
-        self.shutdown_grace = shutdown_grace
+        self.streams = streams
         self.raw_headers = self._raw_headers(headers)
         self.active = True  # until the closing chunk is being sent or the stream was stopped
         self.stopped: StopReason | None = None
@@ -101,11 +101,12 @@ class EventStreamResponse(Response):
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         self._task = asyncio.current_task()
         watcher = asyncio.get_running_loop().create_task(self._watch(receive, send))
-        _open_streams(self)
         try:
-            await send({"type": "http.response.start", "status": self.status_code, "headers": self.raw_headers})
             last = b""
             try:  # not `contextlib.aclosing`: one object less held per open stream
+                await send({"type": "http.response.start", "status": self.status_code, "headers": self.raw_headers})
+                if self.streams is not None:
+                    self.streams.add(self)
                 async for frame in self.body_iterator:
                     if getattr(self.body_iterator, "finished", False):
                         last = frame  # goes out with the closing chunk, in the same write
@@ -122,7 +123,8 @@ class EventStreamResponse(Response):
         finally:
             self.active = False
             watcher.cancel()
-            _streams_of(asyncio.get_running_loop()).discard(self)
+            if self.streams is not None:
+                self.streams.discard(self)
 
     async def _close(self, send: Send, last: bytes = b"") -> None:
         async with self._lock:
@@ -136,12 +138,9 @@ class EventStreamResponse(Response):
             self.stopped = reason
             self._task.cancel()
 
-    def server_exiting(self) -> None:
-        """The server is stopping: the stream may still end by itself within the grace period."""
-        if self.shutdown_grace > 0:
-            asyncio.get_running_loop().call_later(self.shutdown_grace, self.stop, StopReason.SERVER_EXIT)
-        else:
-            self.stop(StopReason.SERVER_EXIT)
+    def end_for_exit(self) -> None:
+        """The server is exiting and the shutdown's grace is over (`app.shutdown.OpenStreams`)."""
+        self.stop(StopReason.SERVER_EXIT)
 
     async def _watch(self, receive: Receive, send: Send) -> None:
         """Wait for the client to disconnect; send the keep-alive frame whenever `ping_interval` passes."""
@@ -160,40 +159,3 @@ class EventStreamResponse(Response):
             if message["type"] == "http.disconnect":
                 self.stop(StopReason.CLIENT_GONE)
                 return
-
-
-# ---------------------------------------------------------------------- the server's exit, one watcher per loop
-
-_streams: "weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, set[EventStreamResponse]]" = weakref.WeakKeyDictionary()
-_exit_watchers: "weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Task]" = weakref.WeakKeyDictionary()
-
-
-def _streams_of(loop: asyncio.AbstractEventLoop) -> set[EventStreamResponse]:
-    streams = _streams.get(loop)
-    if streams is None:
-        streams = _streams[loop] = set()
-    return streams
-
-
-def _open_streams(response: EventStreamResponse) -> None:
-    """Register an open stream; make sure this loop's exit watcher runs (or tell the stream at once)."""
-    if server_exiting():
-        response.server_exiting()
-        return
-    loop = asyncio.get_running_loop()
-    _streams_of(loop).add(response)
-    watcher = _exit_watchers.get(loop)
-    if watcher is None or watcher.done():
-        _exit_watchers[loop] = loop.create_task(_watch_exit(loop))
-
-
-async def _watch_exit(loop: asyncio.AbstractEventLoop) -> None:
-    """While streams are open, poll the server's exit flag; once it is up, tell every open stream."""
-    streams = _streams_of(loop)
-    while streams:
-        if server_exiting():
-            for response in list(streams):
-                streams.discard(response)
-                response.server_exiting()
-            return
-        await asyncio.sleep(EXIT_POLL_SECONDS)

@@ -3,9 +3,11 @@
 it never imports the app (`app.main` imports it).
 
 The routes read and validate their bodies themselves (size and depth limits come first), so FastAPI cannot
-infer request or response shapes. This module adds them from the contract models: request bodies from
-`StreamRequest` / `PiStreamRequest`, every SSE event of `text/event-stream` from `StreamEvent`, the final
-`AssistantMessage`, and the error bodies, plus bearer auth on the routes that need a key.
+infer request or response shapes. Each door describes its routes' operations and its own schemas
+(`DoorRoute.operation`, `Door.schemas`: `app/doors/*/openapi.py`); this module adds the schemas of the
+contract models (`StreamRequest` / `PiStreamRequest`, every SSE event of `text/event-stream` from
+`StreamEvent`, the final `AssistantMessage`, the error bodies), the other routes' answers, and bearer auth
+on the routes that need a key.
 """
 
 from __future__ import annotations
@@ -22,15 +24,10 @@ from app.api.auth import OPEN_PATHS
 from app.contract.events import StreamEvent
 from app.contract.messages import AssistantMessage
 from app.contract.request import PiStreamRequest, StreamRequest
-from app.doors.anthropic_messages import openapi as anthropic_messages_openapi
-from app.doors.openai_chat import openapi as openai_chat_openapi
-
-# Doors that speak a vendor's wire format describe their own operation and schemas (`app/doors/*/openapi.py`).
-DOOR_DOCS = {
-    openai_chat_openapi.PATH: openai_chat_openapi,
-    anthropic_messages_openapi.PATH: anthropic_messages_openapi,
-    anthropic_messages_openapi.COUNT_PATH: anthropic_messages_openapi.COUNT,
-}
+from app.doors.base import DoorRoute
+from app.doors.openapi import ref
+from app.doors.registry import DOORS, count_routes, turn_routes
+from app.doors.unified.openapi import RETRY_AFTER, TURN_ERRORS, errors, json_body, stream_ok
 
 SPEC_PATH = Path(__file__).resolve().parents[2] / "openapi" / "openapi.json"
 REF = "#/components/schemas/{model}"
@@ -64,41 +61,6 @@ class CompleteError(BaseModel):
 
 class Status(BaseModel):
     status: str = Field(description="ok | ready | draining | store unavailable")
-
-
-_ERRORS = {
-    "400": "Body is not a JSON object",
-    "401": "Missing or invalid API key",
-    "403": "The key's policy does not allow this model (`model_not_allowed`, keys file), or the key has a budget "
-    "and the catalog has no price for it (`model_not_priced`)",
-    "404": "Unknown provider or model",
-    "413": "Body too large or nested too deep",
-    "415": "The body is not declared as JSON (`Content-Type: application/json`)",
-    "422": "Body violates the request schema (the field is named in `param`)",
-    "429": "Too many concurrent streams, or a key limit reached: `error.type` is `too_many_streams`, "
-    "`rate_limit_rpm`, `rate_limit_tpm`, `concurrency_limit` or `budget_exceeded` (see `Retry-After`)",
-    "503": "Gateway shutting down, or the limit store unavailable with GATEWAY_REDIS_FAIL_OPEN=false "
-    "(see `Retry-After`)",
-}
-_RETRY_AFTER = {"Retry-After": {"description": "seconds to wait before retrying", "schema": {"type": "string"}}}
-_EVENT_DOC = (
-    "Server-sent events. Each frame is `id: <n>`, `event: <type>`, `data: <one JSON object whose type equals "
-    "event>`; `: ping` comment lines are keep-alives. The stream ends after exactly one terminal event, "
-    "`done` or `error`. The schema below is that of one frame's `data`."
-)
-
-
-_EXAMPLE = {
-    "model": "anthropic/claude-sonnet-4-5",
-    "fallback": ["openai/gpt-5-mini"],
-    "context": {"systemPrompt": "You are terse.", "messages": [{"role": "user", "content": "Hello"}]},
-    "options": {"maxTokens": 256, "throttleMs": 50},
-}
-_PI_EXAMPLE = {
-    "model": {"provider": "anthropic", "id": "claude-sonnet-4-5"},
-    "context": {"messages": [{"role": "user", "content": "Hello"}]},
-    "options": {"maxTokens": 256},
-}
 
 
 def _components() -> dict[str, Any]:
@@ -175,32 +137,6 @@ def _require_discriminators(schemas: dict[str, Any]) -> None:
     walk(schemas)
 
 
-def _ref(name: str) -> dict[str, Any]:
-    return {"$ref": f"#/components/schemas/{name}"}
-
-
-def _json(schema: dict[str, Any], description: str) -> dict[str, Any]:
-    return {"description": description, "content": {"application/json": {"schema": schema}}}
-
-
-def _errors(codes: list[str], pi: bool = False) -> dict[str, Any]:
-    out = {}
-    for code in codes:
-        response = _json(_ref("PiErrorBody" if pi else "ErrorBody"), _ERRORS[code])
-        if code in ("429", "503"):
-            response["headers"] = _RETRY_AFTER
-        out[code] = response
-    return out
-
-
-def _stream_ok() -> dict[str, Any]:
-    return {
-        "description": _EVENT_DOC,
-        "headers": {"X-Request-Id": {"schema": {"type": "string"}}},
-        "content": {"text/event-stream": {"schema": _ref("StreamEvent")}},
-    }
-
-
 def build_openapi(app: FastAPI) -> dict[str, Any]:
     """The complete OpenAPI document for `app` (FastAPI's routes plus the shapes the routes parse by hand)."""
     spec = get_openapi(
@@ -212,38 +148,22 @@ def build_openapi(app: FastAPI) -> dict[str, Any]:
     )
     components = spec.setdefault("components", {})
     components.setdefault("schemas", {}).update(_components())
-    for door in DOOR_DOCS.values():
-        components["schemas"].update(door.SCHEMAS)
+    for door in DOORS:
+        components["schemas"].update(door.schemas)
     components["securitySchemes"] = {"bearer": {"type": "http", "scheme": "bearer"}}
-    turn_codes = ["400", "401", "403", "404", "413", "415", "422", "429", "503"]
-    body = {
-        "/v1/stream": ("StreamRequest", {"200": _stream_ok(), **_errors(turn_codes)}),
-        "/v1/complete": (
-            "StreamRequest",
-            {
-                "200": _json(_ref("AssistantMessage"), "The turn ended in stop, length or toolUse"),
-                "502": _json(_ref("CompleteError"), "The turn ended in error (upstream failure, timeout, ...)"),
-                **_errors(turn_codes),
-            },
-        ),
-        "/api/stream": ("PiStreamRequest", {"200": _stream_ok(), **_errors(turn_codes, pi=True)}),
+    door_routes: dict[tuple[str, str], DoorRoute] = {
+        (route.path, route.method.lower()): route
+        for route in [*(route for _, route in turn_routes()), *(count.route for count in count_routes())]
     }
     for path, item in spec.get("paths", {}).items():
         for method, operation in item.items():
-            if path in DOOR_DOCS and method == "post":
-                operation.update(DOOR_DOCS[path].operation())
-            elif path in body and method == "post":
-                model, responses = body[path]
-                example = _PI_EXAMPLE if model == "PiStreamRequest" else _EXAMPLE
-                operation["requestBody"] = {
-                    "required": True,
-                    "content": {"application/json": {"schema": _ref(model), "example": example}},
-                }
-                operation["responses"] = responses
+            door_route = door_routes.get((path, method))
+            if door_route is not None:  # a door describes its own operations (`app/doors/*/openapi.py`)
+                operation.update(door_route.operation())
             elif path in ("/healthz", "/readyz"):
-                operation["responses"] = {"200": _json(_ref("Status"), "Alive / ready")}
+                operation["responses"] = {"200": json_body(ref("Status"), "Alive / ready")}
                 if path == "/readyz":
-                    operation["responses"]["503"] = _json(_ref("Status"), "Draining or store unreachable")
+                    operation["responses"]["503"] = json_body(ref("Status"), "Draining or store unreachable")
             elif path == "/metrics":
                 operation["responses"] = {
                     "200": {
@@ -253,12 +173,12 @@ def build_openapi(app: FastAPI) -> dict[str, Any]:
                 }
             elif path == "/v1/stream/{request_id}" and method == "get":
                 operation["responses"] = {
-                    "200": _stream_ok(),
+                    "200": stream_ok(),
                     "204": {"description": "`Last-Event-ID` is the terminal event: nothing follows"},
-                    **_errors(["400", "401"]),
-                    "404": _json(_ref("ErrorBody"), "No resumable stream with this id for this key"),
-                    "410": _json(_ref("ErrorBody"), "The events after `Last-Event-ID` are no longer kept (`resume_unavailable`)"),
-                    "503": {**_json(_ref("ErrorBody"), "The event store did not answer"), "headers": _RETRY_AFTER},
+                    **errors(["400", "401"]),
+                    "404": json_body(ref("ErrorBody"), "No resumable stream with this id for this key"),
+                    "410": json_body(ref("ErrorBody"), "The events after `Last-Event-ID` are no longer kept (`resume_unavailable`)"),
+                    "503": {**json_body(ref("ErrorBody"), "The event store did not answer"), "headers": RETRY_AFTER},
                 }
                 operation["parameters"] = [
                     *operation.get("parameters", []),
@@ -272,15 +192,15 @@ def build_openapi(app: FastAPI) -> dict[str, Any]:
                 ]
             elif path.startswith("/v1/"):
                 responses = operation.setdefault("responses", {})
-                responses.update(_errors(["401"]))
+                responses.update(errors(["401"]))
                 if path.startswith("/v1/requests"):
-                    responses.update(_errors(["503"]))
+                    responses.update(errors(["503"]))
                     responses["503"]["description"] = "The request ledger is unavailable (see `Retry-After`)"
                 if "{" in path:
-                    responses["404"] = _json(_ref("ErrorBody"), "No such record for this key")
+                    responses["404"] = json_body(ref("ErrorBody"), "No such record for this key")
             declared_422 = operation.get("responses", {}).get("422", {}).get("content", {}).get("application/json", {})
-            if declared_422.get("schema") == _ref("HTTPValidationError"):  # FastAPI's; ours answers ErrorBody
-                operation["responses"]["422"] = _json(_ref("ErrorBody"), _ERRORS["422"])
+            if declared_422.get("schema") == ref("HTTPValidationError"):  # FastAPI's; ours answers ErrorBody
+                operation["responses"]["422"] = json_body(ref("ErrorBody"), TURN_ERRORS["422"])
             if path not in OPEN_PATHS:
                 operation["security"] = [{"bearer": []}]
     schemas = components["schemas"]

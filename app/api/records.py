@@ -15,7 +15,7 @@ from starlette.responses import Response
 
 from app.api.auth import authorization
 from app.api.error_responses import ApiError, json_response
-from app.doors.base import DoorName
+from app.doors.registry import DoorName
 from app.gateway import Gateway
 
 log = logging.getLogger("gateway.records")

@@ -1,5 +1,6 @@
-"""HTTP routes (docs/api.md §1). Turn routes hand their request to a door (`app/doors/`) through the shared
-glue (`app.api.turns.serve`); the dispatcher and the event stream do the rest."""
+"""HTTP routes (docs/api.md §1). The doors' routes come from the doors' own description (`app.doors.registry`):
+a turn route hands its request to its door through the shared glue (`app.api.turns.serve`), the dispatcher and
+the event stream do the rest; a token counting route goes through `app.api.count_tokens.serve_count`."""
 
 from __future__ import annotations
 
@@ -9,11 +10,14 @@ from fastapi import APIRouter, Request
 from starlette.responses import Response
 
 from app.api.auth import authorization
-from app.api.error_responses import ApiError, json_response, refusal_error
 from app.api.count_tokens import serve_count
+from app.api.edge import Endpoint, TurnRoute, route_path
+from app.api.error_responses import ApiError, error_response, json_response, refusal_error
 from app.api.turns import serve
 from app.contract.catalog import ModelList, anthropic_model_list
-from app.doors import anthropic_messages, openai_chat, pi, unified
+from app.doors.base import Door, TokenCountDoor
+from app.doors.errors import BadRequest
+from app.doors.registry import count_routes, door_at, turn_routes
 from app.gateway import Gateway
 from app.refusals import Refusal
 
@@ -24,65 +28,36 @@ def _gateway(request: Request) -> Gateway:
     return request.app.state.gateway
 
 
-@router.post("/v1/stream", tags=["turns"], summary="One assistant turn, streamed as server-sent events")
-async def stream_turn(request: Request) -> Response:
-    return await serve(request, unified.DOOR, stream=True)
+def _turn_endpoint(door: Door, stream: bool | None) -> Endpoint:
+    async def endpoint(request: Request) -> Response:
+        return await serve(request, door, stream=stream)
+
+    return endpoint
 
 
-@router.post("/api/stream", tags=["turns"], summary="pi-compatible stream (pi's streamProxy client)")
-async def pi_stream(request: Request) -> Response:
-    return await serve(request, pi.DOOR, stream=True)
+def _count_endpoint(door: TokenCountDoor) -> Endpoint:
+    async def endpoint(request: Request) -> Response:
+        return await serve_count(request, door)
+
+    return endpoint
 
 
-@router.post("/v1/complete", tags=["turns"], summary="One assistant turn, answered as one AssistantMessage")
-async def complete_turn(request: Request) -> Response:
-    return await serve(request, unified.DOOR, stream=False)
+def _declare_door_routes() -> None:
+    """The doors' routes, from their own description (`app.doors.registry`). The turn routes are `TurnRoute`s:
+    the fast path (`app.api.edge`) answers them without FastAPI's per-request machinery."""
+    for door, route in turn_routes():
+        router.add_api_route(
+            route.path, _turn_endpoint(door, route.stream), methods=[route.method], name=route.name,
+            summary=route.summary, tags=list(route.tags), route_class_override=TurnRoute,
+        )
+    for count in count_routes():
+        router.add_api_route(
+            count.route.path, _count_endpoint(count), methods=[count.route.method], name=count.route.name,
+            summary=count.route.summary, tags=list(count.route.tags),
+        )
 
 
-@router.post(
-    "/v1/chat/completions",
-    tags=["doors"],
-    summary="OpenAI Chat Completions door: streamed chat.completion.chunk lines or one chat.completion",
-)
-async def chat_completions(request: Request) -> Response:
-    return await serve(request, openai_chat.DOOR)
-
-
-@router.post(
-    "/v1/messages",
-    tags=["doors"],
-    summary="Anthropic Messages door: Anthropic's event stream or one message object",
-)
-async def messages(request: Request) -> Response:
-    return await serve(request, anthropic_messages.DOOR)
-
-
-@router.post(
-    "/v1/messages/count_tokens",
-    tags=["doors"],
-    summary="Anthropic Messages door: the serving vendor's own count of a request's input tokens",
-)
-async def count_message_tokens(request: Request) -> Response:
-    return await serve_count(request, anthropic_messages.COUNT)
-
-
-# The turn routes, answered by `app.api.edge.TurnRoutes` without FastAPI's per-request machinery (an open
-# stream would hold it until it ends). Their declarations above stay: the OpenAPI document, FastAPI's 405.
-TURN_ENDPOINTS = {
-    "/v1/stream": stream_turn,
-    "/api/stream": pi_stream,
-    "/v1/complete": complete_turn,
-    "/v1/chat/completions": chat_completions,
-    "/v1/messages": messages,
-}
-# The door behind each turn route, for answers given before its endpoint runs (`GatewayApp.error_shapes`).
-TURN_DOORS = {
-    "/v1/stream": unified.DOOR,
-    "/api/stream": pi.DOOR,
-    "/v1/complete": unified.DOOR,
-    "/v1/chat/completions": openai_chat.DOOR,
-    "/v1/messages": anthropic_messages.DOOR,
-}
+_declare_door_routes()
 
 
 @router.get(
@@ -135,16 +110,17 @@ async def metrics(request: Request) -> Response:
 
 
 def install_error_handlers(app) -> None:
-    from app.api.error_responses import is_pi_path
+    """A `BadRequest` or a `Refusal` that reaches the app is answered in the error shape of the door at the
+    request's path (docs/api.md §9's shape elsewhere)."""
 
-    async def api_error(request: Request, exc: ApiError) -> Response:
-        return exc.response(pi=is_pi_path(request.url.path))
+    async def bad_request(request: Request, exc: BadRequest) -> Response:
+        return error_response(exc, door_at(route_path(request.scope)))
 
     async def refusal(request: Request, exc: Refusal) -> Response:
-        return refusal_error(exc).response(pi=is_pi_path(request.url.path))
+        return error_response(refusal_error(exc), door_at(route_path(request.scope)))
 
-    app.add_exception_handler(ApiError, api_error)
+    app.add_exception_handler(BadRequest, bad_request)
     app.add_exception_handler(Refusal, refusal)
 
 
-__all__ = ["router", "install_error_handlers", "ApiError", "TURN_ENDPOINTS"]
+__all__ = ["router", "install_error_handlers", "ApiError"]

@@ -1,50 +1,56 @@
-"""The SSE writer every door uses: the door's encoder turns each event into bytes; this module adds the
-keep-alive frame while the upstream is silent, counts what was sent, keeps the response open through the
-shutdown drain, and turns a response that ends before the terminal event (client gone) into an abort."""
+"""The one SSE response path: every streamed turn, of every door, and every resumable stream (live or
+resumed, `app.api.resume`) is answered by `sse_response`, so keep-alive frames, the client's disconnect and
+the shutdown (`app.shutdown`) behave the same for all of them. What differs is where the frames come from:
+`TurnFrames` here (a live turn's events, through the door's encoder), `app.api.resume.KeptFrames` (a resumable
+turn's kept events). The response itself is `app.api.event_stream.EventStreamResponse`."""
 
 from __future__ import annotations
 
 import logging
-from typing import Any, Callable
+from typing import Any, Callable, Mapping, Protocol
 
 from app.api.event_stream import EventStreamResponse
 from app.contract.events import TERMINAL_TYPES
 from app.dispatch import Interrupt, TurnJob
 from app.doors.base import EventEncoder
+from app.shutdown import OpenStreams
 
 log = logging.getLogger("gateway.sse")
 
 BATCH_BYTES = 64 * 1024  # past this, the events ready at once go out in more than one write
 
 
-def event_stream_response(
-    job: TurnJob,
-    encoder: EventEncoder,
-    keepalive: float,
-    headers: dict[str, str],
-    draining: Callable[[], bool],
-    shutdown_grace: float = 0,
-    sent: Callable[[int], None] | None = None,
-    first: dict[str, Any] | None = None,
+class Frames(Protocol):
+    """A stream's frames as the response reads them: ready-made bytes. The response closes them (`aclose`) when
+    it ends, also early (client gone, shutdown), and also when it never read one; `finished` true once the
+    frame just handed out was the last (it then goes out with the closing chunk)."""
+
+    finished: bool
+
+    def __aiter__(self) -> "Frames": ...
+
+    async def __anext__(self) -> bytes: ...
+
+    async def aclose(self) -> None: ...
+
+
+def sse_response(
+    frames: Frames, ping: bytes, headers: Mapping[str, str], *, keepalive: float, streams: OpenStreams | None
 ) -> EventStreamResponse:
-    """`shutdown_grace`: how long the response stays open once the server is exiting (rather than being cut
-    as soon as uvicorn sets `should_exit`); the gateway's drain settles the turn
-    before this runs out, so the client still gets its terminal event. `sent(n)` is told how many events
-    the response wrote. `first`: an event already taken from the turn (a door that holds its headers until
-    the turn starts), written before the rest."""
+    """`text/event-stream` with `Cache-Control: no-cache` and `headers`: `frames` as they come, `ping` (the
+    door's keep-alive frame) every `keepalive` seconds, the frames closed when the client disconnects, and
+    the stream in `streams` (the gateway's open streams, `Gateway.streams`) so that the shutdown ends it."""
     return EventStreamResponse(
-        _Frames(job, encoder, draining, sent, first),
-        headers={"Cache-Control": "no-cache", **headers},
-        ping_interval=keepalive,
-        ping=encoder.ping(),
-        shutdown_grace=shutdown_grace,
+        frames, headers={"Cache-Control": "no-cache", **headers}, ping_interval=keepalive, ping=ping, streams=streams
     )
 
 
-class _Frames:
-    """The turn's events as SSE frames: an async iterator the response closes (`aclose`) when it ends, also
-    early. When it ends before the terminal event (the client went away, or the server is stopping) it
-    interrupts the turn, so the pump cancels the upstream, settles the turn and writes the record.
+class TurnFrames:
+    """A live turn's events as SSE frames, written by the door's `encoder` (`Frames`). When the response ends
+    before the terminal event (the client went away, or the server is stopping: `draining()`) it interrupts
+    the turn, so the pump cancels the upstream, settles the turn and writes the record. `sent(n)` is told how
+    many events the response wrote. `first`: an event already taken from the turn (a door that holds its
+    headers until the turn starts), written before the rest.
 
     A class rather than an async generator: every open stream holds it, and a generator also holds its frame
     and an entry in the event loop's set of live async generators (about 1.3 KB per stream)."""
@@ -56,8 +62,8 @@ class _Frames:
         job: TurnJob,
         encoder: EventEncoder,
         draining: Callable[[], bool],
-        sent: Callable[[int], None] | None,
-        first: dict[str, Any] | None,
+        sent: Callable[[int], None] | None = None,
+        first: dict[str, Any] | None = None,
     ) -> None:
         self.job = job
         self.encode = encoder.encode
@@ -69,7 +75,7 @@ class _Frames:
         self.ended = False
         self.finished = False  # the last frame handed out holds the terminal event: the response closes with it
 
-    def __aiter__(self) -> "_Frames":
+    def __aiter__(self) -> "TurnFrames":
         return self
 
     async def __anext__(self) -> bytes:

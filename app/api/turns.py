@@ -12,17 +12,15 @@ from starlette.responses import Response
 
 from app.api.auth import authorization
 from app.api.body import parse_json, parse_off_loop, read_body, require_json
-from app.api.error_responses import ApiError, json_response, refusal_error
+from app.api.error_responses import json_response, refusal_error
 from app.api.resume import asks_resumable, resumable_response
-from app.api.sse import event_stream_response
-from app.contract.failures import ErrorKind
+from app.api.sse import TurnFrames, sse_response
 from app.dispatch import Interrupt, TurnJob
-from app.doors.base import Door, EventEncoder, Failure, TurnResult
+from app.doors.base import Door, EventEncoder
+from app.doors.errors import BadRequest
 from app.gateway import Gateway
 from app.refusals import Refusal
-
-SHUTDOWN_MARGIN = 10.0  # seconds an SSE response outlives the drain timeout, for the shutdown error to reach the client
-CLIENT_CLOSED_STATUS = 499  # what a non-streaming answer nobody reads any more carries (nginx's convention)
+from app.turn_result import CLIENT_CLOSED_STATUS, JobView, turn_result
 
 
 async def serve(request: Request, door: Door, *, stream: bool | None = None) -> Response:
@@ -38,7 +36,7 @@ async def serve(request: Request, door: Door, *, stream: bool | None = None) -> 
             raw, lambda body: door.decode(parse_json(body, depth, door.prose_paths), request.headers)
         )
         job = await gateway.start_turn(decoded.unified, request_id, key_id, door=door.name)
-    except ApiError as error:
+    except BadRequest as error:
         return json_response(door.error_body(error), error.status, error.headers)
     except Refusal as refusal:
         error = refusal_error(refusal)
@@ -68,16 +66,10 @@ async def serve(request: Request, door: Door, *, stream: bool | None = None) -> 
                 status, body = refused
                 return json_response(body, status, {**headers, **turn_result(job).retry_headers()})
     if job.resumable:
-        return resumable_response(gateway, job, encoder, headers, first=first, add_ids=door.name != "unified")
-    return event_stream_response(
-        job,
-        encoder,
-        gateway.settings.keepalive_interval,
-        headers,
-        lambda: gateway.draining,
-        shutdown_grace=gateway.settings.drain_timeout + SHUTDOWN_MARGIN,
-        sent=gateway.metrics.sse_events,
-        first=first,
+        return resumable_response(gateway, job, encoder, headers, first=first, add_ids=not door.frames_carry_ids)
+    frames = TurnFrames(job, encoder, lambda: gateway.draining, gateway.metrics.sse_events, first)
+    return sse_response(
+        frames, encoder.ping(), headers, keepalive=gateway.settings.keepalive_interval, streams=gateway.streams
     )
 
 
@@ -113,61 +105,3 @@ async def _until_disconnect(request: Request, awaitable: Any) -> Any:
 async def _wait_for_disconnect(request: Request) -> None:
     while (await request.receive())["type"] != "http.disconnect":
         pass
-
-
-class JobView:
-    """A running turn as its encoder may see it (`app.doors.base.TurnView`)."""
-
-    __slots__ = ("_job",)
-
-    def __init__(self, job: TurnJob) -> None:
-        self._job = job
-
-    def usage(self) -> dict[str, Any]:
-        return self._job.turn.message["usage"]
-
-    def result(self) -> TurnResult:
-        return turn_result(self._job)
-
-
-def turn_result(job: TurnJob) -> TurnResult:
-    """A settled turn as doors see it: outcome, message, and for an error its kind and HTTP status."""
-    turn = job.turn
-    outcome = turn.outcome or "error"
-    message = turn.message
-    if outcome == "done":
-        return TurnResult(turn.request_id, outcome, message)
-    failure, status = _classify(job)
-    last = job.attempts[-1] if job.attempts else None
-    retry_after_ms = last.retry_after_ms if last is not None else None
-    kind = last.kind if last is not None else None
-    return TurnResult(turn.request_id, outcome, message, status, failure, retry_after_ms, kind)
-
-
-def _classify(job: TurnJob) -> tuple[Failure, int]:
-    if job.turn.outcome == "aborted" or job.client_disconnected:
-        return Failure.ABORTED, CLIENT_CLOSED_STATUS
-    if job.ended_by is Interrupt.SHUTDOWN:
-        return Failure.SHUTTING_DOWN, 503
-    last = job.attempts[-1] if job.attempts else None
-    if job.ended_by is Interrupt.TOTAL or (last is not None and last.timeout in ("first_event", "idle", "transport")):
-        return Failure.TIMEOUT, 504
-    if last is None:
-        return Failure.UPSTREAM, 502
-    return upstream_failure(last.kind, last.http_status)
-
-
-def upstream_failure(kind: ErrorKind | None, http_status: int | None) -> tuple[Failure, int]:
-    """What a vendor's failure (its kind, and its HTTP status when it answered one) is to a door, and the
-    status an HTTP answer gives it. A refusal or safety stop answers this request's content: 400, never a 5xx
-    (which the SDKs would send again, and which would get the same refusal)."""
-    if kind is ErrorKind.REFUSAL:
-        return Failure.REFUSED, 400
-    if http_status == 429:
-        return Failure.RATE_LIMITED, 429
-    if http_status in (503, 529):
-        return Failure.OVERLOADED, 503
-    if http_status in (400, 404, 413, 422):
-        return Failure.INVALID_REQUEST, http_status
-    return Failure.UPSTREAM, 502
-

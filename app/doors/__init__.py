@@ -11,11 +11,11 @@ body limits, errors, SSE keep-alive, disconnect → cancel, shutdown grace, the 
 door the same way.
 
 Doors: `unified/` (`/v1/stream`, `/v1/complete`), `pi/` (`/api/stream`), `openai_chat/`
-(`/v1/chat/completions`), `anthropic_messages/` (`/v1/messages`). Each package has
+(`/v1/chat/completions`), `anthropic_messages/` (`/v1/messages`, `/v1/messages/count_tokens`). Each package has
 
 - `request.py` — `decode(body: dict, headers: Headers) -> DoorRequest`: the parsed JSON body (already
   size- and depth-checked) to the unified `StreamRequest` plus how to answer (`stream`). Bad input raises
-  `ApiError` (`app.api.error_responses`) with a status, a type, a message and the offending `param`; the door renders
+  `BadRequest` (`app.doors.errors`) with a status, a type, a message and the offending `param`; the door renders
   it in its own error shape (below). A door-specific subclass of `DoorRequest` carries what its encoder
   needs (e.g. `include_usage`, the model name as the client wrote it).
 - `events.py` — the event encoder: a small class constructed per request with what it needs (request id,
@@ -30,15 +30,20 @@ Doors: `unified/` (`/v1/stream`, `/v1/complete`), `pi/` (`/api/stream`), `openai
       glue waits for the turn's first event before sending response headers, and when that event is the
       terminal `error` (the turn never started: vendor HTTP error, timeout before the first token) the
       client gets this HTTP error instead of a stream that fails at once — what the vendors' own APIs do.
-- `error_body(error: ApiError) -> Any` (in `request.py` or `__init__.py`): the error shape —
+- `error_body(error: BadRequest) -> Any` (in `request.py` or `__init__.py`): the error shape —
   `{"error": {"message", "type", "param", "code"}}` for OpenAI, `{"type": "error", "error": {"type",
   "message"}}` for Anthropic, docs/api.md §9 `{"error": {"type", "message", "param"}}` for unified, a string
   for pi.
 
-Each door package exports one `DOOR = Door(name, decode, encoder, error_body, prose_paths)`; `name` is what
-records (`door`) and metrics (`door` label) show: `unified`, `pi`, `openai-chat`, `anthropic-messages`;
-`prose_paths` name where in the body a person's text lives (lone UTF-16 surrogates are removed there and
-refused anywhere else, `app.api.body`).
+Each door package exports one `DOOR = Door(...)` (`app/doors/base.py`), everything the shared glue knows of
+it: `name` is what records (`door`) and metrics (`door` label) show (`unified`, `pi`, `openai-chat`,
+`anthropic-messages`); `routes` its HTTP routes (`DoorRoute`: path, OpenAPI summary, tags and operation,
+whether the route answers as a stream); `frames_carry_ids` whether its frames have their own `id:` line (a
+resumable stream adds one otherwise); `prose_paths` name where in the body a person's text lives (lone UTF-16
+surrogates are removed there and refused anywhere else, `app.api.body`; `app.doors.validation.ANY_INDEX`
+stands for any list index); `schemas` the OpenAPI schemas its operations name (`openapi.py`); `count_tokens`
+a token counting route (`TokenCountDoor`), when it has one. `app/doors/registry.py` lists every door in
+`DOORS`; the route table, the OpenAPI document and the edge's error shapes are read from there.
 """
 
 from app.doors.base import Door, DoorRequest, EventEncoder, TurnResult, TurnView

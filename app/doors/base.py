@@ -5,15 +5,12 @@ from __future__ import annotations
 
 import enum
 from contextvars import ContextVar
-from dataclasses import dataclass
-from typing import Any, Callable, Literal, Mapping, Protocol
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping, Protocol
 
-from app.api.error_responses import ApiError
+from app.doors.errors import BadRequest
 from app.contract.failures import ErrorKind
 from app.contract.request import StreamRequest
-
-DoorName = Literal["unified", "pi", "openai-chat", "anthropic-messages"]  # records' `door`, the metrics' label
-
 
 @dataclass(frozen=True, slots=True)
 class DoorRequest:
@@ -101,27 +98,52 @@ REQUEST_ID: ContextVar[str | None] = ContextVar("gateway_request_id", default=No
 
 
 @dataclass(frozen=True, slots=True)
-class Door:
-    """One door: its name (records' `door`, the metrics' `door` label), decoder, encoder and error shape."""
+class DoorRoute:
+    """One HTTP route of a door, as the route table (`app.api.routes`) declares it and the OpenAPI document
+    (`app.api.openapi`) describes it."""
 
-    name: str
-    decode: Decoder
-    encoder: EncoderFactory
-    error_body: Callable[[ApiError], Any]
-    # Where in the body a person's text lives (`app.api.body.ANY_INDEX` for any list index): lone UTF-16
-    # surrogates are removed there and refused anywhere else.
-    prose_paths: tuple[tuple[str, ...], ...] = ()
+    path: str
+    name: str  # the endpoint's name; the OpenAPI `operationId` is `<name>_<path>_<method>`
+    summary: str
+    tags: tuple[str, ...]
+    operation: Callable[[], dict[str, Any]]  # the OpenAPI operation's `requestBody` and `responses`
+    method: str = "POST"
+    # Answer as a stream (True), as one JSON body (False), or as the request's own `stream` field says (None).
+    stream: bool | None = None
+    # Where the route table (and so the OpenAPI document) lists the route among the doors' routes; routes with
+    # the same number keep the order of `DOORS` (`app.doors.registry`). A new door leaves the default.
+    listed: int = 100
 
 
 @dataclass(frozen=True, slots=True)
 class TokenCountDoor:
-    """A door's token counting endpoint (`app.api.count_tokens`): the same body as its turns (`decode`), the
-    vendor's count in the door's shape (`answer`), a vendor failure in the door's error shape (`failed`:
-    (failure, status, message, request id) → (status, body)), and errors before the call (`error_body`)."""
+    """A door's token counting endpoint (`app.api.count_tokens`): its route, the same body as the door's turns
+    (`decode`), the vendor's count in the door's shape (`answer`), a vendor failure in the door's error shape
+    (`failed`: (failure, status, message, request id) → (status, body)), and errors before the call
+    (`error_body`)."""
 
-    name: str
+    route: DoorRoute
     decode: Decoder
     answer: Callable[[int], Any]
     failed: Callable[[Failure, int, str, str], tuple[int, Any]]
-    error_body: Callable[[ApiError], Any]
+    error_body: Callable[[BadRequest], Any]
     prose_paths: tuple[tuple[str, ...], ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Door:
+    """One door, all the shared glue knows of it: its name (records' `door`, the metrics' `door` label), its
+    routes, decoder, encoder and error shape, and what its frames and OpenAPI description need."""
+
+    name: str
+    routes: tuple[DoorRoute, ...]
+    decode: Decoder
+    encoder: EncoderFactory
+    error_body: Callable[[BadRequest], Any]
+    # Whether the encoder's frames carry their own `id:` line; a resumable stream adds one to frames without.
+    frames_carry_ids: bool
+    # Where in the body a person's text lives (`app.doors.validation.ANY_INDEX` for any list index): lone UTF-16
+    # surrogates are removed there and refused anywhere else.
+    prose_paths: tuple[tuple[str, ...], ...] = ()
+    schemas: Mapping[str, Any] = field(default_factory=dict)  # the OpenAPI component schemas its routes name
+    count_tokens: TokenCountDoor | None = None  # its token counting route, when it has one

@@ -1,5 +1,6 @@
 """What every door's OpenAPI description shares: one POST operation that answers a stream or one JSON object,
-and errors in the door's own shape (`app.api.openapi` merges each door's `SCHEMAS` and `operation()`)."""
+and errors in the door's own shape (`app.api.openapi` merges each door's `Door.schemas` and its routes'
+`DoorRoute.operation()`)."""
 
 from __future__ import annotations
 

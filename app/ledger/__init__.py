@@ -24,11 +24,12 @@ from collections import deque
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
-from app.ledger.base import Ledger, LedgerUrlError, StoredRow, WriteKind, build_record, encode_record, now_ms
+from app.ledger.base import Ledger, LedgerUrlError, StoredRow, WriteKind, build_record, encode_record
 
 if TYPE_CHECKING:
     from app.dispatch import TurnJob
     from app.settings import Settings
+    from app.turn_summary import TurnSummary
 
 log = logging.getLogger("gateway.ledger")
 _ENTRY_OVERHEAD = 512  # bytes counted per queued write besides its strings (the row and entry objects)
@@ -162,14 +163,15 @@ class LedgerObserver:
         request_id = job.turn.request_id
         opened = request_id in self._open  # its record is (being) written open: the completion must follow
         self._open.discard(request_id)
-        settled_at = now_ms()
-        row = self._encode(job, settled_at, self.retain_content)
+        summary = job.summary
+        assert summary is not None  # set by the dispatcher before it tells the observers
+        row = self._encode(job, summary, self.retain_content)
         if row is None:
             return
         queued_insert = self._queued_insert(request_id)  # the completion supersedes it
         if self._admit("complete", row, replacing=queued_insert):
             return
-        compact = self._encode(job, settled_at, False) if self.retain_content else row
+        compact = self._encode(job, summary, False) if self.retain_content else row
         if compact is not None and self._admit("complete", compact, over_bound=opened, replacing=queued_insert):
             if compact is not row:
                 self._drop("content", request_id)
@@ -178,10 +180,11 @@ class LedgerObserver:
             self._remove(queued_insert)
         self._drop("complete", request_id)
 
-    def _encode(self, job: "TurnJob", settled_at: int | None, retain_content: bool) -> StoredRow | None:
-        """The row now: the turn's message dict is live, and the queue must not keep the job."""
+    def _encode(self, job: "TurnJob", summary: "TurnSummary | None", retain_content: bool) -> StoredRow | None:
+        """The row now (open without a summary): the turn's message dict is live, and the queue must not keep
+        the job."""
         try:
-            record = build_record(job, settled_at=settled_at, retain_content=retain_content)
+            record = build_record(job, summary=summary, retain_content=retain_content)
             return encode_record(record, self.ledger.instance_id)
         except Exception:  # a bug of ours: lose this record, never the turn
             log.exception("could not build the record of %s", job.turn.request_id)

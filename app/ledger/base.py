@@ -4,7 +4,8 @@ Times. Every point in time in a record (`createdAt`, `settledAt`, `attempts[].st
 integer count of milliseconds since the Unix epoch (UTC), like `message.timestamp`; `ttftMs` and
 `durationMs` are integer milliseconds. `durationMs` is `settledAt - createdAt`, where `settledAt` is when the
 turn's cleanup finished (upstream closed, late frames counted); `ttftMs` is measured on the monotonic clock
-from the request's arrival to its first content event.
+from the request's arrival to its first content event. All three come from the turn's summary
+(`app.turn_summary`), which the other observers read too.
 
 Life of a record. It is written "open" when the turn starts (`outcome` and `settledAt` null) and replaced by
 the settled record when the turn finishes. A record still open when its gateway process is gone is marked
@@ -29,6 +30,7 @@ import orjson
 
 if TYPE_CHECKING:
     from app.dispatch import TurnJob
+    from app.turn_summary import TurnSummary
 
 WriteKind = Literal["insert", "complete"]
 
@@ -56,8 +58,9 @@ def new_instance_id() -> str:
     return instance
 
 
-def build_record(job: "TurnJob", *, settled_at: int | None, retain_content: bool) -> dict[str, Any]:
-    """The record (docs/api.md §10) of a turn: open (`settled_at` None) or settled at `settled_at` (epoch ms).
+def build_record(job: "TurnJob", *, summary: "TurnSummary | None", retain_content: bool) -> dict[str, Any]:
+    """The record (docs/api.md §10) of a turn: open (`summary` None) or settled, with the times of its summary
+    (`app.turn_summary`: `settledAt`, `durationMs`, `ttftMs`).
 
     Called on the event loop thread; the caller serializes it before awaiting anything, because the
     message dict is the live one of the turn.
@@ -65,12 +68,11 @@ def build_record(job: "TurnJob", *, settled_at: int | None, retain_content: bool
     turn = job.turn
     message = turn.message
     created = _ms(job.started_wall) or 0
-    settled = settled_at is not None
+    settled = summary is not None
+    settled_at = summary.settled_at_ms if summary is not None else None
     attempts = [attempt.record() for attempt in job.attempts]
     served = bool(job.attempts)
-    ttft = None
-    if turn.first_content_at is not None:
-        ttft = max(0, round((turn.first_content_at - turn.created_at) * 1000))
+    ttft = None if summary is None or summary.ttft is None else round(summary.ttft * 1000)
     record: dict[str, Any] = {
         "requestId": turn.request_id,
         "createdAt": created,
@@ -88,7 +90,7 @@ def build_record(job: "TurnJob", *, settled_at: int | None, retain_content: bool
         "errorMessage": message.get("errorMessage") if settled else None,
         "usage": message.get("usage"),
         "ttftMs": ttft,
-        "durationMs": max(0, settled_at - created) if settled else None,
+        "durationMs": summary.duration_ms if summary is not None else None,
         "upstreamFrames": job.upstream_frames,
         "eventsSent": turn.events_sent,
         "lateFramesDropped": turn.late_frames,

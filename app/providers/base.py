@@ -104,6 +104,9 @@ class Provider(Protocol):
         its SDK). Raises `app.refusals.TokensNotCounted` where the api has no such endpoint, and SDK or
         transport exceptions (read with `error`) when the vendor fails."""
 
+    async def aclose(self) -> None:
+        """Close the SDK client and its connection pool (once, when the gateway stops)."""
+
 
 def error_detail(body: Any) -> str:
     """`<error type or code>: <message>` from a vendor's JSON error body, whatever shape it came in; a body

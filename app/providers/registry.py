@@ -10,6 +10,7 @@ from typing import Callable
 from app.catalog import Catalog, ProviderInfo
 from app.providers.anthropic import AnthropicProvider
 from app.providers.base import Provider
+from app.providers.config import ProviderConfig
 from app.providers.google import GoogleProvider
 from app.providers.openai_responses import OpenAIResponsesProvider
 from app.providers.openai_completions import OpenAICompletionsProvider
@@ -19,7 +20,7 @@ from app.settings import Settings
 
 log = logging.getLogger("gateway.providers")
 
-ADAPTERS: dict[str, Callable[..., Provider]] = {
+ADAPTERS: dict[str, Callable[[ProviderConfig], Provider]] = {
     AnthropicProvider.api: AnthropicProvider,
     OpenAIResponsesProvider.api: OpenAIResponsesProvider,
     GoogleProvider.api: GoogleProvider,
@@ -116,5 +117,8 @@ def build_providers(settings: Settings, catalog: Catalog) -> dict[str, Provider]
         if setup.served:
             register_secrets(setup.key)
             info = catalog.providers[setup.name]
-            providers[setup.name] = ADAPTERS[setup.api](setup.name, setup.key or "", setup.base_url, transport, compat=info.compat)
+            config = ProviderConfig(
+                name=setup.name, api_key=setup.key or "", base_url=setup.base_url, transport=transport, compat=info.compat
+            )
+            providers[setup.name] = ADAPTERS[setup.api](config)
     return providers

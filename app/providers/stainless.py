@@ -12,7 +12,7 @@ from __future__ import annotations
 import itertools
 import uuid
 from types import ModuleType
-from typing import Any, Callable, ClassVar, Mapping
+from typing import Any, Callable, ClassVar
 
 import httpx2
 import orjson
@@ -21,8 +21,10 @@ from app.catalog import ModelInfo
 from app.contract.messages import Context
 from app.contract.request import StreamOptions
 from app.providers.base import ProviderError, Translator, Upstream, build_off_loop
-from app.providers.transport import UPSTREAM_HEADERS, TransportSettings, bound_event_streams, client_options, stainless_error
+from app.providers.config import ProviderConfig
+from app.providers.transport import UPSTREAM_HEADERS, bound_event_streams, client_options, stainless_error
 from app.refusals import TokensNotCounted
+from app.seams.stainless import absolute_url
 
 
 class StainlessProvider:
@@ -31,29 +33,23 @@ class StainlessProvider:
     api: ClassVar[str]
     sdk: ClassVar[ModuleType]  # the SDK module (`anthropic`, `openai`)
     client_class: ClassVar[Callable[..., Any]]  # `anthropic.AsyncAnthropic`, `openai.AsyncOpenAI`
-    options_class: ClassVar[Any]  # the SDK's `FinalRequestOptions` (`anthropic._models`, `openai._models`)
+    options_class: ClassVar[Any]  # the SDK's `FinalRequestOptions` (`app.seams.stainless`)
     path: ClassVar[str]  # the streaming endpoint, relative to the base URL
 
-    def __init__(
-        self,
-        name: str,
-        api_key: str,
-        base_url: str | None,
-        transport: TransportSettings,
-        compat: Mapping[str, Any] | None = None,
-    ) -> None:
-        self.name = name
-        self.compat = dict(compat or {})
+    def __init__(self, config: ProviderConfig) -> None:
+        self.config = config
+        self.name = config.name
+        transport = config.transport
         self.client = type(self).client_class(
-            api_key=api_key,
-            base_url=base_url,
+            api_key=config.api_key,
+            base_url=config.base_url,
             max_retries=0,  # the dispatcher retries
             http_client=bound_event_streams(self.sdk.DefaultAioHttpClient(**client_options(transport)), transport.max_event_bytes),
         )
         # The request options every call shares, built once (see `request_options`). The endpoint as an
-        # absolute URL, merged into the base URL by the SDK's own `_prepare_url` once: per call the SDK then
-        # parses it once instead of parsing it and merging it into the base URL.
-        url = str(self.client._prepare_url(self.path))
+        # absolute URL, merged into the base URL by the SDK's own code once (`absolute_url`): per call the SDK
+        # then parses it once instead of parsing it and merging it into the base URL.
+        url = absolute_url(self.client, self.path)
         self._options = self.options_class.construct(method="post", url=url)
         self._stream_cls = self.sdk.AsyncStream[object]
         keys = f"stainless-python-retry-{uuid.uuid4()}"  # one random part per provider, then a counter

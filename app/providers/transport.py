@@ -28,6 +28,7 @@ import httpx2
 
 from app.contract.failures import ErrorKind
 from app.providers.base import RETRYABLE_STATUS, ProviderError, error_detail, retry_after_ms
+from app.seams.httpx2 import take_content_decoder, wrap_transports
 
 MAX_EVENT_BYTES = 32 * 1024 * 1024
 
@@ -131,8 +132,7 @@ class _BoundingTransport(httpx2.AsyncBaseTransport):
         if response.headers.get("content-encoding"):
             # Bound what the SDK buffers, i.e. the decoded bytes: decode here with the client's own decoders (a
             # small compressed body can hold a huge line), so the client must not decode again.
-            decoder = response._get_content_decoder()
-            del response._decoder
+            decoder = take_content_decoder(response)
             del response.headers["content-encoding"]
         response.stream = _BoundedEventStream(response.stream, self._limit, decoder)
         return response
@@ -145,11 +145,7 @@ def bound_event_streams(client: httpx2.AsyncClient, max_event_bytes: int) -> htt
     """`client`, with each of its transports (the default one and any proxy mounts) bounding response bodies
     to `max_event_bytes` per event (0: unbounded). Returns the client."""
     if max_event_bytes > 0:
-        client._transport = _BoundingTransport(client._transport, max_event_bytes)
-        client._mounts = {
-            pattern: None if transport is None else _BoundingTransport(transport, max_event_bytes)
-            for pattern, transport in client._mounts.items()
-        }
+        wrap_transports(client, lambda transport: _BoundingTransport(transport, max_event_bytes))
     return client
 
 

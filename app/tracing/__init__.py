@@ -6,7 +6,7 @@ the hot path pays nothing. On, `start_tracing` builds an SDK `TracerProvider` fr
 (`app.tracing.setup`), and the gateway gets:
 
 - a SERVER span per HTTP request, around the whole app so that the turn routes' fast path is covered too
-  (`app.tracing.server`), parented to an incoming W3C `traceparent`;
+  (`app.tracing.server`, opened by `app.api.traced`), parented to an incoming W3C `traceparent`;
 - a CLIENT span per upstream attempt, from a turn observer beside metrics, logs and the ledger
   (`app.tracing.turns`), whose trace context every upstream request carries (`traceparent`);
 - message content in the conventions' shape only with `OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true`

@@ -24,11 +24,12 @@ import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from opentelemetry.sdk import _configuration as sdk_configuration
 from opentelemetry.sdk.resources import SERVICE_NAME, Resource
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor
 from opentelemetry.trace import Tracer
+
+from app.seams.opentelemetry import OTLP_HTTP_EXPORTER, configured_sampler, exporter_entry_point, span_exporter_classes
 
 log = logging.getLogger("gateway.tracing")
 
@@ -59,9 +60,9 @@ def build_tracing(environ: Mapping[str, str] = os.environ) -> Tracing:
     resource = Resource.create()
     if str(resource.attributes.get(SERVICE_NAME, "")).startswith("unknown_service"):
         resource = resource.merge(Resource({SERVICE_NAME: DEFAULT_SERVICE_NAME}))
-    sampler = sdk_configuration._import_sampler(sdk_configuration._get_sampler())  # None: the provider reads it
+    sampler = configured_sampler()  # None: the provider reads it
     provider = TracerProvider(resource=resource, sampler=sampler)
-    exporters, _, _ = sdk_configuration._import_exporters(exporter_names(environ), [], [])
+    exporters = span_exporter_classes(exporter_names(environ))
     for name, exporter_class in exporters.items():
         provider.add_span_processor(BatchSpanProcessor(exporter_class()))
         log.info("tracing: exporting spans with %s", name)
@@ -78,9 +79,7 @@ def exporter_names(environ: Mapping[str, str] = os.environ) -> list[str]:
         names = [name.strip() for name in environ["OTEL_TRACES_EXPORTER"].split(",") if name.strip()]
     protocol_set = any(environ.get(variable, "").strip() for variable in PROTOCOL_VARIABLES)
     return [
-        sdk_configuration._EXPORTER_OTLP_PROTO_HTTP
-        if name == "otlp" and not protocol_set
-        else sdk_configuration._get_exporter_entry_point(name, "traces")
+        OTLP_HTTP_EXPORTER if name == "otlp" and not protocol_set else exporter_entry_point(name)
         for name in names
         if name != "none"
     ]

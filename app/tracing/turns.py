@@ -21,13 +21,14 @@ from urllib.parse import urlsplit
 from opentelemetry import propagate, trace
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode
 
-from app.api.turns import turn_result
+from app.turn_result import turn_result
 from app.contract.failures import Attempt, AttemptOutcome, Interrupt
 from app.dispatch import Route, TurnJob
 from app.providers.transport import UPSTREAM_HEADERS
 from app.tracing import content
 from app.tracing.server import CURRENT_REQUEST, REQUEST_ID, RequestSpan
 from app.tracing.setup import Tracing
+from app.turn_summary import next_step
 
 log = logging.getLogger("gateway.tracing")
 
@@ -120,8 +121,7 @@ class TurnTracer:
             attributes["server.address"], attributes["server.port"] = server
         if len(job.attempts) > 1:
             previous = job.attempts[-2]
-            same = (previous.provider, previous.model) == (attempt.provider, attempt.model)
-            attributes["gateway.attempt.reason"] = "retry" if same else "fallback"
+            attributes["gateway.attempt.reason"] = str(next_step(previous, attempt))
             after = error_type(previous)
             if after is not None:
                 attributes["gateway.attempt.after_error.type"] = after
@@ -173,8 +173,9 @@ class TurnTracer:
         reason = content.FINISH_REASONS.get(message.get("stopReason") or "")
         if reason is not None and turn.outcome != "aborted":
             span.set_attribute("gen_ai.response.finish_reasons", (reason,))
-        if turn.first_content_at is not None:
-            first = job.started_wall + (turn.first_content_at - turn.created_at)
+        ttft = job.summary.ttft if job.summary is not None else None
+        if ttft is not None:
+            first = job.started_wall + ttft
             span.set_attribute("gen_ai.response.time_to_first_chunk", max(0.0, first - attempt.started_at))
             span.add_event("gen_ai.first_chunk", timestamp=_ns(first))
 

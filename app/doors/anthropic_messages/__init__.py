@@ -3,12 +3,12 @@ Anthropic's request body into the unified request, `events.py` encodes the norma
 stream and `message` object, `signatures.py` wraps signed thinking with its origin, `errors.py` gives
 errors Anthropic's shape, `count_tokens.py` answers `POST /v1/messages/count_tokens` (`COUNT`)."""
 
-from app.api.body import ANY_INDEX
-from app.doors.anthropic_messages import count_tokens
+from app.doors.anthropic_messages import count_tokens, openapi
 from app.doors.anthropic_messages.errors import refusal_body
 from app.doors.anthropic_messages.events import MessagesEncoder
 from app.doors.anthropic_messages.request import decode
-from app.doors.base import Door, TokenCountDoor
+from app.doors.base import Door, DoorRoute, TokenCountDoor
+from app.doors.validation import ANY_INDEX
 
 # Where a person's text lives in a Messages body (not in thinking blocks, whose text is signed).
 PROSE_PATHS: tuple[tuple[str, ...], ...] = (
@@ -20,13 +20,34 @@ PROSE_PATHS: tuple[tuple[str, ...], ...] = (
     ("messages", ANY_INDEX, "content", ANY_INDEX, "content", ANY_INDEX, "text"),
 )
 
-DOOR = Door(
-    name="anthropic-messages", decode=decode, encoder=MessagesEncoder, error_body=refusal_body, prose_paths=PROSE_PATHS
+COUNT = TokenCountDoor(
+    route=DoorRoute(
+        count_tokens.PATH, "count_message_tokens",
+        "Anthropic Messages door: the serving vendor's own count of a request's input tokens", ("doors",),
+        openapi.count_operation,
+    ),
+    decode=count_tokens.decode,
+    answer=count_tokens.answer,
+    failed=count_tokens.failed,
+    error_body=refusal_body,
+    prose_paths=PROSE_PATHS,
 )
 
-COUNT = TokenCountDoor(
-    name="anthropic-messages", decode=count_tokens.decode, answer=count_tokens.answer, failed=count_tokens.failed,
-    error_body=refusal_body, prose_paths=PROSE_PATHS,
+DOOR = Door(
+    name="anthropic-messages",
+    routes=(
+        DoorRoute(
+            openapi.PATH, "messages", "Anthropic Messages door: Anthropic's event stream or one message object",
+            ("doors",), openapi.operation,
+        ),
+    ),
+    decode=decode,
+    encoder=MessagesEncoder,
+    error_body=refusal_body,
+    frames_carry_ids=False,
+    prose_paths=PROSE_PATHS,
+    schemas=openapi.SCHEMAS,
+    count_tokens=COUNT,
 )
 
 __all__ = ["COUNT", "DOOR"]

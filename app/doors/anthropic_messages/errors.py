@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from app.api.error_responses import ApiError
+from app.doors.errors import BadRequest
 from app.doors.base import REQUEST_ID, Failure, TurnResult
 
 STATUS_TYPES = {
@@ -38,7 +38,7 @@ PARAM_NAMES = {
     "context.messages": "messages",
     "context.systemPrompt": "system",
 }
-# How a failed turn is answered: status and Anthropic error type (see `app.api.turns` for the failures).
+# How a failed turn is answered: status and Anthropic error type (see `app.turn_result` for the failures).
 FAILURE_STATUS = {
     Failure.REFUSED: 400,  # a refusal or safety stop: `invalid_request_error`, as Anthropic's own API answers it
     Failure.RATE_LIMITED: 429,
@@ -61,7 +61,7 @@ def error_body(type_: str, message: str, request_id: str | None = None) -> dict[
     return body
 
 
-def refusal_body(error: ApiError) -> dict[str, Any]:
+def refusal_body(error: BadRequest) -> dict[str, Any]:
     """A request refused before its turn started (the door's own checks, auth, limits, the resolver, an
     adapter's `check_request`): the message starts with the field at fault, named as this wire names it."""
     message = error.message

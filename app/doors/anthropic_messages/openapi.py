@@ -4,13 +4,11 @@ The full field table is docs/doors/anthropic-messages.md; Anthropic's own API re
 
 from __future__ import annotations
 
-from types import SimpleNamespace
 from typing import Any
 
 from app.doors.openapi import door_operation, ref
 
 PATH = "/v1/messages"
-COUNT_PATH = "/v1/messages/count_tokens"
 
 _ERROR = {
     "type": "object",
@@ -172,7 +170,3 @@ def count_operation() -> dict[str, Any]:
             **{code: error(code) for code in _COUNT_DESCRIPTIONS},
         },
     }
-
-
-# The count route's entry for `app.api.openapi.DOOR_DOCS` (its schemas are in `SCHEMAS` above).
-COUNT = SimpleNamespace(SCHEMAS={}, operation=count_operation)

@@ -1,6 +1,6 @@
 """Decode an Anthropic Messages request body (`POST /v1/messages`) into the unified `StreamRequest`.
 
-Pure: a JSON object in, a `DoorRequest` out, or an `ApiError` whose message starts with the field at fault. Everything
+Pure: a JSON object in, a `DoorRequest` out, or a `BadRequest` whose message starts with the field at fault. Everything
 the gateway cannot honour for every vendor it fronts (server tools, URL images, documents, prefill, `top_k`,
 …) is refused here, before any upstream call. What only Anthropic understands travels in the unified request's
 door-only fields for the Anthropic adapter to send as it came (system messages inside the conversation,
@@ -18,7 +18,7 @@ from typing import Any, Mapping, NoReturn
 import orjson
 from pydantic import ValidationError
 
-from app.api.error_responses import ApiError
+from app.doors.errors import BadRequest
 from app.contract.messages import (
     DOOR_VALIDATION,
     AssistantMessage,
@@ -74,7 +74,7 @@ DEFAULT_THINKING_TURNS_KEPT = 1
 
 
 def _fail(path: str, problem: str) -> NoReturn:
-    raise ApiError(400, "invalid_request_error", f"{path}: {problem}", param=path)
+    raise BadRequest(400, "invalid_request_error", f"{path}: {problem}", param=path)
 
 
 def _kind(value: Any) -> str:
@@ -562,7 +562,7 @@ def _expire_system_messages(messages: list[Message]) -> None:
 
 
 def decode(body: dict[str, Any], headers: Mapping[str, str] | None = None) -> DoorRequest:
-    """The unified request for an Anthropic Messages body; raises `ApiError` (400, or 404 for a model name
+    """The unified request for an Anthropic Messages body; raises `BadRequest` (400, or 404 for a model name
     that cannot name anything). `anthropic-beta` flags go to an Anthropic upstream; `anthropic-version` changes
     nothing."""
     model = _string(body.get("model"), "model", empty=False)
@@ -602,6 +602,6 @@ def decode(body: dict[str, Any], headers: Mapping[str, str] | None = None) -> Do
         first = exc.errors(include_url=False)[0]
         where = ".".join(str(p) for p in first["loc"])
         if where == "model":
-            raise ApiError(404, "not_found_error", f"model: {model!r} names no model", param="model") from None
-        raise ApiError(400, "invalid_request_error", f"{where}: {first['msg']}", param=where) from None
+            raise BadRequest(404, "not_found_error", f"model: {model!r} names no model", param="model") from None
+        raise BadRequest(400, "invalid_request_error", f"{where}: {first['msg']}", param=where) from None
     return DoorRequest(unified=unified, stream=stream)

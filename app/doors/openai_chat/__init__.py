@@ -1,6 +1,7 @@
 """The OpenAI Chat Completions door: `POST /v1/chat/completions` (docs/doors/openai-chat.md)."""
 
-from app.doors.base import Door, TurnView
+from app.doors.base import Door, DoorRoute, TurnView
+from app.doors.openai_chat import openapi
 from app.doors.openai_chat.events import ChatEncoder
 from app.doors.openai_chat.request import PROSE_PATHS, ChatRequest, decode, error_body
 
@@ -9,6 +10,21 @@ def _encoder(request_id: str, request: ChatRequest, turn: TurnView) -> ChatEncod
     return ChatEncoder(request_id, request.client_model, request.include_usage, turn, request.stream_tool_arguments)
 
 
-DOOR = Door(name="openai-chat", decode=decode, encoder=_encoder, error_body=error_body, prose_paths=PROSE_PATHS)
+DOOR = Door(
+    name="openai-chat",
+    routes=(
+        DoorRoute(
+            openapi.PATH, "chat_completions",
+            "OpenAI Chat Completions door: streamed chat.completion.chunk lines or one chat.completion", ("doors",),
+            openapi.operation,
+        ),
+    ),
+    decode=decode,
+    encoder=_encoder,
+    error_body=error_body,
+    frames_carry_ids=False,
+    prose_paths=PROSE_PATHS,
+    schemas=openapi.SCHEMAS,
+)
 
 __all__ = ["DOOR"]

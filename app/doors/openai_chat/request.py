@@ -20,8 +20,8 @@ from typing import Any, Callable, Mapping
 import orjson
 from pydantic import ValidationError
 
-from app.api.body import ANY_INDEX, validation_error
-from app.api.error_responses import ApiError
+from app.doors.validation import ANY_INDEX, validation_error
+from app.doors.errors import BadRequest
 from app.contract.messages import (
     AssistantMessage,
     Context,
@@ -55,13 +55,13 @@ class ChatRequest(DoorRequest):
     stream_tool_arguments: bool = False  # `X-Gateway-Tool-Arguments: stream`: argument fragments, not whole calls
 
 
-def invalid(param: str, message: str) -> ApiError:
-    return ApiError(400, "invalid_request_error", f"{param}: {message}" if param else message, param=param or None)
+def invalid(param: str, message: str) -> BadRequest:
+    return BadRequest(400, "invalid_request_error", f"{param}: {message}" if param else message, param=param or None)
 
 
-def unsupported(param: str, message: str) -> ApiError:
+def unsupported(param: str, message: str) -> BadRequest:
     """A parameter the gateway understands but cannot honour (the answer would differ from what was asked)."""
-    return ApiError(400, "unsupported_parameter", f"{param}: {message}", param=param)
+    return BadRequest(400, "unsupported_parameter", f"{param}: {message}", param=param)
 
 
 # ---------------------------------------------------------------------------------------------- parameters
@@ -184,9 +184,9 @@ def _decode(body: dict[str, Any]) -> ChatRequest:
     return ChatRequest(unified=unified, stream=stream, include_usage=include_usage, client_model=model)
 
 
-def _validation(exc: ValidationError) -> ApiError:
+def _validation(exc: ValidationError) -> BadRequest:
     error = validation_error(exc.errors(include_url=False))
-    return ApiError(400, "invalid_request_error", error.message, param=error.param)
+    return BadRequest(400, "invalid_request_error", error.message, param=error.param)
 
 
 def _bool(body: dict[str, Any], key: str, default: bool, prefix: str = "") -> bool:
@@ -499,7 +499,7 @@ def _tool_call(call: Any, param: str) -> ToolCall:
     return ToolCall(id=call_id, name=name, arguments=parsed)
 
 
-def error_body(error: ApiError) -> dict[str, Any]:
+def error_body(error: BadRequest) -> dict[str, Any]:
     """OpenAI's error shape: `{"error": {"message", "type", "param", "code"}}`."""
     return {"error": {"message": error.message, "type": _ERROR_TYPES.get(error.status, error.type), "param": error.param,
                       "code": error.type}}  # fmt: skip

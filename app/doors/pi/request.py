@@ -7,8 +7,8 @@ from typing import Any, Mapping
 
 from pydantic import ValidationError
 
-from app.api.body import validate
-from app.api.error_responses import ApiError
+from app.doors.validation import validate
+from app.doors.errors import BadRequest
 from app.contract.request import PiStreamRequest
 from app.doors.base import DoorRequest
 
@@ -18,9 +18,9 @@ def decode(body: dict[str, Any], headers: Mapping[str, str]) -> DoorRequest:
     try:
         return DoorRequest(unified=request.unified())
     except ValidationError:  # e.g. a provider name that cannot form a `<provider>/<model id>` reference
-        raise ApiError(422, "validation_error", "model: provider and id do not name a model", param="model") from None
+        raise BadRequest(422, "validation_error", "model: provider and id do not name a model", param="model") from None
 
 
-def error_body(error: ApiError) -> dict[str, Any]:
+def error_body(error: BadRequest) -> dict[str, Any]:
     """pi's client shows `error` as a string."""
     return {"error": error.message}

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from app.api.body import validate
-from app.api.error_responses import ApiError
+from app.doors.validation import validate
+from app.doors.errors import BadRequest
 from app.contract.request import StreamRequest
 from app.doors.base import DoorRequest
 
@@ -14,6 +14,6 @@ def decode(body: dict[str, Any], headers: Mapping[str, str]) -> DoorRequest:
     return DoorRequest(unified=validate(body, StreamRequest))
 
 
-def error_body(error: ApiError) -> dict[str, Any]:
+def error_body(error: BadRequest) -> dict[str, Any]:
     """docs/api.md §9: `{"error": {"type", "message", "param"}}`."""
     return {"error": {"type": error.type, "message": error.message, "param": error.param}}

@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 import anthropic
-from anthropic._models import FinalRequestOptions
 
 from app.catalog import ModelInfo
 from app.contract.messages import Context
@@ -14,6 +13,7 @@ from app.providers.anthropic.events import AnthropicTranslator
 from app.providers.anthropic.request import API, build_request, check_request, request_headers
 from app.providers.base import build_off_loop
 from app.providers.stainless import StainlessProvider
+from app.seams.stainless import AnthropicRequestOptions
 
 # The fields of the turn's body that the counting endpoint takes besides `model` and `messages` (it refuses
 # the others: `max_tokens`, `stream`, sampling, `stop_sequences`, `metadata`).
@@ -24,7 +24,7 @@ class AnthropicProvider(StainlessProvider):
     api = API
     sdk = anthropic
     client_class = anthropic.AsyncAnthropic
-    options_class = FinalRequestOptions
+    options_class = AnthropicRequestOptions
     path = "/v1/messages"
 
     def build_request(self, model: ModelInfo, context: Context, options: StreamOptions) -> dict[str, Any]:

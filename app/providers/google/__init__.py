@@ -19,7 +19,7 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import re
-from typing import Any, Mapping
+from typing import Any
 
 import httpx2
 import pydantic
@@ -34,10 +34,12 @@ from app.contract.request import StreamOptions
 from app.providers.base import (
     RETRYABLE_STATUS, ProviderError, Upstream, build_off_loop, error_text, retry_after_ms, retry_delay_ms,
 )
+from app.providers.config import ProviderConfig
 from app.providers.google.events import GoogleTranslator
 from app.providers.google.request import API, build_request, check_request
 from app.providers.google.wire import SdkRequest, count, sdk_request, send
-from app.providers.transport import UPSTREAM_HEADERS, TransportSettings, http_client, tag_demo_caller, transport_error
+from app.providers.transport import UPSTREAM_HEADERS, http_client, tag_demo_caller, transport_error
+from app.seams.genai import api_base_url, api_client
 
 # The HTTP responses opened for the current task's turn (set by `open`, filled by the response hook).
 _RESPONSES: contextvars.ContextVar[list[httpx2.Response] | None] = contextvars.ContextVar("google_responses", default=None)
@@ -52,17 +54,10 @@ async def _remember_response(response: httpx2.Response) -> None:
 class GoogleProvider:
     api = API
 
-    def __init__(
-        self,
-        name: str,
-        api_key: str,
-        base_url: str | None,
-        transport: TransportSettings,
-        compat: Mapping[str, Any] | None = None,
-    ) -> None:
-        self.name = name
-        self.compat = dict(compat or {})
-        self._http = http_client(transport)
+    def __init__(self, config: ProviderConfig) -> None:
+        self.config = config
+        self.name = config.name
+        self._http = http_client(config.transport)
         timeouts = self._http.timeout.as_dict()
 
         async def prepare_request(request: httpx2.Request) -> None:
@@ -73,15 +68,15 @@ class GoogleProvider:
 
         self._http.event_hooks = {"request": [prepare_request, tag_demo_caller], "response": [_remember_response]}
         self.client = genai.Client(
-            api_key=api_key,
+            api_key=config.api_key,
             vertexai=False,
-            http_options=types.HttpOptions(base_url=base_url or None, api_version="v1beta", httpx_async_client=self._http),
+            http_options=types.HttpOptions(base_url=config.base_url or None, api_version="v1beta", httpx_async_client=self._http),
         )
 
     @property
     def base_url(self) -> str:
         """Where the requests go (the vendor's default unless configured)."""
-        return str(self.client._api_client._http_options.base_url or "")
+        return api_base_url(self.client)
 
     async def open(self, model: ModelInfo, context: Context, options: StreamOptions) -> Upstream:
         request = await build_off_loop(self._sdk_request, model, context, options)
@@ -93,7 +88,7 @@ class GoogleProvider:
                 await response.aclose()
 
         try:
-            chunks = await send(self.client._api_client, request)
+            chunks = await send(api_client(self.client), request)
         except BaseException:  # an error page, a transport failure or a cancel: nothing is left open
             await asyncio.shield(close_responses())
             raise
@@ -110,7 +105,7 @@ class GoogleProvider:
         """The request as the SDK converts it (run off the event loop for a long history: see `wire`)."""
         params = build_request(model, context, options)
         try:
-            return sdk_request(self.client._api_client, params)
+            return sdk_request(api_client(self.client), params)
         except ValueError as exc:  # the SDK checks the call before sending it (pydantic errors are ValueErrors)
             raise ProviderError(
                 f"cannot be sent this request: the google-genai SDK refused it ({error_text(str(exc))})", kind=ErrorKind.REQUEST
@@ -122,7 +117,7 @@ class GoogleProvider:
     async def count_tokens(self, model: ModelInfo, context: Context, options: StreamOptions) -> int:
         """`countTokens` with the turn's own request (contents, system instruction, tools): `totalTokens`."""
         request = await build_off_loop(self._sdk_request, model, context, options)
-        answer = await count(self.client._api_client, request)
+        answer = await count(api_client(self.client), request)
         total = answer.get("totalTokens") if isinstance(answer, dict) else None
         if not isinstance(total, int) or isinstance(total, bool) or total < 0:
             raise ProviderError("answered a token count without totalTokens", kind=ErrorKind.MALFORMED)

@@ -11,7 +11,7 @@ costs ~12x the CPU per event of the other adapters. So the adapter does what the
   would (headers, API key, base URL, error pages → `APIError`, `{"error": …}` chunks → `APIError`), and yields
   each chunk as the wire JSON dict (camelCase keys, signatures as base64 text) instead of a typed object.
 Automatic function calling and continuation, which the adapter turns off, are the parts of the public
-method left out.
+method left out. The SDK's private names used here are fenced in `app.seams.genai`.
 """
 
 from __future__ import annotations
@@ -21,8 +21,11 @@ from dataclasses import dataclass
 from typing import Any, AsyncIterator
 from urllib.parse import urlencode
 
-from google.genai import _api_client, _common, types
-from google.genai import models as genai_models
+from google.genai import types
+
+from app.seams.genai import (
+    ApiClient, GenerateContentParameters, convert_to_dict, encode_unserializable_types, parameters_to_wire,
+)
 
 _PATH = "{model}:streamGenerateContent?alt=sse"
 _COUNT_PATH = "{model}:countTokens"
@@ -37,27 +40,27 @@ class SdkRequest:
     http_options: types.HttpOptions | None
 
 
-def sdk_request(client: _api_client.BaseApiClient, params: dict[str, Any]) -> SdkRequest:
+def sdk_request(client: ApiClient, params: dict[str, Any]) -> SdkRequest:
     """The SDK's conversion of `generate_content_stream(**params)` (raises ValueError when it refuses it)."""
     config = params.get("config")
-    parameters = types._GenerateContentParameters(
+    parameters = GenerateContentParameters(
         model=params["model"],
         contents=params["contents"],
         config=types.GenerateContentConfig(**config) if isinstance(config, dict) else config,
     )
-    body = genai_models._GenerateContentParameters_to_mldev(client, parameters, None, parameters)
+    body = parameters_to_wire(client, parameters, None, parameters)
     url = body.get("_url")
     path = _PATH.format_map(url) if url else _PATH
     query = body.get("_query")
     if query:
         path = f"{path}?{urlencode(query)}"
     body.pop("config", None)
-    body = _common.encode_unserializable_types(_common.convert_to_dict(body))
+    body = encode_unserializable_types(convert_to_dict(body))
     http_options = parameters.config.http_options if parameters.config is not None else None
     return SdkRequest(path=path, body=body, http_options=http_options)
 
 
-async def send(client: _api_client.BaseApiClient, request: SdkRequest) -> AsyncIterator[Any]:
+async def send(client: ApiClient, request: SdkRequest) -> AsyncIterator[Any]:
     """Send the request with the SDK's streamed request method; the chunks as decoded JSON."""
     responses = await client.async_request_streamed("post", request.path, request.body, request.http_options)
 
@@ -71,7 +74,7 @@ async def send(client: _api_client.BaseApiClient, request: SdkRequest) -> AsyncI
     return chunks()
 
 
-async def count(client: _api_client.BaseApiClient, request: SdkRequest) -> Any:
+async def count(client: ApiClient, request: SdkRequest) -> Any:
     """`countTokens` for a converted request, as its `generateContentRequest`: the whole request (system
     instruction and tools included) is counted. (The SDK's `models.count_tokens` refuses a system instruction
     and tools on the Gemini Developer API, although the endpoint counts them inside `generateContentRequest`;

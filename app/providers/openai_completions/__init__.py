@@ -7,19 +7,20 @@ the catalog provider's `compat` (`app.providers.openai_completions.compat.Compat
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from dataclasses import replace
+from typing import Any
 
 import openai
-from openai._models import FinalRequestOptions
 
 from app.catalog import ModelInfo
 from app.contract.messages import Context
 from app.contract.request import StreamOptions
+from app.providers.config import ProviderConfig
 from app.providers.openai_completions import request
 from app.providers.openai_completions.compat import Compat
 from app.providers.openai_completions.events import ChatCompletionsTranslator
 from app.providers.stainless import StainlessProvider
-from app.providers.transport import TransportSettings
+from app.seams.stainless import OpenAIRequestOptions
 
 NO_KEY = "no-key"  # sent to servers that need none (the SDK insists on some key)
 
@@ -28,19 +29,12 @@ class OpenAICompletionsProvider(StainlessProvider):
     api = request.API
     sdk = openai
     client_class = openai.AsyncOpenAI
-    options_class = FinalRequestOptions
+    options_class = OpenAIRequestOptions
     path = "/chat/completions"
 
-    def __init__(
-        self,
-        name: str,
-        api_key: str,
-        base_url: str | None,
-        transport: TransportSettings,
-        compat: Mapping[str, Any] | None = None,
-    ) -> None:
-        self.rules = Compat.parse(compat)  # first: a bad catalog entry fails before a client is made
-        super().__init__(name, api_key or NO_KEY, base_url, transport, compat)
+    def __init__(self, config: ProviderConfig) -> None:
+        self.rules = Compat.parse(config.compat)  # first: a bad catalog entry fails before a client is made
+        super().__init__(replace(config, api_key=config.api_key or NO_KEY))
 
     def build_request(self, model: ModelInfo, context: Context, options: StreamOptions) -> dict[str, Any]:
         return request.build_request(model, context, options, self.rules)

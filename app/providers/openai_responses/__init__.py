@@ -6,7 +6,6 @@ from __future__ import annotations
 from typing import Any
 
 import openai
-from openai._models import FinalRequestOptions
 
 from app.catalog import ModelInfo
 from app.contract.messages import Context
@@ -15,6 +14,7 @@ from app.providers.openai_responses.events import OpenAIResponsesTranslator
 from app.providers.base import build_off_loop
 from app.providers.openai_responses.request import API, build_request, check_request
 from app.providers.stainless import StainlessProvider
+from app.seams.stainless import OpenAIRequestOptions
 
 # The fields of the turn's body that `POST /responses/input_tokens` takes besides `model` and `input` (it
 # refuses the others: `stream`, `store`, `include`, `max_output_tokens`, sampling, `prompt_cache_key`).
@@ -25,7 +25,7 @@ class OpenAIResponsesProvider(StainlessProvider):
     api = API
     sdk = openai
     client_class = openai.AsyncOpenAI
-    options_class = FinalRequestOptions
+    options_class = OpenAIRequestOptions
     path = "/responses"
 
     def build_request(self, model: ModelInfo, context: Context, options: StreamOptions) -> dict[str, Any]:

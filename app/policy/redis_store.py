@@ -16,8 +16,8 @@ both take the last slot. Keys (all under `GATEWAY_REDIS_PREFIX`, default `gw`):
 - `<p>:void:<request id>`: an admission the gateway gave up on; a late run of its script takes nothing.
 - `<p>:settled:<request id>`: a turn already charged (a retried settle charges it once).
 
-The client waits for a free connection of its pool (`BlockingConnectionPool`, at most the timeout) when a
-burst has them all in use: a busy pool is not a Redis that is down.
+The client (`app.redis_client.redis_client`) waits for a free connection of its pool (at most the timeout)
+when a burst has them all in use: a busy pool is not a Redis that is down.
 
 Times come from the replicas' clocks (epoch ms), so replicas need synchronised clocks (NTP), as the ledger's
 timestamps already do.
@@ -25,17 +25,16 @@ timestamps already do.
 
 from __future__ import annotations
 
-from redis.asyncio import BlockingConnectionPool, Redis
-from redis.asyncio.retry import Retry
-from redis.backoff import NoBackoff
+from redis.asyncio import Redis
 
-from app.keys import KeyPolicy
-from app.limits import ADMITTED, IN_FLIGHT_RETRY_MS, NEED_SEED, VOID, WINDOW_MS, LimitStore, Periods, Verdict
+from app.policy.keys import KeyPolicy
+from app.policy.kinds import LimitKind
+from app.policy.store import ADMITTED, IN_FLIGHT_RETRY_MS, NEED_SEED, VOID, LimitStore, Periods, Verdict
 
 # KEYS: rpm, conc, tpm (this minute), spend month, spend day, the key's last turn cost, reservations, void
 # ARGV: now, rpm limit, concurrency limit, tpm limit, month budget, day budget, request id, lease ttl ms,
 #       next minute ms, next day ms, next month ms, day, month, Retry-After ms of a refusal for turns in flight
-# The budget rule is `app.limits.budget_verdict`.
+# The budget rule is `app.policy.store.budget_verdict`.
 _ADMIT = """
 local now = tonumber(ARGV[1])
 local id = ARGV[7]
@@ -172,22 +171,6 @@ def _decimal(value: float) -> str:
     return f"{float(value):.12f}"
 
 
-def redis_client(url: str, timeout: float, decode: bool = True, *, max_connections: int | None = None) -> Redis:
-    """An asyncio client whose calls give up after `timeout` seconds. One immediate retry, so a pooled connection
-    that a Redis restart closed is replaced instead of failing the call. With `max_connections`, a call that
-    finds every connection in use waits for one (at most `timeout`) instead of failing at once."""
-    options = dict(
-        socket_timeout=timeout,
-        socket_connect_timeout=timeout,
-        retry=Retry(NoBackoff(), 1),
-        decode_responses=decode,
-    )
-    if max_connections is None:
-        return Redis.from_url(url, **options)
-    pool = BlockingConnectionPool.from_url(url, max_connections=max_connections, timeout=timeout, **options)
-    return Redis.from_pool(pool)
-
-
 class RedisLimitStore(LimitStore):
     POOL_SIZE = 64  # connections of the limits' client; a burst beyond it waits for one (bounded by the timeout)
 
@@ -234,7 +217,7 @@ class RedisLimitStore(LimitStore):
             return NEED_SEED
         if kind == "void":
             return VOID
-        return Verdict(kind, int(float(retry_after)))
+        return Verdict(LimitKind(kind), int(float(retry_after)))
 
     async def seed_spend(
         self, name: str, periods: Periods, day_spend: float, month_spend: float, last_cost: float = 0.0
@@ -268,6 +251,3 @@ class RedisLimitStore(LimitStore):
 
     async def aclose(self) -> None:
         await self.redis.aclose()
-
-
-__all__ = ["RedisLimitStore", "redis_client", "WINDOW_MS"]

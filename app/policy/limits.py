@@ -1,21 +1,22 @@
 """Per-key limits and spend budgets (the keys file's policies), shared by replicas through a `LimitStore`.
 
-`Limits.admit` runs before a turn starts: the model allowance (403), then one atomic call to the store that
-checks the spend budgets, tokens per minute, requests per minute and concurrent streams and, when all pass,
-counts the request and takes what the turn holds while it runs: a *hold* (keys with a concurrency limit or a
-budget) and, for budgeted keys, a *reservation* of its estimated cost. `Limits` is also a turn observer: when
+`Limits.admit` is the last step of admission (`app.policy.admission`): the model allowance (403), then one
+atomic call to the store that checks the spend budgets, tokens per minute, requests per minute and concurrent
+streams and, when all pass, counts the request and takes what the turn holds while it runs: a *hold* (keys
+with a concurrency limit or a budget) and, for budgeted keys, a *reservation* of its estimated cost. `Limits` is also a turn observer: when
 a turn settles it releases the hold and the reservation and charges the turn's tokens (usage.totalTokens)
 and spend (usage.cost.total), in one idempotent call (`LimitStore.settle`).
 
-Stores: `MemoryLimitStore` (one process) and `app.redis_limits.RedisLimitStore` (`GATEWAY_REDIS_URL`, every
-replica sees the same counters). Semantics, identical in both:
+Stores (`app.policy.store.LimitStore`): `MemoryLimitStore` (one process) and `RedisLimitStore`
+(`GATEWAY_REDIS_URL`, every replica sees the same counters). Semantics, identical in both:
 
 - requests per minute: a sliding 60-second window of admitted requests;
 - tokens per minute: tokens of the turns settled in the current clock minute (a fixed window); a key is
   refused while that minute's tokens are at or over the limit;
-- concurrent streams: the key's holds, which have a TTL (`GATEWAY_REDIS_LEASE_TTL`), are renewed while the
+- concurrent streams (the key's own `concurrent_streams`; without one, `GATEWAY_MAX_STREAMS_PER_KEY` caps the
+  key per replica instead, `app.policy.admission`): the key's holds, which have a TTL (`GATEWAY_REDIS_LEASE_TTL`), are renewed while the
   turn runs and released when it settles, so the holds of a crashed replica expire on their own;
-- budgets (`budget_verdict`): the spend of the turns started in the current UTC day / month, and the
+- budgets (`app.policy.store.budget_verdict`): the spend of the turns started in the current UTC day / month, and the
   reservations of the key's turns in flight. A turn's cost is known only when it settles, so the key's latest
   turn cost is the estimate of the next one, and each admitted turn reserves that estimate until it settles.
   A period with nothing spent and nothing in flight admits a turn whatever the estimate; otherwise the key is
@@ -39,17 +40,15 @@ they would undo has expired by itself (`Limits.retry_window_ms`).
 from __future__ import annotations
 
 import asyncio
-import calendar
 import itertools
 import logging
 import math
 import time
-from abc import ABC, abstractmethod
-from dataclasses import dataclass
-from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Awaitable, Callable
 
-from app.keys import ClientKeys, KeyPolicy
+from app.policy.keys import ClientKeys, KeyPolicy
+from app.policy.kinds import LimitKind, Rejection
+from app.policy.store import WINDOW_MS, LimitStore, Periods, Verdict
 from app.refusals import LimitExceeded, LimitsUnavailable, ModelNotAllowed
 
 if TYPE_CHECKING:
@@ -58,234 +57,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("gateway.limits")
 
-WINDOW_MS = 60_000
-_PER_MINUTE = frozenset({"rate_limit_rpm", "rate_limit_tpm"})  # limits whose wait is at most one window
 SEED_TIMEOUT_S = 5.0  # rebuilding a spend counter from the ledger (a flush and two sums) may take this long
-IN_FLIGHT_RETRY_MS = 1000  # a budget refused because of the turns in flight: they settle, try again soon
 RETRY_MAX_DELAY_S = 1.0  # the longest pause between two tries of a background settle or abandon
-
-
-@dataclass(frozen=True)
-class Periods:
-    """The clock periods a limit counts in, for one instant (UTC)."""
-
-    now_ms: int
-    minute: int  # minutes since the epoch
-    day: str  # 2026-12-03
-    month: str  # 2026-12
-    day_start_ms: int
-    month_start_ms: int
-    next_minute_ms: int
-    next_day_ms: int
-    next_month_ms: int
-
-    @classmethod
-    def at(cls, seconds: float) -> "Periods":
-        now_ms = int(seconds * 1000)
-        moment = datetime.fromtimestamp(seconds, timezone.utc)
-        day_start = datetime(moment.year, moment.month, moment.day, tzinfo=timezone.utc)
-        month_start = datetime(moment.year, moment.month, 1, tzinfo=timezone.utc)
-        days_in_month = calendar.monthrange(moment.year, moment.month)[1]
-        day_start_ms = int(day_start.timestamp() * 1000)
-        month_start_ms = int(month_start.timestamp() * 1000)
-        return cls(
-            now_ms=now_ms,
-            minute=now_ms // WINDOW_MS,
-            day=day_start.strftime("%Y-%m-%d"),
-            month=month_start.strftime("%Y-%m"),
-            day_start_ms=day_start_ms,
-            month_start_ms=month_start_ms,
-            next_minute_ms=(now_ms // WINDOW_MS + 1) * WINDOW_MS,
-            next_day_ms=day_start_ms + 86_400_000,
-            next_month_ms=month_start_ms + days_in_month * 86_400_000,
-        )
-
-
-@dataclass(frozen=True)
-class Verdict:
-    """A store's answer to an admission: `kind` None = admitted; `need_seed` = no spend counter yet.
-
-    Refusal kinds: `rate_limit_rpm`, `rate_limit_tpm`, `concurrency_limit`, `budget_exceeded` (spent: until
-    the period resets), `budget_in_flight` (the rest is reserved by turns in flight; answered as
-    `budget_exceeded`) and `void` (the request id was abandoned: a late copy of its admission, unanswered)."""
-
-    kind: str | None = None
-    retry_after_ms: int = 0
-    need_seed: bool = False
-
-
-ADMITTED = Verdict()
-NEED_SEED = Verdict(need_seed=True)
-VOID = Verdict("void")
-
-
-class BudgetState:
-    """What `budget_verdict` answers."""
-
-    OK = "ok"
-    SPENT = "spent"  # refused until the period resets
-    IN_FLIGHT = "in_flight"  # refused while the turns in flight hold the rest
-
-
-def budget_verdict(spent: float, reserved: float, in_flight: int, estimate: float, budget: float) -> str:
-    """One budget in one period. `spent`: the period's settled spend; `reserved`, `in_flight`: the estimates
-    reserved by, and the number of, the key's turns in flight started in the period; `estimate`: what the
-    key's latest turn cost (0: not known yet). The Redis store runs the same rule in Lua."""
-    if spent >= budget:
-        return BudgetState.SPENT
-    if in_flight > 0 and (estimate <= 0 or spent + reserved + estimate > budget):
-        return BudgetState.IN_FLIGHT
-    if in_flight == 0 and spent > 0 and spent + estimate > budget:
-        return BudgetState.SPENT  # what is left would not cover a turn like the latest: nothing changes that
-    return BudgetState.OK
-
-
-class LimitStore(ABC):
-    """Where counters live. Every method is one atomic step (no read-modify-write across calls); `admit`,
-    `settle` and `abandon` are idempotent per request id, so a call that timed out can be tried again."""
-
-    @abstractmethod
-    async def admit(self, name: str, policy: KeyPolicy, lease: str, periods: Periods, lease_ttl_ms: int) -> Verdict:
-        """Check budgets, tpm, rpm and concurrency; if all pass, count the request (rpm), take the hold (keys
-        with a concurrency limit or a budget) and reserve the estimated cost (budgets). A request id already
-        admitted is admitted again without counting twice; an abandoned one gets `VOID` and takes nothing."""
-
-    @abstractmethod
-    async def seed_spend(
-        self, name: str, periods: Periods, day_spend: float, month_spend: float, last_cost: float = 0.0
-    ) -> None:
-        """Set the period's spend counters and the key's latest turn cost unless they exist (another replica
-        may have seeded first)."""
-
-    @abstractmethod
-    async def settle(
-        self, name: str, lease: str, tokens: int, settled: Periods, cost: float, started: Periods, marker_ttl_ms: int
-    ) -> None:
-        """A turn ended: release its hold and reservation; add its tokens to the minute it settled in and its
-        cost to the day/month it started in (only to counters that exist: a missing one is rebuilt from the
-        ledger, which has this turn). Charged once per request id (a marker kept `marker_ttl_ms`)."""
-
-    @abstractmethod
-    async def abandon(self, name: str, lease: str, now_ms: int, void_ttl_ms: int) -> None:
-        """The gateway gave up on this admission: remove whatever it took (rpm entry, hold, reservation) and
-        void the request id for `void_ttl_ms`, so an admission of it that runs later takes nothing."""
-
-    @abstractmethod
-    async def renew(self, leases: list[tuple[str, str]], now_ms: int, lease_ttl_ms: int) -> None:
-        """Extend the holds (and reservations) of the turns still running."""
-
-    async def aclose(self) -> None:
-        return None
-
-
-class MemoryLimitStore(LimitStore):
-    """The embedded store: the same rules within one process."""
-
-    def __init__(self) -> None:
-        self._requests: dict[str, dict[str, int]] = {}  # key → admitted request id → time (the rpm window)
-        self._leases: dict[str, dict[str, int]] = {}  # key → held request id → expiry
-        self._reserved: dict[str, dict[str, tuple[float, str, str]]] = {}  # key → request id → (USD, day, month)
-        self._tokens: dict[tuple[str, int], int] = {}
-        self._spend: dict[tuple[str, str], float] = {}
-        self._last_cost: dict[str, float] = {}  # what the key's latest charged turn cost
-        self._void: dict[str, int] = {}  # abandoned request id → until when an admission of it is void
-        self._settled: dict[str, int] = {}  # charged request id → until when that is remembered
-
-    async def admit(self, name: str, policy: KeyPolicy, lease: str, periods: Periods, lease_ttl_ms: int) -> Verdict:
-        now = periods.now_ms
-        if self._void.get(lease, now) > now:
-            return VOID
-        requests = self._requests.setdefault(name, {})
-        leases = self._leases.setdefault(name, {})
-        if lease in leases or lease in requests:
-            return ADMITTED  # the same admission again: counted once
-        reserved = self._reserved.setdefault(name, {})
-        if policy.has_budget:
-            budgets = (  # the month first: when both are spent, Retry-After names the later reset
-                (policy.budget_usd_per_month, "m:" + periods.month, periods.next_month_ms),
-                (policy.budget_usd_per_day, "d:" + periods.day, periods.next_day_ms),
-            )
-            if any(budget > 0 and (name, period) not in self._spend for budget, period, _ in budgets):
-                return NEED_SEED
-            _expire(leases, now)
-            for stale in [held for held in reserved if held not in leases]:
-                del reserved[stale]
-            estimate = self._last_cost.get(name, 0.0)
-            spent_until, in_flight = None, False
-            for budget, period, reset in budgets:
-                if budget > 0:
-                    mine = [usd for usd, day, month in reserved.values() if period in ("d:" + day, "m:" + month)]
-                    state = budget_verdict(self._spend[(name, period)], sum(mine), len(mine), estimate, budget)
-                    if state == BudgetState.SPENT and spent_until is None:
-                        spent_until = reset
-                    in_flight = in_flight or state == BudgetState.IN_FLIGHT
-            if spent_until is not None:
-                return Verdict("budget_exceeded", spent_until - now)
-            if in_flight:
-                return Verdict("budget_in_flight", IN_FLIGHT_RETRY_MS)
-        if policy.tokens_per_minute > 0 and self._tokens.get((name, periods.minute), 0) >= policy.tokens_per_minute:
-            return Verdict("rate_limit_tpm", periods.next_minute_ms - now)
-        if policy.requests_per_minute > 0:
-            for old in [held for held, at in requests.items() if at <= now - WINDOW_MS]:
-                del requests[old]
-            if len(requests) >= policy.requests_per_minute:
-                return Verdict("rate_limit_rpm", min(requests.values()) + WINDOW_MS - now)
-        if policy.concurrent_streams > 0:
-            _expire(leases, now)
-            if len(leases) >= policy.concurrent_streams:
-                return Verdict("concurrency_limit", 1000)
-        if policy.concurrent_streams > 0 or policy.has_budget:
-            leases[lease] = now + lease_ttl_ms
-        if policy.has_budget:
-            reserved[lease] = (self._last_cost.get(name, 0.0), periods.day, periods.month)
-        if policy.requests_per_minute > 0:
-            requests[lease] = now
-        return ADMITTED
-
-    async def seed_spend(
-        self, name: str, periods: Periods, day_spend: float, month_spend: float, last_cost: float = 0.0
-    ) -> None:
-        self._last_cost.setdefault(name, last_cost)
-        self._spend.setdefault((name, "d:" + periods.day), day_spend)
-        self._spend.setdefault((name, "m:" + periods.month), month_spend)
-
-    async def settle(
-        self, name: str, lease: str, tokens: int, settled: Periods, cost: float, started: Periods, marker_ttl_ms: int
-    ) -> None:
-        now = settled.now_ms
-        if (tokens > 0 or cost > 0) and self._settled.get(lease, now) <= now:
-            self._settled[lease] = now + marker_ttl_ms
-            _expire(self._settled, now, at_least=1024)
-            if tokens > 0:
-                self._tokens[(name, settled.minute)] = self._tokens.get((name, settled.minute), 0) + tokens
-                for stale in [k for k in self._tokens if k[1] < settled.minute - 1]:
-                    del self._tokens[stale]
-            if cost > 0:
-                self._last_cost[name] = cost
-                for period in ("d:" + started.day, "m:" + started.month):
-                    if (name, period) in self._spend:
-                        self._spend[(name, period)] += cost
-        self._leases.get(name, {}).pop(lease, None)
-        self._reserved.get(name, {}).pop(lease, None)
-
-    async def abandon(self, name: str, lease: str, now_ms: int, void_ttl_ms: int) -> None:
-        self._void[lease] = now_ms + void_ttl_ms
-        _expire(self._void, now_ms, at_least=1024)
-        for taken in (self._requests, self._leases, self._reserved):
-            taken.get(name, {}).pop(lease, None)
-
-    async def renew(self, leases: list[tuple[str, str]], now_ms: int, lease_ttl_ms: int) -> None:
-        for name, lease in leases:
-            held = self._leases.get(name, {})
-            if lease in held:
-                held[lease] = now_ms + lease_ttl_ms
-
-
-def _expire(entries: dict[str, int], now_ms: int, at_least: int = 0) -> None:
-    """Drop the entries whose expiry has passed (only once there are `at_least` entries)."""
-    if len(entries) >= at_least:
-        for expired in [entry for entry, expiry in entries.items() if expiry <= now_ms]:
-            del entries[expired]
 
 
 LedgerSpend = Callable[[str, int], Awaitable[float]]  # (key name, since epoch ms) → USD spent
@@ -345,10 +118,10 @@ class Limits:
             self._unavailable(key_id, request_id, exc)
             return
         if verdict.kind is not None:
-            kind = "budget_exceeded" if verdict.kind == "budget_in_flight" else verdict.kind
+            kind = verdict.kind.answered_as
             self._rejected(kind)
             wait_ms = max(verdict.retry_after_ms, 0)
-            if verdict.kind in _PER_MINUTE:  # another replica's clock may run a few ms ahead of ours
+            if verdict.kind.per_minute:  # another replica's clock may run a few ms ahead of ours
                 wait_ms = min(wait_ms, WINDOW_MS)
             retry_after = math.ceil(wait_ms / 1000)
             raise LimitExceeded(_describe(verdict.kind, key_id, policy), kind, retry_after)
@@ -361,7 +134,7 @@ class Limits:
         self._abandon(key_id, lease)
         self._store_failed("admit", exc)
         if not self.fail_open:
-            self._rejected("limits_unavailable")
+            self._rejected(Rejection.LIMITS_UNAVAILABLE)
             raise LimitsUnavailable("per-key limits cannot be checked right now (limit store unavailable)") from None
 
     def check_models(self, key_id: str | None, refs: list[str]) -> None:
@@ -372,7 +145,7 @@ class Limits:
         policy = self.keys.policy(key_id)
         for index, ref in enumerate(refs):
             if not policy.allows_model(ref):
-                self._rejected("model_not_allowed")
+                self._rejected(Rejection.MODEL_NOT_ALLOWED)
                 param = "model" if index == 0 else f"fallback.{index - 1}"
                 raise ModelNotAllowed(f"API key {key_id} may not use model {ref}", param=param)
 
@@ -428,7 +201,7 @@ class Limits:
             verdict = await self._bounded(self.store.admit(key_id, policy, request_id, periods, self.lease_ttl_ms))
             if verdict.need_seed:
                 raise RuntimeError("spend counters missing right after seeding")
-        if verdict == VOID:
+        if verdict.void:
             raise RuntimeError("admission of an abandoned request id")
         return verdict
 
@@ -536,7 +309,7 @@ class Limits:
 
     # ------------------------------------------------------------------ helpers
 
-    def _rejected(self, kind: str) -> None:
+    def _rejected(self, kind: str) -> None:  # a LimitKind or a Rejection
         if self.metrics is not None:
             self.metrics.rejected_request(kind)
 
@@ -548,23 +321,21 @@ class Limits:
         )
 
 
-def _describe(kind: str, key_id: str, policy: KeyPolicy) -> str:
-    if kind == "rate_limit_rpm":
+def _describe(kind: LimitKind, key_id: str, policy: KeyPolicy) -> str:
+    if kind is LimitKind.RATE_LIMIT_RPM:
         return f"API key {key_id}: requests per minute limit reached (limit {policy.requests_per_minute})"
-    if kind == "rate_limit_tpm":
+    if kind is LimitKind.RATE_LIMIT_TPM:
         return f"API key {key_id}: tokens per minute limit reached (limit {policy.tokens_per_minute})"
-    if kind == "concurrency_limit":
+    if kind is LimitKind.CONCURRENCY_LIMIT:
         return f"API key {key_id}: concurrent streams limit reached (limit {policy.concurrent_streams})"
-    if kind in ("budget_exceeded", "budget_in_flight"):
-        budgets = []
-        if policy.budget_usd_per_day:
-            budgets.append(f"{policy.budget_usd_per_day:g} USD per day")
-        if policy.budget_usd_per_month:
-            budgets.append(f"{policy.budget_usd_per_month:g} USD per month")
-        if kind == "budget_in_flight":
-            return (
-                f"API key {key_id}: the rest of the spend budget ({', '.join(budgets)}) is reserved by turns in "
-                "flight; retry when they have finished"
-            )
-        return f"API key {key_id}: spend budget exhausted ({', '.join(budgets)}) until the period resets"
-    return f"API key {key_id}: limit reached ({kind})"
+    budgets = []
+    if policy.budget_usd_per_day:
+        budgets.append(f"{policy.budget_usd_per_day:g} USD per day")
+    if policy.budget_usd_per_month:
+        budgets.append(f"{policy.budget_usd_per_month:g} USD per month")
+    if kind is LimitKind.BUDGET_IN_FLIGHT:
+        return (
+            f"API key {key_id}: the rest of the spend budget ({', '.join(budgets)}) is reserved by turns in "
+            "flight; retry when they have finished"
+        )
+    return f"API key {key_id}: spend budget exhausted ({', '.join(budgets)}) until the period resets"

@@ -1,14 +1,16 @@
 """Client keys with a policy: the keys file (`GATEWAY_KEYS_FILE`), merged with `GATEWAY_API_KEYS`.
 
 The file (JSON, or TOML when its name ends in `.toml`) names each client key and gives its SHA-256 digest
-(hex) — never the key itself — and the key's limits. Every limit is optional; absent or 0 means unlimited:
+(hex) — never the key itself — and the key's limits. Every limit is optional; absent or 0 means unlimited
+(but for `concurrent_streams`, whose default is `GATEWAY_MAX_STREAMS_PER_KEY`):
 
     [[keys]]
     name = "team-a"
     sha256 = "<64 hex digits: sha256 of the bearer key>"
     requests_per_minute = 60        # sliding 60-second window
     tokens_per_minute = 200000      # tokens (usage.totalTokens) of turns settled in the current minute
-    concurrent_streams = 4          # turns in flight at once
+    concurrent_streams = 4          # turns and resumptions in flight at once, across replicas
+                                    # (absent or 0: GATEWAY_MAX_STREAMS_PER_KEY, per replica)
     budget_usd_per_day = 5.0        # spend (usage.cost.total) of turns started this UTC day
     budget_usd_per_month = 100.0    # ... this UTC month
     models = ["anthropic/*", "fast"]   # glob patterns (empty: any); see docs/replicas.md
@@ -28,26 +30,26 @@ from __future__ import annotations
 
 import asyncio
 import fnmatch
-from collections import Counter
+import hashlib
 import json
 import logging
 import os
 import signal
 import tomllib
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-import hashlib
-
-from app.api.auth import ClientKey, KeyRing, KeysConfigError
+from app.policy.keyring import ClientKey, KeyRing, KeysConfigError
 
 log = logging.getLogger("gateway.keys")
 
 
 class KeyPolicy(BaseModel):
-    """One key's limits. 0 means unlimited; `models` empty means any model."""
+    """One key's limits. 0 means unlimited; `models` empty means any model. `concurrent_streams` 0 leaves
+    the key to `GATEWAY_MAX_STREAMS_PER_KEY` (`app.policy.admission`)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -124,7 +126,7 @@ class ClientKeys:
     """
 
     def __init__(self, api_keys: list[ClientKey], keys_file: str | None = None) -> None:
-        self.api_keys = api_keys  # from `GATEWAY_API_KEYS` (`app.api.auth.parse_keys`)
+        self.api_keys = api_keys  # from `GATEWAY_API_KEYS` (`app.policy.keyring.parse_keys`)
         self.keys_file = keys_file or None
         self._loaded = self._load()
         self._refused_mtime: tuple[int, int] | None = None  # the last version of the file that did not load
@@ -146,7 +148,7 @@ class ClientKeys:
         return self._loaded.ring.enabled
 
     def identify(self, authorization: str | None) -> str | None:
-        """The caller's key name; None when auth is off. Raises ApiError(401) for a missing or unknown key."""
+        """The caller's key name; None when auth is off. Raises NotAuthenticated for a missing or unknown key."""
         return self._loaded.ring.identify(authorization)
 
     def policy(self, key_id: str | None) -> KeyPolicy:

@@ -1,0 +1,43 @@
+"""Private names of the `google-genai` SDK, used by `app.providers.google` (see its `wire.py`).
+
+The public `AsyncModels.generate_content_stream` converts the whole request in Python on the event loop and
+parses every streamed chunk into a typed `GenerateContentResponse` (~12x the CPU per event of the other
+adapters). The adapter instead runs the same steps as the SDK's private `AsyncModels._generate_content_stream`,
+through these names:
+
+- `GenerateContentParameters` (`types._GenerateContentParameters`), `parameters_to_wire`
+  (`models._GenerateContentParameters_to_mldev(api_client, from_object, parent_object, root_object)`),
+  `convert_to_dict` and `encode_unserializable_types` (`_common`): the SDK's own request conversion, run in a
+  worker thread for a long history;
+- `ApiClient` (`_api_client.BaseApiClient`) and `api_client(client)` (`Client._api_client`): the client whose
+  `async_request_streamed` / `async_request(http_method, path, request_dict, http_options)` send a converted
+  request as the SDK would (headers, key, base URL, errors) and hand back each chunk's raw JSON;
+- `api_base_url(client)` (`BaseApiClient._http_options.base_url`): where the requests go, for the logs.
+"""
+
+from __future__ import annotations
+
+from google import genai
+from google.genai import _api_client, _common, types
+from google.genai import models as _genai_models
+
+__all__ = [
+    "ApiClient", "GenerateContentParameters", "api_base_url", "api_client", "convert_to_dict",
+    "encode_unserializable_types", "parameters_to_wire",
+]
+
+ApiClient = _api_client.BaseApiClient
+GenerateContentParameters = types._GenerateContentParameters
+parameters_to_wire = _genai_models._GenerateContentParameters_to_mldev
+convert_to_dict = _common.convert_to_dict
+encode_unserializable_types = _common.encode_unserializable_types
+
+
+def api_client(client: genai.Client) -> _api_client.BaseApiClient:
+    """The client's lower-level API client (the one its `models` and `aio.models` send through)."""
+    return client._api_client
+
+
+def api_base_url(client: genai.Client) -> str:
+    """The base URL the client sends to ("" when the SDK's default applies)."""
+    return str(client._api_client._http_options.base_url or "")
