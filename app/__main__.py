@@ -5,12 +5,13 @@ import sys
 
 import uvicorn
 from pydantic import ValidationError
+from pydantic_settings import SettingsError
 
 from app.catalog import Catalog, CatalogError
 from app.logs import configure_logging
 from app.hosting import BoundedHttpToolsProtocol
 from app.settings import Settings
-from app.startup_messages import settings_problems
+from app.startup_messages import StartupError, ledger_directory_missing, listen_refused, settings_problems, workers_refused
 
 STARTUP_FAILURE = 3  # uvicorn's exit status when the server could not start
 
@@ -18,7 +19,7 @@ STARTUP_FAILURE = 3  # uvicorn's exit status when the server could not start
 def main() -> None:
     try:
         settings = Settings()
-    except ValidationError as exc:  # a bad environment variable: named in one readable line, never its value
+    except (ValidationError, SettingsError) as exc:  # a bad environment variable: named in one line, never its value
         configure_logging("info")
         logging.getLogger("gateway").error("start-up failed: %s", settings_problems(exc))
         sys.exit(STARTUP_FAILURE)
@@ -27,6 +28,16 @@ def main() -> None:
         Catalog.load(settings.catalog)
     except CatalogError as exc:
         logging.getLogger("gateway").error("start-up failed: %s", exc)
+        sys.exit(STARTUP_FAILURE)
+    try:
+        if settings.workers > 1:
+            raise workers_refused(settings.workers)
+        listen_refused(settings.host, settings.port)  # the port taken or the host unknown: said before the app starts
+        missing = ledger_directory_missing(settings.database_url, Settings.model_fields["database_url"].default)
+        if missing is not None:
+            raise missing
+    except StartupError as exc:
+        logging.getLogger("gateway").error("%s", exc)
         sys.exit(STARTUP_FAILURE)
     config = uvicorn.Config(
         "app.main:app",

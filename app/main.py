@@ -33,7 +33,15 @@ from app.refusals import NotAuthenticated
 from app.hosting import bound_send_buffers, wait_listening
 from app.shutdown import close_gateway, watch_server_exit
 from app.settings import Settings
-from app.startup_messages import StartupErrorMessages, keys_refused, ledger_start_failed, ledger_url_refused, log_providers
+from app.startup_messages import (
+    StartupErrorMessages,
+    keys_refused,
+    ledger_start_failed,
+    ledger_url_refused,
+    log_client_keys,
+    log_providers,
+    log_redis,
+)
 from app.tracing import start_tracing
 
 if TYPE_CHECKING:
@@ -110,6 +118,8 @@ def create_app(settings: Settings | None = None, gateway: Gateway | None = None)
         except KeysConfigError as exc:
             raise keys_refused(exc) from exc
         log_providers(provider_setups(settings, gw.catalog), settings)
+        log_client_keys(gw.keys)
+        await log_redis(settings)
         try:
             await gw.recorder.start()  # the request ledger: migrate, heartbeat, start the writer (nothing destructive)
         except Exception as exc:

@@ -2,20 +2,29 @@
 
 from __future__ import annotations
 
+import json
 import os
+from typing import Annotated, Any
 
-from pydantic import AliasChoices, Field, NonNegativeInt, SecretStr
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic import AliasChoices, Field, NonNegativeInt, SecretStr, ValidationInfo, field_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 
 LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1"})
+LOG_LEVELS = ("critical", "error", "warning", "info", "debug", "trace")
 
 
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="GATEWAY_", extra="ignore", populate_by_name=True)
 
     host: str = "127.0.0.1"
-    port: int = 8080
+    port: int = Field(default=8080, ge=0, le=65535, description="TCP port to listen on (0: any free port)")
+    workers: int = Field(
+        default=1,
+        ge=1,
+        description="worker processes; the container's entrypoint starts them (deploy/docker-entrypoint.sh), "
+        "`python -m app` serves one and refuses more",
+    )
     allowed_hosts: str | None = Field(
         default=None,
         description="comma-separated Host names requests may carry (`*`: any); default: the loopback names when "
@@ -32,8 +41,10 @@ class Settings(BaseSettings):
     anthropic_base_url: str | None = None
     openai_base_url: str | None = None
     google_base_url: str | None = None
-    base_urls: dict[str, str] = Field(
-        default_factory=dict, description="catalog provider name → base URL (also `GATEWAY_<NAME>_BASE_URL`)"
+    base_urls: Annotated[dict[str, str], NoDecode] = Field(
+        default_factory=dict,
+        description='catalog provider name → base URL, a JSON object such as {"vllm": "http://127.0.0.1:8000/v1"} '
+        "(also `GATEWAY_<NAME>_BASE_URL`)",
     )
 
     catalog: str | None = None
@@ -126,7 +137,7 @@ class Settings(BaseSettings):
     redis_lease_ttl: float = Field(default=30.0, gt=0, description="seconds a concurrency lease lives without renewal")
 
     # The cyclic garbage collector (docs/performance.md, The garbage collector).
-    gc_threshold: tuple[NonNegativeInt, NonNegativeInt, NonNegativeInt] = Field(
+    gc_threshold: Annotated[tuple[NonNegativeInt, NonNegativeInt, NonNegativeInt], NoDecode] = Field(
         default=(20_000, 20, 100),
         description="gc.set_threshold once serving, as a JSON list; Python's own default is [700, 10, 10]",
     )
@@ -139,8 +150,36 @@ class Settings(BaseSettings):
         default=True, description="label gateway_key_spend_usd_total with each client key's name (false: one total)"
     )
 
-    log_level: str = "info"
+    log_level: str = Field(default="info", description="one of " + ", ".join(LOG_LEVELS))
     log_content: bool = False
+
+    @field_validator("base_urls", "gc_threshold", mode="before")
+    @classmethod
+    def _json_from_environment(cls, value: Any, info: ValidationInfo) -> Any:
+        """The environment gives these as JSON text (`{"name": "url"}`, `[20000, 20, 100]`); a text that is not
+        JSON is a validation error naming the variable, like any other bad setting."""
+        if not isinstance(value, str):
+            return value
+        try:
+            return json.loads(value)
+        except ValueError:
+            example = '[20000, 20, 100]' if info.field_name == "gc_threshold" else '{"vllm": "http://127.0.0.1:8000/v1"}'
+            raise ValueError(f"not JSON (expected e.g. {example})") from None
+
+    @field_validator("redis_url")
+    @classmethod
+    def _redis_scheme(cls, value: str | None) -> str | None:
+        if value and value.partition("://")[0].lower() not in ("redis", "rediss", "unix"):
+            raise ValueError("not a Redis URL (redis://host:6379/0, rediss://… for TLS, or unix:///path/to/socket)")
+        return value or None
+
+    @field_validator("log_level")
+    @classmethod
+    def _known_log_level(cls, value: str) -> str:
+        level = value.strip().lower()
+        if level not in LOG_LEVELS:
+            raise ValueError("not a log level (one of " + ", ".join(LOG_LEVELS) + ")")
+        return level
 
     def allowed_host_names(self) -> frozenset[str] | None:
         """The Host names (lowercase, without port) requests may carry; None for any."""

@@ -23,8 +23,10 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 if TYPE_CHECKING:
     import pydantic
+    import pydantic_settings
 
     from app.policy.keyring import KeysConfigError
+    from app.policy.keys import ClientKeys
     from app.providers.registry import ProviderSetup
     from app.settings import Settings
 
@@ -201,15 +203,20 @@ def log_providers(setups: "list[ProviderSetup]", settings: "Settings") -> None:
         providers_log.warning("no provider is configured: every turn will get 404; set a vendor's key or GATEWAY_DEMO=1")
 
 
-def settings_problems(exc: "pydantic.ValidationError") -> str:
+def settings_problems(exc: "pydantic.ValidationError | pydantic_settings.SettingsError") -> str:
     """What is wrong with the environment's settings, one line: each variable's name and the problem, never
     its value (it may be a key)."""
+    from pydantic import ValidationError
+
     from app.settings import Settings
 
+    if not isinstance(exc, ValidationError):  # pydantic-settings could not decode a value (its text names the field)
+        return f"invalid settings: {_reason(exc, '')} (fix this environment variable)"
     problems = []
     for error in exc.errors(include_input=False, include_url=False):
         field_name = str(error["loc"][0]) if error["loc"] else ""
-        problems.append(f"{_variable(Settings, field_name)}: {error['msg']}")
+        problem = str(error["ctx"]["error"]) if error["type"] == "value_error" else error["msg"]  # without "Value error, "
+        problems.append(f"{_variable(Settings, field_name)}: {problem}")
     return "invalid settings: " + "; ".join(problems) + " (fix these environment variables)"
 
 
@@ -223,3 +230,127 @@ def _variable(settings_class: type, field_name: str) -> str:
     if field is None and field_name.isupper():
         return field_name  # already the variable's name (an alias)
     return "GATEWAY_" + field_name.upper()
+
+
+def workers_refused(workers: int) -> StartupError:
+    """`GATEWAY_WORKERS` > 1 under `python -m app`, which serves one process."""
+    return StartupError(
+        f"GATEWAY_WORKERS={workers} asks for worker processes, which only the container's entrypoint starts "
+        "(deploy/docker-entrypoint.sh); `python -m app` serves one process",
+        "unset GATEWAY_WORKERS (or set it to 1), or run the container image, or run "
+        "`uvicorn app.main:app --workers N` with PROMETHEUS_MULTIPROC_DIR set (docs/performance.md)",
+    )
+
+
+def listen_refused(host: str, port: int) -> None:
+    """Raise a `StartupError` naming `GATEWAY_HOST` or `GATEWAY_PORT` when the server could not listen there:
+    a host name that does not resolve, an address this machine does not have, a port in use or reserved.
+    A trial bind, closed at once (uvicorn binds the same way, with SO_REUSEADDR, right after)."""
+    try:
+        infos = socket.getaddrinfo(host or None, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except (socket.gaierror, UnicodeError) as exc:
+        raise StartupError(
+            f"GATEWAY_HOST {host!r} is not an address or a host name that resolves ({_reason(exc, '')})",
+            "set GATEWAY_HOST to an address of this machine, e.g. 127.0.0.1 (this machine only) or 0.0.0.0 (every interface)",
+        ) from None
+    family, kind, proto, _, address = infos[0]
+    with socket.socket(family, kind, proto) as trial:
+        trial.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            trial.bind(address)
+        except OSError as exc:
+            if exc.errno == errno.EADDRINUSE:
+                raise StartupError(
+                    f"GATEWAY_PORT {port} is already in use on {host} (another gateway, or another server)",
+                    "stop what listens there, or set GATEWAY_PORT to a free port",
+                ) from None
+            if exc.errno == errno.EACCES:
+                raise StartupError(
+                    f"GATEWAY_PORT {port} on {host} may not be used by this user (ports below 1024 are reserved)",
+                    "set GATEWAY_PORT to a port of 1024 or above",
+                ) from None
+            raise StartupError(
+                f"GATEWAY_HOST {host} cannot be listened on ({_reason(exc, '')})",
+                "set GATEWAY_HOST to an address of this machine, e.g. 127.0.0.1 or 0.0.0.0",
+            ) from None
+
+
+def ledger_directory_missing(url: str, default_url: str) -> StartupError | None:
+    """A SQLite `GATEWAY_DATABASE_URL` whose directory does not exist: most likely a mistyped path, which the
+    ledger would otherwise create with a fresh, empty ledger in it. Only the default URL's directory
+    (`./data`) is created without asking."""
+    from pathlib import Path
+
+    from app.ledger import LedgerUrlError
+    from app.ledger.sqlite import sqlite_path
+
+    if url == default_url or not url.lower().startswith("sqlite"):
+        return None
+    try:
+        path = sqlite_path(url)
+    except LedgerUrlError:
+        return None  # the ledger refuses it with its own message
+    directory = Path(path).parent
+    if path == ":memory:" or directory.is_dir():
+        return None
+    return StartupError(
+        f"the directory {directory} of the SQLite ledger at GATEWAY_DATABASE_URL {public_url(url)} does not exist "
+        "(a mistyped path would otherwise get a new, empty ledger)",
+        f"create that directory, writable by this user (mkdir -p {directory}), or fix the path in GATEWAY_DATABASE_URL "
+        "(sqlite:///relative/path.db or sqlite:////absolute/path.db)",
+    )
+
+
+def log_client_keys(keys: "ClientKeys") -> None:
+    """Say at start-up how many client keys are served and from where (never a key)."""
+    if not keys.enabled:
+        return  # the lifespan warns that auth is off
+    from app.policy.keys import load_keys_file
+
+    where = [f"{len(keys.api_keys)} from GATEWAY_API_KEYS"] if keys.api_keys else []
+    in_file = 0
+    if keys.keys_file is not None:
+        in_file = len(load_keys_file(keys.keys_file).keys)  # loaded a moment ago by `ClientKeys`
+        where.append(f"{in_file} from the keys file {keys.keys_file} (GATEWAY_KEYS_FILE; reloaded when it changes and on SIGHUP)")
+    logging.getLogger("gateway").info(
+        "client keys: %s; requests need one of them",
+        ", ".join(where),
+        extra={"apiKeys": len(keys.api_keys), "keysFile": keys.keys_file, "keysFileKeys": in_file},
+    )
+
+
+async def log_redis(settings: "Settings") -> None:
+    """With `GATEWAY_REDIS_URL`: say where Redis is and whether it answers now. Redis that does not answer
+    does not stop the start (replicas keep serving while it restarts), but the warning names the URL and
+    what requests meet meanwhile, instead of the first limited request finding out."""
+    url = settings.redis_url
+    if not url:
+        return
+    from redis.asyncio import Redis
+
+    shown = public_url(url)
+    client = Redis.from_url(url, socket_timeout=settings.redis_timeout, socket_connect_timeout=settings.redis_timeout)
+    try:
+        await client.ping()
+    except Exception as exc:  # whatever the client raises, the start goes on: said once, with the URL
+        meanwhile = (
+            "requests that need it are admitted (GATEWAY_REDIS_FAIL_OPEN=true)"
+            if settings.redis_fail_open
+            else "requests that need it are refused with 503 (GATEWAY_REDIS_FAIL_OPEN=false)"
+        )
+        logging.getLogger("gateway").warning(
+            "Redis at GATEWAY_REDIS_URL %s does not answer (%s: %s); until it does, %s",
+            shown,
+            type(exc).__name__,
+            _reason(exc, url),
+            meanwhile,
+            extra={"redisUrl": shown, "redisReachable": False},
+        )
+    else:
+        logging.getLogger("gateway").info(
+            "Redis at GATEWAY_REDIS_URL %s answers: limits, spend and resumable streams are shared with other replicas",
+            shown,
+            extra={"redisUrl": shown, "redisReachable": True},
+        )
+    finally:
+        await client.aclose()

@@ -22,6 +22,7 @@ case "$workers" in
     ''|*[!0-9]*) echo "GATEWAY_WORKERS must be a whole number, got '$workers'" >&2; exit 64 ;;
 esac
 [ "$workers" -ge 1 ] || workers=1
+export GATEWAY_WORKERS="$workers"  # the app reads it too (app/settings.py: at least 1)
 
 if [ "$workers" -gt 1 ]; then
     PROMETHEUS_MULTIPROC_DIR="${PROMETHEUS_MULTIPROC_DIR:-/tmp/gateway-metrics}"

@@ -1,9 +1,9 @@
 """Talk to the gateway with the official `anthropic` SDK: only the base URL and the key change.
 
-    python examples/anthropic_messages.py "What's the weather in Paris?"
-    python examples/anthropic_messages.py --model anthropic/tools "Weather in Paris?"     # demo gateway: tool calls
-    python examples/anthropic_messages.py --model openai/gpt-5-mini --thinking "Why is the sky blue?"
-    GATEWAY_URL=http://127.0.0.1:8080 GATEWAY_API_KEY=... python examples/anthropic_messages.py "Hello"
+    .venv/bin/python examples/anthropic_messages.py "What's the weather in Paris?"
+    .venv/bin/python examples/anthropic_messages.py --model anthropic/tools "Weather in Paris?"     # demo gateway: tool calls
+    .venv/bin/python examples/anthropic_messages.py --model openai/gpt-5-mini --thinking "Why is the sky blue?"
+    GATEWAY_URL=http://127.0.0.1:8080 GATEWAY_API_KEY=... .venv/bin/python examples/anthropic_messages.py "Hello"
 
 Streams one turn with `client.messages.stream`: text is printed as it streams; thinking (with --thinking)
 and tool calls once their block is complete, on lines starting with `thinking: ` and `tool call: `; then the

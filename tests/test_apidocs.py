@@ -65,5 +65,9 @@ def test_docs_page_streams_a_turn_in_a_browser(browser, gateway):
     page.wait_for_function("(node) => node.textContent.includes('event: done')", arg=output.element_handle())
     text = output.inner_text()
     assert text.startswith("HTTP 200") and f"You said: {m}" in text
+    # The API document's `code` spans are shown as code, not as raw Markdown backticks.
+    prose = page.locator("details .body > p, details summary .what, details td").all_inner_texts()
+    assert not [line for line in prose if "`" in line]
+    assert page.locator("details .body > p code, details td code").count() > 0
     context.close()
     assert problems == []

@@ -262,6 +262,41 @@ def test_health_view_draws_the_summary(page, demo):
     assert "anthropic" in page.locator("#health table.providers").inner_text()
 
 
+def test_the_header_says_this_gateway_needs_a_key_and_shows_its_whole_placeholder(browser, demo):
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    context.set_default_timeout(TIMEOUT_MS)
+    fresh = context.new_page()
+    fresh.goto(f"{demo.url}/console#/playground")
+    fresh.wait_for_selector("body[data-ready=true]")
+    # The gateway answered the console's first request without a key with 401: it needs one, and says so.
+    assert fresh.inner_text("#key-state") == "this gateway requires a client key: enter one"
+    fits = fresh.eval_on_selector(
+        "#key-input",
+        """(input) => {
+          const style = getComputedStyle(input);
+          const context = document.createElement("canvas").getContext("2d");
+          context.font = `${style.fontSize} ${style.fontFamily}`;
+          const room = input.clientWidth - parseFloat(style.paddingLeft) - parseFloat(style.paddingRight);
+          return context.measureText(input.placeholder).width <= room;
+        }""",
+    )
+    assert fits, "the key field's placeholder is cut"
+    fresh.fill("#key-input", "sk-not-a-key-of-this-gateway")
+    fresh.click("#key-form button[type=submit]")
+    fresh.locator("#key-state:has-text('key refused: enter another')").wait_for()
+    context.close()
+
+
+def test_the_health_window_names_its_unit_and_costs_are_plain_decimals(page):
+    page.click("nav a[data-view=health]")
+    options = page.locator("#health-minutes option").all_inner_texts()
+    assert options == ["5 min", "15 min", "30 min"]
+    costs = page.evaluate(
+        "async () => { const { fmtCost } = await import('/console/dom.js'); return [2.22e-5, 0.00018, 1.5e-9, 0.0123, 0].map(fmtCost); }"
+    )
+    assert costs == ["0.0000222", "0.000180", "0.00000000150", "0.012300", "0"]
+
+
 def shoot(page: Any, path: Path, **options: Any) -> None:
     """A screenshot, reduced to a 128-colour palette so the committed PNGs stay small."""
     from PIL import Image

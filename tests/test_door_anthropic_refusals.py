@@ -5,9 +5,11 @@ mid-answer is `event: error` with that type and reason after the text already st
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import anthropic
+import httpx
 import pytest
 
 from tests.conftest import marker
@@ -61,3 +63,25 @@ def test_a_refusal_mid_answer_is_an_error_event_naming_the_reason(gateway, provi
     assert raised.value.response.status_code == 200
     error = raised.value.body["error"]
     assert error["type"] == "invalid_request_error" and REFUSED[provider] in error["message"]
+
+
+@pytest.mark.parametrize(
+    "path, body, headers, status",
+    [
+        pytest.param("/v1/messages", {"model": "anthropic/x", "messages": user("hi")}, {}, 400, id="no-max-tokens"),
+        pytest.param("/v1/messages", {"model": "nope/none", "max_tokens": 5, "messages": user("hi")}, {}, 404, id="unknown-model"),
+        pytest.param("/v1/messages", None, {}, 400, id="not-json"),
+        pytest.param("/v1/messages", {"model": "anthropic/x", "messages": user("hi")}, {"host": "evil.example"}, 400, id="host-refused"),
+        pytest.param("/v1/messages/count_tokens", {"model": "nope/none", "messages": user("hi")}, {}, 404, id="count-unknown-model"),
+    ],
+)
+def test_a_request_refused_before_its_turn_starts_carries_its_request_id_in_the_body(gateway, path, body, headers, status):
+    """docs/doors/anthropic-messages.md, Errors: always `{"type": "error", "error": {…}, "request_id"}`."""
+    content = b"{not json" if body is None else json.dumps(body).encode()
+    response = httpx.post(
+        gateway.url + path, content=content, headers={"content-type": "application/json", **headers}, timeout=30
+    )
+    assert response.status_code == status, response.text
+    answer = response.json()
+    assert answer["type"] == "error" and answer["error"]["type"]
+    assert answer["request_id"] == response.headers["x-request-id"]

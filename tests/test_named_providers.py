@@ -96,3 +96,14 @@ def test_another_provider_on_the_same_api_is_another_model(named):
     assert named.stream(body).terminal["type"] == "done"
     assistant = named.sim.seen(m)[0]["body"]["messages"][1]
     assert assistant["content"][0] == {"type": "text", "text": first.message["content"][0]["thinking"]}
+
+
+def test_a_keyless_provider_with_a_catalog_base_url_is_served_from_the_catalog_alone(gateway_factory, sim, tmp_path):
+    """docs/adapters/openai-completions.md: a catalog entry and no code. A local server's entry with its
+    `baseUrl` needs no `GATEWAY_<NAME>_BASE_URL` repeating it."""
+    path = tmp_path / "catalog.json"
+    path.write_text(json.dumps({"providers": [{"name": "local-box", "api": "openai-completions", "baseUrl": f"{sim.url}/compat/v1"}]}))
+    gateway = gateway_factory(catalog=str(path))
+    result = gateway.stream(turn("local-box/text", options={"throttleMs": 0}))
+    assert result.terminal["type"] == "done", result.text
+    assert result.message["provider"] == "local-box"

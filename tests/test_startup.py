@@ -6,6 +6,7 @@ from __future__ import annotations
 import gc
 import hashlib
 import json
+import socket
 
 import pytest
 from pydantic import ValidationError
@@ -156,3 +157,102 @@ def test_key_names_that_would_merge_identities_or_turn_auth_off_stop_the_start_i
     assert len(errors) == 1, stderr
     assert named in errors[0]["msg"] and "\n" not in errors[0]["msg"]
     assert "sk-" not in stderr  # no key, whatever the item
+
+
+def _one_failure_line(proc: GatewayProcess) -> str:
+    """The single `start-up failed: …` line of a process that stopped at start-up with exit status 3."""
+    code = proc.proc.wait(180)
+    stderr = proc.proc.stderr.read().decode()
+    assert code == 3 and "Traceback" not in stderr, stderr
+    lines = [json.loads(line) for line in stderr.splitlines() if line.strip()]
+    errors = [line for line in lines if line["level"] == "error" and line["msg"].startswith("start-up failed: ")]
+    assert len(errors) == 1, stderr
+    assert "\n" not in errors[0]["msg"]
+    return errors[0]["msg"]
+
+
+@pytest.mark.parametrize(
+    "env, named",
+    [
+        pytest.param({"GATEWAY_PORT": "83620"}, ["GATEWAY_PORT", "less than or equal to 65535"], id="port-out-of-range"),
+        pytest.param({"GATEWAY_GC_THRESHOLD": "foo"}, ["GATEWAY_GC_THRESHOLD", "not JSON", "[20000, 20, 100]"], id="gc-not-json"),
+        pytest.param({"GATEWAY_BASE_URLS": "foo"}, ["GATEWAY_BASE_URLS", "not JSON"], id="base-urls-not-json"),
+        pytest.param({"GATEWAY_LOG_LEVEL": "loud"}, ["GATEWAY_LOG_LEVEL", "debug, trace"], id="unknown-log-level"),
+        pytest.param({"GATEWAY_REDIS_URL": "localhost:6379"}, ["GATEWAY_REDIS_URL", "not a Redis URL"], id="redis-url-without-scheme"),
+        pytest.param({"GATEWAY_WORKERS": "2"}, ["GATEWAY_WORKERS=2", "entrypoint", "unset GATEWAY_WORKERS"], id="workers"),
+    ],
+)
+def test_a_bad_setting_stops_the_start_in_one_line_naming_the_variable(sim, env, named):
+    message = _one_failure_line(GatewayProcess(sim.url, **env))
+    for text in named:
+        assert text in message
+
+
+def test_a_port_in_use_is_named_as_the_setting_to_change(sim):
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        message = _one_failure_line(GatewayProcess(sim.url, port=port))
+    assert f"GATEWAY_PORT {port} is already in use" in message and "free port" in message
+
+
+def test_a_host_that_does_not_resolve_is_named_as_the_setting_to_change(sim):
+    message = _one_failure_line(GatewayProcess(sim.url, GATEWAY_HOST="no-such-host.invalid"))
+    assert "GATEWAY_HOST 'no-such-host.invalid'" in message and "127.0.0.1" in message
+
+
+@pytest.mark.parametrize(
+    "name, content, named",
+    [
+        pytest.param("missing.json", None, "No such file", id="missing"),
+        pytest.param("a-directory", "", "Is a directory", id="directory"),
+        pytest.param("keys.toml", "keys = [", "keys.toml", id="bad-toml"),
+        pytest.param("keys.json", '{"keys": [{"name": "a", "key": "sk-in-the-file"}]}', "keys.0.key: Extra inputs", id="unknown-field"),
+        pytest.param("keys.json", '{"keys": [{"name": "a", "sha256": "sk-not-a-digest"}]}', "keys.0.sha256: String should match", id="bad-digest"),
+    ],
+)
+def test_a_bad_keys_file_stops_the_start_in_one_line_naming_the_file(sim, tmp_path, name, content, named):
+    path = tmp_path / name
+    if content == "":
+        path.mkdir()
+    elif content is not None:
+        path.write_text(content)
+    proc = GatewayProcess(sim.url, GATEWAY_KEYS_FILE=str(path))
+    message = _one_failure_line(proc)
+    assert f"keys file {path}" in message and named in message and "GATEWAY_KEYS_FILE" in message
+    assert "sk-" not in message  # a value from the file is never shown: it may be a key
+
+
+def test_a_sqlite_ledger_in_a_directory_that_does_not_exist_is_refused_not_created(sim, tmp_path):
+    """A mistyped path would otherwise get new directories and a fresh, empty ledger."""
+    missing = tmp_path / "mistyped" / "data"
+    message = _one_failure_line(GatewayProcess(sim.url, database_url=f"sqlite:///{missing}/gateway.db"))
+    assert f"the directory {missing} of the SQLite ledger at GATEWAY_DATABASE_URL" in message
+    assert f"mkdir -p {missing}" in message
+    assert not (tmp_path / "mistyped").exists()
+
+
+def test_start_up_says_how_many_client_keys_and_where_redis_is_and_that_it_answers(sim, tmp_path):
+    lines, stderr = _start_up_lines(
+        sim.url,
+        GATEWAY_API_KEYS="ops:sk-ops-startup",
+        GATEWAY_KEYS_FILE=_keys_file(tmp_path, ("team-a", "sk-a-startup"), ("team-b", "sk-b-startup")),
+        GATEWAY_REDIS_URL="redis://127.0.0.1:6379/0",
+        GATEWAY_REDIS_PREFIX=f"startup-{free_port()}",
+    )
+    [keys] = [line for line in lines if line["msg"].startswith("client keys: ")]
+    assert keys["apiKeys"] == 1 and keys["keysFileKeys"] == 2
+    assert "1 from GATEWAY_API_KEYS" in keys["msg"] and "2 from the keys file" in keys["msg"]
+    [redis] = [line for line in lines if "GATEWAY_REDIS_URL" in line["msg"]]
+    assert redis["level"] == "info" and redis["redisReachable"] is True and redis["redisUrl"] == "redis://127.0.0.1:6379/0"
+    assert "sk-" not in stderr
+
+
+def test_redis_that_does_not_answer_at_start_up_is_a_warning_naming_its_url(sim):
+    port = free_port()
+    lines, stderr = _start_up_lines(sim.url, GATEWAY_REDIS_URL=f"redis://gw:s3cret-pw@127.0.0.1:{port}/0")
+    [redis] = [line for line in lines if "GATEWAY_REDIS_URL" in line["msg"]]
+    assert redis["level"] == "warning" and redis["redisReachable"] is False
+    assert f"redis://gw@127.0.0.1:{port}/0 does not answer" in redis["msg"] and "GATEWAY_REDIS_FAIL_OPEN=true" in redis["msg"]
+    assert "s3cret-pw" not in stderr

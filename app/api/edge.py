@@ -39,6 +39,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from app.api.error_responses import ApiError, error_response, json_response
 from app.doors.registry import door_at
 from app.startup_messages import StartupError, StartupErrorMessages
+from app.doors.base import REQUEST_ID
 
 log = logging.getLogger("gateway")
 
@@ -125,6 +126,7 @@ class SendWithId:
 def _with_id(scope: Scope, send: Send) -> tuple[str, SendWithId]:
     request_id = new_request_id()
     scope.setdefault("state", {})["request_id"] = request_id
+    REQUEST_ID.set(request_id)  # for error bodies that carry it (this request's task and what it awaits)
     return request_id, SendWithId(send, request_id)
 
 

@@ -6,6 +6,9 @@ const $ = (tag, props = {}, ...children) => {
   return node;
 };
 const pretty = (value) => JSON.stringify(value, null, 2);
+// The API document's texts are Markdown-ish: `code` spans become <code> (as text nodes, never parsed HTML).
+const prose = (tag, text, props = {}) =>
+  $(tag, props, ...String(text).split("`").map((part, i) => (i % 2 ? $("code", { textContent: part }) : part)));
 
 function resolve(spec, schema) {
   const ref = schema && schema.$ref;
@@ -36,7 +39,7 @@ async function send(method, path, body, output) {
 
 function operation(spec, path, method, op) {
   const section = $("div", { className: "body" });
-  if (op.description) section.append($("p", { textContent: op.description }));
+  if (op.description) section.append(prose("p", op.description));
   const params = (op.parameters || []).map((p) => {
     const input = $("input", { type: "text", placeholder: p.name });
     section.append($("label", {}, `${p.name} (${p.in}${p.required ? ", required" : ""}) `, input), $("br"));
@@ -51,7 +54,7 @@ function operation(spec, path, method, op) {
     if (schema) section.append($("details", {}, $("summary", { textContent: "request schema" }), $("pre", { textContent: pretty(schema) })));
   }
   const rows = Object.entries(op.responses || {}).map(([code, response]) =>
-    $("tr", {}, $("td", { textContent: code }), $("td", { textContent: response.description || "" })));
+    $("tr", {}, $("td", { textContent: code }), prose("td", response.description || "")));
   section.append($("p", { textContent: "Responses:" }), $("table", {}, ...rows));
   const output = $("pre", { textContent: "" });
   const button = $("button", { textContent: "Send", type: "button" });
@@ -69,7 +72,7 @@ function operation(spec, path, method, op) {
   section.append($("p", {}, button), output);
   return $("details", {},
     $("summary", {}, $("span", { className: "method", textContent: method.toUpperCase() }), path,
-      $("span", { className: "what", textContent: op.summary || "" })),
+      prose("span", op.summary || "", { className: "what" })),
     section);
 }
 

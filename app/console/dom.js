@@ -66,7 +66,10 @@ export function fmtMs(value) {
 
 export function fmtCost(value) {
   if (value === null || value === undefined) return "–";
-  return value === 0 ? "0" : value < 0.0001 ? value.toExponential(2) : value.toFixed(6);
+  if (value === 0) return "0";
+  // Always plain decimals (never 2.22e-5 next to 0.000180): six places, more for a smaller cost (three significant digits).
+  const places = Math.min(12, Math.max(6, 2 - Math.floor(Math.log10(Math.abs(value)))));
+  return value.toFixed(places);
 }
 
 export function fmtTime(epochMs) {

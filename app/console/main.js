@@ -6,8 +6,14 @@ import { initHealth, showHealth, stopHealth } from "/console/health.js";
 import { initPlayground, loadModels } from "/console/playground.js";
 import { initRequests, showRecord, showRequests } from "/console/requests.js";
 
-function showKeyState() {
-  $("#key-state").textContent = getKey() ? "key set for this tab" : "no key (fine when the gateway has no keys)";
+/** `accepted`: whether the gateway took this tab's key, or no key (false: it answered 401; null: unknown). */
+function showKeyState(accepted = null) {
+  const key = getKey();
+  let text;
+  if (accepted === false) text = key ? "key refused: enter another" : "this gateway requires a client key: enter one";
+  else if (key) text = "key set for this tab";
+  else text = accepted ? "no key needed: this gateway runs without client keys" : "no key";
+  $("#key-state").textContent = text;
 }
 
 function route() {
@@ -27,18 +33,19 @@ $("#key-form").addEventListener("submit", (event) => {
   setKey($("#key-input").value.trim());
   $("#key-input").value = "";
   showKeyState();
-  loadModels();
+  loadModels().then(showKeyState);
   route();
 });
 $("#key-forget").addEventListener("click", () => {
   setKey("");
   showKeyState();
+  loadModels().then(showKeyState);
 });
 
 showKeyState();
 initRequests();
 initHealth();
 window.addEventListener("hashchange", route);
-await initPlayground();
+showKeyState(await initPlayground());
 route();
 document.body.dataset.ready = "true";

@@ -34,9 +34,10 @@ export async function initPlayground() {
   $("#example-tool").addEventListener("click", () => {
     $("#tools").value = JSON.stringify(EXAMPLE_TOOLS, null, 2);
   });
-  await loadModels();
+  return await loadModels();
 }
 
+/** The model list; returns whether the gateway took the request's key (false: 401, null: another failure). */
 export async function loadModels() {
   const list = clear($("#model-list"));
   try {
@@ -45,8 +46,10 @@ export async function loadModels() {
       const label = model.owned_by === "gateway" ? `route → ${model.route?.model ?? ""}` : model.name || model.api || "";
       list.append(el("option", { value: model.id }, label));
     }
-  } catch {
+    return true;
+  } catch (error) {
     /* no key yet, or auth failed: the field still takes any model id */
+    return error?.status === 401 ? false : null;
   }
 }
 

@@ -4,6 +4,7 @@ sees it (the contract is written down in `app/doors/__init__.py`)."""
 from __future__ import annotations
 
 import enum
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Protocol
 
@@ -90,6 +91,11 @@ class TurnView(Protocol):
 
 Decoder = Callable[[dict[str, Any], Mapping[str, str]], DoorRequest]
 EncoderFactory = Callable[[str, Any, TurnView], EventEncoder]  # (request id, the door's DoorRequest, the turn) → encoder
+
+
+# The id of the request being answered (its `X-Request-Id`), set by the HTTP edge (`app.api.edge`) for the
+# request's task: an error shape that carries the id in its body (Anthropic's `request_id`) reads it here.
+REQUEST_ID: ContextVar[str | None] = ContextVar("gateway_request_id", default=None)
 
 
 @dataclass(frozen=True, slots=True)

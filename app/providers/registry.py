@@ -53,8 +53,8 @@ class ProviderSetup:
 
 def provider_setups(settings: Settings, catalog: Catalog) -> list[ProviderSetup]:
     """Every catalog provider with an adapter. A provider without a key is not served (requests get 404); one
-    whose catalog entry names no key variable (a local server) is served once its base URL is configured
-    (`GATEWAY_<NAME>_BASE_URL`)."""
+    whose catalog entry names no key variable (a local server) is served once it has a base URL: its catalog
+    entry's `baseUrl`, or `GATEWAY_<NAME>_BASE_URL`."""
     setups = []
     for info in catalog.providers.values():
         if info.api not in ADAPTERS:
@@ -66,7 +66,7 @@ def provider_setups(settings: Settings, catalog: Catalog) -> list[ProviderSetup]
             served = bool(key)
             missing = None if served else "set " + " or ".join(info.key_env)
         else:  # keyless: a local server
-            served = configured_url is not None
+            served = configured_url is not None or info.base_url is not None
             missing = None if served else f"set {_base_url_env(info.name)}"
         base_url = configured_url or info.base_url
         if configured_url is None:

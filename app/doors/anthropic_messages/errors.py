@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from app.doors.errors import BadRequest
-from app.doors.base import Failure, TurnResult
+from app.doors.base import REQUEST_ID, Failure, TurnResult
 
 STATUS_TYPES = {
     400: "invalid_request_error",
@@ -69,7 +69,7 @@ def refusal_body(error: BadRequest) -> dict[str, Any]:
         field = PARAM_NAMES.get(error.param, error.param)
         if not message.startswith(f"{field}:"):
             message = f"{field}: {message}"
-    return error_body(error_type(error.status), message)
+    return error_body(error_type(error.status), message, REQUEST_ID.get())
 
 
 def turn_error(result: TurnResult) -> tuple[int, dict[str, Any]]:
