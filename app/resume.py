@@ -266,7 +266,8 @@ class LocalStream:
 class RedisEvents:
     """The events of resumable turns in Redis, for resumptions on other replicas.
 
-    Keys: `<p>:resume:<id>` hash (`key`: the owner's key id, `resumes`: count, `end`: seq of the terminal),
+    Keys: `<p>:resume:<id>` hash (`key`: the owner's key id, `resumes`: count, `end`: seq of the terminal,
+    `last`: the newest seq written),
     `<p>:resume:<id>:events` the stream (entry ids `<seq>-1`, field `t` type, `d` the frame; it keeps what the
     origin keeps, trimmed by `XTRIM MINID` to the origin's first kept frame), `<p>:resume:<id>:origin` present while the
     origin replica runs the turn, `<p>:resume:<id>:reader` present while a reader on another replica reads.
@@ -289,23 +290,29 @@ class RedisEvents:
             pipe.set(self._key(request_id, ":origin"), 1, px=ORIGIN_LEASE_MS)
             await pipe.execute()
 
-    async def append(self, request_id: str, frames: list[Frame], finished: bool, first_kept: int) -> None:
-        """Add `frames` and drop those before `first_kept` (what the origin no longer keeps either), in one
-        MULTI/EXEC that also sets `last` (the newest seq written). Frames up to `last` (or the stream's newest
-        entry) are already there: a batch tried again after a write whose answer was lost is written once.
-        Raises WatchError when another write of this turn landed meanwhile (try again)."""
+    async def append(
+        self, request_id: str, frames: list[Frame], finished: bool, first_kept: int, written: int | None
+    ) -> int:
+        """Add the `frames` after `written` and drop those before `first_kept` (what the origin no longer keeps
+        either), in one MULTI/EXEC that also sets `last` (the newest seq written); returns it. `written`: the
+        newest seq the writer knows Redis has (its writes so far were answered); None after a write whose
+        answer was lost (it may have run): then `last` (or the stream's newest entry) is read first, WATCHing
+        the stream, so a batch tried again is written once. Raises WatchError when a write of this turn landed
+        meanwhile (try again)."""
         meta, events = self._key(request_id), self._key(request_id, ":events")
         async with self.redis.pipeline(transaction=True) as pipe:
-            await pipe.watch(events)
-            written = await pipe.hget(meta, "last")
-            newest = await pipe.xrevrange(events, count=1)
-            last = max(int(written or 0), _seq(newest[0][0]) if newest else 0)
-            pipe.multi()
+            if written is None:
+                await pipe.watch(events)
+                recorded = await pipe.hget(meta, "last")
+                newest = await pipe.xrevrange(events, count=1)
+                written = max(int(recorded or 0), _seq(newest[0][0]) if newest else 0)
+                pipe.multi()
             for frame in frames:
-                if frame.seq > last:
+                if frame.seq > written:
                     pipe.xadd(events, {"t": frame.type, "d": frame.data}, id=f"{frame.seq}-1")
-            if frames and frames[-1].seq > last:
-                pipe.hset(meta, "last", frames[-1].seq)
+            if frames and frames[-1].seq > written:
+                written = frames[-1].seq
+                pipe.hset(meta, "last", written)
             if first_kept > 1:
                 pipe.xtrim(events, minid=f"{first_kept}-1", approximate=False)
             pipe.pexpire(events, self.ttl_ms)
@@ -317,6 +324,7 @@ class RedisEvents:
             else:
                 pipe.set(self._key(request_id, ":origin"), 1, px=ORIGIN_LEASE_MS)
             await pipe.execute()
+        return written
 
     async def drop(self, request_id: str) -> None:
         """Drop a turn's events (the origin dropped them to stay within the replica's bound); the request
@@ -838,6 +846,7 @@ class _Mirror:
         assert redis is not None
         request_id = self.stream.request_id
         created = False
+        written: int | None = 0  # the newest seq Redis has; None after a write whose answer was lost
         started = time.monotonic()
         failing_since: float | None = None  # the first failure of the writes failing now
         pauses: Iterator[float] = iter(())
@@ -862,11 +871,14 @@ class _Mirror:
                     await asyncio.wait_for(redis.create(request_id, self.stream.key_id), self.hub.timeout)
                     created = True
                 if batch or finished:
-                    await asyncio.wait_for(redis.append(request_id, batch, finished, first_kept), self.hub.timeout * 4)
+                    written = await asyncio.wait_for(
+                        redis.append(request_id, batch, finished, first_kept, written), self.hub.timeout * 4
+                    )
                 else:
                     await asyncio.wait_for(redis.origin_alive(request_id), self.hub.timeout)
             except Exception as exc:
                 self.pending[:0] = batch  # kept, before the frames added since: written with the next try
+                written = None
                 self._failed(exc)
                 now = time.monotonic()
                 if failing_since is None:

@@ -152,7 +152,7 @@ async def _finished_turn(store, count: int) -> str:
     """A finished turn of `count` events in Redis, as its origin's mirror leaves it."""
     request_id = f"req_{uuid.uuid4().hex[:12]}"
     await store.events.create(request_id, KEY)
-    await store.events.append(request_id, _frames(count), True, 1)
+    await store.events.append(request_id, _frames(count), True, 1, 0)
     return request_id
 
 
