@@ -583,6 +583,10 @@ class ResumeHub:
         seq = 0
         event = first
         try:
+            if mirror is not None:
+                # The client sees no event before Redis knows the request (one try): otherwise resuming on
+                # another replica right after the first events finds the turn's record but not its events (410).
+                await mirror.known(self.timeout)
             while event is not None or (event := await turn.next_event()) is not None:
                 current, event = event, None
                 try:
@@ -828,6 +832,7 @@ class _Mirror:
         self.finished = False
         self.wakeup = asyncio.Event()
         self.failed = False
+        self.created = asyncio.Event()  # Redis knows the request (its owner, the origin lease)
         self.task = hub._spawn(self._run(), f"resume-mirror-{stream.request_id}")
 
     def add(self, frame: Frame) -> None:
@@ -840,6 +845,13 @@ class _Mirror:
 
     async def done(self) -> None:
         await asyncio.gather(self.task, return_exceptions=True)
+
+    async def known(self, timeout: float) -> None:
+        """Until Redis knows the request, at most `timeout` (a stall: the mirror goes on trying)."""
+        try:
+            await asyncio.wait_for(self.created.wait(), timeout)
+        except (TimeoutError, asyncio.TimeoutError):
+            pass
 
     async def _run(self) -> None:
         redis = self.hub.redis
@@ -870,6 +882,7 @@ class _Mirror:
                 if not created:
                     await asyncio.wait_for(redis.create(request_id, self.stream.key_id), self.hub.timeout)
                     created = True
+                    self.created.set()
                 if batch or finished:
                     written = await asyncio.wait_for(
                         redis.append(request_id, batch, finished, first_kept, written), self.hub.timeout * 4

@@ -345,3 +345,35 @@ async def test_the_mirror_of_a_finished_turn_gives_up_after_the_retries(store):
     _finish(stream, mirror)
     await asyncio.wait_for(mirror.done(), 30)  # it ends: the tee waits for it before the turn's record
     assert (await _kept(store, request_id))[0] == [] and write.stalled >= 2
+
+
+class _Turn:
+    """A turn of the given events (as `TurnJob.turn` gives them to the tee)."""
+
+    def __init__(self, request_id: str, events: list[dict]) -> None:
+        self.request_id = request_id
+        self.events = list(events)
+        self.settled = False
+
+    async def next_event(self) -> dict | None:
+        return self.events.pop(0) if self.events else None
+
+    def close_reader(self) -> None:
+        self.settled = True
+
+
+class _Encoder:
+    def encode(self, event: dict) -> bytes:
+        return b"data: %s\n\n" % event["type"].encode()
+
+
+async def test_the_first_event_goes_out_once_redis_knows_the_request(store):
+    """A client resuming on another replica right after its first events used to find the turn's record
+    (written when it starts) but not yet its events: 410, seen under load."""
+    request_id = f"req_{uuid.uuid4().hex[:12]}"
+    hub = store.hub()
+    job = SimpleNamespace(turn=_Turn(request_id, [{"type": "start"}, {"type": "done"}]), api_key_id=KEY, resumed=0)
+    stream = hub.track(job, _Encoder())
+    async for frame in stream.follow(0):
+        assert await store.events.owner(request_id) == KEY  # known to Redis before the first event
+        break
