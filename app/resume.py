@@ -24,6 +24,13 @@ against the key's concurrent streams and the replica's stream limits (`Gateway.a
 or lost with a Redis restart) the answer is 410 `resume_unavailable`; if events go missing while a
 resumption is being served, that response ends without a terminal event (and says why in an SSE comment),
 never with a silent gap.
+
+A Redis stall is ridden out, not taken for the end: a call of a resumption (finding the turn, attaching,
+each read) and the grace monitor's status check that times out or loses its connection is tried again with
+a backoff (`StallRetry`: 50 ms doubling up to 1 s, for at most 5 s); only then does the resumption end as
+described (503 before the response starts, a cut response after). The mirror keeps a batch whose write
+failed and writes it with the next one; each write is one MULTI/EXEC that also records the last sequence
+number written (`last`), so a write that ran although its answer was lost is not written twice.
 """
 
 from __future__ import annotations
@@ -34,7 +41,7 @@ import time
 import uuid
 from collections import OrderedDict
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, AsyncIterator, Callable
+from typing import TYPE_CHECKING, AsyncIterator, Awaitable, Callable, Iterator, TypeVar
 
 from app.dispatch import Interrupt, TurnJob
 from app.doors.base import EventEncoder
@@ -42,6 +49,8 @@ from app.refusals import EventsLost, EventStoreUnavailable
 
 from app.redis_client import redis_client
 from redis.asyncio import Redis
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import TimeoutError as RedisTimeoutError
 
 if TYPE_CHECKING:
 
@@ -56,6 +65,59 @@ BLOCK_MS = 1000  # one blocking read of the Redis streams (StreamWatch)
 POOL_SIZE = 16  # connections of a replica's event store client; a call waits (within the timeout) for a free one
 FETCH_COUNT = 500  # entries per read
 IDLE_CHECK_S = 2 * BLOCK_MS / 1000  # a waiting reader checks that the turn still runs (or is still known) this often
+
+T = TypeVar("T")
+
+# What a stalled Redis looks like to a call: our bound on it ran out (asyncio's TimeoutError), the socket timed
+# out, or the connection failed (none free in the pool in time, reset, refused while Redis restarts).
+STALLS: tuple[type[BaseException], ...] = (TimeoutError, asyncio.TimeoutError, RedisTimeoutError, RedisConnectionError)
+
+
+@dataclass(frozen=True, slots=True)
+class StallRetry:
+    """How a call to the event store that stalls (one of STALLS) is tried again: after `first_s`, each pause
+    twice the one before up to `max_s`, until `give_up_s` have passed since the first try (then the call's
+    own failure stands: 503 before a resumption's response starts, a cut response after)."""
+
+    first_s: float = 0.05
+    max_s: float = 1.0
+    give_up_s: float = 5.0
+
+    def pauses(self) -> Iterator[float]:
+        """The pauses between tries, forever (the caller stops at `give_up_s`)."""
+        pause = self.first_s
+        while True:
+            yield pause
+            pause = min(pause * 2, self.max_s)
+
+
+class StoreStalled(Exception):
+    """The event store did not answer a call tried again for `waited_s` seconds; `cause`: the last try's
+    exception type."""
+
+    def __init__(self, cause: type[BaseException], waited_s: float) -> None:
+        super().__init__(f"{cause.__name__}, tried again for {waited_s:.1f}s")
+        self.cause = cause
+        self.waited_s = waited_s
+
+
+async def through_stall(call: Callable[[], Awaitable[T]], timeout: float, retry: StallRetry) -> T:
+    """`call()` bounded by `timeout` per try, tried again after each stall as `retry` says. Raises
+    StoreStalled when it gave up; any other failure at once."""
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    deadline = started + retry.give_up_s
+    pauses = retry.pauses()
+    while True:
+        try:
+            return await asyncio.wait_for(call(), timeout)
+        except STALLS as exc:
+            left = deadline - loop.time()
+            if left <= 0:
+                raise StoreStalled(type(exc), loop.time() - started) from exc
+            pause = min(next(pauses), left)
+            log.debug("event store stalled (%s), trying again in %.2fs", type(exc).__name__, pause)
+            await asyncio.sleep(pause)
 
 
 def events_client(url: str, timeout: float) -> Redis:
@@ -196,7 +258,8 @@ class LocalStream:
 class RedisEvents:
     """The events of resumable turns in Redis, for resumptions on other replicas.
 
-    Keys: `<p>:resume:<id>` hash (`key`: the owner's key id, `resumes`: count, `end`: seq of the terminal),
+    Keys: `<p>:resume:<id>` hash (`key`: the owner's key id, `resumes`: count, `end`: seq of the terminal,
+    `last`: the newest seq written),
     `<p>:resume:<id>:events` the stream (entry ids `<seq>-1`, field `t` type, `d` the frame; it keeps what the
     origin keeps, trimmed by `XTRIM MINID` to the origin's first kept frame), `<p>:resume:<id>:origin` present while the
     origin replica runs the turn, `<p>:resume:<id>:reader` present while a reader on another replica reads.
@@ -213,17 +276,35 @@ class RedisEvents:
     async def create(self, request_id: str, key_id: str | None) -> None:
         meta = self._key(request_id)
         async with self.redis.pipeline(transaction=True) as pipe:
-            pipe.hset(meta, mapping={"key": key_id or "", "resumes": 0})
+            pipe.hset(meta, "key", key_id or "")
+            pipe.hsetnx(meta, "resumes", 0)  # a retried create keeps the resumptions counted meanwhile
             pipe.pexpire(meta, self.ttl_ms)
             pipe.set(self._key(request_id, ":origin"), 1, px=ORIGIN_LEASE_MS)
             await pipe.execute()
 
-    async def append(self, request_id: str, frames: list[Frame], finished: bool, first_kept: int) -> None:
-        """Add `frames` and drop those before `first_kept` (what the origin no longer keeps either)."""
-        events = self._key(request_id, ":events")
-        async with self.redis.pipeline(transaction=False) as pipe:
+    async def append(
+        self, request_id: str, frames: list[Frame], finished: bool, first_kept: int, written: int | None
+    ) -> int:
+        """Add the `frames` after `written` and drop those before `first_kept` (what the origin no longer keeps
+        either), in one MULTI/EXEC that also sets `last` (the newest seq written); returns it. `written`: the
+        newest seq the writer knows Redis has (its writes so far were answered); None after a write whose
+        answer was lost (it may have run): then `last` (or the stream's newest entry) is read first, WATCHing
+        the stream, so a batch tried again is written once. Raises WatchError when a write of this turn landed
+        meanwhile (try again)."""
+        meta, events = self._key(request_id), self._key(request_id, ":events")
+        async with self.redis.pipeline(transaction=True) as pipe:
+            if written is None:
+                await pipe.watch(events)
+                recorded = await pipe.hget(meta, "last")
+                newest = await pipe.xrevrange(events, count=1)
+                written = max(int(recorded or 0), _seq(newest[0][0]) if newest else 0)
+                pipe.multi()
             for frame in frames:
-                pipe.xadd(events, {"t": frame.type, "d": frame.data}, id=f"{frame.seq}-1")
+                if frame.seq > written:
+                    pipe.xadd(events, {"t": frame.type, "d": frame.data}, id=f"{frame.seq}-1")
+            if frames and frames[-1].seq > written:
+                written = frames[-1].seq
+                pipe.hset(meta, "last", written)
             if first_kept > 1:
                 pipe.xtrim(events, minid=f"{first_kept}-1", approximate=False)
             pipe.pexpire(events, self.ttl_ms)
@@ -235,6 +316,7 @@ class RedisEvents:
             else:
                 pipe.set(self._key(request_id, ":origin"), 1, px=ORIGIN_LEASE_MS)
             await pipe.execute()
+        return written
 
     async def drop(self, request_id: str) -> None:
         """Drop a turn's events (the origin dropped them to stay within the replica's bound); the request
@@ -428,6 +510,11 @@ class StoredBounds:
     running: bool
 
 
+def _failure(exc: BaseException) -> str:
+    """What failed, for a message: the last try's exception type when a call gave up after a stall."""
+    return str(exc) if isinstance(exc, StoreStalled) else type(exc).__name__
+
+
 def _seq(entry_id: bytes | str) -> int:
     text = entry_id.decode() if isinstance(entry_id, bytes) else entry_id
     return int(text.partition("-")[0])
@@ -447,6 +534,7 @@ class ResumeHub:
         redis: RedisEvents | None = None,
         timeout: float = 0.25,
         metrics: "Metrics | None" = None,
+        stall: StallRetry = StallRetry(),
     ) -> None:
         self.grace_s = grace_s
         self.ttl_s = ttl_s
@@ -456,6 +544,7 @@ class ResumeHub:
         self.redis = redis
         self.timeout = timeout
         self.metrics = metrics
+        self.stall = stall  # how a call of a resumption, a status check or a mirror write rides out a Redis stall
         self.local: dict[str, LocalStream] = {}
         self.jobs: dict[str, TurnJob] = {}  # the running resumable turns of this replica
         self._finished: OrderedDict[str, LocalStream] = OrderedDict()  # still keeping frames, earliest finished first
@@ -486,6 +575,10 @@ class ResumeHub:
         seq = 0
         event = first
         try:
+            if mirror is not None:
+                # The client sees no event before Redis knows the request (one try): otherwise resuming on
+                # another replica right after the first events finds the turn's record but not its events (410).
+                await mirror.known(self.timeout)
             while event is not None or (event := await turn.next_event()) is not None:
                 current, event = event, None
                 try:
@@ -565,8 +658,9 @@ class ResumeHub:
         """Update `job.resumed` from Redis; True when a reader on another replica is attached."""
         if self.redis is None:
             return False
+        request_id = job.turn.request_id
         try:
-            resumes, reader = await asyncio.wait_for(self.redis.status(job.turn.request_id), self.timeout)
+            resumes, reader = await through_stall(lambda: self.redis.status(request_id), self.timeout, self.stall)
         except Exception as exc:  # polled several times a second: the mirror already logged that Redis fails
             log.debug("resume status of %s unavailable (%s)", job.turn.request_id, type(exc).__name__)
             return False
@@ -610,13 +704,14 @@ class ResumeHub:
             return Found(request_id, stream, job is not None and not job.turn.settled)
         if self.redis is None:
             return None
+        redis = self.redis
         try:
-            owner = await asyncio.wait_for(self.redis.owner(request_id), self.timeout)
+            owner = await through_stall(lambda: redis.owner(request_id), self.timeout, self.stall)
             if owner is None:
                 raise NotInStore("its events are not in the event store (expired, or lost when Redis restarted)")
             if key_id is not None and owner != key_id:
                 return None
-            kept = await asyncio.wait_for(self.redis.bounds(request_id), self.timeout)
+            kept = await through_stall(lambda: redis.bounds(request_id), self.timeout, self.stall)
             if kept.terminal is not None and after >= kept.terminal:
                 raise StreamEnded()
             if (kept.first is None and not kept.running) or (kept.first is not None and kept.first > after + 1):
@@ -624,7 +719,7 @@ class ResumeHub:
         except (EventsLost, StreamEnded):
             raise
         except Exception as exc:
-            raise EventStoreUnavailable(f"the event store did not answer ({type(exc).__name__})") from None
+            raise EventStoreUnavailable(f"the event store did not answer ({_failure(exc)})") from None
         return Found(request_id, None, kept.running)
 
     async def open(self, found: "Found", after: int) -> AsyncIterator[Frame]:
@@ -641,11 +736,12 @@ class ResumeHub:
             self._resumed()
             stream.readers += 1  # now: the grace monitor must see this reader before the response starts
             return self._local_frames(stream, after)
-        assert self.redis is not None
+        redis = self.redis
+        assert redis is not None
         try:
-            await asyncio.wait_for(self.redis.attach(request_id), self.timeout)
+            await through_stall(lambda: redis.attach(request_id), self.timeout, self.stall)
         except Exception as exc:
-            raise EventStoreUnavailable(f"the event store did not answer ({type(exc).__name__})") from None
+            raise EventStoreUnavailable(f"the event store did not answer ({_failure(exc)})") from None
         self._resumed()
         return self._remote_frames(request_id, after)
 
@@ -666,7 +762,8 @@ class ResumeHub:
     async def _remote_frames(self, request_id: str, after: int) -> AsyncIterator[Frame]:
         """A turn kept in Redis, read without a connection of its own: the watch's latest entries when this
         reader is caught up, else a short fetch; between, a wait on the watch."""
-        assert self.redis is not None and self.watch is not None
+        redis = self.redis
+        assert redis is not None and self.watch is not None
         watched = self.watch.follow(request_id, after)
         position = after
         try:
@@ -674,9 +771,11 @@ class ResumeHub:
                 frames, origin = watched.recent_after(position), True
                 if not frames:
                     try:
-                        frames, known, origin = await asyncio.wait_for(self.redis.read(request_id, position), self.timeout)
+                        frames, known, origin = await through_stall(
+                            lambda: redis.read(request_id, position), self.timeout, self.stall
+                        )
                     except Exception as exc:
-                        raise EventsLost(f"the event store did not answer ({type(exc).__name__})") from None
+                        raise EventsLost(f"the event store did not answer ({_failure(exc)})") from None
                     if not known:
                         raise EventsLost("the event store lost this request's events while it was being resumed")
                 for frame in frames:
@@ -713,7 +812,10 @@ class ResumeHub:
 
 
 class _Mirror:
-    """Copies a local stream's frames to Redis in order, in batches, off the tee's path."""
+    """Copies a local stream's frames to Redis in order, in batches, off the tee's path. A batch whose write
+    failed is kept and written with the next try (after a backoff pause, `hub.stall`), so Redis never misses
+    frames the origin still keeps: while the turn runs, it is tried until Redis answers; once the turn
+    finished, for at most `hub.stall.give_up_s` of failing writes."""
 
     def __init__(self, hub: ResumeHub, stream: LocalStream) -> None:
         self.hub = hub
@@ -722,6 +824,7 @@ class _Mirror:
         self.finished = False
         self.wakeup = asyncio.Event()
         self.failed = False
+        self.created = asyncio.Event()  # Redis knows the request (its owner, the origin lease)
         self.task = hub._spawn(self._run(), f"resume-mirror-{stream.request_id}")
 
     def add(self, frame: Frame) -> None:
@@ -735,32 +838,67 @@ class _Mirror:
     async def done(self) -> None:
         await asyncio.gather(self.task, return_exceptions=True)
 
+    async def known(self, timeout: float) -> None:
+        """Until Redis knows the request, at most `timeout` (a stall: the mirror goes on trying)."""
+        try:
+            await asyncio.wait_for(self.created.wait(), timeout)
+        except (TimeoutError, asyncio.TimeoutError):
+            pass
+
     async def _run(self) -> None:
         redis = self.hub.redis
         assert redis is not None
         request_id = self.stream.request_id
-        try:
-            await asyncio.wait_for(redis.create(request_id, self.stream.key_id), self.hub.timeout)
-        except Exception as exc:
-            self._failed(exc)
+        created = False
+        written: int | None = 0  # the newest seq Redis has; None after a write whose answer was lost
         started = time.monotonic()
+        failing_since: float | None = None  # the first failure of the writes failing now
+        pauses: Iterator[float] = iter(())
+        first = True
         while True:
-            try:
-                await asyncio.wait_for(self.wakeup.wait(), ORIGIN_LEASE_MS / 3000)
-            except (TimeoutError, asyncio.TimeoutError):
-                pass
+            if failing_since is not None:
+                await asyncio.sleep(next(pauses))  # frames added meanwhile join the batch kept
+            elif not first:
+                try:
+                    await asyncio.wait_for(self.wakeup.wait(), ORIGIN_LEASE_MS / 3000)
+                except (TimeoutError, asyncio.TimeoutError):
+                    pass
+            first = False
             self.wakeup.clear()
-            batch, self.pending = self.pending, []
-            finished = self.finished and not self.pending
+            finished = self.finished
+            first_kept = self.stream.first_seq
+            # What the origin no longer keeps is not written (the write's XTRIM would drop it at once).
+            batch = [frame for frame in self.pending if frame.seq >= first_kept]
+            self.pending = []
             try:
+                if not created:
+                    await asyncio.wait_for(redis.create(request_id, self.stream.key_id), self.hub.timeout)
+                    created = True
+                    self.created.set()
                 if batch or finished:
-                    await asyncio.wait_for(
-                        redis.append(request_id, batch, finished, self.stream.first_seq), self.hub.timeout * 4
+                    written = await asyncio.wait_for(
+                        redis.append(request_id, batch, finished, first_kept, written), self.hub.timeout * 4
                     )
                 else:
                     await asyncio.wait_for(redis.origin_alive(request_id), self.hub.timeout)
             except Exception as exc:
+                self.pending[:0] = batch  # kept, before the frames added since: written with the next try
+                written = None
                 self._failed(exc)
+                now = time.monotonic()
+                if failing_since is None:
+                    failing_since, pauses = now, self.hub.stall.pauses()
+                if finished and now - failing_since >= self.hub.stall.give_up_s:
+                    log.warning(
+                        "turn %s: gave up copying its last events to Redis after %.1fs (%s); resuming it on another "
+                        "replica will say they are lost",
+                        request_id,
+                        now - failing_since,
+                        type(exc).__name__,
+                    )
+                    return
+                continue
+            failing_since = None
             if finished:
                 log.debug("turn %s mirrored to Redis in %.3fs", request_id, time.monotonic() - started)
                 return
@@ -769,7 +907,8 @@ class _Mirror:
         if not self.failed:
             self.failed = True
             log.warning(
-                "turn %s: events not copied to Redis (%s); resuming on another replica will say they are lost",
+                "turn %s: copying events to Redis failed (%s); trying again (their resumption on another replica "
+                "waits for them)",
                 self.stream.request_id,
                 type(exc).__name__,
             )
