@@ -307,8 +307,11 @@ def test_an_sse_line_that_never_ends_fails_the_turn_at_the_bound_and_memory_does
         job = gw.job(result.headers["x-request-id"])
         assert job.attempts[-1].kind == "event_too_large"
         # What the gateway took of the line before it hung up, and the most Python memory it held meanwhile:
-        # the bound plus socket buffers, nothing like the line.
-        assert vendor.sent[0] < 32 * 1024 * 1024, vendor.sent
+        # the bound plus socket buffers, nothing like the line. Compressed, a 64 KiB piece of the line is a few
+        # hundred bytes on the wire, so the socket buffers hold many MiB of it and how much the vendor wrote
+        # before the hang-up reached it depends on the machine's load (35 MiB seen under load): there, the
+        # line not sent whole is what holds whatever the timing.
+        assert vendor.sent[0] < (LINE if body == "gzip" else 32 * 1024 * 1024), vendor.sent
         assert peak < 16 * 1024 * 1024, peak
     finally:
         vendor.stop()
