@@ -112,7 +112,7 @@ class Settings(BaseSettings):
         default=20.0, ge=0, description="on SIGTERM, how long in-flight turns may run before they end with an error"
     )
 
-    # Keys with a policy and replicas (app/keys.py, app/limits.py, docs/replicas.md).
+    # Keys with a policy and replicas (app/policy/, docs/replicas.md).
     keys_file: str | None = Field(default=None, description="JSON or TOML file of client keys (SHA-256 digests) with limits")
     keys_reload_interval: float = Field(default=2.0, gt=0, description="seconds between checks of the keys file's mtime")
     allow_unpriced_models: bool = Field(

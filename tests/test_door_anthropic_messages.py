@@ -382,6 +382,7 @@ def test_a_missing_max_tokens_is_a_400_naming_it_as_anthropic_answers(gateway):
     assert response.json() == {
         "type": "error",
         "error": {"type": "invalid_request_error", "message": "max_tokens: Field required"},
+        "request_id": response.headers["x-request-id"],
     }
     assert not gateway.sim.seen(m)
 

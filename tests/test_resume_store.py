@@ -118,7 +118,7 @@ class Stalls:
 @pytest.fixture
 async def store():
     """A key prefix of this test's own on the machine's Redis, and a plain client to look at it."""
-    from app.redis_limits import redis_client
+    from app.redis_client import redis_client
 
     prefix = f"gwtest-{uuid.uuid4().hex[:12]}"
     plain = redis_client(REDIS_URL, 2.0, decode=False)
