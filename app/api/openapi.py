@@ -25,6 +25,7 @@ from app.contract.events import StreamEvent
 from app.contract.messages import AssistantMessage
 from app.contract.request import PiStreamRequest, StreamRequest
 from app.doors.base import DoorRoute
+from app.doors.openai_responses import openapi as responses_openapi
 from app.doors.openapi import ref
 from app.doors.registry import DOORS, count_routes, turn_routes
 from app.doors.unified.openapi import RETRY_AFTER, TURN_ERRORS, errors, json_body, stream_ok
@@ -160,6 +161,8 @@ def build_openapi(app: FastAPI) -> dict[str, Any]:
             door_route = door_routes.get((path, method))
             if door_route is not None:  # a door describes its own operations (`app/doors/*/openapi.py`)
                 operation.update(door_route.operation())
+            elif path == responses_openapi.STORED_PATH:
+                operation.update(responses_openapi.stored_operation(method))
             elif path in ("/healthz", "/readyz"):
                 operation["responses"] = {"200": json_body(ref("Status"), "Alive / ready")}
                 if path == "/readyz":

@@ -10,6 +10,7 @@ from fastapi import APIRouter, Request
 from starlette.responses import Response
 
 from app.api.auth import authorization
+from app.api import stored_responses
 from app.api.count_tokens import serve_count
 from app.api.edge import Endpoint, TurnRoute, route_path
 from app.api.error_responses import ApiError, error_response, json_response, refusal_error
@@ -17,6 +18,7 @@ from app.api.turns import serve
 from app.contract.catalog import ModelList, anthropic_model_list
 from app.doors.base import Door, TokenCountDoor
 from app.doors.errors import BadRequest
+from app.doors.openai_responses import DOOR as RESPONSES_DOOR
 from app.doors.registry import count_routes, door_at, turn_routes
 from app.gateway import Gateway
 from app.refusals import Refusal
@@ -58,6 +60,24 @@ def _declare_door_routes() -> None:
 
 
 _declare_door_routes()
+
+
+@router.get(
+    "/v1/responses/{response_id}",
+    tags=["doors"],
+    summary="A stored response (store: true) of the caller's key, as the OpenAI Responses API returns it",
+)
+async def get_response(request: Request, response_id: str) -> Response:
+    return await stored_responses.get(request, RESPONSES_DOOR, response_id)
+
+
+@router.delete(
+    "/v1/responses/{response_id}",
+    tags=["doors"],
+    summary="Delete a stored response of the caller's key",
+)
+async def delete_response(request: Request, response_id: str) -> Response:
+    return await stored_responses.delete(request, RESPONSES_DOOR, response_id)
 
 
 @router.get(
