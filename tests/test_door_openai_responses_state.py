@@ -10,7 +10,9 @@ from typing import Any
 import openai
 import pytest
 
+from app.ledger import open_ledger
 from tests.conftest import marker
+from tests.test_door_openai_responses import SIGNATURE_ON_THE_WIRE
 
 KEY = "sk-client-state-0001"
 OTHER_KEY = "sk-client-state-0002"
@@ -145,3 +147,54 @@ def test_item_references_resolve_to_stored_items_as_the_ai_sdk_sends_them(ledger
     response = gw.http.post("/v1/responses", json=body, headers={"Authorization": f"Bearer {OTHER_KEY}"})
     assert response.status_code == 400, response.text
     assert response.json()["error"]["param"] == "input.1.id" and first.output[0].id in response.json()["error"]["message"]
+
+
+@pytest.mark.parametrize("vendor", VENDORS)
+def test_stored_reasoning_state_returns_to_the_same_model_only_even_without_the_include(ledger_gateway, vendor):
+    gw = ledger_gateway(api_keys=KEYS, throttle_ms=0)
+    client = client_of(gw)
+    m = marker()
+    first = client.responses.create(model=f"{vendor}/thinking", input=m)
+    reasoning = [item for item in first.output if item.type == "reasoning"]
+    assert len(reasoning) == 1 and reasoning[0].encrypted_content is None  # the client did not ask for it
+    client.responses.create(model=f"{vendor}/thinking", previous_response_id=first.id, input=f"again {m}-2")
+    assert SIGNATURE_ON_THE_WIRE[vendor] in sent_to(gw, f"{m}-2", vendor)
+    other = VENDORS[(VENDORS.index(vendor) + 1) % 3]
+    client.responses.create(model=f"{other}/text", previous_response_id=first.id, input=f"again {m}-3")
+    foreign = sent_to(gw, f"{m}-3", other)
+    assert m in foreign and all(s not in foreign for s in SIGNATURE_ON_THE_WIRE.values()) and "gw1." not in foreign
+
+
+def test_an_item_reference_names_an_item_of_the_conversation_continued(ledger_gateway):
+    gw = ledger_gateway(throttle_ms=0)  # authentication off: stored responses belong to no key
+    client = openai.OpenAI(base_url=f"{gw.url}/v1", api_key="unused", max_retries=0, timeout=30)
+    m = marker()
+    first = client.responses.create(model="openai/text", input=[{"type": "message", "id": "msg_mine_1", "role": "user", "content": m}])
+    second = client.responses.create(
+        model="anthropic/text", previous_response_id=first.id,
+        input=[{"type": "item_reference", "id": "msg_mine_1"}, {"role": "user", "content": f"{m}-2"}],
+    )  # fmt: skip
+    assert second.status == "completed"
+    assert sent_to(gw, f"{m}-2", "anthropic").count(m) >= 2  # the referred message, and the original before it
+    assert client.responses.retrieve(second.id).previous_response_id == first.id
+
+
+async def test_the_store_keeps_scopes_expires_and_deletes_on_each_database(ledger_url):
+    ledger = open_ledger(ledger_url)
+    await ledger.start()
+    try:
+        await ledger.save_response("resp_a", None, 1_000, '{"a": 1}', expired_before=0)
+        await ledger.save_response("resp_b", "key-1", 2_000, '{"b": 1}', expired_before=0)
+        assert await ledger.load_response("resp_a", None, 0) == '{"a": 1}'
+        assert await ledger.load_response("resp_a", "key-1", 0) is None  # no key's response is no key's only
+        assert await ledger.load_response("resp_b", None, 0) is None
+        assert await ledger.load_response("resp_b", "key-1", 1_500) == '{"b": 1}'
+        assert await ledger.load_response("resp_a", None, 1_500) is None  # past the retention
+        assert not await ledger.delete_response("resp_b", "key-2", 0)
+        assert await ledger.delete_response("resp_b", "key-1", 0)
+        assert await ledger.load_response("resp_b", "key-1", 0) is None
+        # Writing deletes what is past the retention, of every key.
+        await ledger.save_response("resp_c", "key-2", 3_000, "{}", expired_before=2_500)
+        assert await ledger.load_response("resp_a", None, 0) is None
+    finally:
+        await ledger.aclose()
