@@ -25,7 +25,6 @@ from app.contract.events import StreamEvent
 from app.contract.messages import AssistantMessage
 from app.contract.request import PiStreamRequest, StreamRequest
 from app.doors.base import DoorRoute
-from app.doors.openai_responses import openapi as responses_openapi
 from app.doors.openapi import ref
 from app.doors.registry import DOORS, count_routes, turn_routes
 from app.doors.unified.openapi import RETRY_AFTER, TURN_ERRORS, errors, json_body, stream_ok
@@ -156,13 +155,14 @@ def build_openapi(app: FastAPI) -> dict[str, Any]:
         (route.path, route.method.lower()): route
         for route in [*(route for _, route in turn_routes()), *(count.route for count in count_routes())]
     }
+    stored_routes = {door.stored.path: door.stored for door in DOORS if door.stored is not None}
     for path, item in spec.get("paths", {}).items():
         for method, operation in item.items():
             door_route = door_routes.get((path, method))
             if door_route is not None:  # a door describes its own operations (`app/doors/*/openapi.py`)
                 operation.update(door_route.operation())
-            elif path == responses_openapi.STORED_PATH:
-                operation.update(responses_openapi.stored_operation(method))
+            elif path in stored_routes:  # a door's stored responses (`StoredResponses`)
+                operation.update(stored_routes[path].operation(method))
             elif path in ("/healthz", "/readyz"):
                 operation["responses"] = {"200": json_body(ref("Status"), "Alive / ready")}
                 if path == "/readyz":

@@ -152,14 +152,18 @@ class StoredResponses:
     - `keep(request, encoder, result)`: what to store of a settled turn (with its response id), None for nothing;
     - `response_id(request_id)`: the id of the response a turn answers with;
     - `not_found(param, response_id)`: the error for a stored response that is not there (another key's,
-      expired, deleted, never stored), `param` None on the `GET` and `DELETE` routes."""
+      expired, deleted, never stored), `param` None on the `GET` and `DELETE` routes;
+    - `path`: the route (with `{response_id}`) whose `GET` answers a stored response and whose `DELETE` removes
+      it, with `deleted(response_id)` as the body; `operation(method)` describes them in the OpenAPI document."""
 
     wanted: Callable[[dict[str, Any]], tuple[str | None, frozenset[str]]]
     response_id: Callable[[str], str]
     decode: Callable[[dict[str, Any], Mapping[str, str], Mapping[str, StoredResponse]], DoorRequest]
     keep: Callable[[Any, Any, TurnResult], tuple[str, StoredResponse] | None]
     not_found: Callable[[str | None, str], BadRequest]
-    deleted: Callable[[str], dict[str, Any]]  # the body of a successful DELETE
+    path: str
+    deleted: Callable[[str], dict[str, Any]]
+    operation: Callable[[str], dict[str, Any]]
 
 
 @dataclass(frozen=True, slots=True)

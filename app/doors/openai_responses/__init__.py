@@ -46,7 +46,8 @@ DOOR = Door(
     prose_paths=PROSE_PATHS,
     schemas=openapi.SCHEMAS,
     stored=StoredResponses(
-        wanted=wanted, response_id=response_id, decode=decode, keep=_keep, not_found=response_not_found, deleted=_deleted,
+        wanted=wanted, response_id=response_id, decode=decode, keep=_keep, not_found=response_not_found,
+        path=openapi.STORED_PATH, deleted=_deleted, operation=openapi.stored_operation,
     ),
 )
 
