@@ -12,6 +12,11 @@ answer a `function_call` of an earlier item. `system` / `developer` messages bef
 `instructions` as the system prompt; later ones stay at their position (each adapter sends them as its
 vendor's own instruction).
 
+Stored responses (`store`, the API's default): `wanted(body)` names the stored responses a body builds on
+(`previous_response_id`, and those an `item_reference`'s id belongs to); the HTTP glue loads the key's own and
+passes them to `decode`, which reads the continued conversation before `input` and resolves references; the
+decoded request's `items` are the conversation so far as wire items, which the glue keeps with the output.
+
 Hosted tools (`web_search`, `file_search`, …) and other non-function tools are never refused: the door
 drops them and names them in the `X-Gateway-Dropped-Tools` response header.
 """
@@ -163,7 +168,7 @@ FIELDS: dict[str, Callable[[str, Any], None] | None] = {
     "stream_options": None,
     "user": None,
     "safety_identifier": None,
-    "store": None,
+    "store": None,  # kept for later requests by the HTTP glue (app/api/stored_responses.py)
     "previous_response_id": None,
     "service_tier": _ignore,
     "client_metadata": _ignore,  # the client's own telemetry tags (Codex CLI sends them); never shown to the model
