@@ -50,6 +50,9 @@ class Settings(BaseSettings):
     catalog: str | None = None
     database_url: str = "sqlite:///./data/gateway.db"
     retain_content: bool = Field(default=True, description="store the AssistantMessage in request records")
+    responses_retention_days: float = Field(
+        default=30.0, gt=0, description="days a stored response (the Responses door's store: true) is kept"
+    )
 
     # Request ledger (app/ledger/). Record writes are queued and written in batches by one task.
     ledger_queue_bytes: int = Field(

@@ -493,11 +493,11 @@ def _call(call_id: str = "call_1", arguments: str = "{}") -> dict[str, Any]:
 
 BAD_INPUT = [
     # (name, body builder, param)
-    ("previous_response_id", lambda m: _body(m, previous_response_id="resp_123"), "previous_response_id"),
+    ("previous_response_id type", lambda m: _body(m, previous_response_id=123), "previous_response_id"),
     ("unknown item type", lambda m: _body(m, input=[{"type": "computer_call_output", "call_id": "c"}, {"role": "user", "content": m}]),
      "input.0.type"),  # fmt: skip
-    ("item_reference", lambda m: _body(m, input=[{"type": "item_reference", "id": "msg_1"}, {"role": "user", "content": m}]),
-     "input.0.type"),  # fmt: skip
+    ("unknown item_reference", lambda m: _body(m, input=[{"type": "item_reference", "id": "msg_1"}, {"role": "user", "content": m}]),
+     "input.0.id"),  # fmt: skip
     ("unknown role", lambda m: _body(m, input=[{"role": "wizard", "content": m}]), "input.0.role"),
     ("input missing", lambda m: {"model": "anthropic/text"}, "input"),
     ("input wrong type", lambda m: _body(m, input=42), "input"),
@@ -553,12 +553,12 @@ def test_bad_input_is_a_400_in_openai_shape_naming_the_field_and_no_upstream_cal
     assert gw.sim.seen(m) == []
 
 
-def test_previous_response_id_is_refused_with_a_message_saying_why(gw, client):
+def test_an_unknown_previous_response_id_is_a_404_in_openai_shape(gw, client):
     m = marker()
-    with pytest.raises(openai.BadRequestError) as raised:
+    with pytest.raises(openai.NotFoundError) as raised:
         client.responses.create(model="anthropic/text", input=m, previous_response_id="resp_abc")
-    assert raised.value.body["param"] == "previous_response_id"
-    assert "does not keep responses" in raised.value.body["message"]
+    assert raised.value.body == {"message": "Previous response with id 'resp_abc' not found.", "type": "invalid_request_error",
+                                 "param": "previous_response_id", "code": "previous_response_not_found"}  # fmt: skip
     assert gw.sim.seen(m) == []
 
 

@@ -155,11 +155,14 @@ def build_openapi(app: FastAPI) -> dict[str, Any]:
         (route.path, route.method.lower()): route
         for route in [*(route for _, route in turn_routes()), *(count.route for count in count_routes())]
     }
+    stored_routes = {door.stored.path: door.stored for door in DOORS if door.stored is not None}
     for path, item in spec.get("paths", {}).items():
         for method, operation in item.items():
             door_route = door_routes.get((path, method))
             if door_route is not None:  # a door describes its own operations (`app/doors/*/openapi.py`)
                 operation.update(door_route.operation())
+            elif path in stored_routes:  # a door's stored responses (`StoredResponses`)
+                operation.update(stored_routes[path].operation(method))
             elif path in ("/healthz", "/readyz"):
                 operation["responses"] = {"200": json_body(ref("Status"), "Alive / ready")}
                 if path == "/readyz":

@@ -5,11 +5,13 @@ the event stream do the rest; a token counting route goes through `app.api.count
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable
 
 from fastapi import APIRouter, Request
 from starlette.responses import Response
 
 from app.api.auth import authorization
+from app.api import stored_responses
 from app.api.count_tokens import serve_count
 from app.api.edge import Endpoint, TurnRoute, route_path
 from app.api.error_responses import ApiError, error_response, json_response, refusal_error
@@ -17,7 +19,7 @@ from app.api.turns import serve
 from app.contract.catalog import ModelList, anthropic_model_list
 from app.doors.base import Door, TokenCountDoor
 from app.doors.errors import BadRequest
-from app.doors.registry import count_routes, door_at, turn_routes
+from app.doors.registry import DOORS, count_routes, door_at, turn_routes
 from app.gateway import Gateway
 from app.refusals import Refusal
 
@@ -42,6 +44,19 @@ def _count_endpoint(door: TokenCountDoor) -> Endpoint:
     return endpoint
 
 
+StoredEndpoint = Callable[[Request, str], Awaitable[Response]]
+
+
+def _stored_endpoints(door: Door) -> tuple[StoredEndpoint, StoredEndpoint]:
+    async def get(request: Request, response_id: str) -> Response:
+        return await stored_responses.get(request, door, response_id)
+
+    async def delete(request: Request, response_id: str) -> Response:
+        return await stored_responses.delete(request, door, response_id)
+
+    return get, delete
+
+
 def _declare_door_routes() -> None:
     """The doors' routes, from their own description (`app.doors.registry`). The turn routes are `TurnRoute`s:
     the fast path (`app.api.edge`) answers them without FastAPI's per-request machinery."""
@@ -55,6 +70,14 @@ def _declare_door_routes() -> None:
             count.route.path, _count_endpoint(count), methods=[count.route.method], name=count.route.name,
             summary=count.route.summary, tags=list(count.route.tags),
         )
+    for door in DOORS:  # a door's stored responses: GET reads one of the caller's key, DELETE removes it
+        if door.stored is not None:
+            get, delete = _stored_endpoints(door)
+            name = door.name.replace("-", "_")
+            router.add_api_route(door.stored.path, get, methods=["GET"], name=f"get_{name}_stored",
+                                 summary="A stored response of the caller's key", tags=["doors"])  # fmt: skip
+            router.add_api_route(door.stored.path, delete, methods=["DELETE"], name=f"delete_{name}_stored",
+                                 summary="Delete a stored response of the caller's key", tags=["doors"])  # fmt: skip
 
 
 _declare_door_routes()

@@ -10,6 +10,7 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import Response
 
+from app.api import stored_responses
 from app.api.auth import authorization
 from app.api.body import parse_json, parse_off_loop, read_body, require_json
 from app.api.error_responses import json_response, refusal_error
@@ -32,9 +33,14 @@ async def serve(request: Request, door: Door, *, stream: bool | None = None) -> 
         require_json(request.headers)
         raw = await read_body(request, gateway.settings.max_body_bytes)
         depth = gateway.settings.max_json_depth
-        decoded = await parse_off_loop(
-            raw, lambda body: door.decode(parse_json(body, depth, door.prose_paths), request.headers)
-        )
+        if door.stored is None:
+            decoded = await parse_off_loop(
+                raw, lambda body: door.decode(parse_json(body, depth, door.prose_paths), request.headers)
+            )
+        else:  # a door that builds on stored responses (app.api.stored_responses)
+            decoded = await stored_responses.decode(
+                gateway, door.stored, raw, lambda body: parse_json(body, depth, door.prose_paths), request.headers, key_id
+            )
         job = await gateway.start_turn(decoded.unified, request_id, key_id, door=door.name)
     except BadRequest as error:
         return json_response(door.error_body(error), error.status, error.headers)
@@ -49,8 +55,11 @@ async def serve(request: Request, door: Door, *, stream: bool | None = None) -> 
     await asyncio.sleep(0)
     encoder = door.encoder(request_id, decoded, JobView(job))
     headers = {"X-Request-Id": request_id, **(decoded.response_headers or {})}
+    keeping = None
+    if door.stored is not None:
+        keeping = stored_responses.keep_when_settled(gateway, door.stored, decoded, encoder, job, key_id)
     if not streaming:
-        return await _complete(job, encoder, request, headers)
+        return await _complete(job, encoder, request, headers, keeping)
     first = None
     if encoder.hold_until_start:
         first = await _until_disconnect(request, job.turn.next_event())
@@ -73,12 +82,17 @@ async def serve(request: Request, door: Door, *, stream: bool | None = None) -> 
     )
 
 
-async def _complete(job: TurnJob, encoder: EventEncoder, request: Request, headers: dict[str, str]) -> Response:
-    """Wait for the turn to settle (a client that hangs up cancels it) and answer with the door's body."""
+async def _complete(
+    job: TurnJob, encoder: EventEncoder, request: Request, headers: dict[str, str], keeping: asyncio.Task | None
+) -> Response:
+    """Wait for the turn to settle (a client that hangs up cancels it) and answer with the door's body (once
+    what the door keeps of it, `keeping`, is written: the client may build on it at once)."""
     job.turn.close_reader()
     if await _until_disconnect(request, asyncio.shield(job.task)) is DISCONNECTED and not job.task.done():
         job.interrupt(Interrupt.CLIENT)
     await asyncio.shield(job.task)
+    if keeping is not None:
+        await asyncio.shield(keeping)
     result = turn_result(job)
     status, body = encoder.complete(result)
     return json_response(body, status, {**headers, **(result.retry_headers() if status >= 400 else {})})

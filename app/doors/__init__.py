@@ -44,7 +44,9 @@ and operation, whether the route answers as a stream); `frames_carry_ids` whethe
 resumable stream adds one otherwise); `prose_paths` name where in the body a person's text lives (lone UTF-16
 surrogates are removed there and refused anywhere else, `app.api.body`; `app.doors.validation.ANY_INDEX`
 stands for any list index); `schemas` the OpenAPI schemas its operations name (`openapi.py`); `count_tokens`
-a token counting route (`TokenCountDoor`), when it has one. `app/doors/registry.py` lists every door in
+a token counting route (`TokenCountDoor`), when it has one; `stored` the responses it keeps for later
+requests (`StoredResponses`: what a body builds on, what a settled turn leaves; `app/api/stored_responses.py`
+reads and writes them in the ledger's database), when it keeps any. `app/doors/registry.py` lists every door in
 `DOORS`; the route table, the OpenAPI document and the edge's error shapes are read from there.
 """
 

@@ -132,6 +132,41 @@ class TokenCountDoor:
 
 
 @dataclass(frozen=True, slots=True)
+class StoredResponse:
+    """A response kept for later requests (the Responses door's `store: true`): the response object `GET`
+    answers with, and the conversation up to and including its output, as the door's wire items."""
+
+    response: dict[str, Any]
+    items: list[dict[str, Any]]
+
+
+@dataclass(frozen=True, slots=True)
+class StoredResponses:
+    """A door whose requests build on responses stored earlier (`app.api.stored_responses` reads and writes them
+    in the ledger's database; the door never sees the store):
+
+    - `wanted(body)`: the stored response the body continues (None for none) and the ids of the other stored
+      responses it refers to (items it names by id); a malformed reference raises `BadRequest`;
+    - `decode(body, headers, loaded)`: the door's decode, with the stored responses found (by id, the key's
+      own only); the one the body continues is always among them;
+    - `keep(request, encoder, result)`: what to store of a settled turn (with its response id), None for nothing;
+    - `response_id(request_id)`: the id of the response a turn answers with;
+    - `not_found(param, response_id)`: the error for a stored response that is not there (another key's,
+      expired, deleted, never stored), `param` None on the `GET` and `DELETE` routes;
+    - `path`: the route (with `{response_id}`) whose `GET` answers a stored response and whose `DELETE` removes
+      it, with `deleted(response_id)` as the body; `operation(method)` describes them in the OpenAPI document."""
+
+    wanted: Callable[[dict[str, Any]], tuple[str | None, frozenset[str]]]
+    response_id: Callable[[str], str]
+    decode: Callable[[dict[str, Any], Mapping[str, str], Mapping[str, StoredResponse]], DoorRequest]
+    keep: Callable[[Any, Any, TurnResult], tuple[str, StoredResponse] | None]
+    not_found: Callable[[str | None, str], BadRequest]
+    path: str
+    deleted: Callable[[str], dict[str, Any]]
+    operation: Callable[[str], dict[str, Any]]
+
+
+@dataclass(frozen=True, slots=True)
 class Door:
     """One door, all the shared glue knows of it: its name (records' `door`, the metrics' `door` label), its
     routes, decoder, encoder and error shape, and what its frames and OpenAPI description need."""
@@ -148,3 +183,4 @@ class Door:
     prose_paths: tuple[tuple[str, ...], ...] = ()
     schemas: Mapping[str, Any] = field(default_factory=dict)  # the OpenAPI component schemas its routes name
     count_tokens: TokenCountDoor | None = None  # its token counting route, when it has one
+    stored: StoredResponses | None = None  # responses it keeps for later requests, when it keeps any

@@ -202,6 +202,25 @@ class Ledger(ABC):
     async def last_cost(self, api_key_id: str) -> float:
         """USD cost (usage.cost.total) of the key's most recent settled turn; 0 when it has none."""
 
+    # Stored responses of the OpenAI Responses door (`store: true`): one JSON document per response id, scoped
+    # to the client key (None when authentication is off), written when the turn settles, read back by
+    # `previous_response_id`, `item_reference` and `GET /v1/responses/{id}` on any replica. Documents created
+    # before `since_ms` count as gone (the retention); `save_response` deletes those of every key.
+
+    @abstractmethod
+    async def save_response(
+        self, response_id: str, api_key_id: str | None, created_at: int, document: str, *, expired_before: int
+    ) -> None:
+        """Keep (or replace) one stored response, and delete every stored response created before `expired_before`."""
+
+    @abstractmethod
+    async def load_response(self, response_id: str, api_key_id: str | None, since_ms: int) -> str | None:
+        """The key's stored response document created since `since_ms`, or None."""
+
+    @abstractmethod
+    async def delete_response(self, response_id: str, api_key_id: str | None, since_ms: int) -> bool:
+        """Delete the key's stored response; whether one (created since `since_ms`) was there."""
+
     @abstractmethod
     async def ping(self) -> None:
         """Raise when the store cannot be reached."""

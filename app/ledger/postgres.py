@@ -35,7 +35,7 @@ from app.ledger.liveness import InstanceRow, dead_instances, heartbeat_forever, 
 
 log = logging.getLogger("gateway.ledger")
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 MIGRATION_LOCK = 0x6C6C6D67_6C656467 & 0x7FFFFFFFFFFFFFFF  # "llmgledg": one advisory lock id for the DDL
 MIGRATIONS: dict[int, list[str]] = {
     1: [
@@ -60,6 +60,15 @@ MIGRATIONS: dict[int, list[str]] = {
     ],
     # The door (client wire format) a request came through: unified, pi, openai-chat, anthropic-messages.
     2: ["ALTER TABLE gateway_requests ADD COLUMN IF NOT EXISTS door TEXT"],
+    # Stored responses of the OpenAI Responses door (`store: true`), see `Ledger.save_response`.
+    3: [
+        """CREATE TABLE IF NOT EXISTS gateway_responses (
+            response_id TEXT PRIMARY KEY,
+            api_key_id TEXT,
+            created_at BIGINT NOT NULL,
+            document TEXT NOT NULL)""",
+        "CREATE INDEX IF NOT EXISTS gateway_responses_created ON gateway_responses (created_at)",
+    ],
 }
 _SELECT = "SELECT record, outcome, settled_at FROM gateway_requests"
 _VALUES = "VALUES (" + ", ".join(f"${n}" for n in range(1, COLUMN_COUNT + 1)) + ")"
@@ -191,6 +200,34 @@ class PostgresLedger(Ledger):
             api_key_id,
         )
         return float(value or 0)
+
+    async def save_response(
+        self, response_id: str, api_key_id: str | None, created_at: int, document: str, *, expired_before: int
+    ) -> None:
+        async with self._require().acquire() as conn:
+            async with conn.transaction():
+                await conn.execute("DELETE FROM gateway_responses WHERE created_at < $1", expired_before)
+                await conn.execute(
+                    "INSERT INTO gateway_responses (response_id, api_key_id, created_at, document) VALUES ($1, $2, $3, $4) "
+                    "ON CONFLICT (response_id) DO UPDATE SET api_key_id = excluded.api_key_id, "
+                    "created_at = excluded.created_at, document = excluded.document",
+                    response_id, api_key_id, created_at, document,
+                )  # fmt: skip
+
+    async def load_response(self, response_id: str, api_key_id: str | None, since_ms: int) -> str | None:
+        return await self._require().fetchval(
+            "SELECT document FROM gateway_responses "
+            "WHERE response_id = $1 AND api_key_id IS NOT DISTINCT FROM $2 AND created_at >= $3",
+            response_id, api_key_id, since_ms,
+        )  # fmt: skip
+
+    async def delete_response(self, response_id: str, api_key_id: str | None, since_ms: int) -> bool:
+        status = await self._require().execute(
+            "DELETE FROM gateway_responses "
+            "WHERE response_id = $1 AND api_key_id IS NOT DISTINCT FROM $2 AND created_at >= $3",
+            response_id, api_key_id, since_ms,
+        )  # fmt: skip
+        return int(status.split()[-1]) > 0
 
     async def ping(self) -> None:
         await self._require().fetchval("SELECT 1")

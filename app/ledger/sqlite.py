@@ -39,7 +39,7 @@ from app.ledger.liveness import InstanceRow, dead_instances, heartbeat_forever, 
 
 log = logging.getLogger("gateway.ledger")
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 MIGRATIONS: dict[int, list[str]] = {
     1: [
         """CREATE TABLE IF NOT EXISTS gateway_requests (
@@ -65,6 +65,15 @@ MIGRATIONS: dict[int, list[str]] = {
             pid INTEGER NOT NULL,
             started_at INTEGER NOT NULL,
             heartbeat_at INTEGER NOT NULL)""",
+    ],
+    # Stored responses of the OpenAI Responses door (`store: true`), see `Ledger.save_response`.
+    4: [
+        """CREATE TABLE IF NOT EXISTS gateway_responses (
+            response_id TEXT PRIMARY KEY,
+            api_key_id TEXT,
+            created_at INTEGER NOT NULL,
+            document TEXT NOT NULL)""",
+        "CREATE INDEX IF NOT EXISTS gateway_responses_created ON gateway_responses (created_at)",
     ],
 }
 _SELECT = "SELECT record, outcome, settled_at FROM gateway_requests"
@@ -235,6 +244,40 @@ class SqliteLedger(Ledger):
         async with self._require(self._reader).execute(query, (api_key_id,)) as cursor:
             row = await cursor.fetchone()
             return float(row[0] or 0) if row else 0.0
+
+    async def save_response(
+        self, response_id: str, api_key_id: str | None, created_at: int, document: str, *, expired_before: int
+    ) -> None:
+        db = self._require(self._writer)
+        async with self._transaction:
+            await db.execute("BEGIN")
+            try:
+                await db.execute("DELETE FROM gateway_responses WHERE created_at < ?", (expired_before,))
+                await db.execute(
+                    "INSERT INTO gateway_responses (response_id, api_key_id, created_at, document) VALUES (?, ?, ?, ?) "
+                    "ON CONFLICT (response_id) DO UPDATE SET api_key_id = excluded.api_key_id, "
+                    "created_at = excluded.created_at, document = excluded.document",
+                    (response_id, api_key_id, created_at, document),
+                )
+                await db.execute("COMMIT")
+            except BaseException:
+                await db.execute("ROLLBACK")
+                raise
+
+    async def load_response(self, response_id: str, api_key_id: str | None, since_ms: int) -> str | None:
+        query = "SELECT document FROM gateway_responses WHERE response_id = ? AND api_key_id IS ? AND created_at >= ?"
+        async with self._require(self._reader).execute(query, (response_id, api_key_id, since_ms)) as cursor:
+            row = await cursor.fetchone()
+        return row[0] if row else None
+
+    async def delete_response(self, response_id: str, api_key_id: str | None, since_ms: int) -> bool:
+        db = self._require(self._writer)
+        async with self._transaction:
+            cursor = await db.execute(
+                "DELETE FROM gateway_responses WHERE response_id = ? AND api_key_id IS ? AND created_at >= ?",
+                (response_id, api_key_id, since_ms),
+            )
+            return cursor.rowcount > 0
 
     async def ping(self) -> None:
         async with self._require(self._reader).execute("SELECT 1") as cursor:

@@ -3,14 +3,32 @@ Responses request into the unified request, `events.py` encodes the normalized e
 stream and `response` object, `reasoning.py` wraps a vendor's reasoning state with its origin in
 `encrypted_content`, `openapi.py` describes the route."""
 
-from app.doors.base import Door, DoorRoute, TurnView
+from typing import Any
+
+from app.doors.base import Door, DoorRoute, StoredResponse, StoredResponses, TurnResult, TurnView
 from app.doors.openai_responses import openapi
 from app.doors.openai_responses.events import ResponsesEncoder
-from app.doors.openai_responses.request import PROSE_PATHS, ResponsesRequest, decode, error_body
+from app.doors.openai_responses.request import (
+    PROSE_PATHS, ResponsesRequest, decode, error_body, response_id, response_not_found, wanted,
+)  # fmt: skip
 
 
 def _encoder(request_id: str, request: ResponsesRequest, turn: TurnView) -> ResponsesEncoder:
     return ResponsesEncoder(request_id, request, turn)
+
+
+def _keep(request: ResponsesRequest, encoder: ResponsesEncoder, result: TurnResult) -> tuple[str, StoredResponse] | None:
+    """With `store` (the default), a turn that settled `done` is kept: the response object as the client got it
+    (completed or incomplete) and the conversation — the request's items and the response's output."""
+    if not request.store or result.outcome != "done":
+        return None
+    response = encoder.response_of(result.message, result.message.get("usage"))
+    items = [*request.items, *encoder.stored_output(result.message)]
+    return encoder.response_id, StoredResponse(response=response, items=items)
+
+
+def _deleted(response_id: str) -> dict[str, Any]:
+    return {"id": response_id, "object": "response.deleted", "deleted": True}
 
 
 DOOR = Door(
@@ -27,6 +45,10 @@ DOOR = Door(
     frames_carry_ids=False,
     prose_paths=PROSE_PATHS,
     schemas=openapi.SCHEMAS,
+    stored=StoredResponses(
+        wanted=wanted, response_id=response_id, decode=decode, keep=_keep, not_found=response_not_found,
+        path=openapi.STORED_PATH, deleted=_deleted, operation=openapi.stored_operation,
+    ),
 )
 
 __all__ = ["DOOR"]

@@ -39,7 +39,7 @@ from app.doors.anthropic_messages.signatures import Origin
 from app.doors.base import Failure, TurnResult, TurnView
 from app.doors.openai_chat.events import ERROR_TYPES, error_of
 from app.doors.openai_responses.reasoning import wrap_reasoning
-from app.doors.openai_responses.request import ResponsesRequest
+from app.doors.openai_responses.request import ResponsesRequest, response_id
 
 PING = b": ping\n\n"
 RAW_REASONING_APIS = frozenset({"openai-completions"})  # vendors whose thinking is the raw reasoning, not a summary
@@ -75,7 +75,7 @@ class ResponsesEncoder:
 
     def __init__(self, request_id: str, request: ResponsesRequest, turn: TurnView | None = None) -> None:
         self.request_id = request_id
-        self.response_id = f"resp_{request_id}"
+        self.response_id = response_id(request_id)
         self.created_at = int(time.time())
         self.model = request.client_model
         self._request = request
@@ -273,8 +273,8 @@ class ResponsesEncoder:
             "id": self.response_id, "object": "response", "created_at": self.created_at, "status": status,
             "background": False, "error": None, "incomplete_details": None, "instructions": echo.get("instructions"),
             "max_output_tokens": echo.get("max_output_tokens"), "model": self.model, "output": output,
-            "parallel_tool_calls": echo.get("parallel_tool_calls", True), "previous_response_id": None,
-            "prompt_cache_key": echo.get("prompt_cache_key"), "reasoning": echo.get("reasoning"), "store": False,
+            "parallel_tool_calls": echo.get("parallel_tool_calls", True), "previous_response_id": echo.get("previous_response_id"),
+            "prompt_cache_key": echo.get("prompt_cache_key"), "reasoning": echo.get("reasoning"), "store": echo.get("store", False),
             "temperature": echo.get("temperature"), "text": echo.get("text"), "tool_choice": echo.get("tool_choice", "auto"),
             "tools": echo.get("tools", []), "top_p": echo.get("top_p"), "truncation": "disabled", "usage": None,
             "metadata": echo.get("metadata", {}),
@@ -291,7 +291,12 @@ class ResponsesEncoder:
             return self._response("incomplete", output, usage=usage_of(usage), incomplete_details={"reason": "max_output_tokens"})
         return self._response("completed", output, usage=usage_of(usage), completed_at=int(time.time()))
 
-    def _output(self, message: dict[str, Any], *, open_status: str) -> list[dict[str, Any]]:
+    def stored_output(self, message: dict[str, Any]) -> list[dict[str, Any]]:
+        """The output items of a settled turn as they are stored for later requests: those the client got, with
+        the reasoning state always (`encrypted_content`), so a later request on the same model replays it."""
+        return self._output(message, open_status="completed", encrypted=True)
+
+    def _output(self, message: dict[str, Any], *, open_status: str, encrypted: bool = False) -> list[dict[str, Any]]:
         """The message's blocks as output items; a block whose end was not seen while streaming has
         `open_status` (`incomplete` after a failure)."""
         origin = _origin(message) if message.get("api") else self._origin
@@ -306,14 +311,16 @@ class ResponsesEncoder:
                 items.append({"id": self._item_id("text", index), "type": "message", "status": status,
                               "content": [part], "role": "assistant"})  # fmt: skip
             elif kind == "thinking":
-                items.append(self._reasoning_item(block, index, origin, raw, status))
+                items.append(self._reasoning_item(block, index, origin, raw, status, encrypted))
             elif kind == "toolCall":
                 items.append({"id": self._item_id("toolCall", index), "type": "function_call", "status": status,
                               "arguments": self._call_arguments.get(index) or orjson.dumps(block.get("arguments") or {}).decode(),
                               "call_id": block["id"], "name": block["name"]})  # fmt: skip
         return items
 
-    def _reasoning_item(self, block: dict[str, Any], index: int, origin: Origin, raw: bool, status: str) -> dict[str, Any]:
+    def _reasoning_item(
+        self, block: dict[str, Any], index: int, origin: Origin, raw: bool, status: str, encrypted: bool = False
+    ) -> dict[str, Any]:
         text = block.get("thinking") or ""
         redacted = bool(block.get("redacted"))
         item: dict[str, Any] = {"id": self._item_id("thinking", index), "type": "reasoning", "summary": []}
@@ -322,7 +329,7 @@ class ResponsesEncoder:
                 item["content"] = [{"type": "reasoning_text", "text": text}]
             else:
                 item["summary"] = [{"type": "summary_text", "text": text}]
-        if self._request.include_encrypted_reasoning:
+        if encrypted or self._request.include_encrypted_reasoning:
             item["encrypted_content"] = wrap_reasoning(origin, block.get("thinkingSignature"), redacted=redacted)
         item["status"] = status
         return item

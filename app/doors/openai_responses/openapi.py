@@ -20,7 +20,8 @@ SCHEMAS: dict[str, Any] = {
         "properties": {
             "model": {"type": "string", "description": '"<provider>/<model id>", a route or an alias'},
             "input": {"description": "a string, or items: message (user / assistant / system / developer), "
-                      "function_call, function_call_output, reasoning"},  # fmt: skip
+                      "function_call, function_call_output, reasoning, item_reference (an item of a stored "
+                      "response of the key)"},  # fmt: skip
             "instructions": {"type": "string"},
             "stream": {"type": "boolean"},
             "tools": {"type": "array", "items": {"type": "object"}},
@@ -36,8 +37,10 @@ SCHEMAS: dict[str, Any] = {
             "metadata": {"type": "object", "additionalProperties": {"type": "string"}},
             "prompt_cache_key": {"type": "string"},
             "include": {"type": "array", "items": {"type": "string"}},
-            "store": {"type": "boolean", "description": "accepted and ignored: responses are not kept yet"},
-            "previous_response_id": {"type": "string", "description": "not supported yet: 400"},
+            "store": {"type": "boolean", "description": "keep the response for previous_response_id, item_reference "
+                      "and GET (default true), per key, for GATEWAY_RESPONSES_RETENTION_DAYS"},  # fmt: skip
+            "previous_response_id": {"type": "string", "description": "continue a stored response of the key: its "
+                                     "conversation comes before input (404 when not found)"},  # fmt: skip
         },
     },
     "Response": {
@@ -52,16 +55,24 @@ SCHEMAS: dict[str, Any] = {
             "model": {"type": "string", "description": "the provider/model that served the turn"},
             "output": {"type": "array", "items": {"type": "object"}},
             "usage": {"type": "object"},
+            "store": {"type": "boolean"},
+            "previous_response_id": {"type": ["string", "null"]},
         },
+    },
+    "ResponseDeleted": {
+        "type": "object",
+        "required": ["id", "object", "deleted"],
+        "properties": {"id": {"type": "string"}, "object": {"const": "response.deleted"}, "deleted": {"const": True}},
     },
 }
 
 _DESCRIPTIONS = {
-    "400": "Bad input or a field the gateway cannot honour (named in `param`), `previous_response_id`; the "
+    "400": "Bad input or a field the gateway cannot honour (named in `param`), an unknown `item_reference`; the "
     "upstream refused the request; the vendor refused, or its safety filter blocked the prompt",
     "401": "Missing or invalid API key",
     "403": "The key may not use this model (or, with a budget, the model has no price)",
-    "404": "Unknown model; the upstream does not know the model",
+    "404": "Unknown model; the upstream does not know the model; `previous_response_id` names no stored response "
+    "of this key (`previous_response_not_found`)",
     "413": "Body too large or nested too deep",
     "415": "The body is not declared as JSON (`Content-Type: application/json`)",
     "422": "A lone UTF-16 surrogate outside message text",
@@ -70,6 +81,24 @@ _DESCRIPTIONS = {
     "503": "Gateway shutting down, or the upstream overloaded (see `Retry-After`)",
     "504": "A timeout fired before the answer started",
 }
+
+
+STORED_PATH = "/v1/responses/{response_id}"
+
+
+def stored_operation(method: str) -> dict[str, Any]:
+    """The responses of `GET` and `DELETE /v1/responses/{response_id}` (a stored response of the key)."""
+    ok = ("The stored `response` object", "Response") if method == "get" else ("Deleted", "ResponseDeleted")
+    return {"responses": {
+        "200": json_body(ok[1], ok[0]),
+        "401": json_body("OpenAIErrorBody", _DESCRIPTIONS["401"]),
+        "404": json_body("OpenAIErrorBody", "No stored response with this id for this key (never stored, "
+                         "deleted, or past GATEWAY_RESPONSES_RETENTION_DAYS)"),
+    }}  # fmt: skip
+
+
+def json_body(schema: str, description: str) -> dict[str, Any]:
+    return {"description": description, "content": {"application/json": {"schema": {"$ref": f"#/components/schemas/{schema}"}}}}
 
 
 def operation() -> dict[str, Any]:

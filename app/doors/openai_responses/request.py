@@ -12,6 +12,11 @@ answer a `function_call` of an earlier item. `system` / `developer` messages bef
 `instructions` as the system prompt; later ones stay at their position (each adapter sends them as its
 vendor's own instruction).
 
+Stored responses (`store`, the API's default): `wanted(body)` names the stored responses a body builds on
+(`previous_response_id`, and those an `item_reference`'s id belongs to); the HTTP glue loads the key's own and
+passes them to `decode`, which reads the continued conversation before `input` and resolves references; the
+decoded request's `items` are the conversation so far as wire items, which the glue keeps with the output.
+
 Hosted tools (`web_search`, `file_search`, …) and other non-function tools are never refused: the door
 drops them and names them in the `X-Gateway-Dropped-Tools` response header.
 """
@@ -42,7 +47,8 @@ from app.contract.messages import (
     UserMessage,
 )
 from app.contract.request import Reasoning, StreamOptions, StreamRequest, ToolChoiceTool
-from app.doors.base import DoorRequest
+from app.doors.base import DoorRequest, StoredResponse
+from app.doors.errors import BadRequest
 from app.doors.openai_chat.request import error_body, invalid, unsupported
 from app.doors.openai_responses.reasoning import Opaque, Origin, unwrap_reasoning
 from app.doors.validation import ANY_INDEX
@@ -75,15 +81,47 @@ class ResponsesRequest(DoorRequest):
     client_model: str = ""
     include_encrypted_reasoning: bool = False  # `include: ["reasoning.encrypted_content"]`
     echo: dict[str, Any] = field(default_factory=dict)  # request fields the `response` object repeats
+    store: bool = True  # keep the response for later requests (the API's default)
+    # The conversation as wire items: the stored one it continues, then `input` with references resolved.
+    items: list[dict[str, Any]] = field(default_factory=list)
 
 
-def previous_response_refused() -> Exception:
-    """The 400 for `previous_response_id` (this slice keeps no responses)."""
-    return invalid(
-        "previous_response_id",
-        "this gateway does not keep responses yet (store is accepted and ignored), so there is no previous "
-        "response to continue from: send the whole conversation in input",
-    )
+def response_not_found(param: str | None, response_id: str) -> BadRequest:
+    """The 404 for a stored response that is not there (another key's, expired, deleted or never stored), in
+    OpenAI's words; `error_body` makes the type `invalid_request_error` and the code the kind given here."""
+    if param is None:  # GET / DELETE /v1/responses/{id}
+        return BadRequest(404, "not_found", f"Response with id {response_id!r} not found.")
+    return BadRequest(404, "previous_response_not_found", f"Previous response with id {response_id!r} not found.", param)
+
+
+def response_id(request_id: str) -> str:
+    """The id of the response that answers request `request_id` (its items' ids embed the request id too)."""
+    return f"resp_{request_id}"
+
+
+def response_id_of_item(item_id: str) -> str | None:
+    """The response an output item of this door belongs to (`msg_<request id>_<n>` → `resp_<request id>`)."""
+    kind, _, rest = item_id.partition("_")
+    request_id, _, index = rest.rpartition("_")
+    if kind in ("msg", "rs", "fc") and request_id.startswith("req_") and index.isdigit():
+        return response_id(request_id)
+    return None
+
+
+def wanted(body: dict[str, Any]) -> tuple[str | None, frozenset[str]]:
+    """The stored response `body` continues (`previous_response_id`) and those its `item_reference`s point into."""
+    previous = body.get("previous_response_id")
+    if previous is not None:
+        previous = _string(previous, "previous_response_id", max_length=256, empty=False)
+    referred: set[str] = set()
+    items = body.get("input")
+    if isinstance(items, list):
+        for item in items:
+            if isinstance(item, dict) and item.get("type") == "item_reference" and isinstance(item.get("id"), str):
+                response_id = response_id_of_item(item["id"])
+                if response_id is not None:
+                    referred.add(response_id)
+    return previous, frozenset(referred - {previous})
 
 
 # ---------------------------------------------------------------------------------------------- fields
@@ -110,11 +148,6 @@ def _refuse(reason: str) -> Callable[[str, Any], None]:
     return check
 
 
-def _previous_response(param: str, value: Any) -> None:
-    if value is not None:
-        raise previous_response_refused()
-
-
 # Fields mapped onto the unified request are listed with None; the rest are checked here.
 FIELDS: dict[str, Callable[[str, Any], None] | None] = {
     "model": None,
@@ -135,8 +168,8 @@ FIELDS: dict[str, Callable[[str, Any], None] | None] = {
     "stream_options": None,
     "user": None,
     "safety_identifier": None,
-    "store": None,  # accepted and ignored: this slice keeps no responses (docs/doors/openai-responses.md)
-    "previous_response_id": _previous_response,
+    "store": None,  # kept for later requests by the HTTP glue (app/api/stored_responses.py)
+    "previous_response_id": None,
     "service_tier": _ignore,
     "client_metadata": _ignore,  # the client's own telemetry tags (Codex CLI sends them); never shown to the model
     "truncation": _accept_default("disabled", "auto"),
@@ -150,15 +183,18 @@ FIELDS: dict[str, Callable[[str, Any], None] | None] = {
 }
 
 
-def decode(body: dict[str, Any], headers: Mapping[str, str] | None = None) -> ResponsesRequest:
+def decode(
+    body: dict[str, Any], headers: Mapping[str, str] | None = None, stored: Mapping[str, StoredResponse] | None = None
+) -> ResponsesRequest:
+    """`stored`: the stored responses `wanted(body)` named that were found (the key's own, not expired)."""
     try:
-        return _decode(body)
+        return _decode(body, stored or {})
     except ValidationError as exc:  # a limit of the unified request the checks here did not name first
         first = exc.errors(include_url=False)[0]
         raise invalid(".".join(str(p) for p in first["loc"]), first["msg"]) from None
 
 
-def _decode(body: dict[str, Any]) -> ResponsesRequest:
+def _decode(body: dict[str, Any], stored: Mapping[str, StoredResponse]) -> ResponsesRequest:
     for key, value in body.items():
         if key not in FIELDS:
             raise invalid(key, "unrecognized request argument")
@@ -170,14 +206,19 @@ def _decode(body: dict[str, Any]) -> ResponsesRequest:
         raise invalid("model", "a model name is required (a string)")
     stream = _bool(body, "stream", False)
     _stream_options(body.get("stream_options"), stream)
-    _bool(body, "store", True)
+    store = _bool(body, "store", True)
+    previous, _ = wanted(body)
     parallel = _bool(body, "parallel_tool_calls", True)
     include = _include(body.get("include"))
     tools, dropped = _tools(body.get("tools"))
     instructions = body.get("instructions")
     if instructions is not None and not isinstance(instructions, str):
         raise invalid("instructions", "must be a string")
-    conversation = _Conversation()
+    conversation = _Conversation(stored)
+    if previous is not None:
+        if previous not in stored:
+            raise response_not_found("previous_response_id", previous)
+        conversation.read_stored(stored[previous].items)
     conversation.read(body.get("input"))
     system = "\n\n".join(s for s in ([instructions or ""] + conversation.system) if s) or None
     options = _options(body, tools)
@@ -192,7 +233,8 @@ def _decode(body: dict[str, Any]) -> ResponsesRequest:
         "parallel_tool_calls": parallel,
         "prompt_cache_key": options.session_id,
         "reasoning": body.get("reasoning") or {"effort": None, "summary": None},
-        "store": body.get("store", True) is not False,
+        "store": store,
+        "previous_response_id": previous,
         "temperature": options.temperature,
         "text": body.get("text") or {"format": {"type": "text"}},
         "tool_choice": body.get("tool_choice") or "auto",
@@ -206,6 +248,8 @@ def _decode(body: dict[str, Any]) -> ResponsesRequest:
         client_model=model,
         include_encrypted_reasoning=ENCRYPTED_REASONING in include,
         echo=echo,
+        store=store,
+        items=conversation.items,
     )
 
 
@@ -424,7 +468,10 @@ def _tools(value: Any) -> tuple[list[Tool], list[str]]:
 class _Conversation:
     """Reads `input` in order into unified messages (see the module docstring)."""
 
-    def __init__(self) -> None:
+    def __init__(self, stored: Mapping[str, StoredResponse] | None = None) -> None:
+        self.stored = stored or {}
+        self.items: list[dict[str, Any]] = []  # every item read, as wire items (references resolved)
+        self._by_id: dict[str, dict[str, Any]] = {}  # the items read so far that have an id
         self.messages: list[Message] = []
         self.system: list[str] = []  # system / developer text before the conversation
         self.calls: dict[str, str] = {}  # call id → tool name, of every function_call so far
@@ -432,10 +479,18 @@ class _Conversation:
         self._assistant: list[Any] | None = None  # the open assistant message's blocks (reasoning as `_Reasoning`)
         self._origin: Origin | None = None
 
+    def read_stored(self, items: list[dict[str, Any]]) -> None:
+        """The conversation of the stored response a request continues (read before its `input`)."""
+        for i, item in enumerate(items):
+            self._item(item, f"previous_response_id.{i}")
+        self._close_assistant()
+
     def read(self, value: Any) -> None:
         if isinstance(value, str):
             if not value:
                 raise invalid("input", "must not be empty")
+            self._close_assistant()
+            self.items.append({"type": "message", "role": "user", "content": value})
             self.messages.append(UserMessage(content=value))
             return
         if not isinstance(value, list) or not value:
@@ -446,9 +501,29 @@ class _Conversation:
         if not self.messages:
             raise invalid("input", "needs at least one user, assistant or tool item besides system messages")
 
+    def _referred(self, item: dict[str, Any], param: str) -> dict[str, Any]:
+        """The stored item an `item_reference` names: one read before it (the conversation continued
+        included), or an output item of another stored response of the key."""
+        item_id = _string(item.get("id"), f"{param}.id", max_length=256, empty=False)
+        found = self._by_id.get(item_id)
+        if found is None:
+            response_id = response_id_of_item(item_id)
+            stored = self.stored.get(response_id) if response_id else None
+            found = next((i for i in stored.items if i.get("id") == item_id), None) if stored else None
+        if found is None:
+            raise invalid(f"{param}.id", f"item_reference {item_id!r} names no stored item of this key (stored "
+                          "responses are kept with store: true, and only for the retention period)")  # fmt: skip
+        return found
+
     def _item(self, raw: Any, param: str) -> None:
         item = _object(raw, param)
         kind = item.get("type", "message" if "role" in item else None)
+        if kind == "item_reference":
+            item = self._referred(item, param)
+            kind = item.get("type", "message" if "role" in item else None)
+        self.items.append(item)
+        if isinstance(item.get("id"), str):
+            self._by_id[item["id"]] = item
         if kind == "message":
             self._message(item, param)
         elif kind == "function_call":
@@ -457,9 +532,6 @@ class _Conversation:
             self._function_call_output(item, param)
         elif kind == "reasoning":
             self._reasoning(item, param)
-        elif kind == "item_reference":
-            raise invalid(f"{param}.type", "item_reference needs stored responses, which this gateway does not keep yet: "
-                          "send the item itself")  # fmt: skip
         elif isinstance(kind, str):
             raise invalid(f"{param}.type", f"input items of type {kind!r} are not supported (message, function_call, "
                           "function_call_output and reasoning are)")  # fmt: skip
@@ -672,4 +744,7 @@ def _image(part: dict[str, Any], param: str) -> ImageContent:
     return ImageContent(data=data, mime_type=match.group(1).lower())
 
 
-__all__ = ["DROPPED_TOOLS_HEADER", "FIELDS", "PROSE_PATHS", "ResponsesRequest", "decode", "error_body"]
+__all__ = [
+    "DROPPED_TOOLS_HEADER", "FIELDS", "PROSE_PATHS", "ResponsesRequest", "decode", "error_body", "response_not_found",
+    "wanted",
+]  # fmt: skip

@@ -1,0 +1,146 @@
+"""Stored responses (a door's `StoredResponses`: the Responses door's `store`, `previous_response_id`,
+`item_reference`, `GET` and `DELETE /v1/responses/{id}`), read and written in the ledger's database, so every
+replica sees them and they survive restarts, scoped to the client key, and gone after
+`GATEWAY_RESPONSES_RETENTION_DAYS`.
+
+A turn's response is written once the turn settles: before the answer of a non-streamed request, right after
+the end of a streamed one (a follow-up on this process waits for that write; one on another replica can
+miss a response whose stream it sent before the write finished)."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import weakref
+from typing import Any, Callable, Mapping
+
+import orjson
+from starlette.requests import Request
+from starlette.responses import Response
+
+from app.api.auth import authorization
+from app.api.body import parse_off_loop
+from app.api.error_responses import json_response, refusal_error
+from app.dispatch import TurnJob
+from app.doors.base import Door, DoorRequest, EventEncoder, StoredResponse, StoredResponses
+from app.doors.errors import BadRequest
+from app.gateway import Gateway
+from app.ledger.base import now_ms
+from app.refusals import Refusal
+from app.turn_result import turn_result
+
+log = logging.getLogger("gateway")
+DAY_MS = 86_400_000
+
+# The writes still running, per gateway: response id → its task (a follow-up on this process waits for it).
+_PENDING: "weakref.WeakKeyDictionary[Gateway, dict[str, asyncio.Task[None]]]" = weakref.WeakKeyDictionary()
+
+
+def _since(gateway: Gateway) -> int:
+    """Stored responses created before this (epoch ms) are past the retention: not found, and deleted."""
+    return now_ms() - int(gateway.settings.responses_retention_days * DAY_MS)
+
+
+async def _load(gateway: Gateway, response_id: str, key_id: str | None) -> StoredResponse | None:
+    pending = _PENDING.get(gateway, {}).get(response_id)
+    if pending is not None:
+        await asyncio.wait({pending})
+    document = await gateway.ledger.load_response(response_id, key_id, _since(gateway))
+    if document is None:
+        return None
+    stored = orjson.loads(document)
+    return StoredResponse(response=stored["response"], items=stored["items"])
+
+
+async def decode(
+    gateway: Gateway,
+    stored: StoredResponses,
+    raw: bytes,
+    parse: Callable[[bytes], dict[str, Any]],
+    headers: Mapping[str, str],
+    key_id: str | None,
+) -> DoorRequest:
+    """The door's decode of `raw`, with the stored responses the body builds on (a 404 when the one it
+    continues is not there: another key's, expired, deleted, never stored). The store is read only when the
+    body names a stored response."""
+    body = await parse_off_loop(raw, parse)
+    previous, referred = stored.wanted(body)
+    found: dict[str, StoredResponse] = {}
+    for response_id in ([previous] if previous else []) + sorted(referred):
+        response = await _load(gateway, response_id, key_id)
+        if response is not None:
+            found[response_id] = response
+    if previous is not None and previous not in found:
+        raise stored.not_found("previous_response_id", previous)
+    return await parse_off_loop(raw, lambda _: stored.decode(body, headers, found))
+
+
+def keep_when_settled(
+    gateway: Gateway, stored: StoredResponses, request: DoorRequest, encoder: EventEncoder, job: TurnJob,
+    key_id: str | None,
+) -> asyncio.Task[None]:
+    """Write what the door keeps of the turn once it settles (nothing when it keeps nothing)."""
+    response_id = stored.response_id(job.turn.request_id)
+    pending = _PENDING.setdefault(gateway, {})
+
+    async def keep() -> None:
+        try:
+            await asyncio.shield(job.task)
+            kept = stored.keep(request, encoder, turn_result(job))
+            if kept is None:
+                return
+            kept_id, response = kept
+            document = orjson.dumps({"response": response.response, "items": response.items}).decode()
+            await gateway.ledger.save_response(kept_id, key_id, now_ms(), document, expired_before=_since(gateway))
+        except Exception as exc:  # the answer stands; only its later use is lost
+            log.warning("could not store response %s: %s", response_id, type(exc).__name__)
+        finally:
+            pending.pop(response_id, None)
+
+    task = asyncio.create_task(keep(), name=f"store-{response_id}")
+    pending[response_id] = task
+    return task
+
+
+async def _stored_route(
+    request: Request, door: Door, response_id: str, act: Callable[[Gateway, str | None], Any]
+) -> Response:
+    gateway: Gateway = request.app.state.gateway
+    stored = door.stored
+    assert stored is not None
+    try:
+        key_id = gateway.keys.identify(authorization(request.headers))
+        answer = await act(gateway, key_id)
+        if answer is None:
+            raise stored.not_found(None, response_id)
+    except BadRequest as error:
+        return json_response(door.error_body(error), error.status, error.headers)
+    except Refusal as refusal:
+        error = refusal_error(refusal)
+        return json_response(door.error_body(error), error.status, error.headers)
+    return json_response(answer)
+
+
+async def get(request: Request, door: Door, response_id: str) -> Response:
+    """`GET /v1/responses/{id}`: the stored response object, the key's own and within the retention."""
+
+    async def read(gateway: Gateway, key_id: str | None) -> Any:
+        response = await _load(gateway, response_id, key_id)
+        return None if response is None else response.response
+
+    return await _stored_route(request, door, response_id, read)
+
+
+async def delete(request: Request, door: Door, response_id: str) -> Response:
+    """`DELETE /v1/responses/{id}`: the key's stored response deleted (404 when it has none by that id)."""
+    stored = door.stored
+    assert stored is not None
+
+    async def remove(gateway: Gateway, key_id: str | None) -> Any:
+        pending = _PENDING.get(gateway, {}).get(response_id)
+        if pending is not None:
+            await asyncio.wait({pending})
+        deleted = await gateway.ledger.delete_response(response_id, key_id, _since(gateway))
+        return stored.deleted(response_id) if deleted else None
+
+    return await _stored_route(request, door, response_id, remove)
