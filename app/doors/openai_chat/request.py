@@ -67,7 +67,7 @@ def unsupported(param: str, message: str) -> BadRequest:
 # ---------------------------------------------------------------------------------------------- parameters
 
 
-def _accept_default(*defaults: Any) -> Callable[[str, Any], None]:
+def accept_default(*defaults: Any) -> Callable[[str, Any], None]:
     """A parameter accepted only at its default value(s) (or null); anything else is refused."""
 
     def check(param: str, value: Any) -> None:
@@ -79,7 +79,7 @@ def _accept_default(*defaults: Any) -> Callable[[str, Any], None]:
     return check
 
 
-def _refuse(reason: str) -> Callable[[str, Any], None]:
+def refuse(reason: str) -> Callable[[str, Any], None]:
     def check(param: str, value: Any) -> None:
         if value is not None:
             raise unsupported(param, reason)
@@ -87,8 +87,8 @@ def _refuse(reason: str) -> Callable[[str, Any], None]:
     return check
 
 
-def _ignore(param: str, value: Any) -> None:
-    """Accepted; does not change the answer (documented in docs/doors/openai-chat.md)."""
+def ignore(param: str, value: Any) -> None:
+    """Accepted; does not change the answer (each door lists these in its page under docs/doors/)."""
 
 
 # Parameters handled outside this table (mapped onto the unified request) are listed with None.
@@ -109,27 +109,27 @@ PARAMETERS: dict[str, Callable[[str, Any], None] | None] = {
     "metadata": None,
     "safety_identifier": None,
     "prompt_cache_key": None,
-    "n": _accept_default(1),
-    "parallel_tool_calls": _accept_default(True),
-    "logprobs": _accept_default(False),
-    "top_logprobs": _accept_default(0),
-    "frequency_penalty": _accept_default(0, 0.0),
-    "presence_penalty": _accept_default(0, 0.0),
-    "logit_bias": _accept_default({}),
-    "seed": _refuse("deterministic sampling is not offered across vendors"),
+    "n": accept_default(1),
+    "parallel_tool_calls": accept_default(True),
+    "logprobs": accept_default(False),
+    "top_logprobs": accept_default(0),
+    "frequency_penalty": accept_default(0, 0.0),
+    "presence_penalty": accept_default(0, 0.0),
+    "logit_bias": accept_default({}),
+    "seed": refuse("deterministic sampling is not offered across vendors"),
     "response_format": None,
-    "modalities": _accept_default(["text"]),
-    "audio": _refuse("audio output is not supported"),
-    "prediction": _refuse("predicted outputs are not supported"),
-    "web_search_options": _refuse("web search is not supported"),
-    "verbosity": _refuse("verbosity is not supported across vendors"),
-    "service_tier": _accept_default("auto", "default"),
-    "store": _ignore,  # the gateway keeps its own record of every request (GET /v1/requests/{id})
-    "prompt_cache_retention": _ignore,
-    "prompt_cache_options": _ignore,
-    "moderation": _refuse("moderation policies are not supported"),
-    "functions": _refuse("the deprecated functions API is not supported: use tools"),
-    "function_call": _refuse("the deprecated functions API is not supported: use tool_choice"),
+    "modalities": accept_default(["text"]),
+    "audio": refuse("audio output is not supported"),
+    "prediction": refuse("predicted outputs are not supported"),
+    "web_search_options": refuse("web search is not supported"),
+    "verbosity": refuse("verbosity is not supported across vendors"),
+    "service_tier": accept_default("auto", "default"),
+    "store": ignore,  # the gateway keeps its own record of every request (GET /v1/requests/{id})
+    "prompt_cache_retention": ignore,
+    "prompt_cache_options": ignore,
+    "moderation": refuse("moderation policies are not supported"),
+    "functions": refuse("the deprecated functions API is not supported: use tools"),
+    "function_call": refuse("the deprecated functions API is not supported: use tool_choice"),
 }
 
 

@@ -49,7 +49,7 @@ from app.contract.messages import (
 from app.contract.request import Reasoning, StreamOptions, StreamRequest, ToolChoiceTool
 from app.doors.base import DoorRequest, StoredResponse
 from app.doors.errors import BadRequest
-from app.doors.openai_chat.request import error_body, invalid, unsupported
+from app.doors.openai_chat.request import accept_default, error_body, ignore, invalid, refuse, unsupported
 from app.doors.openai_responses.reasoning import Opaque, Origin, unwrap_reasoning
 from app.doors.validation import ANY_INDEX
 
@@ -127,27 +127,6 @@ def wanted(body: dict[str, Any]) -> tuple[str | None, frozenset[str]]:
 # ---------------------------------------------------------------------------------------------- fields
 
 
-def _ignore(param: str, value: Any) -> None:
-    """Accepted; does not change the answer (documented in docs/doors/openai-responses.md)."""
-
-
-def _accept_default(*defaults: Any) -> Callable[[str, Any], None]:
-    def check(param: str, value: Any) -> None:
-        if value is not None and not any(value == d and isinstance(value, bool) == isinstance(d, bool) for d in defaults):
-            shown = " or ".join(orjson.dumps(d).decode() for d in defaults)
-            raise unsupported(param, f"only {shown} is supported by this gateway (got {orjson.dumps(value).decode()})")
-
-    return check
-
-
-def _refuse(reason: str) -> Callable[[str, Any], None]:
-    def check(param: str, value: Any) -> None:
-        if value is not None:
-            raise unsupported(param, reason)
-
-    return check
-
-
 # Fields mapped onto the unified request are listed with None; the rest are checked here.
 FIELDS: dict[str, Callable[[str, Any], None] | None] = {
     "model": None,
@@ -170,16 +149,16 @@ FIELDS: dict[str, Callable[[str, Any], None] | None] = {
     "safety_identifier": None,
     "store": None,  # kept for later requests by the HTTP glue (app/api/stored_responses.py)
     "previous_response_id": None,
-    "service_tier": _ignore,
-    "client_metadata": _ignore,  # the client's own telemetry tags (Codex CLI sends them); never shown to the model
-    "truncation": _accept_default("disabled", "auto"),
-    "prompt_cache_retention": _ignore,
-    "max_tool_calls": _ignore,  # bounds hosted tool calls, which the gateway drops
-    "top_logprobs": _accept_default(0),
-    "background": _accept_default(False),
-    "conversation": _refuse("server-held conversations are not kept by this gateway: send the whole conversation in input"),
-    "prompt": _refuse("stored prompt templates are not supported: send instructions and input"),
-    "context_management": _refuse("server-side compaction is not supported yet"),
+    "service_tier": ignore,
+    "client_metadata": ignore,  # the client's own telemetry tags (Codex CLI sends them); never shown to the model
+    "truncation": accept_default("disabled", "auto"),
+    "prompt_cache_retention": ignore,
+    "max_tool_calls": ignore,  # bounds hosted tool calls, which the gateway drops
+    "top_logprobs": accept_default(0),
+    "background": accept_default(False),
+    "conversation": refuse("server-held conversations are not kept by this gateway: send the whole conversation in input"),
+    "prompt": refuse("stored prompt templates are not supported: send instructions and input"),
+    "context_management": refuse("server-side compaction is not supported yet"),
 }
 
 
