@@ -1,12 +1,13 @@
 """The OpenAI Responses door (`POST /v1/responses`, docs/doors/openai-responses.md): `request.py` decodes a
 Responses request into the unified request, `events.py` encodes the normalized events as the Responses
 stream and `response` object, `reasoning.py` wraps a vendor's reasoning state with its origin in
-`encrypted_content`, `openapi.py` describes the route."""
+`encrypted_content`, `input_tokens.py` answers `POST /v1/responses/input_tokens`, `openapi.py` describes the
+routes."""
 
 from typing import Any
 
-from app.doors.base import Door, DoorRoute, StoredResponse, StoredResponses, TurnResult, TurnView
-from app.doors.openai_responses import openapi
+from app.doors.base import Door, DoorRoute, StoredResponse, StoredResponses, TokenCountDoor, TurnResult, TurnView
+from app.doors.openai_responses import input_tokens, openapi
 from app.doors.openai_responses.events import ResponsesEncoder
 from app.doors.openai_responses.request import (
     PROSE_PATHS, ResponsesRequest, decode, error_body, response_id, response_not_found, wanted,
@@ -31,6 +32,19 @@ def _deleted(response_id: str) -> dict[str, Any]:
     return {"id": response_id, "object": "response.deleted", "deleted": True}
 
 
+INPUT_TOKENS = TokenCountDoor(
+    route=DoorRoute(
+        input_tokens.PATH, "count_response_input_tokens",
+        "OpenAI Responses door: the serving vendor's own count of a request's input tokens", ("doors",),
+        openapi.input_tokens_operation,
+    ),
+    decode=input_tokens.decode,
+    answer=input_tokens.answer,
+    failed=input_tokens.failed,
+    error_body=error_body,
+    prose_paths=PROSE_PATHS,
+)
+
 DOOR = Door(
     name="openai-responses",
     routes=(
@@ -45,6 +59,7 @@ DOOR = Door(
     frames_carry_ids=False,
     prose_paths=PROSE_PATHS,
     schemas=openapi.SCHEMAS,
+    count_tokens=INPUT_TOKENS,
     stored=StoredResponses(
         wanted=wanted, response_id=response_id, decode=decode, keep=_keep, not_found=response_not_found,
         path=openapi.STORED_PATH, deleted=_deleted, operation=openapi.stored_operation,

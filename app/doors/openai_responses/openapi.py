@@ -59,6 +59,19 @@ SCHEMAS: dict[str, Any] = {
             "previous_response_id": {"type": ["string", "null"]},
         },
     },
+    "ResponsesInputTokensRequest": {
+        "type": "object",
+        "description": "a Responses request without its output settings; previous_response_id is refused (400)",
+        "required": ["model"],
+        "properties": {"model": {"type": "string"}, "input": {}, "instructions": {"type": "string"},
+                       "tools": {"type": "array", "items": {"type": "object"}}, "tool_choice": {},
+                       "reasoning": {"type": "object"}, "text": {"type": "object"}},
+    },
+    "ResponsesInputTokens": {
+        "type": "object",
+        "required": ["object", "input_tokens"],
+        "properties": {"object": {"const": "response.input_tokens"}, "input_tokens": {"type": "integer"}},
+    },
     "ResponseDeleted": {
         "type": "object",
         "required": ["id", "object", "deleted"],
@@ -95,6 +108,28 @@ def stored_operation(method: str) -> dict[str, Any]:
         "404": json_body("OpenAIErrorBody", "No stored response with this id for this key (never stored, "
                          "deleted, or past GATEWAY_RESPONSES_RETENTION_DAYS)"),
     }}  # fmt: skip
+
+
+def input_tokens_operation() -> dict[str, Any]:
+    """`POST /v1/responses/input_tokens`: one JSON answer, errors in OpenAI's shape."""
+    errors = {
+        "400": "Bad input (named in `param`), `previous_response_id`; the model's api has no counting endpoint; "
+        "the upstream refused the request",
+        **{code: _DESCRIPTIONS[code] for code in ("401", "403", "413", "415", "422")},
+        "404": "Unknown model; the upstream does not know the model",
+        "429": "The upstream's rate limit (see `Retry-After`)",
+        "502": "The upstream failed to count",
+        "504": "The upstream did not answer within the first-event timeout",
+    }
+    example = {"model": "anthropic/claude-sonnet-4-5", "input": "Hello"}
+    return {
+        "requestBody": {"required": True, "content": {"application/json": {
+            "schema": {"$ref": "#/components/schemas/ResponsesInputTokensRequest"}, "example": example}}},
+        "responses": {
+            "200": json_body("ResponsesInputTokens", "The serving vendor's count (never an estimate)"),
+            **{code: json_body("OpenAIErrorBody", text) for code, text in errors.items()},
+        },
+    }  # fmt: skip
 
 
 def json_body(schema: str, description: str) -> dict[str, Any]:
