@@ -82,6 +82,25 @@ def test_a_streamed_response_is_stored_and_continued_at_once(ledger_gateway):
     assert f"weather? {m}" in sent_to(gw, f"{m}-w", "anthropic")
 
 
+def test_a_streamed_response_is_stored_before_its_completed_event_so_another_replica_continues_it_at_once(ledger_gateway):
+    """The turn's task outlives its stream by the late-frame grace (here 5 s): what is kept of it is written before
+    `response.completed` goes out, not when the task ends, so a follow-up sent to another replica at once finds it."""
+    first_replica = ledger_gateway(api_keys=KEYS, throttle_ms=0, late_frame_grace=5.0)
+    second_replica = ledger_gateway(api_keys=KEYS, throttle_ms=0)
+    m = marker()
+    # `hang` after the terminal event: the vendor keeps the connection open, the task reads late frames for 5 s.
+    model = "openai/tools;fault=hang;at=after_terminal"
+    with client_of(first_replica).responses.stream(model=model, input=f"weather? {m}", tools=TOOLS) as stream:
+        list(stream)
+        first = stream.get_final_response()
+    calls = [item for item in first.output if item.type == "function_call"]
+    second = client_of(second_replica).responses.create(
+        model="anthropic/text", previous_response_id=first.id, input=results_for(calls, m)
+    )
+    assert second.status == "completed"
+    assert f"weather? {m}" in sent_to(second_replica, f"{m}-w", "anthropic")
+
+
 def test_another_keys_response_an_unknown_one_and_a_deleted_one_are_not_found(ledger_gateway):
     gw = ledger_gateway(api_keys=KEYS, throttle_ms=0)
     mine, theirs = client_of(gw), client_of(gw, OTHER_KEY)

@@ -7,7 +7,7 @@ turn's kept events). The response itself is `app.api.event_stream.EventStreamRes
 from __future__ import annotations
 
 import logging
-from typing import Any, Callable, Mapping, Protocol
+from typing import Any, Awaitable, Callable, Mapping, Protocol
 
 from app.api.event_stream import EventStreamResponse
 from app.contract.events import TERMINAL_TYPES
@@ -50,12 +50,13 @@ class TurnFrames:
     before the terminal event (the client went away, or the server is stopping: `draining()`) it interrupts
     the turn, so the pump cancels the upstream, settles the turn and writes the record. `sent(n)` is told how
     many events the response wrote. `first`: an event already taken from the turn (a door that holds its
-    headers until the turn starts), written before the rest.
+    headers until the turn starts), written before the rest. `before_end`: awaited before the terminal frame
+    goes out (what a door keeps of the turn is written first, so a client may build on it at once).
 
     A class rather than an async generator: every open stream holds it, and a generator also holds its frame
     and an entry in the event loop's set of live async generators (about 1.3 KB per stream)."""
 
-    __slots__ = ("job", "encode", "draining", "sent", "first", "count", "failed", "ended", "finished")
+    __slots__ = ("job", "encode", "draining", "sent", "first", "before_end", "count", "failed", "ended", "finished")
 
     def __init__(
         self,
@@ -64,12 +65,14 @@ class TurnFrames:
         draining: Callable[[], bool],
         sent: Callable[[int], None] | None = None,
         first: dict[str, Any] | None = None,
+        before_end: Callable[[], Awaitable[Any]] | None = None,
     ) -> None:
         self.job = job
         self.encode = encoder.encode
         self.draining = draining
         self.sent = sent
         self.first = first  # an event already taken from the turn, written first
+        self.before_end = before_end
         self.count = 0
         self.failed = False  # an event could not be encoded: our bug, never the client's disconnect
         self.ended = False
@@ -107,6 +110,8 @@ class TurnFrames:
             if event["type"] in TERMINAL_TYPES:
                 self.finished = True
                 self._end()
+                if self.before_end is not None:
+                    await self.before_end()
         if frames:
             return frames[0] if len(frames) == 1 else b"".join(frames)
         self._end()

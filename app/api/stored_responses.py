@@ -3,9 +3,9 @@
 replica sees them and they survive restarts, scoped to the client key, and gone after
 `GATEWAY_RESPONSES_RETENTION_DAYS`.
 
-A turn's response is written once the turn settles: before the answer of a non-streamed request, right after
-the end of a streamed one (a follow-up on this process waits for that write; one on another replica can
-miss a response whose stream it sent before the write finished)."""
+A turn's response is written once the turn settles: before the answer of a non-streamed request, before the
+terminal frame of a streamed one, so a follow-up on any replica finds it; a resumable stream's when its turn's
+task ends (a follow-up on this process waits for that write; one on another replica may come too early)."""
 
 from __future__ import annotations
 
@@ -75,31 +75,49 @@ async def decode(
     return await parse_off_loop(raw, lambda _: stored.decode(body, headers, found))
 
 
-def keep_when_settled(
-    gateway: Gateway, stored: StoredResponses, request: DoorRequest, encoder: EventEncoder, job: TurnJob,
-    key_id: str | None,
-) -> asyncio.Task[None]:
-    """Write what the door keeps of the turn once it settles (nothing when it keeps nothing)."""
-    response_id = stored.response_id(job.turn.request_id)
-    pending = _PENDING.setdefault(gateway, {})
+class Keeping:
+    """What the door keeps of one turn, written once, as soon as the turn has settled: before a stream's terminal
+    frame goes out (`TurnFrames`' `before_end`) or a non-streamed answer is sent, so that a follow-up on any
+    replica finds it; otherwise (a resumable stream) when the turn's task ends. `task` ends once it is written
+    (or nothing was kept); a follow-up on this process waits for it (`_PENDING`)."""
 
-    async def keep() -> None:
+    def __init__(
+        self, gateway: Gateway, stored: StoredResponses, request: DoorRequest, encoder: EventEncoder, job: TurnJob,
+        key_id: str | None,
+    ) -> None:
+        self.gateway, self.stored, self.request, self.encoder, self.job, self.key_id = (
+            gateway, stored, request, encoder, job, key_id
+        )
+        self.response_id = stored.response_id(job.turn.request_id)
+        self._write: asyncio.Task[None] | None = None
+        self.task = asyncio.create_task(self._after_the_turn(), name=f"store-{self.response_id}")
+        _PENDING.setdefault(gateway, {})[self.response_id] = self.task
+
+    async def settled(self) -> None:
+        """Write it now (the turn has settled), once; a client leaving meanwhile does not cancel the write."""
+        if self._write is None:
+            self._write = asyncio.create_task(self._kept())
+        await asyncio.shield(self._write)
+
+    async def _after_the_turn(self) -> None:
         try:
-            await asyncio.shield(job.task)
-            kept = stored.keep(request, encoder, turn_result(job))
+            await asyncio.shield(self.job.task)
+            await self.settled()
+        finally:
+            _PENDING.get(self.gateway, {}).pop(self.response_id, None)
+
+    async def _kept(self) -> None:
+        try:
+            kept = self.stored.keep(self.request, self.encoder, turn_result(self.job))
             if kept is None:
                 return
             kept_id, response = kept
             document = orjson.dumps({"response": response.response, "items": response.items}).decode()
-            await gateway.ledger.save_response(kept_id, key_id, now_ms(), document, expired_before=_since(gateway))
+            await self.gateway.ledger.save_response(
+                kept_id, self.key_id, now_ms(), document, expired_before=_since(self.gateway)
+            )
         except Exception as exc:  # the answer stands; only its later use is lost
-            log.warning("could not store response %s: %s", response_id, type(exc).__name__)
-        finally:
-            pending.pop(response_id, None)
-
-    task = asyncio.create_task(keep(), name=f"store-{response_id}")
-    pending[response_id] = task
-    return task
+            log.warning("could not store response %s: %s", self.response_id, type(exc).__name__)
 
 
 async def _stored_route(

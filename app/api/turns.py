@@ -57,7 +57,7 @@ async def serve(request: Request, door: Door, *, stream: bool | None = None) -> 
     headers = {"X-Request-Id": request_id, **(decoded.response_headers or {})}
     keeping = None
     if door.stored is not None:
-        keeping = stored_responses.keep_when_settled(gateway, door.stored, decoded, encoder, job, key_id)
+        keeping = stored_responses.Keeping(gateway, door.stored, decoded, encoder, job, key_id)
     if not streaming:
         return await _complete(job, encoder, request, headers, keeping)
     first = None
@@ -76,14 +76,18 @@ async def serve(request: Request, door: Door, *, stream: bool | None = None) -> 
                 return json_response(body, status, {**headers, **turn_result(job).retry_headers()})
     if job.resumable:
         return resumable_response(gateway, job, encoder, headers, first=first, add_ids=not door.frames_carry_ids)
-    frames = TurnFrames(job, encoder, lambda: gateway.draining, gateway.metrics.sse_events, first)
+    frames = TurnFrames(
+        job, encoder, lambda: gateway.draining, gateway.metrics.sse_events, first,
+        before_end=keeping.settled if keeping is not None else None,
+    )
     return sse_response(
         frames, encoder.ping(), headers, keepalive=gateway.settings.keepalive_interval, streams=gateway.streams
     )
 
 
 async def _complete(
-    job: TurnJob, encoder: EventEncoder, request: Request, headers: dict[str, str], keeping: asyncio.Task | None
+    job: TurnJob, encoder: EventEncoder, request: Request, headers: dict[str, str],
+    keeping: stored_responses.Keeping | None,
 ) -> Response:
     """Wait for the turn to settle (a client that hangs up cancels it) and answer with the door's body (once
     what the door keeps of it, `keeping`, is written: the client may build on it at once)."""
@@ -92,7 +96,7 @@ async def _complete(
         job.interrupt(Interrupt.CLIENT)
     await asyncio.shield(job.task)
     if keeping is not None:
-        await asyncio.shield(keeping)
+        await keeping.settled()
     result = turn_result(job)
     status, body = encoder.complete(result)
     return json_response(body, status, {**headers, **(result.retry_headers() if status >= 400 else {})})
