@@ -4,7 +4,8 @@ The built-in catalog is `catalog.json` beside this file; `GATEWAY_CATALOG` names
 whose providers, models and routes are added (an entry listed again replaces the built-in one).
 
 A file has up to three lists:
-- `providers`: `{name, api, baseUrl?, keyEnv?, compat?}`;
+- `providers`: `{name, api, baseUrl?, keyEnv?, compat?, cloud?}`; `cloud` runs the api on a cloud
+  (`{kind: "bedrock" | "vertex" | "azure", region?, project?, apiVersion?, auth?, deployments?}`, see `Cloud`);
 - `models`: `{provider, id, reasoning?, contextWindow?, maxTokens?, cost? {input, output, cacheRead,
   cacheWrite}, aliases?}`;
 - `routes`: `{name, model, fallback?, description?}` — a name clients may use as their model; `model` and
@@ -27,7 +28,8 @@ BUILTIN = Path(__file__).with_name("catalog.json")
 ROUTE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$")  # no `/`: never mistaken for `<provider>/<model>`
 _KEYS = {
     "file": {"providers", "models", "routes"},
-    "provider": {"name", "api", "baseUrl", "keyEnv", "compat"},
+    "provider": {"name", "api", "baseUrl", "keyEnv", "compat", "cloud"},
+    "cloud": {"kind", "region", "project", "apiVersion", "auth", "deployments"},
     "model": {"provider", "id", "reasoning", "contextWindow", "maxTokens", "cost", "aliases"},
     "cost": {"input", "output", "cacheRead", "cacheWrite"},
     "route": {"name", "model", "fallback", "description"},
@@ -55,6 +57,64 @@ class Pricing:
     cache_write: float = 0.0
 
 
+# Which apis each cloud runs (CONTRACT §9a).
+CLOUD_APIS: dict[str, frozenset[str]] = {
+    "bedrock": frozenset({"anthropic-messages"}),
+    "vertex": frozenset({"anthropic-messages", "google-generative-ai"}),
+    "azure": frozenset({"openai-responses", "openai-completions"}),
+}
+CLOUD_AUTH: dict[str, tuple[str, ...]] = {  # `auth` values per cloud; the first is the default
+    "bedrock": ("aws",),
+    "vertex": ("google",),
+    "azure": ("api-key", "entra"),
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Cloud:
+    """Where a provider's api runs when it runs on a cloud rather than at its maker (CONTRACT §9a).
+
+    Credentials never come from here: Bedrock takes the standard AWS chain (environment, shared config and
+    profile, web identity, instance role), Vertex AI Google's Application Default Credentials, Azure OpenAI the
+    provider's `keyEnv` (`auth: "api-key"`) or Microsoft Entra ID (`auth: "entra"`)."""
+
+    kind: str  # "bedrock" | "vertex" | "azure"
+    region: str | None = None  # AWS region, Vertex AI location (`global` included); Azure: informational
+    project: str | None = None  # Vertex AI project (None: the credentials' or GOOGLE_CLOUD_PROJECT's)
+    api_version: str | None = None  # Azure's dated `api-version` (None: the v1 API path)
+    auth: str = ""  # how the gateway authenticates to the cloud (`CLOUD_AUTH`)
+    deployments: dict[str, str] = field(default_factory=dict)  # catalog model id -> the cloud's name for it (Azure)
+
+    def upstream_model(self, model_id: str) -> str:
+        """The name the cloud knows the catalog's `model_id` by (an Azure deployment name, else the id)."""
+        return self.deployments.get(model_id, model_id)
+
+
+def _cloud(entry: Any, api: str, where: str) -> Cloud:
+    _check_keys("cloud", entry, f"{where}: cloud")
+    kind = entry.get("kind")
+    if kind not in CLOUD_APIS:
+        raise CatalogError(f"{where}: cloud kind {kind!r} must be one of {', '.join(sorted(CLOUD_APIS))}")
+    if api not in CLOUD_APIS[kind]:
+        raise CatalogError(f"{where}: api {api!r} does not run on {kind} (it runs {', '.join(sorted(CLOUD_APIS[kind]))})")
+    auth = entry.get("auth") or CLOUD_AUTH[kind][0]
+    if auth not in CLOUD_AUTH[kind]:
+        raise CatalogError(f"{where}: cloud auth {auth!r} must be one of {', '.join(CLOUD_AUTH[kind])}")
+    if kind == "bedrock" and not entry.get("region"):
+        raise CatalogError(f"{where}: a bedrock provider needs cloud.region (e.g. us-east-1)")
+    deployments = entry.get("deployments") or {}
+    if not isinstance(deployments, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in deployments.items()):
+        raise CatalogError(f"{where}: cloud.deployments must map model ids to deployment names")
+    return Cloud(
+        kind=kind,
+        region=entry.get("region"),
+        project=entry.get("project"),
+        api_version=entry.get("apiVersion"),
+        auth=auth,
+        deployments=dict(deployments),
+    )
+
+
 @dataclass(frozen=True, slots=True)
 class ProviderInfo:
     name: str
@@ -62,6 +122,7 @@ class ProviderInfo:
     key_env: tuple[str, ...] = ()
     base_url: str | None = None
     compat: dict[str, Any] = field(default_factory=dict)  # per-vendor wire differences (api `openai-completions`)
+    cloud: Cloud | None = None  # None: the api's maker serves it
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,7 +194,8 @@ class Catalog:
 
     def _add(self, data: dict[str, Any], source: str) -> None:
         for index, p in enumerate(data.get("providers", [])):
-            _check_keys("provider", p, f"catalog {source}: providers[{index}]")
+            where = f"catalog {source}: providers[{index}]"
+            _check_keys("provider", p, where)
             key_env = p.get("keyEnv", [])
             self.providers[p["name"]] = ProviderInfo(
                 name=p["name"],
@@ -141,6 +203,7 @@ class Catalog:
                 key_env=tuple([key_env] if isinstance(key_env, str) else key_env),
                 base_url=p.get("baseUrl"),
                 compat=dict(p.get("compat") or {}),
+                cloud=_cloud(p["cloud"], p["api"], f"{where} ({p['name']})") if "cloud" in p else None,
             )
         for index, m in enumerate(data.get("models", [])):
             where = f"catalog {source}: models[{index}] ({m.get('provider')}/{m.get('id')})" if isinstance(m, dict) else ""

@@ -126,6 +126,11 @@ def test_unknown_names_say_why(catalog):
         ({"routes": [{"name": "r", "model": "claude-sonnet-4-5"}]}, "must be '<provider>/<model id>'"),
         ({"routes": [{"name": "a/b", "model": "anthropic/x"}]}, "no '/'"),
         ({"routes": [{"model": "anthropic/x"}]}, "KeyError"),
+        ({"providers": [{"name": "b", "api": "anthropic-messages", "cloud": {"kind": "bedrock"}}]}, "needs cloud.region"),
+        ({"providers": [{"name": "b", "api": "anthropic-messages", "cloud": {"kind": "aws"}}]}, "cloud kind 'aws'"),
+        ({"providers": [{"name": "a", "api": "anthropic-messages", "cloud": {"kind": "azure"}}]}, "does not run on azure"),
+        ({"providers": [{"name": "v", "api": "google-generative-ai", "cloud": {"kind": "vertex", "zone": "x"}}]}, "unknown key 'zone'"),
+        ({"providers": [{"name": "a", "api": "openai-responses", "cloud": {"kind": "azure", "auth": "aad"}}]}, "cloud auth 'aad'"),
     ],
 )
 def test_catalog_mistakes_fail_at_start_up(tmp_path, data, complaint):
@@ -133,6 +138,19 @@ def test_catalog_mistakes_fail_at_start_up(tmp_path, data, complaint):
     with pytest.raises(CatalogError, match=complaint) as caught:
         Catalog.load(path)
     assert str(caught.value).startswith(f"catalog {path}: ")
+
+
+def test_a_cloud_provider_entry_is_typed_with_its_auth_default(tmp_path):
+    path = write(tmp_path, {"providers": [
+        {"name": "azure-east", "api": "openai-responses", "baseUrl": "https://east.example/openai/v1", "keyEnv": "AZ_KEY",
+         "cloud": {"kind": "azure", "region": "eastus", "deployments": {"gpt-5": "prod-gpt5"}}},
+        {"name": "vertex-claude", "api": "anthropic-messages", "cloud": {"kind": "vertex", "project": "p", "region": "global"}},
+    ]})
+    catalog = Catalog.load(path)
+    azure, vertex = catalog.providers["azure-east"].cloud, catalog.providers["vertex-claude"].cloud
+    assert (azure.kind, azure.auth, azure.upstream_model("gpt-5"), azure.upstream_model("gpt-4o")) == ("azure", "api-key", "prod-gpt5", "gpt-4o")
+    assert (vertex.kind, vertex.auth, vertex.project, vertex.region) == ("vertex", "google", "p", "global")
+    assert catalog.providers["anthropic"].cloud is None
 
 
 def test_gateway_refuses_to_start_on_a_bad_route(tmp_path, sim):

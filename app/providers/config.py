@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
+from app.catalog import Cloud
 from app.providers.transport import TransportSettings
 
 
@@ -17,3 +18,4 @@ class ProviderConfig:
     base_url: str | None = None  # None: the SDK's default
     transport: TransportSettings = field(default_factory=TransportSettings)
     compat: Mapping[str, Any] = field(default_factory=dict)  # the catalog entry's `compat` (Chat Completions only)
+    cloud: Cloud | None = None  # the catalog entry's `cloud`: the api runs on Bedrock, Vertex AI or Azure OpenAI

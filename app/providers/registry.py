@@ -54,7 +54,9 @@ class ProviderSetup:
 def provider_setups(settings: Settings, catalog: Catalog) -> list[ProviderSetup]:
     """Every catalog provider with an adapter. A provider without a key is not served (requests get 404); one
     whose catalog entry names no key variable (a local server) is served once it has a base URL: its catalog
-    entry's `baseUrl`, or `GATEWAY_<NAME>_BASE_URL`."""
+    entry's `baseUrl`, or `GATEWAY_<NAME>_BASE_URL`. A cloud provider (`cloud`) whose credentials come from
+    its cloud's standard chain (no `keyEnv`) is served: the chain is read when its client is built and
+    refreshed by the cloud's SDK, and a chain that yields nothing fails its requests with the cloud's reason."""
     setups = []
     for info in catalog.providers.values():
         if info.api not in ADAPTERS:
@@ -65,6 +67,8 @@ def provider_setups(settings: Settings, catalog: Catalog) -> list[ProviderSetup]
         if info.key_env or key:
             served = bool(key)
             missing = None if served else "set " + " or ".join(info.key_env)
+        elif info.cloud is not None:  # credentials from the cloud's chain
+            served, missing = True, None
         else:  # keyless: a local server
             served = configured_url is not None or info.base_url is not None
             missing = None if served else f"set {_base_url_env(info.name)}"
@@ -118,7 +122,12 @@ def build_providers(settings: Settings, catalog: Catalog) -> dict[str, Provider]
             register_secrets(setup.key)
             info = catalog.providers[setup.name]
             config = ProviderConfig(
-                name=setup.name, api_key=setup.key or "", base_url=setup.base_url, transport=transport, compat=info.compat
+                name=setup.name,
+                api_key=setup.key or "",
+                base_url=setup.base_url,
+                transport=transport,
+                compat=info.compat,
+                cloud=info.cloud,
             )
             providers[setup.name] = ADAPTERS[setup.api](config)
     return providers
