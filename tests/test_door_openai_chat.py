@@ -440,6 +440,11 @@ BAD_INPUT = [
     ("logprobs", lambda m: _body(m, logprobs=True), 400, "logprobs"),
     ("seed", lambda m: _body(m, seed=7), 400, "seed"),
     ("json mode", lambda m: _body(m, response_format={"type": "json_object"}), 400, "response_format"),
+    ("json schema without schema", lambda m: _body(m, response_format={"type": "json_schema", "json_schema": {"name": "x"}}),
+     400, "response_format.json_schema.schema"),  # fmt: skip
+    ("json schema without name", lambda m: _body(m, response_format={"type": "json_schema", "json_schema": {"schema": {}}}),
+     400, "response_format.json_schema.name"),  # fmt: skip
+    ("response format type", lambda m: _body(m, response_format={"type": "xml"}), 400, "response_format.type"),
     ("penalty", lambda m: _body(m, presence_penalty=0.5), 400, "presence_penalty"),
     ("unknown parameter", lambda m: _body(m, best_of=3), 400, "best_of"),
     ("http image", lambda m: _body(m, messages=[{"role": "user", "content": [{"type": "text", "text": m}, {"type": "image_url",
@@ -512,6 +517,22 @@ def test_an_inline_image_reaches_the_vendor(gw, client):
     )  # fmt: skip
     content = gw.sim.seen(m)[-1]["body"]["messages"][0]["content"]
     assert {"type": "base64", "media_type": "image/png", "data": IMAGE.split(",", 1)[1]} in [c.get("source") for c in content]
+
+
+SCHEMA = {"type": "object", "properties": {"answer": {"type": "string"}}, "required": ["answer"]}
+
+
+def test_a_json_schema_response_format_reaches_each_vendor_as_its_structured_output(gw, client):
+    response_format = {"type": "json_schema", "json_schema": {"name": "answer", "schema": SCHEMA, "strict": True}}
+    m = marker()
+    client.chat.completions.create(model="openai/text", messages=user(m), response_format=response_format)
+    assert gw.sim.seen(m)[-1]["body"]["text"]["format"]["schema"] == SCHEMA
+    m = marker()
+    client.chat.completions.create(model="google/text", messages=user(m), response_format=response_format)
+    assert gw.sim.seen(m)[-1]["body"]["generationConfig"]["responseJsonSchema"] == SCHEMA
+    m = marker()
+    client.chat.completions.create(model="anthropic/text", messages=user(m), response_format=response_format)
+    assert gw.sim.seen(m)[-1]["body"]["output_config"]["format"] == {"type": "json_schema", "schema": SCHEMA}
 
 
 def test_a_vendor_429_keeps_its_retry_after(gw, client):

@@ -23,6 +23,7 @@ from pydantic import ValidationError
 from app.doors.validation import ANY_INDEX, validation_error
 from app.doors.errors import BadRequest
 from app.contract.messages import (
+    DOOR_VALIDATION,
     AssistantMessage,
     Context,
     ImageContent,
@@ -173,8 +174,6 @@ def _decode(body: dict[str, Any]) -> ChatRequest:
         _bool(stream_options, "include_obfuscation", False, "stream_options.")
         if not stream:
             raise invalid("stream_options", "only allowed when stream is true")
-    _response_format(body.get("response_format"))
-
     tools = _tools(body.get("tools"))
     system, messages = _messages(body.get("messages"))
     options = _options(body, tools)
@@ -228,15 +227,35 @@ def _string(value: Any, param: str, *, max_length: int = 512) -> str:
     return value
 
 
-def _response_format(value: Any) -> None:
+def _json_schema(value: Any) -> dict[str, Any] | None:
+    """`response_format`: `text` (the default) or `json_schema`, whose schema every vendor's structured output
+    gets (as the Responses door's `text.format`); `json_object` has no faithful translation and is refused."""
     if value is None:
-        return
+        return None
     if not isinstance(value, dict) or not isinstance(value.get("type"), str):
         raise invalid("response_format", 'must be an object with a "type"')
-    if value["type"] != "text":
-        raise unsupported(
-            "response_format", f"type {value['type']!r} is not supported: structured output is not offered across vendors"
-        )
+    kind = value["type"]
+    if kind == "text":
+        return None
+    if kind == "json_object":
+        raise unsupported("response_format", "json_object is not offered across vendors: use json_schema with a schema")
+    if kind != "json_schema":
+        raise invalid("response_format.type", "must be text or json_schema")
+    spec = value.get("json_schema")
+    if not isinstance(spec, dict):
+        raise invalid("response_format.json_schema", "must be an object with a name and a schema")
+    for key in spec:
+        if key not in ("name", "schema", "strict", "description"):
+            raise invalid(f"response_format.json_schema.{key}", "unrecognized json_schema option")
+    _string(spec.get("name"), "response_format.json_schema.name", max_length=64)
+    if spec.get("strict") is not None and not isinstance(spec["strict"], bool):
+        raise invalid("response_format.json_schema.strict", "must be a boolean")
+    if spec.get("description") is not None:
+        _string(spec["description"], "response_format.json_schema.description", max_length=4096)
+    schema = spec.get("schema")
+    if not isinstance(schema, dict):
+        raise invalid("response_format.json_schema.schema", "must be an object (a JSON schema)")
+    return schema
 
 
 def _options(body: dict[str, Any], tools: list[Tool]) -> StreamOptions:
@@ -260,15 +279,22 @@ def _options(body: dict[str, Any], tools: list[Tool]) -> StreamOptions:
             # The end user's id, passed to vendors that take one (Anthropic metadata.user_id).
             metadata.setdefault("userId", _string(body[key], key))
     session = body.get("prompt_cache_key")
-    return StreamOptions(
-        max_tokens=max_tokens if max_tokens is not None else legacy,
-        temperature=_number(body, "temperature", 0, 2),
-        top_p=_number(body, "top_p", 0, 1),
-        reasoning=reasoning,
-        stop=_stop(body.get("stop")),
-        tool_choice=_tool_choice(body.get("tool_choice"), tools),
-        metadata=metadata or None,
-        session_id=_string(session, "prompt_cache_key", max_length=256) if session is not None else None,
+    json_schema = _json_schema(body.get("response_format"))
+    return StreamOptions.model_validate(
+        {
+            "max_tokens": max_tokens if max_tokens is not None else legacy,
+            "temperature": _number(body, "temperature", 0, 2),
+            "top_p": _number(body, "top_p", 0, 1),
+            "reasoning": reasoning,
+            "stop": _stop(body.get("stop")),
+            "tool_choice": _tool_choice(body.get("tool_choice"), tools),
+            "metadata": metadata or None,
+            "session_id": _string(session, "prompt_cache_key", max_length=256) if session is not None else None,
+            "json_schema": json_schema,
+            # An Anthropic upstream takes structured output as the Messages field it is (`output_config.format`).
+            "anthropic": {"output_config": {"format": {"type": "json_schema", "schema": json_schema}}} if json_schema is not None else None,
+        },
+        context=DOOR_VALIDATION,
     )
 
 
