@@ -20,7 +20,6 @@ from app.doors.base import StoredResponse
 from app.doors.openai_chat.request import invalid
 from app.doors.openai_responses.request import ENCRYPTED_REASONING
 
-PATH_SUFFIX = "/input_items"
 DEFAULT_LIMIT, MAX_LIMIT = 20, 100
 _PARAMS = frozenset({"after", "before", "limit", "order", "include", "include[]"})
 _PREFIX = {"message": "msg", "function_call": "fc", "function_call_output": "fco", "reasoning": "rs"}
@@ -68,15 +67,19 @@ def shown(item: dict[str, Any], item_id: str, encrypted: bool) -> dict[str, Any]
     return shaped
 
 
+def _item_id(item: dict[str, Any], request_id: str, position: int) -> str:
+    """The item's own id, or one from its position in the stored conversation."""
+    if isinstance(item.get("id"), str):
+        return item["id"]
+    return f"{_PREFIX.get(item.get('type', 'message'), 'item')}_{request_id}_in{position}"
+
+
 def listing(stored: StoredResponse, query: Sequence[tuple[str, str]]) -> dict[str, Any]:
     """The list answer for one page of the stored response's input items (see the module docstring)."""
     after, before, limit, order, encrypted = _query(query)
     request_id = str(stored.response.get("id", "")).removeprefix("resp_")
     inputs = stored.items[: len(stored.items) - len(stored.response.get("output") or [])]
-    items = [
-        shown(item, item["id"] if isinstance(item.get("id"), str) else f"{_PREFIX.get(item.get('type', 'message'), 'item')}_{request_id}_in{n}", encrypted)
-        for n, item in enumerate(inputs)
-    ]  # fmt: skip
+    items = [shown(item, _item_id(item, request_id, n), encrypted) for n, item in enumerate(inputs)]
     if order == "desc":
         items.reverse()
     ids = [item["id"] for item in items]
@@ -104,4 +107,4 @@ def listing(stored: StoredResponse, query: Sequence[tuple[str, str]]) -> dict[st
     }
 
 
-__all__ = ["PATH_SUFFIX", "listing", "shown"]
+__all__ = ["listing", "shown"]

@@ -138,7 +138,6 @@ def ignore_typed(*kinds: type) -> Callable[[str, Any], None]:
     return check
 
 
-
 # Fields mapped onto the unified request are listed with None; the rest are checked here.
 FIELDS: dict[str, Callable[[str, Any], None] | None] = {
     "model": None,

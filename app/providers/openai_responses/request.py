@@ -11,8 +11,9 @@ History mapping (after `handoff.prepare_history`):
 - tool results → `function_call_output` (text joined by newlines, or a list of parts when images are present).
 
 Options: `toolChoice` → `tool_choice` "auto" / "none" / "required" / `{type: function, name}` (only sent with
-tools, as is `parallel_tool_calls: false` when a door asked for it); `topP` → `top_p` (refused for reasoning models and with `reasoning`). The Responses API has no stop sequences:
-`check_request` refuses a request with `stop`, and `topP` while reasoning.
+tools, as is `parallel_tool_calls: false` when a door asked for it); `topP` → `top_p` (refused for reasoning
+models and with `reasoning`). The Responses API has no stop sequences: `check_request` refuses a request with
+`stop`, and `topP` while reasoning.
 """
 
 from __future__ import annotations
