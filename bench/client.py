@@ -6,7 +6,9 @@ without becoming the bottleneck; `bench` reports its own CPU share next to every
 Both paths are read by the same code: `Path.DIRECT` POSTs the Anthropic wire request to the simulator and
 counts `content_block_delta` frames; `Path.GATEWAY` POSTs `/v1/stream` and counts `text_delta` frames, or
 with `door="openai-chat"` POSTs `/v1/chat/completions` and counts `chat.completion.chunk` lines with content,
-with `door="anthropic-messages"` POSTs `/v1/messages` and counts `content_block_delta` frames as direct does.
+with `door="anthropic-messages"` POSTs `/v1/messages` and counts `content_block_delta` frames as direct does,
+with `door="openai-responses"` POSTs `/v1/responses` (`store: false`, as Codex CLI sends it) and counts
+`response.output_text.delta` frames.
 With `agent=True` the gateway paths send a coding agent's (Claude Code's) request size: a 50 KB system prompt
 and 20 tools (`AGENT_SYSTEM`, `AGENT_TOOLS`), in each door's own shape.
 """
@@ -73,7 +75,7 @@ class Target:
     port: int
     host: str = "127.0.0.1"
     provider: str = "anthropic"  # gateway path: the provider the model ref names (direct is Anthropic's wire)
-    door: str = "unified"  # gateway path: `unified` (/v1/stream), `openai-chat`, `anthropic-messages`
+    door: str = "unified"  # gateway path: `unified` (/v1/stream), `openai-chat`, `anthropic-messages`, `openai-responses`
     agent: bool = False  # gateway path: a coding agent's request size (`AGENT_SYSTEM`, `AGENT_TOOLS`)
 
     @property
@@ -86,9 +88,15 @@ class Target:
         return self.path is Path.DIRECT or self.door == "anthropic-messages"
 
     @property
+    def responses(self) -> bool:
+        return self.path is Path.GATEWAY and self.door == "openai-responses"
+
+    @property
     def url_path(self) -> str:
         if self.chat:
             return "/v1/chat/completions"
+        if self.responses:
+            return "/v1/responses"
         if self.anthropic_wire:
             return "/anthropic/v1/messages" if self.path is Path.DIRECT else "/v1/messages"
         return "/v1/stream"
@@ -97,12 +105,16 @@ class Target:
     def delta_prefix(self) -> bytes:
         if self.chat:
             return b'data: {"id":"chatcmpl-'
+        if self.responses:
+            return b"event: response.output_text.delta"
         return b"event: content_block_delta" if self.anthropic_wire else b"event: text_delta"
 
     @property
     def end_event(self) -> bytes:
         if self.chat:
             return b"data: [DONE]"
+        if self.responses:
+            return b"event: response.completed"
         return b"event: message_stop" if self.anthropic_wire else b"event: done"
 
     def delta_text(self, frame: bytes) -> str | None:
@@ -111,6 +123,8 @@ class Target:
         if self.chat:
             choices = payload["choices"]
             return choices[0]["delta"].get("content") or None if choices else None
+        if self.responses:
+            return payload["delta"]
         return payload["delta"].get("text") if self.anthropic_wire else payload["delta"]
 
     def body(self, scenario: str, prompt: str, throttle_ms: int | None) -> bytes:
@@ -118,6 +132,11 @@ class Target:
             return orjson.dumps({
                 "model": f"{self.provider}/{scenario}", "max_completion_tokens": 4096, "stream": True,
                 "messages": [{"role": "user", "content": prompt}],
+            })
+        if self.responses:  # nor has the Responses door
+            return orjson.dumps({
+                "model": f"{self.provider}/{scenario}", "max_output_tokens": 4096, "stream": True, "store": False,
+                "input": prompt,
             })
         agent = self.agent and self.path is Path.GATEWAY
         if self.anthropic_wire:  # the Anthropic door, like the Chat Completions one, coalesces at the server default

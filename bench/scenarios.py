@@ -316,7 +316,7 @@ async def cpu_apis(bench: Bench) -> dict[str, Any]:
     return out
 
 
-DOORS = ("unified", "openai-chat", "anthropic-messages")
+DOORS = ("unified", "openai-chat", "anthropic-messages", "openai-responses")
 
 
 async def doors(bench: Bench) -> dict[str, Any]:

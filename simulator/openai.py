@@ -82,6 +82,7 @@ def encode(scenario: s.Scenario, model: str, steps: list[s.Step] | None = None) 
     refusal = any(isinstance(step, s.Stop) and step.reason == "refusal" for step in steps)
     sequence = itertools.count()
     output: list[dict[str, Any]] = []
+    reasoning_tokens = 0  # one per summary chunk, as Gemini's simulator counts its thoughts
     usage = s.Usage()
 
     def event(type_: str, **data: Any) -> bytes:
@@ -132,6 +133,7 @@ def encode(scenario: s.Scenario, model: str, steps: list[s.Step] | None = None) 
                 ids = {"item_id": item_id, "output_index": index, "summary_index": 0}
                 yield event("response.reasoning_summary_part.added", part={"type": "summary_text", "text": ""}, **ids)
                 for chunk in thinking.chunks:
+                    reasoning_tokens += 1
                     yield event("response.reasoning_summary_text.delta", delta=chunk, **ids)
                 yield event("response.reasoning_summary_text.done", text=text, **ids)
                 yield event("response.reasoning_summary_part.done", part={"type": "summary_text", "text": text}, **ids)
@@ -161,7 +163,7 @@ def encode(scenario: s.Scenario, model: str, steps: list[s.Step] | None = None) 
                 "input_tokens": usage.input + usage.cache_read,
                 "input_tokens_details": {"cached_tokens": usage.cache_read},
                 "output_tokens": step.output,
-                "output_tokens_details": {"reasoning_tokens": 0},
+                "output_tokens_details": {"reasoning_tokens": min(reasoning_tokens, step.output)},
                 "total_tokens": usage.input + usage.cache_read + step.output,
             }
             reason = INCOMPLETE_REASONS.get(step.reason)

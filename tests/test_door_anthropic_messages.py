@@ -220,6 +220,23 @@ def test_create_with_tools_and_tool_choice(client, gateway, provider):
     assert message.content[1].input == {"city": "Paris", "unit": "celsius"}
 
 
+# `disable_parallel_tool_use: true` as each vendor takes it (Gemini has no such switch: nothing is sent).
+SERIAL = {
+    "anthropic": lambda body: body["tool_choice"] == {"type": "any", "disable_parallel_tool_use": True},
+    "openai": lambda body: body["parallel_tool_calls"] is False,
+    "google": lambda body: "parallel" not in json.dumps(body).lower(),
+    "compat": lambda body: body["parallel_tool_calls"] is False,
+}
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_disable_parallel_tool_use_reaches_each_vendor_as_its_own_switch(client, gateway, provider):
+    m = marker()
+    client.messages.create(model=f"{provider}/tools", max_tokens=500, tools=[WEATHER, TIME], messages=[user(m)],
+                           tool_choice={"type": "any", "disable_parallel_tool_use": True})  # fmt: skip
+    assert SERIAL[provider](gateway.sim.seen(m)[-1]["body"])
+
+
 # Gemini reports a call it could not form itself, as finishReason MALFORMED_FUNCTION_CALL.
 MALFORMED = {"anthropic": "arguments are not valid JSON", "openai": "arguments are not valid JSON", "google": "MALFORMED_FUNCTION_CALL",
              "compat": "arguments are not valid JSON"}

@@ -216,7 +216,7 @@ BAD = [
     ({"tool_choice": {"type": "any"}}, "tool_choice"),
     ({"tool_choice": {"type": "sometimes"}}, "tool_choice.type"),
     ({"tools": [{"name": "t", "input_schema": {}}], "tool_choice": {"type": "tool", "name": "u"}}, "tool_choice.name"),
-    ({"tools": [{"name": "t", "input_schema": {}}], "tool_choice": {"type": "auto", "disable_parallel_tool_use": True}}, "tool_choice.disable_parallel_tool_use"),
+    ({"tools": [{"name": "t", "input_schema": {}}], "tool_choice": {"type": "auto", "disable_parallel_tool_use": "yes"}}, "tool_choice.disable_parallel_tool_use"),
     ({"thinking": {"type": "enabled"}}, "thinking.budget_tokens"),
     ({"thinking": {"type": "enabled", "budget_tokens": 100}}, "thinking.budget_tokens"),
     ({"thinking": {"type": "sometimes"}}, "thinking.type"),

@@ -127,7 +127,11 @@ def test_not_streamed_text_and_thinking(gw, client, vendor):
     assert (choice.message.model_extra or {}).get("reasoning_content") == "The user greets me. I should greet back."
     assert choice.finish_reason == "stop"
     assert completion.usage.prompt_tokens > 0 and completion.usage.completion_tokens > 0
-    assert record(gw, request_id_of(completion.id))["door"] == "openai-chat"
+    rec = record(gw, request_id_of(completion.id))
+    assert rec["door"] == "openai-chat"
+    # Reasoning tokens where the vendor counts them apart (Anthropic does not).
+    assert completion.usage.completion_tokens_details.reasoning_tokens == rec["usage"].get("reasoning", 0)
+    assert (completion.usage.completion_tokens_details.reasoning_tokens > 0) == (vendor != "anthropic")
 
 
 @pytest.mark.parametrize("vendor", VENDORS)

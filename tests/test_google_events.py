@@ -107,7 +107,7 @@ def test_usage_latest_wins_and_cache_is_not_counted_twice():
         "promptTokenCount": 100, "cachedContentTokenCount": 60, "candidatesTokenCount": 7, "thoughtsTokenCount": 5}))
     assert first[-1] == {"type": "usage", "input": 100, "output": 0, "cacheRead": 0, "cacheWrite": 0}
     assert last[-3:] == [
-        {"type": "usage", "input": 40, "output": 12, "cacheRead": 60, "cacheWrite": 0},
+        {"type": "usage", "input": 40, "output": 12, "cacheRead": 60, "cacheWrite": 0, "reasoning": 5},
         {"type": "text_end"},
         {"type": "finish", "reason": "length"},
     ]

@@ -244,7 +244,7 @@ def test_sdk_event_objects_from_a_recorded_sample():
                      "id": "call_EDay3PkaZNpmYHDVyeY69wF9|fc_0c6e197b73d08e53016a3c1266504c8191975a5dba87645ec1"}
     args = "".join(e["delta"] for e in events if e["type"] == "toolcall_delta")
     assert json.loads(args) == {"location": "Florence, Italy"}
-    assert events[-2] == {"type": "usage", "input": 60, "output": 225, "cacheRead": 0, "cacheWrite": 0}
+    assert events[-2] == {"type": "usage", "input": 60, "output": 225, "cacheRead": 0, "cacheWrite": 0, "reasoning": 192}
 
 
 # ---------------------------------------------------------------------------------------------- request helpers

@@ -156,6 +156,7 @@ def build_openapi(app: FastAPI) -> dict[str, Any]:
         for route in [*(route for _, route in turn_routes()), *(count.route for count in count_routes())]
     }
     stored_routes = {door.stored.path: door.stored for door in DOORS if door.stored is not None}
+    items_routes = {door.stored.items_path: door.stored for door in DOORS if door.stored is not None}
     for path, item in spec.get("paths", {}).items():
         for method, operation in item.items():
             door_route = door_routes.get((path, method))
@@ -163,6 +164,9 @@ def build_openapi(app: FastAPI) -> dict[str, Any]:
                 operation.update(door_route.operation())
             elif path in stored_routes:  # a door's stored responses (`StoredResponses`)
                 operation.update(stored_routes[path].operation(method))
+            elif path in items_routes:  # the query parameters join the path's own
+                described = items_routes[path].items_operation()
+                operation.update(described, parameters=[*operation.get("parameters", []), *described.get("parameters", [])])
             elif path in ("/healthz", "/readyz"):
                 operation["responses"] = {"200": json_body(ref("Status"), "Alive / ready")}
                 if path == "/readyz":

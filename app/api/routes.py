@@ -47,14 +47,17 @@ def _count_endpoint(door: TokenCountDoor) -> Endpoint:
 StoredEndpoint = Callable[[Request, str], Awaitable[Response]]
 
 
-def _stored_endpoints(door: Door) -> tuple[StoredEndpoint, StoredEndpoint]:
+def _stored_endpoints(door: Door) -> tuple[StoredEndpoint, StoredEndpoint, StoredEndpoint]:
     async def get(request: Request, response_id: str) -> Response:
         return await stored_responses.get(request, door, response_id)
 
     async def delete(request: Request, response_id: str) -> Response:
         return await stored_responses.delete(request, door, response_id)
 
-    return get, delete
+    async def input_items(request: Request, response_id: str) -> Response:
+        return await stored_responses.input_items(request, door, response_id)
+
+    return get, delete, input_items
 
 
 def _declare_door_routes() -> None:
@@ -70,14 +73,16 @@ def _declare_door_routes() -> None:
             count.route.path, _count_endpoint(count), methods=[count.route.method], name=count.route.name,
             summary=count.route.summary, tags=list(count.route.tags),
         )
-    for door in DOORS:  # a door's stored responses: GET reads one of the caller's key, DELETE removes it
+    for door in DOORS:  # a door's stored responses: GET reads one of the caller's key, DELETE removes it, GET lists its input items
         if door.stored is not None:
-            get, delete = _stored_endpoints(door)
+            get, delete, input_items = _stored_endpoints(door)
             name = door.name.replace("-", "_")
             router.add_api_route(door.stored.path, get, methods=["GET"], name=f"get_{name}_stored",
                                  summary="A stored response of the caller's key", tags=["doors"])  # fmt: skip
             router.add_api_route(door.stored.path, delete, methods=["DELETE"], name=f"delete_{name}_stored",
                                  summary="Delete a stored response of the caller's key", tags=["doors"])  # fmt: skip
+            router.add_api_route(door.stored.items_path, input_items, methods=["GET"], name=f"list_{name}_stored_items",
+                                 summary="The input items of a stored response of the caller's key", tags=["doors"])  # fmt: skip
 
 
 _declare_door_routes()

@@ -149,6 +149,18 @@ async def get(request: Request, door: Door, response_id: str) -> Response:
     return await _stored_route(request, door, response_id, read)
 
 
+async def input_items(request: Request, door: Door, response_id: str) -> Response:
+    """`GET /v1/responses/{id}/input_items`: a page of the stored response's input items (the door's listing)."""
+    stored = door.stored
+    assert stored is not None
+
+    async def listed(gateway: Gateway, key_id: str | None) -> Any:
+        response = await _load(gateway, response_id, key_id)
+        return None if response is None else stored.input_items(response, list(request.query_params.multi_items()))
+
+    return await _stored_route(request, door, response_id, listed)
+
+
 async def delete(request: Request, door: Door, response_id: str) -> Response:
     """`DELETE /v1/responses/{id}`: the key's stored response deleted (404 when it has none by that id)."""
     stored = door.stored

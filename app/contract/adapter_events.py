@@ -59,6 +59,7 @@ class UsageEvent(TypedDict):
     output: int
     cacheRead: int
     cacheWrite: int
+    reasoning: NotRequired[int]  # of `output`, where the vendor counts reasoning tokens apart (absent: not counted)
 
 
 StopReason = Literal["stop", "length", "toolUse"]

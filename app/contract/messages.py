@@ -104,6 +104,9 @@ class Usage(WireModel):
     cache_write: int = 0
     total_tokens: int = 0
     cost: Cost = Field(default_factory=Cost)
+    reasoning: int | None = Field(
+        default=None, description="of `output`, the reasoning tokens, where the vendor counts them apart (absent otherwise)"
+    )
 
 
 class UserMessage(WireModel):

@@ -72,8 +72,11 @@ class StreamOptions(WireModel):
     # vendor's structured output (OpenAI `text.format`, Chat Completions `response_format`, Gemini
     # `responseJsonSchema`; Anthropic gets `output_config` as it came).
     json_schema: SkipJsonSchema[dict[str, Any] | None] = Field(default=None, exclude=True)
+    # Door-only: `False` asks for at most one tool call per turn (OpenAI `parallel_tool_calls: false`, Anthropic
+    # `disable_parallel_tool_use`); Gemini has no such switch and gets nothing. None: the vendor's default.
+    parallel_tool_calls: SkipJsonSchema[bool | None] = Field(default=None, exclude=True)
 
-    _door_fields = field_validator("anthropic", "json_schema", mode="before")(door_only)
+    _door_fields = field_validator("anthropic", "json_schema", "parallel_tool_calls", mode="before")(door_only)
 
 
 class StreamRequest(WireModel):

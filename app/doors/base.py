@@ -6,7 +6,7 @@ from __future__ import annotations
 import enum
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping, Protocol
+from typing import Any, Callable, Mapping, Protocol, Sequence
 
 from app.doors.errors import BadRequest
 from app.contract.failures import ErrorKind
@@ -154,7 +154,10 @@ class StoredResponses:
     - `not_found(param, response_id)`: the error for a stored response that is not there (another key's,
       expired, deleted, never stored), `param` None on the `GET` and `DELETE` routes;
     - `path`: the route (with `{response_id}`) whose `GET` answers a stored response and whose `DELETE` removes
-      it, with `deleted(response_id)` as the body; `operation(method)` describes them in the OpenAPI document."""
+      it, with `deleted(response_id)` as the body; `operation(method)` describes them in the OpenAPI document;
+    - `items_path`: the route whose `GET` lists a stored response's input items, `input_items(stored, query)`
+      the answer for the query's (name, value) pairs (a bad parameter raises `BadRequest`), `items_operation()`
+      its OpenAPI description."""
 
     wanted: Callable[[dict[str, Any]], tuple[str | None, frozenset[str]]]
     response_id: Callable[[str], str]
@@ -164,6 +167,9 @@ class StoredResponses:
     path: str
     deleted: Callable[[str], dict[str, Any]]
     operation: Callable[[str], dict[str, Any]]
+    items_path: str
+    input_items: Callable[[StoredResponse, Sequence[tuple[str, str]]], dict[str, Any]]
+    items_operation: Callable[[], dict[str, Any]]
 
 
 @dataclass(frozen=True, slots=True)

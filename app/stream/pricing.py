@@ -1,4 +1,5 @@
-"""Usage arithmetic: `totalTokens` is the sum of the four counts, cost is tokens × catalog price per million.
+"""Usage arithmetic: `totalTokens` is the sum of the four counts, cost is tokens × catalog price per million;
+`reasoning` (how many of `output` are reasoning tokens) only where the adapter reported it.
 
 Costs are computed in decimal from the prices as the catalog writes them (`0.3`, not the binary float
 0.29999999999999998…), so each cost is the exact product and `total` the exact sum, and the floats sent out
@@ -42,6 +43,9 @@ def priced_usage(tokens: dict[str, Any], pricing: Pricing | None) -> dict[str, A
             cost[kind] = float(amount)
             total_cost += amount
     usage["totalTokens"] = total_tokens
+    reasoning = int(tokens.get("reasoning") or 0)
+    if reasoning > 0:  # part of `output` (priced with it), where the vendor counts it apart
+        usage["reasoning"] = min(reasoning, usage["output"])
     cost["total"] = float(total_cost)
     return usage
 

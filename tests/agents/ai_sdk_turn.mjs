@@ -2,15 +2,17 @@
 // `execute` records every call the SDK runs. Prints one JSON line per stream part the test reads (tool-call,
 // tool-result, tool-error, error, finish), then {"type": "executed", "calls": [...]}: what the SDK ran.
 //
-//   node ai_sdk_turn.mjs --door chat|messages --url http://127.0.0.1:8080 --model anthropic/tools [--key K]
+//   node ai_sdk_turn.mjs --door chat|messages|responses --url http://127.0.0.1:8080 --model anthropic/tools [--key K]
 //                        [--header NAME:VALUE …] PROMPT
 //
 // `chat`: @ai-sdk/openai-compatible against POST /v1/chat/completions; `messages`: @ai-sdk/anthropic against
-// POST /v1/messages. Exit status 0 whatever the turn did (the test reads the lines).
+// POST /v1/messages; `responses`: @ai-sdk/openai's Responses provider (`openai.responses(model)`) against
+// POST /v1/responses. Exit status 0 whatever the turn did (the test reads the lines).
 import { parseArgs } from "node:util";
 import { streamText, tool } from "ai";
 import { createOpenAICompatible } from "@ai-sdk/openai-compatible";
 import { createAnthropic } from "@ai-sdk/anthropic";
+import { createOpenAI } from "@ai-sdk/openai";
 import { z } from "zod";
 
 globalThis.AI_SDK_LOG_WARNINGS = false; // e.g. "model unknown, max output tokens limited": not what is tested
@@ -32,6 +34,9 @@ function modelFor(door, url, model, key, headers) {
   }
   if (door === "messages") {
     return createAnthropic({ baseURL: `${url}/v1`, apiKey: key, headers })(model);
+  }
+  if (door === "responses") {
+    return createOpenAI({ baseURL: `${url}/v1`, apiKey: key, headers }).responses(model);
   }
   throw new Error(`unknown door ${door}`);
 }

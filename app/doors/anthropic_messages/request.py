@@ -395,8 +395,8 @@ def _tools(value: Any, loaded: set[str]) -> list[Tool]:
 
 def _tool_choice(value: Any, tools: list[Tool]) -> str | ToolChoiceTool:
     choice = _object(value, "tool_choice")
-    if choice.get("disable_parallel_tool_use"):
-        _fail("tool_choice.disable_parallel_tool_use", "is not supported by the gateway")
+    if choice.get("disable_parallel_tool_use") is not None:
+        _bool(choice["disable_parallel_tool_use"], "tool_choice.disable_parallel_tool_use")
     kind = choice.get("type")
     if kind == "auto":
         return "auto"
@@ -506,6 +506,8 @@ def _options(body: dict[str, Any], tools: list[Tool], headers: Mapping[str, str]
         options["stop"] = stops or None
     if body.get("tool_choice") is not None:
         options["tool_choice"] = _tool_choice(body["tool_choice"], tools)
+        if body["tool_choice"].get("disable_parallel_tool_use") is True:  # one call at a time, as each vendor takes it
+            options["parallel_tool_calls"] = False
     if body.get("metadata") is not None:
         metadata = _object(body["metadata"], "metadata")
         user_id = metadata.get("user_id")

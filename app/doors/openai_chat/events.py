@@ -52,7 +52,8 @@ ERROR_TYPES: dict[Failure | None, tuple[str, str]] = {
 
 
 def usage_of(usage: dict[str, Any]) -> dict[str, Any]:
-    """Unified usage in OpenAI's sense: `prompt_tokens` includes cached (read and written) tokens."""
+    """Unified usage in OpenAI's sense: `prompt_tokens` includes cached (read and written) tokens; reasoning
+    tokens are part of `completion_tokens`, counted in its details where the vendor counts them apart."""
     cached = usage.get("cacheRead", 0)
     prompt = usage.get("input", 0) + cached + usage.get("cacheWrite", 0)
     completion = usage.get("output", 0)
@@ -61,6 +62,7 @@ def usage_of(usage: dict[str, Any]) -> dict[str, Any]:
         "completion_tokens": completion,
         "total_tokens": prompt + completion,
         "prompt_tokens_details": {"cached_tokens": cached},
+        "completion_tokens_details": {"reasoning_tokens": usage.get("reasoning", 0)},
     }
 
 

@@ -1,13 +1,13 @@
 """The OpenAI Responses door (`POST /v1/responses`, docs/doors/openai-responses.md): `request.py` decodes a
 Responses request into the unified request, `events.py` encodes the normalized events as the Responses
 stream and `response` object, `reasoning.py` wraps a vendor's reasoning state with its origin in
-`encrypted_content`, `input_tokens.py` answers `POST /v1/responses/input_tokens`, `openapi.py` describes the
-routes."""
+`encrypted_content`, `input_tokens.py` answers `POST /v1/responses/input_tokens`, `input_items.py` lists a
+stored response's input items, `openapi.py` describes the routes."""
 
 from typing import Any
 
 from app.doors.base import Door, DoorRoute, StoredResponse, StoredResponses, TokenCountDoor, TurnResult, TurnView
-from app.doors.openai_responses import input_tokens, openapi
+from app.doors.openai_responses import input_items, input_tokens, openapi
 from app.doors.openai_responses.events import ResponsesEncoder
 from app.doors.openai_responses.request import (
     PROSE_PATHS, ResponsesRequest, decode, error_body, response_id, response_not_found, wanted,
@@ -63,6 +63,7 @@ DOOR = Door(
     stored=StoredResponses(
         wanted=wanted, response_id=response_id, decode=decode, keep=_keep, not_found=response_not_found,
         path=openapi.STORED_PATH, deleted=_deleted, operation=openapi.stored_operation,
+        items_path=openapi.ITEMS_PATH, input_items=input_items.listing, items_operation=openapi.items_operation,
     ),
 )
 

@@ -50,7 +50,7 @@ _PREFIX = {"text": "msg", "thinking": "rs", "toolCall": "fc"}
 
 def usage_of(usage: dict[str, Any] | None) -> dict[str, Any]:
     """Unified usage in OpenAI's sense: `input_tokens` includes cached (read and written) tokens; reasoning
-    tokens are part of `output_tokens` (the unified usage does not count them apart)."""
+    tokens are part of `output_tokens`, counted in `reasoning_tokens` where the vendor counts them apart."""
     usage = usage or {}
     cached, written = usage.get("cacheRead", 0), usage.get("cacheWrite", 0)
     input_tokens = usage.get("input", 0) + cached + written
@@ -59,7 +59,7 @@ def usage_of(usage: dict[str, Any] | None) -> dict[str, Any]:
         "input_tokens": input_tokens,
         "input_tokens_details": {"cached_tokens": cached, "cache_write_tokens": written},
         "output_tokens": output,
-        "output_tokens_details": {"reasoning_tokens": 0},
+        "output_tokens_details": {"reasoning_tokens": usage.get("reasoning", 0)},
         "total_tokens": input_tokens + output,
     }
 

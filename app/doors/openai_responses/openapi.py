@@ -72,6 +72,14 @@ SCHEMAS: dict[str, Any] = {
         "required": ["object", "input_tokens"],
         "properties": {"object": {"const": "response.input_tokens"}, "input_tokens": {"type": "integer"}},
     },
+    "ResponseItemList": {
+        "type": "object",
+        "description": "a page of a stored response's input items (the conversation it continued and its input)",
+        "required": ["object", "data", "has_more"],
+        "properties": {"object": {"const": "list"}, "data": {"type": "array", "items": {"type": "object"}},
+                       "first_id": {"type": ["string", "null"]}, "last_id": {"type": ["string", "null"]},
+                       "has_more": {"type": "boolean"}},
+    },
     "ResponseDeleted": {
         "type": "object",
         "required": ["id", "object", "deleted"],
@@ -108,6 +116,29 @@ def stored_operation(method: str) -> dict[str, Any]:
         "404": json_body("OpenAIErrorBody", "No stored response with this id for this key (never stored, "
                          "deleted, or past GATEWAY_RESPONSES_RETENTION_DAYS)"),
     }}  # fmt: skip
+
+
+ITEMS_PATH = STORED_PATH + "/input_items"
+
+
+def items_operation() -> dict[str, Any]:
+    """`GET /v1/responses/{response_id}/input_items`: one page of the stored response's input items."""
+    query = [
+        ("after", {"type": "string"}, "an item id: the page after it"),
+        ("before", {"type": "string"}, "an item id: the page before it"),
+        ("limit", {"type": "integer", "minimum": 1, "maximum": 100, "default": 20}, "items per page"),
+        ("order", {"type": "string", "enum": ["asc", "desc"], "default": "desc"}, "oldest or newest first"),
+        ("include", {"type": "array", "items": {"type": "string"}}, "reasoning.encrypted_content: show reasoning state"),
+    ]
+    return {
+        "parameters": [{"name": name, "in": "query", "required": False, "schema": schema, "description": text}
+                       for name, schema, text in query],
+        "responses": {
+            "200": json_body("ResponseItemList", "A page of the input items"),
+            "400": json_body("OpenAIErrorBody", "A bad query parameter, or after / before naming no item of the list"),
+            **{code: answer for code, answer in stored_operation("get")["responses"].items() if code in ("401", "404")},
+        },
+    }  # fmt: skip
 
 
 def input_tokens_operation() -> dict[str, Any]:

@@ -49,7 +49,7 @@ from app.contract.messages import (
 from app.contract.request import Reasoning, StreamOptions, StreamRequest, ToolChoiceTool
 from app.doors.base import DoorRequest, StoredResponse
 from app.doors.errors import BadRequest
-from app.doors.openai_chat.request import accept_default, error_body, ignore, invalid, refuse, unsupported
+from app.doors.openai_chat.request import accept_default, error_body, invalid, refuse, unsupported
 from app.doors.openai_responses.reasoning import Opaque, Origin, unwrap_reasoning
 from app.doors.validation import ANY_INDEX
 
@@ -127,6 +127,17 @@ def wanted(body: dict[str, Any]) -> tuple[str | None, frozenset[str]]:
 # ---------------------------------------------------------------------------------------------- fields
 
 
+def ignore_typed(*kinds: type) -> Callable[[str, Any], None]:
+    """Accepted and ignored (it cannot change the answer), but only as the type the API gives it: a wrong type
+    is a client's bug that ignoring would hide."""
+
+    def check(param: str, value: Any) -> None:
+        if value is not None and (not isinstance(value, kinds) or (isinstance(value, bool) and bool not in kinds)):
+            raise invalid(param, f"must be {' or '.join(_kind(k()) for k in kinds)}, not {_kind(value)}")
+
+    return check
+
+
 # Fields mapped onto the unified request are listed with None; the rest are checked here.
 FIELDS: dict[str, Callable[[str, Any], None] | None] = {
     "model": None,
@@ -149,11 +160,11 @@ FIELDS: dict[str, Callable[[str, Any], None] | None] = {
     "safety_identifier": None,
     "store": None,  # kept for later requests by the HTTP glue (app/api/stored_responses.py)
     "previous_response_id": None,
-    "service_tier": ignore,
-    "client_metadata": ignore,  # the client's own telemetry tags (Codex CLI sends them); never shown to the model
+    "service_tier": ignore_typed(str),
+    "client_metadata": ignore_typed(dict),  # the client's own telemetry tags (Codex CLI sends them); never shown to the model
     "truncation": accept_default("disabled", "auto"),
-    "prompt_cache_retention": ignore,
-    "max_tool_calls": ignore,  # bounds hosted tool calls, which the gateway drops
+    "prompt_cache_retention": ignore_typed(str),
+    "max_tool_calls": ignore_typed(int),  # bounds hosted tool calls, which the gateway drops
     "top_logprobs": accept_default(0),
     "background": accept_default(False),
     "conversation": refuse("server-held conversations are not kept by this gateway: send the whole conversation in input"),
@@ -335,6 +346,8 @@ def _options(body: dict[str, Any], tools: list[Tool]) -> StreamOptions:
             "metadata": metadata or None,
             "session_id": _string(session, "prompt_cache_key", max_length=256) if session is not None else None,
             "json_schema": json_schema,
+            # Only `false` is carried: the vendors' default is parallel calls.
+            "parallel_tool_calls": False if body.get("parallel_tool_calls") is False else None,
             # An Anthropic upstream takes structured output as the Messages field it is (`output_config.format`).
             "anthropic": {"output_config": {"format": {"type": "json_schema", "schema": json_schema}}} if json_schema is not None else None,
         },

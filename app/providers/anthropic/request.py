@@ -8,7 +8,8 @@ conversation is sent as Anthropic's own `role: "system"` message at its position
 came, `thinking` in place of the one derived from `options.reasoning`.
 
 Options: `stop` → `stop_sequences`; `toolChoice` "auto" / "none" / "required" / a named tool → `tool_choice`
-`{type: auto | none | any | tool}` (only sent with tools); `topP` → `top_p` (with thinking Anthropic takes
+`{type: auto | none | any | tool}` (only sent with tools), with `disable_parallel_tool_use` when a door asked for
+no parallel tool calls (`parallelToolCalls: false`); `topP` → `top_p` (with thinking Anthropic takes
 only 0.95–1, and never a forced tool: `check_request` refuses those).
 """
 
@@ -143,12 +144,16 @@ def check_request(model: ModelInfo, context: Context, options: StreamOptions) ->
 
 
 def tool_choice(options: StreamOptions) -> dict[str, Any] | None:
+    """`tool_choice`, with `disable_parallel_tool_use` when the client asked for one call at a time (Anthropic
+    takes it on auto, any and a named tool; with none no tool is called at all)."""
     choice = options.tool_choice
+    serial = {"disable_parallel_tool_use": True} if options.parallel_tool_calls is False else {}
     if choice is None:
-        return None
+        return {"type": "auto", **serial} if serial else None
     if isinstance(choice, ToolChoiceTool):
-        return {"type": "tool", "name": choice.name}
-    return {"type": _TOOL_CHOICE[choice]}
+        return {"type": "tool", "name": choice.name, **serial}
+    kind = _TOOL_CHOICE[choice]
+    return {"type": kind} if kind == "none" else {"type": kind, **serial}
 
 
 def request_headers(options: StreamOptions) -> dict[str, str] | None:

@@ -181,6 +181,8 @@ class GoogleTranslator:
         thoughts = token_count(_get(usage, "thoughts_token_count", "thoughtsTokenCount"), "thoughtsTokenCount")
         self.usage = {"input": max(prompt - cached, 0), "output": token_count(candidates + thoughts, "candidatesTokenCount"),
                       "cacheRead": cached, "cacheWrite": 0}
+        if thoughts:
+            self.usage["reasoning"] = thoughts
         return {"type": "usage", **self.usage}
 
     def _finish(self, reason: str, message: Any) -> list[dict[str, Any]]:

@@ -293,6 +293,8 @@ class ChatCompletionsTranslator:
             completion += reasoning  # reasoning counted outside completion_tokens (xAI)
         tokens = {"input": max(prompt - cached, 0), "output": token_count(completion, "completion_tokens"),
                   "cacheRead": min(cached, prompt), "cacheWrite": 0}
+        if reasoning:
+            tokens["reasoning"] = reasoning
         if tokens != self._usage:
             self._usage = tokens
             events.append({"type": "usage", **tokens})

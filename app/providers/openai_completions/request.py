@@ -213,6 +213,8 @@ def build_request(model: ModelInfo, context: Context, options: StreamOptions, co
         ]
         if options.tool_choice is not None:
             params["tool_choice"] = _tool_choice(options.tool_choice)
+        if options.parallel_tool_calls is False:
+            params["parallel_tool_calls"] = False
     if options.max_tokens:
         params[compat.max_tokens_field] = min(options.max_tokens, model.max_tokens or options.max_tokens)
     reasoning_on = bool(options.reasoning) and compat.reasoning_param != "none"

@@ -17,7 +17,8 @@ Mapping (reference: pi-ai's openai-responses provider, with its gaps closed):
 - `response.failed` and `error` → raise with the vendor's code and message
 - a body that ends without completed/incomplete/failed raises (truncated)
 
-Usage comes only with the terminal event: input = input_tokens − cached_tokens, cacheRead = cached_tokens.
+Usage comes only with the terminal event: input = input_tokens − cached_tokens, cacheRead = cached_tokens,
+reasoning = output_tokens_details.reasoning_tokens (when not 0).
 Where a terminal event carries usage but ends the turn as an error (refusal, content filter), the usage is
 emitted and the error raised on the next frame or at the end of the body, so the failed turn is still billed.
 """
@@ -271,6 +272,9 @@ class OpenAIResponsesTranslator:
             "cacheRead": min(cached, prompt),
             "cacheWrite": 0,
         }
+        reasoning = token_count(_get(_get(usage, "output_tokens_details"), "reasoning_tokens"), "reasoning_tokens")
+        if reasoning:
+            self.usage["reasoning"] = reasoning
         return [{"type": "usage", **self.usage}]
 
     def _terminal(self, wire: Any) -> list[dict[str, Any]]:

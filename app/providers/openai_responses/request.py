@@ -11,8 +11,9 @@ History mapping (after `handoff.prepare_history`):
 - tool results → `function_call_output` (text joined by newlines, or a list of parts when images are present).
 
 Options: `toolChoice` → `tool_choice` "auto" / "none" / "required" / `{type: function, name}` (only sent with
-tools); `topP` → `top_p` (refused for reasoning models and with `reasoning`). The Responses API has no stop sequences:
-`check_request` refuses a request with `stop`, and `topP` while reasoning.
+tools, as is `parallel_tool_calls: false` when a door asked for it); `topP` → `top_p` (refused for reasoning
+models and with `reasoning`). The Responses API has no stop sequences: `check_request` refuses a request with
+`stop`, and `topP` while reasoning.
 """
 
 from __future__ import annotations
@@ -218,6 +219,8 @@ def build_request(model: ModelInfo, context: Context, options: StreamOptions) ->
         ]
         if (choice := tool_choice(options)) is not None:
             params["tool_choice"] = choice
+        if options.parallel_tool_calls is False:
+            params["parallel_tool_calls"] = False
     if options.max_tokens:
         # A request above the model's limit would only fail upstream.
         params["max_output_tokens"] = min(options.max_tokens, model.max_tokens or options.max_tokens)
