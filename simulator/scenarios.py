@@ -302,7 +302,18 @@ def _agent_tool(usage: Usage, results: list[str]) -> Scenario:
     )
 
 
-AGENT_SCENARIOS: dict[str, Callable[[Usage, list[str]], Scenario]] = {"agent-tool": _agent_tool}
+def _agent_exec(usage: Usage, results: list[str]) -> Scenario:
+    """The same round trip shaped for the Codex CLI, whose shell tool is `exec_command` (`{"cmd": …}`); its
+    result text carries the CLI's own header lines before the command's output."""
+    if results:
+        reply = TextBlock(_words("The tool said: " + " ".join(r.strip() for r in results)))
+        return Scenario("", [usage, reply, Stop("stop", output=len(reply.chunks))])
+    whole = json.dumps({"cmd": AGENT_COMMAND})
+    arguments = [whole[:9], whole[9:]]
+    return Scenario("", [usage, ToolCallBlock("toolu_sim_exec", "exec_command", arguments), Stop("toolUse", output=12)])
+
+
+AGENT_SCENARIOS: dict[str, Callable[[Usage, list[str]], Scenario]] = {"agent-tool": _agent_tool, "agent-exec": _agent_exec}
 
 
 def token_count(body: dict[str, Any]) -> int:

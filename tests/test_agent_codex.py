@@ -1,0 +1,66 @@
+"""The published Codex CLI (npm `@openai/codex`, pinned in tests/agents/package-lock.json) runs `codex exec`
+against the gateway's Responses door, in front of the simulator speaking each vendor's wire format: a text
+answer, a tool call (its `exec_command` shell tool) it runs and answers in the next request, a vendor error
+it reports, the WebSocket upgrade it tries first falling back to HTTP at once, and remote compaction.
+
+The model ids are the simulator's scenarios (`<provider>/<scenario>`); the CLI does not know them, so it uses
+its fallback model metadata and sends its whole current request surface (see tests/agents/codex_capture.py
+and tests/codex/ for what it sends).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.agent_clients import AGENTS, CodexRun, npm_folder, run_codex
+from tests.conftest import marker
+
+VENDORS = ["anthropic", "openai", "google"]
+
+
+@pytest.fixture(scope="module")
+def codex_cli() -> Path:
+    return npm_folder(AGENTS, "@openai/codex")
+
+
+def codex(gateway: Any, model: str, prompt: str, cwd: Path, *flags: str, **options: Any) -> CodexRun:
+    return run_codex(gateway.url, model, prompt, cwd, *flags, **options)
+
+
+@pytest.mark.parametrize("vendor", VENDORS)
+def test_codex_gets_a_text_answer(vendor: str, gateway: Any, codex_cli: Path, tmp_path: Path) -> None:
+    prompt = marker()
+    run = codex(gateway, f"{vendor}/text", prompt, tmp_path)
+    assert run.returncode == 0 and run.failure is None, run.stderr
+    assert run.answer is not None and run.answer.startswith("Hello from the simulator. You said: "), run.lines
+    seen = gateway.sim.seen(prompt)
+    assert seen and all(s["vendor"] == vendor for s in seen), "the CLI's request never reached the upstream"
+
+
+@pytest.mark.parametrize("vendor", VENDORS)
+def test_codex_runs_its_shell_tool_and_answers_with_the_output(
+    vendor: str, gateway: Any, codex_cli: Path, tmp_path: Path
+) -> None:
+    proof = marker()  # only the CLI running `cat proof.txt` here can bring this back to the model
+    (tmp_path / "proof.txt").write_text(proof + "\n")
+    run = codex(gateway, f"{vendor}/agent-exec", "Show me the proof file.", tmp_path)
+    assert run.returncode == 0 and run.failure is None, (run.lines, run.stderr)
+    commands = run.items("command_execution")
+    assert [(c["exit_code"], c["aggregated_output"]) for c in commands] == [(0, proof + "\n")]
+    assert "cat proof.txt" in commands[0]["command"]
+    assert run.answer is not None and run.answer.startswith("The tool said: ") and proof in run.answer
+    second = gateway.sim.seen(proof)
+    assert len(second) == 1 and second[0]["vendor"] == vendor, "the tool output went upstream once, to the vendor"
+
+
+@pytest.mark.parametrize("vendor", VENDORS)
+def test_codex_reports_the_vendors_error(vendor: str, gateway: Any, codex_cli: Path, tmp_path: Path) -> None:
+    run = codex(gateway, f"{vendor}/http-400", marker(), tmp_path)
+    assert run.returncode == 1, run.lines
+    # The vendor's own words reach the CLI's report: its status, its message.
+    assert run.failure is not None and "simulated bad request" in run.failure, run.lines
+    assert f"{vendor}/http-400 returned HTTP 400" in run.failure
