@@ -106,16 +106,20 @@ def _toml(value: Any) -> str:
 
 
 def codex_config(
-    base_url: str, *, websockets: bool = False, settings: dict[str, Any] | None = None, name: str = "Gateway"
+    base_url: str, *, websockets: bool = False, settings: dict[str, Any] | None = None, name: str = "Gateway",
+    retries: bool = False,
 ) -> str:
     """config.toml for the Codex CLI: one custom provider (`gateway`) speaking the Responses API at `base_url`
-    (`…/v1`), its key from the environment, no retries (a vendor error is reported at once), and nothing that
+    (`…/v1`), its key from the environment, no retries unless `retries` (a vendor error is reported at once;
+    with `retries` the CLI's defaults: 4 attempts of a request, 5 of a stream, with back-off), and nothing that
     reaches another host: no update check, no analytics or feedback upload, no plugin marketplace sync (git to
     github.com), no remote plugins or apps (chatgpt.com) — tests/codex/README.md shows the captures."""
     top = {"model_provider": "gateway", "check_for_update_on_startup": False, "approval_policy": "never",
            **(settings or {})}  # fmt: skip
     provider = {"name": name, "base_url": base_url, "env_key": CODEX_KEY_ENV, "wire_api": "responses",
-                "request_max_retries": 0, "stream_max_retries": 0, "supports_websockets": websockets}  # fmt: skip
+                "supports_websockets": websockets}  # fmt: skip
+    if not retries:
+        provider |= {"request_max_retries": 0, "stream_max_retries": 0}
     tables = {
         "model_providers.gateway": provider,
         "features": {"plugins": False, "remote_plugin": False, "apps": False},
@@ -130,13 +134,14 @@ def codex_config(
 
 def codex_environment(
     cwd: Path, base_url: str, api_key: str, *, websockets: bool = False, settings: dict[str, Any] | None = None,
-    name: str = "Gateway",
+    name: str = "Gateway", retries: bool = False,
 ) -> dict[str, str]:
     """The environment `codex` runs in: a CODEX_HOME of its own under `cwd` holding `codex_config(base_url)`, a
     HOME there too, the key in `CODEX_KEY_ENV`. `base_url` is the server's root; the provider gets `…/v1`."""
     home = cwd / ".codex-home"
     home.mkdir(exist_ok=True)
-    (home / "config.toml").write_text(codex_config(f"{base_url}/v1", websockets=websockets, settings=settings, name=name))
+    (home / "config.toml").write_text(codex_config(f"{base_url}/v1", websockets=websockets, settings=settings, name=name,
+                                                   retries=retries))
     return {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(home), "CODEX_HOME": str(home),
             CODEX_KEY_ENV: api_key}  # fmt: skip
 
@@ -170,11 +175,12 @@ class CodexRun:
 
 def run_codex(
     gateway_url: str, model: str, prompt: str, cwd: Path, *flags: str, api_key: str = "sk-codex-cli-test",
-    websockets: bool = False, settings: dict[str, Any] | None = None,
+    websockets: bool = False, settings: dict[str, Any] | None = None, name: str = "Gateway", retries: bool = False,
 ) -> CodexRun:
     """Run the pinned Codex CLI (`codex exec --json`) against `gateway_url` (its Responses door) in `cwd`,
     offline (`codex_config`)."""
-    env = codex_environment(cwd, gateway_url, api_key, websockets=websockets, settings=settings)
+    env = codex_environment(cwd, gateway_url, api_key, websockets=websockets, settings=settings, name=name,
+                            retries=retries)
     command = [str(CODEX), "exec", "--json", "--skip-git-repo-check", "--model", model, *flags, prompt]
     done = subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
     lines = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]

@@ -64,3 +64,15 @@ def test_codex_reports_the_vendors_error(vendor: str, gateway: Any, codex_cli: P
     # The vendor's own words reach the CLI's report: its status, its message.
     assert run.failure is not None and "simulated bad request" in run.failure, run.lines
     assert f"{vendor}/http-400 returned HTTP 400" in run.failure
+
+
+def test_codex_falls_back_to_http_after_one_websocket_attempt(gateway: Any, codex_cli: Path, tmp_path: Path) -> None:
+    """A provider that allows WebSockets (as the built-in OpenAI one does) makes the CLI open `GET
+    /v1/responses` as a WebSocket first. The gateway's 426 makes it use HTTP at once: one attempt, no notice.
+    With its default retries it would try a 403/404/405 seven times, with back-off, then say it fell back."""
+    prompt = marker()
+    run = codex(gateway, "openai/text", prompt, tmp_path, websockets=True, retries=True)
+    assert run.returncode == 0 and run.failure is None, run.stderr
+    assert run.answer is not None and run.answer.startswith("Hello from the simulator. You said: ")
+    assert run.stderr.count("failed to connect to Responses WebSocket") == 1, run.stderr
+    assert not [e for e in run.items("error") if "WebSocket" in e["message"]], run.lines

@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter, Request, WebSocket
 from starlette.responses import Response
 
 from app.api.auth import authorization
@@ -57,6 +57,18 @@ def _stored_endpoints(door: Door) -> tuple[StoredEndpoint, StoredEndpoint]:
     return get, delete
 
 
+def _websocket_refusal(door: Door, refusal: BadRequest) -> Callable[[WebSocket], Awaitable[None]]:
+    async def endpoint(websocket: WebSocket) -> None:
+        """The handshake refused with an HTTP answer (ASGI's WebSocket denial response, which uvicorn offers);
+        a server without it can only close the handshake (a 403)."""
+        try:
+            await websocket.send_denial_response(error_response(refusal, door))
+        except RuntimeError:
+            await websocket.close()
+
+    return endpoint
+
+
 def _declare_door_routes() -> None:
     """The doors' routes, from their own description (`app.doors.registry`). The turn routes are `TurnRoute`s:
     the fast path (`app.api.edge`) answers them without FastAPI's per-request machinery."""
@@ -78,6 +90,9 @@ def _declare_door_routes() -> None:
                                  summary="A stored response of the caller's key", tags=["doors"])  # fmt: skip
             router.add_api_route(door.stored.path, delete, methods=["DELETE"], name=f"delete_{name}_stored",
                                  summary="Delete a stored response of the caller's key", tags=["doors"])  # fmt: skip
+        if door.websocket_refused is not None:  # clients that try a WebSocket first fall back to HTTP at once
+            path, refusal = door.websocket_refused
+            router.add_api_websocket_route(path, _websocket_refusal(door, refusal))
 
 
 _declare_door_routes()

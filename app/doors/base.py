@@ -184,3 +184,6 @@ class Door:
     schemas: Mapping[str, Any] = field(default_factory=dict)  # the OpenAPI component schemas its routes name
     count_tokens: TokenCountDoor | None = None  # its token counting route, when it has one
     stored: StoredResponses | None = None  # responses it keeps for later requests, when it keeps any
+    # A path where its clients try a WebSocket upgrade before they fall back to HTTP (Codex CLI on `GET
+    # /v1/responses`), with the refusal that makes them fall back at once (a 426); None: no such path.
+    websocket_refused: tuple[str, BadRequest] | None = None

@@ -7,6 +7,7 @@ routes."""
 from typing import Any
 
 from app.doors.base import Door, DoorRoute, StoredResponse, StoredResponses, TokenCountDoor, TurnResult, TurnView
+from app.doors.errors import BadRequest
 from app.doors.openai_responses import input_tokens, openapi
 from app.doors.openai_responses.events import ResponsesEncoder
 from app.doors.openai_responses.request import (
@@ -45,6 +46,14 @@ INPUT_TOKENS = TokenCountDoor(
     prose_paths=PROSE_PATHS,
 )
 
+# The Codex CLI opens `GET /v1/responses` as a WebSocket first when its provider allows it (the built-in OpenAI
+# provider does, also with `openai_base_url` pointing here). A 426 makes it fall back to HTTP at once; a 403,
+# 404 or 405 makes it try the upgrade again with back-off (7 attempts over 7 s) before it falls back.
+WEBSOCKET_REFUSED = BadRequest(
+    426, "websocket_not_supported",
+    "This gateway does not offer the Responses WebSocket transport: POST /v1/responses (with stream: true) instead.",
+)
+
 DOOR = Door(
     name="openai-responses",
     routes=(
@@ -64,6 +73,7 @@ DOOR = Door(
         wanted=wanted, response_id=response_id, decode=decode, keep=_keep, not_found=response_not_found,
         path=openapi.STORED_PATH, deleted=_deleted, operation=openapi.stored_operation,
     ),
+    websocket_refused=(openapi.PATH, WEBSOCKET_REFUSED),
 )
 
 __all__ = ["DOOR"]
