@@ -76,3 +76,28 @@ def test_codex_falls_back_to_http_after_one_websocket_attempt(gateway: Any, code
     assert run.answer is not None and run.answer.startswith("Hello from the simulator. You said: ")
     assert run.stderr.count("failed to connect to Responses WebSocket") == 1, run.stderr
     assert not [e for e in run.items("error") if "WebSocket" in e["message"]], run.lines
+
+
+@pytest.mark.parametrize("vendor", VENDORS)
+def test_codex_compacts_the_conversation_with_the_turns_own_model(
+    vendor: str, gateway: Any, codex_cli: Path, tmp_path: Path
+) -> None:
+    """A provider named "OpenAI" (as the built-in one, with `openai_base_url` pointing at the gateway) gets the
+    CLI's remote compaction: past its auto-compact limit, the next turn starts with a request whose input ends
+    with a `compaction_trigger`. The vendor's model writes the summary; the CLI gets one `compaction` item,
+    which it sends back in the turn's request, where the vendor reads the summary."""
+    first, second = marker(), marker()
+    settings = {"model_auto_compact_token_limit": 1000}  # the simulator reports 5000 input tokens a turn
+    model = f"{vendor}/text;input=5000"
+    run = codex(gateway, model, first, tmp_path, name="OpenAI", settings=settings)
+    assert run.returncode == 0 and run.failure is None, run.stderr
+    run = codex(gateway, model, second, tmp_path, "resume", "--last", name="OpenAI", settings=settings)
+    assert run.returncode == 0 and run.failure is None, (run.lines, run.stderr)
+    assert run.answer == f"Hello from the simulator. You said: {second}"
+    upstream = [json.dumps(seen["body"]) for seen in gateway.sim.seen(first)]
+    assert all(seen["vendor"] == vendor for seen in gateway.sim.seen(first))
+    # The first turn, the summarizing turn (the model asked for the summary), the turn after it.
+    assert len(upstream) == 3, upstream
+    assert "Context compaction: write a summary" in upstream[1] and second not in upstream[1]
+    summary = "The conversation before this point was compacted. Its summary:\\n\\nHello from the simulator."
+    assert summary in upstream[2] and second in upstream[2]

@@ -18,6 +18,7 @@ from typing import Any
 import httpx
 import pytest
 
+from app.doors.openai_responses import compaction
 from tests.conformance import parse_sse
 from tests.conftest import marker
 
@@ -78,3 +79,73 @@ def test_the_websocket_upgrade_is_refused_with_426_in_openais_shape(gateway: Any
     error = response.json()["error"]
     assert error["code"] == "websocket_not_supported" and "POST /v1/responses" in error["message"]
     assert gateway.http.get("/v1/responses").status_code == 405  # a plain GET is still no route of the door
+
+
+def _body_with_marker(n: int, vendor: str) -> tuple[str, dict[str, Any], dict[str, str]]:
+    captured = capture(n)
+    body = copy.deepcopy(captured["body"])
+    m = marker()
+    body["model"] = f"{vendor}/text"
+    next(i for i in body["input"] if i.get("role") == "user" and "<environment_context>" not in json.dumps(i))[
+        "content"].append({"type": "input_text", "text": m})  # fmt: skip
+    headers = {k: v for k, v in captured["headers"].items() if k.lower() not in HOP_HEADERS}
+    return m, body, headers
+
+
+@pytest.mark.parametrize("vendor", VENDORS)
+def test_remote_compaction_is_one_compaction_item_the_turns_model_wrote(gateway: Any, vendor: str) -> None:
+    """Capture 5: the conversation, then a `compaction_trigger`. The vendor's model is asked for a summary (no
+    tool called for it) and the answer is one `compaction` item holding it, as the CLI requires."""
+    m, body, headers = _body_with_marker(5, vendor)
+    response = gateway.http.post("/v1/responses", json=body, headers=headers)
+    assert response.status_code == 200, response.text
+    events = [(frame.event, json.loads(frame.data)) for frame in parse_sse(response.text)]
+    assert [kind for kind, _ in events] == [
+        "response.created", "response.in_progress", "response.output_item.added", "response.compaction.compacting",
+        "response.output_item.done", "response.completed",
+    ]  # fmt: skip
+    item = events[4][1]["item"]
+    assert item["type"] == "compaction" and item["id"].startswith("cmp_")
+    assert events[5][1]["response"]["output"] == [item]
+    summary = compaction.unwrap_summary(item["encrypted_content"])
+    assert summary is not None and summary.startswith("Hello from the simulator. You said: Context compaction:")
+    (upstream,) = gateway.sim.seen(m)
+    sent = json.dumps(upstream["body"])
+    assert compaction.PROMPT[:60] in sent and "compaction_trigger" not in sent
+    assert {"anthropic": '"tool_choice": {"type": "none"}', "openai": '"tool_choice": "none"',
+            "google": '"mode": "NONE"'}[vendor] in sent  # fmt: skip
+
+
+@pytest.mark.parametrize("vendor", VENDORS)
+def test_a_compaction_item_brings_its_summary_to_the_vendor(gateway: Any, vendor: str) -> None:
+    """Capture 6: the user messages kept, then the compaction item (here one the gateway made)."""
+    m, body, headers = _body_with_marker(6, vendor)
+    summary = f"The user asked to run a command; it printed {marker()}."
+    body["input"][-1]["encrypted_content"] = compaction.wrap_summary(summary)
+    response = gateway.http.post("/v1/responses", json=body, headers=headers)
+    assert response.status_code == 200, response.text
+    (upstream,) = gateway.sim.seen(m)
+    assert json.dumps(compaction.SUMMARY_PREFIX + summary)[1:-1] in json.dumps(upstream["body"])
+
+
+def test_a_compaction_item_the_gateway_did_not_make_is_refused(gateway: Any) -> None:
+    _, body, headers = _body_with_marker(6, "openai")  # as captured: the stand-in's own encrypted_content
+    response = gateway.http.post("/v1/responses", json=body, headers=headers)
+    assert response.status_code == 400, response.text
+    assert response.json()["error"]["param"] == f"input.{len(body['input']) - 1}.encrypted_content"
+
+
+def test_a_compaction_trigger_must_be_the_last_input_item(gateway: Any) -> None:
+    _, body, headers = _body_with_marker(5, "openai")
+    body["input"].insert(3, {"type": "compaction_trigger"})
+    response = gateway.http.post("/v1/responses", json=body, headers=headers)
+    assert response.status_code == 400 and response.json()["error"]["param"] == "input.3.type", response.text
+
+
+def test_remote_compaction_without_streaming_answers_the_compaction_item(gateway: Any) -> None:
+    _, body, headers = _body_with_marker(5, "anthropic")
+    body["stream"] = False
+    response = gateway.http.post("/v1/responses", json=body, headers=headers)
+    assert response.status_code == 200, response.text
+    (item,) = response.json()["output"]
+    assert item["type"] == "compaction" and compaction.unwrap_summary(item["encrypted_content"])

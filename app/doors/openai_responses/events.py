@@ -21,6 +21,11 @@
     error                    → response.failed (`response.error` with the vendor's reason; items not finished
                                are `incomplete`). A cut stream is never `completed`.
 
+A compaction request (`input` ending with a `compaction_trigger`, `compaction.py`) streams no block: its
+first block sends response.output_item.added (a `compaction` item) and response.compaction.compacting, and
+`done` sends response.output_item.done with the item, whose `encrypted_content` holds the model's text answer
+(the summary), then response.completed with that one item as the output.
+
 Every normalized block is one output item, so `output_index` is the block's `contentIndex`; item ids are
 `msg_` / `rs_` / `fc_` + `<requestId>_<index>`, the response id `resp_<requestId>`. The terminal event's
 `response` carries the whole output, built from the turn's final (or partial) AssistantMessage, and usage in
@@ -38,6 +43,7 @@ import orjson
 from app.doors.anthropic_messages.signatures import Origin
 from app.doors.base import Failure, TurnResult, TurnView
 from app.doors.openai_chat.events import ERROR_TYPES, error_of
+from app.doors.openai_responses.compaction import compaction_item
 from app.doors.openai_responses.reasoning import wrap_reasoning
 from app.doors.openai_responses.request import ResponsesRequest, response_id
 
@@ -45,7 +51,9 @@ PING = b": ping\n\n"
 RAW_REASONING_APIS = frozenset({"openai-completions"})  # vendors whose thinking is the raw reasoning, not a summary
 # `response.error.code` (the SDK's closed set) for what ended the turn; anything else is a server error.
 FAILED_CODES: dict[Failure | None, str] = {Failure.RATE_LIMITED: "rate_limit_exceeded", Failure.REFUSED: "invalid_prompt"}
-_PREFIX = {"text": "msg", "thinking": "rs", "toolCall": "fc"}
+_PREFIX = {"text": "msg", "thinking": "rs", "toolCall": "fc", "compaction": "cmp"}
+_BLOCK_EVENTS = ("text_start", "text_delta", "text_end", "thinking_start", "thinking_delta", "thinking_end",
+                 "toolcall_start", "toolcall_delta", "toolcall_end")  # fmt: skip
 
 
 def usage_of(usage: dict[str, Any] | None) -> dict[str, Any]:
@@ -102,6 +110,9 @@ class ResponsesEncoder:
             "done": self._done,
             "error": self._error,
         }
+        if request.compaction:  # the blocks are the summary being written: one compaction item, at the end
+            self._compacting = False
+            self._handlers.update(dict.fromkeys(_BLOCK_EVENTS, self._compaction_progress))
 
     # ------------------------------------------------------------------------------------------ framing
 
@@ -246,10 +257,25 @@ class ResponsesEncoder:
             "item_id": item_id, "output_index": index, "arguments": arguments}) + self._event(
             "response.output_item.done", {"output_index": index, "item": item})  # fmt: skip
 
+    def _compaction_progress(self, event: dict[str, Any]) -> bytes:
+        if self._compacting:
+            return b""
+        self._compacting = True
+        item_id = self._item_id("compaction", 0)
+        item = {"id": item_id, "type": "compaction", "encrypted_content": ""}
+        return self._event("response.output_item.added", {"output_index": 0, "item": item}) + self._event(
+            "response.compaction.compacting", {"item_id": item_id, "output_index": 0})
+
     def _done(self, event: dict[str, Any]) -> bytes:
         message = event.get("message") or {}
         response = self.response_of(message, event.get("usage") or message.get("usage"))
         kind = "response.incomplete" if response["status"] == "incomplete" else "response.completed"
+        if self._request.compaction:
+            opened = self._compaction_progress(event)
+            self._finished.add(0)
+            item = response["output"][0]
+            return opened + self._event("response.output_item.done", {"output_index": 0, "item": item}) + self._event(
+                kind, {"response": response})
         return self._event(kind, {"response": response})
 
     def _error(self, event: dict[str, Any]) -> bytes:
@@ -259,7 +285,7 @@ class ResponsesEncoder:
         message = event.get("message") or {}
         response = self._response(
             "failed",
-            self._output(message, open_status="incomplete"),
+            [] if self._request.compaction else self._output(message, open_status="incomplete"),
             usage=usage_of(event.get("usage") or message.get("usage")),
             error=failed_error(failure, event.get("errorMessage") or "error"),
         )
@@ -299,6 +325,9 @@ class ResponsesEncoder:
     def _output(self, message: dict[str, Any], *, open_status: str, encrypted: bool = False) -> list[dict[str, Any]]:
         """The message's blocks as output items; a block whose end was not seen while streaming has
         `open_status` (`incomplete` after a failure)."""
+        if self._request.compaction:  # the text the model wrote is the summary
+            summary = "".join(b.get("text", "") for b in message.get("content") or [] if b.get("type") == "text")
+            return [compaction_item(self._item_id("compaction", 0), summary)]
         origin = _origin(message) if message.get("api") else self._origin
         raw = origin.api in RAW_REASONING_APIS
         streamed = self._sequence > 0

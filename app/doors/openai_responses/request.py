@@ -50,6 +50,7 @@ from app.contract.request import Reasoning, StreamOptions, StreamRequest, ToolCh
 from app.doors.base import DoorRequest, StoredResponse
 from app.doors.errors import BadRequest
 from app.doors.openai_chat.request import accept_default, error_body, ignore, invalid, refuse, unsupported
+from app.doors.openai_responses import compaction
 from app.doors.openai_responses.reasoning import Opaque, Origin, unwrap_reasoning
 from app.doors.validation import ANY_INDEX
 
@@ -84,6 +85,9 @@ class ResponsesRequest(DoorRequest):
     store: bool = True  # keep the response for later requests (the API's default)
     # The conversation as wire items: the stored one it continues, then `input` with references resolved.
     items: list[dict[str, Any]] = field(default_factory=list)
+    # `input` ended with a `compaction_trigger`: the turn asks the model for a summary, answered as one
+    # `compaction` item (`app.doors.openai_responses.compaction`).
+    compaction: bool = False
 
 
 def response_not_found(param: str | None, response_id: str) -> BadRequest:
@@ -199,8 +203,12 @@ def _decode(body: dict[str, Any], stored: Mapping[str, StoredResponse]) -> Respo
             raise response_not_found("previous_response_id", previous)
         conversation.read_stored(stored[previous].items)
     conversation.read(body.get("input"))
+    if conversation.compaction:  # the model summarizes the conversation; it calls no tool for it
+        conversation.messages.append(UserMessage(content=compaction.PROMPT))
     system = "\n\n".join(s for s in ([instructions or ""] + conversation.system) if s) or None
     options = _options(body, tools)
+    if conversation.compaction and tools:
+        options = options.model_copy(update={"tool_choice": "none"})
     context = Context.model_validate(
         {"system_prompt": system, "messages": conversation.messages, "tools": tools or None}, context=DOOR_VALIDATION
     )
@@ -229,6 +237,7 @@ def _decode(body: dict[str, Any], stored: Mapping[str, StoredResponse]) -> Respo
         echo=echo,
         store=store,
         items=conversation.items,
+        compaction=conversation.compaction,
     )
 
 
@@ -457,6 +466,7 @@ class _Conversation:
         self.answered: set[str] = set()
         self._assistant: list[Any] | None = None  # the open assistant message's blocks (reasoning as `_Reasoning`)
         self._origin: Origin | None = None
+        self.compaction = False  # `input` ended with a compaction trigger
 
     def read_stored(self, items: list[dict[str, Any]]) -> None:
         """The conversation of the stored response a request continues (read before its `input`)."""
@@ -474,7 +484,13 @@ class _Conversation:
             return
         if not isinstance(value, list) or not value:
             raise invalid("input", "must be a string or a non-empty array of input items")
+        last = len(value) - 1
         for i, raw in enumerate(value):
+            if isinstance(raw, dict) and raw.get("type") == compaction.TRIGGER:
+                if i != last:
+                    raise invalid(f"input.{i}.type", "a compaction_trigger must be the last input item")
+                self.compaction = True  # a request control, not part of the conversation: never stored
+                continue
             self._item(raw, f"input.{i}")
         self._close_assistant()
         if not self.messages:
@@ -511,9 +527,11 @@ class _Conversation:
             self._function_call_output(item, param)
         elif kind == "reasoning":
             self._reasoning(item, param)
+        elif kind in compaction.ITEM_TYPES:
+            self._compaction(item, param)
         elif isinstance(kind, str):
             raise invalid(f"{param}.type", f"input items of type {kind!r} are not supported (message, function_call, "
-                          "function_call_output and reasoning are)")  # fmt: skip
+                          "function_call_output, reasoning, compaction and item_reference are)")  # fmt: skip
         else:
             raise invalid(f"{param}.type", "must be a string naming the item type")
 
@@ -605,6 +623,16 @@ class _Conversation:
         else:
             content = _parts(output, f"{param}.output", allow_empty=True)
         self.messages.append(ToolResultMessage(tool_call_id=call_id, tool_name=self.calls[call_id], content=content))
+
+    def _compaction(self, item: dict[str, Any], param: str) -> None:
+        """A compaction item this door made: its summary stands for the conversation before it."""
+        self._close_assistant()
+        encrypted = _string(item.get("encrypted_content"), f"{param}.encrypted_content", max_length=10_000_000)
+        summary = compaction.unwrap_summary(encrypted)
+        if summary is None:
+            raise unsupported(f"{param}.encrypted_content", "this compaction item was not made by this gateway: its "
+                              "content is encrypted by the service that made it and cannot be read here")  # fmt: skip
+        self.messages.append(UserMessage(content=compaction.SUMMARY_PREFIX + summary))
 
     def _reasoning(self, item: dict[str, Any], param: str) -> None:
         summary = [_typed_text(p, f"{param}.summary.{j}", "summary_text")
