@@ -19,6 +19,8 @@ import httpx
 import pytest
 
 from app.doors.openai_responses import compaction
+from app.doors.openai_responses.events import ResponsesEncoder
+from app.doors.openai_responses.request import decode
 from tests.conformance import parse_sse
 from tests.conftest import marker
 
@@ -149,3 +151,48 @@ def test_remote_compaction_without_streaming_answers_the_compaction_item(gateway
     assert response.status_code == 200, response.text
     (item,) = response.json()["output"]
     assert item["type"] == "compaction" and compaction.unwrap_summary(item["encrypted_content"])
+
+
+def _frames(data: bytes) -> list[dict[str, Any]]:
+    return [json.loads(line[6:]) for line in data.decode().splitlines() if line.startswith("data: ")]
+
+
+def test_a_namespace_tool_group_reaches_the_vendor_as_function_tools_and_its_calls_carry_the_namespace() -> None:
+    """Codex's `multi_agent_v1` group: each function goes to the vendor as `multi_agent_v1__<name>`; a call of
+    one comes back as a function_call with the function's own `name` and its `namespace` (without it, the CLI
+    answers "unsupported call"), and such a call sent back reaches the vendor under the same name."""
+    body = copy.deepcopy(capture(2)["body"])
+    body["input"] += [
+        {"type": "function_call", "call_id": "call_ns", "namespace": "multi_agent_v1", "name": "wait_agent",
+         "arguments": "{}"},
+        {"type": "function_call_output", "call_id": "call_ns", "output": "done"},
+    ]  # fmt: skip
+    request = decode(body)
+    names = [tool.name for tool in request.unified.context.tools or []]
+    assert [n for n in names if n.startswith("multi_agent_v1__")] == [
+        "multi_agent_v1__close_agent", "multi_agent_v1__resume_agent", "multi_agent_v1__send_input",
+        "multi_agent_v1__spawn_agent", "multi_agent_v1__wait_agent",
+    ]  # fmt: skip
+    assert request.response_headers == {"X-Gateway-Dropped-Tools": "web_search"}
+    calls = [block for message in request.unified.context.messages if message.role == "assistant"
+             for block in message.content if block.type == "toolCall"]  # fmt: skip
+    assert [call.name for call in calls] == ["exec_command", "multi_agent_v1__wait_agent"]
+
+    encoder = ResponsesEncoder("req_ns", request, None)
+    call = {"id": "toolu_9", "name": "multi_agent_v1__spawn_agent", "arguments": {"message": "go"}}
+    out = _frames(encoder.encode({"type": "start", "provider": "anthropic", "api": "anthropic-messages", "model": "m"}))
+    out += _frames(encoder.encode({"type": "toolcall_start", "contentIndex": 0, "id": "toolu_9", "toolName": call["name"]}))
+    out += _frames(encoder.encode({"type": "toolcall_end", "contentIndex": 0, "toolCall": call}))
+    message = {"role": "assistant", "provider": "anthropic", "api": "anthropic-messages", "model": "m",
+               "stopReason": "toolUse", "content": [{"type": "toolCall", **call}]}  # fmt: skip
+    out += _frames(encoder.encode({"type": "done", "reason": "toolUse", "usage": {}, "message": message}))
+    items = [f["item"] for f in out if f["type"].startswith("response.output_item.")] + out[-1]["response"]["output"]
+    assert [(i["name"], i["namespace"]) for i in items] == [("spawn_agent", "multi_agent_v1")] * 3
+
+
+@pytest.mark.parametrize("vendor", VENDORS)
+def test_codexs_namespaced_tools_reach_every_vendor(gateway: Any, vendor: str) -> None:
+    _, response, upstream = send(gateway, 1, vendor)
+    assert response.headers["X-Gateway-Dropped-Tools"] == "web_search"
+    tools = json.dumps(upstream["body"]["tools"])
+    assert "multi_agent_v1__spawn_agent" in tools and "Tools for spawning and managing sub-agents." in tools

@@ -13,7 +13,8 @@
                                response.reasoning_text.done + response.content_part.done), response.output_item.done
                                with `encrypted_content` (origin-wrapped, `reasoning.py`) when the request's
                                `include` asks for `reasoning.encrypted_content`
-    toolcall_start           → response.output_item.added (a `function_call` item, `call_id` = the vendor's call id)
+    toolcall_start           → response.output_item.added (a `function_call` item, `call_id` = the vendor's call id;
+                               a function of a `namespace` tool group has its own `name` and the `namespace`)
     toolcall_delta           → response.function_call_arguments.delta
     toolcall_end             → response.function_call_arguments.done, response.output_item.done
     done                     → response.completed; `length` → response.incomplete (`incomplete_details.reason`
@@ -236,7 +237,7 @@ class ResponsesEncoder:
         ids = {"item_id": self._item_id("toolCall", index), "output_index": index}
         self._delta_frames(index, "response.function_call_arguments.delta", ids)
         item = {"id": self._item_id("toolCall", index), "type": "function_call", "status": "in_progress",
-                "arguments": "", "call_id": event["id"], "name": event["toolName"]}  # fmt: skip
+                "arguments": "", "call_id": event["id"], **self._name(event["toolName"])}  # fmt: skip
         return self._event("response.output_item.added", {"output_index": index, "item": item})
 
     def _toolcall_delta(self, event: dict[str, Any]) -> bytes:
@@ -252,7 +253,7 @@ class ResponsesEncoder:
         self._call_arguments[index] = arguments
         item_id = self._item_id("toolCall", index)
         item = {"id": item_id, "type": "function_call", "status": "completed", "arguments": arguments,
-                "call_id": call["id"], "name": call["name"]}  # fmt: skip
+                "call_id": call["id"], **self._name(call["name"])}  # fmt: skip
         return self._event("response.function_call_arguments.done", {
             "item_id": item_id, "output_index": index, "arguments": arguments}) + self._event(
             "response.output_item.done", {"output_index": index, "item": item})  # fmt: skip
@@ -344,8 +345,13 @@ class ResponsesEncoder:
             elif kind == "toolCall":
                 items.append({"id": self._item_id("toolCall", index), "type": "function_call", "status": status,
                               "arguments": self._call_arguments.get(index) or orjson.dumps(block.get("arguments") or {}).decode(),
-                              "call_id": block["id"], "name": block["name"]})  # fmt: skip
+                              "call_id": block["id"], **self._name(block["name"])})  # fmt: skip
         return items
+
+    def _name(self, name: str) -> dict[str, str]:
+        """A function_call item's `name`, with its `namespace` when it is a function of a namespace group."""
+        namespaced = self._request.namespaced.get(name)
+        return {"name": name} if namespaced is None else {"name": namespaced[1], "namespace": namespaced[0]}
 
     def _reasoning_item(
         self, block: dict[str, Any], index: int, origin: Origin, raw: bool, status: str, encrypted: bool = False

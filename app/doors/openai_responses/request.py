@@ -73,6 +73,7 @@ SUMMARIES = ("auto", "concise", "detailed")
 MAX_TOKENS = 1_000_000
 _DATA_URL = re.compile(r"^data:(image/[A-Za-z0-9.+-]+);base64,(.*)$", re.S)
 _TOOL_NAME = re.compile(r"[A-Za-z0-9_.:-]{1,128}")
+_NAMESPACE = re.compile(r"[A-Za-z0-9_]{1,64}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,6 +89,8 @@ class ResponsesRequest(DoorRequest):
     # `input` ended with a `compaction_trigger`: the turn asks the model for a summary, answered as one
     # `compaction` item (`app.doors.openai_responses.compaction`).
     compaction: bool = False
+    # The vendor-side names of namespaced functions (`<namespace>__<name>`) → (namespace, name).
+    namespaced: dict[str, tuple[str, str]] = field(default_factory=dict)
 
 
 def response_not_found(param: str | None, response_id: str) -> BadRequest:
@@ -193,11 +196,11 @@ def _decode(body: dict[str, Any], stored: Mapping[str, StoredResponse]) -> Respo
     previous, _ = wanted(body)
     parallel = _bool(body, "parallel_tool_calls", True)
     include = _include(body.get("include"))
-    tools, dropped = _tools(body.get("tools"))
+    tools, dropped, namespaced = _tools(body.get("tools"))
     instructions = body.get("instructions")
     if instructions is not None and not isinstance(instructions, str):
         raise invalid("instructions", "must be a string")
-    conversation = _Conversation(stored)
+    conversation = _Conversation(stored, namespaced)
     if previous is not None:
         if previous not in stored:
             raise response_not_found("previous_response_id", previous)
@@ -238,6 +241,7 @@ def _decode(body: dict[str, Any], stored: Mapping[str, StoredResponse]) -> Respo
         store=store,
         items=conversation.items,
         compaction=conversation.compaction,
+        namespaced=namespaced,
     )
 
 
@@ -415,27 +419,30 @@ def _tool_choice(value: Any, tools: list[Tool]) -> str | ToolChoiceTool | None:
     raise invalid("tool_choice", 'must be "auto", "none", "required" or {"type": "function", "name"}')
 
 
-def _tools(value: Any) -> tuple[list[Tool], list[str]]:
-    """The function tools, and the types of the other tools (hosted ones), which are dropped."""
+NAMESPACE_SEPARATOR = "__"  # a namespaced function's name at the vendor: `<namespace>__<name>`
+
+
+def _tools(value: Any) -> tuple[list[Tool], list[str], dict[str, tuple[str, str]]]:
+    """The function tools, the types of the other tools (hosted ones), which are dropped, and the functions of
+    `namespace` groups: each goes to the vendor as a function tool named `<namespace>__<name>` (a name every
+    vendor takes), mapped here to its namespace and name, which the function_call items carry."""
     if value is None:
-        return [], []
+        return [], [], {}
     tools: list[Tool] = []
     dropped: list[str] = []
+    namespaced: dict[str, tuple[str, str]] = {}
     names: set[str] = set()
-    for i, raw in enumerate(_list(value, "tools")):
-        param = f"tools.{i}"
-        tool = _object(raw, param)
-        kind = _string(tool.get("type"), f"{param}.type", max_length=128, empty=False)
-        if kind != "function":
-            if kind not in dropped:
-                dropped.append(kind)
-            continue
+
+    def function(tool: dict[str, Any], param: str, namespace: str | None, group: str = "") -> None:
         name = tool.get("name")
         if not isinstance(name, str) or not _TOOL_NAME.fullmatch(name):
             raise invalid(f"{param}.name", "must be 1-128 letters, digits, _ . : or -")
-        if name in names:
-            raise invalid(f"{param}.name", f"tool {name!r} is defined twice")
-        names.add(name)
+        flat = name if namespace is None else f"{namespace}{NAMESPACE_SEPARATOR}{name}"
+        if flat in names:
+            raise invalid(f"{param}.name", f"tool {flat!r} is defined twice")
+        names.add(flat)
+        if namespace is not None:
+            namespaced[flat] = (namespace, name)
         description = tool.get("description")
         if description is not None:
             _string(description, f"{param}.description", max_length=100_000)
@@ -446,8 +453,36 @@ def _tools(value: Any) -> tuple[list[Tool], list[str]]:
             raise invalid(f"{param}.parameters", "must be a JSON Schema object")
         if tool.get("strict") is not None and not isinstance(tool["strict"], bool):
             raise invalid(f"{param}.strict", "must be a boolean")
-        tools.append(Tool(name=name, description=description or "", parameters=parameters))
-    return tools, dropped
+        # A group's description (what its functions are for) comes before each of its functions' own.
+        description = "\n\n".join(d for d in (group, description or "") if d)
+        tools.append(Tool(name=flat, description=description, parameters=parameters))
+
+    def drop(kind: str) -> None:
+        if kind not in dropped:
+            dropped.append(kind)
+
+    for i, raw in enumerate(_list(value, "tools")):
+        param = f"tools.{i}"
+        tool = _object(raw, param)
+        kind = _string(tool.get("type"), f"{param}.type", max_length=128, empty=False)
+        if kind == "function":
+            function(tool, param, None)
+        elif kind == "namespace":
+            namespace = tool.get("name")
+            if not isinstance(namespace, str) or not _NAMESPACE.fullmatch(namespace):
+                raise invalid(f"{param}.name", "must be 1-64 letters, digits or _")
+            group = tool.get("description")
+            group = _string(group, f"{param}.description", max_length=100_000) if group is not None else ""
+            for j, inner in enumerate(_list(tool.get("tools"), f"{param}.tools")):
+                inner = _object(inner, f"{param}.tools.{j}")
+                inner_kind = _string(inner.get("type"), f"{param}.tools.{j}.type", max_length=128, empty=False)
+                if inner_kind == "function":
+                    function(inner, f"{param}.tools.{j}", namespace, group)
+                else:
+                    drop(f"{namespace}.{inner_kind}")
+        else:
+            drop(kind)
+    return tools, dropped, namespaced
 
 
 # ---------------------------------------------------------------------------------------------- input
@@ -456,8 +491,11 @@ def _tools(value: Any) -> tuple[list[Tool], list[str]]:
 class _Conversation:
     """Reads `input` in order into unified messages (see the module docstring)."""
 
-    def __init__(self, stored: Mapping[str, StoredResponse] | None = None) -> None:
+    def __init__(
+        self, stored: Mapping[str, StoredResponse] | None = None, namespaced: Mapping[str, tuple[str, str]] | None = None
+    ) -> None:
         self.stored = stored or {}
+        self.namespaces = {pair: flat for flat, pair in (namespaced or {}).items()}  # (namespace, name) → flat
         self.items: list[dict[str, Any]] = []  # every item read, as wire items (references resolved)
         self._by_id: dict[str, dict[str, Any]] = {}  # the items read so far that have an id
         self.messages: list[Message] = []
@@ -595,6 +633,10 @@ class _Conversation:
     def _function_call(self, item: dict[str, Any], param: str) -> None:
         call_id = _string(item.get("call_id"), f"{param}.call_id", max_length=256, empty=False)
         name = _string(item.get("name"), f"{param}.name", max_length=128, empty=False)
+        namespace = item.get("namespace")
+        if namespace is not None:  # a function of a namespace group: its name at the vendor
+            namespace = _string(namespace, f"{param}.namespace", max_length=64, empty=False)
+            name = self.namespaces.get((namespace, name), f"{namespace}{NAMESPACE_SEPARATOR}{name}")
         if call_id in self.calls:
             raise invalid(f"{param}.call_id", f"function call {call_id!r} appears more than once")
         arguments = item.get("arguments")
