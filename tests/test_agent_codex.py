@@ -1,6 +1,7 @@
 """The published Codex CLI (npm `@openai/codex`, pinned in tests/agents/package-lock.json) runs `codex exec`
 against the gateway's Responses door, in front of the simulator speaking each vendor's wire format: a text
-answer, a tool call (its `exec_command` shell tool) it runs and answers in the next request, a vendor error
+answer, a tool call (its `exec_command` shell tool) it runs and answers in the next request with the reasoning
+state sent back to the same vendor, a vendor error
 it reports, the WebSocket upgrade it tries first falling back to HTTP at once, and remote compaction.
 
 The model ids are the simulator's scenarios (`<provider>/<scenario>`); the CLI does not know them, so it uses
@@ -10,12 +11,14 @@ and tests/codex/ for what it sends).
 
 from __future__ import annotations
 
+import base64
 import json
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from simulator.scenarios import AGENT_EXEC_SIGNATURE
 from tests.agent_clients import AGENTS, CodexRun, npm_folder, run_codex
 from tests.conftest import marker
 
@@ -53,8 +56,12 @@ def test_codex_runs_its_shell_tool_and_answers_with_the_output(
     assert [(c["exit_code"], c["aggregated_output"]) for c in commands] == [(0, proof + "\n")]
     assert "cat proof.txt" in commands[0]["command"]
     assert run.answer is not None and run.answer.startswith("The tool said: ") and proof in run.answer
+    assert [r["text"] for r in run.items("reasoning")] == ["I will read the proof file."]
     second = gateway.sim.seen(proof)
     assert len(second) == 1 and second[0]["vendor"] == vendor, "the tool output went upstream once, to the vendor"
+    # The CLI sent the reasoning item back (store: false, its encrypted_content): the vendor got its own state.
+    on_the_wire = {"google": base64.b64encode(AGENT_EXEC_SIGNATURE.encode()).decode()}.get(vendor, AGENT_EXEC_SIGNATURE)
+    assert on_the_wire in json.dumps(second[0]["body"])
 
 
 @pytest.mark.parametrize("vendor", VENDORS)
