@@ -1,8 +1,8 @@
 """The published Codex CLI (npm `@openai/codex`, pinned in tests/agents/package-lock.json) runs `codex exec`
 against the gateway's Responses door, in front of the simulator speaking each vendor's wire format: a text
 answer, a tool call (its `exec_command` shell tool) it runs and answers in the next request with the reasoning
-state sent back to the same vendor, a vendor error
-it reports, the WebSocket upgrade it tries first falling back to HTTP at once, and remote compaction.
+state sent back to the same vendor, a vendor error it reports, the WebSocket upgrade it tries first falling back
+to HTTP at once, and remote compaction.
 
 The model ids are the simulator's scenarios (`<provider>/<scenario>`); the CLI does not know them, so it uses
 its fallback model metadata and sends its whole current request surface (see tests/agents/codex_capture.py
