@@ -18,7 +18,12 @@ passes them to `decode`, which reads the continued conversation before `input` a
 decoded request's `items` are the conversation so far as wire items, which the glue keeps with the output.
 
 Hosted tools (`web_search`, `file_search`, …) and other non-function tools are never refused: the door
-drops them and names them in the `X-Gateway-Dropped-Tools` response header.
+drops them and names them in the `X-Gateway-Dropped-Tools` response header. The functions of a `namespace`
+group go to the vendor as `<namespace>__<name>`; `namespaced` maps them back for the encoder's function_call
+items, which carry the `namespace`.
+
+A `compaction_trigger` as the last input item asks for remote compaction, and a `compaction` item carries a
+summary the door made earlier (`app.doors.openai_responses.compaction`).
 """
 
 from __future__ import annotations
