@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import openai
 import pytest
 
 from app.doors.openai_responses import compaction
@@ -196,3 +197,34 @@ def test_codexs_namespaced_tools_reach_every_vendor(gateway: Any, vendor: str) -
     assert response.headers["X-Gateway-Dropped-Tools"] == "web_search"
     tools = json.dumps(upstream["body"]["tools"])
     assert "multi_agent_v1__spawn_agent" in tools and "Tools for spawning and managing sub-agents." in tools
+
+
+@pytest.mark.parametrize("vendor", VENDORS)
+def test_the_sdks_compact_call_gets_the_user_messages_and_a_compaction_item(gateway: Any, vendor: str) -> None:
+    """`POST /v1/responses/compact` (OpenAI's first remote compaction) through the official SDK: the answer lists
+    the input's user messages, then one compaction item the vendor's model wrote, which a later turn reads."""
+    client = openai.OpenAI(base_url=f"{gateway.url}/v1", api_key="unused", max_retries=0, timeout=30)
+    m = marker()
+    compacted = client.responses.compact(model=f"{vendor}/text", input=[
+        {"role": "user", "content": f"Remember {m}."},
+        {"role": "assistant", "content": "Noted."},
+    ])  # fmt: skip
+    assert compacted.object == "response.compaction" and compacted.usage.total_tokens > 0
+    user, item = compacted.output
+    assert (user.type, user.role) == ("message", "user") and m in json.dumps(user.model_dump())
+    assert item.type == "compaction"
+    summary = compaction.unwrap_summary(item.encrypted_content)
+    assert summary is not None and summary.startswith("Hello from the simulator. You said: Context compaction:")
+    (upstream,) = gateway.sim.seen(m)
+    assert upstream["vendor"] == vendor and compaction.PROMPT[:60] in json.dumps(upstream["body"])
+    later = client.responses.create(model=f"{vendor}/text", input=[*[o.model_dump(exclude_none=True) for o in compacted.output],
+                                                                   {"role": "user", "content": f"Go on {m}."}])  # fmt: skip
+    assert later.status == "completed"
+    (seen,) = gateway.sim.seen(f"Go on {m}.")
+    assert seen["vendor"] == vendor and compaction.SUMMARY_PREFIX[:40] in json.dumps(seen["body"])
+
+
+def test_compact_refuses_a_previous_response_id_and_streaming(gateway: Any) -> None:
+    for extra, param in (({"previous_response_id": "resp_x"}, "previous_response_id"), ({"stream": True}, "stream")):
+        response = gateway.http.post("/v1/responses/compact", json={"model": "openai/text", "input": "hi", **extra})
+        assert response.status_code == 400 and response.json()["error"]["param"] == param, response.text

@@ -114,6 +114,9 @@ class DoorRoute:
     # Where the route table (and so the OpenAPI document) lists the route among the doors' routes; routes with
     # the same number keep the order of `DOORS` (`app.doors.registry`). A new door leaves the default.
     listed: int = 100
+    # The route's own decoder, when its body is not the door's turn request (the door's `decode` when None); such
+    # a route builds on no stored response.
+    decode: Decoder | None = None
 
 
 @dataclass(frozen=True, slots=True)

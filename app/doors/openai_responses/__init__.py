@@ -8,7 +8,7 @@ from typing import Any
 
 from app.doors.base import Door, DoorRoute, StoredResponse, StoredResponses, TokenCountDoor, TurnResult, TurnView
 from app.doors.errors import BadRequest
-from app.doors.openai_responses import input_tokens, openapi
+from app.doors.openai_responses import compact, input_tokens, openapi
 from app.doors.openai_responses.events import ResponsesEncoder
 from app.doors.openai_responses.request import (
     PROSE_PATHS, ResponsesRequest, decode, error_body, response_id, response_not_found, wanted,
@@ -60,6 +60,11 @@ DOOR = Door(
         DoorRoute(
             openapi.PATH, "responses", "OpenAI Responses door: the Responses event stream or one response object",
             ("doors",), openapi.operation,
+        ),
+        DoorRoute(
+            compact.PATH, "compact_response",
+            "OpenAI Responses door: a conversation compacted by its model (the user messages and one compaction item)",
+            ("doors",), openapi.compact_operation, stream=False, decode=compact.decode,
         ),
     ),
     decode=decode,

@@ -16,6 +16,11 @@ Nothing in it is secret (it is the client's own conversation, summarized), so it
 When a `compaction` item comes back in `input`, its summary becomes a user message (`SUMMARY_PREFIX` + the
 summary) at its position, which every vendor reads as context. A compaction item the gateway did not make (one
 from OpenAI itself, encrypted by OpenAI) cannot be read and is refused.
+
+`POST /v1/responses/compact` (OpenAI's first remote compaction, `client.responses.compact`, which Codex CLIs
+before the trigger used) is the same turn, not streamed, answered as OpenAI's compacted response: `{"id",
+"object": "response.compaction", "created_at", "output": [the user messages of input, then the compaction
+item], "usage"}` (`compact.py`).
 """
 
 from __future__ import annotations
@@ -52,3 +57,4 @@ def unwrap_summary(encrypted: str) -> str | None:
 
 def compaction_item(item_id: str, summary: str) -> dict[str, str]:
     return {"id": item_id, "type": "compaction", "encrypted_content": wrap_summary(summary)}
+

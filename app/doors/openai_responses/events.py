@@ -375,7 +375,11 @@ class ResponsesEncoder:
         """The `response` object, or OpenAI's error shape with the status of the failure."""
         if result.outcome != "done":
             return result.status, {"error": error_of(result.failure, result.error_message)}
-        return 200, self.response_of(result.message, result.message.get("usage"))
+        response = self.response_of(result.message, result.message.get("usage"))
+        if self._request.compacted is not None:  # POST /v1/responses/compact: OpenAI's compacted response
+            return 200, {"id": self.response_id, "object": "response.compaction", "created_at": self.created_at,
+                         "output": [*self._request.compacted, *response["output"]], "usage": response["usage"]}  # fmt: skip
+        return 200, response
 
     def refuse(self, result: TurnResult) -> tuple[int, Any] | None:
         return result.status, {"error": error_of(result.failure, result.error_message)}

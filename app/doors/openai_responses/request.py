@@ -94,6 +94,8 @@ class ResponsesRequest(DoorRequest):
     # `input` ended with a `compaction_trigger`: the turn asks the model for a summary, answered as one
     # `compaction` item (`app.doors.openai_responses.compaction`).
     compaction: bool = False
+    # `POST /v1/responses/compact`: the user messages of input, which its answer lists before the compaction item.
+    compacted: list[dict[str, Any]] | None = None
     # The vendor-side names of namespaced functions (`<namespace>__<name>`) → (namespace, name).
     namespaced: dict[str, tuple[str, str]] = field(default_factory=dict)
 
