@@ -111,7 +111,7 @@ def codex_config(
 ) -> str:
     """config.toml for the Codex CLI: one custom provider (`gateway`) speaking the Responses API at `base_url`
     (`…/v1`), its key from the environment, no retries unless `retries` (a vendor error is reported at once;
-    with `retries` the CLI's defaults: 4 attempts of a request, 5 of a stream, with back-off), and nothing that
+    with `retries` the CLI's own default retries, with back-off), and nothing that
     reaches another host: no update check, no analytics or feedback upload, no plugin marketplace sync (git to
     github.com), no remote plugins or apps (chatgpt.com) — tests/codex/README.md shows the captures."""
     top = {"model_provider": "gateway", "check_for_update_on_startup": False, "approval_policy": "never",
@@ -127,8 +127,8 @@ def codex_config(
         "feedback": {"enabled": False},
     }
     lines = [f"{key} = {_toml(value)}" for key, value in top.items()]
-    for name, table in tables.items():
-        lines += ["", f"[{name}]", *(f"{key} = {_toml(value)}" for key, value in table.items())]
+    for table_name, table in tables.items():
+        lines += ["", f"[{table_name}]", *(f"{key} = {_toml(value)}" for key, value in table.items())]
     return "\n".join(lines) + "\n"
 
 
