@@ -289,6 +289,7 @@ SCENARIOS: dict[str, Callable[[dict[str, str], Usage, TextBlock, Stop], Scenario
 # A coding agent's tool round trip (a Claude Code-shaped client runs its `Bash` tool): the first turn calls
 # `Bash` with `cat proof.txt`, the turn that carries its result answers with that result's text.
 AGENT_COMMAND = "cat proof.txt"
+AGENT_EXEC_SIGNATURE = "sig-sim-exec-7"
 
 
 def _agent_tool(usage: Usage, results: list[str]) -> Scenario:
@@ -302,7 +303,22 @@ def _agent_tool(usage: Usage, results: list[str]) -> Scenario:
     )
 
 
-AGENT_SCENARIOS: dict[str, Callable[[Usage, list[str]], Scenario]] = {"agent-tool": _agent_tool}
+def _agent_exec(usage: Usage, results: list[str]) -> Scenario:
+    """The same round trip shaped for the Codex CLI, whose shell tool is `exec_command` (`{"cmd": …}`), with a
+    signed thinking block before the call (the CLI sends the reasoning back with the call); the result text
+    carries the CLI's own header lines before the command's output."""
+    if results:
+        reply = TextBlock(_words("The tool said: " + " ".join(r.strip() for r in results)))
+        return Scenario("", [usage, reply, Stop("stop", output=len(reply.chunks))])
+    whole = json.dumps({"cmd": AGENT_COMMAND})
+    arguments = [whole[:9], whole[9:]]
+    thinking = ThinkingBlock(["I will read ", "the proof file."], AGENT_EXEC_SIGNATURE)
+    return Scenario(
+        "", [usage, thinking, ToolCallBlock("toolu_sim_exec", "exec_command", arguments), Stop("toolUse", output=12)]
+    )
+
+
+AGENT_SCENARIOS: dict[str, Callable[[Usage, list[str]], Scenario]] = {"agent-tool": _agent_tool, "agent-exec": _agent_exec}
 
 
 def token_count(body: dict[str, Any]) -> int:

@@ -1,5 +1,6 @@
-"""The project's npm folders for the tests (examples/js: the official SDKs; tests/agents: the Claude Code CLI and
-the Vercel AI SDK), installed from their lock files, and how a test runs the Claude Code CLI.
+"""The project's npm folders for the tests (examples/js: the official SDKs; tests/agents: the Claude Code CLI, the
+Codex CLI and the Vercel AI SDK), installed from their lock files, and how a test runs the Claude Code and Codex
+CLIs.
 
 Without node or npm the tests that need them skip; in CI (`GATEWAY_TEST_NODE=required`, set by .ci/run) they
 fail instead, so a machine that lost its install step cannot pass by skipping.
@@ -89,3 +90,98 @@ def run_claude(gateway_url: str, model: str, prompt: str, cwd: Path, *flags: str
     done = subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
     lines = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
     return ClaudeRun(done.returncode, lines, done.stderr)
+
+
+CODEX = AGENTS / "node_modules" / ".bin" / "codex"
+CODEX_KEY_ENV = "GATEWAY_API_KEY"
+
+
+def _toml(value: Any) -> str:
+    """A TOML value for the few kinds config.toml needs here (JSON's strings are TOML basic strings)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, str)):
+        return json.dumps(value)
+    raise TypeError(f"no TOML for {value!r}")
+
+
+def codex_config(
+    base_url: str, *, websockets: bool = False, settings: dict[str, Any] | None = None, name: str = "Gateway",
+    retries: bool = False,
+) -> str:
+    """config.toml for the Codex CLI: one custom provider (`gateway`) speaking the Responses API at `base_url`
+    (`…/v1`), its key from the environment, no retries unless `retries` (a vendor error is reported at once;
+    with `retries` the CLI's own default retries, with back-off), and nothing that
+    reaches another host: no update check, no analytics or feedback upload, no plugin marketplace sync (git to
+    github.com), no remote plugins or apps (chatgpt.com) — tests/codex/README.md shows the captures."""
+    top = {"model_provider": "gateway", "check_for_update_on_startup": False, "approval_policy": "never",
+           **(settings or {})}  # fmt: skip
+    provider = {"name": name, "base_url": base_url, "env_key": CODEX_KEY_ENV, "wire_api": "responses",
+                "supports_websockets": websockets}  # fmt: skip
+    if not retries:
+        provider |= {"request_max_retries": 0, "stream_max_retries": 0}
+    tables = {
+        "model_providers.gateway": provider,
+        "features": {"plugins": False, "remote_plugin": False, "apps": False},
+        "analytics": {"enabled": False},
+        "feedback": {"enabled": False},
+    }
+    lines = [f"{key} = {_toml(value)}" for key, value in top.items()]
+    for table_name, table in tables.items():
+        lines += ["", f"[{table_name}]", *(f"{key} = {_toml(value)}" for key, value in table.items())]
+    return "\n".join(lines) + "\n"
+
+
+def codex_environment(
+    cwd: Path, base_url: str, api_key: str, *, websockets: bool = False, settings: dict[str, Any] | None = None,
+    name: str = "Gateway", retries: bool = False,
+) -> dict[str, str]:
+    """The environment `codex` runs in: a CODEX_HOME of its own under `cwd` holding `codex_config(base_url)`, a
+    HOME there too, the key in `CODEX_KEY_ENV`. `base_url` is the server's root; the provider gets `…/v1`."""
+    home = cwd / ".codex-home"
+    home.mkdir(exist_ok=True)
+    (home / "config.toml").write_text(codex_config(f"{base_url}/v1", websockets=websockets, settings=settings, name=name,
+                                                   retries=retries))
+    return {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(home), "CODEX_HOME": str(home),
+            CODEX_KEY_ENV: api_key}  # fmt: skip
+
+
+@dataclass
+class CodexRun:
+    """One `codex exec --json` run: its exit status and its JSON lines (thread.started, turn.started,
+    item.started / item.completed, turn.completed or turn.failed, error)."""
+
+    returncode: int
+    lines: list[dict[str, Any]]
+    stderr: str
+
+    def items(self, kind: str) -> list[dict[str, Any]]:
+        """The completed items of type `kind` (agent_message, command_execution, reasoning, error…), in order."""
+        return [line["item"] for line in self.lines if line.get("type") == "item.completed"
+                and line["item"].get("type") == kind]  # fmt: skip
+
+    @property
+    def answer(self) -> str | None:
+        """The text of the last agent message, the answer `codex exec` prints."""
+        messages = self.items("agent_message")
+        return messages[-1]["text"] if messages else None
+
+    @property
+    def failure(self) -> str | None:
+        """The message of the turn's failure (`turn.failed`), None when the turn completed."""
+        failed = [line for line in self.lines if line.get("type") == "turn.failed"]
+        return failed[-1]["error"]["message"] if failed else None
+
+
+def run_codex(
+    gateway_url: str, model: str, prompt: str, cwd: Path, *flags: str, api_key: str = "sk-codex-cli-test",
+    websockets: bool = False, settings: dict[str, Any] | None = None, name: str = "Gateway", retries: bool = False,
+) -> CodexRun:
+    """Run the pinned Codex CLI (`codex exec --json`) against `gateway_url` (its Responses door) in `cwd`,
+    offline (`codex_config`)."""
+    env = codex_environment(cwd, gateway_url, api_key, websockets=websockets, settings=settings, name=name,
+                            retries=retries)
+    command = [str(CODEX), "exec", "--json", "--skip-git-repo-check", "--model", model, *flags, prompt]
+    done = subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
+    lines = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+    return CodexRun(done.returncode, lines, done.stderr)

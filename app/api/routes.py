@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter, Request, WebSocket
 from starlette.responses import Response
 
 from app.api.auth import authorization
@@ -17,7 +17,7 @@ from app.api.edge import Endpoint, TurnRoute, route_path
 from app.api.error_responses import ApiError, error_response, json_response, refusal_error
 from app.api.turns import serve
 from app.contract.catalog import ModelList, anthropic_model_list
-from app.doors.base import Door, TokenCountDoor
+from app.doors.base import Door, DoorRoute, TokenCountDoor
 from app.doors.errors import BadRequest
 from app.doors.registry import DOORS, count_routes, door_at, turn_routes
 from app.gateway import Gateway
@@ -30,9 +30,9 @@ def _gateway(request: Request) -> Gateway:
     return request.app.state.gateway
 
 
-def _turn_endpoint(door: Door, stream: bool | None) -> Endpoint:
+def _turn_endpoint(door: Door, route: DoorRoute) -> Endpoint:
     async def endpoint(request: Request) -> Response:
-        return await serve(request, door, stream=stream)
+        return await serve(request, door, stream=route.stream, decode=route.decode)
 
     return endpoint
 
@@ -60,12 +60,24 @@ def _stored_endpoints(door: Door) -> tuple[StoredEndpoint, StoredEndpoint, Store
     return get, delete, input_items
 
 
+def _websocket_refusal(door: Door, refusal: BadRequest) -> Callable[[WebSocket], Awaitable[None]]:
+    async def endpoint(websocket: WebSocket) -> None:
+        """The handshake refused with an HTTP answer (ASGI's WebSocket denial response, which uvicorn offers);
+        a server without it can only close the handshake (a 403)."""
+        try:
+            await websocket.send_denial_response(error_response(refusal, door))
+        except RuntimeError:
+            await websocket.close()
+
+    return endpoint
+
+
 def _declare_door_routes() -> None:
     """The doors' routes, from their own description (`app.doors.registry`). The turn routes are `TurnRoute`s:
     the fast path (`app.api.edge`) answers them without FastAPI's per-request machinery."""
     for door, route in turn_routes():
         router.add_api_route(
-            route.path, _turn_endpoint(door, route.stream), methods=[route.method], name=route.name,
+            route.path, _turn_endpoint(door, route), methods=[route.method], name=route.name,
             summary=route.summary, tags=list(route.tags), route_class_override=TurnRoute,
         )
     for count in count_routes():
@@ -83,6 +95,9 @@ def _declare_door_routes() -> None:
                                  summary="Delete a stored response of the caller's key", tags=["doors"])  # fmt: skip
             router.add_api_route(door.stored.items_path, input_items, methods=["GET"], name=f"list_{name}_stored_items",
                                  summary="The input items of a stored response of the caller's key", tags=["doors"])  # fmt: skip
+        if door.websocket_refused is not None:  # clients that try a WebSocket first fall back to HTTP at once
+            path, refusal = door.websocket_refused
+            router.add_api_websocket_route(path, _websocket_refusal(door, refusal))
 
 
 _declare_door_routes()

@@ -17,15 +17,18 @@ from app.api.error_responses import json_response, refusal_error
 from app.api.resume import asks_resumable, resumable_response
 from app.api.sse import TurnFrames, sse_response
 from app.dispatch import Interrupt, TurnJob
-from app.doors.base import Door, EventEncoder
+from app.doors.base import Decoder, Door, EventEncoder
 from app.doors.errors import BadRequest
 from app.gateway import Gateway
 from app.refusals import Refusal
 from app.turn_result import CLIENT_CLOSED_STATUS, JobView, turn_result
 
 
-async def serve(request: Request, door: Door, *, stream: bool | None = None) -> Response:
-    """One turn through `door`. `stream` overrides what the request asked for (`/v1/stream` vs `/v1/complete`)."""
+async def serve(
+    request: Request, door: Door, *, stream: bool | None = None, decode: Decoder | None = None
+) -> Response:
+    """One turn through `door`. `stream` overrides what the request asked for (`/v1/stream` vs `/v1/complete`);
+    `decode` replaces the door's decoder for a route of its own (no stored response is read or kept then)."""
     gateway: Gateway = request.app.state.gateway
     request_id: str = request.scope["state"]["request_id"]
     try:
@@ -33,13 +36,15 @@ async def serve(request: Request, door: Door, *, stream: bool | None = None) -> 
         require_json(request.headers)
         raw = await read_body(request, gateway.settings.max_body_bytes)
         depth = gateway.settings.max_json_depth
-        if door.stored is None:
+        stored = door.stored if decode is None else None
+        if stored is None:
+            decoder = decode or door.decode
             decoded = await parse_off_loop(
-                raw, lambda body: door.decode(parse_json(body, depth, door.prose_paths), request.headers)
+                raw, lambda body: decoder(parse_json(body, depth, door.prose_paths), request.headers)
             )
         else:  # a door that builds on stored responses (app.api.stored_responses)
             decoded = await stored_responses.decode(
-                gateway, door.stored, raw, lambda body: parse_json(body, depth, door.prose_paths), request.headers, key_id
+                gateway, stored, raw, lambda body: parse_json(body, depth, door.prose_paths), request.headers, key_id
             )
         job = await gateway.start_turn(decoded.unified, request_id, key_id, door=door.name)
     except BadRequest as error:
@@ -56,8 +61,8 @@ async def serve(request: Request, door: Door, *, stream: bool | None = None) -> 
     encoder = door.encoder(request_id, decoded, JobView(job))
     headers = {"X-Request-Id": request_id, **(decoded.response_headers or {})}
     keeping = None
-    if door.stored is not None:
-        keeping = stored_responses.Keeping(gateway, door.stored, decoded, encoder, job, key_id)
+    if stored is not None:
+        keeping = stored_responses.Keeping(gateway, stored, decoded, encoder, job, key_id)
     if not streaming:
         return await _complete(job, encoder, request, headers, keeping)
     first = None

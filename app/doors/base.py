@@ -114,6 +114,9 @@ class DoorRoute:
     # Where the route table (and so the OpenAPI document) lists the route among the doors' routes; routes with
     # the same number keep the order of `DOORS` (`app.doors.registry`). A new door leaves the default.
     listed: int = 100
+    # The route's own decoder, when its body is not the door's turn request (the door's `decode` when None); such
+    # a route builds on no stored response.
+    decode: Decoder | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -190,3 +193,6 @@ class Door:
     schemas: Mapping[str, Any] = field(default_factory=dict)  # the OpenAPI component schemas its routes name
     count_tokens: TokenCountDoor | None = None  # its token counting route, when it has one
     stored: StoredResponses | None = None  # responses it keeps for later requests, when it keeps any
+    # A path where its clients try a WebSocket upgrade before they fall back to HTTP (Codex CLI on `GET
+    # /v1/responses`), with the refusal that makes them fall back at once (a 426); None: no such path.
+    websocket_refused: tuple[str, BadRequest] | None = None

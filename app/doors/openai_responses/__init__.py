@@ -7,7 +7,8 @@ stored response's input items, `openapi.py` describes the routes."""
 from typing import Any
 
 from app.doors.base import Door, DoorRoute, StoredResponse, StoredResponses, TokenCountDoor, TurnResult, TurnView
-from app.doors.openai_responses import input_items, input_tokens, openapi
+from app.doors.errors import BadRequest
+from app.doors.openai_responses import compact, input_items, input_tokens, openapi
 from app.doors.openai_responses.events import ResponsesEncoder
 from app.doors.openai_responses.request import (
     PROSE_PATHS, ResponsesRequest, decode, error_body, response_id, response_not_found, wanted,
@@ -45,12 +46,25 @@ INPUT_TOKENS = TokenCountDoor(
     prose_paths=PROSE_PATHS,
 )
 
+# The Codex CLI opens `GET /v1/responses` as a WebSocket first when its provider allows it (the built-in OpenAI
+# provider does, also with `openai_base_url` pointing here). A 426 makes it fall back to HTTP at once; a 403,
+# 404 or 405 makes it try the upgrade again with back-off (7 attempts over 7 s) before it falls back.
+WEBSOCKET_REFUSED = BadRequest(
+    426, "websocket_not_supported",
+    "This gateway does not offer the Responses WebSocket transport: POST /v1/responses (with stream: true) instead.",
+)
+
 DOOR = Door(
     name="openai-responses",
     routes=(
         DoorRoute(
             openapi.PATH, "responses", "OpenAI Responses door: the Responses event stream or one response object",
             ("doors",), openapi.operation,
+        ),
+        DoorRoute(
+            compact.PATH, "compact_response",
+            "OpenAI Responses door: a conversation compacted by its model (the user messages and one compaction item)",
+            ("doors",), openapi.compact_operation, stream=False, decode=compact.decode,
         ),
     ),
     decode=decode,
@@ -65,6 +79,7 @@ DOOR = Door(
         path=openapi.STORED_PATH, deleted=_deleted, operation=openapi.stored_operation,
         items_path=openapi.ITEMS_PATH, input_items=input_items.listing, items_operation=openapi.items_operation,
     ),
+    websocket_refused=(openapi.PATH, WEBSOCKET_REFUSED),
 )
 
 __all__ = ["DOOR"]

@@ -13,13 +13,19 @@
                                response.reasoning_text.done + response.content_part.done), response.output_item.done
                                with `encrypted_content` (origin-wrapped, `reasoning.py`) when the request's
                                `include` asks for `reasoning.encrypted_content`
-    toolcall_start           → response.output_item.added (a `function_call` item, `call_id` = the vendor's call id)
+    toolcall_start           → response.output_item.added (a `function_call` item, `call_id` = the vendor's call id;
+                               a function of a `namespace` tool group has its own `name` and the `namespace`)
     toolcall_delta           → response.function_call_arguments.delta
     toolcall_end             → response.function_call_arguments.done, response.output_item.done
     done                     → response.completed; `length` → response.incomplete (`incomplete_details.reason`
                                `max_output_tokens`)
     error                    → response.failed (`response.error` with the vendor's reason; items not finished
                                are `incomplete`). A cut stream is never `completed`.
+
+A compaction request (`input` ending with a `compaction_trigger`, `compaction.py`) streams no block: its
+first block sends response.output_item.added (a `compaction` item) and response.compaction.compacting, and
+`done` sends response.output_item.done with the item, whose `encrypted_content` holds the model's text answer
+(the summary), then response.completed with that one item as the output.
 
 Every normalized block is one output item, so `output_index` is the block's `contentIndex`; item ids are
 `msg_` / `rs_` / `fc_` + `<requestId>_<index>`, the response id `resp_<requestId>`. The terminal event's
@@ -38,6 +44,7 @@ import orjson
 from app.doors.anthropic_messages.signatures import Origin
 from app.doors.base import Failure, TurnResult, TurnView
 from app.doors.openai_chat.events import ERROR_TYPES, error_of
+from app.doors.openai_responses.compaction import compaction_item
 from app.doors.openai_responses.reasoning import wrap_reasoning
 from app.doors.openai_responses.request import ResponsesRequest, response_id
 
@@ -45,7 +52,9 @@ PING = b": ping\n\n"
 RAW_REASONING_APIS = frozenset({"openai-completions"})  # vendors whose thinking is the raw reasoning, not a summary
 # `response.error.code` (the SDK's closed set) for what ended the turn; anything else is a server error.
 FAILED_CODES: dict[Failure | None, str] = {Failure.RATE_LIMITED: "rate_limit_exceeded", Failure.REFUSED: "invalid_prompt"}
-_PREFIX = {"text": "msg", "thinking": "rs", "toolCall": "fc"}
+_PREFIX = {"text": "msg", "thinking": "rs", "toolCall": "fc", "compaction": "cmp"}
+_BLOCK_EVENTS = ("text_start", "text_delta", "text_end", "thinking_start", "thinking_delta", "thinking_end",
+                 "toolcall_start", "toolcall_delta", "toolcall_end")  # fmt: skip
 
 
 def usage_of(usage: dict[str, Any] | None) -> dict[str, Any]:
@@ -102,6 +111,9 @@ class ResponsesEncoder:
             "done": self._done,
             "error": self._error,
         }
+        if request.compaction:  # the blocks are the summary being written: one compaction item, at the end
+            self._compacting = False
+            self._handlers.update(dict.fromkeys(_BLOCK_EVENTS, self._compaction_progress))
 
     # ------------------------------------------------------------------------------------------ framing
 
@@ -225,7 +237,7 @@ class ResponsesEncoder:
         ids = {"item_id": self._item_id("toolCall", index), "output_index": index}
         self._delta_frames(index, "response.function_call_arguments.delta", ids)
         item = {"id": self._item_id("toolCall", index), "type": "function_call", "status": "in_progress",
-                "arguments": "", "call_id": event["id"], "name": event["toolName"]}  # fmt: skip
+                "arguments": "", "call_id": event["id"], **self._name(event["toolName"])}  # fmt: skip
         return self._event("response.output_item.added", {"output_index": index, "item": item})
 
     def _toolcall_delta(self, event: dict[str, Any]) -> bytes:
@@ -241,15 +253,30 @@ class ResponsesEncoder:
         self._call_arguments[index] = arguments
         item_id = self._item_id("toolCall", index)
         item = {"id": item_id, "type": "function_call", "status": "completed", "arguments": arguments,
-                "call_id": call["id"], "name": call["name"]}  # fmt: skip
+                "call_id": call["id"], **self._name(call["name"])}  # fmt: skip
         return self._event("response.function_call_arguments.done", {
             "item_id": item_id, "output_index": index, "arguments": arguments}) + self._event(
             "response.output_item.done", {"output_index": index, "item": item})  # fmt: skip
+
+    def _compaction_progress(self, event: dict[str, Any]) -> bytes:
+        if self._compacting:
+            return b""
+        self._compacting = True
+        item_id = self._item_id("compaction", 0)
+        item = {"id": item_id, "type": "compaction", "encrypted_content": ""}
+        return self._event("response.output_item.added", {"output_index": 0, "item": item}) + self._event(
+            "response.compaction.compacting", {"item_id": item_id, "output_index": 0})
 
     def _done(self, event: dict[str, Any]) -> bytes:
         message = event.get("message") or {}
         response = self.response_of(message, event.get("usage") or message.get("usage"))
         kind = "response.incomplete" if response["status"] == "incomplete" else "response.completed"
+        if self._request.compaction:
+            opened = self._compaction_progress(event)
+            self._finished.add(0)
+            item = response["output"][0]
+            return opened + self._event("response.output_item.done", {"output_index": 0, "item": item}) + self._event(
+                kind, {"response": response})
         return self._event(kind, {"response": response})
 
     def _error(self, event: dict[str, Any]) -> bytes:
@@ -259,7 +286,7 @@ class ResponsesEncoder:
         message = event.get("message") or {}
         response = self._response(
             "failed",
-            self._output(message, open_status="incomplete"),
+            [] if self._request.compaction else self._output(message, open_status="incomplete"),
             usage=usage_of(event.get("usage") or message.get("usage")),
             error=failed_error(failure, event.get("errorMessage") or "error"),
         )
@@ -299,6 +326,9 @@ class ResponsesEncoder:
     def _output(self, message: dict[str, Any], *, open_status: str, encrypted: bool = False) -> list[dict[str, Any]]:
         """The message's blocks as output items; a block whose end was not seen while streaming has
         `open_status` (`incomplete` after a failure)."""
+        if self._request.compaction:  # the text the model wrote is the summary
+            summary = "".join(b.get("text", "") for b in message.get("content") or [] if b.get("type") == "text")
+            return [compaction_item(self._item_id("compaction", 0), summary)]
         origin = _origin(message) if message.get("api") else self._origin
         raw = origin.api in RAW_REASONING_APIS
         streamed = self._sequence > 0
@@ -315,8 +345,13 @@ class ResponsesEncoder:
             elif kind == "toolCall":
                 items.append({"id": self._item_id("toolCall", index), "type": "function_call", "status": status,
                               "arguments": self._call_arguments.get(index) or orjson.dumps(block.get("arguments") or {}).decode(),
-                              "call_id": block["id"], "name": block["name"]})  # fmt: skip
+                              "call_id": block["id"], **self._name(block["name"])})  # fmt: skip
         return items
+
+    def _name(self, name: str) -> dict[str, str]:
+        """A function_call item's `name`, with its `namespace` when it is a function of a namespace group."""
+        namespaced = self._request.namespaced.get(name)
+        return {"name": name} if namespaced is None else {"name": namespaced[1], "namespace": namespaced[0]}
 
     def _reasoning_item(
         self, block: dict[str, Any], index: int, origin: Origin, raw: bool, status: str, encrypted: bool = False
@@ -340,7 +375,11 @@ class ResponsesEncoder:
         """The `response` object, or OpenAI's error shape with the status of the failure."""
         if result.outcome != "done":
             return result.status, {"error": error_of(result.failure, result.error_message)}
-        return 200, self.response_of(result.message, result.message.get("usage"))
+        response = self.response_of(result.message, result.message.get("usage"))
+        if self._request.compacted is not None:  # POST /v1/responses/compact: OpenAI's compacted response
+            return 200, {"id": self.response_id, "object": "response.compaction", "created_at": self.created_at,
+                         "output": [*self._request.compacted, *response["output"]], "usage": response["usage"]}  # fmt: skip
+        return 200, response
 
     def refuse(self, result: TurnResult) -> tuple[int, Any] | None:
         return result.status, {"error": error_of(result.failure, result.error_message)}

@@ -80,6 +80,23 @@ SCHEMAS: dict[str, Any] = {
                        "first_id": {"type": ["string", "null"]}, "last_id": {"type": ["string", "null"]},
                        "has_more": {"type": "boolean"}},
     },
+    "ResponsesCompactRequest": {
+        "type": "object",
+        "description": "a Responses request to compact (model, input, instructions, tools, reasoning…); not streamed, "
+        "not stored; previous_response_id is refused (400)",
+        "required": ["model", "input"],
+        "properties": {"model": {"type": "string"}, "input": {}, "instructions": {"type": "string"}},
+    },
+    "CompactedResponse": {
+        "type": "object",
+        "required": ["id", "object", "created_at", "output", "usage"],
+        "properties": {
+            "id": {"type": "string"}, "object": {"const": "response.compaction"}, "created_at": {"type": "integer"},
+            "output": {"type": "array", "items": {"type": "object"}, "description": "the user messages of input, "
+                       "then one compaction item whose encrypted_content holds the model's summary"},
+            "usage": {"type": "object"},
+        },
+    },  # fmt: skip
     "ResponseDeleted": {
         "type": "object",
         "required": ["id", "object", "deleted"],
@@ -159,6 +176,19 @@ def input_tokens_operation() -> dict[str, Any]:
         "responses": {
             "200": json_body("ResponsesInputTokens", "The serving vendor's count (never an estimate)"),
             **{code: json_body("OpenAIErrorBody", text) for code, text in errors.items()},
+        },
+    }  # fmt: skip
+
+
+def compact_operation() -> dict[str, Any]:
+    """`POST /v1/responses/compact`: one JSON answer, errors in OpenAI's shape."""
+    example = {"model": "anthropic/claude-sonnet-4-5", "input": [{"role": "user", "content": "Hello"}]}
+    return {
+        "requestBody": {"required": True, "content": {"application/json": {
+            "schema": {"$ref": "#/components/schemas/ResponsesCompactRequest"}, "example": example}}},
+        "responses": {
+            "200": json_body("CompactedResponse", "The user messages and one compaction item (the model's summary)"),
+            **{code: json_body("OpenAIErrorBody", text) for code, text in _DESCRIPTIONS.items()},
         },
     }  # fmt: skip
 

@@ -18,7 +18,12 @@ passes them to `decode`, which reads the continued conversation before `input` a
 decoded request's `items` are the conversation so far as wire items, which the glue keeps with the output.
 
 Hosted tools (`web_search`, `file_search`, …) and other non-function tools are never refused: the door
-drops them and names them in the `X-Gateway-Dropped-Tools` response header.
+drops them and names them in the `X-Gateway-Dropped-Tools` response header. The functions of a `namespace`
+group go to the vendor as `<namespace>__<name>`; `namespaced` maps them back for the encoder's function_call
+items, which carry the `namespace`.
+
+A `compaction_trigger` as the last input item asks for remote compaction, and a `compaction` item carries a
+summary the door made earlier (`app.doors.openai_responses.compaction`).
 """
 
 from __future__ import annotations
@@ -50,6 +55,7 @@ from app.contract.request import Reasoning, StreamOptions, StreamRequest, ToolCh
 from app.doors.base import DoorRequest, StoredResponse
 from app.doors.errors import BadRequest
 from app.doors.openai_chat.request import accept_default, error_body, invalid, refuse, unsupported
+from app.doors.openai_responses import compaction
 from app.doors.openai_responses.reasoning import Opaque, Origin, unwrap_reasoning
 from app.doors.validation import ANY_INDEX
 
@@ -72,6 +78,7 @@ SUMMARIES = ("auto", "concise", "detailed")
 MAX_TOKENS = 1_000_000
 _DATA_URL = re.compile(r"^data:(image/[A-Za-z0-9.+-]+);base64,(.*)$", re.S)
 _TOOL_NAME = re.compile(r"[A-Za-z0-9_.:-]{1,128}")
+_NAMESPACE = re.compile(r"[A-Za-z0-9_]{1,64}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,6 +91,13 @@ class ResponsesRequest(DoorRequest):
     store: bool = True  # keep the response for later requests (the API's default)
     # The conversation as wire items: the stored one it continues, then `input` with references resolved.
     items: list[dict[str, Any]] = field(default_factory=list)
+    # `input` ended with a `compaction_trigger`: the turn asks the model for a summary, answered as one
+    # `compaction` item (`app.doors.openai_responses.compaction`).
+    compaction: bool = False
+    # `POST /v1/responses/compact`: the user messages of input, which its answer lists before the compaction item.
+    compacted: list[dict[str, Any]] | None = None
+    # The vendor-side names of namespaced functions (`<namespace>__<name>`) → (namespace, name).
+    namespaced: dict[str, tuple[str, str]] = field(default_factory=dict)
 
 
 def response_not_found(param: str | None, response_id: str) -> BadRequest:
@@ -200,18 +214,22 @@ def _decode(body: dict[str, Any], stored: Mapping[str, StoredResponse]) -> Respo
     previous, _ = wanted(body)
     parallel = _bool(body, "parallel_tool_calls", True)
     include = _include(body.get("include"))
-    tools, dropped = _tools(body.get("tools"))
+    tools, dropped, namespaced = _tools(body.get("tools"))
     instructions = body.get("instructions")
     if instructions is not None and not isinstance(instructions, str):
         raise invalid("instructions", "must be a string")
-    conversation = _Conversation(stored)
+    conversation = _Conversation(stored, namespaced)
     if previous is not None:
         if previous not in stored:
             raise response_not_found("previous_response_id", previous)
         conversation.read_stored(stored[previous].items)
     conversation.read(body.get("input"))
+    if conversation.compaction:  # the model summarizes the conversation; it calls no tool for it
+        conversation.messages.append(UserMessage(content=compaction.PROMPT))
     system = "\n\n".join(s for s in ([instructions or ""] + conversation.system) if s) or None
     options = _options(body, tools)
+    if conversation.compaction and tools:
+        options = options.model_copy(update={"tool_choice": "none"})
     context = Context.model_validate(
         {"system_prompt": system, "messages": conversation.messages, "tools": tools or None}, context=DOOR_VALIDATION
     )
@@ -240,6 +258,8 @@ def _decode(body: dict[str, Any], stored: Mapping[str, StoredResponse]) -> Respo
         echo=echo,
         store=store,
         items=conversation.items,
+        compaction=conversation.compaction,
+        namespaced=namespaced,
     )
 
 
@@ -419,27 +439,30 @@ def _tool_choice(value: Any, tools: list[Tool]) -> str | ToolChoiceTool | None:
     raise invalid("tool_choice", 'must be "auto", "none", "required" or {"type": "function", "name"}')
 
 
-def _tools(value: Any) -> tuple[list[Tool], list[str]]:
-    """The function tools, and the types of the other tools (hosted ones), which are dropped."""
+NAMESPACE_SEPARATOR = "__"  # a namespaced function's name at the vendor: `<namespace>__<name>`
+
+
+def _tools(value: Any) -> tuple[list[Tool], list[str], dict[str, tuple[str, str]]]:
+    """The function tools, the types of the other tools (hosted ones), which are dropped, and the functions of
+    `namespace` groups: each goes to the vendor as a function tool named `<namespace>__<name>` (a name every
+    vendor takes), mapped here to its namespace and name, which the function_call items carry."""
     if value is None:
-        return [], []
+        return [], [], {}
     tools: list[Tool] = []
     dropped: list[str] = []
+    namespaced: dict[str, tuple[str, str]] = {}
     names: set[str] = set()
-    for i, raw in enumerate(_list(value, "tools")):
-        param = f"tools.{i}"
-        tool = _object(raw, param)
-        kind = _string(tool.get("type"), f"{param}.type", max_length=128, empty=False)
-        if kind != "function":
-            if kind not in dropped:
-                dropped.append(kind)
-            continue
+
+    def function(tool: dict[str, Any], param: str, namespace: str | None, group: str = "") -> None:
         name = tool.get("name")
         if not isinstance(name, str) or not _TOOL_NAME.fullmatch(name):
             raise invalid(f"{param}.name", "must be 1-128 letters, digits, _ . : or -")
-        if name in names:
-            raise invalid(f"{param}.name", f"tool {name!r} is defined twice")
-        names.add(name)
+        flat = name if namespace is None else f"{namespace}{NAMESPACE_SEPARATOR}{name}"
+        if flat in names:
+            raise invalid(f"{param}.name", f"tool {flat!r} is defined twice")
+        names.add(flat)
+        if namespace is not None:
+            namespaced[flat] = (namespace, name)
         description = tool.get("description")
         if description is not None:
             _string(description, f"{param}.description", max_length=100_000)
@@ -450,8 +473,36 @@ def _tools(value: Any) -> tuple[list[Tool], list[str]]:
             raise invalid(f"{param}.parameters", "must be a JSON Schema object")
         if tool.get("strict") is not None and not isinstance(tool["strict"], bool):
             raise invalid(f"{param}.strict", "must be a boolean")
-        tools.append(Tool(name=name, description=description or "", parameters=parameters))
-    return tools, dropped
+        # A group's description (what its functions are for) comes before each of its functions' own.
+        description = "\n\n".join(d for d in (group, description or "") if d)
+        tools.append(Tool(name=flat, description=description, parameters=parameters))
+
+    def drop(kind: str) -> None:
+        if kind not in dropped:
+            dropped.append(kind)
+
+    for i, raw in enumerate(_list(value, "tools")):
+        param = f"tools.{i}"
+        tool = _object(raw, param)
+        kind = _string(tool.get("type"), f"{param}.type", max_length=128, empty=False)
+        if kind == "function":
+            function(tool, param, None)
+        elif kind == "namespace":
+            namespace = tool.get("name")
+            if not isinstance(namespace, str) or not _NAMESPACE.fullmatch(namespace):
+                raise invalid(f"{param}.name", "must be 1-64 letters, digits or _")
+            group = tool.get("description")
+            group = _string(group, f"{param}.description", max_length=100_000) if group is not None else ""
+            for j, inner in enumerate(_list(tool.get("tools"), f"{param}.tools")):
+                inner = _object(inner, f"{param}.tools.{j}")
+                inner_kind = _string(inner.get("type"), f"{param}.tools.{j}.type", max_length=128, empty=False)
+                if inner_kind == "function":
+                    function(inner, f"{param}.tools.{j}", namespace, group)
+                else:
+                    drop(f"{namespace}.{inner_kind}")
+        else:
+            drop(kind)
+    return tools, dropped, namespaced
 
 
 # ---------------------------------------------------------------------------------------------- input
@@ -460,8 +511,11 @@ def _tools(value: Any) -> tuple[list[Tool], list[str]]:
 class _Conversation:
     """Reads `input` in order into unified messages (see the module docstring)."""
 
-    def __init__(self, stored: Mapping[str, StoredResponse] | None = None) -> None:
+    def __init__(
+        self, stored: Mapping[str, StoredResponse] | None = None, namespaced: Mapping[str, tuple[str, str]] | None = None
+    ) -> None:
         self.stored = stored or {}
+        self.namespaces = {pair: flat for flat, pair in (namespaced or {}).items()}  # (namespace, name) → flat
         self.items: list[dict[str, Any]] = []  # every item read, as wire items (references resolved)
         self._by_id: dict[str, dict[str, Any]] = {}  # the items read so far that have an id
         self.messages: list[Message] = []
@@ -470,6 +524,7 @@ class _Conversation:
         self.answered: set[str] = set()
         self._assistant: list[Any] | None = None  # the open assistant message's blocks (reasoning as `_Reasoning`)
         self._origin: Origin | None = None
+        self.compaction = False  # `input` ended with a compaction trigger
 
     def read_stored(self, items: list[dict[str, Any]]) -> None:
         """The conversation of the stored response a request continues (read before its `input`)."""
@@ -487,7 +542,13 @@ class _Conversation:
             return
         if not isinstance(value, list) or not value:
             raise invalid("input", "must be a string or a non-empty array of input items")
+        last = len(value) - 1
         for i, raw in enumerate(value):
+            if isinstance(raw, dict) and raw.get("type") == compaction.TRIGGER:
+                if i != last:
+                    raise invalid(f"input.{i}.type", "a compaction_trigger must be the last input item")
+                self.compaction = True  # a request control, not part of the conversation: never stored
+                continue
             self._item(raw, f"input.{i}")
         self._close_assistant()
         if not self.messages:
@@ -524,9 +585,11 @@ class _Conversation:
             self._function_call_output(item, param)
         elif kind == "reasoning":
             self._reasoning(item, param)
+        elif kind in compaction.ITEM_TYPES:
+            self._compaction(item, param)
         elif isinstance(kind, str):
             raise invalid(f"{param}.type", f"input items of type {kind!r} are not supported (message, function_call, "
-                          "function_call_output and reasoning are)")  # fmt: skip
+                          "function_call_output, reasoning, compaction and item_reference are)")  # fmt: skip
         else:
             raise invalid(f"{param}.type", "must be a string naming the item type")
 
@@ -590,6 +653,10 @@ class _Conversation:
     def _function_call(self, item: dict[str, Any], param: str) -> None:
         call_id = _string(item.get("call_id"), f"{param}.call_id", max_length=256, empty=False)
         name = _string(item.get("name"), f"{param}.name", max_length=128, empty=False)
+        namespace = item.get("namespace")
+        if namespace is not None:  # a function of a namespace group: its name at the vendor
+            namespace = _string(namespace, f"{param}.namespace", max_length=64, empty=False)
+            name = self.namespaces.get((namespace, name), f"{namespace}{NAMESPACE_SEPARATOR}{name}")
         if call_id in self.calls:
             raise invalid(f"{param}.call_id", f"function call {call_id!r} appears more than once")
         arguments = item.get("arguments")
@@ -618,6 +685,16 @@ class _Conversation:
         else:
             content = _parts(output, f"{param}.output", allow_empty=True)
         self.messages.append(ToolResultMessage(tool_call_id=call_id, tool_name=self.calls[call_id], content=content))
+
+    def _compaction(self, item: dict[str, Any], param: str) -> None:
+        """A compaction item this door made: its summary stands for the conversation before it."""
+        self._close_assistant()
+        encrypted = _string(item.get("encrypted_content"), f"{param}.encrypted_content", max_length=10_000_000)
+        summary = compaction.unwrap_summary(encrypted)
+        if summary is None:
+            raise unsupported(f"{param}.encrypted_content", "this compaction item was not made by this gateway: its "
+                              "content is encrypted by the service that made it and cannot be read here")  # fmt: skip
+        self.messages.append(UserMessage(content=compaction.SUMMARY_PREFIX + summary))
 
     def _reasoning(self, item: dict[str, Any], param: str) -> None:
         summary = [_typed_text(p, f"{param}.summary.{j}", "summary_text")
