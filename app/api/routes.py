@@ -17,7 +17,7 @@ from app.api.edge import Endpoint, TurnRoute, route_path
 from app.api.error_responses import ApiError, error_response, json_response, refusal_error
 from app.api.turns import serve
 from app.contract.catalog import ModelList, anthropic_model_list
-from app.doors.base import Door, TokenCountDoor
+from app.doors.base import Door, DoorRoute, TokenCountDoor
 from app.doors.errors import BadRequest
 from app.doors.registry import DOORS, count_routes, door_at, turn_routes
 from app.gateway import Gateway
@@ -30,9 +30,9 @@ def _gateway(request: Request) -> Gateway:
     return request.app.state.gateway
 
 
-def _turn_endpoint(door: Door, stream: bool | None) -> Endpoint:
+def _turn_endpoint(door: Door, route: DoorRoute) -> Endpoint:
     async def endpoint(request: Request) -> Response:
-        return await serve(request, door, stream=stream)
+        return await serve(request, door, route)
 
     return endpoint
 
@@ -62,7 +62,7 @@ def _declare_door_routes() -> None:
     the fast path (`app.api.edge`) answers them without FastAPI's per-request machinery."""
     for door, route in turn_routes():
         router.add_api_route(
-            route.path, _turn_endpoint(door, route.stream), methods=[route.method], name=route.name,
+            route.path, _turn_endpoint(door, route), methods=[route.method], name=route.name,
             summary=route.summary, tags=list(route.tags), route_class_override=TurnRoute,
         )
     for count in count_routes():

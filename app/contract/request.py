@@ -73,7 +73,12 @@ class StreamOptions(WireModel):
     # `responseJsonSchema`; Anthropic gets `output_config` as it came).
     json_schema: SkipJsonSchema[dict[str, Any] | None] = Field(default=None, exclude=True)
 
-    _door_fields = field_validator("anthropic", "json_schema", mode="before")(door_only)
+    # Door-only: what a Gemini client sent that only Gemini reads, in Gemini's JSON spelling (`safetySettings`,
+    # `thinkingConfig` as sent), which the Gemini adapter sends; every other adapter works from the unified
+    # options the Gemini door derived from the same fields (docs/doors/gemini.md).
+    google: SkipJsonSchema[dict[str, Any] | None] = Field(default=None, exclude=True)
+
+    _door_fields = field_validator("anthropic", "json_schema", "google", mode="before")(door_only)
 
 
 class StreamRequest(WireModel):

@@ -114,6 +114,11 @@ class DoorRoute:
     # Where the route table (and so the OpenAPI document) lists the route among the doors' routes; routes with
     # the same number keep the order of `DOORS` (`app.doors.registry`). A new door leaves the default.
     listed: int = 100
+    # A route with path parameters (the Gemini door's `{model}`): what the request's URL adds to the parsed body
+    # before the door's `decode` reads it, `(body, path parameters, query parameters) → body`. None: the body alone.
+    from_url: Callable[[dict[str, Any], Mapping[str, str], Mapping[str, str]], dict[str, Any]] | None = None
+    # Whether the client key may also come as the `key` query parameter (Google's `?key=`).
+    key_in_query: bool = False
 
 
 @dataclass(frozen=True, slots=True)
