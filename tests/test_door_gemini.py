@@ -14,6 +14,7 @@ from google import genai
 from google.genai import errors as genai_errors
 from google.genai import types
 
+from simulator.scenarios import token_count
 from tests.conftest import marker
 
 VENDORS = ["anthropic", "openai", "google"]
@@ -372,3 +373,47 @@ def test_records_and_metrics_name_the_door(gw, client):
     by_door = gw.http.get("/v1/requests", params={"door": "gemini", "limit": 200},
                           headers={"Authorization": f"Bearer {KEY}"}).json()["records"]  # fmt: skip
     assert response.response_id in [r["requestId"] for r in by_door]
+
+
+# ---------------------------------------------------------------------------------------------- counting, models
+
+
+@pytest.mark.parametrize("vendor", VENDORS)
+def test_count_tokens_is_the_serving_vendors_own_count(gw, client, vendor):
+    m = marker()
+    counted = client.models.count_tokens(model=f"{vendor}/text", contents=f"count {m}")
+    [entry] = gw.sim.seen(m)
+    assert entry["vendor"] == vendor and entry["endpoint"] == "count"  # the vendor counted, no turn ran
+    assert counted.total_tokens == token_count(entry["body"])  # the vendor's number, unchanged
+    # The whole request (system instruction, tools) as the SDKs send it to count a generateContent request.
+    body = {"generateContentRequest": {"contents": [{"role": "user", "parts": [{"text": m}]}],
+                                       "systemInstruction": {"parts": [{"text": "Be brief."}]}}}  # fmt: skip
+    response = gw.http.post(f"/v1beta/models/{vendor}/text:countTokens", json=body, headers=AUTH)
+    [entry] = [e for e in gw.sim.seen(m) if e["endpoint"] == "count" and "Be brief." in json.dumps(e["body"])]
+    assert response.status_code == 200 and response.json() == {"totalTokens": token_count(entry["body"])}
+
+
+def test_count_tokens_errors_are_in_googles_shape(gw):
+    response = gw.http.post("/v1beta/models/anthropic/text:countTokens", json={"contents": []}, headers=AUTH)
+    assert response.status_code == 400 and response.json()["error"]["message"].startswith("contents:")
+    response = gw.http.post("/v1beta/models/anthropic/text:countTokens", json={"contents": [{"parts": [{"text": "x"}]}]})
+    assert response.status_code == 401 and response.json()["error"]["status"] == "UNAUTHENTICATED"
+
+
+def test_models_list_and_get_in_geminis_shape(gw, client):
+    models = list(client.models.list())
+    names = [model.name for model in models]
+    assert "models/anthropic/text" in names
+    thinking = next(model for model in models if model.name == "models/anthropic/thinking")
+    assert thinking.input_token_limit == 200000 and thinking.output_token_limit == 8192
+    assert "generateContent" in thinking.supported_actions
+    got = client.models.get(model="anthropic/text")
+    assert got.name == "models/anthropic/text"
+    # What the list names can be sent back as the model of a turn.
+    response = client.models.generate_content(model=got.name, contents=marker())
+    assert response.model_version == "anthropic/text"
+    missing = gw.http.get("/v1beta/models/nope/nothing", headers=AUTH)
+    assert missing.status_code == 404 and missing.json()["error"]["status"] == "NOT_FOUND"
+    assert gw.http.get("/v1beta/models", params={"key": KEY}).status_code == 200
+    refused = gw.http.get("/v1beta/models")
+    assert refused.status_code == 401 and refused.json()["error"]["status"] == "UNAUTHENTICATED"

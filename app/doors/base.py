@@ -119,6 +119,11 @@ class DoorRoute:
     from_url: Callable[[dict[str, Any], Mapping[str, str], Mapping[str, str]], dict[str, Any]] | None = None
     # Whether the client key may also come as the `key` query parameter (Google's `?key=`).
     key_in_query: bool = False
+    # The same route at other paths (the Gemini door's `/v1/…` beside `/v1beta/…`), named `<name>_<n>`.
+    more_paths: tuple[str, ...] = ()
+
+    def paths(self) -> tuple[str, ...]:
+        return (self.path, *self.more_paths)
 
 
 @dataclass(frozen=True, slots=True)

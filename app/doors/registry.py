@@ -52,4 +52,4 @@ _ROUTES = [(door, route) for door, route in turn_routes()] + [
     (door, door.count_tokens.route) for door in DOORS if door.count_tokens is not None
 ]
 _BY_PATH = {route.path: door for door, route in turn_routes() if "{" not in route.path}
-_PATTERNS = [(path_pattern(route.path), door) for door, route in _ROUTES if "{" in route.path]
+_PATTERNS = [(path_pattern(path), door) for door, route in _ROUTES for path in route.paths() if "{" in path]

@@ -40,8 +40,8 @@ def _route(path: str, stream: bool) -> DoorRoute:
 
 COUNT = TokenCountDoor(
     route=DoorRoute(
-        openapi.COUNT_PATH, "gemini_count_tokens", "Gemini door: the serving vendor's own count of a request's tokens",
-        ("doors",), openapi.count_operation, from_url=bind_url, key_in_query=True,
+        openapi.COUNT_PATHS[0], "gemini_count_tokens", "Gemini door: the serving vendor's own count of a request's tokens",
+        ("doors",), openapi.count_operation, from_url=bind_url, key_in_query=True, more_paths=openapi.COUNT_PATHS[1:],
     ),
     decode=count_tokens.decode,
     answer=count_tokens.answer,

@@ -11,9 +11,9 @@ from app.doors.openapi import door_operation, ref
 MODEL_PATH = "/{version}/models/{model}"  # the documented form; the routes below spell out each version
 STREAM_PATHS = ("/v1beta/models/{model:path}:streamGenerateContent", "/v1/models/{model:path}:streamGenerateContent")
 ANSWER_PATHS = ("/v1beta/models/{model:path}:generateContent", "/v1/models/{model:path}:generateContent")
-COUNT_PATH = "/v1beta/models/{model:path}:countTokens"
-LIST_PATH = "/v1beta/models"
-GET_PATH = "/v1beta/models/{model:path}"
+COUNT_PATHS = ("/v1beta/models/{model:path}:countTokens", "/v1/models/{model:path}:countTokens")
+LIST_PATH = "/v1beta/models"  # `/v1/models` answers in Gemini's shape too, to the Google GenAI SDKs
+GET_PATHS = ("/v1beta/models/{model:path}", "/v1/models/{model:path}")
 
 _MODEL_PARAMETER = {
     "name": "model", "in": "path", "required": True, "schema": {"type": "string"},
