@@ -398,6 +398,11 @@ def test_count_tokens_errors_are_in_googles_shape(gw):
     assert response.status_code == 400 and response.json()["error"]["message"].startswith("contents:")
     response = gw.http.post("/v1beta/models/anthropic/text:countTokens", json={"contents": [{"parts": [{"text": "x"}]}]})
     assert response.status_code == 401 and response.json()["error"]["status"] == "UNAUTHENTICATED"
+    m = marker()  # an api without a counting endpoint: a clear 400, never an estimate
+    response = gw.http.post("/v1/models/compat/meta-llama/Llama-3.3-70B-Instruct:countTokens",
+                            json={"contents": [{"parts": [{"text": m}]}]}, headers=AUTH)  # fmt: skip
+    assert response.status_code == 400 and response.json()["error"]["message"].startswith("model:")
+    assert gw.sim.seen(m) == []
 
 
 def test_models_list_and_get_in_geminis_shape(gw, client):
