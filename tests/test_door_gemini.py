@@ -325,7 +325,7 @@ BAD_INPUT = [
     ("temperature type", lambda m: _body(m, generationConfig={"temperature": "hot"}), "generationConfig.temperature"),
     ("temperature range", lambda m: _body(m, generationConfig={"temperature": 3}), "generationConfig.temperature"),
     ("max tokens type", lambda m: _body(m, generationConfig={"maxOutputTokens": "many"}), "generationConfig.maxOutputTokens"),
-    ("top k", lambda m: _body(m, generationConfig={"topK": 40}), "generationConfig.topK"),
+    ("top k", lambda m: _body(m, generationConfig={"topK": 0}), "generationConfig.topK"),
     ("two candidates", lambda m: _body(m, generationConfig={"candidateCount": 2}), "generationConfig.candidateCount"),
     ("json without schema", lambda m: _body(m, generationConfig={"responseMimeType": "application/json"}),
      "generationConfig.responseMimeType"),  # fmt: skip
@@ -422,3 +422,20 @@ def test_models_list_and_get_in_geminis_shape(gw, client):
     assert gw.http.get("/v1beta/models", params={"key": KEY}).status_code == 200
     refused = gw.http.get("/v1beta/models")
     assert refused.status_code == 401 and refused.json()["error"]["status"] == "UNAUTHENTICATED"
+
+
+def test_gemini_clis_sampling_defaults_with_thinking_reach_gemini_only(gw, client):
+    """Gemini CLI always restates Gemini's own sampling (temperature 1, topP 0.95, topK 64) with thoughts on:
+    with thinking, topP and topK go to Gemini alone (OpenAI reasoning models refuse topP)."""
+    config = types.GenerateContentConfig(temperature=1, top_p=0.95, top_k=64,
+                                         thinking_config=types.ThinkingConfig(include_thoughts=True))  # fmt: skip
+    for vendor in ("openai", "anthropic"):
+        m = marker()
+        response = client.models.generate_content(model=f"{vendor}/thinking", contents=m, config=config)
+        assert response.candidates[0].finish_reason == types.FinishReason.STOP
+        sent = gw.sim.seen(m)[-1]["body"]
+        assert "top_p" not in sent and "top_k" not in sent
+    m = marker()
+    client.models.generate_content(model="google/thinking", contents=m, config=config)
+    generation = gw.sim.seen(m)[-1]["body"]["generationConfig"]
+    assert generation["topP"] == 0.95 and generation["topK"] == 64

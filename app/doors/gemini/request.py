@@ -52,7 +52,8 @@ MAX_TOKENS = 1_000_000
 MAX_STOP, MAX_STOP_LENGTH = 16, 1000
 TOP_LEVEL = frozenset({"model", "contents", "systemInstruction", "tools", "toolConfig", "generationConfig",
                        "safetySettings", "cachedContent", "labels", URL_FIELDS})  # fmt: skip
-# `generationConfig` fields the gateway takes; the ones below it refuses unless they hold their default, and
+# `generationConfig` fields the gateway takes; the ones below it refuses unless they hold their default,
+# `topK` goes to a Gemini upstream only (Gemini CLI always sends it; no other vendor's api takes it), and
 # `mediaResolution` (how images are tokenized) is ignored.
 GENERATION_FIELDS = frozenset({"maxOutputTokens", "temperature", "topP", "stopSequences", "responseMimeType",
                                "responseSchema", "responseJsonSchema", "thinkingConfig", "candidateCount",
@@ -60,7 +61,6 @@ GENERATION_FIELDS = frozenset({"maxOutputTokens", "temperature", "topP", "stopSe
                                "frequencyPenalty", "responseLogprobs", "logprobs"})  # fmt: skip
 REFUSED_UNLESS_DEFAULT: dict[str, tuple[tuple[Any, ...], str]] = {
     "candidateCount": ((1,), "one candidate only: the gateway streams one answer"),
-    "topK": ((), "topK is not supported by the gateway (not every vendor has it)"),
     "seed": ((), "deterministic sampling is not offered across vendors"),
     "presencePenalty": ((0, 0.0), "penalties are not offered across vendors"),
     "frequencyPenalty": ((0, 0.0), "penalties are not offered across vendors"),
@@ -547,6 +547,8 @@ def _generation(config: dict[str, Any], options: dict[str, Any], native: dict[st
         options["temperature"] = _number(value, f"{path}.temperature", 0.0, 2.0)
     if (value := _get(config, "topP")) is not None:
         options["top_p"] = _number(value, f"{path}.topP", 0.0, 1.0)
+    if (value := _get(config, "topK")) is not None:
+        native["topK"] = _number(value, f"{path}.topK", 1, 1_000_000)  # (the Python SDK sends a float)
     if (value := _get(config, "stopSequences")) is not None:
         stops = [_string(s, f"{path}.stopSequences.{i}", empty=False) for i, s in enumerate(_list(value, f"{path}.stopSequences"))]
         if len(stops) > MAX_STOP:
@@ -560,6 +562,10 @@ def _generation(config: dict[str, Any], options: dict[str, Any], native: dict[st
     if (thinking := _get(config, "thinkingConfig")) is not None:
         options["reasoning"], include = _reasoning(thinking, f"{path}.thinkingConfig")
         native["thinkingConfig"] = {k: v for k, v in _object(thinking, path).items()}
+    if options.get("reasoning") and "top_p" in options:
+        # Nucleus sampling with thinking: Gemini takes it (Gemini CLI always restates Gemini's own 0.95); OpenAI
+        # reasoning models refuse it and Anthropic's thinking allows only 0.95 to 1. So it goes to Gemini alone.
+        native["topP"] = options.pop("top_p")
     return include
 
 
