@@ -74,7 +74,7 @@ class StreamOptions(WireModel):
     json_schema: SkipJsonSchema[dict[str, Any] | None] = Field(default=None, exclude=True)
 
     # Door-only: what a Gemini client sent that only Gemini reads, in Gemini's JSON spelling (`safetySettings`,
-    # `thinkingConfig` as sent), which the Gemini adapter sends; every other adapter works from the unified
+    # `topK`, `topP` with thinking, `thinkingConfig` as sent), which the Gemini adapter sends; every other adapter works from the unified
     # options the Gemini door derived from the same fields (docs/doors/gemini.md).
     google: SkipJsonSchema[dict[str, Any] | None] = Field(default=None, exclude=True)
 
