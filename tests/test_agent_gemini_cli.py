@@ -1,5 +1,5 @@
-"""The published Gemini CLI (npm `@google/gemini-cli`, pinned in tests/agents) and the `@google/genai` JavaScript
-SDK against the gateway's Gemini door, in front of the simulator, on every vendor: the CLI runs offline with
+"""The published Gemini CLI (npm `@google/gemini-cli`, pinned in tests/agents), the `@google/genai` JavaScript
+SDK and the AI SDK's `@ai-sdk/google` provider against the gateway's Gemini door, in front of the simulator, on every vendor: the CLI runs offline with
 `GOOGLE_GEMINI_BASE_URL` and `GEMINI_API_KEY`, a home of its own, telemetry and updates off."""
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ import pytest
 
 from tests.agent_clients import AGENTS, NODE, npm_folder
 from tests.conftest import marker
+from tests.test_agent_ai_sdk import ai_sdk_turn
 
 VENDORS = ["anthropic", "openai", "google"]
 KEY = "sk-client-gemini-cli-0001"
@@ -118,3 +119,16 @@ def test_the_google_genai_javascript_sdk_streams_text_and_calls(gw, agents, vend
     assert [(c["name"], c["args"]) for c in out["calls"]] == [
         ("get_weather", {"city": "Paris", "unit": "celsius"}), ("get_time", {"timezone": "Europe/Paris"})]
     assert out["error"] == 502
+
+
+@pytest.mark.parametrize("vendor", VENDORS)
+def test_the_ai_sdks_google_provider_runs_complete_tool_calls(gateway, agents, vendor):
+    """`@ai-sdk/google` (`streamText` with two tools, tests/agents/ai_sdk_turn.mjs) against the Gemini door: the
+    SDK runs both calls once complete, and a cut stream is an error it reports, never a finished turn."""
+    # The provider puts `models/` before a model id only when it holds no `/`: a gateway name needs it written.
+    got = ai_sdk_turn(gateway, "gemini", f"models/{vendor}/tools")
+    assert got["errors"] == [] and got["finish"] == ["tool-calls"]
+    assert [(c["name"], c["input"]) for c in got["executed"]] == [
+        ("get_weather", {"city": "Paris", "unit": "celsius"}), ("get_time", {"timezone": "Europe/Paris"})]
+    cut = ai_sdk_turn(gateway, "gemini", f"models/{vendor}/truncated")
+    assert cut["errors"] and "truncated" in cut["errors"][0].lower() and cut["finish"] != ["stop"]
