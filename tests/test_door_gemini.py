@@ -439,3 +439,32 @@ def test_gemini_clis_sampling_defaults_with_thinking_reach_gemini_only(gw, clien
     client.models.generate_content(model="google/thinking", contents=m, config=config)
     generation = gw.sim.seen(m)[-1]["body"]["generationConfig"]
     assert generation["topP"] == 0.95 and generation["topK"] == 64
+
+
+def test_a_resumable_stream_continues_after_last_event_id_with_no_gap(gw):
+    """`X-Gateway-Resumable: true` (a client that resumes, not the Google SDKs, whose readers take no `id:`
+    line): the chunks get `id:` lines, and a client that reconnects with Last-Event-ID gets the rest."""
+    from tests.conformance import parse_sse
+    from tests.resume_client import resume
+
+    m = marker()
+    headers = {**AUTH, "X-Gateway-Resumable": "true"}
+    url = f"{gw.url}/v1beta/models/anthropic/slow;n=60;delay_ms=5:streamGenerateContent?alt=sse"
+    with httpx.Client(timeout=60) as http:
+        with http.stream("POST", url, json={"contents": [{"parts": [{"text": m}]}]}, headers=headers) as response:
+            assert response.status_code == 200
+            request_id = response.headers["x-request-id"]
+            text = ""
+            for chunk in response.iter_text():
+                text += chunk.replace("\r\n", "\n")
+                if text.count("\n\n") >= 20:
+                    break
+    head = [f for f in parse_sse(text[: text.rfind("\n\n") + 2]) if f.data]
+    last_id = [f.id for f in head if f.id is not None][-1]
+    rest = resume(gw.url, request_id, {"Authorization": f"Bearer {KEY}"}, last_id)
+    assert rest.status_code == 200
+    chunks = [json.loads(f.data) for f in head + [f for f in parse_sse(rest.text) if f.data]]
+    parts = [p for c in chunks for p in c["candidates"][0]["content"]["parts"]]
+    assert "".join(p["text"] for p in parts) == "".join(f"{i:07d} " for i in range(60))
+    assert chunks[-1]["candidates"][0]["finishReason"] == "STOP"
+    assert len(gw.sim.seen(m)) == 1
