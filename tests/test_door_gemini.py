@@ -468,3 +468,21 @@ def test_a_resumable_stream_continues_after_last_event_id_with_no_gap(gw):
     assert "".join(p["text"] for p in parts) == "".join(f"{i:07d} " for i in range(60))
     assert chunks[-1]["candidates"][0]["finishReason"] == "STOP"
     assert len(gw.sim.seen(m)) == 1
+
+
+def test_a_timeout_before_the_start_is_504_and_after_it_an_error_chunk(gateway_factory):
+    impatient = gateway_factory(first_event_timeout=0.5, idle_timeout=0.5, retries=0)
+    client = genai.Client(api_key="none", http_options=types.HttpOptions(base_url=impatient.url))
+    for stream in (True, False):
+        with pytest.raises(genai_errors.ServerError) as raised:
+            if stream:
+                list(client.models.generate_content_stream(model="anthropic/hang", contents=marker()))
+            else:
+                client.models.generate_content(model="anthropic/hang", contents=marker())
+        assert raised.value.code == 504 and raised.value.status == "DEADLINE_EXCEEDED"
+        assert "timeout fired after 0.5s" in raised.value.message
+    seen = []
+    with pytest.raises(genai_errors.ServerError) as raised:
+        for chunk in client.models.generate_content_stream(model="anthropic/hang-mid-stream", contents=marker()):
+            seen.append(chunk)
+    assert seen and raised.value.code == 504 and "timeout fired after 0.5s" in raised.value.message
