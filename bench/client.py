@@ -75,12 +75,16 @@ class Target:
     port: int
     host: str = "127.0.0.1"
     provider: str = "anthropic"  # gateway path: the provider the model ref names (direct is Anthropic's wire)
-    door: str = "unified"  # gateway path: `unified` (/v1/stream), `openai-chat`, `anthropic-messages`, `openai-responses`
+    door: str = "unified"  # gateway path: `unified` (/v1/stream), `openai-chat`, `anthropic-messages`, `openai-responses`, `gemini`
     agent: bool = False  # gateway path: a coding agent's request size (`AGENT_SYSTEM`, `AGENT_TOOLS`)
 
     @property
     def chat(self) -> bool:
         return self.path is Path.GATEWAY and self.door == "openai-chat"
+
+    @property
+    def gemini(self) -> bool:
+        return self.path is Path.GATEWAY and self.door == "gemini"
 
     @property
     def anthropic_wire(self) -> bool:
@@ -93,6 +97,8 @@ class Target:
 
     @property
     def url_path(self) -> str:
+        if self.gemini:
+            return f"/v1beta/models/{self.provider}/{{scenario}}:streamGenerateContent?alt=sse"
         if self.chat:
             return "/v1/chat/completions"
         if self.responses:
@@ -103,6 +109,8 @@ class Target:
 
     @property
     def delta_prefix(self) -> bytes:
+        if self.gemini:
+            return b'data: {"candidates":[{"content":{"parts":[{"text":'
         if self.chat:
             return b'data: {"id":"chatcmpl-'
         if self.responses:
@@ -111,6 +119,8 @@ class Target:
 
     @property
     def end_event(self) -> bytes:
+        if self.gemini:
+            return b'"finishReason":'
         if self.chat:
             return b"data: [DONE]"
         if self.responses:
@@ -120,6 +130,8 @@ class Target:
     def delta_text(self, frame: bytes) -> str | None:
         """The text of a delta frame (None when the frame carries no text)."""
         payload = orjson.loads(frame[frame.index(b"data: ") + 6 :])
+        if self.gemini:
+            return payload["candidates"][0]["content"]["parts"][0].get("text") or None
         if self.chat:
             choices = payload["choices"]
             return choices[0]["delta"].get("content") or None if choices else None
@@ -139,6 +151,13 @@ class Target:
                 "input": prompt,
             })
         agent = self.agent and self.path is Path.GATEWAY
+        if self.gemini:  # the model is in the path (`url_path`)
+            body = {"contents": [{"role": "user", "parts": [{"text": prompt}]}], "generationConfig": {"maxOutputTokens": 4096}}
+            if agent:
+                body["systemInstruction"] = {"parts": [{"text": AGENT_SYSTEM}]}
+                body["tools"] = [{"functionDeclarations": [{"name": t["name"], "description": t["description"],
+                                                            "parametersJsonSchema": t["parameters"]} for t in AGENT_TOOLS]}]  # fmt: skip
+            return orjson.dumps(body)
         if self.anthropic_wire:  # the Anthropic door, like the Chat Completions one, coalesces at the server default
             body: dict[str, Any] = {
                 "model": scenario if self.path is Path.DIRECT else f"{self.provider}/{scenario}",
@@ -162,7 +181,7 @@ class Target:
     def request(self, scenario: str, prompt: str, throttle_ms: int | None) -> bytes:
         body = self.body(scenario, prompt, throttle_ms)
         head = (
-            f"POST {self.url_path} HTTP/1.1\r\nHost: {self.host}:{self.port}\r\n"
+            f"POST {self.url_path.format(scenario=scenario)} HTTP/1.1\r\nHost: {self.host}:{self.port}\r\n"
             f"Content-Type: application/json\r\nAccept: text/event-stream\r\nx-api-key: bench-key\r\n"
             f"anthropic-version: 2023-06-01\r\nContent-Length: {len(body)}\r\nConnection: close\r\n\r\n"
         )
@@ -276,15 +295,15 @@ async def stream(
                 continue
             *frames, pending = pending.split(sep)
             for frame in frames:
-                if frame.startswith(prefix, max(frame.find(b"event: "), 0)):
+                if end_event in frame:  # (before the deltas: Gemini's finishing chunk starts as a delta does)
+                    result.completed = True
+                elif frame.startswith(prefix, max(frame.find(b"event: "), 0)):
                     text = target.delta_text(frame)
                     if isinstance(text, str):
                         if result.first_delta is None:
                             result.first_delta = now
                         result.delta_times.append(now)
                         result.text.append(text)
-                elif end_event in frame:
-                    result.completed = True
             if cancel_after is not None and len(result.delta_times) >= cancel_after:
                 result.closed_wall = time.time()
                 writer.close()

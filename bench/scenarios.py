@@ -316,7 +316,7 @@ async def cpu_apis(bench: Bench) -> dict[str, Any]:
     return out
 
 
-DOORS = ("unified", "openai-chat", "anthropic-messages", "openai-responses")
+DOORS = ("unified", "openai-chat", "anthropic-messages", "openai-responses", "gemini")
 
 
 async def doors(bench: Bench) -> dict[str, Any]:
@@ -373,7 +373,7 @@ async def doors(bench: Bench) -> dict[str, Any]:
     return out
 
 
-AGENT_DOORS = ("unified", "anthropic-messages")
+AGENT_DOORS = ("unified", "anthropic-messages", "gemini")
 
 
 async def agent_doors(bench: Bench) -> dict[str, Any]:

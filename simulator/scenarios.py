@@ -292,14 +292,14 @@ AGENT_COMMAND = "cat proof.txt"
 AGENT_EXEC_SIGNATURE = "sig-sim-exec-7"
 
 
-def _agent_tool(usage: Usage, results: list[str]) -> Scenario:
+def _agent_tool(usage: Usage, results: list[str], tool: str = "Bash") -> Scenario:
     if results:
         reply = TextBlock(_words("The tool said: " + " ".join(r.strip() for r in results)))
         return Scenario("", [usage, reply, Stop("stop", output=len(reply.chunks))])
     whole = json.dumps({"command": AGENT_COMMAND, "description": "Show the proof file"})
     arguments = [whole[:15], whole[15:40], whole[40:]]
     return Scenario(
-        "", [usage, TextBlock(["Let me ", "look."]), ToolCallBlock("toolu_sim_bash", "Bash", arguments), Stop("toolUse", output=20)]
+        "", [usage, TextBlock(["Let me ", "look."]), ToolCallBlock("toolu_sim_bash", tool, arguments), Stop("toolUse", output=20)]
     )
 
 
@@ -318,7 +318,12 @@ def _agent_exec(usage: Usage, results: list[str]) -> Scenario:
     )
 
 
-AGENT_SCENARIOS: dict[str, Callable[[Usage, list[str]], Scenario]] = {"agent-tool": _agent_tool, "agent-exec": _agent_exec}
+# `agent-shell`: the same round trip with Gemini CLI's shell tool.
+AGENT_SCENARIOS: dict[str, Callable[[Usage, list[str]], Scenario]] = {
+    "agent-tool": _agent_tool,
+    "agent-exec": _agent_exec,
+    "agent-shell": lambda usage, results: _agent_tool(usage, results, "run_shell_command"),
+}
 
 
 def token_count(body: dict[str, Any]) -> int:

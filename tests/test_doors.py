@@ -7,7 +7,7 @@ import typing
 
 import pytest
 
-from app.doors import anthropic_messages, openai_responses, pi, unified
+from app.doors import anthropic_messages, gemini, openai_responses, pi, unified
 from app.doors.registry import DoorName, door_at
 from tests.conftest import marker, turn
 
@@ -61,12 +61,17 @@ def test_records_and_metrics_name_the_door(gateway):
 
 
 def test_the_registry_names_every_door_and_finds_a_door_by_its_path():
-    assert typing.get_args(DoorName) == ("unified", "pi", "openai-chat", "anthropic-messages", "openai-responses")
+    assert typing.get_args(DoorName) == ("unified", "pi", "openai-chat", "anthropic-messages", "openai-responses", "gemini")
     assert door_at("/v1/stream") is door_at("/v1/complete") is unified.DOOR
     assert door_at("//api/stream") is door_at("/api/stream/") is pi.DOOR
     assert door_at("/v1/messages") is anthropic_messages.DOOR
     assert door_at("/v1/responses") is openai_responses.DOOR
     assert door_at("/v1/messages/count_tokens") is None and door_at("/v1/models") is None
+    # Routes with path parameters match as patterns: the Gemini door's model may hold `/` and `:`.
+    for path in ("/v1beta/models/anthropic/text:streamGenerateContent", "/v1/models/fast:generateContent",
+                 "/v1beta/models/models/bedrock/anthropic.claude:0:countTokens"):  # fmt: skip
+        assert door_at(path) is gemini.DOOR
+    assert door_at("/v1beta/models/x:embedContent") is None and door_at("/v2/models/x:generateContent") is None
 
 
 OUT_OF_BOUNDS = [

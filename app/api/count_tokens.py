@@ -11,6 +11,7 @@ from starlette.responses import Response
 from app.api.auth import authorization
 from app.api.body import parse_json, parse_off_loop, read_body
 from app.api.error_responses import json_response, refusal_error
+from app.api.turns import url_body
 from app.turn_result import upstream_failure
 from app.contract.failures import ErrorKind
 from app.counting import count_tokens
@@ -28,11 +29,12 @@ async def serve_count(request: Request, door: TokenCountDoor) -> Response:
     request_id: str = request.scope["state"]["request_id"]
     headers = {"X-Request-Id": request_id}
     try:
-        key_id = gateway.keys.identify(authorization(request.headers))
+        route = door.route
+        key_id = gateway.keys.identify(authorization(request.headers, request.query_params if route.key_in_query else None))
         raw = await read_body(request, gateway.settings.max_body_bytes)
         depth = gateway.settings.max_json_depth
         decoded = await parse_off_loop(
-            raw, lambda body: door.decode(parse_json(body, depth, door.prose_paths), request.headers)
+            raw, lambda body: door.decode(url_body(route, request, parse_json(body, depth, door.prose_paths)), request.headers)
         )
         tokens = await count_tokens(gateway, decoded.unified, key_id)
     except BadRequest as error:

@@ -165,21 +165,36 @@ class TurnRoutes:
 
     def __init__(self, app: FastAPI) -> None:
         self.app = app
-        # The app's routes as its router matches them (an included router's with their prefix).
-        self.endpoints: dict[str, Endpoint] = {
-            context.path: context.endpoint
-            for context in iter_route_contexts(app.routes)
-            if isinstance(context.original_route, TurnRoute)
-        }
+        # The app's routes as its router matches them (an included router's with their prefix); a route with
+        # path parameters (the Gemini door's `{model}`) is matched by its pattern, after the plain paths.
+        contexts = [c for c in iter_route_contexts(app.routes) if isinstance(c.original_route, TurnRoute)]
+        self.endpoints: dict[str, Endpoint] = {c.path: c.endpoint for c in contexts if "{" not in c.path}
+        self.patterns: list[tuple[Any, str, Endpoint]] = [
+            (c.original_route.path_regex, c.path, c.endpoint) for c in contexts if "{" in c.path
+        ]
 
     def endpoint(self, scope: Scope) -> Endpoint | None:
-        """The endpoint that answers this request directly, or None (FastAPI answers it)."""
+        """The endpoint that answers this request directly, or None (FastAPI answers it). A route with path
+        parameters puts them in the scope (`path_params`) as Starlette's router does."""
+        matched = self.match(scope)
+        return None if matched is None else matched[1]
+
+    def match(self, scope: Scope) -> tuple[str, Endpoint] | None:
+        """The route template and endpoint that answer this request directly, or None."""
         if scope["type"] != "http" or scope["method"] != "POST" or scope.get("root_path") or self.app.root_path:
             return None
         path = scope["path"]
         if path.startswith("//"):
             path = "/" + path.lstrip("/")
-        return self.endpoints.get(path)
+        endpoint = self.endpoints.get(path)
+        if endpoint is not None:
+            return path, endpoint
+        for regex, template, endpoint in self.patterns:
+            found = regex.match(path)
+            if found is not None:
+                scope["path_params"] = found.groupdict()
+                return template, endpoint
+        return None
 
     def handler(self, exc: Exception) -> Callable[[Request, Exception], Awaitable[Response]] | None:
         """The app's handler for `exc`, looked up as Starlette's `ExceptionMiddleware` does (a status handler
@@ -227,8 +242,9 @@ class GatewayApp(FastAPI):
         """The route template the request matched: the turn route's path on the fast path, else the route
         FastAPI's router matched (it notes it in the scope; None for a 404)."""
         turn_routes = self.turn_routes
-        if turn_routes is not None and turn_routes.endpoint(scope) is not None:
-            return "/" + scope["path"].lstrip("/")
+        matched = turn_routes.match(scope) if turn_routes is not None else None
+        if matched is not None:
+            return matched[0]
         return getattr(scope.get("route"), "path", None)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:

@@ -152,8 +152,9 @@ def build_openapi(app: FastAPI) -> dict[str, Any]:
         components["schemas"].update(door.schemas)
     components["securitySchemes"] = {"bearer": {"type": "http", "scheme": "bearer"}}
     door_routes: dict[tuple[str, str], DoorRoute] = {
-        (route.path, route.method.lower()): route
+        (path.replace(":path}", "}"), route.method.lower()): route  # as FastAPI writes a path parameter
         for route in [*(route for _, route in turn_routes()), *(count.route for count in count_routes())]
+        for path in route.paths()
     }
     stored_routes = {door.stored.path: door.stored for door in DOORS if door.stored is not None}
     items_routes = {door.stored.items_path: door.stored for door in DOORS if door.stored is not None}

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
+from typing import Any
 
 from fastapi import APIRouter, Request, WebSocket
 from starlette.responses import Response
@@ -17,7 +18,11 @@ from app.api.edge import Endpoint, TurnRoute, route_path
 from app.api.error_responses import ApiError, error_response, json_response, refusal_error
 from app.api.turns import serve
 from app.contract.catalog import ModelList, anthropic_model_list
+from app.doors import gemini
 from app.doors.base import Door, DoorRoute, TokenCountDoor
+from app.doors.gemini import models as gemini_models
+from app.doors.gemini import openapi as gemini_openapi
+from app.doors.openapi import ref
 from app.doors.errors import BadRequest
 from app.doors.registry import DOORS, count_routes, door_at, turn_routes
 from app.gateway import Gateway
@@ -32,7 +37,7 @@ def _gateway(request: Request) -> Gateway:
 
 def _turn_endpoint(door: Door, route: DoorRoute) -> Endpoint:
     async def endpoint(request: Request) -> Response:
-        return await serve(request, door, stream=route.stream, decode=route.decode)
+        return await serve(request, door, route)
 
     return endpoint
 
@@ -81,10 +86,12 @@ def _declare_door_routes() -> None:
             summary=route.summary, tags=list(route.tags), route_class_override=TurnRoute,
         )
     for count in count_routes():
-        router.add_api_route(
-            count.route.path, _count_endpoint(count), methods=[count.route.method], name=count.route.name,
-            summary=count.route.summary, tags=list(count.route.tags),
-        )
+        for number, path in enumerate(count.route.paths()):
+            router.add_api_route(
+                path, _count_endpoint(count), methods=[count.route.method],
+                name=f"{count.route.name}_{number}" if number else count.route.name,
+                summary=count.route.summary, tags=list(count.route.tags),
+            )
     for door in DOORS:  # a door's stored responses: GET reads one of the caller's key, DELETE removes it, GET lists its input items
         if door.stored is not None:
             get, delete, input_items = _stored_endpoints(door)
@@ -113,7 +120,10 @@ async def list_models(request: Request) -> Response:
     """`{"object": "list", "data": [model objects]}` as OpenAI's `GET /v1/models` answers (the OpenAI SDKs'
     `models.list()` reads it), each entry with the catalog's fields; `providers` lists the configured
     providers (also those without catalog models). A request with an `anthropic-version` header (the
-    Anthropic SDKs) gets the same entries in Anthropic's list shape."""
+    Anthropic SDKs) gets the same entries in Anthropic's list shape, one with an `x-goog-api-key` header or a
+    `key` query parameter (the Google GenAI SDKs, which send a custom base URL's requests to `/v1/`) Gemini's."""
+    if gemini_models.asks_gemini_shape(request.headers, request.query_params):
+        return _gemini_answer(request, gemini_models.model_list)
     gateway = _gateway(request)
     gateway.keys.identify(authorization(request.headers))
     configured = gateway.dispatcher.providers
@@ -122,6 +132,45 @@ async def list_models(request: Request) -> Response:
         return json_response(anthropic_model_list(entries))
     providers = [{"name": name, "api": provider.api} for name, provider in sorted(configured.items())]
     return json_response({"object": "list", "data": entries, "providers": providers})
+
+
+@router.get(
+    gemini_openapi.LIST_PATH, tags=["catalog"], summary="Models and routes this gateway serves (Gemini's list shape)",
+    responses={200: {"description": "Gemini's ListModelsResponse", "content": {"application/json": {"schema": ref("GeminiModelList")}}}},
+)  # fmt: skip
+async def list_gemini_models(request: Request) -> Response:
+    """`{"models": [Model]}` as Gemini's `GET /v1beta/models` answers (the Google GenAI SDKs' `models.list()`),
+    each `name` a gateway model name after `models/`; the key may come as `?key=` as on the Gemini door."""
+    return _gemini_answer(request, gemini_models.model_list)
+
+
+async def get_gemini_model(request: Request, model: str) -> Response:
+    """Gemini's `GET /v1beta/models/{model}` (the SDKs' `models.get()`, also under `/v1/`); errors in Google's
+    shape."""
+    return _gemini_answer(request, lambda entries: gemini_models.model_of(entries, model))
+
+
+for _path in gemini_openapi.GET_PATHS:
+    router.add_api_route(
+        _path, get_gemini_model, methods=["GET"], name=f"get_gemini_model_{_path.split('/')[1]}", tags=["catalog"],
+        summary="One model this gateway serves (Gemini's Model shape)",
+        responses={200: {"description": "Gemini's Model", "content": {"application/json": {"schema": ref("GeminiModel")}}},
+                   404: {"description": "No such model", "content": {"application/json": {"schema": ref("GeminiErrorBody")}}}},
+    )  # fmt: skip
+
+
+def _gemini_answer(request: Request, answer: Callable[[list[dict[str, Any]]], Any]) -> Response:
+    """A Gemini model route: the caller's key (also `?key=`), then `answer` of the gateway's model list; every
+    error in Google's shape."""
+    gateway = _gateway(request)
+    try:
+        gateway.keys.identify(authorization(request.headers, request.query_params))
+        return json_response(answer(gateway.catalog.model_list(gateway.dispatcher.providers)))
+    except BadRequest as error:
+        return json_response(gemini.DOOR.error_body(error), error.status, error.headers)
+    except Refusal as refusal:
+        error = refusal_error(refusal)
+        return json_response(gemini.DOOR.error_body(error), error.status, error.headers)
 
 
 @router.get("/healthz", tags=["operations"], summary="Liveness")

@@ -17,30 +17,30 @@ from app.api.error_responses import json_response, refusal_error
 from app.api.resume import asks_resumable, resumable_response
 from app.api.sse import TurnFrames, sse_response
 from app.dispatch import Interrupt, TurnJob
-from app.doors.base import Decoder, Door, EventEncoder
+from app.doors.base import Door, DoorRoute, EventEncoder
 from app.doors.errors import BadRequest
 from app.gateway import Gateway
 from app.refusals import Refusal
 from app.turn_result import CLIENT_CLOSED_STATUS, JobView, turn_result
 
 
-async def serve(
-    request: Request, door: Door, *, stream: bool | None = None, decode: Decoder | None = None
-) -> Response:
-    """One turn through `door`. `stream` overrides what the request asked for (`/v1/stream` vs `/v1/complete`);
+async def serve(request: Request, door: Door, route: DoorRoute) -> Response:
+    """One turn through `door` on `route`, whose `stream` overrides what the request asked for (`/v1/stream` vs
+    `/v1/complete`), whose `from_url` adds what the URL says to the body (the Gemini door's model) and whose
     `decode` replaces the door's decoder for a route of its own (no stored response is read or kept then)."""
     gateway: Gateway = request.app.state.gateway
     request_id: str = request.scope["state"]["request_id"]
+    stream = route.stream
     try:
-        key_id = gateway.keys.identify(authorization(request.headers))
+        key_id = gateway.keys.identify(authorization(request.headers, request.query_params if route.key_in_query else None))
         require_json(request.headers)
         raw = await read_body(request, gateway.settings.max_body_bytes)
         depth = gateway.settings.max_json_depth
-        stored = door.stored if decode is None else None
+        stored = door.stored if route.decode is None else None
         if stored is None:
-            decoder = decode or door.decode
+            decoder = route.decode or door.decode
             decoded = await parse_off_loop(
-                raw, lambda body: decoder(parse_json(body, depth, door.prose_paths), request.headers)
+                raw, lambda body: decoder(url_body(route, request, parse_json(body, depth, door.prose_paths)), request.headers)
             )
         else:  # a door that builds on stored responses (app.api.stored_responses)
             decoded = await stored_responses.decode(
@@ -105,6 +105,13 @@ async def _complete(
     result = turn_result(job)
     status, body = encoder.complete(result)
     return json_response(body, status, {**headers, **(result.retry_headers() if status >= 400 else {})})
+
+
+def url_body(route: DoorRoute, request: Request, body: Any) -> Any:
+    """The parsed body with what the URL adds to it (`DoorRoute.from_url`), for a route that takes any."""
+    if route.from_url is None or not isinstance(body, dict):
+        return body
+    return route.from_url(body, request.path_params, request.query_params)
 
 
 DISCONNECTED = object()

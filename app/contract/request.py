@@ -76,7 +76,12 @@ class StreamOptions(WireModel):
     # `disable_parallel_tool_use`); Gemini has no such switch and gets nothing. None: the vendor's default.
     parallel_tool_calls: SkipJsonSchema[bool | None] = Field(default=None, exclude=True)
 
-    _door_fields = field_validator("anthropic", "json_schema", "parallel_tool_calls", mode="before")(door_only)
+    # Door-only: what a Gemini client sent that only Gemini reads, in Gemini's JSON spelling (`safetySettings`,
+    # `topK`, `topP` with thinking, `thinkingConfig` as sent), which the Gemini adapter sends; every other adapter
+    # works from the unified options the Gemini door derived from the same fields (docs/doors/gemini.md).
+    google: SkipJsonSchema[dict[str, Any] | None] = Field(default=None, exclude=True)
+
+    _door_fields = field_validator("anthropic", "json_schema", "parallel_tool_calls", "google", mode="before")(door_only)
 
 
 class StreamRequest(WireModel):

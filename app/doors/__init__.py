@@ -12,7 +12,8 @@ door the same way.
 
 Doors: `unified/` (`/v1/stream`, `/v1/complete`), `pi/` (`/api/stream`), `openai_chat/`
 (`/v1/chat/completions`), `openai_responses/` (`/v1/responses`), `anthropic_messages/` (`/v1/messages`,
-`/v1/messages/count_tokens`). Each package has
+`/v1/messages/count_tokens`), `gemini/` (`/v1beta/models/{model}:streamGenerateContent`, `:generateContent`,
+`:countTokens`). Each package has
 
 - `request.py` — `decode(body: dict, headers: Headers) -> DoorRequest`: the parsed JSON body (already
   size- and depth-checked) to the unified `StreamRequest` plus how to answer (`stream`). Bad input raises
@@ -39,7 +40,7 @@ Doors: `unified/` (`/v1/stream`, `/v1/complete`), `pi/` (`/api/stream`), `openai
 
 Each door package exports one `DOOR = Door(...)` (`app/doors/base.py`), everything the shared glue knows of
 it: `name` is what records (`door`) and metrics (`door` label) show (`unified`, `pi`, `openai-chat`,
-`openai-responses`, `anthropic-messages`); `routes` its HTTP routes (`DoorRoute`: path, OpenAPI summary, tags
+`openai-responses`, `anthropic-messages`, `gemini`); `routes` its HTTP routes (`DoorRoute`: path, OpenAPI summary, tags
 and operation, whether the route answers as a stream); `frames_carry_ids` whether its frames have their own `id:` line (a
 resumable stream adds one otherwise); `prose_paths` name where in the body a person's text lives (lone UTF-16
 surrogates are removed there and refused anywhere else, `app.api.body`; `app.doors.validation.ANY_INDEX`

@@ -117,6 +117,16 @@ class DoorRoute:
     # The route's own decoder, when its body is not the door's turn request (the door's `decode` when None); such
     # a route builds on no stored response.
     decode: Decoder | None = None
+    # A route with path parameters (the Gemini door's `{model}`): what the request's URL adds to the parsed body
+    # before the door's `decode` reads it, `(body, path parameters, query parameters) → body`. None: the body alone.
+    from_url: Callable[[dict[str, Any], Mapping[str, str], Mapping[str, str]], dict[str, Any]] | None = None
+    # Whether the client key may also come as the `key` query parameter (Google's `?key=`).
+    key_in_query: bool = False
+    # The same route at other paths (the Gemini door's `/v1/…` beside `/v1beta/…`), named `<name>_<n>`.
+    more_paths: tuple[str, ...] = ()
+
+    def paths(self) -> tuple[str, ...]:
+        return (self.path, *self.more_paths)
 
 
 @dataclass(frozen=True, slots=True)

@@ -2,17 +2,19 @@
 // `execute` records every call the SDK runs. Prints one JSON line per stream part the test reads (tool-call,
 // tool-result, tool-error, error, finish), then {"type": "executed", "calls": [...]}: what the SDK ran.
 //
-//   node ai_sdk_turn.mjs --door chat|messages|responses --url http://127.0.0.1:8080 --model anthropic/tools [--key K]
+//   node ai_sdk_turn.mjs --door chat|messages|responses|gemini --url http://127.0.0.1:8080 --model anthropic/tools [--key K]
 //                        [--header NAME:VALUE …] PROMPT
 //
 // `chat`: @ai-sdk/openai-compatible against POST /v1/chat/completions; `messages`: @ai-sdk/anthropic against
 // POST /v1/messages; `responses`: @ai-sdk/openai's Responses provider (`openai.responses(model)`) against
-// POST /v1/responses. Exit status 0 whatever the turn did (the test reads the lines).
+// POST /v1/responses; `gemini`: @ai-sdk/google against POST /v1beta/models/{model}:streamGenerateContent.
+// Exit status 0 whatever the turn did (the test reads the lines).
 import { parseArgs } from "node:util";
 import { streamText, tool } from "ai";
 import { createOpenAICompatible } from "@ai-sdk/openai-compatible";
 import { createAnthropic } from "@ai-sdk/anthropic";
 import { createOpenAI } from "@ai-sdk/openai";
+import { createGoogleGenerativeAI } from "@ai-sdk/google";
 import { z } from "zod";
 
 globalThis.AI_SDK_LOG_WARNINGS = false; // e.g. "model unknown, max output tokens limited": not what is tested
@@ -37,6 +39,9 @@ function modelFor(door, url, model, key, headers) {
   }
   if (door === "responses") {
     return createOpenAI({ baseURL: `${url}/v1`, apiKey: key, headers }).responses(model);
+  }
+  if (door === "gemini") {
+    return createGoogleGenerativeAI({ baseURL: `${url}/v1beta`, apiKey: key, headers })(model);
   }
   throw new Error(`unknown door ${door}`);
 }

@@ -209,6 +209,25 @@ def system_instruction(context: Context) -> list[str]:
     return texts
 
 
+def _gemini_fields(native: dict[str, Any], config: dict[str, Any]) -> None:
+    """What a Gemini door client sent for Gemini alone (`options.google`): its `safetySettings`, `topK`, a `topP` sent with thinking, and its own
+    `thinkingConfig` budget or level instead of the one derived from the unified level (thoughts are always
+    asked for: the door shows them or not)."""
+    if native.get("safetySettings"):
+        config["safety_settings"] = native["safetySettings"]
+    if native.get("topK") is not None:
+        config["top_k"] = native["topK"]
+    if native.get("topP") is not None:
+        config["top_p"] = native["topP"]
+    thinking = native.get("thinkingConfig") or {}
+    budget = thinking.get("thinkingBudget", thinking.get("thinking_budget"))
+    level = thinking.get("thinkingLevel", thinking.get("thinking_level"))
+    if budget is not None:
+        config["thinking_config"] = {"include_thoughts": budget != 0, "thinking_budget": int(budget)}
+    elif level is not None:
+        config["thinking_config"] = {"include_thoughts": True, "thinking_level": str(level).upper()}
+
+
 def build_request(model: ModelInfo, context: Context, options: StreamOptions) -> dict[str, Any]:
     """The `generate_content_stream` arguments (model, contents, config), which `wire.sdk_request` converts."""
     config: dict[str, Any] = {
@@ -240,6 +259,8 @@ def build_request(model: ModelInfo, context: Context, options: StreamOptions) ->
     if options.json_schema is not None:
         config["response_mime_type"] = "application/json"
         config["response_json_schema"] = options.json_schema
+    if options.google:
+        _gemini_fields(options.google, config)
     contents = convert_contents(context, Target.of(model, API))
     if not contents:  # `check_request` refuses what it can see cheaply; this is the exact rule
         raise ProviderError(f"cannot be sent this request: {NOTHING_TO_SEND}", kind=ErrorKind.REQUEST)
