@@ -88,6 +88,7 @@ class TurnJob:
     # Every deployment of the plan's pools was cooled or at a quota past the first-event timeout, and nothing
     # else could serve: the soonest one's wait, which the answer gives as Retry-After (429).
     pools_busy_ms: int | None = None
+    session: str | None = None  # an agent's session header: a pool's conversation key after `options.sessionId`
     # The current attempt's first content event (loop time) and the upstream frames counted then: a pool's
     # latency estimates (time to first token, the gaps after it).
     first_token_at: float | None = None
@@ -217,7 +218,7 @@ class Dispatcher:
         assert pool is not None
         remaining = {route.deployment.name: route for route in routes if route.deployment is not None}
         prices = {name: r.model.pricing.input + r.model.pricing.output for name, r in remaining.items()}
-        conversation = conversation_key(job.options)
+        conversation = conversation_key(job.options, job.session)
         lease_ms = int(self.settings.total_timeout * 1000) + 60_000
         last = None
         waited = False

@@ -117,12 +117,12 @@ class Gateway:
         return await self.ledger.last_cost(key_id)
 
     async def start_turn(
-        self, request: StreamRequest, request_id: str, key_id: str | None, door: str = "unified"
+        self, request: StreamRequest, request_id: str, key_id: str | None, door: str = "unified", session: str | None = None
     ) -> TurnJob:
         """Resolve the model and its fallbacks, apply the key's policy, then start the turn's pump. `door`
         names the client wire format the request came through (records and metrics show it). Admission's
         steps (`app.policy.admission`) run in order, with the routes planned between its stream caps and the
-        key's policy."""
+        key's policy. `session`: the agent session header the request carried (a pool's conversation key)."""
         self.admission.check_capacity(key_id)
         options = request.options
         routes = self._honouring(self.dispatcher.plan(request.model, request.fallback), request)
@@ -139,6 +139,7 @@ class Gateway:
             requested_model=request.model,
             fallback=list(request.fallback),
             door=door,
+            session=session,
         )
         context = None
         if self.settings.demo and key_id is not None:  # the demo simulator's log shows each key its own requests

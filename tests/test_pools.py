@@ -236,6 +236,16 @@ def test_prompt_cache_key_keeps_an_openai_chat_conversation_on_its_deployment(po
     assert len(seen) == 1, seen
 
 
+def test_an_agent_session_header_keeps_the_conversation_on_its_deployment(pooled):
+    headers = {"X-Claude-Code-Session-Id": f"session-{marker()}"}
+    seen = set()
+    for _ in range(8):
+        response = pooled.http.post("/v1/complete", json=turn("sticky3"), headers=headers)
+        assert response.status_code == 200, response.text
+        seen.add(pooled.job(response.json()["requestId"]).attempts[-1].deployment)
+    assert len(seen) == 1, seen
+
+
 def test_records_name_the_deployment_and_the_records_api_filters_by_it(pooled):
     body = complete(pooled, "weighted3")
     record = pooled.http.get(f"/v1/requests/{body['requestId']}").json()

@@ -7,7 +7,7 @@ import logging
 import random
 import time
 import uuid
-from typing import Protocol, Sequence
+from typing import Mapping, Protocol, Sequence
 
 from app.catalog import Deployment, Pool
 from app.contract.failures import Attempt, ErrorKind, Interrupt
@@ -28,12 +28,27 @@ def now_ms() -> int:
     return int(time.time() * 1000)
 
 
-def conversation_key(options: StreamOptions) -> str | None:
+# Headers agent CLIs send with every request of one session (Claude Code, Codex CLI, others).
+SESSION_HEADERS = ("x-claude-code-session-id", "session_id", "session-id", "x-session-id")
+
+
+def session_header(headers: Mapping[str, str]) -> str | None:
+    """The agent session id a request's headers carry, if any (at most 256 characters)."""
+    for name in SESSION_HEADERS:
+        value = headers.get(name)
+        if value:
+            return value[:256]
+    return None
+
+
+def conversation_key(options: StreamOptions, session: str | None = None) -> str | None:
     """The key that keeps a conversation on one deployment: `options.sessionId` (which the doors fill from
-    OpenAI's `prompt_cache_key`, the Anthropic door's conversation hash and the agents' session headers), else
-    the end user's id (`options.metadata.userId`, Anthropic's `metadata.user_id`)."""
+    OpenAI's `prompt_cache_key` and the Anthropic door's conversation hash), else the agent's session header
+    (`session`), else the end user's id (`options.metadata.userId`, Anthropic's `metadata.user_id`)."""
     if options.session_id:
         return options.session_id
+    if session:
+        return session
     metadata = options.metadata
     user = metadata.get("userId") if isinstance(metadata, dict) else None
     return user if isinstance(user, str) and user else None
