@@ -13,7 +13,8 @@ from typing import Sequence
 from app.catalog import Deployment, Pool
 from app.pools.state import Snapshot
 
-EXPLORE = 0.05  # lowest-latency: the share of turns sent to a random deployment, so estimates stay current
+EXPLORE = 0.05  # lowest-latency: the chance a turn probes a deployment whose estimate is stale
+PROBE_AFTER_MS = 10_000  # lowest-latency: an estimate older than this is stale (probed again, rarely)
 GAPS_PER_TURN = 50  # lowest-latency scores a deployment as its TTFT plus this many inter-frame gaps
 
 
@@ -48,8 +49,9 @@ def order(
         ranked = sorted(shuffled, key=lambda d: states[d.name].in_flight / d.weight)
     elif strategy == "lowest-latency":
         ranked = sorted(shuffled, key=lambda d: latency_score(states[d.name].ttft, states[d.name].gap))
-        if len(ranked) > 1 and rng.random() < EXPLORE:
-            ranked.insert(0, ranked.pop(rng.randrange(1, len(ranked))))
+        stale = [i for i, d in enumerate(ranked) if i and states[d.name].sampled_at_ms < now_ms - PROBE_AFTER_MS]
+        if stale and rng.random() < EXPLORE:  # a deployment that recovered is noticed, at little cost to the tail
+            ranked.insert(0, ranked.pop(rng.choice(stale)))
     elif strategy == "cost":
         ranked = sorted(shuffled, key=lambda d: prices.get(d.name, 0.0))
     else:  # weighted

@@ -3,7 +3,7 @@
 Keys (under `GATEWAY_REDIS_PREFIX`, default `gw`; `<P>` the pool's name, `<D>` the deployment's):
 
 - `<p>:pool:<P>:<D>`: hash `cool` (cooled until, epoch ms), `streak` (failures in a row), `ttft` and `gap`
-  (latency EWMAs, seconds); expires a day after its last write;
+  (latency EWMAs, seconds) and `at` (the latest sample's time); expires a day after its last write;
 - `<p>:pool:<P>:<D>:fly`: sorted set of the turns in flight's leases, scored by their expiry;
 - `<p>:pool:<P>:<D>:rpm`: sorted set of the leases of the last 60 s, scored by their time (deployments with rpm);
 - `<p>:pool:<P>:<D>:tpm:<minute>`: tokens settled in that minute (expires after two minutes);
@@ -52,7 +52,7 @@ for i = 0, n - 1 do
   local h, fly, rpm, tpm = KEYS[i*4+1], KEYS[i*4+2], KEYS[i*4+3], KEYS[i*4+4]
   redis.call('ZREMRANGEBYSCORE', fly, '-inf', now)
   redis.call('ZREMRANGEBYSCORE', rpm, '-inf', now - 60000)
-  local state = redis.call('HMGET', h, 'cool', 'ttft', 'gap')
+  local state = redis.call('HMGET', h, 'cool', 'ttft', 'gap', 'at')
   local oldest = redis.call('ZRANGE', rpm, 0, 0, 'WITHSCORES')
   table.insert(out, state[1] or '0')
   table.insert(out, tostring(redis.call('ZCARD', fly)))
@@ -61,6 +61,7 @@ for i = 0, n - 1 do
   table.insert(out, redis.call('GET', tpm) or '0')
   table.insert(out, state[2] or '')
   table.insert(out, state[3] or '')
+  table.insert(out, state[4] or '0')
 end
 table.insert(out, redis.call('GET', KEYS[n*4+1]) or '')
 return out
@@ -106,7 +107,7 @@ return {0, soonest - now}
 """
 
 # KEYS: hash, fly, tpm (this minute), affinity. ARGV: lease, ok, ttft, gap, tokens, alpha, state ttl, affinity
-# value ('' for none), affinity ttl.
+# value ('' for none), affinity ttl, now.
 _FINISH = """
 redis.call('ZREM', KEYS[2], ARGV[1])
 local alpha = tonumber(ARGV[6])
@@ -119,6 +120,7 @@ for i, field in ipairs({'ttft', 'gap'}) do
     redis.call('HSET', KEYS[1], field, tostring(value))
   end
 end
+if ARGV[3] ~= '' then redis.call('HSET', KEYS[1], 'at', ARGV[10]) end
 if ARGV[2] == '1' then
   redis.call('HDEL', KEYS[1], 'streak')
   if ARGV[8] ~= '' then redis.call('SET', KEYS[4], ARGV[8], 'PX', tonumber(ARGV[9])) end
@@ -186,7 +188,7 @@ class RedisPoolStore:
             return await self.local.snapshot(pool, names, affinity, now_ms)
         states: dict[str, DeploymentState] = {}
         for index, name in enumerate(names):
-            cool, fly, rpm, oldest, tpm, ttft, gap = raw[index * 7 : index * 7 + 7]
+            cool, fly, rpm, oldest, tpm, ttft, gap, at = raw[index * 8 : index * 8 + 8]
             states[name] = DeploymentState(
                 cooled_until_ms=int(float(cool)),
                 in_flight=int(fly),
@@ -195,6 +197,7 @@ class RedisPoolStore:
                 tpm_used=int(tpm),
                 ttft=float(ttft) if ttft else None,
                 gap=float(gap) if gap else None,
+                sampled_at_ms=int(float(at)),
             )
         stuck = raw[-1] or None
         return Snapshot(states, stuck if affinity is not None else None)
@@ -228,6 +231,7 @@ class RedisPoolStore:
             STATE_TTL_MS,
             name if result.affinity is not None else "",
             AFFINITY_TTL_MS,
+            now_ms,
         ]
         try:
             async with asyncio.timeout(self.timeout):

@@ -43,6 +43,7 @@ class DeploymentState:
     tpm_used: int = 0
     ttft: float | None = None  # EWMA, seconds; None before the first sample
     gap: float | None = None  # EWMA of the gap between frames after the first token, seconds
+    sampled_at_ms: int = 0  # when the latest latency sample came (0: never)
 
     def ready_at_ms(self, deployment: Deployment, now_ms: int) -> int:
         """When this deployment may be sent a request (`now_ms` or earlier: now): after its cooldown and
@@ -128,6 +129,7 @@ class _Local:
     tokens: dict[int, int] = field(default_factory=dict)  # minute -> tokens
     ttft: float | None = None
     gap: float | None = None
+    sampled_at_ms: int = 0
 
     def trim(self, now_ms: int) -> None:
         if self.leases:
@@ -150,6 +152,7 @@ class _Local:
             tpm_used=self.tokens.get(now_ms // WINDOW_MS, 0),
             ttft=self.ttft,
             gap=self.gap,
+            sampled_at_ms=self.sampled_at_ms,
         )
 
 
@@ -195,6 +198,7 @@ class MemoryPoolStore:
         local.leases.pop(lease, None)
         if result.ttft is not None:
             local.ttft = ewma(local.ttft, result.ttft)
+            local.sampled_at_ms = now_ms
         if result.gap is not None:
             local.gap = ewma(local.gap, result.gap)
         if result.ok:
