@@ -7,8 +7,9 @@ wire) as the deployments. One gateway process (no Redis: the per-process pool st
   provider) and through the route `pool3` (a weighted pool of the three deployments), in alternating rounds;
   reported: gateway process CPU per turn of each, and the pool's overhead in percent (median over rounds).
 - **latency**: pools `weighted3` and `fastest3` of the same three deployments, one of which is slow (its
-  frames 60 ms apart, so its first token comes ~120 ms later); 5 concurrent clients; reported: time to first
-  text delta p50/p99 per strategy, and the share of turns the slow deployment served.
+  frames 60 ms apart, so its first token comes ~120 ms later); after 10 turns that let the estimates settle,
+  5 concurrent clients; reported: time to first text delta p50/p99 per strategy, and the share of turns the
+  slow deployment served.
 
 Results: bench/results/pools.{json,md}. The machine is shared: compare within a run.
 """
@@ -112,13 +113,14 @@ async def run(quick: bool) -> dict[str, Any]:
         cpu_pool = median(e["pool3"]["cpuMsPerTurn"] for e in per_round)
         latency = {}
         for model in ("weighted3", "fastest3"):
+            await _batch(gateway, model, 1, 10)  # the estimates settle (steady state)
             latency[model] = await _batch(gateway, model, 5, 40 if quick else 80)
         return {
             "scenario": SCENARIO,
             "slowDeployment": SLOW,
             "rounds": per_round,
-            "cpuMsPerTurnSingle": cpu_single,
-            "cpuMsPerTurnPool3": cpu_pool,
+            "cpuMsPerTurnSingle": round(cpu_single, 3),
+            "cpuMsPerTurnPool3": round(cpu_pool, 3),
             "poolCpuOverheadPct": round((cpu_pool - cpu_single) * 100 / cpu_single, 1),
             "latency": latency,
             "loadavg": os.getloadavg(),

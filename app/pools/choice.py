@@ -19,7 +19,7 @@ GAPS_PER_TURN = 50  # lowest-latency scores a deployment as its TTFT plus this m
 
 
 def latency_score(ttft: float | None, gap: float | None) -> float:
-    """Expected seconds to the first token plus a short reply's stream; 0 before any sample (tried first)."""
+    """Expected seconds to the first token plus a short reply's stream."""
     return (ttft or 0.0) + GAPS_PER_TURN * (gap or 0.0)
 
 
@@ -48,7 +48,9 @@ def order(
     if strategy == "least-in-flight":
         ranked = sorted(shuffled, key=lambda d: states[d.name].in_flight / d.weight)
     elif strategy == "lowest-latency":
-        ranked = sorted(shuffled, key=lambda d: latency_score(states[d.name].ttft, states[d.name].gap))
+        scores = {d.name: latency_score(states[d.name].ttft, states[d.name].gap) for d in shuffled if states[d.name].ttft is not None}
+        best = min(scores.values(), default=0.0)  # a deployment without samples ties with the best one
+        ranked = sorted(shuffled, key=lambda d: scores.get(d.name, best))
         stale = [i for i, d in enumerate(ranked) if i and states[d.name].sampled_at_ms < now_ms - PROBE_AFTER_MS]
         if stale and rng.random() < EXPLORE:  # a deployment that recovered is noticed, at little cost to the tail
             ranked.insert(0, ranked.pop(rng.choice(stale)))
