@@ -195,9 +195,6 @@ class Pool:
     deployments: tuple[Deployment, ...]
     strategy: str = "weighted"
 
-    def deployment(self, name: str) -> Deployment | None:
-        return next((d for d in self.deployments if d.name == name), None)
-
 
 @dataclass
 class Catalog:
@@ -246,17 +243,10 @@ class Catalog:
         for index, m in enumerate(data.get("models", [])):
             where = f"catalog {source}: models[{index}] ({m.get('provider')}/{m.get('id')})" if isinstance(m, dict) else ""
             _check_keys("model", m, where or f"catalog {source}: models[{index}]")
-            cost = m.get("cost", {})
-            _check_keys("cost", cost, f"{where}: cost")
             info = ModelInfo(
                 provider=m["provider"],
                 id=m["id"],
-                pricing=Pricing(
-                    input=float(cost.get("input", 0)),
-                    output=float(cost.get("output", 0)),
-                    cache_read=float(cost.get("cacheRead", 0)),
-                    cache_write=float(cost.get("cacheWrite", 0)),
-                ),
+                pricing=_pricing(m.get("cost", {}), f"{where}: cost"),
                 context_window=m.get("contextWindow"),
                 max_tokens=m.get("maxTokens"),
                 reasoning=bool(m.get("reasoning", False)),
@@ -360,6 +350,16 @@ class Catalog:
         return entries
 
 
+def _pricing(cost: Any, where: str) -> Pricing:
+    _check_keys("cost", cost, where)
+    return Pricing(
+        input=float(cost.get("input", 0)),
+        output=float(cost.get("output", 0)),
+        cache_read=float(cost.get("cacheRead", 0)),
+        cache_write=float(cost.get("cacheWrite", 0)),
+    )
+
+
 def _positive(value: Any, what: str, where: str, *, integer: bool) -> Any:
     kinds = (int,) if integer else (int, float)
     if isinstance(value, bool) or not isinstance(value, kinds) or value <= 0:
@@ -389,16 +389,6 @@ def _pool(route: str, entry: Any, where: str) -> Pool:
             raise CatalogError(f"{at}: name must be a non-empty string without spaces or braces")
         if any(other.name == name for other in deployments):
             raise CatalogError(f"{at}: two deployments named {name!r}; give each a distinct name")
-        pricing = None
-        if "cost" in d:
-            _check_keys("cost", d["cost"], f"{at}: cost")
-            cost = d["cost"]
-            pricing = Pricing(
-                input=float(cost.get("input", 0)),
-                output=float(cost.get("output", 0)),
-                cache_read=float(cost.get("cacheRead", 0)),
-                cache_write=float(cost.get("cacheWrite", 0)),
-            )
         deployments.append(Deployment(
             name=name,
             provider=provider,
@@ -406,6 +396,6 @@ def _pool(route: str, entry: Any, where: str) -> Pool:
             weight=float(_positive(d.get("weight", 1), "weight", at, integer=False)),
             rpm=_positive(d["rpm"], "rpm", at, integer=True) if "rpm" in d else None,
             tpm=_positive(d["tpm"], "tpm", at, integer=True) if "tpm" in d else None,
-            pricing=pricing,
+            pricing=_pricing(d["cost"], f"{at}: cost") if "cost" in d else None,
         ))
     return Pool(route, tuple(deployments), strategy)

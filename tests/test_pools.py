@@ -4,7 +4,6 @@ byte, conversation affinity, and what records and metrics say. (Sharing across r
 
 from __future__ import annotations
 
-import json
 import math
 import random
 from concurrent.futures import ThreadPoolExecutor
@@ -146,8 +145,6 @@ def test_lowest_latency_moves_new_turns_to_the_fast_deployment(pooled, deploymen
     after = [served_by(pooled, "latency2") for _ in range(40)]
     share = after.count("dep-b/text") / len(after)
     assert share >= 0.9, (moving, after)
-    job = pooled.job(complete(pooled, "latency2")["requestId"])
-    assert job.attempts[-1].deployment == "dep-b/text" or job.attempts[-1].deployment == "dep-a/text"
 
 
 def test_cost_picks_the_cheapest_healthy_deployment(pooled, deployments):
@@ -253,4 +250,3 @@ def test_records_name_the_deployment_and_the_records_api_filters_by_it(pooled):
     assert record["deployment"] == f"{record['provider']}/{record['model']}"
     listed = pooled.http.get("/v1/requests", params={"model": record["deployment"], "limit": 200}).json()["records"]
     assert body["requestId"] in {r["requestId"] for r in listed}
-    assert json.dumps(record)  # plain JSON
