@@ -8,8 +8,10 @@ A file has up to three lists:
   (`{kind: "bedrock" | "vertex" | "azure", region?, project?, apiVersion?, auth?, deployments?}`, see `Cloud`);
 - `models`: `{provider, id, reasoning?, contextWindow?, maxTokens?, cost? {input, output, cacheRead,
   cacheWrite}, aliases?}`;
-- `routes`: `{name, model, fallback?, description?}` — a name clients may use as their model; `model` and
-  each `fallback` entry are `"<provider>/<model id>"`.
+- `routes`: `{name, model | pool, fallback?, description?}` — a name clients may use as their model; `model` and
+  each `fallback` entry are `"<provider>/<model id>"` (a fallback may also name another route, a pool's
+  included); `pool` serves the route from a pool of deployments (`{strategy?, deployments: [{provider, model,
+  name?, weight?, rpm?, tpm?, cost?}]}`, see `Pool` and docs/pools.md).
 A key the gateway does not know, a route naming an unknown provider or a model of an unknown provider fails
 at start-up with a `CatalogError` that names the file and the entry, so a typo never silently changes what
 serves a request.
@@ -32,8 +34,11 @@ _KEYS = {
     "cloud": {"kind", "region", "project", "apiVersion", "auth", "deployments"},
     "model": {"provider", "id", "reasoning", "contextWindow", "maxTokens", "cost", "aliases"},
     "cost": {"input", "output", "cacheRead", "cacheWrite"},
-    "route": {"name", "model", "fallback", "description"},
+    "route": {"name", "model", "pool", "fallback", "description"},
+    "pool": {"strategy", "deployments"},
+    "deployment": {"provider", "model", "name", "weight", "rpm", "tpm", "cost"},
 }
+POOL_STRATEGIES = ("weighted", "least-in-flight", "lowest-latency", "cost")
 
 
 class CatalogError(ValueError):
@@ -152,13 +157,43 @@ class CatalogRoute:
     """A name clients use as their model; the operator decides what serves it (`model`, then `fallback`)."""
 
     name: str
-    model: str  # "<provider>/<model id>"
+    model: str  # "<provider>/<model id>"; for a pool, its first deployment's
     fallback: tuple[str, ...] = ()
     description: str | None = None
+    pool: "Pool | None" = None  # served by a pool of deployments (then `model` is only what /v1/models shows)
 
     @property
     def entries(self) -> tuple[str, ...]:
-        return (self.model, *self.fallback)
+        """Its `<provider>/<model id>` entries: the pool's deployments (or its model), then its fallbacks."""
+        served = tuple(d.ref for d in self.pool.deployments) if self.pool is not None else (self.model,)
+        return (*served, *self.fallback)
+
+
+@dataclass(frozen=True, slots=True)
+class Deployment:
+    """One deployment of a pool: a provider entry (its own key, base URL, region or cloud) and the vendor's model
+    id there, with its share of the traffic and its own quotas and prices (CONTRACT §9b, docs/pools.md)."""
+
+    name: str  # unique in its pool; default "<provider>/<model>"
+    provider: str
+    model: str
+    weight: float = 1.0
+    rpm: int | None = None  # requests per minute this deployment may be sent (None: no quota)
+    tpm: int | None = None  # tokens (input + output) per minute
+    pricing: Pricing | None = None  # None: the catalog's prices of `provider/model`
+
+    @property
+    def ref(self) -> str:
+        return f"{self.provider}/{self.model}"
+
+
+@dataclass(frozen=True, slots=True)
+class Pool:
+    """Deployments that serve one route, and how one is chosen for each turn (`POOL_STRATEGIES`)."""
+
+    name: str  # the route's name
+    deployments: tuple[Deployment, ...]
+    strategy: str = "weighted"
 
 
 @dataclass
@@ -208,17 +243,10 @@ class Catalog:
         for index, m in enumerate(data.get("models", [])):
             where = f"catalog {source}: models[{index}] ({m.get('provider')}/{m.get('id')})" if isinstance(m, dict) else ""
             _check_keys("model", m, where or f"catalog {source}: models[{index}]")
-            cost = m.get("cost", {})
-            _check_keys("cost", cost, f"{where}: cost")
             info = ModelInfo(
                 provider=m["provider"],
                 id=m["id"],
-                pricing=Pricing(
-                    input=float(cost.get("input", 0)),
-                    output=float(cost.get("output", 0)),
-                    cache_read=float(cost.get("cacheRead", 0)),
-                    cache_write=float(cost.get("cacheWrite", 0)),
-                ),
+                pricing=_pricing(m.get("cost", {}), f"{where}: cost"),
                 context_window=m.get("contextWindow"),
                 max_tokens=m.get("maxTokens"),
                 reasoning=bool(m.get("reasoning", False)),
@@ -238,9 +266,13 @@ class Catalog:
             if not isinstance(name, str) or not ROUTE_NAME.match(name):
                 raise CatalogError(f"{where}: route name {name!r} must be letters, digits, '_', '.', ':' or '-' (no '/')")
             fallback = r.get("fallback", [])
-            if not isinstance(fallback, list) or not all(isinstance(f, str) for f in [r["model"], *fallback]):
+            pool = _pool(name, r["pool"], f"{where} ({name})") if "pool" in r else None
+            if (pool is None) == ("model" not in r):
+                raise CatalogError(f"{where} ({name}): a route has either model or pool")
+            model = pool.deployments[0].ref if pool is not None else r["model"]
+            if not isinstance(fallback, list) or not all(isinstance(f, str) for f in [model, *fallback]):
                 raise CatalogError(f"{where} ({name}): model must be a string and fallback a list of strings")
-            self.routes[name] = CatalogRoute(name, r["model"], tuple(fallback), r.get("description"))
+            self.routes[name] = CatalogRoute(name, model, tuple(fallback), r.get("description"), pool)
 
     def validate(self, source: str = "catalog") -> None:
         """Every model's provider and every route entry's provider is in the catalog (checked after each file
@@ -253,6 +285,8 @@ class Catalog:
                 )
         for route in self.routes.values():
             for ref in route.entries:
+                if ref in route.fallback and ref in self.routes:
+                    continue  # a route as a fallback: checked as a route
                 provider, _, model_id = ref.partition("/")
                 if not model_id:
                     raise CatalogError(f"catalog {source}: route {route.name!r}: {ref!r} must be '<provider>/<model id>'")
@@ -292,12 +326,21 @@ class Catalog:
                 continue
             provider, _, model_id = route.model.partition("/")
             info = self.model(provider, model_id) or ModelInfo(provider, model_id, Pricing())
+            shape: dict[str, Any] = {"model": route.model, "fallback": list(route.fallback)}
+            if route.pool is not None:
+                shape["pool"] = {
+                    "strategy": route.pool.strategy,
+                    "deployments": [
+                        {"name": d.name, "provider": d.provider, "model": d.model, "weight": d.weight}
+                        for d in route.pool.deployments
+                    ],
+                }
             entries.append({
                 "id": route.name,
                 "object": "model",
                 "created": self.loaded_at,
                 "owned_by": "gateway",
-                "route": {"model": route.model, "fallback": list(route.fallback)},
+                "route": shape,
                 "description": route.description,
                 "provider": provider,
                 "model": info.id,
@@ -305,3 +348,54 @@ class Catalog:
                 **info.fields(),
             })
         return entries
+
+
+def _pricing(cost: Any, where: str) -> Pricing:
+    _check_keys("cost", cost, where)
+    return Pricing(
+        input=float(cost.get("input", 0)),
+        output=float(cost.get("output", 0)),
+        cache_read=float(cost.get("cacheRead", 0)),
+        cache_write=float(cost.get("cacheWrite", 0)),
+    )
+
+
+def _positive(value: Any, what: str, where: str, *, integer: bool) -> Any:
+    kinds = (int,) if integer else (int, float)
+    if isinstance(value, bool) or not isinstance(value, kinds) or value <= 0:
+        raise CatalogError(f"{where}: {what} must be a positive {'integer' if integer else 'number'}, got {value!r}")
+    return value
+
+
+def _pool(route: str, entry: Any, where: str) -> Pool:
+    """A route's `pool`, checked whole: a bad entry names itself (`…: pool.deployments[1] (name): …`)."""
+    _check_keys("pool", entry, f"{where}: pool")
+    strategy = entry.get("strategy", "weighted")
+    if strategy not in POOL_STRATEGIES:
+        raise CatalogError(f"{where}: pool strategy {strategy!r} must be one of {', '.join(POOL_STRATEGIES)}")
+    raw = entry.get("deployments")
+    if not isinstance(raw, list) or not raw:
+        raise CatalogError(f"{where}: pool.deployments must be a non-empty list")
+    deployments: list[Deployment] = []
+    for index, d in enumerate(raw):
+        at = f"{where}: pool.deployments[{index}]"
+        _check_keys("deployment", d, at)
+        provider, model = d.get("provider"), d.get("model")
+        if not isinstance(provider, str) or not provider or not isinstance(model, str) or not model:
+            raise CatalogError(f"{at}: provider and model must be non-empty strings")
+        name = d.get("name", f"{provider}/{model}")
+        at = f"{at} ({name})"
+        if not isinstance(name, str) or not name or any(ch in name for ch in "{}\n "):
+            raise CatalogError(f"{at}: name must be a non-empty string without spaces or braces")
+        if any(other.name == name for other in deployments):
+            raise CatalogError(f"{at}: two deployments named {name!r}; give each a distinct name")
+        deployments.append(Deployment(
+            name=name,
+            provider=provider,
+            model=model,
+            weight=float(_positive(d.get("weight", 1), "weight", at, integer=False)),
+            rpm=_positive(d["rpm"], "rpm", at, integer=True) if "rpm" in d else None,
+            tpm=_positive(d["tpm"], "tpm", at, integer=True) if "tpm" in d else None,
+            pricing=_pricing(d["cost"], f"{at}: cost") if "cost" in d else None,
+        ))
+    return Pool(route, tuple(deployments), strategy)

@@ -3,7 +3,9 @@
 The dispatcher is the only code that talks to both an adapter and the event stream. It owns:
 
 - the attempt plan: the requested model, then each `fallback`; each entry retried on retryable failures
-  (honouring the vendor's retry-after, capped) as long as nothing has reached the client yet;
+  (honouring the vendor's retry-after, capped) as long as nothing has reached the client yet; a pool's
+  deployments (consecutive entries of the plan) are tried one each, in the order `app.pools` picks, a
+  deployment that fails so cooled down, before the plan goes on;
 - the commit point: the first content event of an attempt sends `start` naming that provider and model,
   after which no other provider may serve the turn;
 - the watchdog (first event, idle gap, total, late-frame grace), driven by explicit transitions (attempt
@@ -26,11 +28,13 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Protocol
 
-from app.catalog import Catalog, ModelInfo
+from app.catalog import Catalog, Deployment, ModelInfo, Pool
 from app.contract.events import DELTA_TYPES  # the adapter events that carry a token have the same names
 from app.contract.failures import Attempt, AttemptOutcome, ErrorKind, Interrupt
 from app.contract.messages import Context
 from app.contract.request import StreamOptions
+from app.pools.balancer import Pools, conversation_key, cooling_reason
+from app.pools.state import Acquired, Finished
 from app.providers.base import Provider, ProviderError
 from app.resolve import ModelResolver
 from app.settings import Settings
@@ -44,10 +48,15 @@ log = logging.getLogger("gateway.dispatch")
 class Route:
     provider: Provider
     model: ModelInfo
+    pool: Pool | None = None  # one deployment of this pool (consecutive routes of the plan share it)
+    deployment: Deployment | None = None
 
     @property
     def label(self) -> str:
         return f"{self.provider.name}/{self.model.id}"
+
+
+_SETTLED = object()  # a step of the plan settled the turn
 
 
 @dataclass(eq=False, slots=True)  # slots: one per open stream
@@ -76,6 +85,14 @@ class TurnJob:
     # observer that needs it (tracing), None otherwise.
     on_attempt: Callable[["TurnJob", Route], None] | None = None
     summary: TurnSummary | None = None  # set once the turn settled, before the observers hear of it
+    # Every deployment of the plan's pools was cooled or at a quota past the first-event timeout, and nothing
+    # else could serve: the soonest one's wait, which the answer gives as Retry-After (429).
+    pools_busy_ms: int | None = None
+    session: str | None = None  # an agent's session header: a pool's conversation key after `options.sessionId`
+    # The current attempt's first content event (loop time) and the upstream frames counted then: a pool's
+    # latency estimates (time to first token, the gaps after it).
+    first_token_at: float | None = None
+    frames_at_first_token: int = 0
 
     def interrupt(self, reason: Interrupt) -> None:
         """Cancel the running pump for `reason`. Never lost: a reason that outranks one still pending (not yet
@@ -96,17 +113,23 @@ class TurnObserver(Protocol):
 
 
 class Dispatcher:
-    def __init__(self, providers: dict[str, Provider], catalog: Catalog, settings: Settings) -> None:
+    def __init__(
+        self, providers: dict[str, Provider], catalog: Catalog, settings: Settings, pools: Pools | None = None
+    ) -> None:
         self.providers = providers
         self.catalog = catalog
         self.settings = settings
         self.observers: list[TurnObserver] = []
         self.resolver = ModelResolver(catalog, providers)
+        self.pools = pools if pools is not None else Pools()
 
     def plan(self, model: str, fallback: list[str]) -> list[Route]:
         """The routes a request names (its model, then its fallbacks; see `app.resolve`); raises UnknownModel
         or AmbiguousModel naming the field."""
-        return [Route(self.providers[s.provider], s.model) for s in self.resolver.plan(model, fallback)]
+        return [
+            Route(self.providers[s.provider], s.model, s.pool, s.deployment)
+            for s in self.resolver.plan(model, fallback)
+        ]
 
     async def run(self, job: TurnJob) -> None:
         """Drive the turn to settlement. Never raises except CancelledError from an unknown canceller."""
@@ -149,37 +172,112 @@ class Dispatcher:
 
     async def _run_routes(self, job: TurnJob, watchdog: "Watchdog") -> None:
         turn = job.turn
-        settings = self.settings
         last: tuple[Route, ProviderError] | None = None
-        for route in job.routes:
-            for try_number in range(settings.retries + 1):
-                attempt = Attempt(route.provider.name, route.provider.api, route.model.id)
-                job.attempts.append(attempt)
-                if job.on_attempt is not None:
-                    _notify(job.on_attempt, job, route)
-                try:
-                    await self._attempt(job, route, watchdog, attempt)
-                    attempt.end(turn.outcome or AttemptOutcome.DONE, turn.message.get("errorMessage"))
-                    return
-                except ProviderError as error:
-                    message = _format_error(route, error)
-                    attempt.failed_with(error.kind, http_status=error.status, retry_after_ms=error.retry_after_ms)
-                    # Settled already: a failure after the terminal event, which leaves the outcome as it was.
-                    attempt.end(turn.outcome if turn.settled and turn.outcome else AttemptOutcome.ERROR, message)
-                    if turn.started or not error.retryable:
-                        turn.settle_error(message)
-                        return
-                    last = (route, error)
-                    if try_number == settings.retries:
-                        break
-                    watchdog.between_attempts()
-                    await asyncio.sleep(self._backoff(try_number, error))
+        for step in _steps(job.routes):
+            if isinstance(step, list):
+                outcome = await self._run_pool(job, step, watchdog)
+            else:
+                outcome = await self._run_route(job, step, watchdog)
+            if outcome is _SETTLED:
+                return
+            last = outcome or last
         if last is None:
+            if job.pools_busy_ms is not None:
+                turn.settle_error(
+                    f"{job.requested_model} every deployment is cooling down or at its quota; "
+                    f"the soonest is ready in {job.pools_busy_ms} ms retry-after-ms={job.pools_busy_ms}"
+                )
+                return
             turn.settle_error(f"{job.requested_model} no route")
             return
         route, error = last
         suffix = f" (after {len(job.attempts)} attempts)" if len(job.attempts) > 1 else ""
         turn.settle_error(_format_error(route, error, suffix))
+
+    async def _run_route(self, job: TurnJob, route: Route, watchdog: "Watchdog") -> Any:
+        """One entry of the plan, retried on retryable failures: `_SETTLED`, or its last (route, error)."""
+        settings = self.settings
+        last = None
+        for try_number in range(settings.retries + 1):
+            attempt = self._new_attempt(job, route)
+            error = await self._try(job, route, watchdog, attempt)
+            if error is _SETTLED:
+                return _SETTLED
+            last = (route, error)
+            if try_number == settings.retries:
+                break
+            watchdog.between_attempts()
+            await asyncio.sleep(self._backoff(try_number, error))
+        return last
+
+    async def _run_pool(self, job: TurnJob, routes: list[Route], watchdog: "Watchdog") -> Any:
+        """A pool's deployments: each tried at most once, in the order `app.pools` picks per attempt (cooled
+        ones and those at a quota skipped; when all are, the soonest waited for up to the first-event timeout).
+        A deployment that fails with a 429, a 5xx, a connect error or a first-event timeout is cooled down."""
+        pool = routes[0].pool
+        assert pool is not None
+        remaining = {route.deployment.name: route for route in routes if route.deployment is not None}
+        prices = {name: r.model.pricing.input + r.model.pricing.output for name, r in remaining.items()}
+        conversation = conversation_key(job.options, job.session)
+        lease_ms = int(self.settings.total_timeout * 1000) + 60_000
+        last = None
+        waited = False
+        while remaining:
+            candidates = [route.deployment for route in remaining.values() if route.deployment is not None]
+            grant = await self.pools.acquire(pool, candidates, prices, conversation, lease_ms)
+            if not isinstance(grant, Acquired):
+                if waited or grant.ms > self.settings.first_event_timeout * 1000:
+                    if last is None:
+                        job.pools_busy_ms = grant.ms if job.pools_busy_ms is None else min(job.pools_busy_ms, grant.ms)
+                    return last
+                waited = True  # wait once for the soonest, then take what is ready
+                watchdog.between_attempts()
+                await asyncio.sleep(grant.ms / 1000)
+                continue
+            route = remaining.pop(grant.name)
+            attempt = self._new_attempt(job, route)
+            result = Finished(ok=False)
+            try:
+                error = await self._try(job, route, watchdog, attempt)
+                if error is _SETTLED:
+                    result = _finished(job, attempt, watchdog, conversation)
+                    return _SETTLED
+                result = _finished(job, attempt, watchdog, None)
+                last = (route, error)
+                reason = cooling_reason(attempt)
+                if reason is not None:
+                    await self.pools.cool(pool, grant.name, reason, attempt.retry_after_ms)
+            finally:
+                await _shielded(self.pools.finish(pool, grant, result))
+        return last
+
+    def _new_attempt(self, job: TurnJob, route: Route) -> Attempt:
+        attempt = Attempt(route.provider.name, route.provider.api, route.model.id)
+        if route.deployment is not None:
+            attempt.deployment = route.deployment.name
+        job.attempts.append(attempt)
+        if job.on_attempt is not None:
+            _notify(job.on_attempt, job, route)
+        return attempt
+
+    async def _try(self, job: TurnJob, route: Route, watchdog: "Watchdog", attempt: Attempt) -> Any:
+        """One attempt: `_SETTLED` when it settled the turn (served it, or failed so that nothing may follow),
+        else its retryable ProviderError."""
+        turn = job.turn
+        try:
+            await self._attempt(job, route, watchdog, attempt)
+            attempt.end(turn.outcome or AttemptOutcome.DONE, turn.message.get("errorMessage"))
+            return _SETTLED
+        except ProviderError as error:
+            message = _format_error(route, error)
+            attempt.failed_with(error.kind, http_status=error.status, retry_after_ms=error.retry_after_ms)
+            # Settled already: a failure after the terminal event, which leaves the outcome as it was.
+            attempt.end(turn.outcome if turn.settled and turn.outcome else AttemptOutcome.ERROR, message)
+            if turn.started or not error.retryable:
+                attempt.after_content = turn.started and not turn.settled
+                turn.settle_error(message)
+                return _SETTLED
+            return error
 
     def _backoff(self, try_number: int, error: ProviderError) -> float:
         cap = self.settings.retry_after_cap_ms
@@ -193,6 +291,7 @@ class Dispatcher:
         turn.prepare(provider.name, provider.api, model.id, model.pricing)
         translator = provider.translator(model)
         watchdog.attempt_started()
+        job.first_token_at = None
         upstream = None
         try:
             try:
@@ -217,6 +316,8 @@ class Dispatcher:
                         # translated (a reply that comes in one read would reach the client whole, its first
                         # token as late as its last).
                         first_delta = False
+                        job.first_token_at = watchdog.loop.time()
+                        job.frames_at_first_token = job.upstream_frames
                         await asyncio.sleep(0)
                 if not turn.settled:
                     try:
@@ -399,6 +500,19 @@ class Watchdog:
             self._handle = self.loop.call_at(when, self._check)
 
 
+def _steps(routes: list[Route]) -> list[Route | list[Route]]:
+    """The plan as steps: a route alone, or a pool's consecutive deployments together."""
+    steps: list[Route | list[Route]] = []
+    for route in routes:
+        if route.pool is None:
+            steps.append(route)
+        elif steps and isinstance(steps[-1], list) and steps[-1][0].pool is route.pool:
+            steps[-1].append(route)
+        else:
+            steps.append([route])
+    return steps
+
+
 def _label(job: TurnJob) -> str:
     message = job.turn.message
     if message.get("provider"):
@@ -472,6 +586,38 @@ class _TimedFrames:
         self.job.upstream_wait += now - start
         self.watchdog.frame(now)
         return frame
+
+
+def _finished(job: TurnJob, attempt: Attempt, watchdog: "Watchdog", conversation: str | None) -> Finished:
+    """What a pool learns from an attempt that ended: whether it served the turn, its time to first content
+    event and the mean gap between frames after it (a first-event timeout counts as a time to first token of
+    that timeout), the tokens it used and the conversation to keep on it."""
+    ok = attempt.outcome is AttemptOutcome.DONE
+    ttft = gap = None
+    if job.first_token_at is not None:
+        ttft = max(job.first_token_at - watchdog.attempt_start, 0.0)
+        frames = job.upstream_frames - job.frames_at_first_token
+        if frames > 0 and watchdog.last_frame is not None:
+            gap = max(watchdog.last_frame - job.first_token_at, 0.0) / frames
+    elif attempt.interrupt is Interrupt.FIRST_EVENT:
+        ttft = watchdog.settings.first_event_timeout
+    tokens = 0
+    if ok:
+        usage = job.turn.message.get("usage") or {}
+        tokens = int(usage.get("input") or 0) + int(usage.get("output") or 0)
+    return Finished(ok=ok, ttft=ttft, gap=gap, tokens=tokens, affinity=conversation if ok else None)
+
+
+async def _shielded(awaitable: Any) -> None:
+    """Await `awaitable` to its end even when the turn is being cancelled (a pool's slot is always released)."""
+    task = asyncio.ensure_future(awaitable)
+    try:
+        await asyncio.shield(task)
+    except asyncio.CancelledError:
+        await asyncio.wait([task])  # finish the release, then let the cancellation go on
+        raise
+    except Exception:
+        log.exception("pool state update failed")
 
 
 def _notify(callback: Any, job: TurnJob, *args: Any) -> None:

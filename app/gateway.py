@@ -22,6 +22,8 @@ from app.policy.keys import ClientKeys, watch_keys
 from app.policy.limits import Limits
 from app.policy.memory_store import MemoryLimitStore
 from app.policy.store import LimitStore
+from app.pools.balancer import Pools
+from app.pools.state import MemoryPoolStore, PoolStore
 from app.redis_client import redis_client
 from app.resume import RedisEvents, ResumeHub
 from app.providers.base import Provider
@@ -45,8 +47,12 @@ class Gateway:
         self.metrics_ring = (
             KeyRing([ClientKey("metrics", settings.metrics_key.get_secret_value())]) if settings.metrics_key else None
         )
+        self.pools = Pools(_pool_store(settings))
         self.dispatcher = Dispatcher(
-            providers if providers is not None else build_providers(settings, self.catalog), self.catalog, settings
+            providers if providers is not None else build_providers(settings, self.catalog),
+            self.catalog,
+            settings,
+            self.pools,
         )
         self.ledger = open_ledger(settings.database_url, settings)
         self.jobs: set[TurnJob] = set()
@@ -58,6 +64,7 @@ class Gateway:
         self.streams_per_key: Counter[str] = Counter()  # turns and resumptions
         self.resumptions = 0  # open resumption responses (`admit_resumption`)
         self.metrics = Metrics(self.catalog, key_labels=settings.metrics_key_labels)
+        self.pools.metrics = self.metrics
         self.dispatcher.observers.append(self.metrics)
         self.recorder = LedgerObserver.from_settings(self.ledger, settings, self.metrics)  # lifespan: start() / aclose()
         self.dispatcher.observers.append(self.recorder)
@@ -110,12 +117,12 @@ class Gateway:
         return await self.ledger.last_cost(key_id)
 
     async def start_turn(
-        self, request: StreamRequest, request_id: str, key_id: str | None, door: str = "unified"
+        self, request: StreamRequest, request_id: str, key_id: str | None, door: str = "unified", session: str | None = None
     ) -> TurnJob:
         """Resolve the model and its fallbacks, apply the key's policy, then start the turn's pump. `door`
         names the client wire format the request came through (records and metrics show it). Admission's
         steps (`app.policy.admission`) run in order, with the routes planned between its stream caps and the
-        key's policy."""
+        key's policy. `session`: the agent session header the request carried (a pool's conversation key)."""
         self.admission.check_capacity(key_id)
         options = request.options
         routes = self._honouring(self.dispatcher.plan(request.model, request.fallback), request)
@@ -132,6 +139,7 @@ class Gateway:
             requested_model=request.model,
             fallback=list(request.fallback),
             door=door,
+            session=session,
         )
         context = None
         if self.settings.demo and key_id is not None:  # the demo simulator's log shows each key its own requests
@@ -212,6 +220,7 @@ class Gateway:
             await asyncio.gather(self._keys_watch, return_exceptions=True)
         await self.limits.aclose()
         await self.resume.aclose()
+        await self.pools.aclose()
         for provider in self.dispatcher.providers.values():
             await provider.aclose()
 
@@ -224,6 +233,17 @@ def _limit_store(settings: Settings) -> LimitStore:
 
     client = redis_client(settings.redis_url, settings.redis_timeout, max_connections=RedisLimitStore.POOL_SIZE)
     return RedisLimitStore(client, settings.redis_prefix)
+
+
+def _pool_store(settings: Settings) -> PoolStore:
+    """Pools' cooldowns, in-flight counts, quotas and latency: in Redis when `GATEWAY_REDIS_URL` is set (shared by
+    replicas, this process's memory while Redis is away), else this process's memory."""
+    if not settings.redis_url:
+        return MemoryPoolStore()
+    from app.pools.redis_store import RedisPoolStore
+
+    client = redis_client(settings.redis_url, settings.redis_timeout, max_connections=64)
+    return RedisPoolStore(client, settings.redis_prefix, settings.redis_timeout)
 
 
 def _resume_hub(settings: Settings, metrics: Metrics) -> ResumeHub:

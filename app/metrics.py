@@ -110,6 +110,21 @@ class Metrics:
             "gateway_limit_store_errors_total", "Calls to the limit store (Redis) that failed or timed out", ("operation",)
         )
         self.resumptions = counter("gateway_resumptions_total", "Resumable streams continued with GET /v1/stream/{id}")
+        # Pools (docs/pools.md): labels are the catalog's pool (route) and deployment names, a bounded set.
+        pd = ("pool", "deployment")
+        self.pool_in_flight_gauge = Gauge(
+            "gateway_pool_in_flight", "Attempts in flight on each pool deployment (this replica)", pd,
+            registry=own, multiprocess_mode="livesum",
+        )
+        self.pool_cooldowns = counter(
+            "gateway_pool_cooldowns_total",
+            "Pool deployments cooled down, by why (rate_limited, server_error, connect, first_event_timeout)",
+            (*pd, "reason"),
+        )
+        self.pool_ttft_seconds = histogram(
+            "gateway_pool_ttft_seconds", "From an attempt's start to its first content event, per pool deployment", pd,
+            _LATENCY_BUCKETS,
+        )
         if own is not None:
             ProcessCollector(registry=own)
 
@@ -179,6 +194,15 @@ class Metrics:
                 (self.retries if attempt.then is NextStep.RETRY else self.fallbacks).labels(*labels).inc()
 
     # ----------------------------------------------------------------- HTTP layer
+
+    def pool_in_flight(self, pool: str, deployment: str, delta: int) -> None:
+        self.pool_in_flight_gauge.labels(pool, deployment).inc(delta)
+
+    def pool_cooldown(self, pool: str, deployment: str, reason: str) -> None:
+        self.pool_cooldowns.labels(pool, deployment, reason).inc()
+
+    def pool_ttft(self, pool: str, deployment: str, seconds: float) -> None:
+        self.pool_ttft_seconds.labels(pool, deployment).observe(seconds)
 
     def sse_events(self, count: int) -> None:
         if count:

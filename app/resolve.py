@@ -3,8 +3,10 @@
 
 A name is, in this order:
 
-1. a catalog route (`"fast"`): its model, then its fallback list; entries whose provider is not configured on
-   this gateway are skipped (the route fails only when none is);
+1. a catalog route (`"fast"`): its model (or each deployment of its pool, marked with the pool: the
+   dispatcher picks among them per turn, `app.pools`), then its fallback list (an entry may name another
+   route); entries whose provider is not configured on this gateway are skipped (the route fails only when
+   none is);
 2. `"<provider>/<model id>"` when `<provider>` is a catalog provider; the id may contain `/` and may be an
    alias. An id the catalog does not list is still served (its prices then count as 0), except to a key with
    a budget (`Gateway.start_turn`, docs/replicas.md);
@@ -20,10 +22,10 @@ fallback contributes its model and fallback list).
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Collection, Sequence
 
-from app.catalog import Catalog, ModelInfo, Pricing
+from app.catalog import Catalog, Deployment, ModelInfo, Pool, Pricing
 from app.refusals import AmbiguousModel, UnknownModel
 
 
@@ -33,6 +35,8 @@ class Served:
 
     provider: str
     model: ModelInfo
+    pool: Pool | None = None  # one of a pool's deployments (`deployment`), chosen per turn by `app.pools`
+    deployment: Deployment | None = None
 
 
 class ModelResolver:
@@ -61,7 +65,7 @@ class ModelResolver:
         """The attempts one name stands for: one entry, or a route's model and fallback."""
         route = self.catalog.routes.get(name)
         if route is not None:
-            served = [self._provider_model(ref) for ref in route.entries if ref.partition("/")[0] in self.configured]
+            served = self._route(name, {name})
             if not served:
                 providers = ", ".join(dict.fromkeys(ref.partition("/")[0] for ref in route.entries))
                 raise UnknownModel(f"{name}: route of {providers}, none of which is configured on this gateway")
@@ -101,9 +105,33 @@ class ModelResolver:
         (rule 2 serves such an id at a price of 0); None when the catalog prices every one. For a name that
         `resolve` accepts."""
         for served in self.resolve(name):
+            if served.deployment is not None and served.deployment.pricing is not None:
+                continue  # the pool prices this deployment itself
             if self.catalog.model(served.provider, served.model.id) is None:
                 return served
         return None
+
+    def _route(self, name: str, seen: set[str]) -> list[Served]:
+        """A route's configured entries: its pool's deployments (or its model), then its fallbacks (a route
+        named as a fallback contributes its own entries, once)."""
+        route = self.catalog.routes[name]
+        served: list[Served] = []
+        if route.pool is not None:
+            for d in route.pool.deployments:
+                if d.provider in self.configured:
+                    entry = self._served(d.provider, d.model)
+                    model = replace(entry.model, pricing=d.pricing) if d.pricing is not None else entry.model
+                    served.append(Served(d.provider, model, route.pool, d))
+        elif route.model.partition("/")[0] in self.configured:
+            served.append(self._provider_model(route.model))
+        for ref in route.fallback:
+            if ref in self.catalog.routes:
+                if ref not in seen:
+                    seen.add(ref)
+                    served.extend(self._route(ref, seen))
+            elif ref.partition("/")[0] in self.configured:
+                served.append(self._provider_model(ref))
+        return served
 
     def _provider_model(self, ref: str) -> Served:
         provider, _, model_id = ref.partition("/")

@@ -37,7 +37,7 @@ def turn_result(job: TurnJob) -> TurnResult:
         return TurnResult(turn.request_id, outcome, message)
     failure, status = _classify(job)
     last = job.attempts[-1] if job.attempts else None
-    retry_after_ms = last.retry_after_ms if last is not None else None
+    retry_after_ms = last.retry_after_ms if last is not None else job.pools_busy_ms
     kind = last.kind if last is not None else None
     return TurnResult(turn.request_id, outcome, message, status, failure, retry_after_ms, kind)
 
@@ -50,6 +50,8 @@ def _classify(job: TurnJob) -> tuple[Failure, int]:
     last = job.attempts[-1] if job.attempts else None
     if job.ended_by is Interrupt.TOTAL or (last is not None and last.timeout in ("first_event", "idle", "transport")):
         return Failure.TIMEOUT, 504
+    if last is None and job.pools_busy_ms is not None:  # every deployment of its pools cooling down
+        return Failure.RATE_LIMITED, 429
     if last is None:
         return Failure.UPSTREAM, 502
     return upstream_failure(last.kind, last.http_status)

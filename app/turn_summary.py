@@ -38,8 +38,9 @@ class Cancellation(StrEnum):
 
 
 def next_step(attempt: Attempt, following: Attempt) -> NextStep:
-    """Whether `following` retried `attempt` (same provider and model) or fell back from it."""
-    same = (following.provider, following.model) == (attempt.provider, attempt.model)
+    """Whether `following` retried `attempt` (same provider, model and pool deployment) or fell back from it
+    (another entry of the plan, or another deployment of the pool)."""
+    same = (following.provider, following.model, following.deployment) == (attempt.provider, attempt.model, attempt.deployment)
     return NextStep.RETRY if same else NextStep.FALLBACK
 
 

@@ -58,7 +58,7 @@ async def list_records(
     limit: int = Query(default=20, ge=1, le=200),
     outcome: Outcome | None = Query(default=None, description="only records with this outcome"),
     model: str | None = Query(
-        default=None, max_length=256, description="only records whose requested or actual `<provider>/<model>` contains this"
+        default=None, max_length=256, description="only records whose requested or actual `<provider>/<model>`, or pool deployment, contains this"
     ),
     door: DoorName | None = Query(default=None, description="only records of requests that came through this door"),
 ) -> Response:
@@ -79,5 +79,6 @@ def _matches(record: dict[str, Any], outcome: str | None, model: str | None) -> 
         return False
     if model:
         actual = f"{record.get('provider') or ''}/{record.get('model') or ''}"
-        return model in (record.get("requestedModel") or "") or model in actual
+        deployment = record.get("deployment") or ""  # a pool's deployment (docs/pools.md)
+        return model in (record.get("requestedModel") or "") or model in actual or model in deployment
     return True

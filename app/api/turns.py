@@ -20,6 +20,7 @@ from app.dispatch import Interrupt, TurnJob
 from app.doors.base import Door, DoorRoute, EventEncoder
 from app.doors.errors import BadRequest
 from app.gateway import Gateway
+from app.pools.balancer import session_header
 from app.refusals import Refusal
 from app.turn_result import CLIENT_CLOSED_STATUS, JobView, turn_result
 
@@ -46,7 +47,9 @@ async def serve(request: Request, door: Door, route: DoorRoute) -> Response:
             decoded = await stored_responses.decode(
                 gateway, stored, raw, lambda body: parse_json(body, depth, door.prose_paths), request.headers, key_id
             )
-        job = await gateway.start_turn(decoded.unified, request_id, key_id, door=door.name)
+        job = await gateway.start_turn(
+            decoded.unified, request_id, key_id, door=door.name, session=session_header(request.headers)
+        )
     except BadRequest as error:
         return json_response(door.error_body(error), error.status, error.headers)
     except Refusal as refusal:

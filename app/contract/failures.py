@@ -88,6 +88,8 @@ class Attempt:
     error_message: str | None = None
     response_id: str | None = None  # the vendor's id of its response and the model that answered (not recorded)
     response_model: str | None = None
+    deployment: str | None = None  # the pool's deployment this attempt went to (docs/pools.md)
+    after_content: bool = False  # failed after content had reached the client: no other attempt could follow
 
     @property
     def ended(self) -> bool:
@@ -122,7 +124,7 @@ class Attempt:
 
     def record(self) -> dict[str, Any]:
         """The record's camelCase shape (epoch milliseconds), without unset optional fields:
-        `{provider, api, model, startedAt, endedAt, outcome, httpStatus?, errorMessage?}`."""
+        `{provider, api, model, startedAt, endedAt, outcome, deployment?, httpStatus?, errorMessage?, failover?}`."""
         out: dict[str, Any] = {
             "provider": self.provider,
             "api": self.api,
@@ -131,10 +133,14 @@ class Attempt:
             "endedAt": int(self.ended_at * 1000) if self.ended_at is not None else None,
             "outcome": str(self.outcome) if self.outcome is not None else None,
         }
+        if self.deployment is not None:
+            out["deployment"] = self.deployment
         if self.http_status is not None:
             out["httpStatus"] = self.http_status
         if self.error_message:
             out["errorMessage"] = self.error_message
+        if self.after_content:
+            out["failover"] = "content_sent"  # why the turn did not move on to another deployment or fallback
         return out
 
 

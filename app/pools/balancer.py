@@ -1,0 +1,112 @@
+"""`Pools`: what the dispatcher asks of a pool — a deployment for this attempt (`acquire`), then `finish` it
+(latency, tokens, affinity, the slot released) or `cool` it after a failure that says it is unwell."""
+
+from __future__ import annotations
+
+import logging
+import random
+import time
+import uuid
+from typing import Mapping, Protocol, Sequence
+
+from app.catalog import Deployment, Pool
+from app.contract.failures import Attempt, ErrorKind, Interrupt
+from app.contract.request import StreamOptions
+from app.pools.choice import order
+from app.pools.state import Acquired, Busy, Finished, MemoryPoolStore, PoolStore
+
+log = logging.getLogger("gateway.pools")
+
+
+class PoolMetrics(Protocol):
+    def pool_in_flight(self, pool: str, deployment: str, delta: int) -> None: ...
+    def pool_cooldown(self, pool: str, deployment: str, reason: str) -> None: ...
+    def pool_ttft(self, pool: str, deployment: str, seconds: float) -> None: ...
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+# Headers agent CLIs send with every request of one session (Claude Code, Codex CLI, others).
+SESSION_HEADERS = ("x-claude-code-session-id", "session_id", "session-id", "x-session-id")
+
+
+def session_header(headers: Mapping[str, str]) -> str | None:
+    """The agent session id a request's headers carry, if any (at most 256 characters)."""
+    for name in SESSION_HEADERS:
+        value = headers.get(name)
+        if value:
+            return value[:256]
+    return None
+
+
+def conversation_key(options: StreamOptions, session: str | None = None) -> str | None:
+    """The key that keeps a conversation on one deployment: `options.sessionId` (which the doors fill from
+    OpenAI's `prompt_cache_key` and the Anthropic door's conversation hash), else the agent's session header
+    (`session`), else the end user's id (`options.metadata.userId`, Anthropic's `metadata.user_id`)."""
+    if options.session_id:
+        return options.session_id
+    if session:
+        return session
+    metadata = options.metadata
+    user = metadata.get("userId") if isinstance(metadata, dict) else None
+    return user if isinstance(user, str) and user else None
+
+
+def cooling_reason(attempt: Attempt) -> str | None:
+    """Why a failed attempt cools its deployment (the `reason` label of `gateway_pool_cooldowns_total`), or None
+    for a failure that says nothing about the deployment's health (a bad request, a refusal, a malformed
+    stream): a 429, a 5xx, a connection that could not be made, or no first event within its timeout."""
+    if attempt.http_status == 429:
+        return "rate_limited"
+    if attempt.http_status is not None and attempt.http_status >= 500:
+        return "server_error"
+    if attempt.kind in (ErrorKind.CONNECT, ErrorKind.CONNECT_TIMEOUT):
+        return "connect"
+    if attempt.interrupt is Interrupt.FIRST_EVENT:
+        return "first_event_timeout"
+    return None
+
+
+class Pools:
+    def __init__(self, store: PoolStore | None = None, *, metrics: PoolMetrics | None = None, rng: random.Random | None = None) -> None:
+        self.store: PoolStore = store if store is not None else MemoryPoolStore()
+        self.metrics = metrics
+        self.rng = rng or random.Random()
+
+    async def acquire(
+        self,
+        pool: Pool,
+        candidates: Sequence[Deployment],
+        prices: dict[str, float],
+        conversation: str | None,
+        lease_ms: int,
+    ) -> Acquired | Busy:
+        """A slot on the best of `candidates` that may be sent a request now (by the pool's strategy, the
+        conversation's deployment first), or how long until the soonest may."""
+        at = now_ms()
+        snapshot = await self.store.snapshot(pool.name, [d.name for d in candidates], conversation, at)
+        ranked = order(pool, candidates, snapshot, at, self.rng, prices)
+        grant = await self.store.acquire(pool.name, ranked, uuid.uuid4().hex, lease_ms, now_ms())
+        if isinstance(grant, Acquired) and self.metrics is not None:
+            self.metrics.pool_in_flight(pool.name, grant.name, 1)
+        return grant
+
+    async def finish(self, pool: Pool, grant: Acquired, result: Finished) -> None:
+        if self.metrics is not None:
+            self.metrics.pool_in_flight(pool.name, grant.name, -1)
+            if result.ttft is not None:
+                self.metrics.pool_ttft(pool.name, grant.name, result.ttft)
+        await self.store.finish(pool.name, grant.name, grant.lease, result, now_ms())
+
+    async def cool(self, pool: Pool, name: str, reason: str, retry_after_ms: int | None) -> int:
+        ms = await self.store.cool(pool.name, name, retry_after_ms, now_ms())
+        if self.metrics is not None:
+            self.metrics.pool_cooldown(pool.name, name, reason)
+        log.info("pool %s: deployment %s cooled for %d ms (%s)", pool.name, name, ms, reason)
+        return ms
+
+    async def aclose(self) -> None:
+        await self.store.aclose()
+

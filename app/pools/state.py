@@ -1,0 +1,223 @@
+"""What the balancer knows of each deployment, kept in this process (`MemoryPoolStore`) or in Redis, shared by
+every replica (`RedisPoolStore`, `GATEWAY_REDIS_URL`).
+
+Per deployment (a pool's name and the deployment's name identify it):
+
+- its cooldown: until when it is skipped, and the streak of failures that grows the next backoff;
+- its turns in flight: leases that expire on their own (a replica that dies leaks nothing for long);
+- its quotas' use: requests of the last 60 s (`rpm`), tokens of this minute (`tpm`);
+- its latency: EWMAs of the time to first token and of the gap between frames after it;
+- the deployment each conversation key last succeeded on (affinity), expiring after an hour unused.
+
+Three steps touch it per turn: `snapshot` (the pool's state, one read), `acquire` (take a slot on the first
+deployment of an ordered list that is neither cooled nor at a quota, atomically: two replicas never both
+take the last request of a quota) and `finish` (release the slot; note latency, tokens and affinity). A
+failure that cools a deployment adds `cool`.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Protocol, Sequence
+
+from app.catalog import Deployment
+
+EWMA_ALPHA = 0.3  # weight of a new latency sample
+COOL_BASE_MS = 1_000  # the first cooldown without a Retry-After; doubles with each repeat
+COOL_CAP_MS = 60_000  # the longest backoff cooldown
+RETRY_AFTER_CAP_MS = 300_000  # a vendor's Retry-After is honoured up to five minutes
+STATE_TTL_MS = 86_400_000  # a deployment's state (cooldown streak, latency) forgotten after a day unused
+AFFINITY_TTL_MS = 3_600_000  # a conversation's deployment forgotten after an hour without a turn
+WINDOW_MS = 60_000  # the rpm window
+
+
+@dataclass(slots=True)
+class DeploymentState:
+    """One deployment's state at one moment (epoch ms times)."""
+
+    cooled_until_ms: int = 0
+    in_flight: int = 0
+    rpm_used: int = 0
+    rpm_free_at_ms: int = 0  # when the oldest request of the rpm window leaves it
+    tpm_used: int = 0
+    ttft: float | None = None  # EWMA, seconds; None before the first sample
+    gap: float | None = None  # EWMA of the gap between frames after the first token, seconds
+    sampled_at_ms: int = 0  # when the latest latency sample came (0: never)
+
+    def ready_at_ms(self, deployment: Deployment, now_ms: int) -> int:
+        """When this deployment may be sent a request (`now_ms` or earlier: now): after its cooldown and
+        once its quotas have room."""
+        ready = self.cooled_until_ms
+        if deployment.rpm is not None and self.rpm_used >= deployment.rpm:
+            ready = max(ready, self.rpm_free_at_ms)
+        if deployment.tpm is not None and self.tpm_used >= deployment.tpm:
+            ready = max(ready, next_minute_ms(now_ms))
+        return ready
+
+
+@dataclass(frozen=True, slots=True)
+class Snapshot:
+    states: dict[str, DeploymentState]  # deployment name -> state
+    affinity: str | None  # the deployment the conversation last succeeded on
+
+
+@dataclass(frozen=True, slots=True)
+class Acquired:
+    """A slot taken on `name`; `lease` releases it (`finish`)."""
+
+    name: str
+    lease: str
+
+
+@dataclass(frozen=True, slots=True)
+class Busy:
+    """Every candidate is cooled or at a quota; the soonest is ready in `ms`."""
+
+    ms: int
+
+
+@dataclass(frozen=True, slots=True)
+class Finished:
+    """How an attempt on a deployment went, for `finish`."""
+
+    ok: bool  # served the turn (resets the cooldown streak)
+    ttft: float | None = None  # seconds from the attempt's start to its first content event
+    gap: float | None = None  # mean seconds between frames after that
+    tokens: int = 0  # input + output, counted against `tpm`
+    affinity: str | None = None  # the conversation key to keep on this deployment
+
+
+def next_minute_ms(now_ms: int) -> int:
+    return (now_ms // WINDOW_MS + 1) * WINDOW_MS
+
+
+def cool_ms(streak: int, retry_after_ms: int | None) -> int:
+    """How long a deployment cools after its `streak`-th failure in a row: the vendor's Retry-After (capped),
+    else a backoff doubling from one second up to a minute."""
+    if retry_after_ms is not None:
+        return max(0, min(retry_after_ms, RETRY_AFTER_CAP_MS))
+    return min(COOL_BASE_MS * 2 ** max(streak - 1, 0), COOL_CAP_MS)
+
+
+def ewma(old: float | None, sample: float) -> float:
+    return sample if old is None or math.isnan(old) else EWMA_ALPHA * sample + (1 - EWMA_ALPHA) * old
+
+
+class PoolStore(Protocol):
+    async def snapshot(self, pool: str, names: Sequence[str], affinity: str | None, now_ms: int) -> Snapshot: ...
+
+    async def acquire(
+        self, pool: str, ordered: Sequence[Deployment], lease: str, lease_ms: int, now_ms: int
+    ) -> Acquired | Busy: ...
+
+    async def finish(self, pool: str, name: str, lease: str, result: Finished, now_ms: int) -> None: ...
+
+    async def cool(self, pool: str, name: str, retry_after_ms: int | None, now_ms: int) -> int:
+        """Cool `name` down; returns the cooldown's length in ms."""
+        ...
+
+    async def aclose(self) -> None: ...
+
+
+@dataclass(slots=True)
+class _Local:
+    cooled_until_ms: int = 0
+    streak: int = 0
+    leases: dict[str, int] = field(default_factory=dict)  # lease -> expiry ms
+    requests: list[int] = field(default_factory=list)  # rpm window, epoch ms, oldest first
+    tokens: dict[int, int] = field(default_factory=dict)  # minute -> tokens
+    ttft: float | None = None
+    gap: float | None = None
+    sampled_at_ms: int = 0
+
+    def trim(self, now_ms: int) -> None:
+        if self.leases:
+            for lease in [k for k, expiry in self.leases.items() if expiry <= now_ms]:
+                del self.leases[lease]
+        cut = now_ms - WINDOW_MS
+        while self.requests and self.requests[0] <= cut:
+            self.requests.pop(0)
+        minute = now_ms // WINDOW_MS
+        for old in [m for m in self.tokens if m != minute]:
+            del self.tokens[old]
+
+    def state(self, now_ms: int) -> DeploymentState:
+        self.trim(now_ms)
+        return DeploymentState(
+            cooled_until_ms=self.cooled_until_ms,
+            in_flight=len(self.leases),
+            rpm_used=len(self.requests),
+            rpm_free_at_ms=self.requests[0] + WINDOW_MS if self.requests else 0,
+            tpm_used=self.tokens.get(now_ms // WINDOW_MS, 0),
+            ttft=self.ttft,
+            gap=self.gap,
+            sampled_at_ms=self.sampled_at_ms,
+        )
+
+
+class MemoryPoolStore:
+    """Per-process state: what a gateway without Redis (or with Redis down) balances on."""
+
+    def __init__(self) -> None:
+        self._deployments: dict[tuple[str, str], _Local] = {}
+        self._affinity: dict[tuple[str, str], tuple[str, int]] = {}  # (pool, key) -> (deployment, expiry ms)
+
+    def _local(self, pool: str, name: str) -> _Local:
+        local = self._deployments.get((pool, name))
+        if local is None:
+            local = self._deployments[(pool, name)] = _Local()
+        return local
+
+    async def snapshot(self, pool: str, names: Sequence[str], affinity: str | None, now_ms: int) -> Snapshot:
+        stuck = None
+        if affinity is not None:
+            entry = self._affinity.get((pool, affinity))
+            if entry is not None and entry[1] > now_ms:
+                stuck = entry[0]
+        return Snapshot({name: self._local(pool, name).state(now_ms) for name in names}, stuck)
+
+    async def acquire(
+        self, pool: str, ordered: Sequence[Deployment], lease: str, lease_ms: int, now_ms: int
+    ) -> Acquired | Busy:
+        soonest: int | None = None
+        for deployment in ordered:
+            local = self._local(pool, deployment.name)
+            ready = local.state(now_ms).ready_at_ms(deployment, now_ms)
+            if ready > now_ms:
+                soonest = ready if soonest is None else min(soonest, ready)
+                continue
+            local.leases[lease] = now_ms + lease_ms
+            if deployment.rpm is not None:
+                local.requests.append(now_ms)
+            return Acquired(deployment.name, lease)
+        return Busy(max(0, (soonest or now_ms) - now_ms))
+
+    async def finish(self, pool: str, name: str, lease: str, result: Finished, now_ms: int) -> None:
+        local = self._local(pool, name)
+        local.leases.pop(lease, None)
+        if result.ttft is not None:
+            local.ttft = ewma(local.ttft, result.ttft)
+            local.sampled_at_ms = now_ms
+        if result.gap is not None:
+            local.gap = ewma(local.gap, result.gap)
+        if result.ok:
+            local.streak = 0
+            if result.affinity is not None:
+                self._affinity[(pool, result.affinity)] = (name, now_ms + AFFINITY_TTL_MS)
+                if len(self._affinity) > 100_000:  # bounded: drop the expired, else the oldest half
+                    live = {k: v for k, v in self._affinity.items() if v[1] > now_ms}
+                    self._affinity = live if len(live) < 50_000 else dict(list(live.items())[len(live) // 2 :])
+        if result.tokens:
+            minute = now_ms // WINDOW_MS
+            local.tokens[minute] = local.tokens.get(minute, 0) + result.tokens
+
+    async def cool(self, pool: str, name: str, retry_after_ms: int | None, now_ms: int) -> int:
+        local = self._local(pool, name)
+        local.streak += 1
+        ms = cool_ms(local.streak, retry_after_ms)
+        local.cooled_until_ms = max(local.cooled_until_ms, now_ms + ms)
+        return ms
+
+    async def aclose(self) -> None:
+        pass

@@ -1,0 +1,252 @@
+"""Pools of deployments (docs/pools.md) through a gateway under uvicorn, each deployment a simulator of its own
+on its own port: the catalog's checks, the strategies over real turns, cooldowns and failover before the first
+byte, conversation affinity, and what records and metrics say. (Sharing across replicas: test_pools_replicas.)"""
+
+from __future__ import annotations
+
+import math
+import random
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Iterator
+
+import pytest
+
+from app.catalog import Catalog, CatalogError
+from tests.conftest import marker, turn
+from tests.pool_rig import KEY_ENV, PROVIDER_KEY, SLOW, STALLED, THROTTLED, Deployment, base_urls, pool_catalog
+
+
+@pytest.fixture(scope="module")
+def deployments() -> Iterator[list[Deployment]]:
+    made = [Deployment(name) for name in ("dep-a", "dep-b", "dep-c")]
+    yield made
+    for d in made:
+        d.stop()
+
+
+@pytest.fixture(scope="module")
+def pooled(gateway_factory, deployments, tmp_path_factory) -> Any:
+    a, b, c = (d.name for d in deployments)
+    pools = {
+        "weighted3": {"deployments": [
+            {"provider": a, "model": "text", "weight": 1},
+            {"provider": b, "model": "text", "weight": 2},
+            {"provider": c, "model": "text", "weight": 5},
+        ]},
+        "latency2": {"strategy": "lowest-latency", "deployments": [
+            {"provider": a, "model": "text"}, {"provider": b, "model": "text"}]},
+        "stall2": {"deployments": [
+            {"provider": a, "model": "text", "weight": 1000}, {"provider": b, "model": "text", "weight": 1}]},
+        "content2": {"deployments": [
+            {"provider": a, "model": "text", "weight": 1000}, {"provider": b, "model": "text", "weight": 1}]},
+        "sticky3": {"deployments": [{"provider": d.name, "model": "text"} for d in deployments]},
+        "alone": {"deployments": [{"provider": c, "model": "text"}]},
+        "cheap": {"strategy": "cost", "deployments": [
+            {"provider": a, "model": "text", "cost": {"input": 3, "output": 15}},
+            {"provider": b, "model": "text", "cost": {"input": 1, "output": 5}}]},
+    }
+    path = pool_catalog(tmp_path_factory.mktemp("pools") / "catalog.json", pools, deployments)
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv(KEY_ENV, PROVIDER_KEY)
+        return gateway_factory(catalog=str(path), base_urls=base_urls(deployments), first_event_timeout=1.5)
+
+
+@pytest.fixture(autouse=True)
+def _healthy(deployments):
+    for d in deployments:
+        d.set("")
+    yield
+    for d in deployments:
+        d.set("")
+
+
+def complete(gateway, model: str, **extra: Any) -> dict[str, Any]:
+    response = gateway.http.post("/v1/complete", json=turn(model, **extra))
+    assert response.status_code == 200, response.text
+    return response.json()
+
+
+def served_by(gateway, model: str, **extra: Any) -> str:
+    body = complete(gateway, model, **extra)
+    return gateway.job(body["requestId"]).attempts[-1].deployment
+
+
+def counts(deployments: list[Deployment]) -> dict[str, int]:
+    return {d.name: d.count for d in deployments}
+
+
+# ----------------------------------------------------------------- catalog
+
+
+def _catalog_error(route: dict[str, Any]) -> str:
+    catalog = Catalog.load()
+    with pytest.raises(CatalogError) as caught:
+        catalog.add({"routes": [route]}, "pools.json")
+    return str(caught.value)
+
+
+@pytest.mark.parametrize(
+    ("pool", "says"),
+    [
+        ({"deployments": []}, "pool.deployments must be a non-empty list"),
+        ({"strategy": "fastest", "deployments": [{"provider": "anthropic", "model": "m"}]}, "pool strategy 'fastest' must be one of"),
+        ({"deployments": [{"provider": "anthropic", "model": "m", "weight": 0}]}, "pool.deployments[0] (anthropic/m): weight must be a positive number"),
+        ({"deployments": [{"provider": "anthropic", "model": "m", "rpm": 1.5}]}, "rpm must be a positive integer"),
+        ({"deployments": [{"provider": "anthropic", "model": "m"}, {"provider": "anthropic", "model": "m"}]},
+         "pool.deployments[1] (anthropic/m): two deployments named 'anthropic/m'"),
+        ({"deployments": [{"provider": "anthropic", "model": "m", "region": "eu"}]}, "unknown key 'region'"),
+        ({"deployments": [{"provider": "antropic", "model": "m"}]}, "names unknown provider 'antropic'"),
+    ],
+)
+def test_a_bad_pool_entry_fails_at_start_up_naming_it(pool, says):
+    message = _catalog_error({"name": "p", "pool": pool})
+    assert "pools.json" in message and says in message, message
+
+
+def test_a_route_has_a_model_or_a_pool_not_both():
+    assert "either model or pool" in _catalog_error(
+        {"name": "p", "model": "anthropic/m", "pool": {"deployments": [{"provider": "anthropic", "model": "m"}]}}
+    )
+
+
+def test_models_lists_the_pool_once(pooled, deployments):
+    entries = pooled.http.get("/v1/models").json()["data"]
+    pools = [e for e in entries if e["id"] == "weighted3"]
+    assert len(pools) == 1
+    shape = pools[0]["route"]["pool"]
+    assert shape["strategy"] == "weighted"
+    assert [(d["name"], d["weight"]) for d in shape["deployments"]] == [("dep-a/text", 1), ("dep-b/text", 2), ("dep-c/text", 5)]
+
+
+# ----------------------------------------------------------------- strategies
+
+
+def test_weights_hold_within_a_binomial_bound_over_2000_turns(pooled, deployments):
+    before = counts(deployments)
+    with ThreadPoolExecutor(8) as workers:
+        served = list(workers.map(lambda _: served_by(pooled, "weighted3"), range(2000)))
+    total = len(served)
+    for name, weight in (("dep-a/text", 1), ("dep-b/text", 2), ("dep-c/text", 5)):
+        p = weight / 8
+        mean, sigma = total * p, math.sqrt(total * p * (1 - p))
+        got = served.count(name)
+        assert abs(got - mean) < 4.5 * sigma, (name, got, mean, sigma)
+    after = counts(deployments)
+    assert sum(after.values()) - sum(before.values()) == total  # one upstream request per turn, no retries
+
+
+def test_lowest_latency_moves_new_turns_to_the_fast_deployment(pooled, deployments):
+    pooled.state.pools.rng = random.Random(20261205)  # the strategy's own exploration, made repeatable
+    a, b = deployments[0], deployments[1]
+    for _ in range(10):
+        served_by(pooled, "latency2")
+    a.set(SLOW)
+    moving = [served_by(pooled, "latency2") for _ in range(20)]  # the estimates catch up within these
+    after = [served_by(pooled, "latency2") for _ in range(40)]
+    share = after.count("dep-b/text") / len(after)
+    assert share >= 0.9, (moving, after)
+
+
+def test_cost_picks_the_cheapest_healthy_deployment(pooled, deployments):
+    assert {served_by(pooled, "cheap") for _ in range(10)} == {"dep-b/text"}
+    deployments[1].set(THROTTLED.format(seconds=30))
+    body = complete(pooled, "cheap")  # b answers 429: the turn moves to a, and b is cooled
+    attempts = pooled.job(body["requestId"]).attempts
+    assert [(x.deployment, x.http_status) for x in attempts] == [("dep-b/text", 429), ("dep-a/text", None)]
+    deployments[1].set("")
+    seen = counts(deployments)["dep-b"]
+    assert {served_by(pooled, "cheap") for _ in range(5)} == {"dep-a/text"}  # b sits out its Retry-After
+    assert counts(deployments)["dep-b"] == seen
+
+
+# ----------------------------------------------------------------- failure
+
+
+def test_a_stall_before_the_first_byte_moves_to_another_deployment_in_one_clean_stream(pooled, deployments):
+    deployments[0].set(STALLED)
+    result = pooled.stream(turn("stall2"))  # check_frames: one start, valid order, one terminal
+    assert result.status == 200 and result.terminal["type"] == "done", result.text
+    assert [e for e in result.events if e["type"] == "start"][0]["provider"] == "dep-b"
+    job = pooled.job(result.events[0]["requestId"])
+    assert [(a.deployment, a.timeout) for a in job.attempts] == [("dep-a/text", "first_event"), ("dep-b/text", None)]
+    assert job.summary.attempts[0].then == "fallback"
+    # dep-a is cooled now: the next turn goes straight to dep-b despite its weight of 1 in 1001.
+    job = pooled.job(complete(pooled, "stall2")["requestId"])
+    assert [a.deployment for a in job.attempts] == ["dep-b/text"]
+    metrics = pooled.http.get("/metrics").text
+    assert 'gateway_pool_cooldowns_total{deployment="dep-a/text",pool="stall2",reason="first_event_timeout"} 1.0' in metrics
+
+
+def test_every_deployment_cooled_answers_429_with_the_soonest_retry_after(pooled, deployments):
+    deployments[2].set(THROTTLED.format(seconds=40))
+    first = pooled.http.post("/v1/complete", json=turn("alone"))  # the vendor's 429: the deployment cools for 40 s
+    assert "retry-after-ms=40000" in first.json()["error"]["message"], first.text
+    deployments[2].set("")
+    sent = deployments[2].count
+    # A door that answers with the turn's status (OpenAI Chat): 429, Retry-After the soonest deployment's.
+    second = pooled.http.post("/v1/chat/completions", json={"model": "alone", "messages": [{"role": "user", "content": "hi"}]})
+    assert second.status_code == 429, second.text
+    assert 35 <= int(second.headers["retry-after"]) <= 40
+    assert "cooling down" in second.json()["error"]["message"]
+    assert deployments[2].count == sent  # nothing was sent to the cooled deployment
+    record = pooled.http.get(f"/v1/requests/{second.headers['x-request-id']}").json()
+    assert record["attempts"] == [] and record["outcome"] == "error"
+
+
+def test_a_failure_after_content_never_switches_and_the_record_says_why(pooled, deployments):
+    deployments[0].set(";fault=reset;at=text")
+    result = pooled.stream(turn("content2"))
+    assert result.terminal["type"] == "error"
+    request_id = result.events[0]["requestId"]
+    record = pooled.http.get(f"/v1/requests/{request_id}").json()
+    [attempt] = record["attempts"]
+    assert attempt["deployment"] == "dep-a/text" and attempt["failover"] == "content_sent"
+    assert record["deployment"] == "dep-a/text"
+
+
+# ----------------------------------------------------------------- affinity
+
+
+def test_a_conversation_stays_on_its_deployment_and_moves_when_it_is_cooled(pooled, deployments):
+    session = {"throttleMs": 0, "sessionId": f"conv-{marker()}"}
+    home = {served_by(pooled, "sticky3", options=session) for _ in range(10)}
+    assert len(home) == 1, home
+    [first] = home
+    by_name = {f"{d.name}/text": d for d in deployments}
+    by_name[first].set(THROTTLED.format(seconds=30))
+    job = pooled.job(complete(pooled, "sticky3", options=session)["requestId"])
+    moved = job.attempts[-1].deployment
+    assert job.attempts[0].deployment == first and moved != first
+    by_name[first].set("")
+    assert {served_by(pooled, "sticky3", options=session) for _ in range(8)} == {moved}
+
+
+def test_prompt_cache_key_keeps_an_openai_chat_conversation_on_its_deployment(pooled):
+    key = f"pck-{marker()}"
+    seen = set()
+    for _ in range(8):
+        response = pooled.http.post("/v1/chat/completions", json={
+            "model": "sticky3", "prompt_cache_key": key, "messages": [{"role": "user", "content": marker()}]})
+        assert response.status_code == 200, response.text
+        record = pooled.http.get(f"/v1/requests/{response.headers['x-request-id']}").json()
+        seen.add(record["deployment"])
+    assert len(seen) == 1, seen
+
+
+def test_an_agent_session_header_keeps_the_conversation_on_its_deployment(pooled):
+    headers = {"X-Claude-Code-Session-Id": f"session-{marker()}"}
+    seen = set()
+    for _ in range(8):
+        response = pooled.http.post("/v1/complete", json=turn("sticky3"), headers=headers)
+        assert response.status_code == 200, response.text
+        seen.add(pooled.job(response.json()["requestId"]).attempts[-1].deployment)
+    assert len(seen) == 1, seen
+
+
+def test_records_name_the_deployment_and_the_records_api_filters_by_it(pooled):
+    body = complete(pooled, "weighted3")
+    record = pooled.http.get(f"/v1/requests/{body['requestId']}").json()
+    assert record["deployment"] == record["attempts"][-1]["deployment"]
+    assert record["deployment"] == f"{record['provider']}/{record['model']}"
+    listed = pooled.http.get("/v1/requests", params={"model": record["deployment"], "limit": 200}).json()["records"]
+    assert body["requestId"] in {r["requestId"] for r in listed}
