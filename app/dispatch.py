@@ -32,6 +32,7 @@ from app.contract.failures import Attempt, AttemptOutcome, ErrorKind, Interrupt
 from app.contract.messages import Context
 from app.contract.request import StreamOptions
 from app.providers.base import Provider, ProviderError
+from app.providers.clouds import placement
 from app.resolve import ModelResolver
 from app.settings import Settings
 from app.stream.turn import ContractViolation, ToolArgumentsError, Turn
@@ -153,7 +154,7 @@ class Dispatcher:
         last: tuple[Route, ProviderError] | None = None
         for route in job.routes:
             for try_number in range(settings.retries + 1):
-                attempt = Attempt(route.provider.name, route.provider.api, route.model.id)
+                attempt = Attempt(route.provider.name, route.provider.api, route.model.id, **placement(route.provider))
                 job.attempts.append(attempt)
                 if job.on_attempt is not None:
                     _notify(job.on_attempt, job, route)

@@ -110,6 +110,15 @@ class Metrics:
             "gateway_limit_store_errors_total", "Calls to the limit store (Redis) that failed or timed out", ("operation",)
         )
         self.resumptions = counter("gateway_resumptions_total", "Resumable streams continued with GET /v1/stream/{id}")
+        # Which cloud and region each cloud provider runs on (CONTRACT §9a): join on `provider` to split any metric
+        # above by cloud; bounded by the catalog's providers.
+        self.provider_cloud = Gauge(
+            "gateway_provider_cloud_info", "Catalog providers that run their api on a cloud: 1 per provider, cloud and region",
+            ("provider", "cloud", "region"), registry=own, multiprocess_mode="max",
+        )
+        for info in catalog.providers.values():
+            if info.cloud is not None:
+                self.provider_cloud.labels(info.name, info.cloud.kind, info.cloud.region or "").set(1)
         if own is not None:
             ProcessCollector(registry=own)
 

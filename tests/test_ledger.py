@@ -36,7 +36,7 @@ from tests.test_metrics import scrape
 FIELDS = {
     "requestId", "createdAt", "settledAt", "apiKeyId", "requestedModel", "fallback", "attempts", "provider", "api",
     "model", "outcome", "stopReason", "errorMessage", "usage", "ttftMs", "durationMs", "upstreamFrames",
-    "eventsSent", "lateFramesDropped", "clientDisconnected", "resumable", "resumed", "message", "door",
+    "eventsSent", "lateFramesDropped", "clientDisconnected", "resumable", "resumed", "message", "door", "cloud", "region",
 }  # fmt: skip
 
 

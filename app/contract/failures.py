@@ -88,6 +88,8 @@ class Attempt:
     error_message: str | None = None
     response_id: str | None = None  # the vendor's id of its response and the model that answered (not recorded)
     response_model: str | None = None
+    cloud: str | None = None  # the cloud the provider runs its api on (bedrock | vertex | azure), None at the maker
+    region: str | None = None  # that cloud's region (AWS region, Vertex AI location, Azure region)
 
     @property
     def ended(self) -> bool:
@@ -122,11 +124,12 @@ class Attempt:
 
     def record(self) -> dict[str, Any]:
         """The record's camelCase shape (epoch milliseconds), without unset optional fields:
-        `{provider, api, model, startedAt, endedAt, outcome, httpStatus?, errorMessage?}`."""
+        `{provider, api, model, cloud?, region?, startedAt, endedAt, outcome, httpStatus?, errorMessage?}`."""
         out: dict[str, Any] = {
             "provider": self.provider,
             "api": self.api,
             "model": self.model,
+            **({"cloud": self.cloud, "region": self.region} if self.cloud is not None else {}),
             "startedAt": int(self.started_at * 1000),
             "endedAt": int(self.ended_at * 1000) if self.ended_at is not None else None,
             "outcome": str(self.outcome) if self.outcome is not None else None,

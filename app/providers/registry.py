@@ -7,7 +7,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Callable
 
-from app.catalog import Catalog, ProviderInfo
+from app.catalog import Catalog, Cloud, ProviderInfo
 from app.providers.anthropic import AnthropicProvider
 from app.providers.base import Provider
 from app.providers.config import ProviderConfig
@@ -49,6 +49,7 @@ class ProviderSetup:
     base_url_from: str  # `GATEWAY_<NAME>_BASE_URL`, `GATEWAY_BASE_URLS`, `demo mode`, `catalog`, `SDK default`
     served: bool
     missing: str | None  # what to set to serve it, when not served
+    cloud: Cloud | None = None  # the cloud its api runs on (catalog `cloud`), None at the api's maker
 
 
 def provider_setups(settings: Settings, catalog: Catalog) -> list[ProviderSetup]:
@@ -75,7 +76,7 @@ def provider_setups(settings: Settings, catalog: Catalog) -> list[ProviderSetup]
         base_url = configured_url or info.base_url
         if configured_url is None:
             url_from = "catalog" if info.base_url else "SDK default"
-        setups.append(ProviderSetup(info.name, info.api, key, key_from, base_url, url_from, served, missing))
+        setups.append(ProviderSetup(info.name, info.api, key, key_from, base_url, url_from, served, missing, info.cloud))
     return setups
 
 
