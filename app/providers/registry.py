@@ -10,6 +10,7 @@ from typing import Callable
 from app.catalog import Catalog, Cloud, ProviderInfo
 from app.providers.anthropic import AnthropicProvider
 from app.providers.base import Provider
+from app.providers.cloud_adapters import cloud_adapter
 from app.providers.config import ProviderConfig
 from app.providers.google import GoogleProvider
 from app.providers.openai_responses import OpenAIResponsesProvider
@@ -130,5 +131,5 @@ def build_providers(settings: Settings, catalog: Catalog) -> dict[str, Provider]
                 compat=info.compat,
                 cloud=info.cloud,
             )
-            providers[setup.name] = ADAPTERS[setup.api](config)
+            providers[setup.name] = (cloud_adapter(setup.api, info.cloud) or ADAPTERS[setup.api])(config)
     return providers
