@@ -49,6 +49,7 @@ from simulator import openai_completions
 from simulator import faults as sim_faults
 from simulator import azure
 from simulator.entra import Entra
+from simulator.vertex import Vertex
 
 RECORDED_HEADERS = ("anthropic-beta", "anthropic-version")  # what a test may check a request carried
 SAMPLES = Path(__file__).resolve().parent.parent / "tests" / "wire_samples"  # the recorded vendor streams
@@ -394,6 +395,7 @@ def create_simulator(log_guard: LogGuard | None = None) -> Starlette:
         Route(openai.COUNT_ROUTE, openai_count, methods=["POST"]),
         Route(google.COUNT_ROUTE, google_count, methods=["POST"]),
         *azure.routes(lambda request, vendor, model: vendor_call(request, VENDORS[vendor], model), entra.valid), *entra.routes(),
+        *Vertex(lambda request, vendor, model: vendor_call(request, VENDORS[vendor], model)).routes(),
         Route("/_sim/requests", requests_seen, methods=["GET", "DELETE"]),
         Route("/_sim/wait", wait, methods=["GET"]),
     ])

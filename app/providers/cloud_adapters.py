@@ -6,13 +6,17 @@ from __future__ import annotations
 from typing import Callable
 
 from app.catalog import Cloud
+from app.providers.anthropic.vertex import VertexAnthropicProvider
 from app.providers.azure import AzureCompletionsProvider, AzureResponsesProvider
+from app.providers.google.vertex import VertexGoogleProvider
 from app.providers.base import Provider
 from app.providers.config import ProviderConfig
 
 CLOUD_ADAPTERS: dict[tuple[str, str], Callable[[ProviderConfig], Provider]] = {
     ("azure", "openai-responses"): AzureResponsesProvider,
     ("azure", "openai-completions"): AzureCompletionsProvider,
+    ("vertex", "anthropic-messages"): VertexAnthropicProvider,
+    ("vertex", "google-generative-ai"): VertexGoogleProvider,
 }
 
 
