@@ -53,7 +53,7 @@ def routes(vendor_call: VendorCall, entra_tokens: Callable[[str], bool]) -> list
         if request.headers.get("api-key") == AZURE_KEY:
             return "api-key"
         bearer = request.headers.get("authorization", "").removeprefix("Bearer ")
-        if bearer == AZURE_KEY and request.url.path.startswith("/azure/openai/v1/"):
+        if bearer == AZURE_KEY and "/azure/openai/v1/" in request.url.path:  # mounted anywhere
             return "bearer-key"
         if bearer and entra_tokens(bearer):
             return "bearer-entra"
