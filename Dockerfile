@@ -21,7 +21,7 @@ COPY pyproject.toml uv.lock ./
 # uv only exports the lock (no network); pip installs exactly those pins, hashes required.
 RUN python3 -m venv /opt/uv \
     && /opt/uv/bin/pip install --no-cache-dir --quiet "uv==${UV_VERSION}" \
-    && /opt/uv/bin/uv export --frozen --no-dev --no-emit-project --format requirements-txt \
+    && /opt/uv/bin/uv export --frozen --no-dev --extra azure --no-emit-project --format requirements-txt \
         --output-file requirements.txt --quiet \
     && python3 -m venv /opt/venv \
     && /opt/venv/bin/pip install --no-cache-dir --quiet --no-deps --require-hashes -r requirements.txt \

@@ -36,6 +36,7 @@ from app.contract.request import StreamOptions
 from app.pools.balancer import Pools, conversation_key, cooling_reason
 from app.pools.state import Acquired, Finished
 from app.providers.base import Provider, ProviderError
+from app.providers.clouds import placement
 from app.resolve import ModelResolver
 from app.settings import Settings
 from app.stream.turn import ContractViolation, ToolArgumentsError, Turn
@@ -252,7 +253,7 @@ class Dispatcher:
         return last
 
     def _new_attempt(self, job: TurnJob, route: Route) -> Attempt:
-        attempt = Attempt(route.provider.name, route.provider.api, route.model.id)
+        attempt = Attempt(route.provider.name, route.provider.api, route.model.id, **placement(route.provider))
         if route.deployment is not None:
             attempt.deployment = route.deployment.name
         job.attempts.append(attempt)

@@ -112,6 +112,8 @@ def request_fields(job: TurnJob, log_content: bool = False) -> dict[str, Any]:
         "requestedModel": job.requested_model,
         "provider": message.get("provider"),
         "model": message.get("model"),
+        "cloud": job.attempts[-1].cloud if job.attempts else None,
+        "region": job.attempts[-1].region if job.attempts else None,
         "outcome": summary.outcome,
         "stopReason": message.get("stopReason"),
         "ttftMs": None if summary.ttft is None else round(summary.ttft * 1000, 1),

@@ -22,6 +22,7 @@ from app.api.records import router as records_router
 from app.api.resume import router as resume_router
 from app.api.openapi import build_openapi
 from app.api.routes import install_error_handlers, router
+from app.demo_clouds import with_demo_clouds
 from app.gateway import Gateway
 from app.doors.registry import door_at
 from app.doors.validation import validation_error as invalid_request
@@ -53,6 +54,7 @@ log = logging.getLogger("gateway")
 def demo_settings(settings: Settings) -> Settings:
     """Point every provider at the simulator mounted on this same server, with demo keys."""
     base = settings.model_copy(update={"demo": True}).simulator_url()
+    settings = with_demo_clouds(settings, base)  # a Vertex AI and an Azure OpenAI provider on the simulator
     return settings.model_copy(
         update={
             "anthropic_api_key": settings.anthropic_api_key or _secret("demo-anthropic-key"),

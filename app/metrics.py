@@ -125,6 +125,15 @@ class Metrics:
             "gateway_pool_ttft_seconds", "From an attempt's start to its first content event, per pool deployment", pd,
             _LATENCY_BUCKETS,
         )
+        # Which cloud and region each cloud provider runs on (CONTRACT §9a): join on `provider` to split any metric
+        # above by cloud; bounded by the catalog's providers.
+        self.provider_cloud = Gauge(
+            "gateway_provider_cloud_info", "Catalog providers that run their api on a cloud: 1 per provider, cloud and region",
+            ("provider", "cloud", "region"), registry=own, multiprocess_mode="max",
+        )
+        for info in catalog.providers.values():
+            if info.cloud is not None:
+                self.provider_cloud.labels(info.name, info.cloud.kind, info.cloud.region or "").set(1)
         if own is not None:
             ProcessCollector(registry=own)
 

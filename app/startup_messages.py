@@ -21,6 +21,8 @@ from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from app.providers.clouds import CHAINS, describe
+
 if TYPE_CHECKING:
     import pydantic
     import pydantic_settings
@@ -180,14 +182,18 @@ def log_providers(setups: "list[ProviderSetup]", settings: "Settings") -> None:
         on_simulator = simulator is not None and (setup.base_url or "").startswith(simulator)
         where = f"served by the built-in simulator at {shown}" if on_simulator else f"upstream {shown}"
         key = f"key from {setup.key_from}" if setup.key_from else "no key"
+        on_cloud = describe(setup.cloud)
         providers_log.info(
-            "provider %s (%s): %s (base URL from %s), %s",
+            "provider %s (%s)%s: %s (base URL from %s), %s",
             setup.name,
             setup.api,
+            f" {on_cloud}" if on_cloud else "",
             where,
             setup.base_url_from,
-            key,
+            key if setup.key_from or setup.cloud is None else f"credentials from {CHAINS[setup.cloud.kind]}",
             extra={
+                "cloud": setup.cloud.kind if setup.cloud else None,
+                "region": setup.cloud.region if setup.cloud else None,
                 "provider": setup.name,
                 "api": setup.api,
                 "baseUrl": shown,

@@ -47,6 +47,9 @@ from simulator import openai
 from simulator import google
 from simulator import openai_completions
 from simulator import faults as sim_faults
+from simulator import azure
+from simulator.entra import Entra
+from simulator.vertex import Vertex
 
 RECORDED_HEADERS = ("anthropic-beta", "anthropic-version")  # what a test may check a request carried
 SAMPLES = Path(__file__).resolve().parent.parent / "tests" / "wire_samples"  # the recorded vendor streams
@@ -255,6 +258,7 @@ def create_simulator(log_guard: LogGuard | None = None) -> Starlette:
     instead, a `LogScope` limits what the reader sees, waits for and clears (the gateway's demo mode refuses
     callers without a gateway key when auth is on, and shows each key its own requests)."""
     state = SimulatorState()
+    entra = Entra()
 
     def scope_of(request: Request) -> Response | LogScope:
         return EVERYONE if log_guard is None else log_guard(request)
@@ -390,6 +394,8 @@ def create_simulator(log_guard: LogGuard | None = None) -> Starlette:
         Route(anthropic.COUNT_ROUTE, anthropic_count, methods=["POST"]),
         Route(openai.COUNT_ROUTE, openai_count, methods=["POST"]),
         Route(google.COUNT_ROUTE, google_count, methods=["POST"]),
+        *azure.routes(lambda request, vendor, model: vendor_call(request, VENDORS[vendor], model), entra.valid), *entra.routes(),
+        *Vertex(lambda request, vendor, model: vendor_call(request, VENDORS[vendor], model)).routes(),
         Route("/_sim/requests", requests_seen, methods=["GET", "DELETE"]),
         Route("/_sim/wait", wait, methods=["GET"]),
     ])

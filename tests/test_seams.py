@@ -55,7 +55,8 @@ def test_genai_names():
 
     assert seam.GenerateContentParameters.__name__ == "_GenerateContentParameters"
     assert {"model", "contents", "config"} <= set(seam.GenerateContentParameters.model_fields)
-    assert parameters(seam.parameters_to_wire) == ["api_client", "from_object", "parent_object", "root_object"]
+    for convert in (seam.parameters_to_wire, seam.parameters_to_mldev, seam.parameters_to_vertex):
+        assert parameters(convert) == ["api_client", "from_object", "parent_object", "root_object"]
     assert parameters(seam.convert_to_dict)[0] == "obj"
     assert parameters(seam.encode_unserializable_types) == ["data"]
     for method in (seam.ApiClient.async_request_streamed, seam.ApiClient.async_request):

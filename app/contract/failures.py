@@ -90,6 +90,8 @@ class Attempt:
     response_model: str | None = None
     deployment: str | None = None  # the pool's deployment this attempt went to (docs/pools.md)
     after_content: bool = False  # failed after content had reached the client: no other attempt could follow
+    cloud: str | None = None  # the cloud the provider runs its api on (bedrock | vertex | azure), None at the maker
+    region: str | None = None  # that cloud's region (AWS region, Vertex AI location, Azure region)
 
     @property
     def ended(self) -> bool:
@@ -124,11 +126,13 @@ class Attempt:
 
     def record(self) -> dict[str, Any]:
         """The record's camelCase shape (epoch milliseconds), without unset optional fields:
-        `{provider, api, model, startedAt, endedAt, outcome, deployment?, httpStatus?, errorMessage?, failover?}`."""
+        `{provider, api, model, cloud?, region?, startedAt, endedAt, outcome, deployment?, httpStatus?, errorMessage?,
+        failover?}`."""
         out: dict[str, Any] = {
             "provider": self.provider,
             "api": self.api,
             "model": self.model,
+            **({"cloud": self.cloud, "region": self.region} if self.cloud is not None else {}),
             "startedAt": int(self.started_at * 1000),
             "endedAt": int(self.ended_at * 1000) if self.ended_at is not None else None,
             "outcome": str(self.outcome) if self.outcome is not None else None,

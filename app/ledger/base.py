@@ -86,6 +86,8 @@ def build_record(job: "TurnJob", *, summary: "TurnSummary | None", retain_conten
         "api": message.get("api") if served else None,
         "model": message.get("model") if served else None,
         "deployment": job.attempts[-1].deployment if served else None,
+        "cloud": job.attempts[-1].cloud if served else None,  # the cloud and region that served it (null at the maker)
+        "region": job.attempts[-1].region if served else None,
         "outcome": turn.outcome if settled else None,
         "stopReason": message.get("stopReason") if settled else None,
         "errorMessage": message.get("errorMessage") if settled else None,

@@ -7,9 +7,10 @@ import os
 from dataclasses import dataclass, field
 from typing import Callable
 
-from app.catalog import Catalog, ProviderInfo
+from app.catalog import Catalog, Cloud, ProviderInfo
 from app.providers.anthropic import AnthropicProvider
 from app.providers.base import Provider
+from app.providers.cloud_adapters import cloud_adapter
 from app.providers.config import ProviderConfig
 from app.providers.google import GoogleProvider
 from app.providers.openai_responses import OpenAIResponsesProvider
@@ -49,6 +50,7 @@ class ProviderSetup:
     base_url_from: str  # `GATEWAY_<NAME>_BASE_URL`, `GATEWAY_BASE_URLS`, `demo mode`, `catalog`, `SDK default`
     served: bool
     missing: str | None  # what to set to serve it, when not served
+    cloud: Cloud | None = None  # the cloud its api runs on (catalog `cloud`), None at the api's maker
 
 
 def provider_setups(settings: Settings, catalog: Catalog) -> list[ProviderSetup]:
@@ -75,7 +77,7 @@ def provider_setups(settings: Settings, catalog: Catalog) -> list[ProviderSetup]
         base_url = configured_url or info.base_url
         if configured_url is None:
             url_from = "catalog" if info.base_url else "SDK default"
-        setups.append(ProviderSetup(info.name, info.api, key, key_from, base_url, url_from, served, missing))
+        setups.append(ProviderSetup(info.name, info.api, key, key_from, base_url, url_from, served, missing, info.cloud))
     return setups
 
 
@@ -129,5 +131,5 @@ def build_providers(settings: Settings, catalog: Catalog) -> dict[str, Provider]
                 compat=info.compat,
                 cloud=info.cloud,
             )
-            providers[setup.name] = ADAPTERS[setup.api](config)
+            providers[setup.name] = (cloud_adapter(setup.api, info.cloud) or ADAPTERS[setup.api])(config)
     return providers

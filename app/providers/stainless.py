@@ -40,7 +40,7 @@ class StainlessProvider:
         self.config = config
         self.name = config.name
         transport = config.transport
-        self.client = type(self).client_class(
+        self.client = self.new_client(
             api_key=config.api_key,
             base_url=config.base_url,
             max_retries=0,  # the dispatcher retries
@@ -54,6 +54,10 @@ class StainlessProvider:
         self._stream_cls = self.sdk.AsyncStream[object]
         keys = f"stainless-python-retry-{uuid.uuid4()}"  # one random part per provider, then a counter
         self._idempotency_keys = (f"{keys}-{n}" for n in itertools.count())
+
+    def new_client(self, **options: Any) -> Any:
+        """The SDK client (`client_class(**options)`); a cloud's adapter builds its own (`app.providers.azure`)."""
+        return type(self).client_class(**options)
 
     def build_request(self, model: ModelInfo, context: Context, options: StreamOptions) -> dict[str, Any]:
         """The JSON body of the streaming request."""

@@ -6,7 +6,8 @@ adapters). The adapter instead runs the same steps as the SDK's private `AsyncMo
 through these names:
 
 - `GenerateContentParameters` (`types._GenerateContentParameters`), `parameters_to_wire`
-  (`models._GenerateContentParameters_to_mldev(api_client, from_object, parent_object, root_object)`),
+  (`models._GenerateContentParameters_to_mldev(api_client, from_object, parent_object, root_object)`, or
+  `…_to_vertex` for a Vertex AI client),
   `convert_to_dict` and `encode_unserializable_types` (`_common`): the SDK's own request conversion, run in a
   worker thread for a long history;
 - `ApiClient` (`_api_client.BaseApiClient`) and `api_client(client)` (`Client._api_client`): the client whose
@@ -28,7 +29,21 @@ __all__ = [
 
 ApiClient = _api_client.BaseApiClient
 GenerateContentParameters = types._GenerateContentParameters
-parameters_to_wire = _genai_models._GenerateContentParameters_to_mldev
+
+
+parameters_to_mldev = _genai_models._GenerateContentParameters_to_mldev
+parameters_to_vertex = _genai_models._GenerateContentParameters_to_vertex
+
+
+def parameters_to_wire(
+    api_client: _api_client.BaseApiClient, from_object: object, parent_object: object, root_object: object
+) -> dict:
+    """The SDK's conversion of `GenerateContentParameters` for the client's API: Vertex AI's
+    (`_GenerateContentParameters_to_vertex`) or the Gemini Developer API's (`…_to_mldev`)."""
+    convert = parameters_to_vertex if api_client.vertexai else parameters_to_mldev
+    return convert(api_client, from_object, parent_object, root_object)
+
+
 convert_to_dict = _common.convert_to_dict
 encode_unserializable_types = _common.encode_unserializable_types
 

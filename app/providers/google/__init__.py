@@ -67,10 +67,14 @@ class GoogleProvider:
                 request.headers.update(headers)
 
         self._http.event_hooks = {"request": [prepare_request, tag_demo_caller], "response": [_remember_response]}
-        self.client = genai.Client(
+        self.client = self.new_client(config, self._http)
+
+    def new_client(self, config: ProviderConfig, http: httpx2.AsyncClient) -> genai.Client:
+        """The SDK client on the Gemini Developer API (Vertex AI: `app.providers.google.vertex`)."""
+        return genai.Client(
             api_key=config.api_key,
             vertexai=False,
-            http_options=types.HttpOptions(base_url=config.base_url or None, api_version="v1beta", httpx_async_client=self._http),
+            http_options=types.HttpOptions(base_url=config.base_url or None, api_version="v1beta", httpx_async_client=http),
         )
 
     @property
