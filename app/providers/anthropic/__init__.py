@@ -27,6 +27,12 @@ class AnthropicProvider(StainlessProvider):
     options_class = AnthropicRequestOptions
     path = "/v1/messages"
 
+    def __new__(cls, config: Any) -> AnthropicProvider:  # on Amazon Bedrock when the catalog entry says so
+        from app.providers.anthropic.bedrock import BedrockProvider
+
+        bedrock = cls is AnthropicProvider and config.cloud is not None and config.cloud.kind == "bedrock"
+        return super().__new__(BedrockProvider if bedrock else cls)
+
     def build_request(self, model: ModelInfo, context: Context, options: StreamOptions) -> dict[str, Any]:
         params = build_request(model, context, options)
         params.update(params.pop("extra_body", None) or {})
