@@ -11,6 +11,7 @@ from typing import Callable
 
 from app.catalog import Catalog
 from app.contract.request import StreamRequest
+from app.demo_bedrock import add_demo_bedrock
 from app.dispatch import Dispatcher, Interrupt, Route, TurnJob
 from app.ledger import LedgerObserver, open_ledger
 from app.logs import RequestLog
@@ -39,6 +40,8 @@ class Gateway:
     def __init__(self, settings: Settings, providers: dict[str, Provider] | None = None) -> None:
         self.settings = settings
         self.catalog = Catalog.load(settings.catalog)
+        if settings.demo:  # demo mode's Bedrock provider, served by the simulator (`app/demo_bedrock.py`)
+            add_demo_bedrock(self.catalog, settings.simulator_url())
         client_keys = parse_keys(settings.api_keys.get_secret_value())
         self.keys = ClientKeys(client_keys, settings.keys_file)
         # The one key that reads GET /metrics, when the operator protects it (`GATEWAY_METRICS_KEY`).

@@ -218,3 +218,42 @@ def test_no_credentials_in_the_chain_fail_the_turn_clearly(bedrock, chain, monke
     assert result.terminal["type"] == "error"
     assert "could not sign the request for Bedrock" in result.terminal["errorMessage"]
     assert "internal error" not in result.terminal["errorMessage"]
+
+
+def test_demo_mode_lists_a_bedrock_entry_served_by_its_simulator(gateway_factory, sim, monkeypatch):
+    for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE"):
+        monkeypatch.setenv(name, "restored-after-the-test")  # demo mode sets these in the process: undone after
+    sdk_aws_auth._get_session.cache_clear()
+    try:
+        # The demo's provider entry and credentials; its base URL (the simulator mounted on the demo server's
+        # own port, which a test server picks only once started) pointed at the tests' simulator instead.
+        demo = gateway_factory(demo=True, base_urls={"bedrock": f"{sim.url}/bedrock"})
+        assert demo.state.catalog.providers["bedrock"].base_url.endswith("/_simulator/bedrock")
+        models = [m["id"] for m in demo.http.get("/v1/models").json()["data"]]
+        assert f"bedrock/{SONNET}" in models
+        prompt = marker()
+        result = demo.stream(turn(f"bedrock/{SONNET}", prompt))
+        assert result.terminal["type"] == "done", result.terminal.get("errorMessage")
+        seen = sim.seen(prompt)[-1]
+        assert seen["vendor"] == "bedrock" and seen["headers"]["aws-access-key-id"] == TEST_ACCESS_KEY_ID
+        assert result.message["usage"]["cost"]["total"] > 0
+    finally:
+        sdk_aws_auth._get_session.cache_clear()
+
+
+def test_token_counting_is_refused_for_a_bedrock_model(bedrock):
+    response = bedrock.http.post("/v1/messages/count_tokens", json={
+        "model": f"bedrock/{SONNET}", "messages": [{"role": "user", "content": "hi"}]})
+    assert response.status_code == 400, response.text
+    assert "no token counting" in response.text
+
+
+@pytest.mark.parametrize("scenario, timeout", [("hang-before-headers", "first_event"), ("hang-mid-stream", "idle")])
+def test_a_bedrock_stream_that_stops_sending_times_out_and_is_closed(gateway_factory, sim, chain, bedrock, scenario, timeout):
+    quick = gateway_factory(catalog=bedrock.state.settings.catalog, base_urls={"bedrock": f"{sim.url}/bedrock"},
+                            first_event_timeout=0.5, idle_timeout=0.5, retries=0)
+    prompt = marker()
+    result = quick.stream(turn(f"bedrock/{scenario}", prompt))
+    assert result.terminal["type"] == "error"
+    assert quick.job(result.headers["x-request-id"]).attempts[-1].timeout == timeout
+    assert sim.wait(prompt, until="closed")["clientClosed"]  # the cloud stream was closed
