@@ -17,6 +17,8 @@ Routes (under the simulator's mount): `POST /bedrock/model/{modelId}/invoke-with
   whose payload is `{"bytes": base64(event JSON)}`; an Anthropic `error` event is an `exception` frame
   (`modelStreamErrorException`, or the model id's `exception=` param: `throttlingException`, …).
 - Content: the Anthropic scenarios (`simulator.scenarios`, chosen by the model id as everywhere).
+- STS: `POST /sts` `AssumeRoleWithWebIdentity` (IRSA's call) issues temporary credentials for an accepted web
+  identity token; the Bedrock routes accept them until they are revoked.
 - `throttle=N` in the model id: the first N requests of a model id and prompt answer 429 `ThrottlingException`.
 - Framing faults, by model id params `eventstream=<fault>;at=<frame index>` (default 3): `torn` (the frame's
   first half, then the body ends), `bad_crc` (the message CRC flipped), `bad_prelude_crc`, `huge_headers`
@@ -33,6 +35,7 @@ import json
 import re
 import struct
 import time
+import urllib.parse
 import uuid
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -50,6 +53,7 @@ from starlette.types import Receive, Scope, Send
 from simulator import anthropic, scenarios as s
 
 ROUTES = ("/bedrock/model/{model_id:path}/invoke-with-response-stream", "/bedrock/model/{model_id:path}/invoke")
+STS_ROUTES = ("/sts", "/sts/")  # `AWS_ENDPOINT_URL_STS=<simulator>/sts`
 CONTENT_TYPE = "application/vnd.amazon.eventstream"
 VENDOR = SimpleNamespace(name="bedrock")  # what the request log calls these requests
 MAX_SKEW_S = 300
@@ -78,10 +82,30 @@ class BedrockWire:
     keys: dict[str, Key] = field(default_factory=lambda: {TEST_ACCESS_KEY_ID: Key(TEST_SECRET_ACCESS_KEY)})
     expired: set[str] = field(default_factory=set)
     throttled: dict[tuple[str, str], int] = field(default_factory=dict)  # (model, prompt) → requests throttled
+    web_identity_tokens: set[str] = field(default_factory=set)  # what STS takes (a service account's tokens)
+    sts_lifetime_s: int = 300  # how long the credentials STS issues last
+    issued: list[str] = field(default_factory=list)  # the access key ids STS issued, oldest first
 
     @property
     def routes(self) -> list[Route]:
-        return [Route(path, self.invoke, methods=["POST"]) for path in ROUTES]
+        return [*(Route(path, self.invoke, methods=["POST"]) for path in ROUTES),
+                *(Route(path, self.assume_role_with_web_identity, methods=["POST"]) for path in STS_ROUTES)]
+
+    async def assume_role_with_web_identity(self, request: Request) -> Response:
+        """STS `AssumeRoleWithWebIdentity` (what botocore calls for IRSA: `AWS_ROLE_ARN` and
+        `AWS_WEB_IDENTITY_TOKEN_FILE`): temporary credentials, which the Bedrock routes then accept, for a web
+        identity token among `web_identity_tokens`; else STS's `InvalidIdentityToken` error."""
+        form = {k: v[0] for k, v in urllib.parse.parse_qs((await request.body()).decode()).items()}
+        request_id = str(uuid.uuid4())
+        if form.get("Action") != "AssumeRoleWithWebIdentity" or form.get("WebIdentityToken") not in self.web_identity_tokens:
+            return Response(_STS_ERROR.format(request_id=request_id), 400, media_type="text/xml")
+        key_id = "ASIASTS" + uuid.uuid4().hex[:13].upper()
+        secret, token = uuid.uuid4().hex + uuid.uuid4().hex, "sts-session-" + uuid.uuid4().hex
+        self.keys[key_id] = Key(secret, token)
+        self.issued.append(key_id)
+        expires = datetime.fromtimestamp(time.time() + self.sts_lifetime_s, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+        return Response(_STS_ANSWER.format(key_id=key_id, secret=secret, token=token, expires=expires, request_id=request_id,
+                                           role=str(form.get("RoleArn")), session=str(form.get("RoleSessionName"))), media_type="text/xml")
 
     async def invoke(self, request: Request) -> Response | "EventStreamResponse":
         body_bytes = await request.body()
@@ -184,6 +208,21 @@ class BedrockWire:
         entry.touch()
         return JSONResponse({"id": "msg_sim_0001", "type": "message", "role": "assistant", "model": model, "content": content,
                              "stop_reason": stop, "stop_sequence": None, "usage": usage}, headers={"x-amzn-RequestId": request_id})
+
+
+_STS_ANSWER = """<AssumeRoleWithWebIdentityResponse xmlns="https://sts.amazonaws.com/doc/2011-06-15/">
+  <AssumeRoleWithWebIdentityResult>
+    <Credentials><AccessKeyId>{key_id}</AccessKeyId><SecretAccessKey>{secret}</SecretAccessKey>
+      <SessionToken>{token}</SessionToken><Expiration>{expires}</Expiration></Credentials>
+    <SubjectFromWebIdentityToken>system:serviceaccount:default:llm-gateway</SubjectFromWebIdentityToken>
+    <AssumedRoleUser><Arn>{role}/{session}</Arn><AssumedRoleId>AROASIMULATOR:{session}</AssumedRoleId></AssumedRoleUser>
+  </AssumeRoleWithWebIdentityResult>
+  <ResponseMetadata><RequestId>{request_id}</RequestId></ResponseMetadata>
+</AssumeRoleWithWebIdentityResponse>"""
+_STS_ERROR = """<ErrorResponse xmlns="https://sts.amazonaws.com/doc/2011-06-15/">
+  <Error><Type>Sender</Type><Code>InvalidIdentityToken</Code><Message>Couldn't verify the web identity token</Message></Error>
+  <RequestId>{request_id}</RequestId>
+</ErrorResponse>"""
 
 
 def error_response(status: int, name: str, message: str, request_id: str, headers: dict[str, str] | None = None) -> Response:

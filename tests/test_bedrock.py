@@ -14,7 +14,6 @@ import sys
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
-import anthropic.lib.aws._auth as sdk_aws_auth
 import httpx
 import pytest
 
@@ -61,9 +60,7 @@ def chain(tmp_path_factory):
     patch.setenv("AWS_CONFIG_FILE", str(aws.config))
     patch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(root / "credentials"))
     patch.setenv("AWS_EC2_METADATA_DISABLED", "true")
-    sdk_aws_auth._get_session.cache_clear()  # the SDK keeps one boto3 session per set of arguments
     yield aws
-    sdk_aws_auth._get_session.cache_clear()
     patch.undo()
 
 
@@ -207,23 +204,25 @@ def test_a_non_streaming_turn_is_served(bedrock):
     assert response.json()["stopReason"] == "stop"
 
 
-def test_no_credentials_in_the_chain_fail_the_turn_clearly(bedrock, chain, monkeypatch):
+def _another_gateway(gateway_factory, bedrock, sim):
+    """A gateway like `bedrock` whose provider reads the AWS chain afresh (a provider resolves it once)."""
+    return gateway_factory(catalog=bedrock.state.settings.catalog, base_urls={"bedrock": f"{sim.url}/bedrock"}, retries=0)
+
+
+def test_no_credentials_in_the_chain_fail_the_turn_clearly(gateway_factory, bedrock, sim, chain, monkeypatch):
     monkeypatch.setenv("AWS_CONFIG_FILE", str(chain.current.parent / "missing-config"))
-    sdk_aws_auth._get_session.cache_clear()
     try:
-        result = bedrock.stream(turn(f"bedrock/{SONNET}", marker()))
+        result = _another_gateway(gateway_factory, bedrock, sim).stream(turn(f"bedrock/{SONNET}", marker()))
     finally:
         monkeypatch.undo()
-        sdk_aws_auth._get_session.cache_clear()
     assert result.terminal["type"] == "error"
-    assert "could not sign the request for Bedrock" in result.terminal["errorMessage"]
+    assert "could not sign the request for Bedrock: Unable to locate credentials" in result.terminal["errorMessage"]
     assert "internal error" not in result.terminal["errorMessage"]
 
 
 def test_demo_mode_lists_a_bedrock_entry_served_by_its_simulator(gateway_factory, sim, monkeypatch):
     for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE"):
         monkeypatch.setenv(name, "restored-after-the-test")  # demo mode sets these in the process: undone after
-    sdk_aws_auth._get_session.cache_clear()
     try:
         # The demo's provider entry and credentials; its base URL (the simulator mounted on the demo server's
         # own port, which a test server picks only once started) pointed at the tests' simulator instead.
@@ -238,7 +237,7 @@ def test_demo_mode_lists_a_bedrock_entry_served_by_its_simulator(gateway_factory
         assert seen["vendor"] == "bedrock" and seen["headers"]["aws-access-key-id"] == TEST_ACCESS_KEY_ID
         assert result.message["usage"]["cost"]["total"] > 0
     finally:
-        sdk_aws_auth._get_session.cache_clear()
+        monkeypatch.undo()
 
 
 def test_token_counting_is_refused_for_a_bedrock_model(bedrock):
@@ -257,3 +256,31 @@ def test_a_bedrock_stream_that_stops_sending_times_out_and_is_closed(gateway_fac
     assert result.terminal["type"] == "error"
     assert quick.job(result.headers["x-request-id"]).attempts[-1].timeout == timeout
     assert sim.wait(prompt, until="closed")["clientClosed"]  # the cloud stream was closed
+
+
+def test_web_identity_credentials_irsa_are_refreshed_from_sts_as_the_token_rotates(gateway_factory, bedrock, sim, chain, wire, tmp_path, monkeypatch):
+    """IRSA's chain: `AWS_ROLE_ARN` and a projected service account token file; botocore calls STS
+    `AssumeRoleWithWebIdentity` (the simulator's, `AWS_ENDPOINT_URL_STS`) for credentials that last 5 minutes, so
+    it refreshes them before signing; the kubelet rotates the token file, and STS takes only the new token."""
+    token_file = tmp_path / "token"
+    token_file.write_text("service-account-token-1")
+    wire.web_identity_tokens = {"service-account-token-1"}
+    issued_before = len(wire.issued)
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "no-config"))
+    monkeypatch.setenv("AWS_ROLE_ARN", "arn:aws:iam::123456789012:role/llm-gateway-bedrock")
+    monkeypatch.setenv("AWS_WEB_IDENTITY_TOKEN_FILE", str(token_file))
+    monkeypatch.setenv("AWS_ENDPOINT_URL_STS", f"{sim.url}/sts")
+    monkeypatch.setenv("AWS_REGION", "us-east-1")
+    try:
+        irsa = _another_gateway(gateway_factory, bedrock, sim)
+        first = irsa.stream(turn(f"bedrock/{SONNET}", before := marker()))
+        token_file.write_text("service-account-token-2")  # the kubelet rotates the projected token
+        wire.web_identity_tokens = {"service-account-token-2"}
+        wire.expired = set(wire.issued)  # and the credentials issued so far expire
+        second = irsa.stream(turn(f"bedrock/{SONNET}", after := marker()))
+    finally:
+        monkeypatch.undo()
+    assert first.terminal["type"] == "done", first.terminal.get("errorMessage")
+    assert second.terminal["type"] == "done", second.terminal.get("errorMessage")
+    first_key, second_key = (sim.seen(m)[-1]["headers"]["aws-access-key-id"] for m in (before, after))
+    assert first_key in wire.issued[issued_before:] and second_key in wire.issued[issued_before:] and first_key != second_key

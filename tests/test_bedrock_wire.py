@@ -101,3 +101,18 @@ def test_a_broken_event_stream_ends_each_turn_with_one_terminal_event_and_a_reco
         assert kinds <= {"malformed", "event_too_large", "truncated"}, (kinds, terminal["errorMessage"])
     record = bedrock.http.get(f"/v1/requests/{response.headers['x-request-id']}")
     assert record.status_code == 200 and record.json()["outcome"] == terminal["type"], record.text
+
+
+def test_the_bedrock_seam_still_fits_the_sdk():
+    import inspect
+
+    import anthropic
+
+    from app.seams.bedrock import SigningBedrockClient
+    from app.seams.stainless import AnthropicRequestOptions
+
+    hook = anthropic.AsyncAnthropicBedrock._prepare_request
+    assert inspect.iscoroutinefunction(hook) and list(inspect.signature(hook).parameters) == ["self", "request"]
+    assert "json_data" in AnthropicRequestOptions.model_fields  # the body the Bedrock client moves `model` out of
+    client = SigningBedrockClient(aws_region="eu-west-1")
+    assert str(client.base_url).startswith("https://bedrock-runtime.eu-west-1.amazonaws.com")

@@ -11,8 +11,9 @@ Bedrock client does with the call:
 - credentials: only the standard AWS chain, read by botocore (environment, shared config and credentials files
   and `AWS_PROFILE`, `credential_process`, web identity for Kubernetes service accounts (IRSA), container and
   instance roles); refreshable credentials (web identity, assumed roles, `credential_process` with an
-  `Expiration`) are refreshed by botocore before they expire; each request is signed with SigV4 (service
-  `bedrock`, the entry's region) in a worker thread;
+  `Expiration`) are refreshed by botocore before they expire; each request is signed with botocore's SigV4
+  (service `bedrock`, the entry's region) in a worker thread, as the SDK signs it, with one difference
+  (`SigningBedrockClient`): the signature is made from *frozen* credentials, as botocore's own clients make it;
 - the body: `application/vnd.amazon.eventstream` binary frames (length prelude, headers, payload, CRC32s),
   decoded by botocore's own `EventStreamBuffer` into the same Anthropic events; an `exception` frame
   (`throttlingException`, `modelStreamErrorException`, …) is an error event.
@@ -49,6 +50,7 @@ from app.providers.base import RETRYABLE_STATUS, ProviderError, error_detail, re
 from app.providers.config import ProviderConfig
 from app.providers.transport import client_options
 from app.refusals import TokensNotCounted
+from app.seams.bedrock import SigningBedrockClient
 from app.seams.stainless import AnthropicRequestOptions
 
 # Bedrock's exceptions (the `x-amzn-ErrorType` of an HTTP error, the `:exception-type` of an in-stream one,
@@ -79,14 +81,14 @@ def cloud_text(text: str) -> str:
 class BedrockProvider(AnthropicProvider):
     """One catalog provider whose `anthropic-messages` api runs on Amazon Bedrock."""
 
-    client_class = anthropic.AsyncAnthropicBedrock
+    client_class = SigningBedrockClient
 
     def __init__(self, config: ProviderConfig) -> None:
         assert config.cloud is not None and config.cloud.kind == "bedrock"
         self.config = config
         self.name = config.name
         self.region = config.cloud.region
-        self.client = anthropic.AsyncAnthropicBedrock(
+        self.client = SigningBedrockClient(
             aws_region=self.region,
             base_url=config.base_url,
             max_retries=0,  # the dispatcher retries
@@ -126,8 +128,6 @@ class BedrockProvider(AnthropicProvider):
             )
         if isinstance(exc, botocore.exceptions.BotoCoreError):  # the credential chain failed (or found nothing)
             return ProviderError(f"could not sign the request for Bedrock: {cloud_text(str(exc))}", kind=ErrorKind.REQUEST)
-        if isinstance(exc, RuntimeError) and _raised_in(exc, "anthropic.lib.aws"):
-            return ProviderError(f"could not sign the request for Bedrock: {exc} (the AWS credential chain found none)", kind=ErrorKind.REQUEST)
         if isinstance(exc, (KeyError, ValueError)) and _raised_in(exc, "botocore", "base64", "binascii"):
             return ProviderError(f"sent an event-stream frame the gateway could not read: {type(exc).__name__}: {exc}",
                                  retryable=True, kind=ErrorKind.MALFORMED)
