@@ -105,8 +105,8 @@ class BedrockProvider(AnthropicProvider):
         return self.build_request(model, context, options)
 
     def request_options(self, body: Any, headers: dict[str, str] | None = None) -> Any:
-        options = super().request_options(b"", headers)
-        return options.model_copy(update={"content": None, "json_data": body})
+        """The shared options with the body as `json_data` (which the SDK's Bedrock client rewrites), not bytes."""
+        return super().request_options(body, headers).model_copy(update={"content": None, "json_data": body})
 
     async def count_tokens(self, model: ModelInfo, context: Context, options: StreamOptions) -> int:
         raise TokensNotCounted(
