@@ -19,6 +19,7 @@ Routes (under the simulator's mount): `POST /bedrock/model/{modelId}/invoke-with
 - Content: the Anthropic scenarios (`simulator.scenarios`, chosen by the model id as everywhere).
 - STS: `POST /sts` `AssumeRoleWithWebIdentity` (IRSA's call) issues temporary credentials for an accepted web
   identity token; the Bedrock routes accept them until they are revoked.
+- `deny=1` in the model id: 403 `AccessDeniedException` whose message names the role's and the profile's ARNs.
 - `throttle=N` in the model id: the first N requests of a model id and prompt answer 429 `ThrottlingException`.
 - Framing faults, by model id params `eventstream=<fault>;at=<frame index>` (default 3): `torn` (the frame's
   first half, then the body ends), `bad_crc` (the message CRC flipped), `bad_prelude_crc`, `huge_headers`
@@ -132,6 +133,10 @@ class BedrockWire:
             entry.status, entry.completed, entry.finished_at = 429, True, time.time()
             entry.touch()
             return error_response(429, "ThrottlingException", "Too many requests, please wait before trying again.", request_id)
+        if "deny" in _params(model):  # `deny=1`: the role may not invoke the model (the text names both ARNs)
+            entry.status, entry.completed, entry.finished_at = 403, True, time.time()
+            entry.touch()
+            return error_response(403, "AccessDeniedException", DENIED.format(model=model.split(";")[0]), request_id)
         if scenario.http_error is not None:
             error = scenario.http_error
             entry.status, entry.completed, entry.finished_at = error.status, True, time.time()
@@ -210,6 +215,9 @@ class BedrockWire:
                              "stop_reason": stop, "stop_sequence": None, "usage": usage}, headers={"x-amzn-RequestId": request_id})
 
 
+DENIED = ("User: arn:aws:sts::123456789012:assumed-role/llm-gateway-bedrock/botocore-session-1 is not authorized to "
+          "perform: bedrock:InvokeModelWithResponseStream on resource: "
+          "arn:aws:bedrock:us-east-1:123456789012:inference-profile/{model} because no identity-based policy allows it")
 _STS_ANSWER = """<AssumeRoleWithWebIdentityResponse xmlns="https://sts.amazonaws.com/doc/2011-06-15/">
   <AssumeRoleWithWebIdentityResult>
     <Credentials><AccessKeyId>{key_id}</AccessKeyId><SecretAccessKey>{secret}</SecretAccessKey>

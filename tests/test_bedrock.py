@@ -284,3 +284,17 @@ def test_web_identity_credentials_irsa_are_refreshed_from_sts_as_the_token_rotat
     assert second.terminal["type"] == "done", second.terminal.get("errorMessage")
     first_key, second_key = (sim.seen(m)[-1]["headers"]["aws-access-key-id"] for m in (before, after))
     assert first_key in wire.issued[issued_before:] and second_key in wire.issued[issued_before:] and first_key != second_key
+
+
+def test_an_access_denied_keeps_the_clouds_reason_and_request_id_but_no_arn(bedrock):
+    result = bedrock.stream(turn(f"bedrock/{SONNET};deny=1", marker()))
+    message = result.terminal["errorMessage"]
+    assert message.startswith(f"bedrock/{SONNET};deny=1 returned HTTP 403 AccessDeniedException: User: [arn] is not authorized "
+                              "to perform: bedrock:InvokeModelWithResponseStream on resource: [arn] because"), message
+    assert "(request id " in message
+    request_id = result.headers["x-request-id"]
+    bedrock.job(request_id)
+    emitted = {"error event": result.text, "record": bedrock.http.get(f"/v1/requests/{request_id}").text,
+               "metrics": bedrock.http.get("/metrics").text}
+    for where, text in emitted.items():
+        assert "123456789012" not in text and "llm-gateway-bedrock" not in text, where
