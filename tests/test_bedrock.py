@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import sys
-from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import httpx
@@ -19,7 +18,6 @@ import pytest
 
 from simulator.bedrock import TEST_ACCESS_KEY_ID, TEST_SECRET_ACCESS_KEY, Key
 from tests.conftest import marker, turn
-from tests.conformance import check_frames, parse_sse
 
 SONNET = "us.anthropic.claude-sonnet-4-5-20250929-v1:0"  # an inference profile id, as Bedrock names it
 PRICE = {"input": 3.3, "output": 16.5, "cacheRead": 0.33, "cacheWrite": 4.125}
