@@ -54,7 +54,7 @@ log = logging.getLogger("gateway")
 def demo_settings(settings: Settings) -> Settings:
     """Point every provider at the simulator mounted on this same server, with demo keys."""
     base = settings.model_copy(update={"demo": True}).simulator_url()
-    settings = with_demo_clouds(settings, base)  # a Vertex AI and an Azure OpenAI provider on the simulator
+    settings = with_demo_clouds(settings, base)  # Bedrock, Vertex AI and Azure OpenAI providers on the simulator
     return settings.model_copy(
         update={
             "anthropic_api_key": settings.anthropic_api_key or _secret("demo-anthropic-key"),

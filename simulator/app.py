@@ -6,6 +6,7 @@ Routes (mounted wherever; the gateway's demo mode mounts it at `/_simulator`):
 - `POST /openai/v1/responses`                               OpenAI Responses
 - `POST /google/v1beta/models/{model}:streamGenerateContent`  Gemini (`?alt=sse`; the model is in the path)
 - `POST /compat/v1/chat/completions`                        OpenAI Chat Completions (api `openai-completions`)
+- `POST /bedrock/model/{modelId}/invoke-with-response-stream` Anthropic on Amazon Bedrock (`simulator/bedrock.py`)
 - `POST /anthropic/v1/messages/count_tokens`                Anthropic's token count (`{"input_tokens"}`)
 - `POST /openai/v1/responses/input_tokens`                  OpenAI's input token count (`response.input_tokens`)
 - `POST /google/v1beta/models/{model}:countTokens`          Gemini's token count (`{"totalTokens"}`)
@@ -42,7 +43,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
-from simulator import anthropic, scenarios as s
+from simulator import anthropic, bedrock, scenarios as s
 from simulator import openai
 from simulator import google
 from simulator import openai_completions
@@ -386,7 +387,9 @@ def create_simulator(log_guard: LogGuard | None = None) -> Starlette:
             found = state.matching(contains, scope)
             return JSONResponse({"timeout": True, "entry": found[-1].public() if found else None}, 408)
 
+    bedrock_wire = bedrock.BedrockWire(record)  # its routes check SigV4 against the test credentials it holds
     app = Starlette(routes=[
+        *bedrock_wire.routes,
         Route(anthropic.ROUTE, anthropic_messages, methods=["POST"]),
         Route(openai.ROUTE, openai_responses, methods=["POST"]),
         Route(google.ROUTE, google_stream, methods=["POST"]),
@@ -400,6 +403,7 @@ def create_simulator(log_guard: LogGuard | None = None) -> Starlette:
         Route("/_sim/wait", wait, methods=["GET"]),
     ])
     app.state.sim = state
+    app.state.bedrock = bedrock_wire
     return app
 
 

@@ -1,4 +1,4 @@
-"""Demo mode (`make run`) lists a Vertex AI Claude, a Vertex AI Gemini and an Azure OpenAI provider, served by
+"""Demo mode (`make run`) lists a Bedrock Claude, a Vertex AI Claude, a Vertex AI Gemini and an Azure OpenAI provider, served by
 the built-in simulator with test credentials made for the process (app/demo_clouds.py): a real
 `python -m app` in demo mode streams from each, through the clouds' SDKs, tokens and paths."""
 
@@ -26,12 +26,13 @@ def demo(sim):
 @pytest.mark.parametrize(
     ("model", "cloud", "region"),
     [
+        ("bedrock/us.anthropic.claude-sonnet-4-5-20250929-v1:0", "bedrock", "us-east-1"),
         ("vertex-claude/claude-sonnet-4-5@20250929", "vertex", "us-east5"),
         ("vertex-gemini/gemini-2.5-pro", "vertex", "global"),
         ("azure-openai/gpt-5", "azure", "eastus"),
     ],
 )
-def test_demo_mode_serves_a_vertex_and_an_azure_entry_from_the_simulator(demo, model, cloud, region):
+def test_demo_mode_serves_each_cloud_entry_from_the_simulator(demo, model, cloud, region):
     with httpx.Client(base_url=demo.url, timeout=30) as client:
         models = {m["id"] for m in client.get("/v1/models").json()["data"]}
         assert model in models

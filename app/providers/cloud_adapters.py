@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Callable
 
 from app.catalog import Cloud
+from app.providers.anthropic.bedrock import BedrockProvider
 from app.providers.anthropic.vertex import VertexAnthropicProvider
 from app.providers.azure import AzureCompletionsProvider, AzureResponsesProvider
 from app.providers.google.vertex import VertexGoogleProvider
@@ -13,6 +14,7 @@ from app.providers.base import Provider
 from app.providers.config import ProviderConfig
 
 CLOUD_ADAPTERS: dict[tuple[str, str], Callable[[ProviderConfig], Provider]] = {
+    ("bedrock", "anthropic-messages"): BedrockProvider,
     ("azure", "openai-responses"): AzureResponsesProvider,
     ("azure", "openai-completions"): AzureCompletionsProvider,
     ("vertex", "anthropic-messages"): VertexAnthropicProvider,

@@ -1,0 +1,278 @@
+"""Anthropic Messages on Amazon Bedrock, end to end over loopback HTTP: the gateway's SDK client
+(`AsyncAnthropicBedrock`, credentials from the standard AWS chain, SigV4, the event-stream framing) against the
+simulator's Bedrock wire, which checks each signature the way the service does.
+
+Credentials come from a real chain mechanism: an AWS config file whose profile has a `credential_process`
+(a small script printing the credentials in a JSON file, with an `Expiration` a few minutes ahead, so botocore
+refreshes them before each signing). Rotating them is writing new ones into that file.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import httpx
+import pytest
+
+from simulator.bedrock import TEST_ACCESS_KEY_ID, TEST_SECRET_ACCESS_KEY, Key
+from tests.conftest import marker, turn
+
+SONNET = "us.anthropic.claude-sonnet-4-5-20250929-v1:0"  # an inference profile id, as Bedrock names it
+PRICE = {"input": 3.3, "output": 16.5, "cacheRead": 0.33, "cacheWrite": 4.125}
+CREDENTIAL_PROCESS = """\
+import json, sys
+from datetime import datetime, timedelta, timezone
+creds = json.load(open(sys.argv[1]))
+expires = datetime.now(timezone.utc) + timedelta(minutes=5)
+print(json.dumps({"Version": 1, **creds, "Expiration": expires.strftime("%Y-%m-%dT%H:%M:%SZ")}))
+"""
+ROTATED_KEY_ID, ROTATED_SECRET, ROTATED_TOKEN = "ASIASIMULATORROTATED2", "rotated-secret-not-a-real-key", "rotated-session-token"
+
+
+class AwsChain:
+    """The AWS config the gateway's chain reads, with the credentials its `credential_process` prints."""
+
+    def __init__(self, root: Path) -> None:
+        self.current = root / "current.json"
+        (root / "process.py").write_text(CREDENTIAL_PROCESS)
+        self.config = root / "config"
+        self.config.write_text(f"[default]\ncredential_process = {sys.executable} {root / 'process.py'} {self.current}\n")
+        (root / "credentials").write_text("")
+        self.use(TEST_ACCESS_KEY_ID, TEST_SECRET_ACCESS_KEY)
+
+    def use(self, key_id: str, secret: str, token: str | None = None) -> None:
+        creds = {"AccessKeyId": key_id, "SecretAccessKey": secret, **({"SessionToken": token} if token else {})}
+        self.current.write_text(json.dumps(creds))
+
+
+@pytest.fixture(scope="module")
+def chain(tmp_path_factory):
+    root = tmp_path_factory.mktemp("aws")
+    aws = AwsChain(root)
+    patch = pytest.MonkeyPatch()
+    for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE", "AWS_DEFAULT_PROFILE",
+                 "AWS_WEB_IDENTITY_TOKEN_FILE", "AWS_ROLE_ARN", "AWS_BEARER_TOKEN_BEDROCK", "ANTHROPIC_BEDROCK_BASE_URL"):
+        patch.delenv(name, raising=False)
+    patch.setenv("AWS_CONFIG_FILE", str(aws.config))
+    patch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(root / "credentials"))
+    patch.setenv("AWS_EC2_METADATA_DISABLED", "true")
+    yield aws
+    patch.undo()
+
+
+@pytest.fixture(scope="module")
+def bedrock(gateway_factory, sim, chain, tmp_path_factory):
+    catalog = {
+        "providers": [{"name": "bedrock", "api": "anthropic-messages", "cloud": {"kind": "bedrock", "region": "us-east-1"}}],
+        "models": [
+            {"provider": "bedrock", "id": SONNET, "contextWindow": 200000, "maxTokens": 64000, "cost": PRICE},
+            {"provider": "bedrock", "id": "thinking", "reasoning": True, "contextWindow": 200000, "maxTokens": 8192, "cost": PRICE},
+        ],
+    }
+    path = tmp_path_factory.mktemp("catalog") / "catalog.json"
+    path.write_text(json.dumps(catalog))
+    return gateway_factory(catalog=str(path), base_urls={"bedrock": f"{sim.url}/bedrock"}, retries=2, retry_after_cap_ms=20)
+
+
+@pytest.fixture
+def wire(sim):
+    """The simulator's Bedrock routes: the credentials they accept (restored after the test)."""
+    state = sim.server.app.state.bedrock
+    keys, expired = dict(state.keys), set(state.expired)
+    yield state
+    state.keys, state.expired = keys, expired
+
+
+def test_a_text_turn_is_signed_framed_and_priced(bedrock, sim):
+    prompt = marker()
+    result = bedrock.stream(turn(f"bedrock/{SONNET}", prompt))
+    assert result.terminal["type"] == "done", result.terminal.get("errorMessage")
+    text = "".join(b["text"] for b in result.message["content"] if b["type"] == "text")
+    assert text == f"Hello from the simulator. You said: {prompt}"
+    usage = result.message["usage"]
+    assert usage["input"] == 25 and usage["output"] > 0
+    assert usage["cost"]["input"] == pytest.approx(25 * 3.3 / 1e6) and usage["cost"]["total"] > usage["cost"]["input"]
+    seen = sim.seen(prompt)[-1]
+    assert seen["vendor"] == "bedrock" and seen["model"] == SONNET and seen["status"] == 200
+    assert "model" not in seen["body"] and "stream" not in seen["body"] and seen["body"]["anthropic_version"]
+    assert seen["headers"]["aws-access-key-id"] == TEST_ACCESS_KEY_ID
+    job = bedrock.job(result.headers["x-request-id"])
+    assert [a.outcome for a in job.attempts] == ["done"]
+
+
+def test_thinking_streams_and_its_signature_goes_back_to_the_same_provider(bedrock, sim):
+    first = bedrock.stream(turn("bedrock/thinking", marker(), options={"throttleMs": 0, "reasoning": "low"}))
+    assert first.terminal["type"] == "done", first.terminal.get("errorMessage")
+    thinking = next(b for b in first.message["content"] if b["type"] == "thinking")
+    assert thinking["thinking"] == "The user greets me. I should greet back." and thinking["thinkingSignature"] == "sig-sim-thinking-42"
+    follow_up = marker()
+    messages = [{"role": "user", "content": "hi"}, first.message, {"role": "user", "content": follow_up}]
+    second = bedrock.stream({"model": "bedrock/thinking", "context": {"messages": messages}, "options": {"throttleMs": 0, "reasoning": "low"}})
+    assert second.terminal["type"] == "done", second.terminal.get("errorMessage")
+    sent = sim.seen(follow_up)[-1]["body"]["messages"][1]["content"]
+    assert {"type": "thinking", "thinking": thinking["thinking"], "signature": "sig-sim-thinking-42"} in sent
+
+
+def test_parallel_tool_calls(bedrock):
+    result = bedrock.stream(turn("bedrock/tools", marker()))
+    assert result.terminal["type"] == "done" and result.terminal["reason"] == "toolUse"
+    calls = [b for b in result.message["content"] if b["type"] == "toolCall"]
+    assert [(c["name"], c["arguments"]) for c in calls] == [
+        ("get_weather", {"city": "Paris", "unit": "celsius"}), ("get_time", {"timezone": "Europe/Paris"})]
+
+
+def test_a_throttling_exception_is_retried_then_served(bedrock, sim):
+    prompt = marker()
+    result = bedrock.stream(turn("bedrock/text;throttle=1", prompt))
+    assert result.terminal["type"] == "done", result.terminal.get("errorMessage")
+    assert [e["status"] for e in sim.seen(prompt)] == [429, 200]
+    job = bedrock.job(result.headers["x-request-id"])
+    throttled, served = job.attempts
+    assert (throttled.kind, throttled.http_status, served.outcome) == ("http", 429, "done")
+    assert "ThrottlingException: Too many requests" in throttled.error_message and "(request id " in throttled.error_message
+
+
+def test_a_throttling_exception_inside_the_stream_is_a_rate_limit_with_the_clouds_reason(bedrock):
+    result = bedrock.stream(turn("bedrock/error-before-content;exception=throttlingException", marker()))
+    assert result.terminal["type"] == "error"
+    job = bedrock.job(result.headers["x-request-id"])
+    assert len(job.attempts) == 3 and all(a.http_status == 429 for a in job.attempts)  # retried, as a 429 is
+    assert "sent throttlingException: Overloaded (request id " in result.terminal["errorMessage"]
+    response = bedrock.http.post("/v1/chat/completions", json={
+        "model": "bedrock/error-before-content;exception=throttlingException", "messages": [{"role": "user", "content": "hi"}]})
+    assert response.status_code == 429  # the rate-limit failure, as the doors answer it
+
+
+def test_a_bad_signature_is_refused_by_the_cloud_and_reported_clearly(bedrock, chain, wire):
+    chain.use(TEST_ACCESS_KEY_ID, "a-wrong-secret-for-this-key-id")
+    try:
+        result = bedrock.stream(turn(f"bedrock/{SONNET}", marker()))
+    finally:
+        chain.use(TEST_ACCESS_KEY_ID, TEST_SECRET_ACCESS_KEY)
+    message = result.terminal["errorMessage"]
+    assert result.terminal["type"] == "error"
+    assert message.startswith(f"bedrock/{SONNET} returned HTTP 403 InvalidSignatureException: The request signature we calculated")
+    assert "(request id " in message and "a-wrong-secret" not in message and TEST_ACCESS_KEY_ID not in message
+    job = bedrock.job(result.headers["x-request-id"])
+    assert len(job.attempts) == 1 and job.attempts[0].http_status == 403  # not retried: it would fail the same
+
+
+def test_rotated_credentials_are_picked_up_without_failing_a_running_stream(bedrock, sim, chain, wire):
+    before, after = marker(), marker()
+    with httpx.Client(base_url=bedrock.url, timeout=30) as client:
+        with client.stream("POST", "/v1/stream", json=turn("bedrock/slow;n=40;delay_ms=25", before)) as running:
+            lines = running.iter_lines()
+            assert any(line.startswith("data:") and "text_delta" in line for line in lines)  # content is flowing
+            # The old credentials are revoked and the chain now yields new ones (with a session token).
+            chain.use(ROTATED_KEY_ID, ROTATED_SECRET, ROTATED_TOKEN)
+            wire.keys = {ROTATED_KEY_ID: Key(ROTATED_SECRET, ROTATED_TOKEN)}
+            wire.expired = {TEST_ACCESS_KEY_ID}
+            rest = "\n".join(lines)
+        try:
+            result = bedrock.stream(turn(f"bedrock/{SONNET}", after))
+        finally:
+            chain.use(TEST_ACCESS_KEY_ID, TEST_SECRET_ACCESS_KEY)
+    assert '"type":"done"' in rest.replace(" ", "")  # the stream signed with the old credentials ended well
+    assert result.terminal["type"] == "done", result.terminal.get("errorMessage")
+    assert sim.seen(before)[-1]["headers"]["aws-access-key-id"] == TEST_ACCESS_KEY_ID
+    assert [e["headers"]["aws-access-key-id"] for e in sim.seen(after)] == [ROTATED_KEY_ID]
+
+
+def test_expired_credentials_are_reported_with_the_clouds_reason(bedrock, wire):
+    wire.expired = {TEST_ACCESS_KEY_ID}
+    result = bedrock.stream(turn(f"bedrock/{SONNET}", marker()))
+    assert result.terminal["type"] == "error"
+    assert "returned HTTP 403 ExpiredTokenException: The security token included in the request is expired" in result.terminal["errorMessage"]
+
+
+def test_a_client_disconnect_closes_the_cloud_stream(bedrock, sim):
+    prompt = marker()
+    with httpx.Client(base_url=bedrock.url, timeout=30) as client:
+        with client.stream("POST", "/v1/stream", json=turn("bedrock/hang-mid-stream", prompt)) as response:
+            assert any("text_delta" in line for line in response.iter_lines())
+    entry = sim.wait(prompt, until="closed")
+    assert entry["clientClosed"] and not entry["completed"]
+
+
+def test_a_non_streaming_turn_is_served(bedrock):
+    response = bedrock.http.post("/v1/complete", json=turn(f"bedrock/{SONNET}", "hi"))
+    assert response.status_code == 200, response.text
+    assert response.json()["stopReason"] == "stop"
+
+
+def _another_gateway(gateway_factory, bedrock, sim):
+    """A gateway like `bedrock` whose provider reads the AWS chain afresh (a provider resolves it once)."""
+    return gateway_factory(catalog=bedrock.state.settings.catalog, base_urls={"bedrock": f"{sim.url}/bedrock"}, retries=0)
+
+
+def test_no_credentials_in_the_chain_fail_the_turn_clearly(gateway_factory, bedrock, sim, chain, monkeypatch):
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(chain.current.parent / "missing-config"))
+    try:
+        result = _another_gateway(gateway_factory, bedrock, sim).stream(turn(f"bedrock/{SONNET}", marker()))
+    finally:
+        monkeypatch.undo()
+    assert result.terminal["type"] == "error"
+    assert "could not sign the request for Bedrock: Unable to locate credentials" in result.terminal["errorMessage"]
+    assert "internal error" not in result.terminal["errorMessage"]
+
+
+def test_token_counting_is_refused_for_a_bedrock_model(bedrock):
+    response = bedrock.http.post("/v1/messages/count_tokens", json={
+        "model": f"bedrock/{SONNET}", "messages": [{"role": "user", "content": "hi"}]})
+    assert response.status_code == 400, response.text
+    assert "no token counting" in response.text
+
+
+@pytest.mark.parametrize("scenario, timeout", [("hang-before-headers", "first_event"), ("hang-mid-stream", "idle")])
+def test_a_bedrock_stream_that_stops_sending_times_out_and_is_closed(gateway_factory, sim, chain, bedrock, scenario, timeout):
+    quick = gateway_factory(catalog=bedrock.state.settings.catalog, base_urls={"bedrock": f"{sim.url}/bedrock"},
+                            first_event_timeout=0.5, idle_timeout=0.5, retries=0)
+    prompt = marker()
+    result = quick.stream(turn(f"bedrock/{scenario}", prompt))
+    assert result.terminal["type"] == "error"
+    assert quick.job(result.headers["x-request-id"]).attempts[-1].timeout == timeout
+    assert sim.wait(prompt, until="closed")["clientClosed"]  # the cloud stream was closed
+
+
+def test_web_identity_credentials_irsa_are_refreshed_from_sts_as_the_token_rotates(gateway_factory, bedrock, sim, chain, wire, tmp_path, monkeypatch):
+    """IRSA's chain: `AWS_ROLE_ARN` and a projected service account token file; botocore calls STS
+    `AssumeRoleWithWebIdentity` (the simulator's, `AWS_ENDPOINT_URL_STS`) for credentials that last 5 minutes, so
+    it refreshes them before signing; the kubelet rotates the token file, and STS takes only the new token."""
+    token_file = tmp_path / "token"
+    token_file.write_text("service-account-token-1")
+    wire.web_identity_tokens = {"service-account-token-1"}
+    issued_before = len(wire.issued)
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "no-config"))
+    monkeypatch.setenv("AWS_ROLE_ARN", "arn:aws:iam::123456789012:role/llm-gateway-bedrock")
+    monkeypatch.setenv("AWS_WEB_IDENTITY_TOKEN_FILE", str(token_file))
+    monkeypatch.setenv("AWS_ENDPOINT_URL_STS", f"{sim.url}/sts")
+    monkeypatch.setenv("AWS_REGION", "us-east-1")
+    try:
+        irsa = _another_gateway(gateway_factory, bedrock, sim)
+        first = irsa.stream(turn(f"bedrock/{SONNET}", before := marker()))
+        token_file.write_text("service-account-token-2")  # the kubelet rotates the projected token
+        wire.web_identity_tokens = {"service-account-token-2"}
+        wire.expired = set(wire.issued)  # and the credentials issued so far expire
+        second = irsa.stream(turn(f"bedrock/{SONNET}", after := marker()))
+    finally:
+        monkeypatch.undo()
+    assert first.terminal["type"] == "done", first.terminal.get("errorMessage")
+    assert second.terminal["type"] == "done", second.terminal.get("errorMessage")
+    first_key, second_key = (sim.seen(m)[-1]["headers"]["aws-access-key-id"] for m in (before, after))
+    assert first_key in wire.issued[issued_before:] and second_key in wire.issued[issued_before:] and first_key != second_key
+
+
+def test_an_access_denied_keeps_the_clouds_reason_and_request_id_but_no_arn(bedrock):
+    result = bedrock.stream(turn(f"bedrock/{SONNET};deny=1", marker()))
+    message = result.terminal["errorMessage"]
+    assert message.startswith(f"bedrock/{SONNET};deny=1 returned HTTP 403 AccessDeniedException: User: [arn] is not authorized "
+                              "to perform: bedrock:InvokeModelWithResponseStream on resource: [arn] because"), message
+    assert "(request id " in message
+    request_id = result.headers["x-request-id"]
+    bedrock.job(request_id)
+    emitted = {"error event": result.text, "record": bedrock.http.get(f"/v1/requests/{request_id}").text,
+               "metrics": bedrock.http.get("/metrics").text}
+    for where, text in emitted.items():
+        assert "123456789012" not in text and "llm-gateway-bedrock" not in text, where
