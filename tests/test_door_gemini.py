@@ -79,6 +79,18 @@ def test_streamed_text_with_usage_in_geminis_sense(gw, client, vendor):
     assert usage.total_token_count == usage.prompt_token_count + usage.candidates_token_count
 
 
+@pytest.mark.parametrize("vendor", ["openai", "google"])
+def test_thinking_a_vendor_counts_apart_is_thoughts_token_count(gw, client, vendor):
+    m = marker()
+    config = types.GenerateContentConfig(thinking_config=types.ThinkingConfig(include_thoughts=True, thinking_budget=1024))
+    chunks = list(client.models.generate_content_stream(model=f"{vendor}/thinking", contents=m, config=config))
+    usage = chunks[-1].usage_metadata
+    unified = record(gw, chunks[-1].response_id)["usage"]
+    assert usage.thoughts_token_count == unified["reasoning"] > 0
+    assert usage.candidates_token_count == unified["output"] - unified["reasoning"]
+    assert usage.total_token_count == usage.prompt_token_count + usage.candidates_token_count + usage.thoughts_token_count
+
+
 @pytest.mark.parametrize("vendor", VENDORS)
 def test_not_streamed_answer_is_one_generate_content_response(gw, client, vendor):
     m = marker()

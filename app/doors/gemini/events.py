@@ -16,8 +16,8 @@ Every chunk is `data: <GenerateContentResponse>\\r\\n\\r\\n` with `candidates[0]
 
 Signatures are origin-wrapped (`signatures.py`), so they return to the model that made them only. Usage is in
 Gemini's sense: `promptTokenCount` includes cached tokens (also in `cachedContentTokenCount`);
-`candidatesTokenCount` is the turn's output, thinking included (the unified usage does not count thinking
-apart, so there is no `thoughtsTokenCount`). Gemini sends no keep-alive frames and its SDKs read none (a
+`thoughtsTokenCount` is the unified usage's `reasoning` where the vendor counts thinking apart, and
+`candidatesTokenCount` the rest of the output (all of it, thinking included, where the vendor does not). Gemini sends no keep-alive frames and its SDKs read none (a
 comment line breaks the Python SDK, a blank line the JavaScript one), so neither does this door.
 """
 
@@ -41,7 +41,10 @@ def usage_metadata(usage: dict[str, Any] | None) -> dict[str, int]:
     cached = usage.get("cacheRead", 0)
     prompt = usage.get("input", 0) + cached + usage.get("cacheWrite", 0)
     output = usage.get("output", 0)
-    metadata = {"promptTokenCount": prompt, "candidatesTokenCount": output, "totalTokenCount": prompt + output}
+    thoughts = min(usage.get("reasoning") or 0, output)  # of `output`: Gemini counts them apart from candidates
+    metadata = {"promptTokenCount": prompt, "candidatesTokenCount": output - thoughts, "totalTokenCount": prompt + output}
+    if thoughts:
+        metadata["thoughtsTokenCount"] = thoughts
     if cached:
         metadata["cachedContentTokenCount"] = cached
     return metadata
