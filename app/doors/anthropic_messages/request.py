@@ -13,12 +13,13 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
-from typing import Any, Mapping, NoReturn
+from typing import Any, Mapping
 
 import orjson
 from pydantic import ValidationError
 
 from app.doors.errors import BadRequest
+from app.doors.fields import bool_at, fail, integer_at, kind, list_at, number_at, object_at, string_at
 from app.contract.messages import (
     DOOR_VALIDATION,
     AssistantMessage,
@@ -73,60 +74,8 @@ CLEAR_THINKING = "clear_thinking_20251015"
 DEFAULT_THINKING_TURNS_KEPT = 1
 
 
-def _fail(path: str, problem: str) -> NoReturn:
-    raise BadRequest(400, "invalid_request_error", f"{path}: {problem}", param=path)
-
-
-def _kind(value: Any) -> str:
-    return {dict: "an object", list: "an array", str: "a string", bool: "a boolean", type(None): "null"}.get(
-        type(value), "a number"
-    )
-
-
-def _object(value: Any, path: str) -> dict[str, Any]:
-    if not isinstance(value, dict):
-        _fail(path, f"must be an object, not {_kind(value)}")
-    return value
-
-
-def _list(value: Any, path: str) -> list[Any]:
-    if not isinstance(value, list):
-        _fail(path, f"must be an array, not {_kind(value)}")
-    return value
-
-
-def _string(value: Any, path: str, *, empty: bool = True) -> str:
-    if not isinstance(value, str):
-        _fail(path, f"must be a string, not {_kind(value)}")
-    if not empty and not value:
-        _fail(path, "must not be empty")
-    return value
-
-
-def _integer(value: Any, path: str, minimum: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        _fail(path, f"must be an integer, not {_kind(value)}")
-    if value < minimum:
-        _fail(path, f"must be at least {minimum}")
-    return value
-
-
-def _number(value: Any, path: str, low: float, high: float) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        _fail(path, f"must be a number, not {_kind(value)}")
-    if not low <= value <= high:
-        _fail(path, f"must be between {low:g} and {high:g}")
-    return float(value)
-
-
-def _bool(value: Any, path: str) -> bool:
-    if not isinstance(value, bool):
-        _fail(path, f"must be a boolean, not {_kind(value)}")
-    return value
-
-
 def _block_type(block: Any, path: str) -> str:
-    return _string(_object(block, path).get("type"), f"{path}.type")
+    return string_at(object_at(block, path).get("type"), f"{path}.type")
 
 
 # ----------------------------------------------------------------------------- content blocks
@@ -135,11 +84,11 @@ def _block_type(block: Any, path: str) -> str:
 def _cache_control(block: dict[str, Any], path: str) -> dict[str, Any] | None:
     """A block's `cache_control` breakpoint (`{"type": "ephemeral", "ttl"?}`), kept for an Anthropic upstream."""
     value = block.get("cache_control")
-    return None if value is None else _object(value, f"{path}.cache_control")
+    return None if value is None else object_at(value, f"{path}.cache_control")
 
 
 def _text(block: dict[str, Any], path: str) -> TextContent:
-    text = _string(block.get("text"), f"{path}.text")
+    text = string_at(block.get("text"), f"{path}.text")
     cache = _cache_control(block, path)
     if cache is None:
         return TextContent(text=text)
@@ -147,18 +96,18 @@ def _text(block: dict[str, Any], path: str) -> TextContent:
 
 
 def _image(block: dict[str, Any], path: str) -> ImageContent:
-    source = _object(block.get("source"), f"{path}.source")
+    source = object_at(block.get("source"), f"{path}.source")
     kind = source.get("type")
     if kind == "url":
-        _fail(f"{path}.source", "URL images are not supported: the gateway never fetches URLs; send base64 data")
+        fail(f"{path}.source", "URL images are not supported: the gateway never fetches URLs; send base64 data")
     if kind != "base64":
-        _fail(f"{path}.source.type", f"image source {kind!r} is not supported; send base64 data")
-    media_type = _string(source.get("media_type"), f"{path}.source.media_type")
+        fail(f"{path}.source.type", f"image source {kind!r} is not supported; send base64 data")
+    media_type = string_at(source.get("media_type"), f"{path}.source.media_type")
     if media_type not in IMAGE_TYPES:
-        _fail(f"{path}.source.media_type", f"must be one of {', '.join(sorted(IMAGE_TYPES))}")
+        fail(f"{path}.source.media_type", f"must be one of {', '.join(sorted(IMAGE_TYPES))}")
     return ImageContent.model_validate(
         {
-            "data": _string(source.get("data"), f"{path}.source.data", empty=False),
+            "data": string_at(source.get("data"), f"{path}.source.data", empty=False),
             "mime_type": media_type,
             "cache_control": _cache_control(block, path),
         },
@@ -169,7 +118,7 @@ def _image(block: dict[str, Any], path: str) -> ImageContent:
 def _tool_reference(block: dict[str, Any], path: str) -> tuple[TextContent, str]:
     """A `tool_reference` (what a tool search tool returns to load a deferred tool): for Anthropic the block
     as it came; for the other vendors a line of text, while the tool itself joins the tools they are sent."""
-    name = _string(block.get("tool_name"), f"{path}.tool_name", empty=False)
+    name = string_at(block.get("tool_name"), f"{path}.tool_name", empty=False)
     text = TextContent.model_validate(
         {"text": f"Tool loaded: {name}", "anthropic": block}, context=DOOR_VALIDATION
     )
@@ -182,7 +131,7 @@ def _result_content(value: Any, path: str, loaded: set[str]) -> list[TextContent
     if isinstance(value, str):
         return [TextContent(text=value)] if value else []
     blocks: list[TextContent | ImageContent] = []
-    for index, block in enumerate(_list(value, path)):
+    for index, block in enumerate(list_at(value, path)):
         where = f"{path}.{index}"
         kind = _block_type(block, where)
         if kind == "text":
@@ -194,7 +143,7 @@ def _result_content(value: Any, path: str, loaded: set[str]) -> list[TextContent
             blocks.append(text)
             loaded.add(name)
         else:
-            _fail(f"{where}.type", f"{kind!r} blocks are not supported in a tool result (text, image and tool_reference are)")
+            fail(f"{where}.type", f"{kind!r} blocks are not supported in a tool result (text, image and tool_reference are)")
     return blocks
 
 
@@ -209,7 +158,7 @@ class _Conversation:
         self.loaded_tools: set[str] = set()  # tools a tool_reference has shown the model
 
     def add(self, raw: Any, path: str) -> None:
-        message = _object(raw, path)
+        message = object_at(raw, path)
         role = message.get("role")
         content = message.get("content")
         if role == "user":
@@ -226,29 +175,29 @@ class _Conversation:
                 if message.get(field) is not None:
                     extras[field] = message[field]
             if "output_config" in extras:
-                _object(extras["output_config"], f"{path}.output_config")
+                object_at(extras["output_config"], f"{path}.output_config")
             if extras.get("clear_at", "never") not in ("never", "next_user_message"):
-                _fail(f"{path}.clear_at", "must be 'next_user_message' or 'never'")
+                fail(f"{path}.clear_at", "must be 'next_user_message' or 'never'")
             if not blocks:
                 if "output_config" not in extras:
-                    _fail(f"{path}.content", "must not be empty")
+                    fail(f"{path}.content", "must not be empty")
                 blocks = [TextContent(text="")]
             self.messages.append(
                 SystemMessage.model_validate({"content": blocks, "anthropic": extras or None}, context=DOOR_VALIDATION)
             )
         else:
-            _fail(f"{path}.role", f"must be 'user', 'assistant' or 'system', not {role!r}")
+            fail(f"{path}.role", f"must be 'user', 'assistant' or 'system', not {role!r}")
 
     def _user(self, content: Any, path: str) -> None:
         answered = self.open_calls
         self.open_calls = {}
         if isinstance(content, str):
             if not content:
-                _fail(path, "must not be empty")
+                fail(path, "must not be empty")
             self.messages.append(UserMessage(content=content))
             return
-        if not _list(content, path):
-            _fail(path, "must not be empty")
+        if not list_at(content, path):
+            fail(path, "must not be empty")
         results: list[ToolResultMessage] = []
         blocks: list[TextContent | ImageContent] = []
         for index, block in enumerate(content):
@@ -259,23 +208,23 @@ class _Conversation:
             elif kind == "image":
                 blocks.append(_image(block, where))
             elif kind == "tool_result":
-                call_id = _string(block.get("tool_use_id"), f"{where}.tool_use_id", empty=False)
+                call_id = string_at(block.get("tool_use_id"), f"{where}.tool_use_id", empty=False)
                 if call_id not in answered:
-                    _fail(f"{where}.tool_use_id", f"{call_id!r} answers no tool_use of the previous assistant message")
+                    fail(f"{where}.tool_use_id", f"{call_id!r} answers no tool_use of the previous assistant message")
                 results.append(
                     ToolResultMessage.model_validate(
                         dict(
                         tool_call_id=call_id,
                         tool_name=answered.pop(call_id),
                         content=_result_content(block.get("content"), f"{where}.content", self.loaded_tools),
-                        is_error=_bool(block.get("is_error", False), f"{where}.is_error"),
+                        is_error=bool_at(block.get("is_error", False), f"{where}.is_error"),
                         cache_control=_cache_control(block, where),
                         ),
                         context=DOOR_VALIDATION,
                     )
                 )
             else:
-                _fail(f"{where}.type", f"{kind!r} blocks are not supported in a user message")
+                fail(f"{where}.type", f"{kind!r} blocks are not supported in a user message")
         self.messages.extend(results)
         if blocks:
             self.messages.append(UserMessage(content=blocks))
@@ -287,29 +236,29 @@ class _Conversation:
             return
         origin: Origin | None = None
         blocks: list[TextContent | ToolCall | _Thinking] = []
-        for index, block in enumerate(_list(content, path)):
+        for index, block in enumerate(list_at(content, path)):
             where = f"{path}.{index}"
             kind = _block_type(block, where)
             if kind == "text":
                 blocks.append(_text(block, where))
             elif kind == "tool_use":
-                call_id = _string(block.get("id"), f"{where}.id", empty=False)
-                name = _string(block.get("name"), f"{where}.name", empty=False)
+                call_id = string_at(block.get("id"), f"{where}.id", empty=False)
+                name = string_at(block.get("name"), f"{where}.name", empty=False)
                 if call_id in self.seen_calls:
-                    _fail(f"{where}.id", f"tool_use id {call_id!r} appears more than once")
-                arguments = _object(block.get("input", {}), f"{where}.input")
+                    fail(f"{where}.id", f"tool_use id {call_id!r} appears more than once")
+                arguments = object_at(block.get("input", {}), f"{where}.input")
                 self.seen_calls.add(call_id)
                 self.open_calls[call_id] = name
                 blocks.append(ToolCall(id=call_id, name=name, arguments=arguments))
             elif kind in ("thinking", "redacted_thinking"):
                 field = "signature" if kind == "thinking" else "data"
-                signed = unwrap(_string(block.get(field, ""), f"{where}.{field}"))
+                signed = unwrap(string_at(block.get(field, ""), f"{where}.{field}"))
                 if signed is not None and origin is None:
                     origin = signed.origin
-                text = _string(block.get("thinking"), f"{where}.thinking") if kind == "thinking" else ""
+                text = string_at(block.get("thinking"), f"{where}.thinking") if kind == "thinking" else ""
                 blocks.append(_Thinking(kind == "redacted_thinking", text, signed))
             else:
-                _fail(f"{where}.type", f"{kind!r} blocks are not supported in an assistant message")
+                fail(f"{where}.type", f"{kind!r} blocks are not supported in an assistant message")
         self.messages.append(
             AssistantMessage(
                 content=[b for b in (b.block(origin) if isinstance(b, _Thinking) else b for b in blocks) if b is not None],
@@ -345,11 +294,11 @@ def _system_blocks(value: Any, path: str) -> list[TextContent]:
     if isinstance(value, str):
         return [TextContent(text=value)] if value else []
     blocks = []
-    for index, block in enumerate(_list(value, path)):
+    for index, block in enumerate(list_at(value, path)):
         where = f"{path}.{index}"
         kind = _block_type(block, where)
         if kind != "text":
-            _fail(f"{where}.type", f"system blocks must be text, not {kind!r}")
+            fail(f"{where}.type", f"system blocks must be text, not {kind!r}")
         blocks.append(_text(block, where))
     return blocks
 
@@ -362,27 +311,27 @@ def _tools(value: Any, loaded: set[str]) -> list[Tool]:
     …) for an Anthropic upstream. A `defer_loading` tool no `tool_reference` has loaded is `deferred`."""
     tools: list[Tool] = []
     names: set[str] = set()
-    for index, raw in enumerate(_list(value, "tools")):
+    for index, raw in enumerate(list_at(value, "tools")):
         path = f"tools.{index}"
-        tool = _object(raw, path)
+        tool = object_at(raw, path)
         kind = tool.get("type")
         if kind not in (None, "custom"):
-            _fail(f"{path}.type", f"server tool {kind!r} is not supported by the gateway; define a custom tool")
-        name = _string(tool.get("name"), f"{path}.name", empty=False)
+            fail(f"{path}.type", f"server tool {kind!r} is not supported by the gateway; define a custom tool")
+        name = string_at(tool.get("name"), f"{path}.name", empty=False)
         if len(name) > 128:
-            _fail(f"{path}.name", "must be at most 128 characters")
+            fail(f"{path}.name", "must be at most 128 characters")
         if name in names:
-            _fail(f"{path}.name", f"tool {name!r} is defined twice")
+            fail(f"{path}.name", f"tool {name!r} is defined twice")
         names.add(name)
-        schema = _object(tool.get("input_schema"), f"{path}.input_schema")
+        schema = object_at(tool.get("input_schema"), f"{path}.input_schema")
         description = tool.get("description")
         _cache_control(tool, path)
-        deferred = _bool(tool.get("defer_loading", False), f"{path}.defer_loading") and name not in loaded
+        deferred = bool_at(tool.get("defer_loading", False), f"{path}.defer_loading") and name not in loaded
         tools.append(
             Tool.model_validate(
                 {
                     "name": name,
-                    "description": "" if description is None else _string(description, f"{path}.description"),
+                    "description": "" if description is None else string_at(description, f"{path}.description"),
                     "parameters": schema,
                     "deferred": deferred,
                     "anthropic": tool,
@@ -394,48 +343,48 @@ def _tools(value: Any, loaded: set[str]) -> list[Tool]:
 
 
 def _tool_choice(value: Any, tools: list[Tool]) -> str | ToolChoiceTool:
-    choice = _object(value, "tool_choice")
+    choice = object_at(value, "tool_choice")
     if choice.get("disable_parallel_tool_use") is not None:
-        _bool(choice["disable_parallel_tool_use"], "tool_choice.disable_parallel_tool_use")
+        bool_at(choice["disable_parallel_tool_use"], "tool_choice.disable_parallel_tool_use")
     kind = choice.get("type")
     if kind == "auto":
         return "auto"
     if kind == "none":
         return "none"
     if kind not in ("any", "tool"):
-        _fail("tool_choice.type", f"must be 'auto', 'any', 'tool' or 'none', not {kind!r}")
+        fail("tool_choice.type", f"must be 'auto', 'any', 'tool' or 'none', not {kind!r}")
     if not tools:
-        _fail("tool_choice", f"type {kind!r} needs tools")
+        fail("tool_choice", f"type {kind!r} needs tools")
     if kind == "any":
         return "required"
-    name = _string(choice.get("name"), "tool_choice.name", empty=False)
+    name = string_at(choice.get("name"), "tool_choice.name", empty=False)
     if name not in {t.name for t in tools}:
-        _fail("tool_choice.name", f"names no tool in tools: {name!r}")
+        fail("tool_choice.name", f"names no tool in tools: {name!r}")
     return ToolChoiceTool(type="tool", name=name)
 
 
 def _reasoning(body: dict[str, Any]) -> Reasoning | None:
     effort: Reasoning | None = None
     if body.get("output_config") is not None:
-        config = _object(body["output_config"], "output_config")
+        config = object_at(body["output_config"], "output_config")
         if config.get("effort") is not None:
             raw = config["effort"]
             if raw not in EFFORT_LEVELS:
-                _fail("output_config.effort", f"must be one of {', '.join(EFFORT_LEVELS)}")
+                fail("output_config.effort", f"must be one of {', '.join(EFFORT_LEVELS)}")
             effort = EFFORT_LEVELS[raw]
     if body.get("thinking") is None:
         return effort
-    thinking = _object(body["thinking"], "thinking")
+    thinking = object_at(body["thinking"], "thinking")
     if thinking.get("display") not in (None, "summarized", "omitted", "updates"):
-        _fail("thinking.display", "must be 'summarized', 'omitted' or 'updates'")
+        fail("thinking.display", "must be 'summarized', 'omitted' or 'updates'")
     kind = thinking.get("type")
     if kind == "disabled":
         return None
     if kind == "adaptive":
         return effort or ADAPTIVE_LEVEL
     if kind != "enabled":
-        _fail("thinking.type", f"must be 'enabled', 'adaptive' or 'disabled', not {kind!r}")
-    budget = _integer(thinking.get("budget_tokens"), "thinking.budget_tokens", 1024)
+        fail("thinking.type", f"must be 'enabled', 'adaptive' or 'disabled', not {kind!r}")
+    budget = integer_at(thinking.get("budget_tokens"), "thinking.budget_tokens", 1024)
     if effort is not None:
         return effort
     return next(level for floor, level in BUDGET_LEVELS if budget >= floor)
@@ -475,10 +424,10 @@ def _json_schema(body: dict[str, Any]) -> dict[str, Any] | None:
     config = body.get("output_config")
     if not isinstance(config, dict) or config.get("format") is None:
         return None
-    form = _object(config["format"], "output_config.format")
+    form = object_at(config["format"], "output_config.format")
     if form.get("type") != "json_schema":
-        _fail("output_config.format.type", f"must be 'json_schema', not {form.get('type')!r}")
-    return _object(form.get("schema"), "output_config.format.schema")
+        fail("output_config.format.type", f"must be 'json_schema', not {form.get('type')!r}")
+    return object_at(form.get("schema"), "output_config.format.schema")
 
 
 def _options(body: dict[str, Any], tools: list[Tool], headers: Mapping[str, str] | None) -> StreamOptions:
@@ -488,31 +437,31 @@ def _options(body: dict[str, Any], tools: list[Tool], headers: Mapping[str, str]
         "json_schema": _json_schema(body),
     }
     if body.get("max_tokens") is None:
-        _fail("max_tokens", "Field required")  # as Anthropic answers
-    options["max_tokens"] = _integer(body["max_tokens"], "max_tokens", 1)
+        fail("max_tokens", "Field required")  # as Anthropic answers
+    options["max_tokens"] = integer_at(body["max_tokens"], "max_tokens", 1)
     if options["max_tokens"] > MAX_TOKENS:
-        _fail("max_tokens", f"must be at most {MAX_TOKENS}")
+        fail("max_tokens", f"must be at most {MAX_TOKENS}")
     if body.get("temperature") is not None:
-        options["temperature"] = _number(body["temperature"], "temperature", 0.0, 1.0)
+        options["temperature"] = number_at(body["temperature"], "temperature", 0.0, 1.0)
     if body.get("top_p") is not None:
-        options["top_p"] = _number(body["top_p"], "top_p", 0.0, 1.0)
+        options["top_p"] = number_at(body["top_p"], "top_p", 0.0, 1.0)
     if body.get("stop_sequences") is not None:
-        stops = [_string(s, f"stop_sequences.{i}", empty=False) for i, s in enumerate(_list(body["stop_sequences"], "stop_sequences"))]
+        stops = [string_at(s, f"stop_sequences.{i}", empty=False) for i, s in enumerate(list_at(body["stop_sequences"], "stop_sequences"))]
         if len(stops) > MAX_STOP:
-            _fail("stop_sequences", f"at most {MAX_STOP} stop sequences are supported")
+            fail("stop_sequences", f"at most {MAX_STOP} stop sequences are supported")
         for index, stop in enumerate(stops):
             if len(stop) > MAX_STOP_LENGTH:
-                _fail(f"stop_sequences.{index}", f"must be at most {MAX_STOP_LENGTH} characters")
+                fail(f"stop_sequences.{index}", f"must be at most {MAX_STOP_LENGTH} characters")
         options["stop"] = stops or None
     if body.get("tool_choice") is not None:
         options["tool_choice"] = _tool_choice(body["tool_choice"], tools)
         if body["tool_choice"].get("disable_parallel_tool_use") is True:  # one call at a time, as each vendor takes it
             options["parallel_tool_calls"] = False
     if body.get("metadata") is not None:
-        metadata = _object(body["metadata"], "metadata")
+        metadata = object_at(body["metadata"], "metadata")
         user_id = metadata.get("user_id")
         if user_id is not None:
-            options["metadata"] = {"userId": _string(user_id, "metadata.user_id")}
+            options["metadata"] = {"userId": string_at(user_id, "metadata.user_id")}
     return StreamOptions.model_validate(options, context=DOOR_VALIDATION)
 
 
@@ -521,19 +470,19 @@ def _thinking_turns_kept(body: dict[str, Any]) -> int | None:
     thinking (`clear_thinking_20251015`, `keep: {type: thinking_turns, value}` or `"all"`); None: keep all."""
     if body.get("context_management") is None:
         return None
-    edits = _object(body["context_management"], "context_management").get("edits") or []
-    for index, raw in enumerate(_list(edits, "context_management.edits")):
+    edits = object_at(body["context_management"], "context_management").get("edits") or []
+    for index, raw in enumerate(list_at(edits, "context_management.edits")):
         path = f"context_management.edits.{index}"
-        edit = _object(raw, path)
-        if _string(edit.get("type"), f"{path}.type") != CLEAR_THINKING:
+        edit = object_at(raw, path)
+        if string_at(edit.get("type"), f"{path}.type") != CLEAR_THINKING:
             continue  # clear_tool_uses: applied by Anthropic; see docs/doors/anthropic-messages.md
         keep = edit.get("keep")
         if keep is None:
             return DEFAULT_THINKING_TURNS_KEPT
         if keep == "all":
             return None
-        keep = _object(keep, f"{path}.keep")
-        return _integer(keep.get("value"), f"{path}.keep.value", 0)
+        keep = object_at(keep, f"{path}.keep")
+        return integer_at(keep.get("value"), f"{path}.keep.value", 0)
     return None
 
 
@@ -567,29 +516,29 @@ def decode(body: dict[str, Any], headers: Mapping[str, str] | None = None) -> Do
     """The unified request for an Anthropic Messages body; raises `BadRequest` (400, or 404 for a model name
     that cannot name anything). `anthropic-beta` flags go to an Anthropic upstream; `anthropic-version` changes
     nothing."""
-    model = _string(body.get("model"), "model", empty=False)
+    model = string_at(body.get("model"), "model", empty=False)
     for name, problem in UNSUPPORTED_FIELDS.items():
         if body.get(name) is not None:
-            _fail(name, problem)
+            fail(name, problem)
     conversation = _Conversation()
     if body.get("system") is not None:
         conversation.system_blocks.extend(_system_blocks(body["system"], "system"))
-    raw_messages = _list(body.get("messages"), "messages")
+    raw_messages = list_at(body.get("messages"), "messages")
     if not raw_messages:
-        _fail("messages", "must not be empty")
+        fail("messages", "must not be empty")
     for index, message in enumerate(raw_messages):
         conversation.add(message, f"messages.{index}")
     turns = [m for m in conversation.messages if not isinstance(m, SystemMessage)]
     if isinstance(turns[-1] if turns else None, AssistantMessage):
-        _fail(f"messages.{len(raw_messages) - 1}.role", "a final assistant message (prefill) is not supported")
+        fail(f"messages.{len(raw_messages) - 1}.role", "a final assistant message (prefill) is not supported")
     if not turns:
-        _fail("messages", "must contain a user message")
+        fail("messages", "must contain a user message")
     messages = conversation.messages
     if (kept := _thinking_turns_kept(body)) is not None:
         messages = _clear_thinking(messages, kept)
     _expire_system_messages(messages)
     tools = _tools(body["tools"], conversation.loaded_tools) if body.get("tools") is not None else []
-    stream = _bool(body.get("stream", False), "stream")
+    stream = bool_at(body.get("stream", False), "stream")
     options = _options(body, tools, headers)
     system_blocks = conversation.system_blocks
     options.session_id = conversation_key(system_blocks, raw_messages[0])

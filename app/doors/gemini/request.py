@@ -35,7 +35,7 @@ from app.contract.messages import (
 )
 from app.contract.request import Reasoning, StreamOptions, StreamRequest, ToolChoiceTool
 from app.doors.base import DoorRequest
-from app.doors.errors import BadRequest
+from app.doors.fields import bool_at, fail, integer_at, kind, list_at, number_at, object_at, string_at
 from app.doors.gemini.signatures import Origin, Unwrapped, unwrap_signature
 
 # Where `bind_url` puts what the request's URL says (the model of the path, `alt`): a body key no client field
@@ -84,16 +84,6 @@ class GeminiRequest(DoorRequest):
     include_thoughts: bool = False
 
 
-def _fail(path: str, problem: str, status: int = 400) -> NoReturn:
-    raise BadRequest(status, "invalid_request_error", f"{path}: {problem}", param=path)
-
-
-def _kind(value: Any) -> str:
-    return {dict: "an object", list: "an array", str: "a string", bool: "a boolean", type(None): "null"}.get(
-        type(value), "a number"
-    )
-
-
 def _snake(name: str) -> str:
     return "".join(f"_{c.lower()}" if c.isupper() else c for c in name)
 
@@ -109,54 +99,16 @@ def _names(obj: dict[str, Any]) -> set[str]:
     return {"".join(w.capitalize() if i else w for i, w in enumerate(k.split("_"))) for k in obj}
 
 
-def _object(value: Any, path: str) -> dict[str, Any]:
-    if not isinstance(value, dict):
-        _fail(path, f"must be an object, not {_kind(value)}")
-    return value
-
-
-def _list(value: Any, path: str) -> list[Any]:
-    if not isinstance(value, list):
-        _fail(path, f"must be an array, not {_kind(value)}")
-    return value
-
-
-def _string(value: Any, path: str, *, empty: bool = True) -> str:
-    if not isinstance(value, str):
-        _fail(path, f"must be a string, not {_kind(value)}")
-    if not empty and not value:
-        _fail(path, "must not be empty")
-    return value
-
-
 def _integer(value: Any, path: str, minimum: int) -> int:
     if isinstance(value, str) and value.lstrip("-").isdigit():  # proto JSON: 64-bit integers may be strings
         value = int(value)
-    if isinstance(value, bool) or not isinstance(value, int):
-        _fail(path, f"must be an integer, not {_kind(value)}")
-    if value < minimum:
-        _fail(path, f"must be at least {minimum}")
-    return value
-
-
-def _number(value: Any, path: str, low: float, high: float) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        _fail(path, f"must be a number, not {_kind(value)}")
-    if not low <= value <= high:
-        _fail(path, f"must be between {low:g} and {high:g}")
-    return float(value)
-
-
-def _bool(value: Any, path: str) -> bool:
-    if not isinstance(value, bool):
-        _fail(path, f"must be a boolean, not {_kind(value)}")
-    return value
+    return integer_at(value, path, minimum)
 
 
 def _unknown(obj: dict[str, Any], known: frozenset[str], path: str) -> None:
     """Google's parser refuses a field it does not know; so does the door (a typo would change nothing)."""
     for name in sorted(_names(obj) - known):
-        _fail(f"{path}.{name}" if path else name, "unknown field")
+        fail(f"{path}.{name}" if path else name, "unknown field")
 
 
 # ----------------------------------------------------------------------------- schemas
@@ -164,19 +116,19 @@ def _unknown(obj: dict[str, Any], known: frozenset[str], path: str) -> None:
 
 def json_schema(schema: Any, path: str) -> dict[str, Any]:
     """A Gemini `Schema` (`parameters`, `responseSchema`) as the JSON Schema every vendor reads."""
-    schema = _object(schema, path)
+    schema = object_at(schema, path)
     out: dict[str, Any] = {}
     for key, value in schema.items():
         name = next(iter(_names({key: None})))
         if name == "type":
-            out["type"] = _string(value, f"{path}.type").lower()
+            out["type"] = string_at(value, f"{path}.type").lower()
         elif name == "properties":
-            props = _object(value, f"{path}.properties")
+            props = object_at(value, f"{path}.properties")
             out["properties"] = {k: json_schema(v, f"{path}.properties.{k}") for k, v in props.items()}
         elif name == "items":
             out["items"] = json_schema(value, f"{path}.items")
         elif name == "anyOf":
-            out["anyOf"] = [json_schema(v, f"{path}.anyOf.{i}") for i, v in enumerate(_list(value, f"{path}.anyOf"))]
+            out["anyOf"] = [json_schema(v, f"{path}.anyOf.{i}") for i, v in enumerate(list_at(value, f"{path}.anyOf"))]
         elif name in SCHEMA_KEYS:
             out[name] = value
     if schema.get("nullable") is True and isinstance(out.get("type"), str):
@@ -188,7 +140,7 @@ def json_schema(schema: Any, path: str) -> dict[str, Any]:
 
 
 def _text_part(part: dict[str, Any], path: str) -> str:
-    return _string(part.get("text"), f"{path}.text")
+    return string_at(part.get("text"), f"{path}.text")
 
 
 def _signature(part: dict[str, Any], path: str) -> Unwrapped | None:
@@ -197,40 +149,40 @@ def _signature(part: dict[str, Any], path: str) -> Unwrapped | None:
     value = _get(part, "thoughtSignature")
     if value is None:
         return None
-    return unwrap_signature(_string(value, f"{path}.thoughtSignature"))
+    return unwrap_signature(string_at(value, f"{path}.thoughtSignature"))
 
 
 def _image(part: dict[str, Any], path: str) -> ImageContent:
-    data = _object(_get(part, "inlineData"), f"{path}.inlineData")
-    mime = _string(_get(data, "mimeType"), f"{path}.inlineData.mimeType", empty=False)
+    data = object_at(_get(part, "inlineData"), f"{path}.inlineData")
+    mime = string_at(_get(data, "mimeType"), f"{path}.inlineData.mimeType", empty=False)
     if not mime.startswith("image/"):
-        _fail(f"{path}.inlineData.mimeType", f"only images are supported inline, not {mime!r}")
-    raw = _string(data.get("data"), f"{path}.inlineData.data", empty=False)
+        fail(f"{path}.inlineData.mimeType", f"only images are supported inline, not {mime!r}")
+    raw = string_at(data.get("data"), f"{path}.inlineData.data", empty=False)
     standard = raw.replace("-", "+").replace("_", "/")  # proto JSON bytes may come in the URL-safe alphabet
     try:
         base64.b64decode(standard + "=" * (-len(standard) % 4), validate=True)
     except (binascii.Error, ValueError):
-        _fail(f"{path}.inlineData.data", "must be base64")
+        fail(f"{path}.inlineData.data", "must be base64")
     raw = standard + "=" * (-len(standard) % 4)
     try:
         return ImageContent.model_validate({"data": raw, "mime_type": mime}, context=DOOR_VALIDATION)
     except ValidationError:
-        _fail(f"{path}.inlineData.mimeType", f"{mime!r} is not an image type")
+        fail(f"{path}.inlineData.mimeType", f"{mime!r} is not an image type")
 
 
 def _refuse_part(part: dict[str, Any], path: str) -> NoReturn:
     kinds = sorted(_names(part) - {"thought", "thoughtSignature", "partMetadata", "videoMetadata", "mediaResolution"})
     kind = kinds[0] if kinds else "?"
     if kind == "fileData":
-        _fail(f"{path}.fileData", "file URIs are not supported: the gateway never fetches files; send inlineData")
-    _fail(f"{path}.{kind}" if kinds else path, "this part kind is not supported by the gateway")
+        fail(f"{path}.fileData", "file URIs are not supported: the gateway never fetches files; send inlineData")
+    fail(f"{path}.{kind}" if kinds else path, "this part kind is not supported by the gateway")
 
 
 def _result_text(response: Any, path: str) -> tuple[str, bool]:
     """A `functionResponse.response` as the result text other vendors read and whether it is an error: the text
     of `{"output": …}` or `{"error": …}` (what the Gemini SDKs and the gateway's own Gemini adapter write), any
     other object as JSON."""
-    response = _object(response if response is not None else {}, f"{path}.response")
+    response = object_at(response if response is not None else {}, f"{path}.response")
     if set(response) == {"output"} and isinstance(response["output"], str):
         return response["output"], False
     if set(response) == {"error"} and isinstance(response["error"], str):
@@ -255,17 +207,17 @@ class _Conversation:
         self.seen_ids: set[str] = set()
 
     def add(self, raw: Any, path: str) -> str:
-        content = _object(raw, path)
+        content = object_at(raw, path)
         role = content.get("role") or "user"
-        parts = _list(content.get("parts"), f"{path}.parts")
+        parts = list_at(content.get("parts"), f"{path}.parts")
         if not parts:
-            _fail(f"{path}.parts", "must not be empty")
+            fail(f"{path}.parts", "must not be empty")
         if role in ("user", "function"):  # `function`: the role older clients give function responses
             self._user(parts, f"{path}.parts")
         elif role == "model":
             self._model(parts, f"{path}.parts", path)
         else:
-            _fail(f"{path}.role", f"must be 'user' or 'model', not {role!r}")
+            fail(f"{path}.role", f"must be 'user' or 'model', not {role!r}")
         return "model" if role == "model" else "user"
 
     def _user(self, parts: list[Any], path: str) -> None:
@@ -274,7 +226,7 @@ class _Conversation:
         blocks: list[TextContent | ImageContent] = []
         for index, raw in enumerate(parts):
             where = f"{path}.{index}"
-            part = _object(raw, where)
+            part = object_at(raw, where)
             if part.get("text") is not None:
                 text = _text_part(part, where)
                 if text:
@@ -282,7 +234,7 @@ class _Conversation:
             elif _get(part, "inlineData") is not None:
                 blocks.append(_image(part, where))
             elif _get(part, "functionResponse") is not None:
-                results.append(self._result(_object(_get(part, "functionResponse"), f"{where}.functionResponse"),
+                results.append(self._result(object_at(_get(part, "functionResponse"), f"{where}.functionResponse"),
                                             calls, f"{where}.functionResponse"))  # fmt: skip
             else:
                 _refuse_part(part, where)
@@ -291,27 +243,27 @@ class _Conversation:
             self.messages.append(UserMessage(content=blocks))
 
     def _result(self, response: dict[str, Any], calls: list[_Call], path: str) -> ToolResultMessage:
-        name = _string(response.get("name"), f"{path}.name", empty=False)
+        name = string_at(response.get("name"), f"{path}.name", empty=False)
         call_id = response.get("id")
         if call_id is not None:
-            call_id = _string(call_id, f"{path}.id")
+            call_id = string_at(call_id, f"{path}.id")
         call = None
         if call_id:
             call = next((c for c in calls if c.id == call_id and not c.answered), None)
             if call is None:
-                _fail(f"{path}.id", f"{call_id!r} answers no functionCall of the model turn before")
+                fail(f"{path}.id", f"{call_id!r} answers no functionCall of the model turn before")
         else:  # matched by name, in order
             call = next((c for c in calls if c.name == name and not c.answered), None)
             if call is None:
-                _fail(f"{path}.name", f"{name!r} answers no functionCall of the model turn before")
+                fail(f"{path}.name", f"{name!r} answers no functionCall of the model turn before")
         call.answered = True
         text, is_error = _result_text(response.get("response"), path)
         content: list[TextContent | ImageContent] = [TextContent(text=text)]
-        for index, raw in enumerate(_list(response.get("parts") or [], f"{path}.parts")):
+        for index, raw in enumerate(list_at(response.get("parts") or [], f"{path}.parts")):
             where = f"{path}.parts.{index}"
-            part = _object(raw, where)
+            part = object_at(raw, where)
             if _get(part, "inlineData") is None:
-                _fail(where, "a function response's parts must be inlineData images")
+                fail(where, "a function response's parts must be inlineData images")
             content.append(_image(part, where))
         return ToolResultMessage(tool_call_id=call.id, tool_name=call.name, content=content, is_error=is_error)
 
@@ -325,14 +277,14 @@ class _Conversation:
         open_block: _Block | None = None
         for index, raw in enumerate(parts):
             where = f"{path}.{index}"
-            part = _object(raw, where)
+            part = object_at(raw, where)
             signed = _signature(part, where)
             if signed is not None and origin is None:
                 origin = signed.origin
             call = _get(part, "functionCall")
             if call is not None:
                 open_block = None
-                blocks.append(self._call(_object(call, f"{where}.functionCall"), signed, f"{where}.functionCall", content_path, index))
+                blocks.append(self._call(object_at(call, f"{where}.functionCall"), signed, f"{where}.functionCall", content_path, index))
                 continue
             if part.get("text") is None:
                 if _get(part, "thoughtSignature") is not None and len(_names(part) - {"thought"}) == 1:
@@ -359,15 +311,15 @@ class _Conversation:
         ))  # fmt: skip
 
     def _call(self, call: dict[str, Any], signed: Unwrapped | None, path: str, content_path: str, index: int) -> _SignedCall:
-        name = _string(call.get("name"), f"{path}.name", empty=False)
+        name = string_at(call.get("name"), f"{path}.name", empty=False)
         call_id = call.get("id")
-        call_id = _string(call_id, f"{path}.id") if call_id is not None else ""
+        call_id = string_at(call_id, f"{path}.id") if call_id is not None else ""
         if not call_id:  # Gemini 2.x names no id: one the conversation keeps on every turn
             call_id = f"call_{content_path.rpartition('.')[2]}_{index}"
         if call_id in self.seen_ids:
-            _fail(f"{path}.id", f"functionCall id {call_id!r} appears more than once")
+            fail(f"{path}.id", f"functionCall id {call_id!r} appears more than once")
         self.seen_ids.add(call_id)
-        args = _object(call.get("args") if call.get("args") is not None else {}, f"{path}.args")
+        args = object_at(call.get("args") if call.get("args") is not None else {}, f"{path}.args")
         self.open_calls.append(_Call(call_id, name))
         return _SignedCall(call_id, name, args, signed)
 
@@ -408,12 +360,12 @@ class _Block:
 def _system(value: Any) -> str | None:
     if isinstance(value, str):
         return value or None
-    content = _object(value, "systemInstruction")
+    content = object_at(value, "systemInstruction")
     texts = []
-    for index, raw in enumerate(_list(content.get("parts") or [], "systemInstruction.parts")):
-        part = _object(raw, f"systemInstruction.parts.{index}")
+    for index, raw in enumerate(list_at(content.get("parts") or [], "systemInstruction.parts")):
+        part = object_at(raw, f"systemInstruction.parts.{index}")
         if part.get("text") is None:
-            _fail(f"systemInstruction.parts.{index}", "system instruction parts must be text")
+            fail(f"systemInstruction.parts.{index}", "system instruction parts must be text")
         texts.append(_text_part(part, f"systemInstruction.parts.{index}"))
     return "\n\n".join(t for t in texts if t) or None
 
@@ -421,29 +373,29 @@ def _system(value: Any) -> str | None:
 def _tools(value: Any) -> list[Tool]:
     tools: list[Tool] = []
     names: set[str] = set()
-    for index, raw in enumerate(_list(value, "tools")):
+    for index, raw in enumerate(list_at(value, "tools")):
         path = f"tools.{index}"
-        tool = _object(raw, path)
+        tool = object_at(raw, path)
         for kind in sorted(_names(tool) - {"functionDeclarations"}):
-            _fail(f"{path}.{kind}", "Google's built-in tools are not offered by the gateway; declare functions")
-        for number, raw_decl in enumerate(_list(_get(tool, "functionDeclarations") or [], f"{path}.functionDeclarations")):
+            fail(f"{path}.{kind}", "Google's built-in tools are not offered by the gateway; declare functions")
+        for number, raw_decl in enumerate(list_at(_get(tool, "functionDeclarations") or [], f"{path}.functionDeclarations")):
             where = f"{path}.functionDeclarations.{number}"
-            decl = _object(raw_decl, where)
-            name = _string(decl.get("name"), f"{where}.name", empty=False)
+            decl = object_at(raw_decl, where)
+            name = string_at(decl.get("name"), f"{where}.name", empty=False)
             if len(name) > 128:
-                _fail(f"{where}.name", "must be at most 128 characters")
+                fail(f"{where}.name", "must be at most 128 characters")
             if name in names:
-                _fail(f"{where}.name", f"function {name!r} is declared twice")
+                fail(f"{where}.name", f"function {name!r} is declared twice")
             names.add(name)
             if _get(decl, "parametersJsonSchema") is not None:
-                parameters = _object(_get(decl, "parametersJsonSchema"), f"{where}.parametersJsonSchema")
+                parameters = object_at(_get(decl, "parametersJsonSchema"), f"{where}.parametersJsonSchema")
             elif decl.get("parameters") is not None:
                 parameters = json_schema(decl["parameters"], f"{where}.parameters")
             else:
                 parameters = {"type": "object", "properties": {}}
             description = decl.get("description")
             tools.append(Tool(
-                name=name, description="" if description is None else _string(description, f"{where}.description"),
+                name=name, description="" if description is None else string_at(description, f"{where}.description"),
                 parameters=parameters,
             ))  # fmt: skip
     return tools
@@ -452,30 +404,30 @@ def _tools(value: Any) -> list[Tool]:
 def _tool_choice(value: Any, tools: list[Tool]) -> tuple[str | ToolChoiceTool | None, list[Tool]]:
     """`toolConfig.functionCallingConfig` → the unified tool choice, and the tools the model may call: `ANY`
     with several `allowedFunctionNames` keeps only those tools and requires a call."""
-    config = _object(value, "toolConfig")
+    config = object_at(value, "toolConfig")
     calling = _get(config, "functionCallingConfig")
     if calling is None:
         return None, tools
     path = "toolConfig.functionCallingConfig"
-    calling = _object(calling, path)
+    calling = object_at(calling, path)
     mode = calling.get("mode") or "AUTO"
     if mode not in CALLING_MODES:
-        _fail(f"{path}.mode", f"must be one of {', '.join(CALLING_MODES[:4])}")
+        fail(f"{path}.mode", f"must be one of {', '.join(CALLING_MODES[:4])}")
     allowed = _get(calling, "allowedFunctionNames")
-    names = [_string(n, f"{path}.allowedFunctionNames.{i}", empty=False)
-             for i, n in enumerate(_list(allowed, f"{path}.allowedFunctionNames"))] if allowed is not None else []  # fmt: skip
+    names = [string_at(n, f"{path}.allowedFunctionNames.{i}", empty=False)
+             for i, n in enumerate(list_at(allowed, f"{path}.allowedFunctionNames"))] if allowed is not None else []  # fmt: skip
     if names and mode != "ANY":
-        _fail(f"{path}.allowedFunctionNames", "may only be set with mode ANY")
+        fail(f"{path}.allowedFunctionNames", "may only be set with mode ANY")
     if mode == "NONE":
         return "none", tools
     if mode != "ANY":
         return "auto", tools
     if not tools:
-        _fail(f"{path}.mode", "ANY needs functionDeclarations")
+        fail(f"{path}.mode", "ANY needs functionDeclarations")
     declared = {t.name for t in tools}
     for index, name in enumerate(names):
         if name not in declared:
-            _fail(f"{path}.allowedFunctionNames.{index}", f"names no declared function: {name!r}")
+            fail(f"{path}.allowedFunctionNames.{index}", f"names no declared function: {name!r}")
     if len(names) == 1:
         return ToolChoiceTool(type="tool", name=names[0]), tools
     if names:
@@ -485,19 +437,19 @@ def _tool_choice(value: Any, tools: list[Tool]) -> tuple[str | ToolChoiceTool | 
 
 def _reasoning(config: Any, path: str) -> tuple[Reasoning | None, bool]:
     """`thinkingConfig` → the unified reasoning level and whether the client wants thought parts."""
-    thinking = _object(config, path)
+    thinking = object_at(config, path)
     _unknown(thinking, frozenset({"thinkingBudget", "thinkingLevel", "includeThoughts"}), path)
-    include = _bool(_get(thinking, "includeThoughts"), f"{path}.includeThoughts") if _get(thinking, "includeThoughts") is not None else False
+    include = bool_at(_get(thinking, "includeThoughts"), f"{path}.includeThoughts") if _get(thinking, "includeThoughts") is not None else False
     level = _get(thinking, "thinkingLevel")
     budget = _get(thinking, "thinkingBudget")
     if level is not None and budget is not None:
-        _fail(f"{path}.thinkingLevel", "set thinkingLevel or thinkingBudget, not both")
+        fail(f"{path}.thinkingLevel", "set thinkingLevel or thinkingBudget, not both")
     if level is not None:
-        name = _string(level, f"{path}.thinkingLevel").upper()
+        name = string_at(level, f"{path}.thinkingLevel").upper()
         if name == "THINKING_LEVEL_UNSPECIFIED":
             return DYNAMIC_LEVEL, include
         if name not in THINKING_LEVELS:
-            _fail(f"{path}.thinkingLevel", f"must be one of {', '.join(THINKING_LEVELS)}")
+            fail(f"{path}.thinkingLevel", f"must be one of {', '.join(THINKING_LEVELS)}")
         return THINKING_LEVELS[name], include
     if budget is not None:
         budget = _integer(budget, f"{path}.thinkingBudget", -1)
@@ -512,17 +464,17 @@ def _reasoning(config: Any, path: str) -> tuple[Reasoning | None, bool]:
 def _response_schema(config: dict[str, Any]) -> dict[str, Any] | None:
     path = "generationConfig"
     mime = _get(config, "responseMimeType")
-    if mime is not None and _string(mime, f"{path}.responseMimeType") not in TEXT_MIME_TYPES:
-        _fail(f"{path}.responseMimeType", f"must be one of {', '.join(TEXT_MIME_TYPES)}")
+    if mime is not None and string_at(mime, f"{path}.responseMimeType") not in TEXT_MIME_TYPES:
+        fail(f"{path}.responseMimeType", f"must be one of {', '.join(TEXT_MIME_TYPES)}")
     schema = None
     if _get(config, "responseJsonSchema") is not None:
-        schema = _object(_get(config, "responseJsonSchema"), f"{path}.responseJsonSchema")
+        schema = object_at(_get(config, "responseJsonSchema"), f"{path}.responseJsonSchema")
     elif _get(config, "responseSchema") is not None:
         schema = json_schema(_get(config, "responseSchema"), f"{path}.responseSchema")
     if schema is not None and mime != "application/json":
-        _fail(f"{path}.responseMimeType", "must be application/json with a response schema")
+        fail(f"{path}.responseMimeType", "must be application/json with a response schema")
     if schema is None and mime == "application/json":
-        _fail(f"{path}.responseMimeType", "application/json needs responseSchema or responseJsonSchema: "
+        fail(f"{path}.responseMimeType", "application/json needs responseSchema or responseJsonSchema: "
               "JSON without a schema is not offered across vendors")  # fmt: skip
     return schema
 
@@ -535,33 +487,33 @@ def _generation(config: dict[str, Any], options: dict[str, Any], native: dict[st
     for name, (defaults, reason) in REFUSED_UNLESS_DEFAULT.items():
         value = _get(config, name)
         if value is not None and value not in defaults:
-            _fail(f"{path}.{name}", reason)
+            fail(f"{path}.{name}", reason)
     modalities = _get(config, "responseModalities")
-    if modalities is not None and [str(m).upper() for m in _list(modalities, f"{path}.responseModalities")] not in ([], ["TEXT"]):
-        _fail(f"{path}.responseModalities", "only TEXT answers are offered")
+    if modalities is not None and [str(m).upper() for m in list_at(modalities, f"{path}.responseModalities")] not in ([], ["TEXT"]):
+        fail(f"{path}.responseModalities", "only TEXT answers are offered")
     if (value := _get(config, "maxOutputTokens")) is not None:
         options["max_tokens"] = _integer(value, f"{path}.maxOutputTokens", 1)
         if options["max_tokens"] > MAX_TOKENS:
-            _fail(f"{path}.maxOutputTokens", f"must be at most {MAX_TOKENS}")
+            fail(f"{path}.maxOutputTokens", f"must be at most {MAX_TOKENS}")
     if (value := _get(config, "temperature")) is not None:
-        options["temperature"] = _number(value, f"{path}.temperature", 0.0, 2.0)
+        options["temperature"] = number_at(value, f"{path}.temperature", 0.0, 2.0)
     if (value := _get(config, "topP")) is not None:
-        options["top_p"] = _number(value, f"{path}.topP", 0.0, 1.0)
+        options["top_p"] = number_at(value, f"{path}.topP", 0.0, 1.0)
     if (value := _get(config, "topK")) is not None:
-        native["topK"] = _number(value, f"{path}.topK", 1, 1_000_000)  # (the Python SDK sends a float)
+        native["topK"] = number_at(value, f"{path}.topK", 1, 1_000_000)  # (the Python SDK sends a float)
     if (value := _get(config, "stopSequences")) is not None:
-        stops = [_string(s, f"{path}.stopSequences.{i}", empty=False) for i, s in enumerate(_list(value, f"{path}.stopSequences"))]
+        stops = [string_at(s, f"{path}.stopSequences.{i}", empty=False) for i, s in enumerate(list_at(value, f"{path}.stopSequences"))]
         if len(stops) > MAX_STOP:
-            _fail(f"{path}.stopSequences", f"at most {MAX_STOP} stop sequences are supported")
+            fail(f"{path}.stopSequences", f"at most {MAX_STOP} stop sequences are supported")
         for index, stop in enumerate(stops):
             if len(stop) > MAX_STOP_LENGTH:
-                _fail(f"{path}.stopSequences.{index}", f"must be at most {MAX_STOP_LENGTH} characters")
+                fail(f"{path}.stopSequences.{index}", f"must be at most {MAX_STOP_LENGTH} characters")
         options["stop"] = stops or None
     options["json_schema"] = _response_schema(config)
     include = False
     if (thinking := _get(config, "thinkingConfig")) is not None:
         options["reasoning"], include = _reasoning(thinking, f"{path}.thinkingConfig")
-        native["thinkingConfig"] = {k: v for k, v in _object(thinking, path).items()}
+        native["thinkingConfig"] = {k: v for k, v in object_at(thinking, path).items()}
     if options.get("reasoning") and "top_p" in options:
         # Nucleus sampling with thinking: Gemini takes it (Gemini CLI always restates Gemini's own 0.95); OpenAI
         # reasoning models refuse it and Anthropic's thinking allows only 0.95 to 1. So it goes to Gemini alone.
@@ -570,11 +522,11 @@ def _generation(config: dict[str, Any], options: dict[str, Any], native: dict[st
 
 
 def _safety(value: Any) -> list[dict[str, Any]]:
-    settings = _list(value, "safetySettings")
+    settings = list_at(value, "safetySettings")
     for index, raw in enumerate(settings):
-        setting = _object(raw, f"safetySettings.{index}")
-        _string(setting.get("category"), f"safetySettings.{index}.category", empty=False)
-        _string(setting.get("threshold"), f"safetySettings.{index}.threshold", empty=False)
+        setting = object_at(raw, f"safetySettings.{index}")
+        string_at(setting.get("category"), f"safetySettings.{index}.category", empty=False)
+        string_at(setting.get("threshold"), f"safetySettings.{index}.threshold", empty=False)
     return settings
 
 
@@ -600,7 +552,7 @@ def model_name(raw: str) -> str:
     `<provider>/<model>`, its `/` sent as is or URL-encoded)."""
     name = raw[len(MODEL_PREFIX):] if raw.startswith(MODEL_PREFIX) else raw
     if not name:
-        _fail("model", "the path names no model", 404)
+        fail("model", "the path names no model", 404)
     return name
 
 
@@ -611,19 +563,19 @@ def decode(body: dict[str, Any], headers: Mapping[str, str] | None = None) -> Ge
     model = model_name(str(url.get("model") or ""))
     stream = url.get("stream") is True
     if stream and url.get("alt") != "sse":
-        _fail("alt", "streamGenerateContent answers as server-sent events only: add ?alt=sse (what the Google GenAI SDKs send)")
+        fail("alt", "streamGenerateContent answers as server-sent events only: add ?alt=sse (what the Google GenAI SDKs send)")
     _unknown(body, TOP_LEVEL, "")
     if _get(body, "cachedContent") is not None:
-        _fail("cachedContent", "cached contents are not offered by the gateway: send the whole conversation in contents")
+        fail("cachedContent", "cached contents are not offered by the gateway: send the whole conversation in contents")
     conversation = _Conversation()
-    raw_contents = _list(body.get("contents"), "contents")
+    raw_contents = list_at(body.get("contents"), "contents")
     if not raw_contents:
-        _fail("contents", "must not be empty")
+        fail("contents", "must not be empty")
     last_role = "user"
     for index, content in enumerate(raw_contents):
         last_role = conversation.add(content, f"contents.{index}")
     if last_role == "model":
-        _fail(f"contents.{len(raw_contents) - 1}.role", "a final model turn (prefill) is not supported")
+        fail(f"contents.{len(raw_contents) - 1}.role", "a final model turn (prefill) is not supported")
     messages = conversation.messages
     system = _system(_get(body, "systemInstruction")) if _get(body, "systemInstruction") is not None else None
     tools = _tools(body["tools"]) if body.get("tools") is not None else []
@@ -633,7 +585,7 @@ def decode(body: dict[str, Any], headers: Mapping[str, str] | None = None) -> Ge
         options["tool_choice"], tools = _tool_choice(_get(body, "toolConfig"), tools)
     include = False
     if _get(body, "generationConfig") is not None:
-        include = _generation(_object(_get(body, "generationConfig"), "generationConfig"), options, native)
+        include = _generation(object_at(_get(body, "generationConfig"), "generationConfig"), options, native)
     if _get(body, "safetySettings") is not None:
         native["safetySettings"] = _safety(_get(body, "safetySettings"))
     options["google"] = native or None
@@ -649,7 +601,7 @@ def decode(body: dict[str, Any], headers: Mapping[str, str] | None = None) -> Ge
         first = exc.errors(include_url=False)[0]
         where = ".".join(str(p) for p in first["loc"])
         if where == "model":
-            _fail("model", f"{model!r} names no model", 404)
-        _fail(where, first["msg"])
+            fail("model", f"{model!r} names no model", 404)
+        fail(where, first["msg"])
     return GeminiRequest(unified=unified, stream=stream, client_model=model, include_thoughts=include)
 
