@@ -353,7 +353,8 @@ BAD_INPUT = [
     ("allowed name unknown", lambda m: _body(m, tools=[{"functionDeclarations": [{"name": "a"}]}],
      toolConfig={"functionCallingConfig": {"mode": "ANY", "allowedFunctionNames": ["b"]}}),
      "toolConfig.functionCallingConfig.allowedFunctionNames.0"),  # fmt: skip
-    ("cached content", lambda m: _body(m, cachedContent="cachedContents/abc"), "cachedContent"),
+    ("cached content on another vendor", lambda m: _body(m, cachedContent="cachedContents/abc"), "cachedContent"),
+    ("cached content type", lambda m: _body(m, cachedContent=7), "cachedContent"),
     ("safety settings", lambda m: _body(m, safetySettings=[{"category": 3}]), "safetySettings.0.category"),
     ("system instruction", lambda m: _body(m, systemInstruction={"parts": [{"inlineData": {}}]}), "systemInstruction.parts.0"),
 ]
@@ -368,6 +369,18 @@ def test_bad_input_is_a_400_in_googles_shape_naming_the_field_and_no_upstream_ca
     assert error["code"] == 400 and error["status"] == "INVALID_ARGUMENT" and error["message"].startswith(f"{field}:")
     assert error["details"][0]["fieldViolations"][0]["field"] == field
     assert gw.sim.seen(m) == []
+
+
+def test_cached_content_reaches_a_gemini_upstream_and_is_refused_by_the_others(gw):
+    m = marker()
+    response = gw.http.post("/v1beta/models/google/text:generateContent", json=_body(m, cachedContent="cachedContents/abc"), headers=AUTH)
+    assert response.status_code == 200, response.text
+    assert gw.sim.seen(m)[-1]["body"]["cachedContent"] == "cachedContents/abc"
+    for vendor in ("openai", "anthropic"):
+        m = marker()
+        response = gw.http.post(f"/v1beta/models/{vendor}/text:generateContent", json=_body(m, cachedContent="cachedContents/abc"), headers=AUTH)
+        assert response.status_code == 400 and "Gemini cache" in response.json()["error"]["message"], response.text
+        assert gw.sim.seen(m) == []
 
 
 def test_a_stream_without_alt_sse_and_a_body_that_is_not_json_are_400(gw):

@@ -31,6 +31,15 @@ def check_tool_choice(context: Context, options: StreamOptions) -> None:
         raise RequestRejected(f"toolChoice names tool {choice.name!r}, which is not among the tools", param=TOOL_CHOICE)
 
 
+def check_no_gemini_cache(options: StreamOptions, vendor: str) -> None:
+    """A Gemini door's `cachedContent` names a cache on Gemini: another vendor cannot read the turn's context from it."""
+    if options.google and options.google.get("cachedContent"):
+        raise RequestRejected(
+            f"cachedContent names a Gemini cache, which {vendor} cannot read: send the whole conversation in contents",
+            param="cachedContent",
+        )
+
+
 def check_stop_count(options: StreamOptions, limit: int, vendor: str) -> None:
     if options.stop and len(options.stop) > limit:
         raise RequestRejected(f"{vendor} accepts at most {limit} stop sequences, not {len(options.stop)}", param=STOP)

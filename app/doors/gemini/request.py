@@ -565,8 +565,6 @@ def decode(body: dict[str, Any], headers: Mapping[str, str] | None = None) -> Ge
     if stream and url.get("alt") != "sse":
         fail("alt", "streamGenerateContent answers as server-sent events only: add ?alt=sse (what the Google GenAI SDKs send)")
     _unknown(body, TOP_LEVEL, "")
-    if _get(body, "cachedContent") is not None:
-        fail("cachedContent", "cached contents are not offered by the gateway: send the whole conversation in contents")
     conversation = _Conversation()
     raw_contents = list_at(body.get("contents"), "contents")
     if not raw_contents:
@@ -588,6 +586,8 @@ def decode(body: dict[str, Any], headers: Mapping[str, str] | None = None) -> Ge
         include = _generation(object_at(_get(body, "generationConfig"), "generationConfig"), options, native)
     if _get(body, "safetySettings") is not None:
         native["safetySettings"] = _safety(_get(body, "safetySettings"))
+    if _get(body, "cachedContent") is not None:  # a Gemini cache's name: only a Gemini upstream has it
+        native["cachedContent"] = string_at(_get(body, "cachedContent"), "cachedContent", empty=False)
     options["google"] = native or None
     options["session_id"] = conversation_key(system, raw_contents[0])
     try:

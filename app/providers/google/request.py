@@ -210,11 +210,13 @@ def system_instruction(context: Context) -> list[str]:
 
 
 def _gemini_fields(native: dict[str, Any], config: dict[str, Any]) -> None:
-    """What a Gemini door client sent for Gemini alone (`options.google`): its `safetySettings`, `topK`, a `topP` sent with thinking, and its own
-    `thinkingConfig` budget or level instead of the one derived from the unified level (thoughts are always
-    asked for: the door shows them or not)."""
+    """What a Gemini door client sent for Gemini alone (`options.google`): its `safetySettings`, `cachedContent`,
+    `topK`, a `topP` sent with thinking, and its own `thinkingConfig` budget or level instead of the one derived
+    from the unified level (thoughts are always asked for: the door shows them or not)."""
     if native.get("safetySettings"):
         config["safety_settings"] = native["safetySettings"]
+    if native.get("cachedContent"):
+        config["cached_content"] = native["cachedContent"]
     if native.get("topK") is not None:
         config["top_k"] = native["topK"]
     if native.get("topP") is not None:

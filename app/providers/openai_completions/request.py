@@ -32,7 +32,7 @@ from app.contract.messages import (
     ToolResultMessage,
 )
 from app.contract.request import StreamOptions, ToolChoiceTool
-from app.providers.checks import TOOL_CHOICE, TOP_P, check_tool_choice
+from app.providers.checks import TOOL_CHOICE, TOP_P, check_no_gemini_cache, check_tool_choice
 from app.providers.handoff import Target, prepare_history, shown_tools, user_blocks
 from app.providers.openai_completions.compat import Compat
 from app.refusals import RequestRejected
@@ -177,6 +177,7 @@ def has_images(context: Context) -> bool:
 
 def check_request(model: ModelInfo, context: Context, options: StreamOptions, compat: Compat) -> None:
     """Raise RequestRejected for what this vendor cannot honour."""
+    check_no_gemini_cache(options, "this provider")
     if options.stop:
         if not compat.stop:
             raise RequestRejected("this provider does not accept stop sequences", param="options.stop")

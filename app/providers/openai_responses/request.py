@@ -34,7 +34,7 @@ from app.contract.messages import (
     ToolResultMessage,
 )
 from app.contract.request import StreamOptions, ToolChoiceTool
-from app.providers.checks import STOP, TOP_P, check_tool_choice
+from app.providers.checks import STOP, TOP_P, check_no_gemini_cache, check_tool_choice
 from app.providers.handoff import Target, prepare_history, shown_tools, user_blocks
 from app.refusals import RequestRejected
 
@@ -187,6 +187,7 @@ def check_request(model: ModelInfo, context: Context, options: StreamOptions) ->
             param=TOP_P,
         )
     check_tool_choice(context, options)
+    check_no_gemini_cache(options, "OpenAI")
 
 
 def tool_choice(options: StreamOptions) -> str | dict[str, Any] | None:
