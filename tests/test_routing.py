@@ -153,6 +153,21 @@ def test_a_cloud_provider_entry_is_typed_with_its_auth_default(tmp_path):
     assert catalog.providers["anthropic"].cloud is None
 
 
+def test_an_azure_provider_without_its_endpoint_is_not_served_and_says_what_to_set(tmp_path, monkeypatch):
+    from app.providers.registry import provider_setups
+    from app.settings import Settings
+
+    monkeypatch.setenv("AZ_TEST_KEY", "k")
+    path = write(tmp_path, {"providers": [
+        {"name": "azure-west", "api": "openai-completions", "keyEnv": "AZ_TEST_KEY", "cloud": {"kind": "azure"}},
+        {"name": "azure-east", "api": "openai-completions", "keyEnv": "AZ_TEST_KEY", "baseUrl": "https://east.example",
+         "cloud": {"kind": "azure"}},
+    ]})
+    setups = {s.name: s for s in provider_setups(Settings(), Catalog.load(path))}
+    assert not setups["azure-west"].served and "GATEWAY_AZURE_WEST_BASE_URL" in setups["azure-west"].missing
+    assert setups["azure-east"].served
+
+
 def test_gateway_refuses_to_start_on_a_bad_route(tmp_path, sim):
     from app.gateway import Gateway
 

@@ -58,7 +58,8 @@ def provider_setups(settings: Settings, catalog: Catalog) -> list[ProviderSetup]
     whose catalog entry names no key variable (a local server) is served once it has a base URL: its catalog
     entry's `baseUrl`, or `GATEWAY_<NAME>_BASE_URL`. A cloud provider (`cloud`) whose credentials come from
     its cloud's standard chain (no `keyEnv`) is served: the chain is read when its client is built and
-    refreshed by the cloud's SDK, and a chain that yields nothing fails its requests with the cloud's reason."""
+    refreshed by the cloud's SDK, and a chain that yields nothing fails its requests with the cloud's reason. An
+    Azure OpenAI provider also needs its resource endpoint as base URL."""
     setups = []
     for info in catalog.providers.values():
         if info.api not in ADAPTERS:
@@ -74,6 +75,9 @@ def provider_setups(settings: Settings, catalog: Catalog) -> list[ProviderSetup]
         else:  # keyless: a local server
             served = configured_url is not None or info.base_url is not None
             missing = None if served else f"set {_base_url_env(info.name)}"
+        if served and info.cloud is not None and info.cloud.kind == "azure" and not (configured_url or info.base_url):
+            # Azure OpenAI has no default URL: the resource endpoint is the operator's.
+            served, missing = False, f"set its catalog baseUrl (the resource endpoint) or {_base_url_env(info.name)}"
         base_url = configured_url or info.base_url
         if configured_url is None:
             url_from = "catalog" if info.base_url else "SDK default"
