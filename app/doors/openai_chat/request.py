@@ -227,6 +227,14 @@ def _string(value: Any, param: str, *, max_length: int = 512) -> str:
     return value
 
 
+def structured_output(schema: dict[str, Any] | None) -> dict[str, Any]:
+    """The unified options that ask every vendor for output following `schema` (None: no structured output):
+    `json_schema`, and for an Anthropic upstream the Messages field it is (`output_config.format`)."""
+    if schema is None:
+        return {}
+    return {"json_schema": schema, "anthropic": {"output_config": {"format": {"type": "json_schema", "schema": schema}}}}
+
+
 def _json_schema(value: Any) -> dict[str, Any] | None:
     """`response_format`: `text` (the default) or `json_schema`, whose schema every vendor's structured output
     gets (as the Responses door's `text.format`); `json_object` has no faithful translation and is refused."""
@@ -290,9 +298,7 @@ def _options(body: dict[str, Any], tools: list[Tool]) -> StreamOptions:
             "tool_choice": _tool_choice(body.get("tool_choice"), tools),
             "metadata": metadata or None,
             "session_id": _string(session, "prompt_cache_key", max_length=256) if session is not None else None,
-            "json_schema": json_schema,
-            # An Anthropic upstream takes structured output as the Messages field it is (`output_config.format`).
-            "anthropic": {"output_config": {"format": {"type": "json_schema", "schema": json_schema}}} if json_schema is not None else None,
+            **structured_output(json_schema),
         },
         context=DOOR_VALIDATION,
     )

@@ -54,7 +54,7 @@ from app.contract.messages import (
 from app.contract.request import Reasoning, StreamOptions, StreamRequest, ToolChoiceTool
 from app.doors.base import DoorRequest, StoredResponse
 from app.doors.errors import BadRequest
-from app.doors.openai_chat.request import accept_default, error_body, invalid, refuse, unsupported
+from app.doors.openai_chat.request import accept_default, error_body, invalid, refuse, structured_output, unsupported
 from app.doors.openai_responses import compaction
 from app.doors.openai_responses.reasoning import Opaque, Origin, unwrap_reasoning
 from app.doors.validation import ANY_INDEX
@@ -365,11 +365,9 @@ def _options(body: dict[str, Any], tools: list[Tool]) -> StreamOptions:
             "tool_choice": _tool_choice(body.get("tool_choice"), tools),
             "metadata": metadata or None,
             "session_id": _string(session, "prompt_cache_key", max_length=256) if session is not None else None,
-            "json_schema": json_schema,
             # Only `false` is carried: the vendors' default is parallel calls.
             "parallel_tool_calls": False if body.get("parallel_tool_calls") is False else None,
-            # An Anthropic upstream takes structured output as the Messages field it is (`output_config.format`).
-            "anthropic": {"output_config": {"format": {"type": "json_schema", "schema": json_schema}}} if json_schema is not None else None,
+            **structured_output(json_schema),
         },
         context=DOOR_VALIDATION,
     )
