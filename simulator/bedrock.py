@@ -1,8 +1,8 @@
 """Amazon Bedrock's runtime wire for Anthropic models (`InvokeModelWithResponseStream`, `InvokeModel`).
 
-Routes (under the simulator's mount): `POST /bedrock/model/{modelId}/invoke-with-response-stream` and
-`POST /bedrock/model/{modelId}/invoke` — a provider's base URL is `<simulator>/bedrock`, as a real one is
-`https://bedrock-runtime.<region>.amazonaws.com`.
+Routes (under the simulator's mount): `POST /bedrock/model/{modelId}/invoke-with-response-stream`,
+`POST /bedrock/model/{modelId}/invoke` and `POST /bedrock/model/{modelId}/count-tokens` (`CountTokens`) — a
+provider's base URL is `<simulator>/bedrock`, as a real one is `https://bedrock-runtime.<region>.amazonaws.com`.
 
 - Authentication as the service checks it: the `Authorization` header's SigV4 signature is recomputed from the
   request (method, path as sent, query, the signed headers, the SHA-256 of the body) with the secret of its
@@ -21,6 +21,11 @@ Routes (under the simulator's mount): `POST /bedrock/model/{modelId}/invoke-with
   identity token; the Bedrock routes accept them until they are revoked.
 - `deny=1` in the model id: 403 `AccessDeniedException` whose message names the role's and the profile's ARNs.
 - `throttle=N` in the model id: the first N requests of a model id and prompt answer 429 `ThrottlingException`.
+- `error_bytes=N` in the model id: 500 `InternalServerException` whose message is N bytes long.
+- `CountTokens`: the body `{"input": {"invokeModel": {"body": <base64 of an InvokeModel body>}}}` answered
+  `{"inputTokens": N}` (`scenarios.token_count` of the InvokeModel body, recorded with endpoint `count`); a
+  cross-region inference profile id (`us.anthropic.…`) is a 400 `ValidationException`: it counts on
+  foundation model ids.
 - Framing faults, by model id params `eventstream=<fault>;at=<frame index>` (default 3): `torn` (the frame's
   first half, then the body ends), `bad_crc` (the message CRC flipped), `bad_prelude_crc`, `huge_headers`
   (a prelude announcing 200 KiB of headers), `huge_payload` (a prelude announcing 30 MiB), `bad_base64`
@@ -54,6 +59,10 @@ from starlette.types import Receive, Scope, Send
 from simulator import anthropic, scenarios as s
 
 ROUTES = ("/bedrock/model/{model_id:path}/invoke-with-response-stream", "/bedrock/model/{model_id:path}/invoke")
+COUNT_ROUTE = "/bedrock/model/{model_id:path}/count-tokens"
+INVOKE_BODY_REFUSED = ("Malformed input request: #: required key [anthropic_version] not found, extraneous keys [model, stream] "
+                       "are not permitted")
+_PROFILE = re.compile(r"^(?:us|us-gov|eu|apac|jp|au|ca|global)\.")  # a cross-region inference profile id
 STS_ROUTES = ("/sts", "/sts/")  # `AWS_ENDPOINT_URL_STS=<simulator>/sts`
 CONTENT_TYPE = "application/vnd.amazon.eventstream"
 VENDOR = SimpleNamespace(name="bedrock")  # what the request log calls these requests
@@ -90,6 +99,7 @@ class BedrockWire:
     @property
     def routes(self) -> list[Route]:
         return [*(Route(path, self.invoke, methods=["POST"]) for path in ROUTES),
+                Route(COUNT_ROUTE, self.count_tokens, methods=["POST"]),
                 *(Route(path, self.assume_role_with_web_identity, methods=["POST"]) for path in STS_ROUTES)]
 
     async def assume_role_with_web_identity(self, request: Request) -> Response:
@@ -120,32 +130,71 @@ class BedrockWire:
             body = json.loads(raw)
         except ValueError:
             return error_response(400, "ValidationException", "Malformed input request, please reformat your input and try again.", request_id)
-        if not isinstance(body, dict) or "anthropic_version" not in body or "model" in body or "stream" in body:
-            return error_response(400, "ValidationException", "Malformed input request: #: required key [anthropic_version] not found, "
-                                  "extraneous keys [model, stream] are not permitted", request_id)
+        if not _invoke_body(body):
+            return error_response(400, "ValidationException", INVOKE_BODY_REFUSED, request_id)
         scenario = s.build(model, anthropic.prompt_of(body), anthropic.tool_results_of(body))
         entry = self.record(request, VENDOR, model, scenario, body, raw)
-        access_key = _AUTH.match(request.headers["authorization"]).group(1)  # type: ignore[union-attr]
-        entry.headers["aws-access-key-id"] = access_key  # which credentials signed it (an id, never the secret)
-        prompt = anthropic.prompt_of(body)
-        if self.throttled.get((model, prompt), 0) < int(_params(model).get("throttle", "0")):  # `throttle=N`: the first N
-            self.throttled[(model, prompt)] = self.throttled.get((model, prompt), 0) + 1
-            entry.status, entry.completed, entry.finished_at = 429, True, time.time()
-            entry.touch()
-            return error_response(429, "ThrottlingException", "Too many requests, please wait before trying again.", request_id)
-        if "deny" in _params(model):  # `deny=1`: the role may not invoke the model (the text names both ARNs)
-            entry.status, entry.completed, entry.finished_at = 403, True, time.time()
-            entry.touch()
-            return error_response(403, "AccessDeniedException", DENIED.format(model=model.split(";")[0]), request_id)
-        if scenario.http_error is not None:
-            error = scenario.http_error
-            entry.status, entry.completed, entry.finished_at = error.status, True, time.time()
-            entry.touch()
-            name = ERROR_NAMES.get(error.status, "InternalServerException")
-            return error_response(error.status, name, error.message, request_id, error.headers)
+        failed = self._refused(request, entry, model, anthropic.prompt_of(body), scenario, request_id, "InvokeModelWithResponseStream")
+        if failed is not None:
+            return failed
         if request.url.path.endswith("/invoke"):
             return self._whole(scenario, model, entry, request_id)
         return EventStreamResponse(scenario, model, entry, request_id)
+
+    async def count_tokens(self, request: Request) -> Response:
+        """`CountTokens`: `{"input": {"invokeModel": {"body": <base64 of an InvokeModel body>}}}` answered
+        `{"inputTokens": N}` (`scenarios.token_count` of the decoded InvokeModel body), signed, throttled and
+        refused like the invoke routes. The model id must be a foundation model's: a cross-region inference
+        profile (`us.anthropic.…`) is a 400 `ValidationException`."""
+        body_bytes = await request.body()
+        request_id = str(uuid.uuid4())
+        refused = self.check_signature(request, body_bytes)
+        if refused is not None:
+            return error_response(403, *refused, request_id)
+        model = request.path_params["model_id"]
+        try:
+            encoded = json.loads(body_bytes)["input"]["invokeModel"]["body"]
+            body = json.loads(base64.b64decode(encoded, validate=True))
+        except (ValueError, KeyError, TypeError, binascii.Error):
+            return error_response(400, "ValidationException", "Malformed input request: input.invokeModel.body must be the "
+                                  "base64 of an InvokeModel JSON body.", request_id)
+        if not _invoke_body(body):
+            return error_response(400, "ValidationException", INVOKE_BODY_REFUSED, request_id)
+        if _PROFILE.match(model):
+            return error_response(400, "ValidationException", "The provided model identifier is invalid.", request_id)
+        raw = json.dumps(body)
+        scenario = s.build(model, anthropic.prompt_of(body))
+        entry = self.record(request, VENDOR, model, scenario, body, raw, endpoint="count")
+        failed = self._refused(request, entry, model, anthropic.prompt_of(body), scenario, request_id, "CountTokens")
+        if failed is not None:
+            return failed
+        entry.status, entry.completed, entry.finished_at = 200, True, time.time()
+        entry.touch()
+        return JSONResponse({"inputTokens": s.token_count(body)}, headers={"x-amzn-RequestId": request_id})
+
+    def _refused(self, request: Request, entry: Any, model: str, prompt: str, scenario: s.Scenario, request_id: str,
+                 action: str) -> Response | None:
+        """The error answer the model id's params or the scenario call for (`throttle=N`, `deny=1`,
+        `error_bytes=N`, `http-<status>`), recorded on `entry`; None to go on."""
+        access_key = _AUTH.match(request.headers["authorization"]).group(1)  # type: ignore[union-attr]
+        entry.headers["aws-access-key-id"] = access_key  # which credentials signed it (an id, never the secret)
+        params = _params(model)
+        status, name, message, headers = 0, "", "", None
+        if self.throttled.get((model, prompt), 0) < int(params.get("throttle", "0")):  # `throttle=N`: the first N
+            self.throttled[(model, prompt)] = self.throttled.get((model, prompt), 0) + 1
+            status, name, message = 429, "ThrottlingException", "Too many requests, please wait before trying again."
+        elif "deny" in params:  # `deny=1`: the role may not call the model (the text names both ARNs)
+            status, name, message = 403, "AccessDeniedException", DENIED.format(action=action, model=model.split(";")[0])
+        elif "error_bytes" in params:  # `error_bytes=N`: a 500 whose message is N bytes long
+            status, name, message = 500, "InternalServerException", "x" * int(params["error_bytes"])
+        elif scenario.http_error is not None:
+            error = scenario.http_error
+            status, name, message, headers = error.status, ERROR_NAMES.get(error.status, "InternalServerException"), error.message, error.headers
+        if not status:
+            return None
+        entry.status, entry.completed, entry.finished_at = status, True, time.time()
+        entry.touch()
+        return error_response(status, name, message, request_id, headers)
 
     def check_signature(self, request: Request, body: bytes) -> tuple[str, str] | None:
         """None when the SigV4 signature is the one the request's credentials make, else (exception, message)."""
@@ -216,7 +265,7 @@ class BedrockWire:
 
 
 DENIED = ("User: arn:aws:sts::123456789012:assumed-role/llm-gateway-bedrock/botocore-session-1 is not authorized to "
-          "perform: bedrock:InvokeModelWithResponseStream on resource: "
+          "perform: bedrock:{action} on resource: "
           "arn:aws:bedrock:us-east-1:123456789012:inference-profile/{model} because no identity-based policy allows it")
 _STS_ANSWER = """<AssumeRoleWithWebIdentityResponse xmlns="https://sts.amazonaws.com/doc/2011-06-15/">
   <AssumeRoleWithWebIdentityResult>
@@ -287,6 +336,11 @@ def encode(scenario: s.Scenario, model: str) -> Iterator[bytes | s.Step]:
             yield exception(name, event["error"]["message"])
         else:
             yield chunk(json.dumps(event, ensure_ascii=False).encode())
+
+
+def _invoke_body(body: Any) -> bool:
+    """Whether `body` is an Anthropic InvokeModel body: `anthropic_version`, no `model` or `stream` (the path has them)."""
+    return isinstance(body, dict) and "anthropic_version" in body and "model" not in body and "stream" not in body
 
 
 def _params(model: str) -> dict[str, str]:

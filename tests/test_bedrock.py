@@ -17,6 +17,7 @@ import httpx
 import pytest
 
 from simulator.bedrock import TEST_ACCESS_KEY_ID, TEST_SECRET_ACCESS_KEY, Key
+from simulator.scenarios import token_count
 from tests.conftest import marker, turn
 
 SONNET = "us.anthropic.claude-sonnet-4-5-20250929-v1:0"  # an inference profile id, as Bedrock names it
@@ -218,11 +219,72 @@ def test_no_credentials_in_the_chain_fail_the_turn_clearly(gateway_factory, bedr
     assert "internal error" not in result.terminal["errorMessage"]
 
 
-def test_token_counting_is_refused_for_a_bedrock_model(bedrock):
+FOUNDATION = "anthropic.claude-sonnet-4-5-20250929-v1:0"  # what SONNET's inference profile serves
+
+
+def counted(sim, m: str) -> list[dict]:
+    return [seen for seen in sim.seen(m) if seen["endpoint"] == "count"]
+
+
+def test_a_token_count_is_bedrocks_count_tokens_of_the_turns_invoke_body_signed_as_a_turn(bedrock, sim):
+    """The Messages door's count on an inference profile: `CountTokens` on its foundation model (the simulator
+    refuses a profile id there, as the service does) of the very InvokeModel body a turn sends."""
+    m = marker()
     response = bedrock.http.post("/v1/messages/count_tokens", json={
-        "model": f"bedrock/{SONNET}", "messages": [{"role": "user", "content": "hi"}]})
-    assert response.status_code == 400, response.text
-    assert "no token counting" in response.text
+        "model": f"bedrock/{SONNET}", "system": "You are terse.", "messages": [{"role": "user", "content": f"hi {m}"}],
+        "tools": [{"name": "get_weather", "input_schema": {"type": "object", "properties": {}}}]})
+    assert response.status_code == 200, response.text
+    [seen] = counted(sim, m)
+    assert (seen["vendor"], seen["model"], seen["status"]) == ("bedrock", FOUNDATION, 200)
+    assert response.json() == {"input_tokens": token_count(seen["body"])}  # Bedrock's number, unchanged
+    body = seen["body"]
+    assert body["anthropic_version"] and "model" not in body and "stream" not in body  # the InvokeModel body
+    assert body["system"] and body["tools"][0]["name"] == "get_weather" and body["max_tokens"]
+    assert seen["headers"]["aws-access-key-id"] == TEST_ACCESS_KEY_ID  # signed with the chain's credentials
+    assert not [s for s in sim.seen(m) if s["endpoint"] == "stream"], "a count is not a turn"
+
+
+@pytest.mark.parametrize("door", ["responses", "gemini"])
+def test_every_doors_count_route_reaches_bedrocks_count(bedrock, sim, door):
+    m = marker()
+    if door == "responses":
+        response = bedrock.http.post("/v1/responses/input_tokens", json={"model": f"bedrock/{SONNET}", "input": f"hi {m}"})
+        field = "input_tokens"
+    else:
+        response = bedrock.http.post(f"/v1beta/models/bedrock/{SONNET}:countTokens",
+                                     json={"contents": [{"role": "user", "parts": [{"text": f"hi {m}"}]}]})
+        field = "totalTokens"
+    assert response.status_code == 200, response.text
+    [seen] = counted(sim, m)
+    assert response.json()[field] == token_count(seen["body"]) and seen["model"] == FOUNDATION
+
+
+@pytest.mark.parametrize("model, status, reason", [
+    ("http-400", 400, "ValidationException"),
+    ("text;throttle=1", 429, "ThrottlingException"),
+    ("text;deny=1", 502, "AccessDeniedException"),
+    ("http-500", 502, "InternalServerException"),
+])
+def test_a_failed_count_is_typed_with_bedrocks_reason_and_no_arn(bedrock, sim, model, status, reason):
+    m = marker()
+    response = bedrock.http.post("/v1/messages/count_tokens", json={
+        "model": f"bedrock/{model}", "messages": [{"role": "user", "content": m}]})
+    assert response.status_code == status, response.text
+    message = response.json()["error"]["message"]
+    assert message.startswith(f"bedrock/{model} returned HTTP ") and reason in message and "(request id " in message, message
+    assert "123456789012" not in response.text and "arn:aws" not in response.text
+    assert len(counted(sim, m)) == 1, "asked once: a count is not retried"
+
+
+def test_the_foundation_model_of_a_bedrock_model_id():
+    from app.providers.anthropic.bedrock import foundation_model
+
+    assert foundation_model(SONNET) == FOUNDATION
+    assert foundation_model("eu.anthropic.claude-haiku-4-5-20251001-v1:0") == "anthropic.claude-haiku-4-5-20251001-v1:0"
+    assert foundation_model(f"arn:aws:bedrock:us-east-1:123456789012:inference-profile/{SONNET}") == FOUNDATION
+    assert foundation_model(FOUNDATION) == FOUNDATION
+    app_profile = "arn:aws:bedrock:us-east-1:123456789012:application-inference-profile/abc123"
+    assert foundation_model(app_profile) == app_profile
 
 
 @pytest.mark.parametrize("scenario, timeout", [("hang-before-headers", "first_event"), ("hang-mid-stream", "idle")])

@@ -108,6 +108,15 @@ class Provider(Protocol):
         """Close the SDK client and its connection pool (once, when the gateway stops)."""
 
 
+def counted_tokens(answer: Any, field: str) -> int:
+    """The whole number a vendor's counting endpoint answered in `field` (`input_tokens`, `totalTokens`,
+    `inputTokens`); a `ProviderError` (malformed) when the answer has none."""
+    tokens = answer.get(field) if isinstance(answer, dict) else None
+    if not isinstance(tokens, int) or isinstance(tokens, bool) or tokens < 0:
+        raise ProviderError(f"answered a token count without {field}", kind=ErrorKind.MALFORMED)
+    return tokens
+
+
 def error_detail(body: Any) -> str:
     """`<error type or code>: <message>` from a vendor's JSON error body, whatever shape it came in; a body
     that is not JSON (an HTML error page, plain text) becomes `error_text` of it."""

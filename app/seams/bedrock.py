@@ -3,6 +3,11 @@
 `AsyncAnthropicBedrock._prepare_request(request)` is where the Stainless client signs each request before it
 is sent (the SDK's own Bedrock client signs there). It is overridden to sign with frozen credentials
 (`SigningBedrockClient`); the public path has no other place to sign a request the SDK builds.
+
+`AsyncAnthropicBedrock._prepare_options(options)` is where the SDK turns a Messages call into Bedrock's
+InvokeModel request (`model` and `stream` out of the body into the path, `anthropic_version` and the
+`anthropic-beta` flags into it). Token counting reads the body it makes (`invoke_body`), so a count is of the
+very body a turn sends; the SDK has no counting call of its own for Bedrock.
 """
 
 from __future__ import annotations
@@ -32,6 +37,16 @@ class SigningBedrockClient(anthropic.AsyncAnthropicBedrock):
 
     _aws_session: Any = None
     _aws_credentials: Any = None
+
+    async def invoke_body(self, options: Any) -> dict[str, Any]:
+        """The InvokeModel JSON body the SDK makes of a turn's request options (`json_data` a Messages body)."""
+        prepared = await self._prepare_options(options)
+        return dict(prepared.json_data)
+
+    async def post_signed_json(self, path: str, body: bytes) -> Any:
+        """POST `body` (JSON bytes) to `path` under the runtime endpoint, signed like a turn (`_prepare_request`,
+        frozen credentials); the answer's decoded JSON. An error answer raises the SDK's `APIStatusError`."""
+        return await self.post(path, content=body, cast_to=object, options={"headers": {"Content-Type": "application/json"}})
 
     async def _prepare_request(self, request: Any) -> None:
         if self.api_key is not None:  # the SDK's `AWS_BEARER_TOKEN_BEDROCK` (a Bedrock API key)

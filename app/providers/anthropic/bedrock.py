@@ -30,8 +30,10 @@ lines: an event-stream body has none.
 
 from __future__ import annotations
 
+import base64
 import itertools
 import re
+import urllib.parse
 import uuid
 from typing import Any
 
@@ -46,10 +48,9 @@ from app.contract.failures import ErrorKind
 from app.contract.messages import Context
 from app.contract.request import StreamOptions
 from app.providers.anthropic import AnthropicProvider
-from app.providers.base import RETRYABLE_STATUS, ProviderError, error_detail, retry_after_ms
+from app.providers.base import RETRYABLE_STATUS, ProviderError, build_off_loop, counted_tokens, error_detail, retry_after_ms
 from app.providers.config import ProviderConfig
 from app.providers.transport import client_options
-from app.refusals import TokensNotCounted
 from app.seams.bedrock import SigningBedrockClient
 from app.seams.stainless import AnthropicRequestOptions
 
@@ -71,6 +72,17 @@ EXCEPTION_STATUS = {
 # access key ids (`AKIA…` long-term, `ASIA…` temporary).
 _ARN = re.compile(r"arn:aws[a-z-]*:[a-z0-9-]+:[a-z0-9-]*:\d{12}:[^\s,;\"']*")
 _ACCESS_KEY_ID = re.compile(r"\b(?:AKIA|ASIA|AROA|AIDA)[A-Z0-9]{12,}\b")
+
+
+# A cross-region inference profile is a foundation model id behind a geography (`us.anthropic.…`, also inside
+# a system inference profile's ARN); `CountTokens` takes the foundation model.
+_PROFILE = re.compile(r"^(?:arn:aws[a-z-]*:bedrock:[a-z0-9-]*:\d{12}:inference-profile/)?(?:us|us-gov|eu|apac|jp|au|ca|global)\.(?=anthropic\.)")
+
+
+def foundation_model(model_id: str) -> str:
+    """The foundation model id of a Bedrock model id: an inference profile's without its geography; any other
+    id (a foundation model, its ARN, an application inference profile's ARN) as it is."""
+    return _PROFILE.sub("", model_id)
 
 
 def cloud_text(text: str) -> str:
@@ -109,11 +121,15 @@ class BedrockProvider(AnthropicProvider):
         return super().request_options(body, headers).model_copy(update={"content": None, "json_data": body})
 
     async def count_tokens(self, model: ModelInfo, context: Context, options: StreamOptions) -> int:
-        raise TokensNotCounted(
-            f"{self.name}/{model.id}: the SDK's Bedrock client has no token counting, and the gateway does not "
-            "estimate counts",
-            param="model",
-        )
+        """Bedrock's `CountTokens` (`POST /model/{modelId}/count-tokens`) of the InvokeModel body a turn would send
+        (the SDK's own conversion, base64 in `input.invokeModel.body`), signed as a turn is; an inference profile
+        is counted on its foundation model (`foundation_model`). The answer is `{"inputTokens": N}`."""
+        params = await build_off_loop(self.build_request, model, context, options)
+        body = await self.client.invoke_body(self.request_options(params, self.request_headers(options)))
+        encoded = base64.b64encode(orjson.dumps(body)).decode()
+        path = f"/model/{urllib.parse.quote(foundation_model(params['model']), safe=':;')}/count-tokens"
+        answer = await self.client.post_signed_json(path, orjson.dumps({"input": {"invokeModel": {"body": encoded}}}))
+        return counted_tokens(answer, "inputTokens")
 
     def error(self, exc: BaseException) -> ProviderError | None:
         """Bedrock's failures with its reason (the exception name) and request id, without ARNs or key ids."""

@@ -32,7 +32,7 @@ from app.contract.failures import ErrorKind
 from app.contract.messages import Context
 from app.contract.request import StreamOptions
 from app.providers.base import (
-    RETRYABLE_STATUS, ProviderError, Upstream, build_off_loop, error_text, retry_after_ms, retry_delay_ms,
+    RETRYABLE_STATUS, ProviderError, Upstream, build_off_loop, counted_tokens, error_text, retry_after_ms, retry_delay_ms,
 )
 from app.providers.config import ProviderConfig
 from app.providers.google.events import GoogleTranslator
@@ -121,11 +121,7 @@ class GoogleProvider:
     async def count_tokens(self, model: ModelInfo, context: Context, options: StreamOptions) -> int:
         """`countTokens` with the turn's own request (contents, system instruction, tools): `totalTokens`."""
         request = await build_off_loop(self._sdk_request, model, context, options)
-        answer = await count(api_client(self.client), request)
-        total = answer.get("totalTokens") if isinstance(answer, dict) else None
-        if not isinstance(total, int) or isinstance(total, bool) or total < 0:
-            raise ProviderError("answered a token count without totalTokens", kind=ErrorKind.MALFORMED)
-        return total
+        return counted_tokens(await count(api_client(self.client), request), "totalTokens")
 
     def check_request(self, model: ModelInfo, context: Context, options: StreamOptions) -> None:
         check_request(model, context, options)
