@@ -398,7 +398,8 @@ def create_simulator(log_guard: LogGuard | None = None) -> Starlette:
         Route(openai.COUNT_ROUTE, openai_count, methods=["POST"]),
         Route(google.COUNT_ROUTE, google_count, methods=["POST"]),
         *azure.routes(lambda request, vendor, model: vendor_call(request, VENDORS[vendor], model), entra.valid), *entra.routes(),
-        *Vertex(lambda request, vendor, model: vendor_call(request, VENDORS[vendor], model)).routes(),
+        *Vertex(lambda request, vendor, model: vendor_call(request, VENDORS[vendor], model),
+                lambda request, vendor, model, answer: count_call(request, VENDORS[vendor], model, answer)).routes(),
         Route("/_sim/requests", requests_seen, methods=["GET", "DELETE"]),
         Route("/_sim/wait", wait, methods=["GET"]),
     ])

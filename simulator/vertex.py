@@ -12,6 +12,13 @@
   (it is in the path).
 - `POST /vertex/v1/projects/{p}/locations/{l}/publishers/google/models/{m}:streamGenerateContent`: Gemini, the
   Gemini stream (`simulator.google`).
+- `POST /vertex/v1/projects/{p}/locations/{l}/publishers/anthropic/models/count-tokens:rawPredict`: Claude's
+  token count (`{"input_tokens": N}`); the body must carry `anthropic_version` and the `model`.
+- `POST /vertex/v1/projects/{p}/locations/{l}/publishers/google/models/{m}:countTokens`: Gemini's token count on
+  Vertex (`{"totalTokens": N, "totalBillableCharacters": …}`), strict about Vertex's request shape: `contents`,
+  `systemInstruction`, `tools`, `generationConfig` (and `model`, `instances`) at the top level; any other field,
+  the Gemini API's `generateContentRequest` wrapper first, is 400 `INVALID_ARGUMENT` ("Unknown name …").
+  The counts are `scenarios.token_count` of the body, recorded with endpoint `count`.
 
 Both model routes want `Authorization: Bearer <a token issued here>`, valid until its expiry plus five
 minutes of clock skew (else 401 `UNAUTHENTICATED`); a model named `…;throttle=N` is answered 429
@@ -42,6 +49,11 @@ GOOGLE_TOKEN_URI = "https://oauth2.googleapis.com/token"  # the audience google-
 PUBLIC_KEYS: dict[str, rsa.RSAPublicKey] = {}  # key id → public half, of the registered test keys
 
 VendorCall = Callable[[Request, str, str], Awaitable[Any]]
+CountCall = Callable[[Request, str, str, Callable[[int], dict[str, Any]]], Awaitable[Any]]
+# What Vertex's `countTokens` request takes (`CountTokensRequest`, v1); any other field (the Gemini API's
+# `generateContentRequest`, `toolConfig`, `safetySettings`, `cachedContent`, `labels`) is refused, as Vertex
+# refuses unknown JSON fields.
+GEMINI_COUNT_FIELDS = frozenset({"model", "instances", "contents", "systemInstruction", "tools", "generationConfig"})
 
 
 def service_account_info(token_uri: str, *, project: str = "sim-project", registered: bool = True) -> dict[str, str]:
@@ -68,8 +80,9 @@ def _google_error(status: int, code: str, message: str) -> Response:
 
 
 class Vertex:
-    def __init__(self, vendor_call: VendorCall) -> None:
+    def __init__(self, vendor_call: VendorCall, count_call: CountCall) -> None:
         self.vendor_call = vendor_call
+        self.count_call = count_call
         self.lifetime = 3600
         self.expiry: dict[str, float] = {}
         self.throttled: Counter[str] = Counter()
@@ -108,24 +121,34 @@ class Vertex:
             self.expiry[issued] = time.time() + self.lifetime
             return JSONResponse({"access_token": issued, "expires_in": self.lifetime, "token_type": "Bearer"})
 
-        async def model_call(request: Request, vendor: str) -> Any:
+        async def model_call(request: Request, vendor: str, model: str | None = None, count: bool = False) -> Any:
             params = request.path_params
-            model = params["model"]
+            model = model if model is not None else params["model"]
             self.log.append({"path": request.url.path, "project": params["project"], "location": params["location"], "model": model})
             bearer = request.headers.get("authorization", "").removeprefix("Bearer ")
             expires = self.expiry.get(bearer)
             if expires is None or time.time() > expires + SKEW_S:
                 return _google_error(401, "UNAUTHENTICATED", "Request had invalid authentication credentials. Expected OAuth 2 "
                                      "access token, login cookie or other valid authentication credential.")
-            if vendor == "anthropic":
-                body = await request.json()
-                if not body.get("anthropic_version") or "model" in body:
-                    return _google_error(400, "INVALID_ARGUMENT", "anthropic_version is required; the model goes in the path")
+            body = await request.json() if vendor == "anthropic" or count else {}
+            if vendor == "anthropic" and not body.get("anthropic_version"):
+                return _google_error(400, "INVALID_ARGUMENT", "anthropic_version is required")
+            if vendor == "anthropic" and ("model" in body) != count:  # a turn's model is in the path, a count's in the body
+                return _google_error(400, "INVALID_ARGUMENT", "the model goes in the body of a count, in the path of a turn")
+            if vendor == "google" and count:
+                unknown = sorted(set(body) - GEMINI_COUNT_FIELDS) if isinstance(body, dict) else ["(not an object)"]
+                if unknown:
+                    return _google_error(400, "INVALID_ARGUMENT", f'Invalid JSON payload received. Unknown name "{unknown[0]}": '
+                                         "Cannot find field.")
             limit = next((int(p[len("throttle="):]) for p in model.split(";") if p.startswith("throttle=")), 0)
             if self.throttled[model] < limit:
                 self.throttled[model] += 1
                 return _google_error(429, "RESOURCE_EXHAUSTED", "Resource exhausted. Please try again later. Please refer to "
                                      "https://cloud.google.com/vertex-ai/generative-ai/docs/error-code-429 for more details.")
+            if count and vendor == "anthropic":
+                return await self.count_call(request, vendor, model, lambda n: {"input_tokens": n})
+            if count:
+                return await self.count_call(request, vendor, model, lambda n: {"totalTokens": n, "totalBillableCharacters": 4 * n})
             return await self.vendor_call(request, vendor, model)
 
         async def claude(request: Request) -> Any:
@@ -133,6 +156,13 @@ class Vertex:
 
         async def gemini(request: Request) -> Any:
             return await model_call(request, "google")
+
+        async def claude_count(request: Request) -> Any:
+            body = await request.json()
+            return await model_call(request, "anthropic", str(body.get("model", "")) if isinstance(body, dict) else "", count=True)
+
+        async def gemini_count(request: Request) -> Any:
+            return await model_call(request, "google", count=True)
 
         async def lifetime(request: Request) -> Response:
             self.lifetime = int(request.query_params["seconds"])
@@ -149,6 +179,8 @@ class Vertex:
             Route("/vertex/token", token, methods=["POST"]),
             Route(models + "/anthropic/models/{model}:streamRawPredict", claude, methods=["POST"]),
             Route(models + "/google/models/{model}:streamGenerateContent", gemini, methods=["POST"]),
+            Route(models + "/anthropic/models/count-tokens:rawPredict", claude_count, methods=["POST"]),
+            Route(models + "/google/models/{model}:countTokens", gemini_count, methods=["POST"]),
             Route("/vertex/_sim/lifetime", lifetime, methods=["POST"]),
             Route("/vertex/_sim/issued", issued, methods=["GET"]),
             Route("/vertex/_sim/requests", requests_seen, methods=["GET"]),

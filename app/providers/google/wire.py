@@ -75,12 +75,27 @@ async def send(client: ApiClient, request: SdkRequest) -> AsyncIterator[Any]:
 
 
 async def count(client: ApiClient, request: SdkRequest) -> Any:
-    """`countTokens` for a converted request, as its `generateContentRequest`: the whole request (system
-    instruction and tools included) is counted. (The SDK's `models.count_tokens` refuses a system instruction
-    and tools on the Gemini Developer API, although the endpoint counts them inside `generateContentRequest`;
-    so the request goes through the SDK's own request method, like the stream.) The answer's decoded JSON."""
-    model = request.path.partition(":")[0]  # `models/<id>`, as the SDK put it in the path
-    body = {key: value for key, value in request.body.items() if not key.startswith("_")}
-    payload = {"generateContentRequest": {"model": model, **body}}
+    """`countTokens` for a converted request, in the shape of the client's API (`count_body`), through the SDK's
+    own request method, like the stream. The answer's decoded JSON."""
+    model = request.path.partition(":")[0]  # `models/<id>` (Vertex AI: `publishers/google/models/<id>`), as the SDK put it
+    payload = count_body(model, request.body, vertex=bool(client.vertexai))
     response = await client.async_request("post", _COUNT_PATH.format(model=model), payload, request.http_options)
     return json.loads(response.body) if response.body else {}
+
+
+# What Vertex AI's `countTokens` takes (its `CountTokensRequest`: what the SDK's `count_tokens` sends with
+# `vertexai=True`); it refuses any other field with 400 INVALID_ARGUMENT ("Unknown name …"): the Gemini API's
+# `generateContentRequest` wrapper, and of a turn's body `toolConfig`, `safetySettings`, `labels`, `cachedContent`.
+VERTEX_COUNTED = ("contents", "systemInstruction", "tools", "generationConfig")
+
+
+def count_body(model: str, body: dict[str, Any], *, vertex: bool) -> dict[str, Any]:
+    """The `countTokens` body for a turn's converted body, so the whole request (system instruction and tools
+    included) is counted:
+    - the Gemini Developer API: the turn's body as `generateContentRequest` (the SDK's `models.count_tokens`
+      refuses a system instruction and tools there, although the endpoint counts them inside that wrapper);
+    - Vertex AI: `contents`, `systemInstruction`, `tools` and `generationConfig` at the top level, as the SDK
+      sends them (`VERTEX_COUNTED`)."""
+    if vertex:
+        return {key: body[key] for key in VERTEX_COUNTED if key in body}
+    return {"generateContentRequest": {"model": model, **{key: value for key, value in body.items() if not key.startswith("_")}}}
