@@ -193,3 +193,24 @@ def test_an_expired_entra_token_is_renewed_for_the_next_turn_while_an_open_strea
         assert first_seen["completed"] is True
     finally:
         sim.http.post("/entra/_sim/lifetime", params={"seconds": 3600})
+
+
+COUNT_ROUTES = {  # each door's count route, and how its answer names the model
+    "messages": ("/v1/messages/count_tokens", lambda model, m: {"model": model, "messages": [{"role": "user", "content": m}]}),
+    "responses": ("/v1/responses/input_tokens", lambda model, m: {"model": model, "input": m}),
+    "gemini": ("/v1beta/models/{model}:countTokens", lambda model, m: {"contents": [{"role": "user", "parts": [{"text": m}]}]}),
+}
+
+
+@pytest.mark.parametrize("door", COUNT_ROUTES)
+@pytest.mark.parametrize("name", ["az-resp", "az-chat-dated"])
+def test_a_count_on_azure_is_a_400_saying_azure_has_no_counting_endpoint(azure, name, door):
+    m = marker()
+    route, body = COUNT_ROUTES[door]
+    model = f"{name}/gpt-5"
+    response = azure.http.post(route.format(model=model), json=body(model, m))
+    assert response.status_code == 400, response.text
+    assert f"{model}: Azure OpenAI has no input token counting endpoint" in response.text
+    if door == "responses":  # the door whose error shape carries the gateway's kind
+        assert response.json()["error"]["code"] == "tokens_not_counted"
+    assert not azure.sim.seen(m), "Azure was not asked"

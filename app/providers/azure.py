@@ -12,6 +12,9 @@
   optional extra `azure`), fetched and refreshed by it before they expire (a token within five minutes of its
   end is renewed on the next request), never logged.
 
+Azure OpenAI has no input token counting endpoint: a count for an Azure model is refused (`TokensNotCounted`,
+400 `tokens_not_counted` on every door's count route), never estimated.
+
 Throttling answers 429 with `retry-after-ms`; the dispatcher waits that long (capped) and retries. An error
 keeps Azure's request id (`apim-request-id`, `x-request-id`) so an operator can quote it to Azure support.
 """
@@ -32,6 +35,7 @@ from app.providers.config import ProviderConfig
 from app.providers.openai_completions import OpenAICompletionsProvider
 from app.providers.openai_responses import OpenAIResponsesProvider
 from app.providers.transport import UPSTREAM_HEADERS
+from app.refusals import TokensNotCounted
 
 ENTRA_SCOPE = "https://cognitiveservices.azure.com/.default"
 REQUEST_ID_HEADERS = ("apim-request-id", "x-request-id", "x-ms-request-id")
@@ -105,6 +109,15 @@ class AzureOpenAI:
         )
         stream.response.request.headers = httpx2.Headers()
         return Upstream(stream, stream.close)
+
+    async def count_tokens(self, model: ModelInfo, context: Context, options: StreamOptions) -> int:
+        """Azure OpenAI has no input token counting endpoint (neither path serves `responses/input_tokens`), and
+        the gateway does not estimate counts."""
+        raise TokensNotCounted(
+            f"{self.name}/{model.id}: Azure OpenAI has no input token counting endpoint, and the gateway does not "
+            "estimate counts",
+            param="model",
+        )
 
     def error(self, exc: BaseException) -> ProviderError | None:
         error = super().error(exc)  # type: ignore[misc]
