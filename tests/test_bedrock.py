@@ -338,3 +338,31 @@ def test_an_access_denied_keeps_the_clouds_reason_and_request_id_but_no_arn(bedr
                "metrics": bedrock.http.get("/metrics").text}
     for where, text in emitted.items():
         assert "123456789012" not in text and "llm-gateway-bedrock" not in text, where
+
+
+def test_an_error_body_past_the_upstream_bound_ends_the_turn_with_one_clean_error_and_a_record(gateway_factory, bedrock, sim):
+    """Bedrock's error bodies are read whole by the SDK: an 8 MiB one stops at GATEWAY_MAX_UPSTREAM_EVENT_BYTES."""
+    bounded = gateway_factory(catalog=bedrock.state.settings.catalog, base_urls={"bedrock": f"{sim.url}/bedrock"},
+                              retries=0, max_upstream_event_bytes=1024 * 1024)
+    model = f"bedrock/text;error_bytes={8 * 1024 * 1024}"
+    prompt = marker()
+    result = bounded.stream(turn(model, prompt))
+    assert [e["type"] for e in result.events if e["type"] in ("done", "error")] == ["error"]
+    message = result.terminal["errorMessage"]
+    assert message == f"{model} answered HTTP 500 with a body longer than 1048576 bytes (GATEWAY_MAX_UPSTREAM_EVENT_BYTES)"
+    request_id = result.headers["x-request-id"]
+    [attempt] = bounded.job(request_id).attempts
+    assert (attempt.kind, attempt.http_status) == ("event_too_large", 500)
+    record = bounded.http.get(f"/v1/requests/{request_id}")
+    assert record.status_code == 200 and record.json()["outcome"] == "error", record.text
+    assert len(record.text) < 64 * 1024  # none of the body was kept
+    assert [e["status"] for e in sim.seen(prompt)] == [500]
+
+
+def test_a_count_whose_error_body_passes_the_bound_is_a_clean_502(gateway_factory, bedrock, sim):
+    bounded = gateway_factory(catalog=bedrock.state.settings.catalog, base_urls={"bedrock": f"{sim.url}/bedrock"},
+                              max_upstream_event_bytes=1024 * 1024)
+    response = bounded.http.post("/v1/messages/count_tokens", json={
+        "model": f"bedrock/text;error_bytes={8 * 1024 * 1024}", "messages": [{"role": "user", "content": marker()}]})
+    assert response.status_code == 502 and len(response.content) < 4096, response.text[:300]
+    assert "with a body longer than 1048576 bytes" in response.json()["error"]["message"]

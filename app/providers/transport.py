@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass
 from types import ModuleType
-from typing import Any, AsyncIterator
+from typing import Any, AsyncIterator, Callable
 
 import aiohttp
 import httpx2
@@ -52,6 +52,31 @@ class EventTooLarge(httpx2.ReadError):
     def __init__(self, limit: int) -> None:
         super().__init__(f"an SSE event longer than {limit} bytes")
         self.limit = limit
+
+
+class BodyTooLarge(httpx2.ReadError):
+    """A response body read whole (an error body, a JSON answer) grew past the bound before it ended."""
+
+    def __init__(self, limit: int, status: int) -> None:
+        super().__init__(f"an HTTP {status} body longer than {limit} bytes")
+        self.limit = limit
+        self.status = status
+
+
+class _BodyBound:
+    """Counts the bytes of a whole response body across its chunks."""
+
+    __slots__ = ("limit", "size", "status")
+
+    def __init__(self, limit: int, status: int) -> None:
+        self.limit = limit
+        self.size = 0
+        self.status = status
+
+    def feed(self, chunk: bytes) -> None:
+        self.size += len(chunk)
+        if self.size > self.limit:
+            raise BodyTooLarge(self.limit, self.status)
 
 
 class _EventBound:
@@ -90,51 +115,68 @@ _LINE_ENDS = (10, 13)  # \n, \r
 
 class _BoundedEventStream(httpx2.AsyncByteStream):
     """A response body, decoded (gzip, …) as the client would, that fails with `EventTooLarge` once one event
-    passes the bound: the SDK above never holds more of an unfinished event than the bound."""
+    passes the bound (`BodyTooLarge` once the whole body does, with a `_BodyBound`): the SDK above never holds
+    more than the bound. The body is closed when it fails (its connection is not reused)."""
 
-    def __init__(self, inner: httpx2.AsyncByteStream, limit: int, decoder: Any) -> None:
+    def __init__(self, inner: httpx2.AsyncByteStream, bound: _EventBound | _BodyBound, decoder: Any) -> None:
         self._inner = inner
-        self._bound = _EventBound(limit)
+        self._bound = bound
         self._decoder = decoder
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
         feed = self._bound.feed
         decoder = self._decoder
-        if decoder is None:
+        try:
+            if decoder is None:
+                async for raw in self._inner:
+                    feed(raw)
+                    yield raw
+                return
             async for raw in self._inner:
-                feed(raw)
-                yield raw
-            return
-        async for raw in self._inner:
-            for chunk in decoder.decode(raw):
+                for chunk in decoder.decode(raw):
+                    feed(chunk)
+                    yield chunk
+            for chunk in decoder.flush():
                 feed(chunk)
                 yield chunk
-        for chunk in decoder.flush():
-            feed(chunk)
-            yield chunk
+        except (EventTooLarge, BodyTooLarge):
+            await self._inner.aclose()
+            raise
 
     async def aclose(self) -> None:
         await self._inner.aclose()
 
 
-class _BoundingTransport(httpx2.AsyncBaseTransport):
-    """A client's transport, with every response body bounded per event. Whatever its content type: the
-    Stainless SDKs decode a streaming call's body as SSE whatever type it is labelled with, and these clients
-    make no other calls (an error body, read whole, is bounded by the same rule: a larger one is hostile too)."""
+BoundFor = Callable[[httpx2.Response, int], "_EventBound | _BodyBound | None"]
 
-    def __init__(self, inner: httpx2.AsyncBaseTransport, limit: int) -> None:
+
+def _per_event(response: httpx2.Response, limit: int) -> _EventBound:
+    return _EventBound(limit)
+
+
+class _BoundingTransport(httpx2.AsyncBaseTransport):
+    """A client's transport, with every response body bounded as `bound_for` says (None: that body is not
+    bounded here). Per event, whatever the content type (`bound_event_streams`): the Stainless SDKs decode a
+    streaming call's body as SSE whatever type it is labelled with, and these clients make no other calls (an
+    error body, read whole, is bounded by the same rule: a larger one is hostile too)."""
+
+    def __init__(self, inner: httpx2.AsyncBaseTransport, limit: int, bound_for: BoundFor = _per_event) -> None:
         self._inner = inner
         self._limit = limit
+        self._bound_for = bound_for
 
     async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
         response = await self._inner.handle_async_request(request)
+        bound = self._bound_for(response, self._limit)
+        if bound is None:
+            return response
         decoder = None
         if response.headers.get("content-encoding"):
             # Bound what the SDK buffers, i.e. the decoded bytes: decode here with the client's own decoders (a
             # small compressed body can hold a huge line), so the client must not decode again.
             decoder = take_content_decoder(response)
             del response.headers["content-encoding"]
-        response.stream = _BoundedEventStream(response.stream, self._limit, decoder)
+        response.stream = _BoundedEventStream(response.stream, bound, decoder)
         return response
 
     async def aclose(self) -> None:
@@ -146,6 +188,21 @@ def bound_event_streams(client: httpx2.AsyncClient, max_event_bytes: int) -> htt
     to `max_event_bytes` per event (0: unbounded). Returns the client."""
     if max_event_bytes > 0:
         wrap_transports(client, lambda transport: _BoundingTransport(transport, max_event_bytes))
+    return client
+
+
+def bound_whole_bodies(client: httpx2.AsyncClient, max_bytes: int, streamed_type: str) -> httpx2.AsyncClient:
+    """`client`, with every response body it reads whole (any but a `streamed_type` one: an error body, a JSON
+    answer) bounded to `max_bytes` in all (0: unbounded), failing with `BodyTooLarge`. For a client whose streams
+    are not SSE (Bedrock's event stream: its decoder bounds each frame) and whose other bodies the SDK reads
+    whole, without bound. Returns the client."""
+    if max_bytes > 0:
+
+        def whole(response: httpx2.Response, limit: int) -> _BodyBound | None:
+            streamed = response.headers.get("content-type", "").split(";")[0].strip().lower() == streamed_type
+            return None if streamed else _BodyBound(limit, response.status_code)
+
+        wrap_transports(client, lambda transport: _BoundingTransport(transport, max_bytes, whole))
     return client
 
 
@@ -184,6 +241,14 @@ def transport_error(exc: BaseException) -> ProviderError | None:
     """A ProviderError for a network, framing or decoding failure; None for anything else (our own bugs)."""
     if isinstance(exc.__cause__, aiohttp.ClientError):
         exc = _httpx_equivalent(exc.__cause__) or exc
+    if isinstance(exc, BodyTooLarge):
+        answered = f"answered HTTP {exc.status} with" if exc.status != 200 else "answered with"
+        return ProviderError(
+            f"{answered} a body longer than {exc.limit} bytes (GATEWAY_MAX_UPSTREAM_EVENT_BYTES)",
+            status=exc.status if exc.status != 200 else None,
+            retryable=exc.status in RETRYABLE_STATUS,
+            kind=ErrorKind.EVENT_TOO_LARGE,
+        )
     if isinstance(exc, EventTooLarge):
         return ProviderError(
             f"sent an SSE event longer than {exc.limit} bytes (GATEWAY_MAX_UPSTREAM_EVENT_BYTES)",

@@ -25,7 +25,11 @@ such a character would reach the service under another path than the one signed.
 The base URL is Bedrock's runtime endpoint for the region unless the catalog's `baseUrl` or
 `GATEWAY_<NAME>_BASE_URL` names another (a VPC endpoint, the simulator). A frame is bounded by botocore's
 decoder (128 KiB of headers, 24 MiB of payload), not by `GATEWAY_MAX_UPSTREAM_EVENT_BYTES`, which counts SSE
-lines: an event-stream body has none.
+lines: an event-stream body has none. Every other body, which the SDK reads whole (an error body, a token
+count's answer), is bounded by `GATEWAY_MAX_UPSTREAM_EVENT_BYTES` in all (`bound_whole_bodies`): a longer one
+ends the attempt with kind `event_too_large` and its HTTP status.
+
+Token counts: Bedrock's `CountTokens` (`count_tokens`), which the SDK's Bedrock client does not call.
 """
 
 from __future__ import annotations
@@ -50,10 +54,11 @@ from app.contract.request import StreamOptions
 from app.providers.anthropic import AnthropicProvider
 from app.providers.base import RETRYABLE_STATUS, ProviderError, build_off_loop, counted_tokens, error_detail, retry_after_ms
 from app.providers.config import ProviderConfig
-from app.providers.transport import client_options
+from app.providers.transport import bound_whole_bodies, client_options
 from app.seams.bedrock import SigningBedrockClient
 from app.seams.stainless import AnthropicRequestOptions
 
+EVENT_STREAM = "application/vnd.amazon.eventstream"  # a streamed turn's body (any other is read whole)
 # Bedrock's exceptions (the `x-amzn-ErrorType` of an HTTP error, the `:exception-type` of an in-stream one,
 # lower camel case there) and the HTTP status each one is: in-stream ones arrive inside a 200.
 EXCEPTION_STATUS = {
@@ -104,7 +109,9 @@ class BedrockProvider(AnthropicProvider):
             aws_region=self.region,
             base_url=config.base_url,
             max_retries=0,  # the dispatcher retries
-            http_client=httpx2.AsyncClient(**client_options(config.transport)),
+            http_client=bound_whole_bodies(
+                httpx2.AsyncClient(**client_options(config.transport)), config.transport.max_event_bytes, EVENT_STREAM,
+            ),
         )
         # A relative path: the SDK's Bedrock client turns `/v1/messages` with a JSON body into its invoke path.
         self._options = AnthropicRequestOptions.construct(method="post", url=self.path)
