@@ -10,6 +10,7 @@ Routes (mounted wherever; the gateway's demo mode mounts it at `/_simulator`):
 - `POST /anthropic/v1/messages/count_tokens`                Anthropic's token count (`{"input_tokens"}`)
 - `POST /openai/v1/responses/input_tokens`                  OpenAI's input token count (`response.input_tokens`)
 - `POST /google/v1beta/models/{model}:countTokens`          Gemini's token count (`{"totalTokens"}`)
+- Bedrock's `CountTokens` and Vertex AI's count paths: `simulator/bedrock.py`, `simulator/vertex.py`
 - `GET  /_sim/requests?contains=…`                          what it saw, newest last
 - `GET  /_sim/wait?contains=…&until=closed|finished&timeout=` long-poll until a matching request got there
   (`&all=1`: until every matching request got there; answers the list)

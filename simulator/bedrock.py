@@ -119,11 +119,9 @@ class BedrockWire:
                                            role=str(form.get("RoleArn")), session=str(form.get("RoleSessionName"))), media_type="text/xml")
 
     async def invoke(self, request: Request) -> Response | "EventStreamResponse":
-        body_bytes = await request.body()
-        request_id = str(uuid.uuid4())
-        refused = self.check_signature(request, body_bytes)
+        body_bytes, request_id, refused = await self._read_signed(request)
         if refused is not None:
-            return error_response(403, *refused, request_id)
+            return refused
         model = request.path_params["model_id"]
         raw = body_bytes.decode("utf-8", "replace")
         try:
@@ -146,11 +144,9 @@ class BedrockWire:
         `{"inputTokens": N}` (`scenarios.token_count` of the decoded InvokeModel body), signed, throttled and
         refused like the invoke routes. The model id must be a foundation model's: a cross-region inference
         profile (`us.anthropic.…`) is a 400 `ValidationException`."""
-        body_bytes = await request.body()
-        request_id = str(uuid.uuid4())
-        refused = self.check_signature(request, body_bytes)
+        body_bytes, request_id, refused = await self._read_signed(request)
         if refused is not None:
-            return error_response(403, *refused, request_id)
+            return refused
         model = request.path_params["model_id"]
         try:
             encoded = json.loads(body_bytes)["input"]["invokeModel"]["body"]
@@ -171,6 +167,13 @@ class BedrockWire:
         entry.status, entry.completed, entry.finished_at = 200, True, time.time()
         entry.touch()
         return JSONResponse({"inputTokens": s.token_count(body)}, headers={"x-amzn-RequestId": request_id})
+
+    async def _read_signed(self, request: Request) -> tuple[bytes, str, Response | None]:
+        """The request's body, a fresh request id, and the 403 to answer when its signature is refused."""
+        body = await request.body()
+        request_id = str(uuid.uuid4())
+        refused = self.check_signature(request, body)
+        return body, request_id, None if refused is None else error_response(403, *refused, request_id)
 
     def _refused(self, request: Request, entry: Any, model: str, prompt: str, scenario: s.Scenario, request_id: str,
                  action: str) -> Response | None:
