@@ -113,6 +113,8 @@ def test_the_bedrock_seam_still_fits_the_sdk():
 
     hook = anthropic.AsyncAnthropicBedrock._prepare_request
     assert inspect.iscoroutinefunction(hook) and list(inspect.signature(hook).parameters) == ["self", "request"]
+    options = anthropic.AsyncAnthropicBedrock._prepare_options  # the InvokeModel body a count reads (`invoke_body`)
+    assert inspect.iscoroutinefunction(options) and list(inspect.signature(options).parameters) == ["self", "options"]
     assert "json_data" in AnthropicRequestOptions.model_fields  # the body the Bedrock client moves `model` out of
     client = SigningBedrockClient(aws_region="eu-west-1")
     assert str(client.base_url).startswith("https://bedrock-runtime.eu-west-1.amazonaws.com")
