@@ -140,6 +140,7 @@ async def console_pools(request: Request) -> Response:
     cooldown (until, reason, failure streak), latency estimates (EWMA of time to first token and of the gap
     between frames), quota use (rpm, tpm), and whether that state is shared by every replica (Redis)."""
     gateway = request.app.state.gateway
+    gateway.keys.identify(authorization(request.headers))  # any valid key (every key's view is the same)
     dispatcher = gateway.dispatcher
     configured = set(dispatcher.providers)
     pools = [route.pool for route in dispatcher.catalog.routes.values() if route.pool is not None]
