@@ -36,15 +36,16 @@ def _browser_required() -> bool:
     return bool(os.environ.get("CI")) or os.environ.get("GATEWAY_TEST_BROWSER") == "required"
 
 
-@pytest.fixture(scope="module")
-def demo() -> Iterator[GatewayProcess]:
+@contextmanager
+def demo_gateway(catalog: Path) -> Iterator[GatewayProcess]:
+    """`python -m app` in demo mode with client keys and `catalog` as its extra catalog."""
     log = tempfile.NamedTemporaryFile(prefix="gateway-console-", suffix=".log", delete=False)
     gateway = GatewayProcess(
         "http://127.0.0.1:9",  # unused: demo mode points every provider at its own mounted simulator
         stderr=log,
         GATEWAY_DEMO="1",
         GATEWAY_API_KEYS=f"console:{KEY},other:{OTHER_KEY}",
-        GATEWAY_CATALOG=str(ROOT / "app" / "catalog.json"),
+        GATEWAY_CATALOG=str(catalog),
     )
     try:
         gateway.wait_ready()
@@ -52,6 +53,12 @@ def demo() -> Iterator[GatewayProcess]:
     finally:
         gateway.stop()
         log.close()
+
+
+@pytest.fixture(scope="module")
+def demo() -> Iterator[GatewayProcess]:
+    with demo_gateway(ROOT / "app" / "catalog.json") as gateway:
+        yield gateway
 
 
 @pytest.fixture(scope="module")
@@ -368,16 +375,8 @@ def pool_demo(tmp_path_factory) -> Iterator[GatewayProcess]:
     """A demo gateway whose catalog adds a pool of three deployments (one always answers 429)."""
     catalog = tmp_path_factory.mktemp("console-pools") / "catalog.json"
     catalog.write_text(json.dumps({"routes": [DEMO_POOL]}))
-    log = tempfile.NamedTemporaryFile(prefix="gateway-console-pools-", suffix=".log", delete=False)
-    gateway = GatewayProcess(
-        "http://127.0.0.1:9", stderr=log, GATEWAY_DEMO="1", GATEWAY_API_KEYS=f"console:{KEY}", GATEWAY_CATALOG=str(catalog)
-    )
-    try:
-        gateway.wait_ready()
+    with demo_gateway(catalog) as gateway:
         yield gateway
-    finally:
-        gateway.stop()
-        log.close()
 
 
 def test_pools_view_lists_the_deployments_and_shows_a_cooldown(browser, pool_demo):
@@ -411,3 +410,6 @@ def test_pools_view_lists_the_deployments_and_shows_a_cooldown(browser, pool_dem
         assert cells[6] == "1", cells
         served = panel.locator("tr.pool-ready td:nth-child(8)").all_inner_texts()  # TTFT of those that served
         assert any(text != "–" for text in served), served
+        if os.environ.get("GATEWAY_CONSOLE_SCREENSHOTS"):  # the docs' screenshot of this view (see test_screenshots)
+            page.set_viewport_size({"width": 1280, "height": 420})
+            shoot(page, Path(os.environ["GATEWAY_CONSOLE_SCREENSHOTS"]) / "pools.png")

@@ -67,16 +67,22 @@ def served(url: str, model: str, **extra: Any) -> str:
     return response.json()["provider"]
 
 
-def test_a_429_cools_the_deployment_on_both_replicas(cluster, deployments):
-    a_url, b_url, redis = cluster["a"].url, cluster["b"].url, cluster["redis"].client()
-    rep_a = deployments[0]
-    rep_a.set(THROTTLED.format(seconds=20))
+def throttle_until_tried(url: str, pool: str, rep_a: Deployment, seconds: int) -> None:
+    """Make rep-a answer 429 (Retry-After `seconds`), then send turns of `pool` to the replica at `url` until
+    one tries rep-a: that turn moves on to rep-b, and rep-a is cooled."""
+    rep_a.set(THROTTLED.format(seconds=seconds))
     before = rep_a.count
-    for _ in range(40):  # until replica a sends one turn to rep-a (which answers 429; the turn moves to rep-b)
-        assert served(a_url, "shared2") == "rep-b"
+    for _ in range(40):
+        assert served(url, pool) == "rep-b"
         if rep_a.count > before:
             break
     assert rep_a.count == before + 1
+
+
+def test_a_429_cools_the_deployment_on_both_replicas(cluster, deployments):
+    a_url, b_url, redis = cluster["a"].url, cluster["b"].url, cluster["redis"].client()
+    rep_a = deployments[0]
+    throttle_until_tried(a_url, "shared2", rep_a, 20)
     cooled_until = float(redis.hget("gw:pool:shared2:rep-a/text", "cool"))
     assert cooled_until > time.time() * 1000
     rep_a.set("")
@@ -143,14 +149,7 @@ def test_a_429_on_replica_a_shows_as_cooled_in_replica_b_console(cluster, deploy
     before = pool_view(b_url, "console2")
     assert before["strategy"] == "weighted" and before["shared"] is True
     assert before["deployments"]["rep-a/text"]["cooldown"] == {"cooling": False, "until": None, "reason": None, "streak": 0}
-    rep_a = deployments[0]
-    rep_a.set(THROTTLED.format(seconds=30))
-    sent = rep_a.count
-    for _ in range(40):  # until replica a sends one turn to rep-a (which answers 429; the turn moves to rep-b)
-        assert served(a_url, "console2") == "rep-b"
-        if rep_a.count > sent:
-            break
-    assert rep_a.count == sent + 1
+    throttle_until_tried(a_url, "console2", deployments[0], 30)
     view = pool_view(b_url, "console2")  # the other replica
     cooled, healthy = view["deployments"]["rep-a/text"], view["deployments"]["rep-b/text"]
     assert view["shared"] is True
