@@ -160,7 +160,7 @@ async def run(quick: bool) -> dict[str, Any]:
         single = f"anthropic/{SCENARIO}"
         for model in (single, "pool3"):  # warm up
             await _batch(gateway, model, 4, 5)
-        rounds = 3 if quick else 6
+        rounds = 3 if quick else 8
         per_round = []
         for r in range(rounds):
             order = (single, "pool3") if r % 2 == 0 else ("pool3", single)
