@@ -18,9 +18,12 @@ from typing import Any
 
 import uvloop
 
-from bench import report, scenarios as sc
+from bench import pools, report, scenarios as sc
 
-SCENARIOS = ("ttft", "cpu", "cpu-apis", "doors", "agent-doors", "turns", "concurrency", "slow-reader", "cancel", "ledger", "workers")
+SCENARIOS = (
+    "ttft", "cpu", "cpu-apis", "doors", "agent-doors", "turns", "concurrency", "slow-reader", "cancel", "ledger", "workers",
+    "pools",
+)
 EXTRA = ("rss", "idle")  # single scenarios, not part of a full run (`rss` is in `concurrency`)
 KEYS = {"slow-reader": "slowReader", "cpu-apis": "cpuApis", "agent-doors": "agentDoors"}
 
@@ -90,6 +93,8 @@ async def _run(args: argparse.Namespace, name: str) -> dict[str, Any]:
                 value = await sc.idle(bench)
             elif name == "workers":
                 value = await sc.workers(bench)
+            elif name == "pools":  # its own simulators and gateway (bench/pools.py)
+                value = await pools.run(args.quick)
             elif name == "concurrency":
                 value = await sc.concurrency(bench, args.concurrency)
             elif name == "slow-reader":

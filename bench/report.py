@@ -6,6 +6,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from bench.pools import table
+
 RESULTS = Path(__file__).resolve().parent / "results"
 
 TARGETS = [
@@ -18,6 +20,10 @@ TARGETS = [
     ("slow_reader", "gateway RSS growth, 1 KB/s reader on a 5 MB stream", "MB", 16.0, False),
     ("cancel_p99", "cancellation p99 (client gone → upstream closed)", "ms", 50.0, False),
     ("agent_door_ratio", "Messages door CPU per Claude Code-sized turn ÷ /v1/stream", "×", 1.2, False),
+    # Issue 28 (pools, bench/pools.py)
+    ("pool_cpu_overhead", "pool of three: gateway CPU per turn over a single provider", "%", 5.0, False),
+    ("pool_p99_ratio", "lowest-latency ÷ weighted p99 TTFT, one of three deployments slow", "×", 1.0, False),
+    ("pool_cache_share", "cache-read share, turns 2..10 of 10, pool of three, with a conversation key", "%", 70.0, True),
 ]
 
 # Issue 14 (the cost of a turn, memory per stream, two workers): (id, label, unit, limit, higher_is_better, before)
@@ -73,6 +79,10 @@ def figures(results: dict[str, Any]) -> dict[str, float | None]:
         got["slow_reader"] = results["slowReader"]["gateway"]["rssGrowthMB"]
     if "cancel" in results:
         got["cancel_p99"] = results["cancel"]["gateway"]["p99Ms"]
+    if "pools" in results:
+        got["pool_cpu_overhead"] = results["pools"]["poolCpuOverheadPct"]
+        got["pool_p99_ratio"] = results["pools"]["lowestLatencyP99Ratio"]
+        got["pool_cache_share"] = round(results["pools"]["cache"]["shareWithKey"] * 100, 1)
     if "agentDoors" in results:
         got["agent_door_ratio"] = results["agentDoors"]["doors"]["anthropic-messages"]["cpuRatioToUnified"]
     return got
@@ -258,6 +268,9 @@ def markdown(results: dict[str, Any]) -> str:
             lines.append(f"| {run['workers']} | {run['maxSustained']} | {passed} | {_fmt(run['turns']['gatewayTurnsPerS'])} | "
                          f"{_fmt(run['turns']['gatewayCpuMsPerTurn'], 'ms')} | {run['turns']['failedStreams']} |")
         lines.append(f"\nTwo workers ÷ one: paced streams {_fmt(w['maxSustainedRatio'])}×, short turns/s {_fmt(w['turnsPerSRatio'])}×.")
+    if "pools" in results:
+        lines += ["", "## 8. Pools (bench/pools.py: a pool of three against one provider, lowest-latency against weighted, "
+                  "sticky conversations and the prompt cache)", "", *table(results["pools"])]
     if "meta" in results and results["meta"].get("notes"):
         lines += ["", "## Notes", ""] + [f"- {n}" for n in results["meta"]["notes"]]
     return "\n".join(lines) + "\n"

@@ -105,3 +105,12 @@ def test_the_idle_scenario_is_reported_per_pause() -> None:
             "levels": [{"pauseMs": p, "short": kind, "paced": dict(kind, addedTtftMs=2.2)} for p in (0, 100)]}  # fmt: skip
     rows = [line for line in markdown({"idle": idle}).splitlines() if line.startswith("| 0 ms") or line.startswith("| 100 ms")]
     assert rows == ["| 0 ms | 1.05 ms | 0.40 ms | 2.20 ms | 0.40 ms |", "| 100 ms | 1.05 ms | 0.40 ms | 2.20 ms | 0.40 ms |"]
+
+
+def test_pools_targets_read_the_pools_scenario() -> None:
+    pools = {"poolCpuOverheadPct": 3.6, "lowestLatencyP99Ratio": 0.33, "cache": {"shareWithKey": 0.826}}
+    rows = {row["id"]: row for row in targets({"pools": pools})}
+    assert (rows["pool_cpu_overhead"]["value"], rows["pool_cpu_overhead"]["met"]) == (3.6, True)
+    assert (rows["pool_p99_ratio"]["value"], rows["pool_p99_ratio"]["met"]) == (0.33, True)
+    assert (rows["pool_cache_share"]["value"], rows["pool_cache_share"]["met"]) == (82.6, True)
+    assert rows["ttft_p50_c50"]["met"] is None  # not run

@@ -25,6 +25,10 @@ upstream requests in demo mode: `app.providers.transport.DEMO_CALLER`).
 
 For every request it records the body, the scenario, frames sent, whether the whole scenario was sent
 (`completed`) and whether the client closed the connection before the end (`clientClosed`, `closedAt`).
+
+A model id with `;prompt_cache=1` turns on the instance's simulated prompt cache for that request: its usage
+reports as cache read the part of the prompt whose prefix this instance served before
+(`simulator/prompt_cache.py`).
 """
 
 from __future__ import annotations
@@ -52,6 +56,7 @@ from simulator import faults as sim_faults
 from simulator import azure
 from simulator.entra import Entra
 from simulator.vertex import Vertex
+from simulator.prompt_cache import PromptCache, wanted as prompt_cache_wanted
 
 RECORDED_HEADERS = ("anthropic-beta", "anthropic-version")  # what a test may check a request carried
 SAMPLES = Path(__file__).resolve().parent.parent / "tests" / "wire_samples"  # the recorded vendor streams
@@ -261,6 +266,7 @@ def create_simulator(log_guard: LogGuard | None = None) -> Starlette:
     callers without a gateway key when auth is on, and shows each key its own requests)."""
     state = SimulatorState()
     entra = Entra()
+    cache = PromptCache()  # this instance's prompt prefixes, for requests that ask (`prompt_cache=1`)
 
     def scope_of(request: Request) -> Response | LogScope:
         return EVERYONE if log_guard is None else log_guard(request)
@@ -291,6 +297,8 @@ def create_simulator(log_guard: LogGuard | None = None) -> Starlette:
         raw, body = parsed
         model = model or str(body.get("model", ""))
         scenario = s.build(model, vendor.prompt_of(body), vendor.tool_results_of(body))
+        if prompt_cache_wanted(model):
+            cache.apply(scenario, body)
         fault = sim_faults.parse(model)
         sim_faults.prepare(fault, scenario)
         if scenario.replay is not None:

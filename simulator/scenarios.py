@@ -2,6 +2,8 @@
 
 The scenario is chosen by the model id: `<name>` or `<name>;key=value;key=value`, e.g. `slow;n=64;delay_ms=20`.
 A model id that names no scenario (e.g. `claude-sonnet-4-5`) plays `text`.
+With any scenario, `prompt_cache=1` reports usage from the simulator instance's prompt cache: the prompt prefix
+this instance served before as cache read, the rest as input (`simulator/prompt_cache.py`).
 
 `replay-<name>` serves a recorded wire sample byte for byte. The samples are in `tests/wire_samples/`, each
 file named by its vendor's prefix and its name: `anthropic-<name>.sse`, `openai-responses-<name>.sse`,

@@ -27,7 +27,7 @@ def auth(key: str) -> dict[str, str]:
 
 def test_console_is_off_by_default(gateway):
     assert Settings().console is None and Settings().demo is False
-    for path in ["/console", "/console/main.js", "/v1/console/summary"]:
+    for path in ["/console", "/console/main.js", "/v1/console/summary", "/v1/console/pools"]:
         assert gateway.http.get(path).status_code == 404
 
 
@@ -56,6 +56,9 @@ def test_console_needs_no_key_but_the_summary_does(console_gateway):
     assert refused.status_code == 401
     assert console_gateway.http.get("/v1/console/summary", headers=auth("sk-wrong")).status_code == 401
     assert console_gateway.http.get("/v1/console/summary", headers=auth(KEY)).status_code == 200
+    assert console_gateway.http.get("/v1/console/pools").status_code == 401
+    pools = console_gateway.http.get("/v1/console/pools", headers=auth(KEY))
+    assert pools.status_code == 200 and pools.json()["pools"] == []  # this catalog has no pool
 
 
 def test_summary_counts_the_callers_turns_only(console_gateway):

@@ -8,9 +8,11 @@ Without /usr/bin/chromium these tests skip, loudly, unless running in CI (`CI` o
 
 from __future__ import annotations
 
+import json
 import os
 import tempfile
 import warnings
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -34,15 +36,16 @@ def _browser_required() -> bool:
     return bool(os.environ.get("CI")) or os.environ.get("GATEWAY_TEST_BROWSER") == "required"
 
 
-@pytest.fixture(scope="module")
-def demo() -> Iterator[GatewayProcess]:
+@contextmanager
+def demo_gateway(catalog: Path) -> Iterator[GatewayProcess]:
+    """`python -m app` in demo mode with client keys and `catalog` as its extra catalog."""
     log = tempfile.NamedTemporaryFile(prefix="gateway-console-", suffix=".log", delete=False)
     gateway = GatewayProcess(
         "http://127.0.0.1:9",  # unused: demo mode points every provider at its own mounted simulator
         stderr=log,
         GATEWAY_DEMO="1",
         GATEWAY_API_KEYS=f"console:{KEY},other:{OTHER_KEY}",
-        GATEWAY_CATALOG=str(ROOT / "app" / "catalog.json"),
+        GATEWAY_CATALOG=str(catalog),
     )
     try:
         gateway.wait_ready()
@@ -50,6 +53,12 @@ def demo() -> Iterator[GatewayProcess]:
     finally:
         gateway.stop()
         log.close()
+
+
+@pytest.fixture(scope="module")
+def demo() -> Iterator[GatewayProcess]:
+    with demo_gateway(ROOT / "app" / "catalog.json") as gateway:
+        yield gateway
 
 
 @pytest.fixture(scope="module")
@@ -68,8 +77,9 @@ def browser() -> Iterator[Any]:
         chromium.close()
 
 
-@pytest.fixture
-def page(browser: Any, demo: GatewayProcess) -> Iterator[Any]:
+@contextmanager
+def console_page(browser: Any, gateway: GatewayProcess) -> Iterator[Any]:
+    """A tab on `gateway`'s console with the client key entered; it must log no error to the end."""
     context = browser.new_context(viewport={"width": 1280, "height": 900})
     context.set_default_timeout(TIMEOUT_MS)
     page = context.new_page()
@@ -82,7 +92,7 @@ def page(browser: Any, demo: GatewayProcess) -> Iterator[Any]:
             problems.append(f"console {message.type}: {message.text}")
 
     page.on("console", console_message)
-    page.goto(f"{demo.url}/console#/playground")
+    page.goto(f"{gateway.url}/console#/playground")
     page.wait_for_selector("body[data-ready=true]")
     page.fill("#key-input", KEY)
     page.click("#key-form button[type=submit]")
@@ -91,6 +101,12 @@ def page(browser: Any, demo: GatewayProcess) -> Iterator[Any]:
     context.close()
     # CSP violations and script errors surface as console errors: the page must have none.
     assert problems == []
+
+
+@pytest.fixture
+def page(browser: Any, demo: GatewayProcess) -> Iterator[Any]:
+    with console_page(browser, demo) as opened:
+        yield opened
 
 
 def send_turn(page: Any, model: str, message: str, *, throttle: str = "0") -> Any:
@@ -342,3 +358,58 @@ def test_screenshots(page, demo):
     page.click("nav a[data-view=health]")
     page.locator("#health .charts").wait_for()
     shoot(page, target / "health.png")
+
+
+DEMO_POOL = {
+    "name": "demo-pool",
+    "pool": {"strategy": "least-in-flight", "deployments": [
+        {"provider": "anthropic", "model": "claude-sonnet-4-5", "rpm": 600},
+        {"provider": "anthropic", "model": "http-429;retry_after=120", "name": "anthropic-throttled"},
+        {"provider": "openai", "model": "gpt-5", "weight": 2},
+    ]},
+}
+
+
+@pytest.fixture(scope="module")
+def pool_demo(tmp_path_factory) -> Iterator[GatewayProcess]:
+    """A demo gateway whose catalog adds a pool of three deployments (one always answers 429)."""
+    catalog = tmp_path_factory.mktemp("console-pools") / "catalog.json"
+    catalog.write_text(json.dumps({"routes": [DEMO_POOL]}))
+    with demo_gateway(catalog) as gateway:
+        yield gateway
+
+
+def test_pools_view_lists_the_deployments_and_shows_a_cooldown(browser, pool_demo):
+    with console_page(browser, pool_demo) as page:
+        page.click("nav a[data-view=pools]")
+        panel = page.locator("#pools .pool[data-pool='demo-pool']")
+        panel.wait_for()
+        assert "least-in-flight" in panel.locator("h3").inner_text()
+        assert "this process's own state" in panel.locator(".pool-shared").inner_text()
+        rows = panel.locator("tbody tr")
+        assert rows.evaluate_all("rows => rows.map(r => r.dataset.deployment)") == [
+            "anthropic/claude-sonnet-4-5", "anthropic-throttled", "openai/gpt-5"]
+        assert panel.locator("tbody tr.pool-ready").count() == 3
+        first = panel.locator("tr[data-deployment='anthropic/claude-sonnet-4-5'] td").all_inner_texts()
+        assert first[:5] == ["anthropic/claude-sonnet-4-5", "anthropic", "claude-sonnet-4-5", "1", "0"]
+        assert first[9] == "0 / 600"
+        for _ in range(60):  # until a turn tries the throttled deployment (its 429 cools it; another serves)
+            response = httpx.post(f"{pool_demo.url}/v1/complete", json={
+                "model": "demo-pool", "context": {"messages": [{"role": "user", "content": marker()}]}},
+                headers={"Authorization": f"Bearer {KEY}"}, timeout=30)
+            assert response.status_code == 200, response.text
+            attempts = api(pool_demo, f"/v1/requests/{response.json()['requestId']}")["attempts"]
+            if any(a.get("deployment") == "anthropic-throttled" for a in attempts):
+                break
+        else:
+            pytest.fail("no turn tried the throttled deployment")
+        cooled = panel.locator("tr[data-deployment='anthropic-throttled'].pool-cooling")
+        cooled.wait_for()  # the view's next refresh
+        cells = cooled.locator("td").all_inner_texts()
+        assert "cooling until" in cells[5] and "rate_limited" in cells[5], cells
+        assert cells[6] == "1", cells
+        served = panel.locator("tr.pool-ready td:nth-child(8)").all_inner_texts()  # TTFT of those that served
+        assert any(text != "–" for text in served), served
+        if os.environ.get("GATEWAY_CONSOLE_SCREENSHOTS"):  # the docs' screenshot of this view (see test_screenshots)
+            page.set_viewport_size({"width": 1280, "height": 420})
+            shoot(page, Path(os.environ["GATEWAY_CONSOLE_SCREENSHOTS"]) / "pools.png")

@@ -221,6 +221,34 @@ def test_a_conversation_stays_on_its_deployment_and_moves_when_it_is_cooled(pool
     assert {served_by(pooled, "sticky3", options=session) for _ in range(8)} == {moved}
 
 
+def converse(gateway, model: str, turns: int, options: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    """A conversation of `turns` turns through `/v1/complete`, each sending the whole conversation so far:
+    per turn, the deployment that served it and its usage."""
+    messages: list[dict[str, Any]] = []
+    served = []
+    for index in range(turns):
+        messages.append({"role": "user", "content": f"turn {index + 1}: {marker()} " + "tell me more. " * 40})
+        body = complete(gateway, model, prompt=None, context={"messages": messages}, options=options)
+        served.append((gateway.job(body["requestId"]).attempts[-1].deployment, body["usage"]))
+        messages.append({k: v for k, v in body.items() if k != "requestId"})
+    return served
+
+
+def test_a_sticky_conversation_reads_the_vendor_prompt_cache_from_turn_2_on(pooled, deployments):
+    for d in deployments:
+        d.set(";prompt_cache=1")  # each deployment's simulator remembers the prompts it served
+    served = converse(pooled, "sticky3", 5, {"throttleMs": 0, "sessionId": f"conv-{marker()}"})
+    assert len({name for name, _ in served}) == 1, served  # one deployment: its cache stays warm
+    first, *later = [usage for _, usage in served]
+    assert first["cacheRead"] == 0 and first["input"] > 0
+    # From turn 2 on, the prompt the deployment served last turn comes from its cache: only the reply it gave
+    # and the new message are input (the same size each turn), and the cached part grows by that each turn.
+    reads = [u["cacheRead"] for u in later]
+    assert reads[0] == first["input"], later
+    assert all(b - a == later[0]["input"] for a, b in zip(reads, reads[1:])), later
+    assert len({u["input"] for u in later}) == 1 and later[-1]["cacheRead"] > 3 * later[-1]["input"], later
+
+
 def test_prompt_cache_key_keeps_an_openai_chat_conversation_on_its_deployment(pooled):
     key = f"pck-{marker()}"
     seen = set()

@@ -1,7 +1,7 @@
 """Pools shared by replicas: two gateway processes (`python -m app`) with one Redis of their own, in front of
 three simulated deployments (each a simulator on its own port). A 429 cools a deployment on both replicas, an
-rpm quota holds across both, least-in-flight evens concurrent streams over both, and a conversation keeps its
-deployment whichever replica serves it."""
+rpm quota holds across both, least-in-flight evens concurrent streams over both, a conversation keeps its
+deployment whichever replica serves it, and the console's pool view of either replica shows the shared state."""
 
 from __future__ import annotations
 
@@ -31,6 +31,7 @@ def cluster(sim, deployments, tmp_path_factory) -> Iterator[dict[str, Any]]:
     a, b, c = (d.name for d in deployments)
     pools = {
         "shared2": {"deployments": [{"provider": a, "model": "text"}, {"provider": b, "model": "text"}]},
+        "console2": {"deployments": [{"provider": a, "model": "text", "rpm": 1000}, {"provider": b, "model": "text", "weight": 2}]},
         "quota2": {"deployments": [
             {"provider": a, "model": "text", "weight": 1000, "rpm": 5}, {"provider": b, "model": "text", "weight": 1}]},
         "even3": {"strategy": "least-in-flight", "deployments": [{"provider": d.name, "model": "text"} for d in deployments]},
@@ -44,6 +45,7 @@ def cluster(sim, deployments, tmp_path_factory) -> Iterator[dict[str, Any]]:
         KEY_ENV: PROVIDER_KEY,
         "GATEWAY_REDIS_TIMEOUT": "2",
         "GATEWAY_RETRIES": "0",
+        "GATEWAY_CONSOLE": "1",
     }
     with two_replicas(sim.url, tmp, env) as replicas:
         yield replicas
@@ -65,16 +67,22 @@ def served(url: str, model: str, **extra: Any) -> str:
     return response.json()["provider"]
 
 
-def test_a_429_cools_the_deployment_on_both_replicas(cluster, deployments):
-    a_url, b_url, redis = cluster["a"].url, cluster["b"].url, cluster["redis"].client()
-    rep_a = deployments[0]
-    rep_a.set(THROTTLED.format(seconds=20))
+def throttle_until_tried(url: str, pool: str, rep_a: Deployment, seconds: int) -> None:
+    """Make rep-a answer 429 (Retry-After `seconds`), then send turns of `pool` to the replica at `url` until
+    one tries rep-a: that turn moves on to rep-b, and rep-a is cooled."""
+    rep_a.set(THROTTLED.format(seconds=seconds))
     before = rep_a.count
-    for _ in range(40):  # until replica a sends one turn to rep-a (which answers 429; the turn moves to rep-b)
-        assert served(a_url, "shared2") == "rep-b"
+    for _ in range(40):
+        assert served(url, pool) == "rep-b"
         if rep_a.count > before:
             break
     assert rep_a.count == before + 1
+
+
+def test_a_429_cools_the_deployment_on_both_replicas(cluster, deployments):
+    a_url, b_url, redis = cluster["a"].url, cluster["b"].url, cluster["redis"].client()
+    rep_a = deployments[0]
+    throttle_until_tried(a_url, "shared2", rep_a, 20)
     cooled_until = float(redis.hget("gw:pool:shared2:rep-a/text", "cool"))
     assert cooled_until > time.time() * 1000
     rep_a.set("")
@@ -126,3 +134,29 @@ def test_a_conversation_keeps_its_deployment_on_either_replica_and_moves_when_co
     assert moved != first
     by_name[first].set("")
     assert {served(urls[i % 2], "sticky3", options=options) for i in range(8)} == {moved}
+
+
+def pool_view(url: str, pool: str) -> dict[str, Any]:
+    """`GET /v1/console/pools` of the replica at `url`: the named pool's view, its deployments by name."""
+    response = httpx.get(f"{url}/v1/console/pools", timeout=30)
+    assert response.status_code == 200, response.text
+    [view] = [p for p in response.json()["pools"] if p["name"] == pool]
+    return {**view, "deployments": {d["name"]: d for d in view["deployments"]}}
+
+
+def test_a_429_on_replica_a_shows_as_cooled_in_replica_b_console(cluster, deployments):
+    a_url, b_url = cluster["a"].url, cluster["b"].url
+    before = pool_view(b_url, "console2")
+    assert before["strategy"] == "weighted" and before["shared"] is True
+    assert before["deployments"]["rep-a/text"]["cooldown"] == {"cooling": False, "until": None, "reason": None, "streak": 0}
+    throttle_until_tried(a_url, "console2", deployments[0], 30)
+    view = pool_view(b_url, "console2")  # the other replica
+    cooled, healthy = view["deployments"]["rep-a/text"], view["deployments"]["rep-b/text"]
+    assert view["shared"] is True
+    assert cooled["cooldown"]["cooling"] is True and cooled["cooldown"]["reason"] == "rate_limited"
+    assert cooled["cooldown"]["streak"] == 1 and cooled["cooldown"]["until"] > time.time() * 1000
+    assert (cooled["provider"], cooled["model"], cooled["weight"], cooled["configured"]) == ("rep-a", "text", 1.0, True)
+    assert cooled["rpm"] == {"used": 1, "limit": 1000}  # the one request replica a sent it, counted in Redis
+    assert healthy["cooldown"]["cooling"] is False and healthy["weight"] == 2.0
+    assert healthy["ttftMs"] is not None and healthy["ttftMs"] > 0 and healthy["inFlight"] == 0
+    assert healthy["tpm"]["used"] > 0 and healthy["tpm"]["limit"] is None

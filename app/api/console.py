@@ -1,4 +1,5 @@
-"""The web console (`GET /console`) and its health summary (`GET /v1/console/summary`).
+"""The web console (`GET /console`), its health summary (`GET /v1/console/summary`) and its view of the pools
+(`GET /v1/console/pools`).
 
 The console is static files in `app/console/` (HTML, CSS and JavaScript modules; no build step, nothing
 loaded from elsewhere), served only when `GATEWAY_CONSOLE` is on (by default only in demo mode), with a
@@ -8,7 +9,10 @@ The page talks to the gateway's own API with the client key the user types in, s
 
 The health summary comes from `app.health.HealthWindow`, a turn observer this module adds to the gateway's
 dispatcher when the console is on. A caller sees the figures of its own key (every key's when authentication
-is off).
+is off). The pools' view is the gateway's, whichever key asks (a deployment's state is not per key).
+
+The `/v1/console/*` routes are on `api_router`, which the OpenAPI document describes even when the console is
+off (they answer 404 then).
 """
 
 from __future__ import annotations
@@ -23,7 +27,10 @@ from starlette.responses import Response
 
 from app.api.auth import authorization
 from app.api.error_responses import ApiError, json_response
+from app.catalog import Pool
+from app.contract.console import ConsolePools, Cooldown, PoolDeploymentView, PoolView, QuotaUse
 from app.health import WINDOW_MINUTES, HealthWindow
+from app.pools.state import Snapshot
 from app.settings import Settings
 
 STATIC_DIR = Path(__file__).resolve().parent.parent / "console"
@@ -53,7 +60,8 @@ def console_enabled(settings: Settings) -> bool:
 
 # ----------------------------------------------------------------------------- routes
 
-router = APIRouter()
+router = APIRouter()  # the page and its files
+api_router = APIRouter()  # what the page reads: `/v1/console/*`
 
 
 def _static(name: str) -> Response:
@@ -76,7 +84,7 @@ async def console_file(name: str) -> Response:
     return _static(name)
 
 
-@router.get("/v1/console/summary", tags=["operations"], summary="The console's health summary for the caller's key")
+@api_router.get("/v1/console/summary", tags=["operations"], summary="The console's health summary for the caller's key")
 async def console_summary(request: Request, minutes: int = Query(default=15, ge=1, le=WINDOW_MINUTES)) -> Response:
     """Turns per minute by outcome, time to first token and overhead percentiles (ms), and per provider the
     turns served, errors, retries, fallbacks and timeouts, for the caller's key (every key's when
@@ -94,6 +102,54 @@ async def console_summary(request: Request, minutes: int = Query(default=15, ge=
     return json_response(body, headers={"Cache-Control": "no-store"})
 
 
+def _seconds_to_ms(value: float | None) -> float | None:
+    return None if value is None else round(value * 1000, 3)
+
+
+def pool_view(pool: Pool, snapshot: Snapshot, configured: set[str], now_ms: int) -> PoolView:
+    """One pool as the console shows it: the catalog's deployments with the balancer's state of each."""
+    deployments = []
+    for d in pool.deployments:
+        state = snapshot.states[d.name]
+        cooled = state.cooled_until_ms or None
+        deployments.append(PoolDeploymentView(
+            name=d.name,
+            provider=d.provider,
+            model=d.model,
+            weight=d.weight,
+            configured=d.provider in configured,
+            inFlight=state.in_flight,
+            cooldown=Cooldown(cooling=state.cooled_until_ms > now_ms, until=cooled, reason=state.cool_reason, streak=state.streak),
+            ttftMs=_seconds_to_ms(state.ttft),
+            gapMs=_seconds_to_ms(state.gap),
+            sampledAt=state.sampled_at_ms or None,
+            rpm=QuotaUse(used=state.rpm_used, limit=d.rpm),
+            tpm=QuotaUse(used=state.tpm_used, limit=d.tpm),
+        ))
+    return PoolView(name=pool.name, strategy=pool.strategy, shared=snapshot.shared, deployments=deployments)
+
+
+@api_router.get(
+    "/v1/console/pools",
+    tags=["operations"],
+    summary="The console's view of each pool: its deployments and their state",
+    responses={200: {"model": ConsolePools, "description": "Each pool of the catalog, its deployments' state now"}},
+)
+async def console_pools(request: Request) -> Response:
+    """Each pool of the catalog (docs/pools.md): its strategy, and per deployment its turns in flight,
+    cooldown (until, reason, failure streak), latency estimates (EWMA of time to first token and of the gap
+    between frames), quota use (rpm, tpm), and whether that state is shared by every replica (Redis)."""
+    gateway = request.app.state.gateway
+    gateway.keys.identify(authorization(request.headers))  # any valid key (every key's view is the same)
+    dispatcher = gateway.dispatcher
+    configured = set(dispatcher.providers)
+    pools = [route.pool for route in dispatcher.catalog.routes.values() if route.pool is not None]
+    now = int(time.time() * 1000)
+    views = [pool_view(pool, await gateway.pools.view(pool), configured, now) for pool in pools]
+    body = ConsolePools(now=now, pools=views)
+    return json_response(body.model_dump(), headers={"Cache-Control": "no-store"})
+
+
 def install_console(app: FastAPI, settings: Settings) -> None:
     """When the console is enabled: its routes, and a `HealthWindow` observing the gateway's turns."""
     if not console_enabled(settings):
@@ -101,6 +157,7 @@ def install_console(app: FastAPI, settings: Settings) -> None:
     window = HealthWindow()
     app.state.console_health = window
     app.include_router(router)
+    app.include_router(api_router)
     inner = app.router.lifespan_context
 
     @asynccontextmanager

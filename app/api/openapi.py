@@ -21,6 +21,7 @@ from fastapi.openapi.utils import get_openapi
 from pydantic import BaseModel, Field, TypeAdapter
 
 from app.api.auth import OPEN_PATHS
+from app.api.console import api_router as console_api
 from app.contract.events import StreamEvent
 from app.contract.messages import AssistantMessage
 from app.contract.request import PiStreamRequest, StreamRequest
@@ -139,12 +140,14 @@ def _require_discriminators(schemas: dict[str, Any]) -> None:
 
 def build_openapi(app: FastAPI) -> dict[str, Any]:
     """The complete OpenAPI document for `app` (FastAPI's routes plus the shapes the routes parse by hand)."""
+    mounted = {getattr(route, "path", None) for route in app.routes}
+    console_routes = [route for route in console_api.routes if getattr(route, "path", None) not in mounted]
     spec = get_openapi(
         title=app.title,
         version=app.version,
         openapi_version=app.openapi_version,
         description=app.description,
-        routes=app.routes,
+        routes=[*app.routes, *console_routes],  # the console's API is described also when the console is off
     )
     components = spec.setdefault("components", {})
     components.setdefault("schemas", {}).update(_components())
@@ -206,6 +209,8 @@ def build_openapi(app: FastAPI) -> dict[str, Any]:
                     responses["503"]["description"] = "The request ledger is unavailable (see `Retry-After`)"
                 if "{" in path:
                     responses["404"] = json_body(ref("ErrorBody"), "No such record for this key")
+                if path.startswith("/v1/console/"):
+                    responses["404"] = json_body(ref("ErrorBody"), "The console is off (`GATEWAY_CONSOLE`)")
             declared_422 = operation.get("responses", {}).get("422", {}).get("content", {}).get("application/json", {})
             if declared_422.get("schema") == ref("HTTPValidationError"):  # FastAPI's; ours answers ErrorBody
                 operation["responses"]["422"] = json_body(ref("ErrorBody"), TURN_ERRORS["422"])

@@ -2,24 +2,18 @@
 
 import { getJson } from "/console/api.js";
 import { $, clear, el, fmtMs, svg } from "/console/dom.js";
+import { Poller } from "/console/poll.js";
 
 const OUTCOMES = ["done", "error", "aborted", "interrupted"];
 const REFRESH_MS = 5000;
-let timer = null;
+const poller = new Poller(refresh, REFRESH_MS);
 
 export function initHealth() {
   $("#health-minutes").addEventListener("change", refresh);
 }
 
 export function showHealth() {
-  stopHealth();
-  refresh();
-  timer = setInterval(refresh, REFRESH_MS);
-}
-
-export function stopHealth() {
-  if (timer !== null) clearInterval(timer);
-  timer = null;
+  poller.start();
 }
 
 async function refresh() {

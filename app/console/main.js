@@ -1,9 +1,12 @@
-// The console's entry point: the client key form and the views (#/playground, #/requests, #/requests/<id>, #/health).
+// The console's entry point: the client key form and the views (#/playground, #/requests, #/requests/<id>, #/health,
+// #/pools).
 
 import { getKey, setKey } from "/console/api.js";
 import { $ } from "/console/dom.js";
-import { initHealth, showHealth, stopHealth } from "/console/health.js";
+import { initHealth, showHealth } from "/console/health.js";
 import { initPlayground, loadModels } from "/console/playground.js";
+import { stopPolling } from "/console/poll.js";
+import { showPools } from "/console/pools.js";
 import { initRequests, showRecord, showRequests } from "/console/requests.js";
 
 /** `accepted`: whether the gateway took this tab's key, or no key (false: it answered 401; null: unknown). */
@@ -22,10 +25,11 @@ function route() {
   const name = view === "requests" && id ? "record" : view;
   for (const section of document.querySelectorAll(".view")) section.hidden = section.id !== `view-${name}`;
   for (const link of document.querySelectorAll("nav a")) link.classList.toggle("active", link.dataset.view === view);
-  if (name !== "health") stopHealth();
+  stopPolling();
   if (name === "requests") showRequests();
   else if (name === "record") showRecord(decodeURIComponent(id));
   else if (name === "health") showHealth();
+  else if (name === "pools") showPools();
 }
 
 $("#key-form").addEventListener("submit", (event) => {

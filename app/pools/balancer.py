@@ -13,7 +13,7 @@ from app.catalog import Deployment, Pool
 from app.contract.failures import Attempt, ErrorKind, Interrupt
 from app.contract.request import StreamOptions
 from app.pools.choice import order
-from app.pools.state import Acquired, Busy, Finished, MemoryPoolStore, PoolStore
+from app.pools.state import Acquired, Busy, Finished, MemoryPoolStore, PoolStore, Snapshot
 
 log = logging.getLogger("gateway.pools")
 
@@ -101,11 +101,15 @@ class Pools:
         await self.store.finish(pool.name, grant.name, grant.lease, result, now_ms())
 
     async def cool(self, pool: Pool, name: str, reason: str, retry_after_ms: int | None) -> int:
-        ms = await self.store.cool(pool.name, name, retry_after_ms, now_ms())
+        ms = await self.store.cool(pool.name, name, retry_after_ms, now_ms(), reason)
         if self.metrics is not None:
             self.metrics.pool_cooldown(pool.name, name, reason)
         log.info("pool %s: deployment %s cooled for %d ms (%s)", pool.name, name, ms, reason)
         return ms
+
+    async def view(self, pool: Pool) -> Snapshot:
+        """The state of every deployment of `pool` now (the console's view; every replica's with Redis)."""
+        return await self.store.snapshot(pool.name, [d.name for d in pool.deployments], None, now_ms())
 
     async def aclose(self) -> None:
         await self.store.aclose()

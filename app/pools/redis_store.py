@@ -2,7 +2,8 @@
 
 Keys (under `GATEWAY_REDIS_PREFIX`, default `gw`; `<P>` the pool's name, `<D>` the deployment's):
 
-- `<p>:pool:<P>:<D>`: hash `cool` (cooled until, epoch ms), `streak` (failures in a row), `ttft` and `gap`
+- `<p>:pool:<P>:<D>`: hash `cool` (cooled until, epoch ms), `streak` (failures in a row), `reason` (why it was
+  last cooled), `ttft` and `gap`
   (latency EWMAs, seconds) and `at` (the latest sample's time); expires a day after its last write;
 - `<p>:pool:<P>:<D>:fly`: sorted set of the turns in flight's leases, scored by their expiry;
 - `<p>:pool:<P>:<D>:rpm`: sorted set of the leases of the last 60 s, scored by their time (deployments with rpm);
@@ -52,7 +53,7 @@ for i = 0, n - 1 do
   local h, fly, rpm, tpm = KEYS[i*4+1], KEYS[i*4+2], KEYS[i*4+3], KEYS[i*4+4]
   redis.call('ZREMRANGEBYSCORE', fly, '-inf', now)
   redis.call('ZREMRANGEBYSCORE', rpm, '-inf', now - 60000)
-  local state = redis.call('HMGET', h, 'cool', 'ttft', 'gap', 'at')
+  local state = redis.call('HMGET', h, 'cool', 'ttft', 'gap', 'at', 'streak', 'reason')
   local oldest = redis.call('ZRANGE', rpm, 0, 0, 'WITHSCORES')
   table.insert(out, state[1] or '0')
   table.insert(out, tostring(redis.call('ZCARD', fly)))
@@ -62,6 +63,8 @@ for i = 0, n - 1 do
   table.insert(out, state[2] or '')
   table.insert(out, state[3] or '')
   table.insert(out, state[4] or '0')
+  table.insert(out, state[5] or '0')
+  table.insert(out, state[6] or '')
 end
 table.insert(out, redis.call('GET', KEYS[n*4+1]) or '')
 return out
@@ -134,7 +137,7 @@ if redis.call('EXISTS', KEYS[1]) == 1 then redis.call('PEXPIRE', KEYS[1], tonumb
 return 1
 """
 
-# KEYS: hash. ARGV: now, Retry-After ms (-1: none), base ms, cap ms, Retry-After cap ms, state ttl.
+# KEYS: hash. ARGV: now, Retry-After ms (-1: none), base ms, cap ms, Retry-After cap ms, state ttl, reason.
 # The backoff rule is `app.pools.state.cool_ms`.
 _COOL = """
 local now = tonumber(ARGV[1])
@@ -147,7 +150,7 @@ else
   ms = math.min(tonumber(ARGV[3]) * 2 ^ (streak - 1), tonumber(ARGV[4]))
 end
 local untl = math.max(tonumber(redis.call('HGET', KEYS[1], 'cool') or '0'), now + ms)
-redis.call('HSET', KEYS[1], 'cool', tostring(untl))
+redis.call('HSET', KEYS[1], 'cool', tostring(untl), 'reason', ARGV[7])
 redis.call('PEXPIRE', KEYS[1], tonumber(ARGV[6]))
 return ms
 """
@@ -188,7 +191,7 @@ class RedisPoolStore:
             return await self.local.snapshot(pool, names, affinity, now_ms)
         states: dict[str, DeploymentState] = {}
         for index, name in enumerate(names):
-            cool, fly, rpm, oldest, tpm, ttft, gap, at = raw[index * 8 : index * 8 + 8]
+            cool, fly, rpm, oldest, tpm, ttft, gap, at, streak, reason = raw[index * 10 : index * 10 + 10]
             states[name] = DeploymentState(
                 cooled_until_ms=int(float(cool)),
                 in_flight=int(fly),
@@ -198,9 +201,11 @@ class RedisPoolStore:
                 ttft=float(ttft) if ttft else None,
                 gap=float(gap) if gap else None,
                 sampled_at_ms=int(float(at)),
+                streak=int(streak),
+                cool_reason=reason or None,
             )
         stuck = raw[-1] or None
-        return Snapshot(states, stuck if affinity is not None else None)
+        return Snapshot(states, stuck if affinity is not None else None, shared=True)
 
     async def acquire(
         self, pool: str, ordered: Sequence[Deployment], lease: str, lease_ms: int, now_ms: int
@@ -240,14 +245,15 @@ class RedisPoolStore:
             self._down("finish", exc)
             await self.local.finish(pool, name, lease, result, now_ms)
 
-    async def cool(self, pool: str, name: str, retry_after_ms: int | None, now_ms: int) -> int:
-        args = [now_ms, -1 if retry_after_ms is None else retry_after_ms, COOL_BASE_MS, COOL_CAP_MS, RETRY_AFTER_CAP_MS, STATE_TTL_MS]
+    async def cool(self, pool: str, name: str, retry_after_ms: int | None, now_ms: int, reason: str | None = None) -> int:
+        retry = -1 if retry_after_ms is None else retry_after_ms
+        args = [now_ms, retry, COOL_BASE_MS, COOL_CAP_MS, RETRY_AFTER_CAP_MS, STATE_TTL_MS, reason or ""]
         try:
             async with asyncio.timeout(self.timeout):
                 return int(await self._cool(keys=[self._keys(pool, name, now_ms)[0]], args=args))
         except (RedisError, OSError, TimeoutError) as exc:
             self._down("cool", exc)
-            return await self.local.cool(pool, name, retry_after_ms, now_ms)
+            return await self.local.cool(pool, name, retry_after_ms, now_ms, reason)
 
     async def aclose(self) -> None:
         await self.redis.aclose()

@@ -44,6 +44,8 @@ class DeploymentState:
     ttft: float | None = None  # EWMA, seconds; None before the first sample
     gap: float | None = None  # EWMA of the gap between frames after the first token, seconds
     sampled_at_ms: int = 0  # when the latest latency sample came (0: never)
+    streak: int = 0  # failures in a row (each grows the next backoff; a success resets it)
+    cool_reason: str | None = None  # why it was last cooled (`cooling_reason`), None if never
 
     def ready_at_ms(self, deployment: Deployment, now_ms: int) -> int:
         """When this deployment may be sent a request (`now_ms` or earlier: now): after its cooldown and
@@ -60,6 +62,7 @@ class DeploymentState:
 class Snapshot:
     states: dict[str, DeploymentState]  # deployment name -> state
     affinity: str | None  # the deployment the conversation last succeeded on
+    shared: bool = False  # read from Redis (every replica's state), not this process's own
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,8 +116,8 @@ class PoolStore(Protocol):
 
     async def finish(self, pool: str, name: str, lease: str, result: Finished, now_ms: int) -> None: ...
 
-    async def cool(self, pool: str, name: str, retry_after_ms: int | None, now_ms: int) -> int:
-        """Cool `name` down; returns the cooldown's length in ms."""
+    async def cool(self, pool: str, name: str, retry_after_ms: int | None, now_ms: int, reason: str | None = None) -> int:
+        """Cool `name` down (`reason`: why, shown by the console); returns the cooldown's length in ms."""
         ...
 
     async def aclose(self) -> None: ...
@@ -124,6 +127,7 @@ class PoolStore(Protocol):
 class _Local:
     cooled_until_ms: int = 0
     streak: int = 0
+    cool_reason: str | None = None
     leases: dict[str, int] = field(default_factory=dict)  # lease -> expiry ms
     requests: list[int] = field(default_factory=list)  # rpm window, epoch ms, oldest first
     tokens: dict[int, int] = field(default_factory=dict)  # minute -> tokens
@@ -153,6 +157,8 @@ class _Local:
             ttft=self.ttft,
             gap=self.gap,
             sampled_at_ms=self.sampled_at_ms,
+            streak=self.streak,
+            cool_reason=self.cool_reason,
         )
 
 
@@ -212,9 +218,10 @@ class MemoryPoolStore:
             minute = now_ms // WINDOW_MS
             local.tokens[minute] = local.tokens.get(minute, 0) + result.tokens
 
-    async def cool(self, pool: str, name: str, retry_after_ms: int | None, now_ms: int) -> int:
+    async def cool(self, pool: str, name: str, retry_after_ms: int | None, now_ms: int, reason: str | None = None) -> int:
         local = self._local(pool, name)
         local.streak += 1
+        local.cool_reason = reason
         ms = cool_ms(local.streak, retry_after_ms)
         local.cooled_until_ms = max(local.cooled_until_ms, now_ms + ms)
         return ms
