@@ -131,7 +131,7 @@ def test_server_tool_blocks_and_their_deltas_are_skipped_and_citations_ignored()
 
 @pytest.mark.parametrize(
     ("reason", "mapped"),
-    [("end_turn", "stop"), ("stop_sequence", "stop"), ("pause_turn", "stop"), ("max_tokens", "length"),
+    [("end_turn", "stop"), ("stop_sequence", "stop"), ("pause_turn", "length"), ("max_tokens", "length"),
      ("model_context_window_exceeded", "length"), ("tool_use", "toolUse"), (None, "stop")],
 )
 def test_stop_reasons(reason, mapped):

@@ -22,7 +22,9 @@ from app.providers.base import ProviderError, token_count, wire_index, wire_name
 
 STOP_REASONS = {
     "end_turn": "stop",
-    "pause_turn": "stop",
+    # The vendor paused its own server-tool loop (a long web search) before the answer was complete: the
+    # answer is cut short, as at the token limit, never a clean end (docs/adapters/web-search.md).
+    "pause_turn": "length",
     "stop_sequence": "stop",
     "max_tokens": "length",
     "model_context_window_exceeded": "length",
