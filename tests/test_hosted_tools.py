@@ -168,6 +168,64 @@ def test_the_unified_door_takes_hosted_tools_and_names_what_was_dropped(gw: Any)
     assert response.status_code == 200 and "x-gateway-dropped-tools" not in response.headers
 
 
+@pytest.mark.parametrize("vendor", VENDORS)
+def test_the_vendors_search_streams_as_a_web_search_call_item(vendor: str, client: openai.OpenAI) -> None:
+    """As OpenAI streams it: the item added, in_progress, searching, completed, the item done with its action;
+    every event numbered in order. The sources come when `include` asks for them."""
+    stream = client.responses.create(model=f"{vendor}/web-search", input=marker(), tools=[WEB_SEARCH], stream=True,
+                                     include=["web_search_call.action.sources"])  # fmt: skip
+    events = list(stream)
+    assert [e.sequence_number for e in events] == list(range(len(events)))
+    search = [e for e in events if "web_search_call" in e.type or getattr(getattr(e, "item", None), "type", "") == "web_search_call"]
+    assert [e.type for e in search] == [
+        "response.output_item.added", "response.web_search_call.in_progress", "response.web_search_call.searching",
+        "response.web_search_call.completed", "response.output_item.done",
+    ]  # fmt: skip
+    index = search[0].output_index
+    assert all(e.output_index == index for e in search) and search[1].item_id == search[0].item.id
+    item = search[-1].item
+    assert item.status == "completed" and item.action.type == "search"
+    assert item.action.query == "gateway simulator weather"
+    assert [s.url for s in item.action.sources] == ["https://example.com/weather", "https://example.org/forecast"]
+    final = events[-1].response
+    assert final.status == "completed"
+    assert [o.type for o in final.output if o.type == "web_search_call"] == ["web_search_call"]
+    assert final.output_text.endswith("It is sunny today.")
+
+
+def test_without_include_the_search_has_no_sources_and_the_client_sends_it_back(client: openai.OpenAI) -> None:
+    """A non-streaming answer lists the search; the client may send its output back as input (Codex does)."""
+    first = client.responses.create(model="anthropic/web-search", input=marker(), tools=[WEB_SEARCH], store=False)
+    (search,) = [o for o in first.output if o.type == "web_search_call"]
+    assert search.action.query == "gateway simulator weather" and not getattr(search.action, "sources", None)
+    m = marker()
+    items = [o.model_dump(exclude_none=True) for o in first.output]
+    again = client.responses.create(model="anthropic/text", input=[*items, {"role": "user", "content": m}], store=False)
+    assert again.status == "completed"
+
+
+def test_clients_that_did_not_ask_for_hosted_tools_see_no_search(gw: Any) -> None:
+    """The vendor's search blocks (a recorded Anthropic answer with a web search) reach nobody who did not ask."""
+    body = {"model": "anthropic/replay-web-search-citations", "context": {"messages": [{"role": "user", "content": marker()}]}}
+    result = gw.stream(body, headers={"Authorization": f"Bearer {KEY}"})
+    assert not any(e["type"].startswith("websearch") for e in result.events)
+    assert not any(b["type"] == "webSearch" for b in result.terminal["message"]["content"])
+
+
+@pytest.mark.parametrize("vendor", VENDORS)
+def test_the_unified_stream_has_websearch_events_and_a_webSearch_block(vendor: str, gw: Any) -> None:
+    body = {"model": f"{vendor}/web-search", "context": {"messages": [{"role": "user", "content": marker()}]},
+            "options": {"hostedTools": {"webSearch": {}}}}  # fmt: skip
+    result = gw.stream(body, headers={"Authorization": f"Bearer {KEY}"})
+    searches = [e for e in result.events if e["type"].startswith("websearch")]
+    assert [e["type"] for e in searches] == ["websearch_start", "websearch_end"]
+    index = searches[0]["contentIndex"]
+    block = result.terminal["message"]["content"][index]
+    assert searches[1]["webSearch"] == block and block["type"] == "webSearch" and block["status"] == "completed"
+    assert block["query"] == "gateway simulator weather"
+    assert [s["url"] for s in block["sources"]] == ["https://example.com/weather", "https://example.org/forecast"]
+
+
 # ------------------------------------------------------------------------------------------------- units
 
 ASKED = StreamOptions(hosted_tools=HostedToolsOption(web_search=WebSearch()))

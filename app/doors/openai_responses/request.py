@@ -71,6 +71,7 @@ PROSE_PATHS: tuple[tuple[str, ...], ...] = (
     ("input", ANY_INDEX, "output", ANY_INDEX, "text"),
 )
 ENCRYPTED_REASONING = "reasoning.encrypted_content"
+SEARCH_SOURCES = "web_search_call.action.sources"
 # `reasoning.effort` → the unified level; "none" turns reasoning off.
 EFFORTS: dict[str, Reasoning | None] = {
     "none": None, "minimal": "minimal", "low": "low", "medium": "medium", "high": "high", "xhigh": "xhigh",
@@ -88,6 +89,7 @@ class ResponsesRequest(DoorRequest):
 
     client_model: str = ""
     include_encrypted_reasoning: bool = False  # `include: ["reasoning.encrypted_content"]`
+    include_search_sources: bool = False  # `include: ["web_search_call.action.sources"]`
     echo: dict[str, Any] = field(default_factory=dict)  # request fields the `response` object repeats
     store: bool = True  # keep the response for later requests (the API's default)
     # The conversation as wire items: the stored one it continues, then `input` with references resolved.
@@ -262,6 +264,7 @@ def _decode(body: dict[str, Any], stored: Mapping[str, StoredResponse]) -> Respo
         response_headers={DROPPED_TOOLS_HEADER: ", ".join(dropped)} if dropped else None,
         client_model=model,
         include_encrypted_reasoning=ENCRYPTED_REASONING in include,
+        include_search_sources=SEARCH_SOURCES in include,
         echo=echo,
         store=store,
         items=conversation.items,
@@ -605,9 +608,12 @@ class _Conversation:
             self._reasoning(item, param)
         elif kind in compaction.ITEM_TYPES:
             self._compaction(item, param)
+        elif kind == "web_search_call":
+            pass  # a search the vendor ran for an earlier answer (which holds what it found): nothing to replay
         elif isinstance(kind, str):
             raise invalid(f"{param}.type", f"input items of type {kind!r} are not supported (message, function_call, "
-                          "function_call_output, reasoning, compaction and item_reference are)")  # fmt: skip
+                          "function_call_output, reasoning, compaction, web_search_call and item_reference "
+                          "are)")  # fmt: skip
         else:
             raise invalid(f"{param}.type", "must be a string naming the item type")
 

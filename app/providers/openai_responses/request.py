@@ -224,11 +224,6 @@ def build_request(model: ModelInfo, context: Context, options: StreamOptions) ->
             params["tool_choice"] = choice
         if options.parallel_tool_calls is False:
             params["parallel_tool_calls"] = False
-    if (web := hosted.plan(API, model, options).web_search) is not None:
-        search: dict[str, Any] = {"type": "web_search"}
-        if not web.external_web_access:
-            search["external_web_access"] = False  # cached results only, as the client asked
-        params.setdefault("tools", []).append(search)
     if options.max_tokens:
         # A request above the model's limit would only fail upstream.
         params["max_output_tokens"] = min(options.max_tokens, model.max_tokens or options.max_tokens)
@@ -242,6 +237,12 @@ def build_request(model: ModelInfo, context: Context, options: StreamOptions) ->
     if options.reasoning or model.reasoning:
         # Without stored responses, reasoning can only be replayed from its encrypted content.
         params["include"] = ["reasoning.encrypted_content"]
+    if (web := hosted.plan(API, model, options).web_search) is not None:
+        search: dict[str, Any] = {"type": "web_search"}
+        if not web.external_web_access:
+            search["external_web_access"] = False  # cached results only, as the client asked
+        params.setdefault("tools", []).append(search)
+        params["include"] = [*params.get("include", ()), "web_search_call.action.sources"]  # what it found
     if options.session_id:
         params["prompt_cache_key"] = options.session_id
     if options.json_schema is not None:
