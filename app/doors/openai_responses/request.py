@@ -181,7 +181,7 @@ FIELDS: dict[str, Callable[[str, Any], None] | None] = {
     "client_metadata": ignore_typed(dict),  # the client's own telemetry tags (Codex CLI sends them); never shown to the model
     "truncation": accept_default("disabled", "auto"),
     "prompt_cache_retention": ignore_typed(str),
-    "max_tool_calls": ignore_typed(int),  # bounds hosted tool calls, which the gateway drops
+    "max_tool_calls": ignore_typed(int),  # bounds hosted tool calls: the catalog bounds the vendor's searches instead
     "top_logprobs": accept_default(0),
     "background": accept_default(False),
     "conversation": refuse("server-held conversations are not kept by this gateway: send the whole conversation in input"),
