@@ -132,6 +132,11 @@ class HostedTools:
     web_search: bool = False  # `webSearch: true` or `{maxUses}`: the vendor's web search
     web_search_max_uses: int | None = None  # searches per turn, where the vendor takes a bound (Anthropic)
 
+    def wire(self) -> dict[str, Any]:
+        """As the catalog writes it (`GET /v1/models` shows it)."""
+        uses = self.web_search_max_uses
+        return {"webSearch": {"maxUses": uses} if self.web_search and uses is not None else self.web_search}
+
 
 def _hosted_tools(entry: Any, where: str) -> HostedTools:
     """`hostedTools`, checked whole: a bad value names its entry."""
@@ -177,6 +182,7 @@ class ModelInfo:
             "maxTokens": self.max_tokens,
             "cost": {"input": p.input, "output": p.output, "cacheRead": p.cache_read, "cacheWrite": p.cache_write},
             "aliases": list(self.aliases),
+            **({"hostedTools": self.hosted_tools.wire()} if self.hosted_tools is not None else {}),
         }
 
 
@@ -351,6 +357,7 @@ class Catalog:
         entries: list[dict[str, Any]] = []
         for info in self.listed():
             if info.provider in configured:
+                info = self.served_model(info.provider, info.id)  # with its provider's hostedTools
                 entries.append({
                     "id": f"{info.provider}/{info.id}",
                     "object": "model",
@@ -365,7 +372,7 @@ class Catalog:
             if not any(ref.partition("/")[0] in configured for ref in route.entries):
                 continue
             provider, _, model_id = route.model.partition("/")
-            info = self.model(provider, model_id) or ModelInfo(provider, model_id, Pricing())
+            info = self.served_model(provider, model_id)
             shape: dict[str, Any] = {"model": route.model, "fallback": list(route.fallback)}
             if route.pool is not None:
                 shape["pool"] = {

@@ -145,6 +145,13 @@ def test_the_header_names_what_the_provider_that_served_dropped(gw: Any, client:
     assert tried[1]["body"]["tools"] == [{"type": "web_search"}]
 
 
+def test_the_model_list_shows_the_setting(client: openai.OpenAI) -> None:
+    models = {m.id: m for m in client.models.list()}
+    assert models["anthropic/web-search"].model_extra["hostedTools"] == {"webSearch": {"maxUses": 3}}
+    assert models["openai/web-search"].model_extra["hostedTools"] == {"webSearch": True}
+    assert "hostedTools" not in models["anthropic/text"].model_extra  # off: not shown
+
+
 def test_a_request_without_hosted_tools_has_no_header(client: openai.OpenAI) -> None:
     raw = client.responses.with_raw_response.create(model="anthropic/web-search", input=marker(), tools=[FUNCTION])
     assert "x-gateway-dropped-tools" not in raw.headers
