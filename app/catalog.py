@@ -4,10 +4,11 @@ The built-in catalog is `catalog.json` beside this file; `GATEWAY_CATALOG` names
 whose providers, models and routes are added (an entry listed again replaces the built-in one).
 
 A file has up to three lists:
-- `providers`: `{name, api, baseUrl?, keyEnv?, compat?, cloud?}`; `cloud` runs the api on a cloud
+- `providers`: `{name, api, baseUrl?, keyEnv?, compat?, cloud?, hostedTools?}`; `cloud` runs the api on a cloud
   (`{kind: "bedrock" | "vertex" | "azure", region?, project?, apiVersion?, auth?, deployments?}`, see `Cloud`);
 - `models`: `{provider, id, reasoning?, contextWindow?, maxTokens?, cost? {input, output, cacheRead,
-  cacheWrite}, aliases?}`;
+  cacheWrite}, aliases?, hostedTools?}`; `hostedTools` (`{webSearch: true | {maxUses}}`, see `HostedTools`) lets
+  the vendor's own hosted tools serve a client's (off unless given; a model's replaces its provider's);
 - `routes`: `{name, model | pool, fallback?, description?}` — a name clients may use as their model; `model` and
   each `fallback` entry are `"<provider>/<model id>"` (a fallback may also name another route, a pool's
   included); `pool` serves the route from a pool of deployments (`{strategy?, deployments: [{provider, model,
@@ -22,7 +23,7 @@ from __future__ import annotations
 import json
 import re
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Collection
 
@@ -30,9 +31,11 @@ BUILTIN = Path(__file__).with_name("catalog.json")
 ROUTE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$")  # no `/`: never mistaken for `<provider>/<model>`
 _KEYS = {
     "file": {"providers", "models", "routes"},
-    "provider": {"name", "api", "baseUrl", "keyEnv", "compat", "cloud"},
+    "provider": {"name", "api", "baseUrl", "keyEnv", "compat", "cloud", "hostedTools"},
     "cloud": {"kind", "region", "project", "apiVersion", "auth", "deployments"},
-    "model": {"provider", "id", "reasoning", "contextWindow", "maxTokens", "cost", "aliases"},
+    "model": {"provider", "id", "reasoning", "contextWindow", "maxTokens", "cost", "aliases", "hostedTools"},
+    "hostedTools": {"webSearch"},
+    "webSearch": {"maxUses"},
     "cost": {"input", "output", "cacheRead", "cacheWrite"},
     "route": {"name", "model", "pool", "fallback", "description"},
     "pool": {"strategy", "deployments"},
@@ -121,6 +124,34 @@ def _cloud(entry: Any, api: str, where: str) -> Cloud:
 
 
 @dataclass(frozen=True, slots=True)
+class HostedTools:
+    """Which of the vendor's own hosted tools the operator lets serve a client's hosted tool (catalog
+    `hostedTools` of a model or provider; docs/adapters/web-search.md). Off unless the catalog says so: a hosted
+    tool runs (and is billed) at the vendor, outside the gateway's view."""
+
+    web_search: bool = False  # `webSearch: true` or `{maxUses}`: the vendor's web search
+    web_search_max_uses: int | None = None  # searches per turn, where the vendor takes a bound (Anthropic)
+
+    def wire(self) -> dict[str, Any]:
+        """As the catalog writes it (`GET /v1/models` shows it)."""
+        uses = self.web_search_max_uses
+        return {"webSearch": {"maxUses": uses} if self.web_search and uses is not None else self.web_search}
+
+
+def _hosted_tools(entry: Any, where: str) -> HostedTools:
+    """`hostedTools`, checked whole: a bad value names its entry."""
+    _check_keys("hostedTools", entry, f"{where}: hostedTools")
+    web = entry.get("webSearch", False)
+    if isinstance(web, bool):
+        return HostedTools(web_search=web)
+    _check_keys("webSearch", web, f"{where}: hostedTools.webSearch")
+    uses = web.get("maxUses")
+    if uses is not None:
+        uses = _positive(uses, "hostedTools.webSearch.maxUses", where, integer=True)
+    return HostedTools(web_search=True, web_search_max_uses=uses)
+
+
+@dataclass(frozen=True, slots=True)
 class ProviderInfo:
     name: str
     api: str
@@ -128,6 +159,7 @@ class ProviderInfo:
     base_url: str | None = None
     compat: dict[str, Any] = field(default_factory=dict)  # per-vendor wire differences (api `openai-completions`)
     cloud: Cloud | None = None  # None: the api's maker serves it
+    hosted_tools: HostedTools | None = None  # its models' default (a model's own `hostedTools` replaces it)
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,6 +171,7 @@ class ModelInfo:
     max_tokens: int | None = None
     reasoning: bool = False
     aliases: tuple[str, ...] = ()
+    hosted_tools: HostedTools | None = None  # None: its provider's (`Catalog.served_model`), else none
 
     def fields(self) -> dict[str, Any]:
         """The catalog's fields of this model, as `GET /v1/models` shows them."""
@@ -149,6 +182,7 @@ class ModelInfo:
             "maxTokens": self.max_tokens,
             "cost": {"input": p.input, "output": p.output, "cacheRead": p.cache_read, "cacheWrite": p.cache_write},
             "aliases": list(self.aliases),
+            **({"hostedTools": self.hosted_tools.wire()} if self.hosted_tools is not None else {}),
         }
 
 
@@ -239,6 +273,7 @@ class Catalog:
                 base_url=p.get("baseUrl"),
                 compat=dict(p.get("compat") or {}),
                 cloud=_cloud(p["cloud"], p["api"], f"{where} ({p['name']})") if "cloud" in p else None,
+                hosted_tools=_hosted_tools(p["hostedTools"], f"{where} ({p['name']})") if "hostedTools" in p else None,
             )
         for index, m in enumerate(data.get("models", [])):
             where = f"catalog {source}: models[{index}] ({m.get('provider')}/{m.get('id')})" if isinstance(m, dict) else ""
@@ -251,6 +286,7 @@ class Catalog:
                 max_tokens=m.get("maxTokens"),
                 reasoning=bool(m.get("reasoning", False)),
                 aliases=tuple(m.get("aliases", [])),
+                hosted_tools=_hosted_tools(m["hostedTools"], where) if "hostedTools" in m else None,
             )
             replaced = self.models.get((info.provider, info.id))
             if replaced is not None:  # drop the replaced entry's aliases too
@@ -298,6 +334,16 @@ class Catalog:
     def model(self, provider: str, model_id: str) -> ModelInfo | None:
         return self.models.get((provider, model_id))
 
+    def served_model(self, provider: str, model_id: str) -> ModelInfo:
+        """The model a turn is served with: the catalog's entry (or an unlisted id at a price of 0), with its
+        provider's `hostedTools` when it has none of its own."""
+        info = self.models.get((provider, model_id)) or ModelInfo(provider, model_id, Pricing())
+        if info.hosted_tools is None:
+            entry = self.providers.get(provider)
+            if entry is not None and entry.hosted_tools is not None:
+                info = replace(info, hosted_tools=entry.hosted_tools)
+        return info
+
     def listed(self) -> list[ModelInfo]:
         seen: dict[int, ModelInfo] = {}
         for info in self.models.values():
@@ -311,6 +357,7 @@ class Catalog:
         entries: list[dict[str, Any]] = []
         for info in self.listed():
             if info.provider in configured:
+                info = self.served_model(info.provider, info.id)  # with its provider's hostedTools
                 entries.append({
                     "id": f"{info.provider}/{info.id}",
                     "object": "model",
@@ -325,7 +372,7 @@ class Catalog:
             if not any(ref.partition("/")[0] in configured for ref in route.entries):
                 continue
             provider, _, model_id = route.model.partition("/")
-            info = self.model(provider, model_id) or ModelInfo(provider, model_id, Pricing())
+            info = self.served_model(provider, model_id)
             shape: dict[str, Any] = {"model": route.model, "fallback": list(route.fallback)}
             if route.pool is not None:
                 shape["pool"] = {

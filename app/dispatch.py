@@ -35,6 +35,7 @@ from app.contract.messages import Context
 from app.contract.request import StreamOptions
 from app.pools.balancer import Pools, conversation_key, cooling_reason
 from app.pools.state import Acquired, Finished
+from app.providers import hosted
 from app.providers.base import Provider, ProviderError
 from app.providers.clouds import placement
 from app.resolve import ModelResolver
@@ -94,6 +95,9 @@ class TurnJob:
     # latency estimates (time to first token, the gaps after it).
     first_token_at: float | None = None
     frames_at_first_token: int = 0
+    # The client's hosted tools the current attempt's vendor is sent without (`app.providers.hosted`): once the
+    # turn started, those of the provider that serves it, which the door names in `X-Gateway-Dropped-Tools`.
+    dropped_tools: tuple[str, ...] = ()
 
     def interrupt(self, reason: Interrupt) -> None:
         """Cancel the running pump for `reason`. Never lost: a reason that outranks one still pending (not yet
@@ -290,6 +294,8 @@ class Dispatcher:
         turn = job.turn
         provider, model = route.provider, route.model
         turn.prepare(provider.name, provider.api, model.id, model.pricing)
+        if job.options.hosted_tools is not None:
+            job.dropped_tools = hosted.dropped(provider.api, model, job.options)
         translator = provider.translator(model)
         watchdog.attempt_started()
         job.first_token_at = None

@@ -130,6 +130,7 @@ class Gateway:
         await self.admission.admit_turn(key_id, [request.model, *request.fallback], names, request_id)
         throttle = self.settings.throttle_ms if options.throttle_ms is None else options.throttle_ms
         turn = Turn(request_id, throttle_ms=throttle, max_pending_bytes=self.settings.max_pending_bytes)
+        turn.builder.hosted = options.hosted_tools is not None  # the vendor's own searches reach the client
         job = TurnJob(
             turn=turn,
             routes=routes,

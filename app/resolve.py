@@ -138,4 +138,4 @@ class ModelResolver:
         return self._served(provider, model_id)
 
     def _served(self, provider: str, model_id: str) -> Served:
-        return Served(provider, self.catalog.model(provider, model_id) or ModelInfo(provider, model_id, Pricing()))
+        return Served(provider, self.catalog.served_model(provider, model_id))

@@ -27,6 +27,9 @@ class JobView:
     def result(self) -> TurnResult:
         return turn_result(self._job)
 
+    def dropped_tools(self) -> tuple[str, ...]:
+        return self._job.dropped_tools
+
 
 def turn_result(job: TurnJob) -> TurnResult:
     """A settled turn as doors see it: outcome, message, and for an error its kind and HTTP status."""

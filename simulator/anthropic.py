@@ -1,7 +1,12 @@
-"""Anthropic Messages streaming wire format (`POST /v1/messages`, `stream: true`)."""
+"""Anthropic Messages streaming wire format (`POST /v1/messages`, `stream: true`).
+
+A `WebSearch` step renders as the server tool's blocks, as the API streams them: `server_tool_use` (its
+`input` as one `input_json_delta`) and `web_search_tool_result` (whole in its `content_block_start`); the
+usage then counts `server_tool_use.web_search_requests`."""
 
 from __future__ import annotations
 
+import json
 from typing import Any, Iterator
 
 from simulator import scenarios as s
@@ -52,6 +57,7 @@ def error_body(error: s.HttpError) -> dict[str, Any]:
 
 def encode(scenario: s.Scenario, model: str, steps: list[s.Step] | None = None) -> Iterator[bytes | s.Step]:
     index = 0
+    searches = 0  # web searches run (the usage's `server_tool_use`)
     steps = scenario.steps if steps is None else steps
     for position, step in enumerate(steps):
         # A block followed by a failure is cut inside the block (no content_block_stop), as real cuts are.
@@ -90,9 +96,27 @@ def encode(scenario: s.Scenario, model: str, steps: list[s.Step] | None = None) 
             if not step.cut:
                 yield frame("content_block_stop", {"type": "content_block_stop", "index": index})
             index += 1
+        elif isinstance(step, s.WebSearch):
+            searches += 1
+            tool_id = f"srvtoolu_sim_{index:04d}"
+            yield frame("content_block_start", {"type": "content_block_start", "index": index, "content_block": {
+                "type": "server_tool_use", "id": tool_id, "name": "web_search", "input": {}}})
+            yield frame("content_block_delta", {"type": "content_block_delta", "index": index, "delta": {
+                "type": "input_json_delta", "partial_json": json.dumps({"query": step.query})}})
+            yield frame("content_block_stop", {"type": "content_block_stop", "index": index})
+            index += 1
+            results = [{"type": "web_search_result", "title": title, "url": url, "encrypted_content": "EncSim==",
+                        "page_age": None} for url, title in step.sources]
+            yield frame("content_block_start", {"type": "content_block_start", "index": index, "content_block": {
+                "type": "web_search_tool_result", "tool_use_id": tool_id, "content": results}})
+            yield frame("content_block_stop", {"type": "content_block_stop", "index": index})
+            index += 1
         elif isinstance(step, s.Stop):
+            usage_delta: dict[str, Any] = {"output_tokens": step.output}
+            if searches:
+                usage_delta["server_tool_use"] = {"web_search_requests": searches}
             yield frame("message_delta", {"type": "message_delta", "delta": {"stop_reason": STOP_REASONS[step.reason], "stop_sequence": None},
-                                          "usage": {"output_tokens": step.output}})
+                                          "usage": usage_delta})
             yield frame("message_stop", {"type": "message_stop"})
         elif isinstance(step, s.ErrorEvent):
             yield frame("error", {"type": "error", "error": {"type": step.type, "message": step.message}})

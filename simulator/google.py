@@ -14,6 +14,7 @@ carries `usageMetadata` with the running counts. Rendering of the vendor-neutral
   blocked prompt → a chunk without candidates whose `promptFeedback.blockReason` is SAFETY
 - ErrorEvent → an `{"error": {code, message, status}}` chunk, which the SDK raises on
 - UnknownEvent → a chunk with fields and a part kind no client knows
+- WebSearch → `groundingMetadata` (`webSearchQueries`, `groundingChunks`, `searchEntryPoint`) on the finish chunk
 """
 
 from __future__ import annotations
@@ -88,6 +89,7 @@ class _Encoder:
         self.candidates = 0
         self.thoughts = 0
         self.waiting: list[dict[str, Any]] | None = None  # parts of the last chunk, held for a finishReason
+        self.grounding: dict[str, Any] | None = None  # a web search's `groundingMetadata`, sent with the finish
 
     def usage(self) -> dict[str, Any]:
         usage: dict[str, Any] = {"promptTokenCount": self.prompt}
@@ -125,7 +127,9 @@ class _Encoder:
         parts, self.waiting = self.waiting, None
         if output:
             self.candidates = output
-        extra = {"finishMessage": message} if message else {}
+        extra: dict[str, Any] = {"finishMessage": message} if message else {}
+        if self.grounding is not None:
+            extra["groundingMetadata"] = self.grounding
         return self.chunk(parts if parts is not None else [{"text": ""}], reason, **extra)
 
 
@@ -162,6 +166,12 @@ def encode(scenario: s.Scenario, model: str, steps: list[s.Step] | None = None) 
                     return
             enc.candidates += 5
             yield from enc.hold([{"functionCall": call}])
+        elif isinstance(step, s.WebSearch):  # grounding: what was searched and found rides on the last chunk
+            enc.grounding = {
+                "webSearchQueries": [step.query],
+                "groundingChunks": [{"web": {"uri": url, "title": title}} for url, title in step.sources],
+                "searchEntryPoint": {"renderedContent": "<div>simulated search chip</div>"},
+            }
         elif isinstance(step, s.Stop) and step.reason == "blocked":
             yield from enc.flush()
             yield frame({"promptFeedback": {"blockReason": "SAFETY"}, "usageMetadata": enc.usage(), "modelVersion": enc.model})

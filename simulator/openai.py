@@ -16,6 +16,8 @@ with a `sequence_number`. How the vendor-neutral steps render:
 - `ErrorEvent` → `response.failed` (with `response.error`) while no output item was sent, else an
   in-band `error` event
 - `UnknownEvent` → an event type no client knows (`response.future_event`)
+- `WebSearch` → a `web_search_call` item (`response.web_search_call.in_progress` / `.searching` /
+  `.completed`; the finished item's `action` has the query and sources)
 """
 
 from __future__ import annotations
@@ -156,6 +158,18 @@ def encode(scenario: s.Scenario, model: str, steps: list[s.Step] | None = None) 
                 continue
             if whole != "item":
                 yield event("response.function_call_arguments.done", arguments=arguments, **ids)
+            yield event("response.output_item.done", item=item, output_index=index)
+            output.append(item)
+        elif isinstance(step, s.WebSearch):
+            item_id = f"ws_sim_{index:04d}"
+            ids = {"item_id": item_id, "output_index": index}
+            yield event("response.output_item.added", item={"id": item_id, "type": "web_search_call", "status": "in_progress"},
+                        output_index=index)
+            yield event("response.web_search_call.in_progress", **ids)
+            yield event("response.web_search_call.searching", **ids)
+            yield event("response.web_search_call.completed", **ids)
+            action = {"type": "search", "query": step.query, "sources": [{"type": "url", "url": url} for url, _ in step.sources]}
+            item = {"id": item_id, "type": "web_search_call", "status": "completed", "action": action}
             yield event("response.output_item.done", item=item, output_index=index)
             output.append(item)
         elif isinstance(step, s.Stop):

@@ -70,6 +70,17 @@ class ToolCallBlock:
 
 
 @dataclass
+class WebSearch:
+    """The vendor ran its own web search (a hosted tool): Anthropic `server_tool_use` + `web_search_tool_result`
+    blocks, an OpenAI `web_search_call` item, Gemini `groundingMetadata` on the last chunk."""
+
+    query: str = "gateway simulator weather"
+    sources: list[tuple[str, str]] = field(default_factory=lambda: [
+        ("https://example.com/weather", "Weather today"), ("https://example.org/forecast", "Forecast"),
+    ])  # (url, title)
+
+
+@dataclass
 class Stop:
     # stop | length | toolUse | refusal | pause | safety | malformed_call | blocked (the vendor's safety filter
     # blocked the prompt: nothing is answered; Gemini's promptFeedback.blockReason)
@@ -118,7 +129,7 @@ class HangBeforeHeaders:
 
 Step = Union[
     Usage, TextBlock, ThinkingBlock, RedactedThinking, ToolCallBlock, Stop, ErrorEvent, Truncate, Reset, Hang,
-    UnknownEvent,
+    UnknownEvent, WebSearch,
 ]
 
 
@@ -201,6 +212,11 @@ SCENARIOS: dict[str, Callable[[dict[str, str], Usage, TextBlock, Stop], Scenario
         "", [u, ThinkingBlock(["The user greets me. ", "I should ", "greet back."], "sig-sim-thinking-42"), t, s]
     ),
     "redacted-thinking": lambda p, u, t, s: Scenario("", [u, RedactedThinking("EncryptedBlob=="), t, s]),
+    # The vendor searched the web (its hosted tool) before answering; `web-search-paused`: Anthropic paused its
+    # server-tool loop (`pause_turn`) after the search.
+    "web-search": lambda p, u, t, s: Scenario("", [u, TextBlock(["Let me ", "search."]), WebSearch(),
+                                                   TextBlock(["It is ", "sunny today."]), Stop("stop", output=30)]),
+    "web-search-paused": lambda p, u, t, s: Scenario("", [u, TextBlock(["Searching."]), WebSearch(), Stop("pause", output=9)]),
     "tools": lambda p, u, t, s: Scenario(
         "",
         [

@@ -105,6 +105,8 @@ def check_events(events: list[dict[str, Any]], *, require_start: bool = False) -
                 assert event["toolCall"]["id"] == open_block["event"]["id"]
                 assert event["toolCall"]["name"] == open_block["event"]["toolName"]
                 tool_ends += 1
+            elif kind == "websearch_end":  # a hosted search: no deltas, the search whole at its end
+                assert not open_block["deltas"] and event["webSearch"]["id"] == open_block["event"]["id"]
             else:
                 assert event["content"] == joined, "block text differs from its concatenated deltas"
             open_block["end"] = event
@@ -127,6 +129,8 @@ def check_events(events: list[dict[str, Any]], *, require_start: bool = False) -
         entry = content[block["index"]]
         if block["kind"] == "toolcall":
             assert entry["type"] == "toolCall" and entry["arguments"] == block["end"]["toolCall"]["arguments"]
+        elif block["kind"] == "websearch":
+            assert entry == block["end"]["webSearch"]
         else:
             assert entry["type"] == block["kind"] and entry[block["kind"]] == block["end"]["content"]
     if terminal["type"] == "done":

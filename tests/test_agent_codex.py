@@ -108,3 +108,45 @@ def test_codex_compacts_the_conversation_with_the_turns_own_model(
     assert "Context compaction: write a summary" in upstream[1] and second not in upstream[1]
     summary = "The conversation before this point was compacted. Its summary:\\n\\nHello from the simulator."
     assert summary in upstream[2] and second in upstream[2]
+
+
+@pytest.fixture(scope="module")
+def searching_gateway(gateway_factory: Any, tmp_path_factory: Any) -> Any:
+    """A gateway whose catalog lets the vendor's own web search serve `<vendor>/web-search` on every vendor."""
+    catalog = json.loads((Path(__file__).parent / "catalog.json").read_text())
+    catalog["models"] += [{"provider": vendor, "id": "web-search", "hostedTools": {"webSearch": True}} for vendor in VENDORS]
+    path = tmp_path_factory.mktemp("codex-search") / "catalog.json"
+    path.write_text(json.dumps(catalog))
+    return gateway_factory(catalog=str(path))
+
+
+def _vendor_search(seen: dict[str, Any]) -> list[Any]:
+    body = seen["body"]
+    return [t for t in body.get("tools", []) if t.get("type") in ("web_search", "web_search_20250305") or "googleSearch" in t]
+
+
+def test_codex_web_search_runs_at_openai_cached_only(searching_gateway: Any, codex_cli: Path, tmp_path: Path) -> None:
+    """Codex's default search (`external_web_access: false`, cached results only) is OpenAI's alone: OpenAI runs it."""
+    prompt = marker()
+    run = codex(searching_gateway, "openai/web-search", prompt, tmp_path)
+    assert run.returncode == 0 and run.failure is None, (run.lines, run.stderr)
+    assert run.answer is not None and run.answer.endswith("It is sunny today."), run.lines
+    (seen,) = searching_gateway.sim.seen(prompt)
+    assert _vendor_search(seen) == [{"type": "web_search", "external_web_access": False}]
+
+
+@pytest.mark.parametrize("vendor", ["anthropic", "google"])
+def test_codex_cached_search_is_dropped_elsewhere_and_a_live_one_runs(
+    vendor: str, searching_gateway: Any, codex_cli: Path, tmp_path: Path
+) -> None:
+    prompt = marker()
+    run = codex(searching_gateway, f"{vendor}/web-search", prompt, tmp_path)
+    assert run.returncode == 0 and run.failure is None, (run.lines, run.stderr)
+    (seen,) = searching_gateway.sim.seen(prompt)
+    assert _vendor_search(seen) == []  # cached-only cannot be honoured there: sent without it, never refused
+    live = marker()
+    run = codex(searching_gateway, f"{vendor}/web-search", live, tmp_path, settings={"web_search": "live"})
+    assert run.returncode == 0 and run.failure is None, (run.lines, run.stderr)
+    (seen,) = searching_gateway.sim.seen(live)
+    expected = {"anthropic": [{"type": "web_search_20250305", "name": "web_search"}], "google": [{"googleSearch": {}}]}
+    assert _vendor_search(seen) == expected[vendor]

@@ -112,26 +112,48 @@ def test_tool_use_streams_its_json_fragments():
     assert kinds(events)[-3:] == ["toolcall_end", "usage", "finish"] and events[-1]["reason"] == "toolUse"
 
 
-def test_server_tool_blocks_and_their_deltas_are_skipped_and_citations_ignored():
+def test_the_web_search_server_tool_is_a_search_and_citations_are_ignored():
+    """The search's blocks become one search (its query from the streamed input, its results' urls); the event
+    stream passes it on only to a request that asked for hosted tools. Other server tools are skipped."""
     events = run([
         message_start(),
         start(0, {"type": "server_tool_use", "id": "srvtoolu_1", "name": "web_search", "input": {}}),
         delta(0, type="input_json_delta", partial_json='{"query": "x"}'),
         stop(0),
-        start(1, {"type": "web_search_tool_result", "tool_use_id": "srvtoolu_1", "content": []}),
+        start(1, {"type": "web_search_tool_result", "tool_use_id": "srvtoolu_1", "content": [
+            {"type": "web_search_result", "url": "https://example.com", "title": "Example", "encrypted_content": "E"}]}),
         stop(1),
         start(2, {"type": "text", "text": ""}),
         delta(2, type="citations_delta", citation={"type": "web_search_result_location", "url": "https://example.com"}),
         delta(2, type="text_delta", text="Found it."),
         stop(2),
+        start(3, {"type": "server_tool_use", "id": "srvtoolu_2", "name": "code_execution", "input": {}}),
+        delta(3, type="input_json_delta", partial_json='{"code": "1"}'),
+        stop(3),
         *finish(),
     ])
-    assert kinds(events) == ["usage", "text_start", "text_delta", "text_end", "usage", "finish"]
+    assert kinds(events) == ["usage", "websearch_start", "websearch_end", "text_start", "text_delta", "text_end", "usage", "finish"]
+    assert events[1] == {"type": "websearch_start", "id": "srvtoolu_1"}
+    assert events[2] == {"type": "websearch_end", "id": "srvtoolu_1", "query": "x", "status": "completed",
+                         "sources": [{"url": "https://example.com", "title": "Example"}]}  # fmt: skip
+
+
+def test_a_web_search_error_result_is_a_failed_search():
+    events = run([
+        message_start(),
+        start(0, {"type": "server_tool_use", "id": "srvtoolu_1", "name": "web_search", "input": {}}),
+        stop(0),
+        start(1, {"type": "web_search_tool_result", "tool_use_id": "srvtoolu_1",
+                  "content": {"type": "web_search_tool_result_error", "error_code": "max_uses_exceeded"}}),
+        stop(1),
+        *finish(),
+    ])  # fmt: skip
+    assert events[2] == {"type": "websearch_end", "id": "srvtoolu_1", "query": "", "status": "failed", "sources": []}
 
 
 @pytest.mark.parametrize(
     ("reason", "mapped"),
-    [("end_turn", "stop"), ("stop_sequence", "stop"), ("pause_turn", "stop"), ("max_tokens", "length"),
+    [("end_turn", "stop"), ("stop_sequence", "stop"), ("pause_turn", "length"), ("max_tokens", "length"),
      ("model_context_window_exceeded", "length"), ("tool_use", "toolUse"), (None, "stop")],
 )
 def test_stop_reasons(reason, mapped):

@@ -213,7 +213,7 @@ def test_every_fields_wrong_type_is_a_400_in_openai_shape_naming_it_never_an_ups
 
 ITEM_MATRIX = [
     # (input items, param): unknown item types, a function_call_output whose call_id matches no call, wrong types.
-    ([{"type": "web_search_call", "id": "ws_1", "status": "completed"}], "input.0.type"),
+    ([{"type": "file_search_call", "id": "fs_1", "status": "completed", "queries": []}], "input.0.type"),
     ([{"type": "computer_call", "call_id": "c", "action": {"type": "click"}}], "input.0.type"),
     ([{"type": 7, "role": "user", "content": "x"}], "input.0.type"),
     ([{"type": "function_call_output", "call_id": "call_none", "output": "r"}], "input.0.call_id"),

@@ -27,7 +27,7 @@ from tests.harness import (
     wire_text,
 )
 
-STOPS = {"end_turn": "stop", "stop_sequence": "stop", "pause_turn": "stop", "max_tokens": "length", "tool_use": "toolUse"}
+STOPS = {"end_turn": "stop", "stop_sequence": "stop", "pause_turn": "length", "max_tokens": "length", "tool_use": "toolUse"}
 
 
 

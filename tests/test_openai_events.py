@@ -212,16 +212,22 @@ def test_a_stream_without_a_terminal_event_is_truncated():
     assert info.value.kind == "truncated" and "truncated" in info.value.message
 
 
-def test_built_in_tool_items_and_unknown_events_are_skipped():
+def test_a_web_search_call_is_a_search_other_built_in_items_and_unknown_events_are_skipped():
+    action = {"type": "search", "query": "weather", "sources": [{"type": "url", "url": "https://example.com"}]}
     events = run([
         {"type": "response.future_event", "detail": {}},
         added({"id": "ws_1", "type": "web_search_call", "status": "in_progress"}),
         {"type": "response.web_search_call.searching", "item_id": "ws_1"},
-        done({"id": "ws_1", "type": "web_search_call", "status": "completed"}),
+        done({"id": "ws_1", "type": "web_search_call", "status": "completed", "action": action}),
+        added({"id": "fs_1", "type": "file_search_call", "status": "in_progress"}),
+        done({"id": "fs_1", "type": "file_search_call", "status": "completed"}),
         completed(),
     ])
-    assert events == [{"type": "usage", "input": 10, "output": 5, "cacheRead": 0, "cacheWrite": 0},
-                      {"type": "finish", "reason": "stop"}]
+    assert events == [{"type": "websearch_start", "id": "ws_1"},
+                      {"type": "websearch_end", "id": "ws_1", "query": "weather", "status": "completed",
+                       "sources": [{"url": "https://example.com"}]},
+                      {"type": "usage", "input": 10, "output": 5, "cacheRead": 0, "cacheWrite": 0},
+                      {"type": "finish", "reason": "stop"}]  # fmt: skip
 
 
 def test_a_delta_for_an_item_that_is_not_open_is_an_error():

@@ -425,7 +425,7 @@ def test_the_adapter_event_vocabulary_is_what_the_turn_takes():
 
     shapes = typing.get_args(AdapterEvent)
     kinds = {kind for shape in shapes for kind in typing.get_args(typing.get_type_hints(shape)["type"])}
-    taken = set(message._BLOCK_KINDS) | set(message._BLOCK_OF) | {"usage"}
+    taken = set(message._BLOCK_KINDS) | set(message._BLOCK_OF) | set(message._SEARCH_KINDS) | {"usage"}
     assert kinds == taken | {"finish"}
     turn = new_turn(throttle_ms=0)
     for kind in ("text", "thinking"):
@@ -438,3 +438,49 @@ def test_the_adapter_event_vocabulary_is_what_the_turn_takes():
     turn.apply({"type": "usage", "input": 1, "output": 2, "cacheRead": 0, "cacheWrite": 0})
     with pytest.raises(ContractViolation):
         turn.apply({"type": "text_stop"})
+
+
+def _search_turn(hosted: bool) -> Turn:
+    turn = Turn("req_search", throttle_ms=0)
+    turn.builder.hosted = hosted
+    turn.prepare("anthropic", "anthropic-messages", "m", None)
+    return turn
+
+
+def test_a_web_search_is_a_block_only_for_a_request_that_asked_for_hosted_tools():
+    end = {"type": "websearch_end", "id": "s1", "query": "q", "status": "completed",
+           "sources": [{"url": "https://example.com", "title": "Ex"}, {"url": ""}]}  # fmt: skip
+    quiet = _search_turn(hosted=False)
+    quiet.apply({"type": "websearch_start", "id": "s1"})
+    assert not quiet.started  # a search alone does not even start the stream
+    quiet.apply(end)
+    quiet.apply({"type": "text_start"})
+    quiet.apply({"type": "websearch_start", "id": "s2"})  # ignored after the start too
+    quiet.apply({"type": "text_end"})
+    assert [b["type"] for b in quiet.message["content"]] == ["text"]
+
+    turn = _search_turn(hosted=True)
+    turn.apply({"type": "websearch_start", "id": "s1"})
+    turn.apply(end)
+    turn.settle_done("stop")
+    block = {"type": "webSearch", "id": "s1", "query": "q", "status": "completed",
+             "sources": [{"url": "https://example.com", "title": "Ex"}]}  # fmt: skip
+    assert turn.message["content"] == [block]
+    events = check_events(drain(turn))
+    assert [e["type"] for e in events] == ["start", "websearch_start", "websearch_end", "done"]
+    assert events[1] == {"type": "websearch_start", "contentIndex": 0, "id": "s1"}
+    assert events[2] == {"type": "websearch_end", "contentIndex": 0, "webSearch": block}
+
+
+def test_a_search_that_never_ended_stays_searching():
+    turn = _search_turn(hosted=True)
+    turn.apply({"type": "websearch_start", "id": "s1"})
+    turn.settle_error("connection lost")
+    assert turn.message["content"] == [{"type": "webSearch", "id": "s1", "query": "", "status": "searching", "sources": []}]
+
+
+def test_a_web_search_may_not_start_inside_another_block():
+    turn = _search_turn(hosted=True)
+    turn.apply({"type": "text_start"})
+    with pytest.raises(ContractViolation):
+        turn.apply({"type": "websearch_start", "id": "s1"})

@@ -17,7 +17,7 @@ from app.api.error_responses import json_response, refusal_error
 from app.api.resume import asks_resumable, resumable_response
 from app.api.sse import TurnFrames, sse_response
 from app.dispatch import Interrupt, TurnJob
-from app.doors.base import Door, DoorRoute, EventEncoder
+from app.doors.base import Door, DoorRoute, EventEncoder, with_dropped_tools
 from app.doors.errors import BadRequest
 from app.gateway import Gateway
 from app.pools.balancer import session_header
@@ -69,8 +69,12 @@ async def serve(request: Request, door: Door, route: DoorRoute) -> Response:
     if not streaming:
         return await _complete(job, encoder, request, headers, keeping)
     first = None
-    if encoder.hold_until_start:
+    # Hosted tools the serving vendor does not run are named in a header, known once a provider served the
+    # turn's first event: such a stream waits for it even where the door's own stream would start at once.
+    hosted = decoded.unified.options.hosted_tools is not None
+    if encoder.hold_until_start or hosted:
         first = await _until_disconnect(request, job.turn.next_event())
+        headers = with_dropped_tools(headers, job.dropped_tools)
         if first is DISCONNECTED or first is None:  # the client left before the turn started
             job.interrupt(Interrupt.CLIENT)
             job.turn.close_reader()
@@ -107,6 +111,7 @@ async def _complete(
         await keeping.settled()
     result = turn_result(job)
     status, body = encoder.complete(result)
+    headers = with_dropped_tools(headers, job.dropped_tools)
     return json_response(body, status, {**headers, **(result.retry_headers() if status >= 400 else {})})
 
 

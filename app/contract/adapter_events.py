@@ -62,6 +62,24 @@ class UsageEvent(TypedDict):
     reasoning: NotRequired[int]  # of `output`, where the vendor counts reasoning tokens apart (absent: not counted)
 
 
+class WebSearchStart(TypedDict):
+    """The vendor began a web search of its own (a hosted tool, `app.providers.hosted`); no block may be open.
+    The event stream passes it on only when the request asked for hosted tools."""
+
+    type: Literal["websearch_start"]
+    id: str
+
+
+class WebSearchEnd(TypedDict):
+    """The vendor's web search `id` ended (one whose start was never seen opens and ends at once)."""
+
+    type: Literal["websearch_end"]
+    id: str
+    query: str
+    status: Literal["completed", "failed"]
+    sources: list[dict[str, str]]  # {url, title?}
+
+
 StopReason = Literal["stop", "length", "toolUse"]
 
 
@@ -72,5 +90,5 @@ class Finish(TypedDict):
     reason: StopReason
 
 
-AdapterEvent = Union[BlockStart, Delta, BlockEnd, ToolCallStart, ToolCallEnd, UsageEvent, Finish]
+AdapterEvent = Union[BlockStart, Delta, BlockEnd, ToolCallStart, ToolCallEnd, UsageEvent, Finish, WebSearchStart, WebSearchEnd]
 """One adapter event: a `Translator` returns a list of these for each wire event."""

@@ -40,6 +40,9 @@ class ModelObject(BaseModel):
     maxTokens: int | None
     cost: ModelCost
     aliases: list[str]
+    hostedTools: dict[str, Any] | None = Field(
+        default=None, description='only when the catalog allows hosted tools for it: {"webSearch": true | {"maxUses"}}'
+    )
     route: RouteTarget | None = Field(default=None, description="only for routes")
     description: str | None = Field(default=None, description="only for routes, when the catalog gives one")
 

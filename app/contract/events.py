@@ -11,7 +11,7 @@ from typing import Annotated, Any, Literal, Union
 
 from pydantic import Field
 
-from app.contract.messages import AssistantMessage, Usage, WireModel
+from app.contract.messages import AssistantMessage, Usage, WebSearchContent, WireModel
 
 DELTA_TYPES = frozenset({"text_delta", "thinking_delta", "toolcall_delta"})
 TERMINAL_TYPES = frozenset({"done", "error"})
@@ -92,6 +92,22 @@ class ToolCallEndEvent(WireModel):
     tool_call: ToolCallPayload
 
 
+class WebSearchStartEvent(WireModel):
+    """The vendor began a web search of its own (only when the request set `options.hostedTools`)."""
+
+    type: Literal["websearch_start"] = "websearch_start"
+    content_index: int
+    id: str
+
+
+class WebSearchEndEvent(WireModel):
+    """The vendor's web search ended: what it searched for and found (the message's `webSearch` block)."""
+
+    type: Literal["websearch_end"] = "websearch_end"
+    content_index: int
+    web_search: WebSearchContent
+
+
 class DoneEvent(WireModel):
     type: Literal["done"] = "done"
     reason: Literal["stop", "length", "toolUse"]
@@ -119,6 +135,8 @@ StreamEvent = Annotated[
         ToolCallStartEvent,
         ToolCallDeltaEvent,
         ToolCallEndEvent,
+        WebSearchStartEvent,
+        WebSearchEndEvent,
         DoneEvent,
         ErrorEvent,
     ],

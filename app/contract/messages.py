@@ -85,8 +85,25 @@ class ToolCall(WireModel):
     thought_signature: str | None = Field(default=None, description="Gemini's signature of the call part")
 
 
+class WebSearchSource(WireModel):
+    url: str
+    title: str | None = None
+
+
+class WebSearchContent(WireModel):
+    """A web search the vendor ran itself (`options.hostedTools.webSearch`, docs/adapters/web-search.md): what
+    it searched for and the sources it found. Only in answers to a request that asked for hosted tools; a
+    vendor is never sent one again (its search state is its own): the history sent upstream leaves it out."""
+
+    type: Literal["webSearch"] = "webSearch"
+    id: str = Field(min_length=1)
+    query: str = ""
+    status: Literal["searching", "completed", "failed"] = "completed"
+    sources: list[WebSearchSource] = Field(default_factory=list)
+
+
 UserBlock = Annotated[Union[TextContent, ImageContent], Field(discriminator="type")]
-AssistantBlock = Annotated[Union[TextContent, ThinkingContent, ToolCall], Field(discriminator="type")]
+AssistantBlock = Annotated[Union[TextContent, ThinkingContent, ToolCall, WebSearchContent], Field(discriminator="type")]
 
 
 class Cost(WireModel):

@@ -39,6 +39,22 @@ class ToolChoiceTool(WireModel):
 ToolChoice = Literal["auto", "none", "required"] | ToolChoiceTool
 
 
+class WebSearch(WireModel):
+    """The client asked for the vendor's hosted web search (docs/adapters/web-search.md)."""
+
+    external_web_access: bool = Field(
+        default=True, description="false: results from the vendor's cache or index only, never a live fetch "
+        "(only OpenAI offers that; elsewhere the tool is then dropped)"
+    )
+
+
+class HostedToolsOption(WireModel):
+    """Hosted tools the client asked for: each is served by the vendor's own equivalent where the catalog allows
+    it for the serving model, otherwise dropped and named in `X-Gateway-Dropped-Tools`; never refused."""
+
+    web_search: WebSearch | None = None
+
+
 class StreamOptions(WireModel):
     max_tokens: int | None = Field(default=None, ge=1, le=1_000_000)
     temperature: float | None = Field(default=None, ge=0.0, le=2.0)
@@ -62,6 +78,10 @@ class StreamOptions(WireModel):
         default=False,
         description="keep the events so a disconnected client can continue with GET /v1/stream/{requestId} and "
         "Last-Event-ID; a disconnect then cancels the upstream only after GATEWAY_RESUME_GRACE seconds without a reader",
+    )
+    hosted_tools: HostedToolsOption | None = Field(
+        default=None, description="hosted tools run by the vendor (web search) where the catalog allows them; "
+        "what is not served is named in the X-Gateway-Dropped-Tools response header"
     )
     # Door-only (absent from the public schema, never serialized): top-level Anthropic Messages fields an
     # Anthropic client sent (`thinking`, `output_config`, `context_management`) and its `anthropic-beta` flags

@@ -88,6 +88,23 @@ class TurnView(Protocol):
 
     def result(self) -> TurnResult: ...
 
+    def dropped_tools(self) -> tuple[str, ...]:
+        """The client's hosted tools the serving vendor was sent without (known once the turn started)."""
+
+
+# Names the client's tools the turn was sent without: those a door drops itself (`DoorRequest.response_headers`)
+# and the hosted tools the serving vendor does not run (`TurnView.dropped_tools`), comma-separated.
+DROPPED_TOOLS_HEADER = "X-Gateway-Dropped-Tools"
+
+
+def with_dropped_tools(headers: dict[str, str], dropped: Sequence[str]) -> dict[str, str]:
+    """`headers` with `dropped` added to `X-Gateway-Dropped-Tools` (each name once, in order)."""
+    if not dropped:
+        return headers
+    named = [n for n in headers.get(DROPPED_TOOLS_HEADER, "").split(", ") if n]
+    named += [n for n in dropped if n not in named]
+    return {**headers, DROPPED_TOOLS_HEADER: ", ".join(named)}
+
 
 Decoder = Callable[[dict[str, Any], Mapping[str, str]], DoorRequest]
 EncoderFactory = Callable[[str, Any, TurnView], EventEncoder]  # (request id, the door's DoorRequest, the turn) → encoder

@@ -36,6 +36,9 @@ _BLOCK_OF = {
 }
 
 
+_SEARCH_KINDS = frozenset({"websearch_start", "websearch_end"})
+
+
 class ContractViolation(RuntimeError):
     """An adapter produced events out of order. A bug of ours, reported as an internal error."""
 
@@ -72,6 +75,7 @@ class MessageBuilder:
     __slots__ = (  # one per open stream
         "request_id", "message", "pricing", "_sink", "_clock", "_open", "_open_parts", "_open_chunks", "_joiner",
         "started", "settled", "terminal", "outcome", "tool_calls", "late_frames", "first_content_at", "created_at",
+        "hosted", "_searches",
     )
 
     def __init__(self, request_id: str, sink: EventSink, *, clock: Callable[[], float] = time.monotonic) -> None:
@@ -96,6 +100,11 @@ class MessageBuilder:
         self._open_parts: list[str] = []  # the open block's recent deltas
         self._open_chunks: list[str] = []  # …and its earlier ones, joined 256 at a time
         self._joiner = SurrogateJoiner()  # the open block's deltas as valid text (emoji cut between events)
+
+        # Hosted tools: the vendor's own web searches are passed on only when the request asked for hosted tools
+        # (`options.hostedTools`, set by the gateway), so clients that did not see nothing new.
+        self.hosted = False
+        self._searches: dict[str, dict[str, Any]] = {}  # search id → its `webSearch` block (with `_index`)
 
         # Settlement and counters.
         self.started = False
@@ -132,6 +141,8 @@ class MessageBuilder:
             self.set_usage(event)
             return
         if not self.started:
+            if kind in _SEARCH_KINDS and not self.hosted:
+                return
             self._commit()
         if kind in ("text_delta", "thinking_delta", "toolcall_delta"):
             block = self._require_open(kind)
@@ -150,6 +161,9 @@ class MessageBuilder:
             self._open_block(kind, event)
         elif kind in ("text_end", "thinking_end", "toolcall_end"):
             self._close_block(kind, event)
+        elif kind in _SEARCH_KINDS:
+            if self.hosted:
+                self._web_search(kind, event)
         else:
             raise ContractViolation(f"unknown adapter event {kind!r}")
 
@@ -272,6 +286,33 @@ class MessageBuilder:
                 public["redacted"] = True
         self._sink.put(public)
 
+    def _web_search(self, kind: str, event: dict[str, Any]) -> None:
+        """A web search the vendor ran: a `webSearch` block without deltas, opened by `websearch_start` and
+        filled in by `websearch_end` (an end whose start was never seen opens it too). No other block may be
+        open when one starts."""
+        search_id = valid_text(event["id"])
+        block = self._searches.get(search_id)
+        if block is None:
+            if self._open is not None:
+                raise ContractViolation(f"{kind} while block {self._open['_index']} is open")
+            index = len(self.message["content"])
+            block = {"type": "webSearch", "id": search_id, "query": "", "status": "searching", "sources": []}
+            self.message["content"].append(block)
+            self._searches[search_id] = block
+            block["_index"] = index
+            self._sink.put({"type": "websearch_start", "contentIndex": index, "id": search_id})
+        if kind == "websearch_end":
+            if block.get("_index") is None:
+                raise ContractViolation(f"web search {search_id} ended twice")
+            index = block.pop("_index")
+            block["query"] = valid_text(event.get("query") or "")
+            block["status"] = event.get("status") or "completed"
+            block["sources"] = [
+                {"url": valid_text(s["url"]), **({"title": valid_text(s["title"])} if s.get("title") else {})}
+                for s in event.get("sources") or () if s.get("url")
+            ]
+            self._sink.put({"type": "websearch_end", "contentIndex": index, "webSearch": dict(block)})
+
     def _open_text(self) -> str:
         """The open block's whole text so far (and resets the parts: called when the block ends)."""
         self._joiner.end()  # a surrogate half still waiting never paired
@@ -296,4 +337,6 @@ class MessageBuilder:
         self.settled = True
         self.outcome = outcome
         self.terminal = event
+        for block in self._searches.values():  # a search still running when the turn ended stays `searching`
+            block.pop("_index", None)
         self._sink.close(event)

@@ -17,6 +17,10 @@
                                a function of a `namespace` tool group has its own `name` and the `namespace`)
     toolcall_delta           → response.function_call_arguments.delta
     toolcall_end             → response.function_call_arguments.done, response.output_item.done
+    websearch_start          → response.output_item.added (a `web_search_call` item), response.web_search_call.in_progress,
+                               response.web_search_call.searching (only for a request with a hosted `web_search`)
+    websearch_end            → response.web_search_call.completed, response.output_item.done (`action`: `search` with
+                               the query; `sources` when `include` asks for `web_search_call.action.sources`)
     done                     → response.completed; `length` → response.incomplete (`incomplete_details.reason`
                                `max_output_tokens`)
     error                    → response.failed (`response.error` with the vendor's reason; items not finished
@@ -28,7 +32,7 @@ first block sends response.output_item.added (a `compaction` item) and response.
 (the summary), then response.completed with that one item as the output.
 
 Every normalized block is one output item, so `output_index` is the block's `contentIndex`; item ids are
-`msg_` / `rs_` / `fc_` + `<requestId>_<index>`, the response id `resp_<requestId>`. The terminal event's
+`msg_` / `rs_` / `fc_` / `ws_` + `<requestId>_<index>`, the response id `resp_<requestId>`. The terminal event's
 `response` carries the whole output, built from the turn's final (or partial) AssistantMessage, and usage in
 OpenAI's sense (`input_tokens` includes cached tokens). An error before the stream starts is an HTTP error in
 OpenAI's shape (`hold_until_start`), as OpenAI answers it.
@@ -52,7 +56,7 @@ PING = b": ping\n\n"
 RAW_REASONING_APIS = frozenset({"openai-completions"})  # vendors whose thinking is the raw reasoning, not a summary
 # `response.error.code` (the SDK's closed set) for what ended the turn; anything else is a server error.
 FAILED_CODES: dict[Failure | None, str] = {Failure.RATE_LIMITED: "rate_limit_exceeded", Failure.REFUSED: "invalid_prompt"}
-_PREFIX = {"text": "msg", "thinking": "rs", "toolCall": "fc", "compaction": "cmp"}
+_PREFIX = {"text": "msg", "thinking": "rs", "toolCall": "fc", "compaction": "cmp", "webSearch": "ws"}
 _BLOCK_EVENTS = ("text_start", "text_delta", "text_end", "thinking_start", "thinking_delta", "thinking_end",
                  "toolcall_start", "toolcall_delta", "toolcall_end")  # fmt: skip
 
@@ -108,6 +112,8 @@ class ResponsesEncoder:
             "toolcall_start": self._toolcall_start,
             "toolcall_delta": self._toolcall_delta,
             "toolcall_end": self._toolcall_end,
+            "websearch_start": self._websearch_start,
+            "websearch_end": self._websearch_end,
             "done": self._done,
             "error": self._error,
         }
@@ -258,6 +264,37 @@ class ResponsesEncoder:
             "item_id": item_id, "output_index": index, "arguments": arguments}) + self._event(
             "response.output_item.done", {"output_index": index, "item": item})  # fmt: skip
 
+    def _websearch_start(self, event: dict[str, Any]) -> bytes:
+        index = event["contentIndex"]
+        item_id = self._item_id("webSearch", index)
+        ids = {"item_id": item_id, "output_index": index}
+        item = {"id": item_id, "type": "web_search_call", "status": "in_progress"}
+        return (
+            self._event("response.output_item.added", {"output_index": index, "item": item})
+            + self._event("response.web_search_call.in_progress", dict(ids))
+            + self._event("response.web_search_call.searching", ids)
+        )
+
+    def _websearch_end(self, event: dict[str, Any]) -> bytes:
+        index = event["contentIndex"]
+        self._finished.add(index)
+        item = self._search_item(event["webSearch"], index, "completed")
+        out = b""
+        if item["status"] == "completed":
+            out = self._event("response.web_search_call.completed", {"item_id": item["id"], "output_index": index})
+        return out + self._event("response.output_item.done", {"output_index": index, "item": item})
+
+    def _search_item(self, block: dict[str, Any], index: int, status: str) -> dict[str, Any]:
+        """A `web_search_call` item: the vendor's search, its query, and its sources when `include` asks."""
+        searched = block.get("status")
+        item: dict[str, Any] = {"id": self._item_id("webSearch", index), "type": "web_search_call",
+                                "status": searched if searched in ("completed", "failed") else status}  # fmt: skip
+        action: dict[str, Any] = {"type": "search", "query": block.get("query") or ""}
+        if self._request.include_search_sources:
+            action["sources"] = [{"type": "url", "url": s["url"]} for s in block.get("sources") or ()]
+        item["action"] = action
+        return item
+
     def _compaction_progress(self, event: dict[str, Any]) -> bytes:
         if self._compacting:
             return b""
@@ -346,6 +383,8 @@ class ResponsesEncoder:
                 items.append({"id": self._item_id("toolCall", index), "type": "function_call", "status": status,
                               "arguments": self._call_arguments.get(index) or orjson.dumps(block.get("arguments") or {}).decode(),
                               "call_id": block["id"], **self._name(block["name"])})  # fmt: skip
+            elif kind == "webSearch":
+                items.append(self._search_item(block, index, status))
         return items
 
     def _name(self, name: str) -> dict[str, str]:

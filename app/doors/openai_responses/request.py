@@ -17,8 +17,10 @@ Stored responses (`store`, the API's default): `wanted(body)` names the stored r
 passes them to `decode`, which reads the continued conversation before `input` and resolves references; the
 decoded request's `items` are the conversation so far as wire items, which the glue keeps with the output.
 
-Hosted tools (`web_search`, `file_search`, …) and other non-function tools are never refused: the door
-drops them and names them in the `X-Gateway-Dropped-Tools` response header. The functions of a `namespace`
+Hosted tools are never refused: `web_search` becomes `options.hostedTools.webSearch`, which the serving
+vendor's own search runs where the catalog allows it (`app.providers.hosted`; else the turn names it dropped);
+the others (`file_search`, …) and other non-function tools the door drops and names in the
+`X-Gateway-Dropped-Tools` response header. The functions of a `namespace`
 group go to the vendor as `<namespace>__<name>`; `namespaced` maps them back for the encoder's function_call
 items, which carry the `namespace`.
 
@@ -51,8 +53,8 @@ from app.contract.messages import (
     ToolResultMessage,
     UserMessage,
 )
-from app.contract.request import Reasoning, StreamOptions, StreamRequest, ToolChoiceTool
-from app.doors.base import DoorRequest, StoredResponse
+from app.contract.request import HostedToolsOption, Reasoning, StreamOptions, StreamRequest, ToolChoiceTool, WebSearch
+from app.doors.base import DROPPED_TOOLS_HEADER, DoorRequest, StoredResponse
 from app.doors.errors import BadRequest
 from app.doors.openai_chat.request import accept_default, error_body, invalid, refuse, structured_output, unsupported
 from app.doors.openai_responses import compaction
@@ -68,8 +70,8 @@ PROSE_PATHS: tuple[tuple[str, ...], ...] = (
     ("input", ANY_INDEX, "output"),
     ("input", ANY_INDEX, "output", ANY_INDEX, "text"),
 )
-DROPPED_TOOLS_HEADER = "X-Gateway-Dropped-Tools"
 ENCRYPTED_REASONING = "reasoning.encrypted_content"
+SEARCH_SOURCES = "web_search_call.action.sources"
 # `reasoning.effort` → the unified level; "none" turns reasoning off.
 EFFORTS: dict[str, Reasoning | None] = {
     "none": None, "minimal": "minimal", "low": "low", "medium": "medium", "high": "high", "xhigh": "xhigh",
@@ -87,6 +89,7 @@ class ResponsesRequest(DoorRequest):
 
     client_model: str = ""
     include_encrypted_reasoning: bool = False  # `include: ["reasoning.encrypted_content"]`
+    include_search_sources: bool = False  # `include: ["web_search_call.action.sources"]`
     echo: dict[str, Any] = field(default_factory=dict)  # request fields the `response` object repeats
     store: bool = True  # keep the response for later requests (the API's default)
     # The conversation as wire items: the stored one it continues, then `input` with references resolved.
@@ -178,7 +181,7 @@ FIELDS: dict[str, Callable[[str, Any], None] | None] = {
     "client_metadata": ignore_typed(dict),  # the client's own telemetry tags (Codex CLI sends them); never shown to the model
     "truncation": accept_default("disabled", "auto"),
     "prompt_cache_retention": ignore_typed(str),
-    "max_tool_calls": ignore_typed(int),  # bounds hosted tool calls, which the gateway drops
+    "max_tool_calls": ignore_typed(int),  # bounds hosted tool calls: the catalog bounds the vendor's searches instead
     "top_logprobs": accept_default(0),
     "background": accept_default(False),
     "conversation": refuse("server-held conversations are not kept by this gateway: send the whole conversation in input"),
@@ -215,6 +218,10 @@ def _decode(body: dict[str, Any], stored: Mapping[str, StoredResponse]) -> Respo
     parallel = _bool(body, "parallel_tool_calls", True)
     include = _include(body.get("include"))
     tools, dropped, namespaced = _tools(body.get("tools"))
+    # A web search goes to the adapters as `options.hostedTools`: the serving vendor's own search runs it where
+    # the catalog allows, else the turn names it dropped (app.providers.hosted).
+    web_search = _web_search(body.get("tools"))
+    dropped = [kind for kind in dropped if kind not in WEB_SEARCH_TYPES]
     instructions = body.get("instructions")
     if instructions is not None and not isinstance(instructions, str):
         raise invalid("instructions", "must be a string")
@@ -230,6 +237,8 @@ def _decode(body: dict[str, Any], stored: Mapping[str, StoredResponse]) -> Respo
     options = _options(body, tools)
     if conversation.compaction and tools:
         options = options.model_copy(update={"tool_choice": "none"})
+    if web_search is not None and not conversation.compaction:
+        options = options.model_copy(update={"hosted_tools": HostedToolsOption(web_search=web_search)})
     context = Context.model_validate(
         {"system_prompt": system, "messages": conversation.messages, "tools": tools or None}, context=DOOR_VALIDATION
     )
@@ -255,6 +264,7 @@ def _decode(body: dict[str, Any], stored: Mapping[str, StoredResponse]) -> Respo
         response_headers={DROPPED_TOOLS_HEADER: ", ".join(dropped)} if dropped else None,
         client_model=model,
         include_encrypted_reasoning=ENCRYPTED_REASONING in include,
+        include_search_sources=SEARCH_SOURCES in include,
         echo=echo,
         store=store,
         items=conversation.items,
@@ -437,6 +447,19 @@ def _tool_choice(value: Any, tools: list[Tool]) -> str | ToolChoiceTool | None:
     raise invalid("tool_choice", 'must be "auto", "none", "required" or {"type": "function", "name"}')
 
 
+WEB_SEARCH_TYPES = ("web_search", "web_search_2025_08_26", "web_search_preview", "web_search_preview_2025_03_11")
+
+
+def _web_search(value: Any) -> WebSearch | None:
+    """The web search tool of `tools`, if there is one (its `filters`, `user_location` and
+    `search_context_size` are not carried: docs/adapters/web-search.md)."""
+    for i, tool in enumerate(value if isinstance(value, list) else ()):
+        if isinstance(tool, dict) and tool.get("type") in WEB_SEARCH_TYPES:
+            live = _bool(tool, "external_web_access", True, f"tools.{i}.")
+            return WebSearch(external_web_access=live)
+    return None
+
+
 NAMESPACE_SEPARATOR = "__"  # a namespaced function's name at the vendor: `<namespace>__<name>`
 
 
@@ -585,9 +608,12 @@ class _Conversation:
             self._reasoning(item, param)
         elif kind in compaction.ITEM_TYPES:
             self._compaction(item, param)
+        elif kind == "web_search_call":
+            pass  # a search the vendor ran for an earlier answer (which holds what it found): nothing to replay
         elif isinstance(kind, str):
             raise invalid(f"{param}.type", f"input items of type {kind!r} are not supported (message, function_call, "
-                          "function_call_output, reasoning, compaction and item_reference are)")  # fmt: skip
+                          "function_call_output, reasoning, compaction, web_search_call and item_reference "
+                          "are)")  # fmt: skip
         else:
             raise invalid(f"{param}.type", "must be a string naming the item type")
 

@@ -2,8 +2,10 @@
 
 Mapping (reference: pi-ai's anthropic provider, with its bugs fixed):
 - `message_start` → usage (input, cacheRead, cacheWrite, output so far)
-- `content_block_start` text/thinking/redacted_thinking/tool_use → `*_start`; server tools and unknown
-  block types (web search results, compaction, …) are not client content and are skipped with their deltas
+- `content_block_start` text/thinking/redacted_thinking/tool_use → `*_start`; the `web_search` server tool's
+  `server_tool_use` → `websearch_start` and its `web_search_tool_result` → `websearch_end` (query, sources);
+  other server tools and unknown block types (compaction, …) are not client content and are skipped with
+  their deltas
 - `text_delta`/`thinking_delta`/`input_json_delta` → deltas; `signature_delta` extends the thinking signature
 - `content_block_stop` → `*_end` (the event stream parses tool arguments strictly)
 - `message_delta` → usage (non-null fields overwrite) and the stop reason; when the usage carries
@@ -15,6 +17,7 @@ Mapping (reference: pi-ai's anthropic provider, with its bugs fixed):
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from app.contract.failures import ErrorKind
@@ -22,7 +25,9 @@ from app.providers.base import ProviderError, token_count, wire_index, wire_name
 
 STOP_REASONS = {
     "end_turn": "stop",
-    "pause_turn": "stop",
+    # The vendor paused its own server-tool loop (a long web search) before the answer was complete: the
+    # answer is cut short, as at the token limit, never a clean end (docs/adapters/web-search.md).
+    "pause_turn": "length",
     "stop_sequence": "stop",
     "max_tokens": "length",
     "model_context_window_exceeded": "length",
@@ -54,6 +59,7 @@ class AnthropicTranslator:
         self._blocks: dict[int, str] = {}  # wire index -> our block kind ("skip" for non-client blocks)
         self._signature: list[str] = []
         self._redacted_data: str | None = None
+        self._search: list[Any] | None = None  # the running web search: [its id, its input's JSON fragments]
 
     def feed(self, wire: Any) -> list[dict[str, Any]]:
         kind = _get(wire, "type")
@@ -127,8 +133,35 @@ class AnthropicTranslator:
                 "id": wire_name(_get(block, "id"), "a tool_use block's id"),
                 "toolName": wire_name(_get(block, "name"), "a tool_use block's name"),
             }]
+        if block_type == "server_tool_use" and _get(block, "name") == "web_search":
+            self._blocks[index] = "search"  # the vendor's own search (a hosted tool): its query streams as input
+            search_id = wire_name(_get(block, "id"), "a server_tool_use block's id")
+            self._search = [search_id, []]
+            return [{"type": "websearch_start", "id": search_id}]
+        if block_type == "web_search_tool_result":
+            self._blocks[index] = "skip"
+            return [self._search_result(block)]
         self._blocks[index] = "skip"
         return []
+
+    def _search_result(self, block: Any) -> dict[str, Any]:
+        """A `web_search_tool_result` as the end of its search: the query (the `server_tool_use` input), the
+        results' urls and titles, or `failed` for an error result."""
+        search_id = wire_name(_get(block, "tool_use_id"), "a web_search_tool_result's tool_use_id")
+        query = ""
+        if self._search is not None and self._search[0] == search_id:
+            try:
+                query = json.loads("".join(self._search[1]) or "{}").get("query") or ""
+            except (ValueError, AttributeError):
+                query = ""
+        self._search = None
+        content = _get(block, "content")
+        if not isinstance(content, list):  # `web_search_tool_result_error`
+            return {"type": "websearch_end", "id": search_id, "query": query, "status": "failed", "sources": []}
+        sources = [{"url": wire_text(_get(r, "url"), "a web search result's url"),
+                    "title": wire_text(_get(r, "title"), "a web search result's title")} for r in content]  # fmt: skip
+        return {"type": "websearch_end", "id": search_id, "query": wire_text(query, "a web search's query"),
+                "status": "completed", "sources": [s for s in sources if s["url"]]}
 
     def _delta(self, wire: Any) -> list[dict[str, Any]]:
         block = self._blocks.get(wire_index(_get(wire, "index"), "a content block index"))
@@ -140,6 +173,9 @@ class AnthropicTranslator:
             return [{"type": "toolcall_delta", "delta": wire_text(_get(delta, "partial_json"), "an input_json_delta's partial_json")}]
         if delta_type == "thinking_delta" and block == "thinking":
             return [{"type": "thinking_delta", "delta": wire_text(_get(delta, "thinking"), "a thinking_delta's thinking")}]
+        if delta_type == "input_json_delta" and block == "search" and self._search is not None:
+            self._search[1].append(wire_text(_get(delta, "partial_json"), "an input_json_delta's partial_json"))
+            return []
         if delta_type == "signature_delta" and block == "thinking":
             self._signature.append(wire_text(_get(delta, "signature"), "a signature_delta's signature"))
             return []

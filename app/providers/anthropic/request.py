@@ -10,7 +10,8 @@ came, `thinking` in place of the one derived from `options.reasoning`.
 Options: `stop` → `stop_sequences`; `toolChoice` "auto" / "none" / "required" / a named tool → `tool_choice`
 `{type: auto | none | any | tool}` (only sent with tools), with `disable_parallel_tool_use` when a door asked for
 no parallel tool calls (`parallelToolCalls: false`); `topP` → `top_p` (with thinking Anthropic takes
-only 0.95–1, and never a forced tool: `check_request` refuses those).
+only 0.95–1, and never a forced tool: `check_request` refuses those); a web search the client asked for and the
+catalog allows (`app.providers.hosted`) → the `web_search_20250305` server tool, with `max_uses` from the catalog.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from app.contract.messages import (
     UserMessage,
 )
 from app.contract.request import StreamOptions, ToolChoiceTool
+from app.providers import hosted
 from app.providers.checks import TOOL_CHOICE, TOP_P, check_no_gemini_cache, check_tool_choice, forces_a_tool
 from app.providers.handoff import Target, prepare_history, sanitize_id, user_blocks
 from app.refusals import RequestRejected
@@ -39,6 +41,7 @@ THINKING_BUDGETS = {"minimal": 1024, "low": 2048, "medium": 8192, "high": 16384,
 DEFAULT_MAX_TOKENS = 4096
 _CACHE = {"type": "ephemeral"}
 THINKING_MIN_TOP_P = 0.95
+WEB_SEARCH_TOOL = "web_search_20250305"  # Anthropic's server-side web search (`app.providers.hosted`)
 _TOOL_CHOICE = {"auto": "auto", "none": "none", "required": "any"}
 # Top-level fields of the client's (`options.anthropic`) sent as they came, besides `thinking`.
 PASSED_AS_SENT = ("output_config", "context_management", "cache_control", "service_tier", "speed", "inference_geo")
@@ -189,6 +192,11 @@ def build_request(model: ModelInfo, context: Context, options: StreamOptions) ->
         ]
         if (choice := tool_choice(options)) is not None:
             params["tool_choice"] = choice
+    if (web := hosted.plan(API, model, options).web_search) is not None:
+        search: dict[str, Any] = {"type": WEB_SEARCH_TOOL, "name": "web_search"}
+        if web.max_uses is not None:
+            search["max_uses"] = web.max_uses
+        params.setdefault("tools", []).append(search)
     if options.stop:
         params["stop_sequences"] = list(options.stop)
     if options.top_p is not None:

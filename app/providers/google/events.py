@@ -18,6 +18,8 @@ Mapping (reference: pi-ai's google provider, with its gaps closed):
   length; every other reason is a ProviderError naming it, also when a call was made. It is raised at the
   next call (`end()`, as the body ends there), so the parts of the finishing chunk still reach the message
 - a prompt blocked by `promptFeedback.blockReason` raises; a body that ends without a finishReason raises
+- `groundingMetadata` (Google Search ran, a hosted tool) → one `websearch_start` / `websearch_end` before the
+  finish: the `webSearchQueries` joined, the `groundingChunks`' web sources
 """
 
 from __future__ import annotations
@@ -82,6 +84,7 @@ class GoogleTranslator:
         self._calls = 0
         self._ids: set[str] = set()
         self._failure: ProviderError | None = None  # an error finish, raised once its chunk was delivered
+        self._grounding: Any = None  # `groundingMetadata` (a Google Search ran): one search before the finish
 
     def feed(self, wire: Any) -> list[dict[str, Any]]:
         if self._failure is not None:
@@ -98,8 +101,14 @@ class GoogleTranslator:
         usage = _get(wire, "usage_metadata", "usageMetadata")
         if usage is not None:
             events.append(self._usage(usage))
+        grounding = _get(candidate, "grounding_metadata", "groundingMetadata")
+        if grounding is not None:
+            self._grounding = grounding  # the latest wins: Gemini may send it again as it grows
         reason = _enum(_get(candidate, "finish_reason", "finishReason"))
         if reason:
+            if self._grounding is not None:
+                events.extend(self._close())
+                events.extend(self._web_search(self._grounding))
             events.extend(self._finish(reason, _get(candidate, "finish_message", "finishMessage")))
         elif not candidates:
             block = _enum(_get(_get(wire, "prompt_feedback", "promptFeedback"), "block_reason", "blockReason"))
@@ -184,6 +193,22 @@ class GoogleTranslator:
         if thoughts:
             self.usage["reasoning"] = thoughts
         return {"type": "usage", **self.usage}
+
+    def _web_search(self, grounding: Any) -> list[dict[str, Any]]:
+        """Grounding with Google Search (the vendor's own search, a hosted tool) as one search: its queries
+        (joined) and the web sources it grounded the answer in; none when it did not search."""
+        queries = [wire_text(q, "a webSearchQueries entry") for q in _items(_get(grounding, "web_search_queries", "webSearchQueries"), "webSearchQueries")]  # fmt: skip
+        sources = []
+        for chunk in _items(_get(grounding, "grounding_chunks", "groundingChunks"), "groundingChunks"):
+            web = _get(chunk, "web")
+            if web is not None and (url := wire_text(_get(web, "uri"), "a grounding chunk's uri")):
+                sources.append({"url": url, "title": wire_text(_get(web, "title"), "a grounding chunk's title")})
+        if not queries and not sources:
+            return []
+        search_id = f"gs_{self.response_id or 'search'}"
+        return [{"type": "websearch_start", "id": search_id},
+                {"type": "websearch_end", "id": search_id, "query": " | ".join(q for q in queries if q),
+                 "status": "completed", "sources": sources}]  # fmt: skip
 
     def _finish(self, reason: str, message: Any) -> list[dict[str, Any]]:
         self.finished = True

@@ -4,7 +4,8 @@ Contents and config are given to the SDK as dicts of its own (snake_case) types;
 writes the camelCase wire body. Byte fields (signatures, image data) are passed decoded, as the SDK expects.
 
 Options: `stop` → `stopSequences` (Gemini takes at most 5); `toolChoice` → `toolConfig.functionCallingConfig`
-mode AUTO / NONE / ANY, a named tool as ANY with `allowedFunctionNames` (only sent with tools); `topP` → `topP`.
+mode AUTO / NONE / ANY, a named tool as ANY with `allowedFunctionNames` (only sent with tools); `topP` → `topP`. A web search the client asked for and the catalog allows
+(`app.providers.hosted`) → the `google_search` tool (grounding with Google Search).
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from app.contract.failures import ErrorKind
 from app.contract.request import StreamOptions, ToolChoiceTool
 from app.providers.base import ProviderError
 from app.providers.checks import check_stop_count, check_tool_choice
+from app.providers import hosted
 from app.providers.handoff import Target, prepare_history, shown_tools, user_blocks
 from app.refusals import RequestRejected
 
@@ -248,6 +250,8 @@ def build_request(model: ModelInfo, context: Context, options: StreamOptions) ->
         }]
         if (calling := tool_config(options)) is not None:
             config["tool_config"] = calling
+    if hosted.plan(API, model, options).web_search is not None:
+        config.setdefault("tools", []).append({"google_search": {}})  # grounding with Google Search
     if options.stop:
         config["stop_sequences"] = list(options.stop)
     if options.top_p is not None:

@@ -2,7 +2,9 @@
 
 Mapping (reference: pi-ai's openai-responses provider, with its gaps closed):
 - `output_item.added` reasoning / message / function_call → `thinking_start` / `text_start` / `toolcall_start`
-  (tool call id `"<call_id>|<item_id>"`); other item types (built-in tools) are skipped with their events
+  (tool call id `"<call_id>|<item_id>"`); a `web_search_call` (the vendor's own search, a hosted tool) →
+  `websearch_start`, its `output_item.done` → `websearch_end` with the query and sources; other item types
+  (built-in tools) are skipped with their events
 - `reasoning_summary_text.delta` → `thinking_delta`; a new summary part after `reasoning_summary_part.done`
   first gets a `"\\n\\n"` delta, so the thinking text is the summaries joined by a blank line
 - `output_text.delta` and `refusal.delta` → `text_delta` (a refusal streams as text, the turn then fails)
@@ -73,6 +75,18 @@ class _Item:
         return "".join(self.sent)
 
 
+def web_search_end(item: Any) -> dict[str, Any]:
+    """A finished `web_search_call` item as the end of the vendor's search: its query (`action.query`, or the
+    first of `action.queries`), its status, and the sources the vendor listed (`action.sources`, sent when the
+    request's `include` asked for them)."""
+    action = _get(item, "action") or {}
+    query = _get(action, "query") or next(iter(_get(action, "queries") or ()), "")
+    sources = [{"url": wire_text(_get(s, "url"), "a web search source's url")} for s in _get(action, "sources") or ()]
+    status = "failed" if _get(item, "status") == "failed" else "completed"
+    return {"type": "websearch_end", "id": wire_text(_get(item, "id"), "a web_search_call's id"),
+            "query": wire_text(query, "a web search's query"), "status": status, "sources": [s for s in sources if s["url"]]}
+
+
 class OpenAIResponsesTranslator:
     def __init__(self) -> None:
         self.usage = {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0}
@@ -82,6 +96,7 @@ class OpenAIResponsesTranslator:
         self.response_model: str | None = None
         self._open: _Item | None = None
         self._skipped: set[str] = set()
+        self._searching: set[str] = set()  # web_search_call items whose search started
         self._pending: ProviderError | None = None
 
     # ------------------------------------------------------------------ Translator protocol
@@ -112,6 +127,9 @@ class OpenAIResponsesTranslator:
         item_id = _get(item, "id") or ""
         if item_type not in _CLIENT_ITEMS:
             self._skipped.add(item_id)
+            if item_type == "web_search_call" and item_id and self._open is None:  # the vendor's own search
+                self._searching.add(item_id)
+                return [{"type": "websearch_start", "id": item_id}]
             return []
         events = self._close_open() if self._open is not None else []  # the vendor never finished it
         if item_type == "reasoning":
@@ -131,6 +149,10 @@ class OpenAIResponsesTranslator:
     def _item_done(self, wire: Any) -> list[dict[str, Any]]:
         item = _get(wire, "item")
         item_id = _get(item, "id") or ""
+        if _get(item, "type") == "web_search_call" and item_id and (item_id in self._searching or self._open is None):
+            self._skipped.discard(item_id)
+            self._searching.discard(item_id)
+            return [web_search_end(item)]  # (a search inside an open message, never seen so far, stays skipped)
         if item_id in self._skipped:
             self._skipped.discard(item_id)
             return []

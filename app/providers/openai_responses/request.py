@@ -13,7 +13,8 @@ History mapping (after `handoff.prepare_history`):
 Options: `toolChoice` → `tool_choice` "auto" / "none" / "required" / `{type: function, name}` (only sent with
 tools, as is `parallel_tool_calls: false` when a door asked for it); `topP` → `top_p` (refused for reasoning
 models and with `reasoning`). The Responses API has no stop sequences: `check_request` refuses a request with
-`stop`, and `topP` while reasoning.
+`stop`, and `topP` while reasoning. A web search the client asked for and the catalog allows
+(`app.providers.hosted`) → the `web_search` tool, with `external_web_access: false` for cached results only.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ from app.contract.messages import (
 )
 from app.contract.request import StreamOptions, ToolChoiceTool
 from app.providers.checks import STOP, TOP_P, check_no_gemini_cache, check_tool_choice
+from app.providers import hosted
 from app.providers.handoff import Target, prepare_history, shown_tools, user_blocks
 from app.refusals import RequestRejected
 
@@ -235,6 +237,12 @@ def build_request(model: ModelInfo, context: Context, options: StreamOptions) ->
     if options.reasoning or model.reasoning:
         # Without stored responses, reasoning can only be replayed from its encrypted content.
         params["include"] = ["reasoning.encrypted_content"]
+    if (web := hosted.plan(API, model, options).web_search) is not None:
+        search: dict[str, Any] = {"type": "web_search"}
+        if not web.external_web_access:
+            search["external_web_access"] = False  # cached results only, as the client asked
+        params.setdefault("tools", []).append(search)
+        params["include"] = [*params.get("include", ()), "web_search_call.action.sources"]  # what it found
     if options.session_id:
         params["prompt_cache_key"] = options.session_id
     if options.json_schema is not None:
