@@ -383,8 +383,8 @@ def test_cached_content_reaches_a_gemini_upstream_and_is_refused_by_the_others(g
         assert gw.sim.seen(m) == []
 
 
-def test_a_stream_without_alt_sse_and_a_body_that_is_not_json_are_400(gw):
-    response = gw.http.post("/v1beta/models/anthropic/text:streamGenerateContent", json=_body("hi"), headers=AUTH)
+def test_a_stream_with_an_unknown_alt_and_a_body_that_is_not_json_are_400(gw):
+    response = gw.http.post("/v1beta/models/anthropic/text:streamGenerateContent?alt=media", json=_body("hi"), headers=AUTH)
     assert response.status_code == 400 and response.json()["error"]["message"].startswith("alt:")
     response = gw.http.post("/v1beta/models/anthropic/text:generateContent", content=b"{nope",
                             headers={**AUTH, "content-type": "application/json"})  # fmt: skip

@@ -41,6 +41,11 @@ from app.doors.gemini.signatures import Origin, Unwrapped, unwrap_signature
 # Where `bind_url` puts what the request's URL says (the model of the path, `alt`): a body key no client field
 # has, overwritten by the URL on every request.
 URL_FIELDS = "gateway:url"
+# `streamGenerateContent`'s `alt`: `sse` (server-sent events, what the Google SDKs ask for) or the default JSON
+# array (no `alt`, or `alt=json`).
+STREAM_FORMS = (None, "sse", "json")
+ARRAY_NOT_RESUMABLE = ("a JSON-array stream (streamGenerateContent without alt=sse) cannot be resumed: "
+                       "ask for server-sent events with ?alt=sse")  # fmt: skip
 MODEL_PREFIX = "models/"
 # `thinkingConfig.thinkingBudget` → the unified level: the highest level whose budget the request reaches (the
 # budgets the Gemini adapter sends for 2.5 models); 0 turns thinking off, -1 (dynamic) is `medium`.
@@ -82,6 +87,7 @@ class GeminiRequest(DoorRequest):
 
     client_model: str = ""
     include_thoughts: bool = False
+    array: bool = False  # `streamGenerateContent` without `alt=sse`: the chunks as one streamed JSON array
 
 
 def _snake(name: str) -> str:
@@ -562,8 +568,10 @@ def decode(body: dict[str, Any], headers: Mapping[str, str] | None = None) -> Ge
     url = body.get(URL_FIELDS) or {}
     model = model_name(str(url.get("model") or ""))
     stream = url.get("stream") is True
-    if stream and url.get("alt") != "sse":
-        fail("alt", "streamGenerateContent answers as server-sent events only: add ?alt=sse (what the Google GenAI SDKs send)")
+    alt = url.get("alt")
+    if stream and alt not in STREAM_FORMS:
+        fail("alt", "streamGenerateContent answers as server-sent events (alt=sse) or as a JSON array (alt=json, the default)")
+    array = stream and alt != "sse"
     _unknown(body, TOP_LEVEL, "")
     conversation = _Conversation()
     raw_contents = list_at(body.get("contents"), "contents")
@@ -603,5 +611,8 @@ def decode(body: dict[str, Any], headers: Mapping[str, str] | None = None) -> Ge
         if where == "model":
             fail("model", f"{model!r} names no model", 404)
         fail(where, first["msg"])
+    if array:  # Gemini's JSON-array stream: one array, no SSE lines, so nothing to resume with `id:` lines
+        return GeminiRequest(unified=unified, stream=stream, client_model=model, include_thoughts=include, array=True,
+                             response_headers={"Content-Type": "application/json"}, resume_refused=ARRAY_NOT_RESUMABLE)  # fmt: skip
     return GeminiRequest(unified=unified, stream=stream, client_model=model, include_thoughts=include)
 
