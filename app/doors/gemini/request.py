@@ -37,6 +37,7 @@ from app.contract.request import Reasoning, StreamOptions, StreamRequest, ToolCh
 from app.doors.base import DoorRequest
 from app.doors.fields import bool_at, fail, integer_at, kind, list_at, number_at, object_at, string_at
 from app.doors.gemini.signatures import Origin, Unwrapped, unwrap_signature
+from app.doors.openai_chat.request import structured_output
 
 # Where `bind_url` puts what the request's URL says (the model of the path, `alt`): a body key no client field
 # has, overwritten by the URL on every request.
@@ -468,6 +469,8 @@ def _reasoning(config: Any, path: str) -> tuple[Reasoning | None, bool]:
 
 
 def _response_schema(config: dict[str, Any]) -> dict[str, Any] | None:
+    """The JSON schema the answer must follow, from `responseMimeType` with `responseJsonSchema` or `responseSchema`
+    (`application/json` without one is JSON mode, `_generation`)."""
     path = "generationConfig"
     mime = _get(config, "responseMimeType")
     if mime is not None and string_at(mime, f"{path}.responseMimeType") not in TEXT_MIME_TYPES:
@@ -479,9 +482,6 @@ def _response_schema(config: dict[str, Any]) -> dict[str, Any] | None:
         schema = json_schema(_get(config, "responseSchema"), f"{path}.responseSchema")
     if schema is not None and mime != "application/json":
         fail(f"{path}.responseMimeType", "must be application/json with a response schema")
-    if schema is None and mime == "application/json":
-        fail(f"{path}.responseMimeType", "application/json needs responseSchema or responseJsonSchema: "
-              "JSON without a schema is not offered across vendors")  # fmt: skip
     return schema
 
 
@@ -515,7 +515,10 @@ def _generation(config: dict[str, Any], options: dict[str, Any], native: dict[st
             if len(stop) > MAX_STOP_LENGTH:
                 fail(f"{path}.stopSequences.{index}", f"must be at most {MAX_STOP_LENGTH} characters")
         options["stop"] = stops or None
-    options["json_schema"] = _response_schema(config)
+    schema = _response_schema(config)
+    options.update(structured_output(schema))
+    if schema is None and _get(config, "responseMimeType") == "application/json":
+        options["json_object"] = True  # JSON mode: OpenAI json_object, Gemini as sent; Anthropic refuses it
     include = False
     if (thinking := _get(config, "thinkingConfig")) is not None:
         options["reasoning"], include = _reasoning(thinking, f"{path}.thinkingConfig")

@@ -55,6 +55,7 @@ from app.contract.request import Reasoning, StreamOptions, StreamRequest, ToolCh
 from app.doors.base import DoorRequest, StoredResponse
 from app.doors.errors import BadRequest
 from app.doors.openai_chat.request import accept_default, error_body, invalid, refuse, structured_output, unsupported
+from app.doors.openai_chat.request import JSON_OBJECT
 from app.doors.openai_responses import compaction
 from app.doors.openai_responses.reasoning import Opaque, Origin, unwrap_reasoning
 from app.doors.validation import ANY_INDEX
@@ -393,7 +394,8 @@ def _reasoning(value: Any) -> Reasoning | None:
 
 
 def _json_schema(value: Any) -> dict[str, Any] | None:
-    """`text.format`: `text` (the default) or `json_schema`, whose schema every vendor's structured output gets."""
+    """`text.format`: `text` (the default), `json_object` (JSON mode, `JSON_OBJECT`) or `json_schema`, whose schema
+    every vendor's structured output gets."""
     if value is None:
         return None
     text = _object(value, "text")
@@ -410,9 +412,9 @@ def _json_schema(value: Any) -> dict[str, Any] | None:
     if kind == "text":
         return None
     if kind == "json_object":
-        raise unsupported("text.format.type", "json_object is not offered across vendors: use json_schema with a schema")
+        return JSON_OBJECT  # JSON mode (the unified jsonObject), which a vendor without it refuses
     if kind != "json_schema":
-        raise invalid("text.format.type", "must be text or json_schema")
+        raise invalid("text.format.type", "must be text, json_object or json_schema")
     if form.get("name") is not None:
         _string(form["name"], "text.format.name", max_length=64)
     return _object(form.get("schema"), "text.format.schema")
