@@ -57,6 +57,7 @@ from app.doors.errors import BadRequest
 from app.doors.openai_chat.request import accept_default, error_body, invalid, refuse, structured_output, unsupported
 from app.doors.openai_chat.request import JSON_OBJECT
 from app.doors.openai_responses import compaction
+from app.doors.anthropic_messages.signatures import SignedCall, Unwrapped
 from app.doors.openai_responses.reasoning import Opaque, Origin, unwrap_reasoning
 from app.doors.validation import ANY_INDEX
 
@@ -608,7 +609,7 @@ class _Conversation:
             return
         content = []
         for block in blocks:
-            if isinstance(block, _Reasoning):
+            if isinstance(block, (_Reasoning, SignedCall)):
                 thinking = block.block(origin)
                 if thinking is not None:
                     content.append(thinking)
@@ -707,6 +708,10 @@ class _Conversation:
         blocks = self._assistant_blocks()
         if opaque is not None and self._origin is None:
             self._origin = opaque.origin
+        if opaque is not None and opaque.call:  # a function call's own signature: it goes on the call before it
+            if blocks and isinstance(blocks[-1], ToolCall):
+                blocks[-1] = SignedCall(blocks[-1], Unwrapped(opaque.origin, opaque.signature))
+            return
         # Raw reasoning text when the item has it, else its summary (what this door sent for the block).
         blocks.append(_Reasoning("\n\n".join(texts) if texts else "\n\n".join(summary), opaque))
 
