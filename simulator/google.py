@@ -7,7 +7,8 @@ carries `usageMetadata` with the running counts. Rendering of the vendor-neutral
 - TextBlock → one chunk per text piece; its signature rides on the block's last part (base64, as on the wire)
 - ThinkingBlock → one `thought: true` part per piece, the signature on the last one
 - RedactedThinking → an empty `thought: true` part with the data as thoughtSignature (Gemini has no redaction)
-- ToolCallBlock → one `functionCall` part with the parsed args and no id (like Gemini 2.x); no args key when
+- ToolCallBlock → one `functionCall` part with the parsed args and no id (like Gemini 2.x), its signature (if any)
+  as the part's thoughtSignature; no args key when
   there are no fragments; fragments that do not parse cannot be sent on Gemini, so the model "fails" with
   finishReason MALFORMED_FUNCTION_CALL and the stream ends there
 - Stop → finishReason on the last content chunk (or on a chunk of its own when nothing is waiting); a
@@ -71,6 +72,24 @@ def tool_results_of(body: dict[str, Any]) -> list[str]:
             value = response.get("response") or {}
             results.append(str(value.get("output", value.get("error", ""))) if isinstance(value, dict) else str(value))
     return results
+
+
+def request_error(scenario: s.Scenario, body: dict[str, Any]) -> s.HttpError | None:
+    """What Gemini refuses in the request itself: a model that signs its calls (`Scenario.signed_calls`, as
+    Gemini 3) wants every replayed call back with the signature it gave it. (Gemini also takes a documented
+    placeholder; the simulator does not, so a lost signature shows.)"""
+    if not scenario.signed_calls:
+        return None
+    wanted = signature(s.SIGNED_CALL_SIGNATURE)
+    for index, content in enumerate(body.get("contents") or []):
+        if not isinstance(content, dict) or content.get("role") != "model":
+            continue
+        for part in content.get("parts") or []:
+            call = part.get("functionCall") if isinstance(part, dict) else None
+            if call is not None and part.get("thoughtSignature") != wanted:
+                return s.HttpError(400, "invalid_request_error", "Function call is missing a thought_signature in "
+                                   f"functionCall parts: function call `{call.get('name')}`, content {index}")  # fmt: skip
+    return None
 
 
 def error_body(error: s.HttpError) -> dict[str, Any]:
@@ -165,7 +184,10 @@ def encode(scenario: s.Scenario, model: str, steps: list[s.Step] | None = None) 
                     yield enc.finish("MALFORMED_FUNCTION_CALL", message=f"Malformed function call: {''.join(step.fragments)}")
                     return
             enc.candidates += 5
-            yield from enc.hold([{"functionCall": call}])
+            part = {"functionCall": call}
+            if step.signature:
+                part["thoughtSignature"] = signature(step.signature)
+            yield from enc.hold([part])
         elif isinstance(step, s.WebSearch):  # grounding: what was searched and found rides on the last chunk
             enc.grounding = {
                 "webSearchQueries": [step.query],

@@ -67,6 +67,7 @@ class ToolCallBlock:
     # The token limit cut the call: its fragments stop short and the vendor never closes it (where the format
     # streams arguments; Gemini sends calls whole, so there the call is never sent).
     cut: bool = False
+    signature: str | None = None  # the call's own signature, where the format has one (Gemini's thoughtSignature)
 
 
 @dataclass
@@ -142,6 +143,9 @@ class Scenario:
     hang_before_headers: bool = False
     delay_ms: float = 0.0  # pause between frames
     replay: str | None = None
+    # The model signs its calls and wants each signature back on the next turn, as Gemini 3 does (a request that
+    # replays a call without it is a 400 on Gemini: `simulator.google.request_error`).
+    signed_calls: bool = False
 
 
 def _words(text: str, per_chunk: int = 2) -> list[str]:
@@ -336,11 +340,26 @@ def _agent_exec(usage: Usage, results: list[str]) -> Scenario:
     )
 
 
+# `signed-tools`: one call signed on its own (Gemini's thoughtSignature on the functionCall part); the turn that
+# answers it must carry the call with that signature back (Gemini: 400 otherwise), then the model answers with
+# the result's text.
+SIGNED_CALL_SIGNATURE = "sig-sim-call-7"
+
+
+def _signed_tools(usage: Usage, results: list[str]) -> Scenario:
+    if results:
+        reply = TextBlock(_words("The tool said: " + " ".join(r.strip() for r in results)))
+        return Scenario("", [usage, reply, Stop("stop", output=len(reply.chunks))], signed_calls=True)
+    call = ToolCallBlock("toolu_sim_weather", "get_weather", WEATHER_FRAGMENTS, signature=SIGNED_CALL_SIGNATURE)
+    return Scenario("", [usage, call, Stop("toolUse", output=8)], signed_calls=True)
+
+
 # `agent-shell`: the same round trip with Gemini CLI's shell tool.
 AGENT_SCENARIOS: dict[str, Callable[[Usage, list[str]], Scenario]] = {
     "agent-tool": _agent_tool,
     "agent-exec": _agent_exec,
     "agent-shell": lambda usage, results: _agent_tool(usage, results, "run_shell_command"),
+    "signed-tools": _signed_tools,
 }
 
 

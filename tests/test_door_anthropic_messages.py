@@ -18,7 +18,7 @@ import anthropic
 import httpx
 import pytest
 
-from app.doors.anthropic_messages.signatures import unwrap
+from app.doors.anthropic_messages.signatures import unwrap, unwrap_call
 from simulator.app import VENDORS
 from tests.conformance import parse_sse
 from tests.conftest import marker
@@ -590,10 +590,14 @@ def test_recorded_vendor_streams_through_the_door_match_the_unified_stream(gatew
             for field, into in (("text", "text"), ("thinking", "thinking"), ("partial_json", "json"), ("signature", "signature")):
                 if field in delta:
                     block[into] = block.get(into, "") + delta[field]
-    expected = unified.message["content"]
+    expected = []
+    for block in unified.message["content"]:  # a call signed on its own (Gemini 3) is followed by its signature's block
+        expected += [block, {"type": "callSignature", "signature": block["thoughtSignature"]}] if block.get("thoughtSignature") else [block]
     assert len(blocks) == len(expected)
     for got, want in zip(blocks, expected):
-        if want["type"] == "toolCall":
+        if want["type"] == "callSignature":
+            assert got["type"] == "thinking" and got["thinking"] == "" and unwrap_call(got["signature"]).signature == want["signature"]
+        elif want["type"] == "toolCall":
             # (Gemini sends calls without ids: the adapter makes one per request, so ids differ between the two.)
             assert (got["type"], got["name"], json.loads(got["json"])) == ("tool_use", want["name"], want["arguments"])
             assert got["id"] == want["id"] or not model.startswith(("anthropic/", "openai/"))

@@ -339,8 +339,9 @@ BAD_INPUT = [
     ("max tokens type", lambda m: _body(m, generationConfig={"maxOutputTokens": "many"}), "generationConfig.maxOutputTokens"),
     ("top k", lambda m: _body(m, generationConfig={"topK": 0}), "generationConfig.topK"),
     ("two candidates", lambda m: _body(m, generationConfig={"candidateCount": 2}), "generationConfig.candidateCount"),
-    ("json without schema", lambda m: _body(m, generationConfig={"responseMimeType": "application/json"}),
-     "generationConfig.responseMimeType"),  # fmt: skip
+    ("json mode on anthropic", lambda m: _body(m, generationConfig={"responseMimeType": "application/json"}),
+     "options.jsonObject"),  # fmt: skip
+    ("enum mime type", lambda m: _body(m, generationConfig={"responseMimeType": "text/x.enum"}), "generationConfig.responseMimeType"),
     ("thinking level", lambda m: _body(m, generationConfig={"thinkingConfig": {"thinkingLevel": "EXTREME"}}),
      "generationConfig.thinkingConfig.thinkingLevel"),  # fmt: skip
     ("thinking budget", lambda m: _body(m, generationConfig={"thinkingConfig": {"thinkingBudget": -5}}),
@@ -383,8 +384,42 @@ def test_cached_content_reaches_a_gemini_upstream_and_is_refused_by_the_others(g
         assert gw.sim.seen(m) == []
 
 
-def test_a_stream_without_alt_sse_and_a_body_that_is_not_json_are_400(gw):
-    response = gw.http.post("/v1beta/models/anthropic/text:streamGenerateContent", json=_body("hi"), headers=AUTH)
+SCHEMA = {"type": "object", "properties": {"answer": {"type": "string"}}, "required": ["answer"]}
+
+
+def test_a_response_schema_reaches_each_vendor_as_its_structured_output(gw, client):
+    config = types.GenerateContentConfig(response_mime_type="application/json", response_json_schema=SCHEMA)
+    m = marker()
+    client.models.generate_content(model="google/text", contents=m, config=config)
+    generation = gw.sim.seen(m)[-1]["body"]["generationConfig"]
+    assert generation["responseMimeType"] == "application/json" and generation["responseJsonSchema"] == SCHEMA
+    m = marker()
+    client.models.generate_content(model="openai/text", contents=m, config=config)
+    assert gw.sim.seen(m)[-1]["body"]["text"]["format"]["schema"] == SCHEMA
+    m = marker()
+    list(client.models.generate_content_stream(model="anthropic/text", contents=m, config=config))
+    assert gw.sim.seen(m)[-1]["body"]["output_config"]["format"] == {"type": "json_schema", "schema": SCHEMA}
+
+
+def test_json_mode_without_a_schema_reaches_gemini_and_openai_and_anthropic_refuses_it(gw, client):
+    config = types.GenerateContentConfig(response_mime_type="application/json")
+    m = marker()
+    client.models.generate_content(model="google/text", contents=m, config=config)
+    generation = gw.sim.seen(m)[-1]["body"]["generationConfig"]
+    assert generation["responseMimeType"] == "application/json" and "responseJsonSchema" not in generation
+    m = marker()
+    list(client.models.generate_content_stream(model="openai/text", contents=m, config=config))
+    assert gw.sim.seen(m)[-1]["body"]["text"]["format"] == {"type": "json_object"}
+    m = marker()
+    with pytest.raises(genai_errors.ClientError) as raised:
+        client.models.generate_content(model="anthropic/text", contents=m, config=config)
+    assert raised.value.code == 400 and raised.value.message.startswith("options.jsonObject:")
+    assert "Anthropic has no JSON mode" in raised.value.message
+    assert gw.sim.seen(m) == []
+
+
+def test_a_stream_with_an_unknown_alt_and_a_body_that_is_not_json_are_400(gw):
+    response = gw.http.post("/v1beta/models/anthropic/text:streamGenerateContent?alt=media", json=_body("hi"), headers=AUTH)
     assert response.status_code == 400 and response.json()["error"]["message"].startswith("alt:")
     response = gw.http.post("/v1beta/models/anthropic/text:generateContent", content=b"{nope",
                             headers={**AUTH, "content-type": "application/json"})  # fmt: skip

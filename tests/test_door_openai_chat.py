@@ -443,7 +443,6 @@ BAD_INPUT = [
     ("logprobs=0", lambda m: _body(m, logprobs=0), 400, "logprobs"),
     ("logprobs", lambda m: _body(m, logprobs=True), 400, "logprobs"),
     ("seed", lambda m: _body(m, seed=7), 400, "seed"),
-    ("json mode", lambda m: _body(m, response_format={"type": "json_object"}), 400, "response_format"),
     ("json schema without schema", lambda m: _body(m, response_format={"type": "json_schema", "json_schema": {"name": "x"}}),
      400, "response_format.json_schema.schema"),  # fmt: skip
     ("json schema without name", lambda m: _body(m, response_format={"type": "json_schema", "json_schema": {"schema": {}}}),
@@ -537,6 +536,25 @@ def test_a_json_schema_response_format_reaches_each_vendor_as_its_structured_out
     m = marker()
     client.chat.completions.create(model="anthropic/text", messages=user(m), response_format=response_format)
     assert gw.sim.seen(m)[-1]["body"]["output_config"]["format"] == {"type": "json_schema", "schema": SCHEMA}
+
+
+def test_json_mode_reaches_openai_gemini_and_compat_vendors_and_anthropic_refuses_it(gw, client):
+    json_mode = {"type": "json_object"}
+    m = marker()
+    client.chat.completions.create(model="openai/text", messages=user(m), response_format=json_mode)
+    assert gw.sim.seen(m)[-1]["body"]["text"]["format"] == {"type": "json_object"}
+    m = marker()
+    client.chat.completions.create(model="google/text", messages=user(m), response_format=json_mode)
+    generation = gw.sim.seen(m)[-1]["body"]["generationConfig"]
+    assert generation["responseMimeType"] == "application/json" and "responseJsonSchema" not in generation
+    m = marker()
+    client.chat.completions.create(model="compat/text", messages=user(m), response_format=json_mode)
+    assert gw.sim.seen(m)[-1]["body"]["response_format"] == {"type": "json_object"}
+    m = marker()
+    with pytest.raises(openai.BadRequestError) as raised:
+        client.chat.completions.create(model="anthropic/text", messages=user(m), response_format=json_mode)
+    assert raised.value.body["param"] == "options.jsonObject" and "Anthropic has no JSON mode" in raised.value.message
+    assert gw.sim.seen(m) == []
 
 
 def test_a_vendor_429_keeps_its_retry_after(gw, client):

@@ -359,6 +359,21 @@ def test_a_json_schema_text_format_reaches_each_vendor_as_its_structured_output(
     assert gw.sim.seen(m)[-1]["body"]["output_config"]["format"] == {"type": "json_schema", "schema": SCHEMA}
 
 
+def test_json_mode_reaches_openai_and_gemini_and_anthropic_refuses_it(gw, client):
+    text = {"format": {"type": "json_object"}}
+    m = marker()
+    client.responses.create(model="openai/text", input=m, text=text)
+    assert gw.sim.seen(m)[-1]["body"]["text"]["format"] == {"type": "json_object"}
+    m = marker()
+    client.responses.create(model="google/text", input=m, text=text)
+    assert gw.sim.seen(m)[-1]["body"]["generationConfig"]["responseMimeType"] == "application/json"
+    m = marker()
+    with pytest.raises(openai.BadRequestError) as raised:
+        client.responses.create(model="anthropic/text", input=m, text=text)
+    assert raised.value.body["param"] == "options.jsonObject"
+    assert gw.sim.seen(m) == []
+
+
 def test_images_and_system_messages_reach_the_vendor(gw, client):
     m = marker()
     client.responses.create(model="anthropic/text", input=[
@@ -527,7 +542,6 @@ BAD_INPUT = [
     ("instructions type", lambda m: _body(m, instructions=["a"]), "instructions"),
     ("reasoning effort", lambda m: _body(m, reasoning={"effort": "extreme"}), "reasoning.effort"),
     ("reasoning effort type", lambda m: _body(m, reasoning={"effort": {}}), "reasoning.effort"),
-    ("json mode", lambda m: _body(m, text={"format": {"type": "json_object"}}), "text.format.type"),
     ("json schema without schema", lambda m: _body(m, text={"format": {"type": "json_schema", "name": "x"}}), "text.format.schema"),
     ("tool choice names no tool", lambda m: _body(m, tools=TOOLS, tool_choice={"type": "function", "name": "nope"}), "tool_choice.name"),
     ("tool choice required without tools", lambda m: _body(m, tool_choice="required"), "tool_choice"),

@@ -146,3 +146,11 @@ def test_a_forced_tool_needs_tools(gateway, model):
 def test_empty_stop_sequence_is_a_schema_error(gateway):
     response = gateway.http.post("/v1/stream", json=with_options("anthropic/text", marker(), stop=[""]))
     assert response.status_code == 422 and response.json()["error"]["param"] == "options.stop.0"
+
+
+def test_json_object_is_each_vendors_json_mode_and_anthropic_refuses_it(gateway):
+    assert sent(gateway, "openai/text", jsonObject=True)["text"]["format"] == {"type": "json_object"}
+    assert sent(gateway, "google/text", jsonObject=True)["generationConfig"]["responseMimeType"] == "application/json"
+    assert sent(gateway, "compat/text", jsonObject=True)["response_format"] == {"type": "json_object"}
+    assert "text" not in sent(gateway, "openai/text")  # off by default
+    refused(gateway, "anthropic/text", "options.jsonObject", "Anthropic has no JSON mode", jsonObject=True)

@@ -14,7 +14,7 @@ from app.api import stored_responses
 from app.api.auth import authorization
 from app.api.body import parse_json, parse_off_loop, read_body, require_json
 from app.api.error_responses import json_response, refusal_error
-from app.api.resume import asks_resumable, resumable_response
+from app.api.resume import RESUMABLE_HEADER, asks_resumable, resumable_response
 from app.api.sse import TurnFrames, sse_response
 from app.dispatch import Interrupt, TurnJob
 from app.doors.base import Door, DoorRoute, EventEncoder, with_dropped_tools
@@ -47,6 +47,8 @@ async def serve(request: Request, door: Door, route: DoorRoute) -> Response:
             decoded = await stored_responses.decode(
                 gateway, stored, raw, lambda body: parse_json(body, depth, door.prose_paths), request.headers, key_id
             )
+        if decoded.resume_refused is not None and (decoded.unified.options.resumable or asks_resumable(request.headers)):
+            raise BadRequest(400, "invalid_request_error", f"{RESUMABLE_HEADER}: {decoded.resume_refused}", RESUMABLE_HEADER)
         job = await gateway.start_turn(
             decoded.unified, request_id, key_id, door=door.name, session=session_header(request.headers)
         )

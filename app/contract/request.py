@@ -74,6 +74,12 @@ class StreamOptions(WireModel):
     partial_arguments: bool = Field(
         default=False, description="add `partialArguments` (the arguments parsed so far) to each toolcall_delta"
     )
+    json_object: bool = Field(
+        default=False,
+        description="JSON mode: the answer's text is one JSON object, with no schema (OpenAI `json_object`, Gemini "
+        "`responseMimeType: application/json`); a vendor without it (Anthropic) refuses with 400. A door's JSON "
+        "schema, when there is one, wins",
+    )
     resumable: bool = Field(
         default=False,
         description="keep the events so a disconnected client can continue with GET /v1/stream/{requestId} and "

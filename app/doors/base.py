@@ -21,6 +21,9 @@ class DoorRequest:
     unified: StreamRequest
     stream: bool = True
     response_headers: dict[str, str] | None = None  # headers the door adds to its answer (e.g. what it dropped)
+    # Why this answer cannot be resumed (a framing with no place for the `id:` lines a resumption needs, as the
+    # Gemini door's JSON-array stream); asking for a resumable stream is then a 400 with this reason. None: it can.
+    resume_refused: str | None = None
 
 
 class Failure(enum.StrEnum):

@@ -12,6 +12,7 @@ from app.refusals import RequestRejected
 TOOL_CHOICE = "options.toolChoice"
 STOP = "options.stop"
 TOP_P = "options.topP"
+JSON_OBJECT = "options.jsonObject"
 
 
 def forces_a_tool(options: StreamOptions) -> bool:
@@ -37,6 +38,17 @@ def check_no_gemini_cache(options: StreamOptions, vendor: str) -> None:
         raise RequestRejected(
             f"cachedContent names a Gemini cache, which {vendor} cannot read: send the whole conversation in contents",
             param="cachedContent",
+        )
+
+
+def check_no_json_object(options: StreamOptions, vendor: str) -> None:
+    """JSON mode without a schema (`jsonObject`) on a vendor that has none: refused, so a route's fallback on a
+    vendor that has it serves the turn instead (a JSON schema, which every vendor takes, is the portable form)."""
+    if options.json_object and options.json_schema is None:
+        raise RequestRejected(
+            f"{vendor} has no JSON mode without a schema (jsonObject: OpenAI json_object, Gemini responseMimeType "
+            "application/json): give a JSON schema",
+            param=JSON_OBJECT,
         )
 
 

@@ -8,6 +8,9 @@
                                then content_block_stop
     thinking, redacted       → content_block_start {redacted_thinking, data: origin-wrapped} + content_block_stop
     toolcall_start / _delta  → content_block_start {tool_use} / content_block_delta input_json_delta
+    toolcall_end             → content_block_stop; for a call signed on its own (Gemini), then a thinking block
+                               with empty text and the call's signature (`signatures.wrap_call`), and every later
+                               block's index moves one on
     *_end                    → content_block_stop
     done                     → message_delta (stop_reason, usage) then message_stop
     error                    → event: error {"type": "error", "error": {"type": "api_error", "message"}}
@@ -29,7 +32,7 @@ from typing import Any, Callable
 import orjson
 
 from app.doors.anthropic_messages.errors import error_body, turn_error
-from app.doors.anthropic_messages.signatures import Origin, wrap
+from app.doors.anthropic_messages.signatures import Origin, wrap, wrap_call
 from app.doors.base import DoorRequest, TurnResult, TurnView
 
 STOP_REASONS = {"stop": "end_turn", "length": "max_tokens", "toolUse": "tool_use"}
@@ -74,6 +77,9 @@ class MessagesEncoder:
         self._turn = turn
         self._origin = Origin("", "", "")
         self._thinking_pending: int | None = None  # a thinking block whose start is not sent yet
+        # Blocks this door added before the current one (a call's own signature, `_toolcall_end`): the wire's
+        # `index` is the normalized `contentIndex` plus this.
+        self._shift = 0
         self._handlers: dict[str, Callable[[dict[str, Any]], bytes]] = {
             "start": self._start,
             "text_start": self._text_start,
@@ -120,13 +126,14 @@ class MessagesEncoder:
         return frame("message_start", {"type": "message_start", "message": message})
 
     def _block_start(self, index: int, block: dict[str, Any]) -> bytes:
-        return frame("content_block_start", {"type": "content_block_start", "index": index, "content_block": block})
+        block_start = {"type": "content_block_start", "index": index + self._shift, "content_block": block}
+        return frame("content_block_start", block_start)
 
     def _delta(self, index: int, delta: dict[str, Any]) -> bytes:
-        return frame("content_block_delta", {"type": "content_block_delta", "index": index, "delta": delta})
+        return frame("content_block_delta", {"type": "content_block_delta", "index": index + self._shift, "delta": delta})
 
     def _stop(self, index: int) -> bytes:
-        return frame("content_block_stop", {"type": "content_block_stop", "index": index})
+        return frame("content_block_stop", {"type": "content_block_stop", "index": index + self._shift})
 
     def _text_start(self, event: dict[str, Any]) -> bytes:
         return self._block_start(event["contentIndex"], {"type": "text", "text": ""})
@@ -168,7 +175,19 @@ class MessagesEncoder:
         return self._delta(event["contentIndex"], {"type": "input_json_delta", "partial_json": event["delta"]})
 
     def _toolcall_end(self, event: dict[str, Any]) -> bytes:
-        return self._stop(event["contentIndex"])
+        """The call's block ends; a call signed on its own (Gemini) is followed by a thinking block with empty
+        text that carries its signature (`signatures.wrap_call`), and every later block moves one index on."""
+        index = event["contentIndex"]
+        stop = self._stop(index)
+        signature = event["toolCall"].get("thoughtSignature")
+        if not signature:
+            return stop
+        block = index + 1
+        wrapped = wrap_call(self._origin, signature)
+        stop += (self._block_start(block, {"type": "thinking", "thinking": "", "signature": ""})
+                 + self._delta(block, {"type": "signature_delta", "signature": wrapped}) + self._stop(block))  # fmt: skip
+        self._shift += 1
+        return stop
 
     def _done(self, event: dict[str, Any]) -> bytes:
         delta = {"stop_reason": STOP_REASONS[event["reason"]], "stop_sequence": None}
@@ -183,6 +202,15 @@ class MessagesEncoder:
             return frame("error", error_body("api_error", message, self.request_id))
         _, body = turn_error(self._turn.result())
         return frame("error", body)
+
+
+def _content_blocks(block: dict[str, Any], origin: Origin) -> list[dict[str, Any]]:
+    """A block of the message as the wire's blocks: itself, and after a call signed on its own its signature's
+    thinking block (`MessagesEncoder._toolcall_end`)."""
+    out = _content_block(block, origin)
+    if out["type"] == "tool_use" and block.get("thoughtSignature"):
+        return [out, {"type": "thinking", "thinking": "", "signature": wrap_call(origin, block["thoughtSignature"])}]
+    return [out]
 
 
 def _content_block(block: dict[str, Any], origin: Origin) -> dict[str, Any]:
@@ -205,7 +233,7 @@ def message_object(message: dict[str, Any], request_id: str) -> dict[str, Any]:
         "type": "message",
         "role": "assistant",
         "model": served_model(message.get("provider"), message.get("model")),
-        "content": [_content_block(b, origin) for b in message["content"]],
+        "content": [wire for b in message["content"] for wire in _content_blocks(b, origin)],
         "stop_reason": STOP_REASONS.get(message.get("stopReason") or "stop", "end_turn"),
         "stop_sequence": None,
         "usage": anthropic_usage(message.get("usage")),

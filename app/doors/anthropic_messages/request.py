@@ -35,7 +35,7 @@ from app.contract.messages import (
     UserMessage,
 )
 from app.contract.request import Reasoning, StreamOptions, StreamRequest, ToolChoiceTool
-from app.doors.anthropic_messages.signatures import Origin, Unwrapped, unwrap
+from app.doors.anthropic_messages.signatures import Origin, SignedCall, Unwrapped, unwrap, unwrap_call
 from app.doors.base import DoorRequest
 
 IMAGE_TYPES = frozenset({"image/jpeg", "image/png", "image/gif", "image/webp"})
@@ -235,7 +235,7 @@ class _Conversation:
             self.messages.append(AssistantMessage(content=[TextContent(text=content)], stop_reason="stop"))
             return
         origin: Origin | None = None
-        blocks: list[TextContent | ToolCall | _Thinking] = []
+        blocks: list[TextContent | ToolCall | _Thinking | SignedCall] = []
         for index, block in enumerate(list_at(content, path)):
             where = f"{path}.{index}"
             kind = _block_type(block, where)
@@ -250,6 +250,12 @@ class _Conversation:
                 self.seen_calls.add(call_id)
                 self.open_calls[call_id] = name
                 blocks.append(ToolCall(id=call_id, name=name, arguments=arguments))
+            elif kind == "thinking" and (own := unwrap_call(string_at(block.get("signature", ""), f"{where}.signature"))):
+                # A tool call's own signature (Gemini's), handed out right after that call's tool_use.
+                if origin is None:
+                    origin = own.origin
+                if blocks and isinstance(blocks[-1], ToolCall):
+                    blocks[-1] = SignedCall(blocks[-1], own)
             elif kind in ("thinking", "redacted_thinking"):
                 field = "signature" if kind == "thinking" else "data"
                 signed = unwrap(string_at(block.get(field, ""), f"{where}.{field}"))
@@ -261,7 +267,8 @@ class _Conversation:
                 fail(f"{where}.type", f"{kind!r} blocks are not supported in an assistant message")
         self.messages.append(
             AssistantMessage(
-                content=[b for b in (b.block(origin) if isinstance(b, _Thinking) else b for b in blocks) if b is not None],
+                content=[b for b in (b if isinstance(b, (TextContent, ToolCall)) else b.block(origin) for b in blocks)
+                         if b is not None],  # fmt: skip
                 provider=origin.provider if origin else None,
                 api=origin.api if origin else None,
                 model=origin.model if origin else None,

@@ -11,7 +11,7 @@ from functools import partial
 from app.doors.base import Door, DoorRoute, TokenCountDoor, TurnView
 from app.doors.gemini import count_tokens, openapi
 from app.doors.gemini.errors import refusal_body
-from app.doors.gemini.events import GeminiEncoder
+from app.doors.gemini.events import GeminiArrayEncoder, GeminiEncoder
 from app.doors.gemini.request import GeminiRequest, bind_url, decode
 from app.doors.validation import ANY_INDEX
 
@@ -25,7 +25,7 @@ COUNT_PROSE_PATHS = PROSE_PATHS + tuple(("generateContentRequest", *path) for pa
 
 
 def _encoder(request_id: str, request: GeminiRequest, turn: TurnView) -> GeminiEncoder:
-    return GeminiEncoder(request_id, request, turn)
+    return (GeminiArrayEncoder if request.array else GeminiEncoder)(request_id, request, turn)
 
 
 def _route(path: str, stream: bool) -> DoorRoute:

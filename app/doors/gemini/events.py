@@ -1,5 +1,6 @@
-"""Encode the normalized event stream as Gemini's `streamGenerateContent?alt=sse` chunks, and a settled turn as
-one `GenerateContentResponse`.
+"""Encode the normalized event stream as Gemini's `streamGenerateContent?alt=sse` chunks (or, without `alt=sse`,
+the same chunks as one streamed JSON array: `GeminiArrayEncoder`), and a settled turn as one
+`GenerateContentResponse`.
 
 Every chunk is `data: <GenerateContentResponse>\\r\\n\\r\\n` with `candidates[0].content.parts` (role `model`),
 `modelVersion` (`<provider>/<model>` of the serving model) and `responseId` (the request id), as Gemini frames it:
@@ -27,6 +28,7 @@ from typing import Any, Callable
 
 import orjson
 
+from app.contract.events import TERMINAL_TYPES
 from app.doors.base import TurnResult, TurnView
 from app.doors.gemini.errors import error_body, turn_error
 from app.doors.gemini.request import GeminiRequest
@@ -63,6 +65,9 @@ class GeminiEncoder:
 
     hold_until_start = True  # an error before the first chunk is an HTTP error, as Gemini answers it
 
+    LEAD = b"data: "  # what goes before and after each chunk's JSON (`GeminiArrayEncoder` frames them otherwise)
+    END = END
+
     def __init__(self, request_id: str, request: GeminiRequest, turn: TurnView | None = None) -> None:
         self.request_id = request_id
         self.model = request.client_model
@@ -85,9 +90,9 @@ class GeminiEncoder:
 
     def _frame_ends(self) -> None:
         """What every content chunk shares before and after its parts, encoded once."""
-        self._head = b'data: {"candidates":[{"content":{"parts":['
+        self._head = self.LEAD + b'{"candidates":[{"content":{"parts":['
         self._tail = (b'],"role":"model"},"index":0}],"modelVersion":' + orjson.dumps(self.model)
-                      + b',"responseId":' + orjson.dumps(self.request_id) + b"}" + END)  # fmt: skip
+                      + b',"responseId":' + orjson.dumps(self.request_id) + b"}" + self.END)  # fmt: skip
 
     def encode(self, event: dict[str, Any]) -> bytes:
         handler = self._handlers.get(event["type"])
@@ -148,14 +153,14 @@ class GeminiEncoder:
         candidate = {"content": {"parts": [{"text": ""}], "role": "model"}, "finishReason": FINISH_REASONS[event["reason"]], "index": 0}
         chunk = {"candidates": [candidate], "usageMetadata": usage_metadata(event.get("usage")),
                  "modelVersion": self.model, "responseId": self.request_id}  # fmt: skip
-        return b"data: " + orjson.dumps(chunk) + END
+        return self.LEAD + orjson.dumps(chunk) + self.END
 
     def _error(self, event: dict[str, Any]) -> bytes:
         if self._turn is None:
             body = error_body(502, event.get("errorMessage") or "error")
         else:
             _, body = turn_error(self._turn.result())
-        return b"data: " + orjson.dumps(body) + END
+        return self.LEAD + orjson.dumps(body) + self.END
 
     # ------------------------------------------------------------------------------------------ one answer
 
@@ -187,3 +192,26 @@ class GeminiEncoder:
             "modelVersion": served_model(message.get("provider"), message.get("model")) or self.model,
             "responseId": self.request_id,
         }
+
+
+class GeminiArrayEncoder(GeminiEncoder):
+    """`streamGenerateContent` without `alt=sse`: the same chunks as one JSON array streamed element by element,
+    as Gemini answers it (`[{chunk},\r\n{chunk}…]`, `application/json`). The terminal event's chunk (the last
+    `finishReason` chunk, or an `{"error": …}` element after the stream started) is the last element, then `]`."""
+
+    LEAD = b""
+    END = b""
+    SEPARATOR = b",\r\n"
+
+    def __init__(self, request_id: str, request: GeminiRequest, turn: TurnView | None = None) -> None:
+        super().__init__(request_id, request, turn)
+        self._before = b"["  # what goes before the next element: the array's opening, then a separator
+
+    def encode(self, event: dict[str, Any]) -> bytes:
+        element = super().encode(event)
+        if event["type"] in TERMINAL_TYPES:
+            return self._before + element + b"]" if element else (b"[]" if self._before == b"[" else b"]")
+        if not element:
+            return b""
+        element, self._before = self._before + element, self.SEPARATOR
+        return element

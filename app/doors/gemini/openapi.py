@@ -22,8 +22,9 @@ _MODEL_PARAMETER = {
 }  # fmt: skip
 _KEY_PARAMETER = {"name": "key", "in": "query", "required": False, "schema": {"type": "string"},
                   "description": "the gateway client key (or x-goog-api-key, or Authorization: Bearer)"}  # fmt: skip
-_ALT_PARAMETER = {"name": "alt", "in": "query", "required": True, "schema": {"const": "sse"},
-                  "description": "sse: the answer streams as server-sent events (the only form served)"}  # fmt: skip
+_ALT_PARAMETER = {"name": "alt", "in": "query", "required": False, "schema": {"enum": ["sse", "json"]},
+                  "description": "sse: the chunks as server-sent events (what the Google SDKs ask for); json (the "
+                                 "default): the chunks as one JSON array streamed element by element"}  # fmt: skip
 
 SCHEMAS: dict[str, Any] = {
     "GenerateContentRequest": {
@@ -103,9 +104,13 @@ _EXAMPLE = {"contents": [{"role": "user", "parts": [{"text": "Hello"}]}],
 def _operation(stream: bool) -> dict[str, Any]:
     operation = door_operation(
         request_schema="GenerateContentRequest", example=_EXAMPLE,
-        ok_description="Gemini's chunks as server-sent events" if stream else "One GenerateContentResponse",
+        ok_description="Gemini's chunks as server-sent events (alt=sse) or one JSON array of them" if stream
+        else "One GenerateContentResponse",
         ok_schema="GenerateContentResponse", error_schema="GeminiErrorBody", errors=ERRORS,
     )  # fmt: skip
+    if stream:
+        operation["responses"]["200"]["content"]["application/json"] = {
+            "schema": {"type": "array", "items": ref("GenerateContentResponse")}}
     operation["parameters"] = [_MODEL_PARAMETER, *([_ALT_PARAMETER] if stream else []), _KEY_PARAMETER]
     return operation
 

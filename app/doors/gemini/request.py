@@ -37,10 +37,16 @@ from app.contract.request import Reasoning, StreamOptions, StreamRequest, ToolCh
 from app.doors.base import DoorRequest
 from app.doors.fields import bool_at, fail, integer_at, kind, list_at, number_at, object_at, string_at
 from app.doors.gemini.signatures import Origin, Unwrapped, unwrap_signature
+from app.doors.openai_chat.request import structured_output
 
 # Where `bind_url` puts what the request's URL says (the model of the path, `alt`): a body key no client field
 # has, overwritten by the URL on every request.
 URL_FIELDS = "gateway:url"
+# `streamGenerateContent`'s `alt`: `sse` (server-sent events, what the Google SDKs ask for) or the default JSON
+# array (no `alt`, or `alt=json`).
+STREAM_FORMS = (None, "sse", "json")
+ARRAY_NOT_RESUMABLE = ("a JSON-array stream (streamGenerateContent without alt=sse) cannot be resumed: "
+                       "ask for server-sent events with ?alt=sse")  # fmt: skip
 MODEL_PREFIX = "models/"
 # `thinkingConfig.thinkingBudget` → the unified level: the highest level whose budget the request reaches (the
 # budgets the Gemini adapter sends for 2.5 models); 0 turns thinking off, -1 (dynamic) is `medium`.
@@ -82,6 +88,7 @@ class GeminiRequest(DoorRequest):
 
     client_model: str = ""
     include_thoughts: bool = False
+    array: bool = False  # `streamGenerateContent` without `alt=sse`: the chunks as one streamed JSON array
 
 
 def _snake(name: str) -> str:
@@ -462,6 +469,8 @@ def _reasoning(config: Any, path: str) -> tuple[Reasoning | None, bool]:
 
 
 def _response_schema(config: dict[str, Any]) -> dict[str, Any] | None:
+    """The JSON schema the answer must follow, from `responseMimeType` with `responseJsonSchema` or `responseSchema`
+    (`application/json` without one is JSON mode, `_generation`)."""
     path = "generationConfig"
     mime = _get(config, "responseMimeType")
     if mime is not None and string_at(mime, f"{path}.responseMimeType") not in TEXT_MIME_TYPES:
@@ -473,9 +482,6 @@ def _response_schema(config: dict[str, Any]) -> dict[str, Any] | None:
         schema = json_schema(_get(config, "responseSchema"), f"{path}.responseSchema")
     if schema is not None and mime != "application/json":
         fail(f"{path}.responseMimeType", "must be application/json with a response schema")
-    if schema is None and mime == "application/json":
-        fail(f"{path}.responseMimeType", "application/json needs responseSchema or responseJsonSchema: "
-              "JSON without a schema is not offered across vendors")  # fmt: skip
     return schema
 
 
@@ -509,7 +515,10 @@ def _generation(config: dict[str, Any], options: dict[str, Any], native: dict[st
             if len(stop) > MAX_STOP_LENGTH:
                 fail(f"{path}.stopSequences.{index}", f"must be at most {MAX_STOP_LENGTH} characters")
         options["stop"] = stops or None
-    options["json_schema"] = _response_schema(config)
+    schema = _response_schema(config)
+    options.update(structured_output(schema))
+    if schema is None and _get(config, "responseMimeType") == "application/json":
+        options["json_object"] = True  # JSON mode: OpenAI json_object, Gemini as sent; Anthropic refuses it
     include = False
     if (thinking := _get(config, "thinkingConfig")) is not None:
         options["reasoning"], include = _reasoning(thinking, f"{path}.thinkingConfig")
@@ -562,8 +571,10 @@ def decode(body: dict[str, Any], headers: Mapping[str, str] | None = None) -> Ge
     url = body.get(URL_FIELDS) or {}
     model = model_name(str(url.get("model") or ""))
     stream = url.get("stream") is True
-    if stream and url.get("alt") != "sse":
-        fail("alt", "streamGenerateContent answers as server-sent events only: add ?alt=sse (what the Google GenAI SDKs send)")
+    alt = url.get("alt")
+    if stream and alt not in STREAM_FORMS:
+        fail("alt", "streamGenerateContent answers as server-sent events (alt=sse) or as a JSON array (alt=json, the default)")
+    array = stream and alt != "sse"
     _unknown(body, TOP_LEVEL, "")
     conversation = _Conversation()
     raw_contents = list_at(body.get("contents"), "contents")
@@ -603,5 +614,8 @@ def decode(body: dict[str, Any], headers: Mapping[str, str] | None = None) -> Ge
         if where == "model":
             fail("model", f"{model!r} names no model", 404)
         fail(where, first["msg"])
+    if array:  # Gemini's JSON-array stream: one array, no SSE lines, so nothing to resume with `id:` lines
+        return GeminiRequest(unified=unified, stream=stream, client_model=model, include_thoughts=include, array=True,
+                             response_headers={"Content-Type": "application/json"}, resume_refused=ARRAY_NOT_RESUMABLE)  # fmt: skip
     return GeminiRequest(unified=unified, stream=stream, client_model=model, include_thoughts=include)
 

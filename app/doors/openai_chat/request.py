@@ -227,9 +227,16 @@ def _string(value: Any, param: str, *, max_length: int = 512) -> str:
     return value
 
 
+# What `response_format` / `text.format` `{"type": "json_object"}` decodes to: JSON mode, no schema.
+JSON_OBJECT: dict[str, Any] = {}
+
+
 def structured_output(schema: dict[str, Any] | None) -> dict[str, Any]:
-    """The unified options that ask every vendor for output following `schema` (None: no structured output):
-    `json_schema`, and for an Anthropic upstream the Messages field it is (`output_config.format`)."""
+    """The unified options that ask every vendor for output following `schema` (None: no structured output;
+    `JSON_OBJECT`: JSON mode, the unified `jsonObject`): `json_schema`, and for an Anthropic upstream the Messages
+    field it is (`output_config.format`)."""
+    if schema is JSON_OBJECT:
+        return {"json_object": True}
     if schema is None:
         return {}
     return {"json_schema": schema, "anthropic": {"output_config": {"format": {"type": "json_schema", "schema": schema}}}}
@@ -237,7 +244,8 @@ def structured_output(schema: dict[str, Any] | None) -> dict[str, Any]:
 
 def _json_schema(value: Any) -> dict[str, Any] | None:
     """`response_format`: `text` (the default) or `json_schema`, whose schema every vendor's structured output
-    gets (as the Responses door's `text.format`); `json_object` has no faithful translation and is refused."""
+    gets (as the Responses door's `text.format`); `json_object` is JSON mode (`JSON_OBJECT`, the unified
+    `jsonObject`), which a vendor without it refuses."""
     if value is None:
         return None
     if not isinstance(value, dict) or not isinstance(value.get("type"), str):
@@ -246,9 +254,9 @@ def _json_schema(value: Any) -> dict[str, Any] | None:
     if kind == "text":
         return None
     if kind == "json_object":
-        raise unsupported("response_format", "json_object is not offered across vendors: use json_schema with a schema")
+        return JSON_OBJECT
     if kind != "json_schema":
-        raise invalid("response_format.type", "must be text or json_schema")
+        raise invalid("response_format.type", "must be text, json_object or json_schema")
     spec = value.get("json_schema")
     if not isinstance(spec, dict):
         raise invalid("response_format.json_schema", "must be an object with a name and a schema")

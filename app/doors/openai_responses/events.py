@@ -16,7 +16,9 @@
     toolcall_start           → response.output_item.added (a `function_call` item, `call_id` = the vendor's call id;
                                a function of a `namespace` tool group has its own `name` and the `namespace`)
     toolcall_delta           → response.function_call_arguments.delta
-    toolcall_end             → response.function_call_arguments.done, response.output_item.done
+    toolcall_end             → response.function_call_arguments.done, response.output_item.done; a call signed on
+                               its own (Gemini) is followed, with the `include`, by a `reasoning` item carrying
+                               its signature (`gw1c.`, `reasoning.py`), and later items' `output_index` move on
     websearch_start          → response.output_item.added (a `web_search_call` item), response.web_search_call.in_progress,
                                response.web_search_call.searching (only for a request with a hosted `web_search`)
     websearch_end            → response.web_search_call.completed, response.output_item.done (`action`: `search` with
@@ -31,7 +33,8 @@ first block sends response.output_item.added (a `compaction` item) and response.
 `done` sends response.output_item.done with the item, whose `encrypted_content` holds the model's text answer
 (the summary), then response.completed with that one item as the output.
 
-Every normalized block is one output item, so `output_index` is the block's `contentIndex`; item ids are
+Every normalized block is one output item, so `output_index` is the block's `contentIndex` (plus the call
+signature items before it); item ids are
 `msg_` / `rs_` / `fc_` / `ws_` + `<requestId>_<index>`, the response id `resp_<requestId>`. The terminal event's
 `response` carries the whole output, built from the turn's final (or partial) AssistantMessage, and usage in
 OpenAI's sense (`input_tokens` includes cached tokens). An error before the stream starts is an HTTP error in
@@ -45,7 +48,7 @@ from typing import Any, Callable
 
 import orjson
 
-from app.doors.anthropic_messages.signatures import Origin
+from app.doors.anthropic_messages.signatures import Origin, wrap_call
 from app.doors.base import Failure, TurnResult, TurnView
 from app.doors.openai_chat.events import ERROR_TYPES, error_of
 from app.doors.openai_responses.compaction import compaction_item
@@ -101,6 +104,9 @@ class ResponsesEncoder:
         self._call_arguments: dict[int, str] = {}  # contentIndex → a finished call's arguments as streamed
         self._finished: set[int] = set()  # blocks whose item is done
         self._delta_heads: dict[int, tuple[bytes, bytes]] = {}  # contentIndex → its delta frames' constant parts
+        # Items this door added before the current block (a call's own signature, `_toolcall_end`): an event's
+        # `output_index` is the block's `contentIndex` plus this.
+        self._shift = 0
         self._handlers: dict[str, Callable[[dict[str, Any]], bytes]] = {
             "start": self._start,
             "text_start": self._text_start,
@@ -124,6 +130,8 @@ class ResponsesEncoder:
     # ------------------------------------------------------------------------------------------ framing
 
     def _event(self, kind: str, data: dict[str, Any]) -> bytes:
+        if self._shift and "output_index" in data:
+            data["output_index"] += self._shift
         data["sequence_number"] = self._sequence
         self._sequence += 1
         return b"event: " + kind.encode() + b"\ndata: " + orjson.dumps({"type": kind, **data}) + b"\n\n"
@@ -131,7 +139,7 @@ class ResponsesEncoder:
     def _delta_frames(self, index: int, kind: str, ids: dict[str, Any], tail: bytes = b"") -> None:
         """Prepare the block's delta frames, `head + delta JSON + tail + sequence number`: what is the same for
         every delta of a block is encoded once, when the block starts (deltas are most of a stream's frames)."""
-        fields = orjson.dumps({"type": kind, **ids})
+        fields = orjson.dumps({"type": kind, **ids, "output_index": ids["output_index"] + self._shift})
         self._delta_heads[index] = (b"event: " + kind.encode() + b"\ndata: " + fields[:-1] + b',"delta":', tail)
 
     def _delta(self, index: int, delta: str) -> bytes:
@@ -260,9 +268,25 @@ class ResponsesEncoder:
         item_id = self._item_id("toolCall", index)
         item = {"id": item_id, "type": "function_call", "status": "completed", "arguments": arguments,
                 "call_id": call["id"], **self._name(call["name"])}  # fmt: skip
-        return self._event("response.function_call_arguments.done", {
+        out = self._event("response.function_call_arguments.done", {
             "item_id": item_id, "output_index": index, "arguments": arguments}) + self._event(
             "response.output_item.done", {"output_index": index, "item": item})  # fmt: skip
+        signed = self._call_signature_item(call, index, self._origin, "completed")
+        if signed is not None:  # a call signed on its own (Gemini): its item follows, later items move one on
+            out += self._event("response.output_item.added", {"output_index": index + 1, "item": {**signed, "status": "in_progress"}})
+            out += self._event("response.output_item.done", {"output_index": index + 1, "item": signed})
+            self._shift += 1
+        return out
+
+    def _call_signature_item(
+        self, call: dict[str, Any], index: int, origin: Origin, status: str, encrypted: bool = False
+    ) -> dict[str, Any] | None:
+        """The reasoning item that carries a function call's own signature (`reasoning.py`, `gw1c.`), shown only
+        with `include: ["reasoning.encrypted_content"]` (and always stored); None for a call without one."""
+        if not call.get("thoughtSignature") or not (encrypted or self._request.include_encrypted_reasoning):
+            return None
+        return {"id": self._item_id("thinking", index), "type": "reasoning", "summary": [],
+                "encrypted_content": wrap_call(origin, call["thoughtSignature"]), "status": status}  # fmt: skip
 
     def _websearch_start(self, event: dict[str, Any]) -> bytes:
         index = event["contentIndex"]
@@ -383,6 +407,8 @@ class ResponsesEncoder:
                 items.append({"id": self._item_id("toolCall", index), "type": "function_call", "status": status,
                               "arguments": self._call_arguments.get(index) or orjson.dumps(block.get("arguments") or {}).decode(),
                               "call_id": block["id"], **self._name(block["name"])})  # fmt: skip
+                if (signed := self._call_signature_item(block, index, origin, status, encrypted)) is not None:
+                    items.append(signed)
             elif kind == "webSearch":
                 items.append(self._search_item(block, index, status))
         return items

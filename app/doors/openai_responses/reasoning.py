@@ -8,7 +8,9 @@ signature (`app.doors.anthropic_messages.signatures`):
 The vendor's state is what the adapter put in the thinking block's signature: an Anthropic thinking
 signature, the serialized OpenAI reasoning item (with OpenAI's own `encrypted_content`), a Gemini thought
 signature. A redacted block (Anthropic `redacted_thinking`, which has no text and is a different block type
-there) is marked by a `r` after the version: `gw1r.<…>`. On the way back the origin becomes the replayed
+there) is marked by a `r` after the version: `gw1r.<…>`. A function call's own signature (Gemini's
+`thoughtSignature` on a `functionCall` part) is a reasoning item of its own, with no text, right after the call,
+marked `gw1c.<…>` (the Messages door's `wrap_call`); on the way back it goes on the `function_call` before it. On the way back the origin becomes the replayed
 assistant message's provider / api / model, so the adapters' cross-provider handoff keeps the state only when
 the conversation is still on the model that made it, and never sends it to another vendor.
 """
@@ -17,7 +19,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from app.doors.anthropic_messages.signatures import PREFIX, Origin, unwrap, wrap
+from app.doors.anthropic_messages.signatures import PREFIX, Origin, unwrap, unwrap_call, wrap
 
 REDACTED_PREFIX = PREFIX[:-1] + "r."  # "gw1r."
 
@@ -29,6 +31,7 @@ class Opaque:
     origin: Origin
     signature: str  # "" when the vendor gave no state
     redacted: bool = False
+    call: bool = False  # the state of the function call before it (`wrap_call`), not reasoning of its own
 
 
 def wrap_reasoning(origin: Origin, signature: str | None, *, redacted: bool = False) -> str:
@@ -39,6 +42,8 @@ def wrap_reasoning(origin: Origin, signature: str | None, *, redacted: bool = Fa
 def unwrap_reasoning(value: str) -> Opaque | None:
     """The origin and state of an `encrypted_content` the door wrapped; None for anything else (e.g. one a
     client got from OpenAI directly, which has no known origin and is treated as foreign)."""
+    if (call := unwrap_call(value)) is not None:
+        return Opaque(call.origin, call.signature, call=True)
     redacted = value.startswith(REDACTED_PREFIX)
     unwrapped = unwrap(PREFIX + value[len(REDACTED_PREFIX):] if redacted else value)
     if unwrapped is None:

@@ -57,7 +57,9 @@ from app.contract.request import HostedToolsOption, Reasoning, StreamOptions, St
 from app.doors.base import DROPPED_TOOLS_HEADER, DoorRequest, StoredResponse
 from app.doors.errors import BadRequest
 from app.doors.openai_chat.request import accept_default, error_body, invalid, refuse, structured_output, unsupported
+from app.doors.openai_chat.request import JSON_OBJECT
 from app.doors.openai_responses import compaction
+from app.doors.anthropic_messages.signatures import SignedCall, Unwrapped
 from app.doors.openai_responses.reasoning import Opaque, Origin, unwrap_reasoning
 from app.doors.validation import ANY_INDEX
 
@@ -403,7 +405,8 @@ def _reasoning(value: Any) -> Reasoning | None:
 
 
 def _json_schema(value: Any) -> dict[str, Any] | None:
-    """`text.format`: `text` (the default) or `json_schema`, whose schema every vendor's structured output gets."""
+    """`text.format`: `text` (the default), `json_object` (JSON mode, `JSON_OBJECT`) or `json_schema`, whose schema
+    every vendor's structured output gets."""
     if value is None:
         return None
     text = _object(value, "text")
@@ -420,9 +423,9 @@ def _json_schema(value: Any) -> dict[str, Any] | None:
     if kind == "text":
         return None
     if kind == "json_object":
-        raise unsupported("text.format.type", "json_object is not offered across vendors: use json_schema with a schema")
+        return JSON_OBJECT  # JSON mode (the unified jsonObject), which a vendor without it refuses
     if kind != "json_schema":
-        raise invalid("text.format.type", "must be text or json_schema")
+        raise invalid("text.format.type", "must be text, json_object or json_schema")
     if form.get("name") is not None:
         _string(form["name"], "text.format.name", max_length=64)
     return _object(form.get("schema"), "text.format.schema")
@@ -632,7 +635,7 @@ class _Conversation:
             return
         content = []
         for block in blocks:
-            if isinstance(block, _Reasoning):
+            if isinstance(block, (_Reasoning, SignedCall)):
                 thinking = block.block(origin)
                 if thinking is not None:
                     content.append(thinking)
@@ -731,6 +734,10 @@ class _Conversation:
         blocks = self._assistant_blocks()
         if opaque is not None and self._origin is None:
             self._origin = opaque.origin
+        if opaque is not None and opaque.call:  # a function call's own signature: it goes on the call before it
+            if blocks and isinstance(blocks[-1], ToolCall):
+                blocks[-1] = SignedCall(blocks[-1], Unwrapped(opaque.origin, opaque.signature))
+            return
         # Raw reasoning text when the item has it, else its summary (what this door sent for the block).
         blocks.append(_Reasoning("\n\n".join(texts) if texts else "\n\n".join(summary), opaque))
 

@@ -33,6 +33,7 @@ from app.contract.messages import (
 from app.contract.request import StreamOptions, ToolChoiceTool
 from app.providers import hosted
 from app.providers.checks import TOOL_CHOICE, TOP_P, check_no_gemini_cache, check_tool_choice, forces_a_tool
+from app.providers.checks import check_no_json_object
 from app.providers.handoff import Target, prepare_history, sanitize_id, user_blocks
 from app.refusals import RequestRejected
 
@@ -140,6 +141,7 @@ def check_request(model: ModelInfo, context: Context, options: StreamOptions) ->
     """Raise RequestRejected for what the Messages API refuses."""
     check_tool_choice(context, options)
     check_no_gemini_cache(options, "Anthropic")
+    check_no_json_object(options, "Anthropic")
     if options.reasoning and forces_a_tool(options):
         raise RequestRejected("Anthropic does not force a tool while thinking: drop options.reasoning or toolChoice",
                               param=TOOL_CHOICE)

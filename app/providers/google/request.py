@@ -265,6 +265,8 @@ def build_request(model: ModelInfo, context: Context, options: StreamOptions) ->
     if options.json_schema is not None:
         config["response_mime_type"] = "application/json"
         config["response_json_schema"] = options.json_schema
+    elif options.json_object:
+        config["response_mime_type"] = "application/json"
     if options.google:
         _gemini_fields(options.google, config)
     contents = convert_contents(context, Target.of(model, API))

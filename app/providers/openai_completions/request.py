@@ -231,4 +231,6 @@ def build_request(model: ModelInfo, context: Context, options: StreamOptions, co
         params["stop"] = list(options.stop)
     if options.json_schema is not None:
         params["response_format"] = {"type": "json_schema", "json_schema": {"name": "output", "schema": options.json_schema}}
+    elif options.json_object:
+        params["response_format"] = {"type": "json_object"}
     return params

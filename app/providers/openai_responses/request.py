@@ -248,4 +248,6 @@ def build_request(model: ModelInfo, context: Context, options: StreamOptions) ->
     if options.json_schema is not None:
         params["text"] = {"format": {"type": "json_schema", "name": STRUCTURED_OUTPUT_NAME, "schema": options.json_schema,
                                      "strict": False}}
+    elif options.json_object:
+        params["text"] = {"format": {"type": "json_object"}}
     return params
