@@ -111,6 +111,13 @@ class TurnJob:
         elif reason.outranks(pending):
             self.interrupt_reason = reason  # the cancellation is already on its way; it now means `reason`
 
+    def raise_dropped_interrupt(self) -> None:
+        """Raise the cancellation `interrupt` sent if a call the pump awaited dropped it: a pool's Redis call
+        (`app.redis_client.raise_dropped_cancellation` says how). Called where an attempt would open the
+        upstream; `interrupt` is only called from other tasks, so a reason still pending there was dropped."""
+        if self.interrupt_reason is not None:
+            raise asyncio.CancelledError()
+
 
 class TurnObserver(Protocol):
     def turn_started(self, job: TurnJob) -> None: ...
@@ -302,6 +309,7 @@ class Dispatcher:
         upstream = None
         try:
             try:
+                job.raise_dropped_interrupt()
                 upstream = await _timed(job, provider.open(model, job.context, job.options))
                 first_delta = not turn.started
                 async for wire in _TimedFrames(job, upstream, watchdog):

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 from redis.asyncio import BlockingConnectionPool, Redis
 from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
@@ -32,3 +34,13 @@ def redis_client(
         url, max_connections=max_connections, timeout=timeout if pool_timeout is None else pool_timeout, **options
     )
     return Redis.from_pool(pool)
+
+
+def raise_dropped_cancellation() -> None:
+    """Raise again a cancellation of the current task that a Redis call dropped. redis-py bounds its socket
+    writes with `asyncio.wait_for`, which on Python 3.11 returns the write's result and drops a cancellation
+    that arrives as the write completes; the request stays counted on the task (`Task.cancelling()`). A loop
+    that runs until it is cancelled calls this after its Redis calls, so that it still ends."""
+    task = asyncio.current_task()
+    if task is not None and task.cancelling():
+        raise asyncio.CancelledError()

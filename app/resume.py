@@ -47,7 +47,7 @@ from app.dispatch import Interrupt, TurnJob
 from app.doors.base import EventEncoder
 from app.refusals import EventsLost, EventStoreUnavailable
 
-from app.redis_client import redis_client
+from app.redis_client import raise_dropped_cancellation, redis_client
 from redis.asyncio import Redis
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
@@ -110,7 +110,8 @@ async def through_stall(call: Callable[[], Awaitable[T]], timeout: float, retry:
     pauses = retry.pauses()
     while True:
         try:
-            return await asyncio.wait_for(call(), timeout)
+            async with asyncio.timeout(timeout):
+                return await call()
         except STALLS as exc:
             left = deadline - loop.time()
             if left <= 0:
@@ -418,7 +419,8 @@ class _Watched:
         if self.tail > position:
             return
         try:
-            await asyncio.wait_for(self.changed.wait(), IDLE_CHECK_S)
+            async with asyncio.timeout(IDLE_CHECK_S):
+                await self.changed.wait()
         except (TimeoutError, asyncio.TimeoutError):
             pass
 
@@ -459,7 +461,8 @@ class StreamWatch:
             async with self.events.redis.pipeline(transaction=False) as pipe:
                 pipe.xadd(self.wake_key, {"j": 1}, maxlen=1)
                 pipe.pexpire(self.wake_key, 60_000)
-                await asyncio.wait_for(pipe.execute(), self.timeout)
+                async with asyncio.timeout(self.timeout):
+                    await pipe.execute()
         except Exception as exc:  # the turn joins at the next read instead (within BLOCK_MS)
             log.debug("resume watch wake-up failed (%s)", type(exc).__name__)
 
@@ -476,12 +479,14 @@ class StreamWatch:
                     continue
                 try:
                     if loop.time() - leases_renewed >= READER_LEASE_MS / 3000:
-                        await asyncio.wait_for(self.events.still_reading(list(self.turns)), self.timeout)
+                        async with asyncio.timeout(self.timeout):
+                            await self.events.still_reading(list(self.turns))
                         leases_renewed = loop.time()
                     streams: dict[str, bytes | str] = {
                         self.events.events_key(request_id): f"{watched.tail}-1" for request_id, watched in self.turns.items()
                     }
                     streams[self.wake_key] = wake_id
+                    raise_dropped_cancellation()  # before a read that blocks up to BLOCK_MS
                     answer = await client.xread(streams, count=FETCH_COUNT, block=BLOCK_MS)
                 except Exception as exc:  # the readers' own reads say what failed
                     log.debug("resume watch read failed (%s)", type(exc).__name__)
@@ -794,7 +799,8 @@ class ResumeHub:
 
     async def _quietly(self, awaitable) -> None:
         try:
-            await asyncio.wait_for(awaitable, self.timeout)
+            async with asyncio.timeout(self.timeout):
+                await awaitable
         except Exception as exc:
             log.warning("resume store call failed (%s)", type(exc).__name__)
 
@@ -841,7 +847,8 @@ class _Mirror:
     async def known(self, timeout: float) -> None:
         """Until Redis knows the request, at most `timeout` (a stall: the mirror goes on trying)."""
         try:
-            await asyncio.wait_for(self.created.wait(), timeout)
+            async with asyncio.timeout(timeout):
+                await self.created.wait()
         except (TimeoutError, asyncio.TimeoutError):
             pass
 
@@ -856,11 +863,13 @@ class _Mirror:
         pauses: Iterator[float] = iter(())
         first = True
         while True:
+            raise_dropped_cancellation()
             if failing_since is not None:
                 await asyncio.sleep(next(pauses))  # frames added meanwhile join the batch kept
             elif not first:
                 try:
-                    await asyncio.wait_for(self.wakeup.wait(), ORIGIN_LEASE_MS / 3000)
+                    async with asyncio.timeout(ORIGIN_LEASE_MS / 3000):
+                        await self.wakeup.wait()
                 except (TimeoutError, asyncio.TimeoutError):
                     pass
             first = False
@@ -872,15 +881,16 @@ class _Mirror:
             self.pending = []
             try:
                 if not created:
-                    await asyncio.wait_for(redis.create(request_id, self.stream.key_id), self.hub.timeout)
+                    async with asyncio.timeout(self.hub.timeout):
+                        await redis.create(request_id, self.stream.key_id)
                     created = True
                     self.created.set()
                 if batch or finished:
-                    written = await asyncio.wait_for(
-                        redis.append(request_id, batch, finished, first_kept, written), self.hub.timeout * 4
-                    )
+                    async with asyncio.timeout(self.hub.timeout * 4):
+                        written = await redis.append(request_id, batch, finished, first_kept, written)
                 else:
-                    await asyncio.wait_for(redis.origin_alive(request_id), self.hub.timeout)
+                    async with asyncio.timeout(self.hub.timeout):
+                        await redis.origin_alive(request_id)
             except Exception as exc:
                 self.pending[:0] = batch  # kept, before the frames added since: written with the next try
                 written = None

@@ -4,13 +4,16 @@ interrupt precedence, retry and fallback."""
 from __future__ import annotations
 
 import asyncio
+from dataclasses import replace
 from typing import Any, Callable
 
 import pytest
 
-from app.catalog import Catalog
+from app.catalog import Catalog, Deployment, Pool
 from app.contract.failures import AttemptOutcome, ErrorKind, Interrupt
 from app.dispatch import Dispatcher, Watchdog, WatchPhase
+from app.pools.balancer import Pools
+from app.pools.state import MemoryPoolStore
 from app.providers.base import ProviderError
 from app.settings import Settings
 from tests.fake_provider import HANG, FakeProvider, Gate, new_job, text_frames
@@ -236,6 +239,44 @@ async def test_a_client_leaving_with_a_timeout_is_never_lost(timeout, order):
     assert job.turn.outcome == "aborted" and job.client_disconnected
     assert provider.opened == 1 and provider.closed == 1  # no retry, the upstream closed
     assert job.turn.message["errorMessage"] == "fake/m request aborted: client disconnected"
+
+
+class DroppingPoolStore(MemoryPoolStore):
+    """A pool store whose `acquire` drops a cancellation that arrives as it answers, as redis-py's socket
+    writes do on Python 3.11 (`app.redis_client.raise_dropped_cancellation`)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.asked = asyncio.Event()
+        self.answer: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+
+    async def acquire(self, *args: Any, **kwargs: Any) -> Any:
+        self.asked.set()
+        try:
+            await self.answer
+        except asyncio.CancelledError:
+            pass
+        return await super().acquire(*args, **kwargs)
+
+
+async def test_a_client_leaving_as_a_pool_call_drops_the_cancellation_opens_no_upstream():
+    provider = FakeProvider()
+    provider.scripts = [text_frames("never read")]
+    deployment = Deployment("fake/m", "fake", "m")
+    job = new_job(provider)
+    job.routes = [replace(job.routes[0], pool=Pool("p", (deployment,)), deployment=deployment)]
+    job.turn.close_reader()
+    store = DroppingPoolStore()
+    job.task = asyncio.create_task(
+        Dispatcher({}, Catalog(), Settings(retries=1, retry_backoff_ms=1), Pools(store)).run(job)
+    )
+    await store.asked.wait()
+    store.answer.set_result(None)  # the pool answers, and in the same step of the loop the client leaves
+    job.interrupt(Interrupt.CLIENT)
+    await asyncio.wait_for(job.task, 5)
+    assert provider.opened == 0  # before: the attempt went on and opened the upstream for nobody
+    assert job.turn.outcome == "aborted" and job.client_disconnected
+    assert (await store.snapshot("p", ["fake/m"], None, 0)).states["fake/m"].in_flight == 0  # slot given back
 
 
 async def test_a_shutdown_with_a_timeout_ends_the_turn():

@@ -16,33 +16,43 @@ from tests.test_console_browser import browser  # noqa: F401  (the Chromium fixt
 
 SCRIPT = """
 async (body) => {
-  const response = await fetch('/v1/stream', {
-    method: 'POST', headers: {'content-type': 'application/json'}, body: JSON.stringify(body)});
-  const id = response.headers.get('x-request-id');
-  const reader = response.body.getReader();
-  const decoder = new TextDecoder();
-  let text = '';
-  while ((text.match(/\\n\\n/g) || []).length < 30) {
-    const {value, done} = await reader.read();
-    if (done) break;
-    text += decoder.decode(value, {stream: true});
-  }
-  await reader.cancel();  // the connection drops mid-stream
-  const head = text.slice(0, text.lastIndexOf('\\n\\n') + 2);
-  const types = ['start', 'text_start', 'text_delta', 'text_end', 'done', 'error'];
-  return await new Promise((resolve) => {
-    const got = [];
-    let opens = 0;
-    const source = new EventSource('/v1/stream/' + id);
-    source.onopen = () => { opens += 1; };
-    for (const type of types) {
-      // `error` is also the EventSource's own connection event (not a MessageEvent): only messages count.
-      source.addEventListener(type, (e) => { if (e instanceof MessageEvent) got.push({id: e.lastEventId, event: e.type, data: e.data}); });
+  // `page.evaluate` has no timeout of its own: a stream that stalls or an EventSource that keeps reconnecting
+  // must fail the test (with how far it got), not hang it.
+  const state = {step: 'fetch', id: null, head: '', got: [], opens: 0};
+  const work = (async () => {
+    const response = await fetch('/v1/stream', {
+      method: 'POST', headers: {'content-type': 'application/json'}, body: JSON.stringify(body)});
+    state.id = response.headers.get('x-request-id');
+    const reader = response.body.getReader();
+    const decoder = new TextDecoder();
+    let text = '';
+    state.step = 'read';
+    while ((text.match(/\\n\\n/g) || []).length < 30) {
+      const {value, done} = await reader.read();
+      if (done) break;
+      text += decoder.decode(value, {stream: true});
     }
-    source.onerror = () => {
-      if (source.readyState === EventSource.CLOSED) resolve({id, head, got, opens});
-    };
-  });
+    await reader.cancel();  // the connection drops mid-stream
+    state.head = text.slice(0, text.lastIndexOf('\\n\\n') + 2);
+    state.step = 'resume';
+    const types = ['start', 'text_start', 'text_delta', 'text_end', 'done', 'error'];
+    await new Promise((resolve) => {
+      const source = new EventSource('/v1/stream/' + state.id);
+      state.source = source;
+      source.onopen = () => { state.opens += 1; };
+      for (const type of types) {
+        // `error` is also the EventSource's own connection event (not a MessageEvent): only messages count.
+        source.addEventListener(type, (e) => { if (e instanceof MessageEvent) state.got.push({id: e.lastEventId, event: e.type, data: e.data}); });
+      }
+      source.onerror = () => { if (source.readyState === EventSource.CLOSED) resolve(); };
+    });
+    state.step = 'closed';
+  })();
+  const limit = new Promise((resolve) => setTimeout(resolve, 30000));
+  await Promise.race([work, limit]);
+  if (state.source) state.source.close();
+  delete state.source;
+  return state;
 }
 """
 
@@ -59,6 +69,7 @@ def test_event_source_reads_a_resumable_stream_and_stops_after_the_terminal(brow
         result: dict[str, Any] = page.evaluate(SCRIPT, body)
     finally:
         context.close()
+    assert result["step"] == "closed", f"stuck after 30 s: {result}"
     head = [f for f in parse_sse(result["head"]) if f.id is not None]
     assert 0 < len(head) < 100  # cut mid-way
     replayed = result["got"]

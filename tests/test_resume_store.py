@@ -270,6 +270,29 @@ async def test_the_grace_monitor_still_sees_a_reader_when_its_status_check_times
     assert job.resumed == 1 and status.stalled == 1
 
 
+async def test_closing_the_hub_ends_the_watch_when_its_lease_renewal_drops_the_cancellation(store):
+    """redis-py bounds its socket writes with `asyncio.wait_for`, which on Python 3.11 drops a cancellation that
+    arrives as the write completes. Before: the watch went on to its next blocking read, and closing the hub (a
+    replica's shutdown, this suite's teardown: CI waited there until it was stopped) waited for ever."""
+    hub = store.hub()
+    renewing, answer = asyncio.Event(), asyncio.get_running_loop().create_future()
+
+    async def still_reading(request_ids: list[str]) -> None:
+        renewing.set()
+        try:
+            await answer
+        except asyncio.CancelledError:
+            pass  # dropped, as such a write drops it
+
+    hub.redis.still_reading = still_reading
+    hub.watch.follow(f"req_{uuid.uuid4().hex[:12]}", 0)
+    await renewing.wait()
+    answer.set_result(None)  # the renewal answers, and in the same step of the loop the hub closes
+    async with asyncio.timeout(5):
+        await hub.aclose()
+    assert hub.watch._task.cancelled()
+
+
 # ------------------------------------------------------------------ the mirror (origin side)
 
 

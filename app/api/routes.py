@@ -186,7 +186,8 @@ async def readyz(request: Request) -> Response:
     if not gateway.serving.is_set():
         return json_response({"status": "starting"}, 503)
     try:
-        await asyncio.wait_for(gateway.ledger.ping(), gateway.settings.ledger_ping_timeout_s)
+        async with asyncio.timeout(gateway.settings.ledger_ping_timeout_s):
+            await gateway.ledger.ping()
     except Exception:
         return json_response({"status": "store unavailable"}, 503)
     return json_response({"status": "ready"})

@@ -272,7 +272,8 @@ class LedgerObserver:
         self._waiters.append((target, future))
         self._hurry.set()
         try:
-            await asyncio.wait_for(asyncio.shield(future), timeout)
+            async with asyncio.timeout(timeout):
+                await asyncio.shield(future)
             return True
         except (TimeoutError, asyncio.TimeoutError):
             return False

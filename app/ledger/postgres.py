@@ -246,7 +246,8 @@ class PostgresLedger(Ledger):
         except Exception as exc:
             log.warning("could not remove this instance's heartbeat row: %s", type(exc).__name__)
         try:
-            await asyncio.wait_for(pool.close(), timeout=10)
+            async with asyncio.timeout(10):
+                await pool.close()
         except (TimeoutError, asyncio.TimeoutError):
             pool.terminate()
 

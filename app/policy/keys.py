@@ -251,7 +251,8 @@ async def watch_keys(keys: ClientKeys, interval: float) -> None:
     try:
         while True:
             try:
-                await asyncio.wait_for(hup.wait(), interval)
+                async with asyncio.timeout(interval):
+                    await hup.wait()
             except TimeoutError:
                 pass
             signalled = hup.is_set()

@@ -49,6 +49,7 @@ from typing import TYPE_CHECKING, Awaitable, Callable
 from app.policy.keys import ClientKeys, KeyPolicy
 from app.policy.kinds import LimitKind, Rejection
 from app.policy.store import WINDOW_MS, LimitStore, Periods, Verdict
+from app.redis_client import raise_dropped_cancellation
 from app.refusals import LimitExceeded, LimitsUnavailable, ModelNotAllowed
 
 if TYPE_CHECKING:
@@ -188,14 +189,12 @@ class Limits:
         periods = Periods.at(time.time())
         verdict = await self._bounded(self.store.admit(key_id, policy, request_id, periods, self.lease_ttl_ms))
         if verdict.need_seed:
-            day, month, last = await asyncio.wait_for(
-                asyncio.gather(
+            async with asyncio.timeout(SEED_TIMEOUT_S):
+                day, month, last = await asyncio.gather(
                     self.ledger_spend(key_id, periods.day_start_ms),
                     self.ledger_spend(key_id, periods.month_start_ms),
                     self.ledger_last_cost(key_id),
-                ),
-                SEED_TIMEOUT_S,
-            )
+                )
             await self._bounded(self.store.seed_spend(key_id, periods, day, month, last))
             log.info("spend of key %s rebuilt from the ledger: %.6f USD today, %.6f this month", key_id, day, month)
             verdict = await self._bounded(self.store.admit(key_id, policy, request_id, periods, self.lease_ttl_ms))
@@ -206,7 +205,8 @@ class Limits:
         return verdict
 
     async def _bounded(self, awaitable: Awaitable) -> object:
-        return await asyncio.wait_for(awaitable, self.timeout)
+        async with asyncio.timeout(self.timeout):
+            return await awaitable
 
     def _abandon(self, key_id: str, request_id: str) -> None:
         """Undo, in the background, whatever an admission the gateway gave up on may have taken (now or when a
@@ -291,6 +291,7 @@ class Limits:
             try:
                 leases = [(key, request) for request, key in self.leases.items()]
                 await self._bounded(self.store.renew(leases, int(time.time() * 1000), self.lease_ttl_ms))
+                raise_dropped_cancellation()
             except asyncio.CancelledError:
                 raise
             except Exception as exc:
