@@ -19,6 +19,7 @@ async (body) => {
   // `page.evaluate` has no timeout of its own: a stream that stalls or an EventSource that keeps reconnecting
   // must fail the test (with how far it got), not hang it.
   const state = {step: 'fetch', id: null, head: '', got: [], opens: 0};
+  let source = null;
   const work = (async () => {
     const response = await fetch('/v1/stream', {
       method: 'POST', headers: {'content-type': 'application/json'}, body: JSON.stringify(body)});
@@ -37,8 +38,7 @@ async (body) => {
     state.step = 'resume';
     const types = ['start', 'text_start', 'text_delta', 'text_end', 'done', 'error'];
     await new Promise((resolve) => {
-      const source = new EventSource('/v1/stream/' + state.id);
-      state.source = source;
+      source = new EventSource('/v1/stream/' + state.id);
       source.onopen = () => { state.opens += 1; };
       for (const type of types) {
         // `error` is also the EventSource's own connection event (not a MessageEvent): only messages count.
@@ -50,8 +50,7 @@ async (body) => {
   })();
   const limit = new Promise((resolve) => setTimeout(resolve, 30000));
   await Promise.race([work, limit]);
-  if (state.source) state.source.close();
-  delete state.source;
+  if (source) source.close();
   return state;
 }
 """
