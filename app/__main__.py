@@ -8,10 +8,10 @@ from pydantic import ValidationError
 from pydantic_settings import SettingsError
 
 from app.catalog import Catalog, CatalogError
-from app.logs import configure_logging
-from app.hosting import BoundedHttpToolsProtocol
+from app.telemetry.logs import configure_logging
+from app.server.hosting import BoundedHttpToolsProtocol
 from app.settings import Settings
-from app.startup_messages import StartupError, ledger_directory_missing, listen_refused, settings_problems, workers_refused
+from app.server.startup_messages import StartupError, ledger_directory_missing, listen_refused, settings_problems, workers_refused
 
 STARTUP_FAILURE = 3  # uvicorn's exit status when the server could not start
 
@@ -50,7 +50,7 @@ def main() -> None:
         # Must outlive the drain (GATEWAY_DRAIN_TIMEOUT) plus the SSE responses' margin after it.
         timeout_graceful_shutdown=int(settings.drain_timeout) + 20,
     )
-    server = uvicorn.Server(config)  # keeps listening while the app drains (app.shutdown.DrainGate)
+    server = uvicorn.Server(config)  # keeps listening while the app drains (app.server.shutdown.DrainGate)
     server.run()
     if not server.started:
         sys.exit(STARTUP_FAILURE)

@@ -11,11 +11,13 @@ from typing import Callable
 
 from app.catalog import Catalog
 from app.contract.request import StreamRequest
-from app.dispatch import Dispatcher, Interrupt, Route, TurnJob
+from app.core.dispatcher import Dispatcher
+from app.contract.failures import Interrupt
+from app.core.job import Route, TurnJob
 from app.ledger import LedgerObserver, open_ledger
-from app.logs import RequestLog
+from app.telemetry.logs import RequestLog
 from app.redaction import register_secrets
-from app.metrics import Metrics
+from app.telemetry.metrics import Metrics
 from app.policy.admission import Admission
 from app.policy.keyring import ClientKey, KeyRing, parse_keys
 from app.policy.keys import ClientKeys, watch_keys
@@ -29,9 +31,9 @@ from app.resume import RedisEvents, ResumeHub
 from app.providers.base import Provider
 from app.providers.registry import build_providers
 from app.providers.transport import DEMO_CALLER
-from app.refusals import RequestRejected
+from app.contract.refusals import RequestRejected
 from app.settings import Settings
-from app.shutdown import OpenStreams
+from app.server.shutdown import OpenStreams
 from app.stream.turn import Turn
 
 log = logging.getLogger("gateway")
@@ -56,9 +58,9 @@ class Gateway:
         )
         self.ledger = open_ledger(settings.database_url, settings)
         self.jobs: set[TurnJob] = set()
-        self.streams = OpenStreams()  # the SSE responses open, turns' and resumptions' (ended by `app.shutdown`)
+        self.streams = OpenStreams()  # the SSE responses open, turns' and resumptions' (ended by `app.server.shutdown`)
         self.draining = False  # set by `drain`: new turns are refused, `/readyz` answers 503
-        # Set once the gateway serves: its listening sockets are set up (`app.hosting.bound_send_buffers`) and the
+        # Set once the gateway serves: its listening sockets are set up (`app.server.hosting.bound_send_buffers`) and the
         # records of stopped gateway processes are marked (`app.main`). `/readyz` answers 503 until then.
         self.serving = asyncio.Event()
         self.streams_per_key: Counter[str] = Counter()  # turns and resumptions
@@ -204,7 +206,7 @@ class Gateway:
 
     async def drain(self, timeout: float) -> None:
         """Stop taking turns, let those in flight finish for up to `timeout`, then settle the rest (a step of
-        `app.shutdown.shut_down`, and of the end of the lifespan with `timeout` 0)."""
+        `app.server.shutdown.shut_down`, and of the end of the lifespan with `timeout` 0)."""
         self.draining = True
         pending = [job.task for job in self.jobs if job.task is not None]
         if pending:

@@ -22,19 +22,19 @@ from app.api.records import router as records_router
 from app.api.resume import router as resume_router
 from app.api.openapi import build_openapi
 from app.api.routes import install_error_handlers, router
-from app.demo_clouds import with_demo_clouds
+from app.catalog.demo_clouds import with_demo_clouds
 from app.gateway import Gateway
 from app.doors.registry import door_at
 from app.doors.validation import validation_error as invalid_request
 from app.ledger import LedgerUrlError
-from app.logs import ensure_configured
+from app.telemetry.logs import ensure_configured
 from app.policy.keyring import KeysConfigError
 from app.providers.registry import provider_setups
-from app.refusals import NotAuthenticated
-from app.hosting import bound_send_buffers, wait_listening
-from app.shutdown import close_gateway, watch_server_exit
+from app.contract.refusals import NotAuthenticated
+from app.server.hosting import bound_send_buffers, wait_listening
+from app.server.shutdown import close_gateway, watch_server_exit
 from app.settings import Settings
-from app.startup_messages import (
+from app.server.startup_messages import (
     StartupErrorMessages,
     keys_refused,
     ledger_start_failed,
@@ -43,7 +43,7 @@ from app.startup_messages import (
     log_providers,
     log_redis,
 )
-from app.tracing import start_tracing
+from app.telemetry.tracing import start_tracing
 
 if TYPE_CHECKING:
     from simulator.app import LogScope
@@ -128,7 +128,7 @@ def create_app(settings: Settings | None = None, gateway: Gateway | None = None)
             raise ledger_start_failed(exc, settings.database_url) from exc
         await gw.start()  # limits (lease renewal), keys file watch
         if tracing is not None:
-            from app.tracing.turns import TurnTracer
+            from app.telemetry.tracing.turns import TurnTracer
 
             gw.dispatcher.observers.append(TurnTracer(tracing))
         app.state.gateway = gw
@@ -140,7 +140,7 @@ def create_app(settings: Settings | None = None, gateway: Gateway | None = None)
         # ~200 young and ~17 middle collections per second with 300 open streams, each scanning every live
         # stream's objects (docs/performance.md, The garbage collector).
         gc.set_threshold(*settings.gc_threshold)
-        shutdown_watch = asyncio.create_task(watch_server_exit(gw), name="gateway-shutdown-watch")  # app/shutdown.py
+        shutdown_watch = asyncio.create_task(watch_server_exit(gw), name="gateway-shutdown-watch")  # app/server/shutdown.py
         send_buffers = asyncio.create_task(_set_up_listening(gw, settings), name="gateway-listening")
         if not gw.keys.enabled:
             log.warning("GATEWAY_API_KEYS is empty: the gateway accepts requests without a key")
@@ -167,7 +167,7 @@ def create_app(settings: Settings | None = None, gateway: Gateway | None = None)
     )
     app.allowed_hosts = settings.allowed_host_names()
     if tracing is not None:
-        app.tracing = tracing  # type: ignore[attr-defined]
+        app.telemetry.tracing = tracing  # type: ignore[attr-defined]
     app.include_router(router)
     app.include_router(records_router)
     app.include_router(resume_router)

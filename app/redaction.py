@@ -4,7 +4,7 @@ Keys are registered once where they are configured (`app.gateway`: the built-in 
 keys; `app.providers.registry`: every served catalog provider's key, `keyEnv` ones included). Two places
 apply `redact`, so nothing the gateway emits or stores carries a key: `ProviderError` (every upstream failure
 text enters the gateway there: error events, door error bodies, records and metrics read it from there) and the
-log formatter (`app.logs`), for anything else that reaches a log line.
+log formatter (`app.telemetry.logs`), for anything else that reaches a log line.
 """
 
 from __future__ import annotations

@@ -43,9 +43,10 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, AsyncIterator, Awaitable, Callable, Iterator, TypeVar
 
-from app.dispatch import Interrupt, TurnJob
+from app.contract.failures import Interrupt
+from app.core.job import TurnJob
 from app.doors.base import EventEncoder
-from app.refusals import EventsLost, EventStoreUnavailable
+from app.contract.refusals import EventsLost, EventStoreUnavailable
 
 from app.redis_client import raise_dropped_cancellation, redis_client
 from redis.asyncio import Redis
@@ -54,7 +55,7 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 
 if TYPE_CHECKING:
 
-    from app.metrics import Metrics
+    from app.telemetry.metrics import Metrics
 
 log = logging.getLogger("gateway.resume")
 

@@ -1,6 +1,6 @@
 #!/bin/sh
 # Container entrypoint: uvicorn with the production loop and parser (uvloop, httptools with the gateway's
-# bounds on request headers, app.hosting.BoundedHttpToolsProtocol).
+# bounds on request headers, app.server.hosting.BoundedHttpToolsProtocol).
 #
 #   GATEWAY_HOST, GATEWAY_PORT     bind address (the image sets 0.0.0.0:8080)
 #   GATEWAY_WORKERS                worker processes (default 1). With more than one, Prometheus metrics are
@@ -45,7 +45,7 @@ exec python -m uvicorn app.main:app \
     --port "${GATEWAY_PORT:-8080}" \
     --workers "$workers" \
     --loop uvloop \
-    --http app.hosting:BoundedHttpToolsProtocol \
+    --http app.server.hosting:BoundedHttpToolsProtocol \
     --timeout-graceful-shutdown "$((drain + 10))" \
     --log-level "$(echo "${GATEWAY_LOG_LEVEL:-info}" | tr '[:upper:]' '[:lower:]')" \
     --no-server-header

@@ -20,7 +20,7 @@ from typing import Any
 from app.catalog import ModelInfo, Pricing
 from app.contract.messages import Context
 from app.contract.request import StreamOptions
-from app.dispatch import Route, TurnJob
+from app.core.job import Route, TurnJob
 from app.providers.base import ProviderError, Upstream
 from app.stream.turn import Turn
 

@@ -18,7 +18,8 @@ from hypothesis import strategies as st
 from app.catalog import Catalog, ModelInfo, Pricing
 from app.contract.messages import Context, UserMessage
 from app.contract.request import StreamOptions
-from app.dispatch import Dispatcher, Route, TurnJob
+from app.core.dispatcher import Dispatcher
+from app.core.job import Route, TurnJob
 from app.providers.base import ProviderError, Upstream
 from app.settings import Settings
 from app.stream.turn import Turn

@@ -121,7 +121,7 @@ def test_key_spec_is_split_on_the_first_colon_only():
 
 
 def test_key_with_colons_authenticates_and_is_fully_blanked_in_logs(gateway_factory):
-    from app.logs import JsonFormatter
+    from app.telemetry.logs import JsonFormatter
 
     gw = gateway_factory(api_keys=f"colon:{COLON_KEY}")
     result = gw.stream(turn("anthropic/text"), headers={"Authorization": f"Bearer {COLON_KEY}"})

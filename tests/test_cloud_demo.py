@@ -1,5 +1,5 @@
 """Demo mode (`make run`) lists a Bedrock Claude, a Vertex AI Claude, a Vertex AI Gemini and an Azure OpenAI provider, served by
-the built-in simulator with test credentials made for the process (app/demo_clouds.py): a real
+the built-in simulator with test credentials made for the process (app/catalog/demo_clouds.py): a real
 `python -m app` in demo mode streams from each, through the clouds' SDKs, tokens and paths."""
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """One conversation carried across the clouds (CONTRACT §9a, "handoff across vendors"): Bedrock Claude → Vertex
 Gemini → Azure Responses → Azure Chat Completions → Bedrock again → Vertex Claude → Anthropic → Vertex Gemini
 again, each hop a thinking turn and a tool-call turn (with its results), through the clouds' SDKs inside the
-gateway against the simulator's cloud wires (the demo mode's cloud entries, `app.demo_clouds`, with their test
+gateway against the simulator's cloud wires (the demo mode's cloud entries, `app.catalog.demo_clouds`, with their test
 credentials).
 
 Each upstream request is read as the simulator received it (the views of `tests/test_handoff.py`): every tool
@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from app.demo_clouds import AZURE_KEY_ENV, demo_cloud_catalog
+from app.catalog.demo_clouds import AZURE_KEY_ENV, demo_cloud_catalog
 from simulator.azure import AZURE_KEY
 from simulator.bedrock import TEST_ACCESS_KEY_ID, TEST_SECRET_ACCESS_KEY
 from simulator.vertex import service_account_info

@@ -9,11 +9,11 @@ from types import SimpleNamespace
 from app.catalog import Catalog, Cloud
 from app.contract.failures import Attempt
 from app.ledger.base import build_record
-from app.logs import request_fields
-from app.metrics import Metrics
+from app.telemetry.logs import request_fields
+from app.telemetry.metrics import Metrics
 from app.providers.anthropic.events import AnthropicTranslator
 from app.providers.registry import ProviderSetup
-from app.startup_messages import log_providers
+from app.server.startup_messages import log_providers
 from app.settings import Settings
 from tests.harness import ScriptedProvider, run_script
 

@@ -13,7 +13,7 @@ from app.contract.request import StreamOptions
 from app.providers.openai_completions.compat import Compat
 from app.providers.openai_completions.request import build_request, check_request, reasoning_level, tool_call_id_rule
 from app.providers.registry import build_providers
-from app.refusals import RequestRejected
+from app.contract.refusals import RequestRejected
 from app.settings import Settings
 
 MODEL = ModelInfo("groq", "openai/gpt-oss-120b", Pricing(), max_tokens=65536, reasoning=True)

@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 
 from app.api.console import CONTENT_SECURITY_POLICY
-from app.health import HealthWindow, percentiles
+from app.telemetry.health import HealthWindow, percentiles
 from app.settings import Settings
-from app.turn_summary import summarize
+from app.core.summary import summarize
 from app.contract.failures import Attempt, ErrorKind, Interrupt
 from tests.conftest import marker, turn
 

@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 import yaml
 
-from app.tracing import OTEL_VARIABLES
+from app.telemetry.tracing import OTEL_VARIABLES
 
 ROOT = Path(__file__).resolve().parent.parent
 DEPLOY = ROOT / "deploy"
@@ -179,7 +179,7 @@ def test_entrypoint_single_worker_keeps_metrics_in_memory(tmp_path: Path) -> Non
     assert argv[:3] == ["-m", "uvicorn", "app.main:app"]
     assert option(argv, "--host") == "0.0.0.0" and option(argv, "--port") == "9123"
     assert option(argv, "--workers") == "1"
-    assert option(argv, "--loop") == "uvloop" and option(argv, "--http") == "app.hosting:BoundedHttpToolsProtocol"
+    assert option(argv, "--loop") == "uvloop" and option(argv, "--http") == "app.server.hosting:BoundedHttpToolsProtocol"
     assert option(argv, "--timeout-graceful-shutdown") == "30"  # drain default 20 s + 10
     assert "PROMETHEUS_MULTIPROC_DIR" not in env
 
@@ -518,11 +518,11 @@ def test_dashboard_parses_and_has_the_operations_panels() -> None:
 def test_dashboard_uses_only_metrics_and_labels_the_app_exports() -> None:
     source_file = ROOT / "app" / "metrics.py"
     if not source_file.exists():
-        pytest.skip("app/metrics.py does not exist yet: metric names cannot be checked")
+        pytest.skip("app/telemetry/metrics.py does not exist yet: metric names cannot be checked")
     literals = set(re.findall(r"[\"']([a-z_][a-z0-9_]*)[\"']", source_file.read_text()))
     exported = {name + suffix for name in literals if name.startswith("gateway_") for suffix in METRIC_SUFFIXES}
     missing = sorted(dashboard_metric_names() - exported)
-    assert not missing, f"the dashboard queries metrics app/metrics.py does not define: {missing}"
+    assert not missing, f"the dashboard queries metrics app/telemetry/metrics.py does not define: {missing}"
 
     labels_used = set()
     for expr in dashboard_exprs():
@@ -530,4 +530,4 @@ def test_dashboard_uses_only_metrics_and_labels_the_app_exports() -> None:
             labels_used.update(label.strip() for label in group.split(","))
         labels_used.update(re.findall(r"[{,]\s*([a-z_]+)\s*(?:=~|!=|=)", expr))
     unknown = sorted(labels_used - literals - {"le", "instance", "job"})
-    assert not unknown, f"the dashboard groups or filters by labels app/metrics.py never sets: {unknown}"
+    assert not unknown, f"the dashboard groups or filters by labels app/telemetry/metrics.py never sets: {unknown}"

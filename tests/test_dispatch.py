@@ -11,7 +11,8 @@ import pytest
 
 from app.catalog import Catalog, Deployment, Pool
 from app.contract.failures import AttemptOutcome, ErrorKind, Interrupt
-from app.dispatch import Dispatcher, Watchdog, WatchPhase
+from app.core.dispatcher import Dispatcher
+from app.core.watchdog import Watchdog, WatchPhase
 from app.pools.balancer import Pools
 from app.pools.state import MemoryPoolStore
 from app.providers.base import ProviderError

@@ -30,7 +30,7 @@ from app.providers.google.request import build_request as google_request
 from app.providers.openai_responses.request import build_request as openai_request
 from app.providers.openai_completions.compat import Compat
 from app.providers.openai_completions.request import build_request as completions_request
-from app.refusals import RequestRejected
+from app.contract.refusals import RequestRejected
 from app.providers.base import ProviderError
 
 MAX_DEPTH = 6

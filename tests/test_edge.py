@@ -11,7 +11,7 @@ from app.api.routes import router
 from app.doors.registry import turn_routes
 from app.main import create_app
 from app.settings import Settings
-from app.startup_messages import StartupError
+from app.server.startup_messages import StartupError
 from tests.conftest import turn
 
 KEY = "edge-test-key"

@@ -11,7 +11,7 @@ import pytest
 
 from app.api import event_stream
 from app.api.event_stream import EventStreamResponse
-from app.shutdown import OpenStreams
+from app.server.shutdown import OpenStreams
 
 PING = b": ping\n\n"
 
@@ -98,7 +98,7 @@ async def test_the_server_exiting_ends_the_stream_after_the_grace() -> None:
     response = EventStreamResponse(frames_until(release, closed), {}, ping_interval=30, ping=PING, streams=streams)
     call = asyncio.create_task(response(scope(), client.receive, client.send))
     await client.until(lambda: b"data: one\n\n" in client.bodies)
-    # This stream's own shutdown (`app.shutdown.shut_down` gives the gateway's streams their grace), not the
+    # This stream's own shutdown (`app.server.shutdown.shut_down` gives the gateway's streams their grace), not the
     # process-wide flag: other gateways served by this test process (session fixtures) must not start draining.
     streams.close_within(0.05)
     await asyncio.wait_for(call, 5)

@@ -22,7 +22,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from app.logs import JsonFormatter
+from app.telemetry.logs import JsonFormatter
 from tests.conftest import HERE, PROVIDER_KEYS, marker, turn
 from tests.servers import ServerThread
 

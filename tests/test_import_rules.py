@@ -20,8 +20,8 @@ APP = Path(__file__).resolve().parent.parent / "app"
 EDGE = ("app.api", "app.main", "app.openapi", "app.__main__")
 HTTP_SERVER = ("fastapi", "starlette", "uvicorn", "sse_starlette")
 OBSERVERS_AND_DRIVERS = (
-    "app.dispatch", "app.gateway", "app.ledger", "app.metrics", "app.logs", "app.tracing", "app.policy",
-    "app.resume", "app.health",
+    "app.core.dispatcher", "app.gateway", "app.ledger", "app.telemetry.metrics", "app.telemetry.logs", "app.telemetry.tracing", "app.policy",
+    "app.resume", "app.telemetry.health",
 )
 
 # (the modules a rule covers, the imports they may not make, why)

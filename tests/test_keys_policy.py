@@ -320,10 +320,10 @@ def test_a_broken_keys_file_is_reported_once_per_version(tmp_path, caplog):
 @pytest.mark.parametrize("kind", ["rate_limit_rpm", "rate_limit_tpm"])
 async def test_a_per_minute_wait_is_at_most_one_minute(tmp_path, kind):
     """Another replica's clock a few ms ahead leaves an entry newer than our `now`: Retry-After stays ≤ 60."""
-    from app.policy.kinds import LimitKind
+    from app.contract.limit_kinds import LimitKind
     from app.policy.limits import Limits
     from app.policy.store import Verdict
-    from app.refusals import LimitExceeded
+    from app.contract.refusals import LimitExceeded
 
     class AheadStore(MemoryLimitStore):
         async def admit(self, *args: Any, **kwargs: Any) -> Verdict:

@@ -24,7 +24,7 @@ import pytest
 import orjson
 
 from app.catalog import Catalog
-from app.dispatch import Dispatcher
+from app.core.dispatcher import Dispatcher
 from app.ledger import LedgerObserver, open_ledger, pending_size, postgres, sqlite
 from app.ledger.base import INTERRUPTED_MESSAGE, encode_record
 from app.settings import Settings

@@ -234,7 +234,7 @@ async def test_an_admission_the_gateway_gave_up_on_leaves_no_trace(store, tmp_pa
     free for the next turn."""
     from app.policy.keys import ClientKeys
     from app.policy.limits import Limits
-    from app.refusals import LimitExceeded, LimitsUnavailable
+    from app.contract.refusals import LimitExceeded, LimitsUnavailable
     from tests.test_keys_policy import write_keys
 
     write_keys(tmp_path / "keys.json", k={"concurrent_streams": 1, "requests_per_minute": 1, "budget_usd_per_day": 1.0})

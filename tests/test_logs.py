@@ -7,7 +7,7 @@ import logging
 
 import pytest
 
-from app.logs import REQUEST_LOGGER, JsonFormatter
+from app.telemetry.logs import REQUEST_LOGGER, JsonFormatter
 from tests.conftest import PROVIDER_KEYS, marker, turn
 
 CLIENT_KEY = "sk-client-logs-0001"

@@ -19,7 +19,7 @@ from typing import Any, Awaitable, Callable
 import pytest
 from redis.exceptions import ResponseError
 
-from app.refusals import EventsLost, EventStoreUnavailable
+from app.contract.refusals import EventsLost, EventStoreUnavailable
 from app.resume import (
     Frame,
     LocalStream,

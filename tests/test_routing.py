@@ -1,5 +1,5 @@
 """Model names: `<provider>/<model>`, catalog routes, aliases and bare ids, resolved the same way for every
-door and every fallback entry (app/resolve.py); catalog validation at start-up; `GET /v1/models`."""
+door and every fallback entry (app/catalog/resolve.py); catalog validation at start-up; `GET /v1/models`."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ import pytest
 
 from app.catalog import BUILTIN, Catalog, CatalogError
 from app.contract.catalog import ModelList
-from app.refusals import AmbiguousModel, UnknownModel
-from app.resolve import ModelResolver
+from app.contract.refusals import AmbiguousModel, UnknownModel
+from app.catalog.resolve import ModelResolver
 from tests.conftest import PROVIDER_KEYS, marker, settings_for, turn
 from tests.test_ledger import record_of
 

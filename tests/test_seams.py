@@ -109,7 +109,7 @@ def test_uvicorn_names():
     assert HttpToolsProtocol.__module__ == "uvicorn.protocols.http.httptools_impl"
     assert parameters(Server.shutdown) == ["self", "sockets"]
     # The signal handler is the server's bound `handle_exit` (sse-starlette replaces the function on the class,
-    # so its own parameters are not checked: what `app.hosting` reads is the handler's `__self__`).
+    # so its own parameters are not checked: what `app.server.hosting` reads is the handler's `__self__`).
     assert callable(Server.handle_exit)
     assert "signal.signal(sig, self.handle_exit)" in inspect.getsource(Server.capture_signals)
     server = Server(uvicorn.Config(app=None))

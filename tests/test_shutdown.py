@@ -80,7 +80,7 @@ def _uvicorn_command_line(port: int) -> list[str]:
     """The server command of the container's entrypoint (deploy/docker-entrypoint.sh), on a test port."""
     return [
         "-m", "uvicorn", "app.main:app", "--host", "127.0.0.1", "--port", str(port), "--workers", "1",
-        "--loop", "uvloop", "--http", "app.hosting:BoundedHttpToolsProtocol", "--timeout-graceful-shutdown", "70",
+        "--loop", "uvloop", "--http", "app.server.hosting:BoundedHttpToolsProtocol", "--timeout-graceful-shutdown", "70",
     ]
 
 

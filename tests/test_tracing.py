@@ -17,8 +17,8 @@ import httpx
 import pytest
 
 from app.api.edge import GatewayApp
-from app.tracing import tracing_configured
-from app.tracing.setup import exporter_names
+from app.telemetry.tracing import tracing_configured
+from app.telemetry.tracing.setup import exporter_names
 from tests.conftest import PROVIDER_KEYS, marker
 from tests.otlp_receiver import OtlpReceiver
 from tests.procs import GatewayProcess, free_port

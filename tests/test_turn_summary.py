@@ -1,4 +1,4 @@
-"""A settled turn's summary (`app.turn_summary`) is computed once, by the dispatcher, and every observer
+"""A settled turn's summary (`app.core.summary`) is computed once, by the dispatcher, and every observer
 records the same figures from it: metrics, the request log line, the ledger's record and the console's health
 window. One turn each: retried, fallen back after a timeout, aborted by its client, failed before any content."""
 
@@ -12,14 +12,15 @@ import orjson
 
 from app.catalog import Catalog
 from app.contract.failures import Interrupt
-from app.dispatch import Dispatcher, TurnJob
-from app.health import HealthWindow
+from app.core.dispatcher import Dispatcher
+from app.core.job import TurnJob
+from app.telemetry.health import HealthWindow
 from app.ledger import LedgerObserver, open_ledger
-from app.logs import RequestLog
-from app.metrics import Metrics
+from app.telemetry.logs import RequestLog
+from app.telemetry.metrics import Metrics
 from app.providers.base import ProviderError
 from app.settings import Settings
-from app.turn_summary import AttemptStep, Cancellation, NextStep, TurnSummary
+from app.core.summary import AttemptStep, Cancellation, NextStep, TurnSummary
 from tests.fake_provider import HANG, FakeProvider, new_job, text_frames
 
 MODEL = "other"  # the empty catalog lists no model: metrics label every model `other`

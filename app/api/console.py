@@ -7,7 +7,7 @@ strict Content-Security-Policy: scripts and styles from this origin only, no inl
 The page talks to the gateway's own API with the client key the user types in, sent in the
 `Authorization` header only.
 
-The health summary comes from `app.health.HealthWindow`, a turn observer this module adds to the gateway's
+The health summary comes from `app.telemetry.health.HealthWindow`, a turn observer this module adds to the gateway's
 dispatcher when the console is on. A caller sees the figures of its own key (every key's when authentication
 is off). The pools' view is the gateway's, whichever key asks (a deployment's state is not per key).
 
@@ -29,7 +29,7 @@ from app.api.auth import authorization
 from app.api.error_responses import ApiError, json_response
 from app.catalog import Pool
 from app.contract.console import ConsolePools, Cooldown, PoolDeploymentView, PoolView, QuotaUse
-from app.health import WINDOW_MINUTES, HealthWindow
+from app.telemetry.health import WINDOW_MINUTES, HealthWindow
 from app.pools.state import Snapshot
 from app.settings import Settings
 

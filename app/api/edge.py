@@ -38,7 +38,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from app.api.error_responses import ApiError, error_response, json_response
 from app.doors.registry import door_at
-from app.startup_messages import StartupError, StartupErrorMessages
+from app.server.startup_messages import StartupError, StartupErrorMessages
 from app.doors.base import REQUEST_ID
 
 log = logging.getLogger("gateway")

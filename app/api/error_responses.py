@@ -13,7 +13,7 @@ from starlette.responses import Response
 
 from app.doors.base import Door
 from app.doors.errors import BadRequest
-from app.refusals import (
+from app.contract.refusals import (
     AtCapacity,
     Draining,
     EventsLost,

@@ -9,7 +9,7 @@ it leaner:
 - the request's own task iterates the frames and sends them;
 - one watcher task per stream waits for the client's `http.disconnect` and, while the stream is quiet,
   sends the keep-alive frame every `ping_interval` seconds (a timeout on the same wait, not a second task);
-- the gateway's shutdown (`app.shutdown`) ends the streams still open when its grace is over: each stream is
+- the gateway's shutdown (`app.server.shutdown`) ends the streams still open when its grace is over: each stream is
   in the gateway's `OpenStreams` while it sends.
 
 Ending a stream early (client gone, shutdown) cancels the request's task and catches that cancellation here;
@@ -27,7 +27,7 @@ from typing import AsyncIterator, Mapping
 from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 
-from app.shutdown import OpenStreams
+from app.server.shutdown import OpenStreams
 
 log = logging.getLogger("gateway.sse")
 
@@ -139,7 +139,7 @@ class EventStreamResponse(Response):
             self._task.cancel()
 
     def end_for_exit(self) -> None:
-        """The server is exiting and the shutdown's grace is over (`app.shutdown.OpenStreams`)."""
+        """The server is exiting and the shutdown's grace is over (`app.server.shutdown.OpenStreams`)."""
         self.stop(StopReason.SERVER_EXIT)
 
     async def _watch(self, receive: Receive, send: Send) -> None:

@@ -14,11 +14,11 @@ from app.api.auth import authorization
 from app.api.error_responses import ApiError
 from app.api.event_stream import EventStreamResponse
 from app.api.sse import sse_response
-from app.dispatch import TurnJob
+from app.core.job import TurnJob
 from app.doors.base import EventEncoder
 from app.doors.unified.events import PING
 from app.gateway import Gateway
-from app.refusals import EventsLost
+from app.contract.refusals import EventsLost
 from app.resume import Frame, LocalStream, NotInStore, StreamEnded
 
 router = APIRouter()

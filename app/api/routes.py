@@ -26,7 +26,7 @@ from app.doors.openapi import ref
 from app.doors.errors import BadRequest
 from app.doors.registry import DOORS, count_routes, door_at, turn_routes
 from app.gateway import Gateway
-from app.refusals import Refusal
+from app.contract.refusals import Refusal
 
 router = APIRouter()
 

@@ -1,6 +1,6 @@
 """The one SSE response path: every streamed turn, of every door, and every resumable stream (live or
 resumed, `app.api.resume`) is answered by `sse_response`, so keep-alive frames, the client's disconnect and
-the shutdown (`app.shutdown`) behave the same for all of them. What differs is where the frames come from:
+the shutdown (`app.server.shutdown`) behave the same for all of them. What differs is where the frames come from:
 `TurnFrames` here (a live turn's events, through the door's encoder), `app.api.resume.KeptFrames` (a resumable
 turn's kept events). The response itself is `app.api.event_stream.EventStreamResponse`."""
 
@@ -11,9 +11,10 @@ from typing import Any, Awaitable, Callable, Mapping, Protocol
 
 from app.api.event_stream import EventStreamResponse
 from app.contract.events import TERMINAL_TYPES
-from app.dispatch import Interrupt, TurnJob
+from app.contract.failures import Interrupt
+from app.core.job import TurnJob
 from app.doors.base import EventEncoder
-from app.shutdown import OpenStreams
+from app.server.shutdown import OpenStreams
 
 log = logging.getLogger("gateway.sse")
 

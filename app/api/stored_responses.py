@@ -21,13 +21,13 @@ from starlette.responses import Response
 from app.api.auth import authorization
 from app.api.body import parse_off_loop
 from app.api.error_responses import json_response, refusal_error
-from app.dispatch import TurnJob
+from app.core.job import TurnJob
 from app.doors.base import Door, DoorRequest, EventEncoder, StoredResponse, StoredResponses
 from app.doors.errors import BadRequest
 from app.gateway import Gateway
 from app.ledger.base import now_ms
-from app.refusals import Refusal
-from app.turn_result import turn_result
+from app.contract.refusals import Refusal
+from app.core.result import turn_result
 
 log = logging.getLogger("gateway")
 DAY_MS = 86_400_000

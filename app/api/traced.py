@@ -1,4 +1,4 @@
-"""The gateway's app with a SERVER span around every HTTP request (`app.tracing.server`), the app `app.main`
+"""The gateway's app with a SERVER span around every HTTP request (`app.telemetry.tracing.server`), the app `app.main`
 builds when tracing is on. Its `__call__` wraps `GatewayApp.__call__`, the outermost layer, so the turn routes
 answered on the fast path (`app.api.edge`) get their span like every other route (a Starlette middleware
 would only see the others)."""
@@ -14,8 +14,8 @@ from opentelemetry.trace import SpanKind, Status, StatusCode
 from starlette.types import Receive, Scope, Send
 
 from app.api.edge import GatewayApp
-from app.tracing.server import CURRENT_REQUEST, RequestSpan, SendNotingStatus
-from app.tracing.setup import Tracing
+from app.telemetry.tracing.server import CURRENT_REQUEST, RequestSpan, SendNotingStatus
+from app.telemetry.tracing.setup import Tracing
 
 log = logging.getLogger("gateway.tracing")
 

@@ -16,13 +16,14 @@ from app.api.body import parse_json, parse_off_loop, read_body, require_json
 from app.api.error_responses import json_response, refusal_error
 from app.api.resume import RESUMABLE_HEADER, asks_resumable, resumable_response
 from app.api.sse import TurnFrames, sse_response
-from app.dispatch import Interrupt, TurnJob
+from app.contract.failures import Interrupt
+from app.core.job import TurnJob
 from app.doors.base import Door, DoorRoute, EventEncoder, with_dropped_tools
 from app.doors.errors import BadRequest
 from app.gateway import Gateway
 from app.pools.balancer import session_header
-from app.refusals import Refusal
-from app.turn_result import CLIENT_CLOSED_STATUS, JobView, turn_result
+from app.contract.refusals import Refusal
+from app.core.result import CLIENT_CLOSED_STATUS, JobView, turn_result
 
 
 async def serve(request: Request, door: Door, route: DoorRoute) -> Response:

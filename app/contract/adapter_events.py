@@ -1,7 +1,7 @@
 """The adapter event vocabulary: what a vendor adapter's `Translator` hands the event stream.
 
 Not public (clients never see these; `app.contract.events` is what they see): this is the contract between
-the adapters (`app.providers`) and the dispatcher and message builder (`app.dispatch`, `app.stream`), written
+the adapters (`app.providers`) and the dispatcher and message builder (`app.core.dispatcher`, `app.stream`), written
 down once as types. At run time adapter events stay plain dicts (TypedDicts cost nothing: no class is built
 per event, nothing is validated on the hot path); these types are for readers and type checkers.
 

@@ -12,7 +12,7 @@ from app.contract.messages import Context, WireModel, door_only
 Reasoning = Literal["minimal", "low", "medium", "high", "xhigh"]
 
 # A model name as a client writes it: "<provider>/<model id>", a catalog route or alias, or a bare model id
-# (resolved by `app.resolve`). Ids may contain `/` (`groq/openai/gpt-oss-120b`).
+# (resolved by `app.catalog.resolve`). Ids may contain `/` (`groq/openai/gpt-oss-120b`).
 MODEL_REF_PATTERN = r"^[A-Za-z0-9][^\s]*$"
 MODEL_NAME_DOC = (
     '"<provider>/<model id>" (the id may contain "/"), a catalog route ("fast"), an alias, '

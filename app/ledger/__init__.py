@@ -27,9 +27,9 @@ from typing import TYPE_CHECKING, Protocol
 from app.ledger.base import Ledger, LedgerUrlError, StoredRow, WriteKind, build_record, encode_record
 
 if TYPE_CHECKING:
-    from app.dispatch import TurnJob
+    from app.core.job import TurnJob
     from app.settings import Settings
-    from app.turn_summary import TurnSummary
+    from app.core.summary import TurnSummary
 
 log = logging.getLogger("gateway.ledger")
 _ENTRY_OVERHEAD = 512  # bytes counted per queued write besides its strings (the row and entry objects)
@@ -37,7 +37,7 @@ _DROP_LOG_INTERVAL_S = 10.0
 
 
 class LedgerMetrics(Protocol):
-    """What the recorder reports to metrics (`app.metrics.Metrics`)."""
+    """What the recorder reports to metrics (`app.telemetry.metrics.Metrics`)."""
 
     def ledger_queue(self, queued_bytes: int) -> None: ...
 

@@ -5,7 +5,7 @@ integer count of milliseconds since the Unix epoch (UTC), like `message.timestam
 `durationMs` are integer milliseconds. `durationMs` is `settledAt - createdAt`, where `settledAt` is when the
 turn's cleanup finished (upstream closed, late frames counted); `ttftMs` is measured on the monotonic clock
 from the request's arrival to its first content event. All three come from the turn's summary
-(`app.turn_summary`), which the other observers read too.
+(`app.core.summary`), which the other observers read too.
 
 Life of a record. It is written "open" when the turn starts (`outcome` and `settledAt` null) and replaced by
 the settled record when the turn finishes. A record still open when its gateway process is gone is marked
@@ -29,8 +29,8 @@ from typing import TYPE_CHECKING, Any, Literal, Sequence
 import orjson
 
 if TYPE_CHECKING:
-    from app.dispatch import TurnJob
-    from app.turn_summary import TurnSummary
+    from app.core.job import TurnJob
+    from app.core.summary import TurnSummary
 
 WriteKind = Literal["insert", "complete"]
 
@@ -60,7 +60,7 @@ def new_instance_id() -> str:
 
 def build_record(job: "TurnJob", *, summary: "TurnSummary | None", retain_content: bool) -> dict[str, Any]:
     """The record (docs/api.md §10) of a turn: open (`summary` None) or settled, with the times of its summary
-    (`app.turn_summary`: `settledAt`, `durationMs`, `ttftMs`).
+    (`app.core.summary`: `settledAt`, `durationMs`, `ttftMs`).
 
     Called on the event loop thread; the caller serializes it before awaiting anything, because the
     message dict is the live one of the turn.

@@ -31,13 +31,13 @@ from collections.abc import Collection
 from typing import TYPE_CHECKING, Protocol
 
 from app.policy.keys import ClientKeys
-from app.policy.kinds import Rejection, StreamCap
+from app.contract.limit_kinds import Rejection, StreamCap
 from app.policy.limits import Limits
-from app.refusals import AtCapacity, Draining, UnpricedModel
+from app.contract.refusals import AtCapacity, Draining, UnpricedModel
 
 if TYPE_CHECKING:
-    from app.metrics import Metrics
-    from app.resolve import ModelResolver
+    from app.telemetry.metrics import Metrics
+    from app.catalog.resolve import ModelResolver
 
 
 class StreamCounts(Protocol):

@@ -15,7 +15,7 @@ import hmac
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from app.refusals import NotAuthenticated
+from app.contract.refusals import NotAuthenticated
 
 
 @dataclass(frozen=True)

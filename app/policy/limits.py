@@ -47,14 +47,14 @@ import time
 from typing import TYPE_CHECKING, Awaitable, Callable
 
 from app.policy.keys import ClientKeys, KeyPolicy
-from app.policy.kinds import LimitKind, Rejection
+from app.contract.limit_kinds import LimitKind, Rejection
 from app.policy.store import WINDOW_MS, LimitStore, Periods, Verdict
 from app.redis_client import raise_dropped_cancellation
-from app.refusals import LimitExceeded, LimitsUnavailable, ModelNotAllowed
+from app.contract.refusals import LimitExceeded, LimitsUnavailable, ModelNotAllowed
 
 if TYPE_CHECKING:
-    from app.dispatch import TurnJob
-    from app.metrics import Metrics
+    from app.core.job import TurnJob
+    from app.telemetry.metrics import Metrics
 
 log = logging.getLogger("gateway.limits")
 

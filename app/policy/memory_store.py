@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from app.policy.keys import KeyPolicy
-from app.policy.kinds import LimitKind
+from app.contract.limit_kinds import LimitKind
 from app.policy.store import (
     ADMITTED,
     IN_FLIGHT_RETRY_MS,

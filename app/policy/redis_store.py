@@ -28,7 +28,7 @@ from __future__ import annotations
 from redis.asyncio import Redis
 
 from app.policy.keys import KeyPolicy
-from app.policy.kinds import LimitKind
+from app.contract.limit_kinds import LimitKind
 from app.policy.store import ADMITTED, IN_FLIGHT_RETRY_MS, NEED_SEED, VOID, LimitStore, Periods, Verdict
 
 # KEYS: rpm, conc, tpm (this minute), spend month, spend day, the key's last turn cost, reservations, void

@@ -15,7 +15,7 @@ from datetime import datetime, timezone
 from enum import StrEnum
 
 from app.policy.keys import KeyPolicy
-from app.policy.kinds import LimitKind
+from app.contract.limit_kinds import LimitKind
 
 WINDOW_MS = 60_000
 IN_FLIGHT_RETRY_MS = 1000  # a budget refused because of the turns in flight: they settle, try again soon

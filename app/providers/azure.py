@@ -35,7 +35,7 @@ from app.providers.config import ProviderConfig
 from app.providers.openai_completions import OpenAICompletionsProvider
 from app.providers.openai_responses import OpenAIResponsesProvider
 from app.providers.transport import UPSTREAM_HEADERS
-from app.refusals import TokensNotCounted
+from app.contract.refusals import TokensNotCounted
 
 ENTRA_SCOPE = "https://cognitiveservices.azure.com/.default"
 REQUEST_ID_HEADERS = ("apim-request-id", "x-request-id", "x-ms-request-id")

@@ -94,14 +94,14 @@ class Provider(Protocol):
     def translator(self, model: ModelInfo) -> Translator: ...
 
     def check_request(self, model: ModelInfo, context: Context, options: StreamOptions) -> None:
-        """Raise `app.refusals.RequestRejected` for a request this vendor cannot honour (before any call)."""
+        """Raise `app.contract.refusals.RequestRejected` for a request this vendor cannot honour (before any call)."""
 
     def error(self, exc: BaseException) -> ProviderError | None:
         """The ProviderError for an SDK or transport exception, or None if it is not one of those."""
 
     async def count_tokens(self, model: ModelInfo, context: Context, options: StreamOptions) -> int:
         """The vendor's own count of the input tokens this request would send (its counting endpoint, through
-        its SDK). Raises `app.refusals.TokensNotCounted` where the api has no such endpoint, and SDK or
+        its SDK). Raises `app.contract.refusals.TokensNotCounted` where the api has no such endpoint, and SDK or
         transport exceptions (read with `error`) when the vendor fails."""
 
     async def aclose(self) -> None:

@@ -1,13 +1,13 @@
 """Request checks every adapter's `check_request` shares: what no vendor can honour, phrased once.
 
-Each raises `app.refusals.RequestRejected` naming the request field, before any upstream call.
+Each raises `app.contract.refusals.RequestRejected` naming the request field, before any upstream call.
 """
 
 from __future__ import annotations
 
 from app.contract.messages import Context
 from app.contract.request import StreamOptions, ToolChoiceTool
-from app.refusals import RequestRejected
+from app.contract.refusals import RequestRejected
 
 TOOL_CHOICE = "options.toolChoice"
 STOP = "options.stop"

@@ -23,7 +23,7 @@ from app.contract.request import StreamOptions
 from app.providers.base import ProviderError, Translator, Upstream, build_off_loop
 from app.providers.config import ProviderConfig
 from app.providers.transport import UPSTREAM_HEADERS, bound_event_streams, client_options, stainless_error
-from app.refusals import TokensNotCounted
+from app.contract.refusals import TokensNotCounted
 from app.seams.stainless import absolute_url
 
 

@@ -1,4 +1,4 @@
-"""Private names of the OpenTelemetry SDK (`opentelemetry.sdk._configuration`), used by `app.tracing.setup`.
+"""Private names of the OpenTelemetry SDK (`opentelemetry.sdk._configuration`), used by `app.telemetry.tracing.setup`.
 
 The SDK's public path from the standard `OTEL_*` variables to a tracer provider is its configurator
 (`opentelemetry-instrument`), which installs the provider globally and configures metrics and logs too. The

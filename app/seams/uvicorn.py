@@ -1,4 +1,4 @@
-"""Internal names of `uvicorn`, used by `app.hosting` and `app.shutdown`.
+"""Internal names of `uvicorn`, used by `app.server.hosting` and `app.server.shutdown`.
 
 - `HttpToolsProtocol` (`uvicorn.protocols.http.httptools_impl`, an internal module): subclassed as
   `BoundedHttpToolsProtocol` to bound request headers (size and time), which uvicorn's public settings do not.

@@ -38,7 +38,7 @@ PARAM_NAMES = {
     "context.messages": "messages",
     "context.systemPrompt": "system",
 }
-# How a failed turn is answered: status and Anthropic error type (see `app.turn_result` for the failures).
+# How a failed turn is answered: status and Anthropic error type (see `app.core.result` for the failures).
 FAILURE_STATUS = {
     Failure.REFUSED: 400,  # a refusal or safety stop: `invalid_request_error`, as Anthropic's own API answers it
     Failure.RATE_LIMITED: 429,

@@ -35,7 +35,7 @@ from app.providers import hosted
 from app.providers.checks import TOOL_CHOICE, TOP_P, check_no_gemini_cache, check_tool_choice, forces_a_tool
 from app.providers.checks import check_no_json_object
 from app.providers.handoff import Target, prepare_history, sanitize_id, user_blocks
-from app.refusals import RequestRejected
+from app.contract.refusals import RequestRejected
 
 API = "anthropic-messages"
 THINKING_BUDGETS = {"minimal": 1024, "low": 2048, "medium": 8192, "high": 16384, "xhigh": 32768}

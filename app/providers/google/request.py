@@ -31,7 +31,7 @@ from app.providers.base import ProviderError
 from app.providers.checks import check_stop_count, check_tool_choice
 from app.providers import hosted
 from app.providers.handoff import Target, prepare_history, shown_tools, user_blocks
-from app.refusals import RequestRejected
+from app.contract.refusals import RequestRejected
 
 API = "google-generative-ai"
 # Gemini 3 accepts calls replayed without their signature only with this documented placeholder.

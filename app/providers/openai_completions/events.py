@@ -132,7 +132,7 @@ class ChatCompletionsTranslator:
         if reason == "content_filter":
             raise ProviderError("stopped by the content filter: finish_reason=content_filter", kind=ErrorKind.REFUSAL)
         # The event stream makes it toolUse when a call completed, stop when none did; `length` stays, so that a
-        # call the token limit cut off is reported as such (app.dispatch).
+        # call the token limit cut off is reported as such (app.core.dispatcher).
         mapped = STOP_REASONS.get(reason)
         if mapped is None and self._calls_done:
             mapped = "toolUse"  # an unknown reason with completed calls: the calls say what happened

@@ -35,7 +35,7 @@ from app.contract.request import StreamOptions, ToolChoiceTool
 from app.providers.checks import TOOL_CHOICE, TOP_P, check_no_gemini_cache, check_tool_choice
 from app.providers.handoff import Target, prepare_history, shown_tools, user_blocks
 from app.providers.openai_completions.compat import Compat
-from app.refusals import RequestRejected
+from app.contract.refusals import RequestRejected
 
 API = "openai-completions"
 REASONING_FIELDS = ("reasoning_content", "reasoning")  # a thinking signature naming the field it came in

@@ -38,7 +38,7 @@ from app.contract.request import StreamOptions, ToolChoiceTool
 from app.providers.checks import STOP, TOP_P, check_no_gemini_cache, check_tool_choice
 from app.providers import hosted
 from app.providers.handoff import Target, prepare_history, shown_tools, user_blocks
-from app.refusals import RequestRejected
+from app.contract.refusals import RequestRejected
 
 STRUCTURED_OUTPUT_NAME = "output"  # the name a JSON schema format needs; the client's format has none
 API = "openai-responses"

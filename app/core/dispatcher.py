@@ -14,7 +14,7 @@ The dispatcher is the only code that talks to both an adapter and the event stre
   interrupts arriving together resolve by precedence, WRITER > CLIENT > SHUTDOWN > TOTAL > FIRST_EVENT /
   IDLE (these two end the attempt only) > GRACE (see `app.contract.failures.Interrupt`);
 - closing the upstream on every path, and telling the observers (ledger, metrics) once, with the settled
-  turn's summary (`app.turn_summary`) computed once for all of them.
+  turn's summary (`app.core.summary`) computed once for all of them.
 
 docs/internals.md describes the watchdog's phases and the interrupt precedence.
 """
@@ -22,106 +22,27 @@ docs/internals.md describes the watchdog's phases and the interrupt precedence.
 from __future__ import annotations
 
 import asyncio
-import enum
 import logging
-import time
-from dataclasses import dataclass, field
-from typing import Any, Callable, Protocol
+from typing import Any
 
-from app.catalog import Catalog, Deployment, ModelInfo, Pool
+from app.catalog import Catalog
+from app.catalog.resolve import ModelResolver
 from app.contract.events import DELTA_TYPES  # the adapter events that carry a token have the same names
 from app.contract.failures import Attempt, AttemptOutcome, ErrorKind, Interrupt
-from app.contract.messages import Context
-from app.contract.request import StreamOptions
+from app.core.job import Route, TurnJob, TurnObserver
+from app.core.summary import summarize
+from app.core.watchdog import Watchdog
 from app.pools.balancer import Pools, conversation_key, cooling_reason
 from app.pools.state import Acquired, Finished
 from app.providers import hosted
 from app.providers.base import Provider, ProviderError
 from app.providers.clouds import placement
-from app.resolve import ModelResolver
 from app.settings import Settings
-from app.stream.turn import ContractViolation, ToolArgumentsError, Turn
-from app.turn_summary import TurnSummary, summarize
+from app.stream.turn import ContractViolation, ToolArgumentsError
 
 log = logging.getLogger("gateway.dispatch")
 
-
-@dataclass
-class Route:
-    provider: Provider
-    model: ModelInfo
-    pool: Pool | None = None  # one deployment of this pool (consecutive routes of the plan share it)
-    deployment: Deployment | None = None
-
-    @property
-    def label(self) -> str:
-        return f"{self.provider.name}/{self.model.id}"
-
-
 _SETTLED = object()  # a step of the plan settled the turn
-
-
-@dataclass(eq=False, slots=True)  # slots: one per open stream
-class TurnJob:
-    """Everything a turn needs besides its event stream."""
-
-    turn: Turn
-    routes: list[Route]
-    context: Context
-    options: StreamOptions
-    api_key_id: str | None = None
-    requested_model: str = ""
-    fallback: list[str] = field(default_factory=list)
-    door: str = "unified"  # the client wire format: unified | pi | openai-chat | anthropic-messages
-    attempts: list[Attempt] = field(default_factory=list)
-    upstream_frames: int = 0
-    upstream_wait: float = 0.0  # seconds spent awaiting the upstream (open and each next frame), for metrics
-    client_disconnected: bool = False
-    resumable: bool = False  # its events are kept for `GET /v1/stream/{id}` (app/resume.py)
-    resumed: int = 0  # resumptions of a resumable stream (`GET /v1/stream/{id}`) while the turn ran
-    interrupt_reason: Interrupt | None = None  # pending: set by `interrupt`, cleared once the pump handled it
-    ended_by: Interrupt | None = None  # the interrupt that settled the turn (client, shutdown, total, writer)
-    task: asyncio.Task | None = None
-    started_wall: float = field(default_factory=time.time)
-    # Told of each attempt (the last of `attempts`, with its route) before its request is sent; set by an
-    # observer that needs it (tracing), None otherwise.
-    on_attempt: Callable[["TurnJob", Route], None] | None = None
-    summary: TurnSummary | None = None  # set once the turn settled, before the observers hear of it
-    # Every deployment of the plan's pools was cooled or at a quota past the first-event timeout, and nothing
-    # else could serve: the soonest one's wait, which the answer gives as Retry-After (429).
-    pools_busy_ms: int | None = None
-    session: str | None = None  # an agent's session header: a pool's conversation key after `options.sessionId`
-    # The current attempt's first content event (loop time) and the upstream frames counted then: a pool's
-    # latency estimates (time to first token, the gaps after it).
-    first_token_at: float | None = None
-    frames_at_first_token: int = 0
-    # The client's hosted tools the current attempt's vendor is sent without (`app.providers.hosted`): once the
-    # turn started, those of the provider that serves it, which the door names in `X-Gateway-Dropped-Tools`.
-    dropped_tools: tuple[str, ...] = ()
-
-    def interrupt(self, reason: Interrupt) -> None:
-        """Cancel the running pump for `reason`. Never lost: a reason that outranks one still pending (not yet
-        seen by the pump) replaces it; a weaker one is ignored (`Interrupt` gives the precedence)."""
-        if self.task is None or self.task.done():
-            return
-        pending = self.interrupt_reason
-        if pending is None:
-            self.interrupt_reason = reason
-            self.task.cancel()
-        elif reason.outranks(pending):
-            self.interrupt_reason = reason  # the cancellation is already on its way; it now means `reason`
-
-    def raise_dropped_interrupt(self) -> None:
-        """Raise the cancellation `interrupt` sent if a call the pump awaited dropped it: a pool's Redis call
-        (`app.redis_client.raise_dropped_cancellation` says how). Called where an attempt would open the
-        upstream; `interrupt` is only called from other tasks, so a reason still pending there was dropped."""
-        if self.interrupt_reason is not None:
-            raise asyncio.CancelledError()
-
-
-class TurnObserver(Protocol):
-    def turn_started(self, job: TurnJob) -> None: ...
-    def turn_finished(self, job: TurnJob) -> None: ...
 
 
 class Dispatcher:
@@ -136,7 +57,7 @@ class Dispatcher:
         self.pools = pools if pools is not None else Pools()
 
     def plan(self, model: str, fallback: list[str]) -> list[Route]:
-        """The routes a request names (its model, then its fallbacks; see `app.resolve`); raises UnknownModel
+        """The routes a request names (its model, then its fallbacks; see `app.catalog.resolve`); raises UnknownModel
         or AmbiguousModel naming the field."""
         return [
             Route(self.providers[s.provider], s.model, s.pool, s.deployment)
@@ -182,7 +103,7 @@ class Dispatcher:
             for observer in self.observers:
                 _notify(observer.turn_finished, job)
 
-    async def _run_routes(self, job: TurnJob, watchdog: "Watchdog") -> None:
+    async def _run_routes(self, job: TurnJob, watchdog: Watchdog) -> None:
         turn = job.turn
         last: tuple[Route, ProviderError] | None = None
         for step in _steps(job.routes):
@@ -206,7 +127,7 @@ class Dispatcher:
         suffix = f" (after {len(job.attempts)} attempts)" if len(job.attempts) > 1 else ""
         turn.settle_error(_format_error(route, error, suffix))
 
-    async def _run_route(self, job: TurnJob, route: Route, watchdog: "Watchdog") -> Any:
+    async def _run_route(self, job: TurnJob, route: Route, watchdog: Watchdog) -> Any:
         """One entry of the plan, retried on retryable failures: `_SETTLED`, or its last (route, error)."""
         settings = self.settings
         last = None
@@ -222,7 +143,7 @@ class Dispatcher:
             await asyncio.sleep(self._backoff(try_number, error))
         return last
 
-    async def _run_pool(self, job: TurnJob, routes: list[Route], watchdog: "Watchdog") -> Any:
+    async def _run_pool(self, job: TurnJob, routes: list[Route], watchdog: Watchdog) -> Any:
         """A pool's deployments: each tried at most once, in the order `app.pools` picks per attempt (cooled
         ones and those at a quota skipped; when all are, the soonest waited for up to the first-event timeout).
         A deployment that fails with a 429, a 5xx, a connect error or a first-event timeout is cooled down."""
@@ -272,7 +193,7 @@ class Dispatcher:
             _notify(job.on_attempt, job, route)
         return attempt
 
-    async def _try(self, job: TurnJob, route: Route, watchdog: "Watchdog", attempt: Attempt) -> Any:
+    async def _try(self, job: TurnJob, route: Route, watchdog: Watchdog, attempt: Attempt) -> Any:
         """One attempt: `_SETTLED` when it settled the turn (served it, or failed so that nothing may follow),
         else its retryable ProviderError."""
         turn = job.turn
@@ -297,7 +218,7 @@ class Dispatcher:
             return min(error.retry_after_ms, cap) / 1000
         return min(self.settings.retry_backoff_ms * (2**try_number), cap) / 1000
 
-    async def _attempt(self, job: TurnJob, route: Route, watchdog: "Watchdog", attempt: Attempt) -> None:
+    async def _attempt(self, job: TurnJob, route: Route, watchdog: Watchdog, attempt: Attempt) -> None:
         turn = job.turn
         provider, model = route.provider, route.model
         turn.prepare(provider.name, provider.api, model.id, model.pricing)
@@ -377,7 +298,7 @@ class Dispatcher:
                 await asyncio.shield(upstream.aclose())
 
     @staticmethod
-    def _apply(job: TurnJob, events: list[dict[str, Any]], watchdog: "Watchdog") -> None:
+    def _apply(job: TurnJob, events: list[dict[str, Any]], watchdog: Watchdog) -> None:
         turn = job.turn
         try:
             for event in events:
@@ -394,125 +315,11 @@ class Dispatcher:
             raise
 
     @staticmethod
-    async def _wait_for_reader(job: TurnJob, watchdog: "Watchdog") -> None:
+    async def _wait_for_reader(job: TurnJob, watchdog: Watchdog) -> None:
         """The reader is far behind: stop reading the upstream until it catches up (not upstream silence)."""
         watchdog.paused()
         await job.turn.wait_drained()
         watchdog.resumed()
-
-
-class WatchPhase(enum.Enum):
-    """Where a turn is, as far as its deadlines go. Each phase names the deadlines that run in it."""
-
-    STARTING = "starting"  # before the first attempt: total
-    AWAITING_FIRST_EVENT = "awaiting first event"  # an attempt is open, no frame yet: first event, total
-    STREAMING = "streaming"  # frames are coming: idle gap since the last frame, total
-    PAUSED = "paused"  # waiting on a slow reader, not reading the upstream (not its silence): total
-    BETWEEN_ATTEMPTS = "between attempts"  # backing off before a retry: total
-    SETTLED = "settled"  # the terminal event went out: late-frame grace only
-
-
-class Watchdog:
-    """The turn's deadlines (first event, idle gap, total, late-frame grace) on one timer handle.
-
-    The dispatcher reports each transition (`attempt_started`, `between_attempts`, `paused`, `resumed`,
-    `settled`), and each one re-arms the timer for the new phase's nearest deadline. Per upstream frame only
-    a timestamp is stored (`frame`): the idle deadline only moves later, so a timer that fires early
-    recomputes the deadline and re-arms itself. When a deadline passes, the job is interrupted with its
-    reason (`TurnJob.interrupt`).
-    """
-
-    __slots__ = ("job", "settings", "loop", "created", "phase", "attempt_start", "last_frame", "settled_at", "_handle")
-
-    def __init__(self, job: TurnJob, settings: Settings, loop: asyncio.AbstractEventLoop | None = None) -> None:
-        self.job = job
-        self.settings = settings
-        self.loop = loop or asyncio.get_running_loop()  # its clock and timers (a test may pass a fake one)
-        self.created = self.loop.time()
-        self.phase = WatchPhase.STARTING
-        self.attempt_start = self.created
-        self.last_frame: float | None = None
-        self.settled_at: float | None = None
-        self._handle: asyncio.TimerHandle | None = None
-        self._arm()
-
-    # ----------------------------------------------------------------- transitions
-
-    def attempt_started(self) -> None:
-        self.attempt_start = self.loop.time()
-        self.last_frame = None
-        self._enter(WatchPhase.AWAITING_FIRST_EVENT)
-
-    def frame(self, now: float | None = None) -> None:
-        """An upstream frame arrived (at `now`, the loop's clock). The first one of an attempt starts the idle
-        deadline; later ones only move it."""
-        self.last_frame = self.loop.time() if now is None else now
-        if self.phase is WatchPhase.AWAITING_FIRST_EVENT:
-            self._enter(WatchPhase.STREAMING)
-
-    def between_attempts(self) -> None:
-        """Backing off before a retry: only the total timeout runs."""
-        self._enter(WatchPhase.BETWEEN_ATTEMPTS)
-
-    def paused(self) -> None:
-        """The reader is far behind and the upstream is not being read: its silence is ours, not the vendor's.
-        (After settlement only the late-frame grace runs: nothing to pause.)"""
-        if self.phase is not WatchPhase.SETTLED:
-            self._enter(WatchPhase.PAUSED)
-
-    def resumed(self) -> None:
-        """Reading the upstream again: the idle gap counts from now."""
-        if self.phase is not WatchPhase.SETTLED:
-            self.last_frame = self.loop.time()
-            self._enter(WatchPhase.STREAMING)
-
-    def settled(self) -> None:
-        self.settled_at = self.loop.time()
-        self._enter(WatchPhase.SETTLED)
-
-    def stop(self) -> None:
-        if self._handle is not None:
-            self._handle.cancel()
-            self._handle = None
-
-    # ----------------------------------------------------------------- deadlines
-
-    def deadline(self) -> tuple[float, Interrupt]:
-        """The nearest deadline of the current phase (loop time) and the interrupt it fires."""
-        s = self.settings
-        phase = self.phase
-        if phase is WatchPhase.SETTLED:
-            assert self.settled_at is not None
-            return self.settled_at + s.late_frame_grace, Interrupt.GRACE
-        deadlines = [(self.created + s.total_timeout, Interrupt.TOTAL)]
-        if phase is WatchPhase.AWAITING_FIRST_EVENT:
-            deadlines.append((self.attempt_start + s.first_event_timeout, Interrupt.FIRST_EVENT))
-        elif phase is WatchPhase.STREAMING:
-            assert self.last_frame is not None
-            deadlines.append((self.last_frame + s.idle_timeout, Interrupt.IDLE))
-        return min(deadlines)
-
-    @property
-    def armed_at(self) -> float | None:
-        """When the timer will next look at the deadlines (loop time), None when stopped."""
-        return None if self._handle is None else self._handle.when()
-
-    def _enter(self, phase: WatchPhase) -> None:
-        self.phase = phase
-        self._arm()
-
-    def _arm(self) -> None:
-        self.stop()
-        when, _ = self.deadline()
-        self._handle = self.loop.call_at(when, self._check)
-
-    def _check(self) -> None:
-        self._handle = None
-        when, reason = self.deadline()
-        if self.loop.time() >= when:
-            self.job.interrupt(reason)
-        else:
-            self._handle = self.loop.call_at(when, self._check)
 
 
 def _steps(routes: list[Route]) -> list[Route | list[Route]]:
@@ -581,7 +388,7 @@ class _TimedFrames:
 
     __slots__ = ("job", "frames", "watchdog")
 
-    def __init__(self, job: TurnJob, upstream: Any, watchdog: "Watchdog") -> None:
+    def __init__(self, job: TurnJob, upstream: Any, watchdog: Watchdog) -> None:
         self.job = job
         self.frames = upstream.__aiter__()
         self.watchdog = watchdog
@@ -603,7 +410,7 @@ class _TimedFrames:
         return frame
 
 
-def _finished(job: TurnJob, attempt: Attempt, watchdog: "Watchdog", conversation: str | None) -> Finished:
+def _finished(job: TurnJob, attempt: Attempt, watchdog: Watchdog, conversation: str | None) -> Finished:
     """What a pool learns from an attempt that ended: whether it served the turn, its time to first content
     event and the mean gap between frames after it (a first-event timeout counts as a time to first token of
     that timeout), the tokens it used and the conversation to keep on it."""

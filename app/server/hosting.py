@@ -1,6 +1,6 @@
 """The ASGI server hosting the gateway (uvicorn), seen from inside the app: the HTTP protocol it serves with
 (`BoundedHttpToolsProtocol`: bounds on request headers), and the running server itself (`hosting_server`).
-Its shutdown, held while the app drains, is `app.shutdown`.
+Its shutdown, held while the app drains, is `app.server.shutdown`.
 
 uvicorn installs its `handle_exit` as the SIGTERM/SIGINT handler, so the handler's `__self__` is the running
 `uvicorn.Server`: its `should_exit` flag says the server is stopping, its `servers` hold the listening
@@ -90,7 +90,7 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
     `max_bytes` the connection gets `431` and is closed. A timer runs from the moment a connection opens (or a
     new request on it begins) until its headers are complete: when it fires the connection gets `408` and is
     closed. The idle time between requests stays uvicorn's keep-alive timeout. Select it with
-    `http=BoundedHttpToolsProtocol` or `--http app.hosting:BoundedHttpToolsProtocol`.
+    `http=BoundedHttpToolsProtocol` or `--http app.server.hosting:BoundedHttpToolsProtocol`.
     """
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:

@@ -3,14 +3,14 @@
 Off unless configured (`tracing_configured`): without an OTLP endpoint or `OTEL_TRACES_EXPORTER` the
 OpenTelemetry SDK is not even imported, no observer is registered and the app is the plain `GatewayApp`, so
 the hot path pays nothing. On, `start_tracing` builds an SDK `TracerProvider` from the environment
-(`app.tracing.setup`), and the gateway gets:
+(`app.telemetry.tracing.setup`), and the gateway gets:
 
 - a SERVER span per HTTP request, around the whole app so that the turn routes' fast path is covered too
-  (`app.tracing.server`, opened by `app.api.traced`), parented to an incoming W3C `traceparent`;
+  (`app.telemetry.tracing.server`, opened by `app.api.traced`), parented to an incoming W3C `traceparent`;
 - a CLIENT span per upstream attempt, from a turn observer beside metrics, logs and the ledger
-  (`app.tracing.turns`), whose trace context every upstream request carries (`traceparent`);
+  (`app.telemetry.tracing.turns`), whose trace context every upstream request carries (`traceparent`);
 - message content in the conventions' shape only with `OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true`
-  (`app.tracing.content`).
+  (`app.telemetry.tracing.content`).
 
 docs/operations.md lists the variables.
 """
@@ -22,7 +22,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from app.tracing.setup import Tracing
+    from app.telemetry.tracing.setup import Tracing
 
 ENDPOINT_VARIABLES = ("OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
 # The variables the gateway's tracing honours (read by the OpenTelemetry SDK and its exporters; docs/operations.md).
@@ -70,6 +70,6 @@ def start_tracing(environ: Mapping[str, str] = os.environ) -> "Tracing | None":
     """The process's tracing, set up from the environment; None (and nothing imported) when not configured."""
     if not tracing_configured(environ):
         return None
-    from app.tracing.setup import build_tracing
+    from app.telemetry.tracing.setup import build_tracing
 
     return build_tracing(environ)

@@ -16,7 +16,7 @@ from typing import Any
 
 import orjson
 
-from app.dispatch import TurnJob
+from app.core.job import TurnJob
 from app.redaction import has_secrets, redact, register_secrets
 
 __all__ = ["JsonFormatter", "RequestLog", "configure_logging", "redact", "register_secrets", "request_fields"]
@@ -50,7 +50,7 @@ def logging_config(level: str = "info") -> dict[str, Any]:
     return {
         "version": 1,
         "disable_existing_loggers": False,
-        "formatters": {"json": {"()": "app.logs.JsonFormatter"}},
+        "formatters": {"json": {"()": "app.telemetry.logs.JsonFormatter"}},
         "handlers": {"stderr": {"class": "logging.StreamHandler", "formatter": "json", "stream": "ext://sys.stderr"}},
         "loggers": {
             "uvicorn": {"handlers": ["stderr"], "level": level, "propagate": False},
@@ -99,7 +99,7 @@ class RequestLog:
 
 def request_fields(job: TurnJob, log_content: bool = False) -> dict[str, Any]:
     """The per-request log fields of a settled turn (no keys; content only when `log_content`); its times come
-    from the turn's summary (`app.turn_summary`)."""
+    from the turn's summary (`app.core.summary`)."""
     turn = job.turn
     summary = job.summary
     assert summary is not None  # set by the dispatcher before it tells the observers

@@ -1,7 +1,7 @@
 """The turn observer that traces upstream attempts: one CLIENT span per attempt, GenAI attributes.
 
 Registered beside metrics, logs and the ledger (`Dispatcher.observers`) only when tracing is on. At
-`turn_started` it joins the request's SERVER span (`app.tracing.server.CURRENT_REQUEST`, inherited by the
+`turn_started` it joins the request's SERVER span (`app.telemetry.tracing.server.CURRENT_REQUEST`, inherited by the
 turn's task), names the door and the client key (its name, never the key) on it, and asks the dispatcher to
 report each attempt (`TurnJob.on_attempt`). Each attempt then opens its span, `chat {gen_ai.request.model}`,
 before the request is sent, and hands its W3C trace context to the transport (`UPSTREAM_HEADERS`), which
@@ -21,14 +21,14 @@ from urllib.parse import urlsplit
 from opentelemetry import propagate, trace
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode
 
-from app.turn_result import turn_result
+from app.core.result import turn_result
 from app.contract.failures import Attempt, AttemptOutcome, Interrupt
-from app.dispatch import Route, TurnJob
+from app.core.job import Route, TurnJob
 from app.providers.transport import UPSTREAM_HEADERS
-from app.tracing import content
-from app.tracing.server import CURRENT_REQUEST, REQUEST_ID, RequestSpan
-from app.tracing.setup import Tracing
-from app.turn_summary import next_step
+from app.telemetry.tracing import content
+from app.telemetry.tracing.server import CURRENT_REQUEST, REQUEST_ID, RequestSpan
+from app.telemetry.tracing.setup import Tracing
+from app.core.summary import next_step
 
 log = logging.getLogger("gateway.tracing")
 

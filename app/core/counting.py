@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 from app.contract.failures import ErrorKind
 from app.contract.request import StreamRequest
 from app.providers.base import ProviderError
-from app.refusals import Refusal
+from app.contract.refusals import Refusal
 
 if TYPE_CHECKING:
     from app.gateway import Gateway

@@ -16,6 +16,9 @@ A file has up to three lists:
 A key the gateway does not know, a route naming an unknown provider or a model of an unknown provider fails
 at start-up with a `CatalogError` that names the file and the entry, so a typo never silently changes what
 serves a request.
+
+Beside the catalog in this package: `resolve.py` turns a requested model name into the attempt plan, and
+`demo_clouds.py` adds the demo's cloud entries (served by the simulator).
 """
 
 from __future__ import annotations

@@ -26,7 +26,7 @@ from dataclasses import dataclass, replace
 from typing import Collection, Sequence
 
 from app.catalog import Catalog, Deployment, ModelInfo, Pool, Pricing
-from app.refusals import AmbiguousModel, UnknownModel
+from app.contract.refusals import AmbiguousModel, UnknownModel
 
 
 @dataclass(frozen=True, slots=True)

@@ -34,7 +34,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Protocol
 
-from app.hosting import hosting_server
+from app.server.hosting import hosting_server
 from app.seams.uvicorn import Server
 
 if TYPE_CHECKING:

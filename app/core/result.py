@@ -7,7 +7,8 @@ from __future__ import annotations
 from typing import Any
 
 from app.contract.failures import ErrorKind
-from app.dispatch import Interrupt, TurnJob
+from app.contract.failures import Interrupt
+from app.core.job import TurnJob
 from app.doors.base import Failure, TurnResult
 
 CLIENT_CLOSED_STATUS = 499  # what a non-streaming answer nobody reads any more carries (nginx's convention)

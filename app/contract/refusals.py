@@ -6,7 +6,7 @@ each door phrases them in its own error shape.
 
 from __future__ import annotations
 
-from app.policy.kinds import LimitKind, StreamCap
+from app.contract.limit_kinds import LimitKind, StreamCap
 
 
 class Refusal(Exception):

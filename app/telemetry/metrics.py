@@ -23,8 +23,8 @@ from prometheus_client import multiprocess
 from prometheus_client.process_collector import ProcessCollector
 
 from app.catalog import Catalog
-from app.dispatch import TurnJob
-from app.turn_summary import AttemptStep, NextStep
+from app.core.job import TurnJob
+from app.core.summary import AttemptStep, NextStep
 
 OTHER_MODEL = "other"
 TOKEN_KINDS = (("input", "input"), ("output", "output"), ("cacheRead", "cache_read"), ("cacheWrite", "cache_write"))

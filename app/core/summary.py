@@ -1,9 +1,9 @@
 """What a settled turn amounts to, computed once when it settles: the figures every observer reads.
 
 The dispatcher builds a `TurnSummary` (`summarize`) after the turn settled and its last attempt ended, sets it
-on the job (`TurnJob.summary`) and then tells the observers; metrics (`app.metrics`), the request log
-(`app.logs`), the ledger's record (`app.ledger.base.build_record`), the console's health window
-(`app.health`) and tracing read it instead of working the figures out again, so they never disagree.
+on the job (`TurnJob.summary`) and then tells the observers; metrics (`app.telemetry.metrics`), the request log
+(`app.telemetry.logs`), the ledger's record (`app.ledger.base.build_record`), the console's health window
+(`app.telemetry.health`) and tracing read it instead of working the figures out again, so they never disagree.
 
 Times: `duration` and `ttft` are seconds on the monotonic clock from the request's arrival (`Turn.created_at`);
 `created_at_ms` and `settled_at_ms` are wall-clock epoch milliseconds (the record's `createdAt` and
@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 from app.contract.failures import Attempt, Interrupt
 
 if TYPE_CHECKING:
-    from app.dispatch import TurnJob
+    from app.core.job import TurnJob
 
 
 class NextStep(StrEnum):

@@ -1,6 +1,6 @@
-"""The console's health window: a turn observer (like `app.metrics.Metrics`) that keeps one bucket per minute
+"""The console's health window: a turn observer (like `app.telemetry.metrics.Metrics`) that keeps one bucket per minute
 for the last `WINDOW_MINUTES`, per client key: turns by outcome, samples of time to first token and of
-overhead (from each settled turn's summary, `app.turn_summary`), and per provider the turns served, errors,
+overhead (from each settled turn's summary, `app.core.summary`), and per provider the turns served, errors,
 retries, fallbacks and timeouts. `GET /v1/console/summary` (`app.api.console`) shows a caller the figures of
 its own key (every key's when authentication is off).
 """
@@ -14,8 +14,8 @@ from collections import Counter, deque
 from dataclasses import dataclass, field
 from typing import Any
 
-from app.dispatch import TurnJob
-from app.turn_summary import NextStep
+from app.core.job import TurnJob
+from app.core.summary import NextStep
 
 WINDOW_MINUTES = 30
 SAMPLES_PER_MINUTE = 1000  # per key; beyond, reservoir sampling keeps the percentiles unbiased
