@@ -252,6 +252,6 @@ def turn(model: str, prompt: str | None = None, **extra: Any) -> dict[str, Any]:
     body: dict[str, Any] = {"model": model, "context": {"messages": [{"role": "user", "content": prompt or marker()}]}}
     body.update(extra)
     # Coalescing off unless a test asks for it: then every wire delta is one event and sequences are exact
-    # whatever the machine's timing (coalescing itself is covered by tests/test_turn.py and the replays).
+    # whatever the machine's timing (coalescing itself is covered by tests/stream/test_turn.py and the replays).
     body.setdefault("options", {}).setdefault("throttleMs", 0)
     return body
