@@ -21,7 +21,7 @@ from app.catalog import ModelInfo, Pricing
 from app.contract.messages import Context
 from app.contract.request import StreamOptions
 from app.core.job import Route, TurnJob
-from app.providers.base import ProviderError, Upstream
+from app.providers.base import Placement, ProviderError, Upstream
 from app.stream.turn import Turn
 
 HANG = object()
@@ -51,6 +51,7 @@ class FakeTranslator:
 class FakeProvider:
     name: str = "fake"
     api: str = "fake-api"
+    placement: Placement | None = None  # at the api's maker
     scripts: list[list[Any]] = field(default_factory=list)
     opened: int = 0
     closed: int = 0

@@ -20,13 +20,15 @@ from app.contract.messages import Context, UserMessage
 from app.contract.request import StreamOptions
 from app.core.dispatcher import Dispatcher
 from app.core.job import Route, TurnJob
-from app.providers.base import ProviderError, Upstream
+from app.providers.base import Placement, ProviderError, Upstream
 from app.settings import Settings
 from app.stream.turn import Turn
 from tests.conformance import check_events
 
 
 class ScriptedProvider:
+    placement: Placement | None = None  # at the api's maker (a test may place it on a cloud)
+
     def __init__(self, name: str, api: str, translator: Callable[[], Any], wire: list[Any], fail_with: BaseException | None = None):
         self.name = name
         self.api = api

@@ -5,7 +5,8 @@ whose providers, models and routes are added (an entry listed again replaces the
 
 A file has up to three lists:
 - `providers`: `{name, api, baseUrl?, keyEnv?, compat?, cloud?, hostedTools?}`; `cloud` runs the api on a cloud
-  (`{kind: "bedrock" | "vertex" | "azure", region?, project?, apiVersion?, auth?, deployments?}`, see `Cloud`);
+  (`{kind: "bedrock" | "vertex" | "azure", region?, project?, apiVersion?, auth?, deployments?}`, see `Cloud`;
+  the clouds are `app.providers.clouds.registry.CLOUDS`);
 - `models`: `{provider, id, reasoning?, contextWindow?, maxTokens?, cost? {input, output, cacheRead,
   cacheWrite}, aliases?, hostedTools?}`; `hostedTools` (`{webSearch: true | {maxUses}}`, see `HostedTools`) lets
   the vendor's own hosted tools serve a client's (off unless given; a model's replaces its provider's);
@@ -29,6 +30,8 @@ import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Collection
+
+from app.providers.clouds.registry import CLOUDS
 
 BUILTIN = Path(__file__).with_name("catalog.json")
 ROUTE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$")  # no `/`: never mistaken for `<provider>/<model>`
@@ -68,32 +71,17 @@ class Pricing:
     cache_write: float = 0.0
 
 
-# Which apis each cloud runs (CONTRACT §9a).
-CLOUD_APIS: dict[str, frozenset[str]] = {
-    "bedrock": frozenset({"anthropic-messages"}),
-    "vertex": frozenset({"anthropic-messages", "google-generative-ai"}),
-    "azure": frozenset({"openai-responses", "openai-completions"}),
-}
-CLOUD_AUTH: dict[str, tuple[str, ...]] = {  # `auth` values per cloud; the first is the default
-    "bedrock": ("aws",),
-    "vertex": ("google",),
-    "azure": ("api-key", "entra"),
-}
-
-
 @dataclass(frozen=True, slots=True)
 class Cloud:
-    """Where a provider's api runs when it runs on a cloud rather than at its maker (CONTRACT §9a).
+    """Where a provider's api runs when it runs on a cloud rather than at its maker (CONTRACT §9a), checked
+    against the cloud's descriptor (`app.providers.clouds`: which apis it runs, its auth modes, the fields it
+    needs). Credentials never come from here: each cloud reads its standard chain, or the provider's `keyEnv`."""
 
-    Credentials never come from here: Bedrock takes the standard AWS chain (environment, shared config and
-    profile, web identity, instance role), Vertex AI Google's Application Default Credentials, Azure OpenAI the
-    provider's `keyEnv` (`auth: "api-key"`) or Microsoft Entra ID (`auth: "entra"`)."""
-
-    kind: str  # "bedrock" | "vertex" | "azure"
+    kind: str  # the cloud's name (a key of `CLOUDS`: bedrock, vertex, azure)
     region: str | None = None  # AWS region, Vertex AI location (`global` included); Azure: informational
     project: str | None = None  # Vertex AI project (None: the credentials' or GOOGLE_CLOUD_PROJECT's)
     api_version: str | None = None  # Azure's dated `api-version` (None: the v1 API path)
-    auth: str = ""  # how the gateway authenticates to the cloud (`CLOUD_AUTH`)
+    auth: str = ""  # how the gateway authenticates to the cloud (one of its descriptor's `auth`)
     deployments: dict[str, str] = field(default_factory=dict)  # catalog model id -> the cloud's name for it (Azure)
 
     def upstream_model(self, model_id: str) -> str:
@@ -102,17 +90,20 @@ class Cloud:
 
 
 def _cloud(entry: Any, api: str, where: str) -> Cloud:
+    """A provider's `cloud`, checked against its cloud's descriptor."""
     _check_keys("cloud", entry, f"{where}: cloud")
     kind = entry.get("kind")
-    if kind not in CLOUD_APIS:
-        raise CatalogError(f"{where}: cloud kind {kind!r} must be one of {', '.join(sorted(CLOUD_APIS))}")
-    if api not in CLOUD_APIS[kind]:
-        raise CatalogError(f"{where}: api {api!r} does not run on {kind} (it runs {', '.join(sorted(CLOUD_APIS[kind]))})")
-    auth = entry.get("auth") or CLOUD_AUTH[kind][0]
-    if auth not in CLOUD_AUTH[kind]:
-        raise CatalogError(f"{where}: cloud auth {auth!r} must be one of {', '.join(CLOUD_AUTH[kind])}")
-    if kind == "bedrock" and not entry.get("region"):
-        raise CatalogError(f"{where}: a bedrock provider needs cloud.region (e.g. us-east-1)")
+    cloud = CLOUDS.get(kind)
+    if cloud is None:
+        raise CatalogError(f"{where}: cloud kind {kind!r} must be one of {', '.join(sorted(CLOUDS))}")
+    if api not in cloud.apis:
+        raise CatalogError(f"{where}: api {api!r} does not run on {kind} (it runs {', '.join(sorted(cloud.apis))})")
+    auth = entry.get("auth") or cloud.auth[0]
+    if auth not in cloud.auth:
+        raise CatalogError(f"{where}: cloud auth {auth!r} must be one of {', '.join(cloud.auth)}")
+    for name, example in cloud.required.items():
+        if not entry.get(name):
+            raise CatalogError(f"{where}: a {kind} provider needs cloud.{name} (e.g. {example})")
     deployments = entry.get("deployments") or {}
     if not isinstance(deployments, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in deployments.items()):
         raise CatalogError(f"{where}: cloud.deployments must map model ids to deployment names")

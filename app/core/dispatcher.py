@@ -36,7 +36,6 @@ from app.pools.balancer import Pools, conversation_key, cooling_reason
 from app.pools.state import Acquired, Finished
 from app.providers import hosted
 from app.providers.base import Provider, ProviderError
-from app.providers.clouds import placement
 from app.settings import Settings
 from app.stream.turn import ContractViolation, ToolArgumentsError
 
@@ -185,7 +184,9 @@ class Dispatcher:
         return last
 
     def _new_attempt(self, job: TurnJob, route: Route) -> Attempt:
-        attempt = Attempt(route.provider.name, route.provider.api, route.model.id, **placement(route.provider))
+        attempt = Attempt(route.provider.name, route.provider.api, route.model.id)
+        if (placement := route.provider.placement) is not None:  # its api runs on a cloud
+            attempt.cloud, attempt.region = placement.cloud, placement.region
         if route.deployment is not None:
             attempt.deployment = route.deployment.name
         job.attempts.append(attempt)

@@ -18,6 +18,7 @@ import json
 import math
 import re
 import time
+from dataclasses import dataclass
 from typing import Any, AsyncIterator, Callable, Awaitable, Mapping, Protocol, TypeVar
 
 from app.contract.adapter_events import AdapterEvent
@@ -84,9 +85,22 @@ class Translator(Protocol):
         """Called when the upstream body ended; raises ProviderError if no terminal signal was seen."""
 
 
+@dataclass(frozen=True, slots=True)
+class Placement:
+    """Where a provider's api runs when a cloud serves it (catalog `cloud`): what records, log lines and
+    metrics name beside the provider."""
+
+    cloud: str  # the cloud's name (`app.providers.clouds.registry.CLOUDS`: bedrock, vertex, azure)
+    region: str | None  # its region: the AWS region, the Vertex AI location, the Azure region
+
+
 class Provider(Protocol):
     name: str
     api: str
+
+    @property
+    def placement(self) -> Placement | None:
+        """The cloud and region its api runs on; None when the api's maker serves it."""
 
     async def open(self, model: ModelInfo, context: Context, options: StreamOptions) -> Upstream:
         """Send the request; raises ProviderError (via `error`) when the vendor refuses it."""

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 from app.catalog import Cloud
+from app.providers.base import Placement
 from app.providers.transport import TransportSettings
 
 
@@ -19,3 +20,8 @@ class ProviderConfig:
     transport: TransportSettings = field(default_factory=TransportSettings)
     compat: Mapping[str, Any] = field(default_factory=dict)  # the catalog entry's `compat` (Chat Completions only)
     cloud: Cloud | None = None  # the catalog entry's `cloud`: the api runs on Bedrock, Vertex AI or Azure OpenAI
+
+    @property
+    def placement(self) -> Placement | None:
+        """The cloud and region the provider's api runs on (None at the api's maker): its adapter's `placement`."""
+        return Placement(self.cloud.kind, self.cloud.region) if self.cloud is not None else None

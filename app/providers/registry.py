@@ -1,4 +1,5 @@
-"""Which adapter serves which api, and the providers this gateway has keys for."""
+"""Which adapter serves which api (on a cloud: the one its `CloudDescriptor` builds), and the providers this gateway
+has keys for."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from typing import Callable
 from app.catalog import Catalog, Cloud, ProviderInfo
 from app.providers.anthropic import AnthropicProvider
 from app.providers.base import Provider
-from app.providers.cloud_adapters import cloud_adapter
+from app.providers.clouds.registry import CLOUDS
 from app.providers.config import ProviderConfig
 from app.providers.google import GoogleProvider
 from app.providers.openai_responses import OpenAIResponsesProvider
@@ -58,8 +59,9 @@ def provider_setups(settings: Settings, catalog: Catalog) -> list[ProviderSetup]
     whose catalog entry names no key variable (a local server) is served once it has a base URL: its catalog
     entry's `baseUrl`, or `GATEWAY_<NAME>_BASE_URL`. A cloud provider (`cloud`) whose credentials come from
     its cloud's standard chain (no `keyEnv`) is served: the chain is read when its client is built and
-    refreshed by the cloud's SDK, and a chain that yields nothing fails its requests with the cloud's reason. An
-    Azure OpenAI provider also needs its resource endpoint as base URL."""
+    refreshed by the cloud's SDK, and a chain that yields nothing fails its requests with the cloud's reason. A
+    provider on a cloud without a default URL (`CloudDescriptor.endpoint`: Azure OpenAI's resource endpoint) also
+    needs its base URL."""
     setups = []
     for info in catalog.providers.values():
         if info.api not in ADAPTERS:
@@ -75,9 +77,9 @@ def provider_setups(settings: Settings, catalog: Catalog) -> list[ProviderSetup]
         else:  # keyless: a local server
             served = configured_url is not None or info.base_url is not None
             missing = None if served else f"set {_base_url_env(info.name)}"
-        if served and info.cloud is not None and info.cloud.kind == "azure" and not (configured_url or info.base_url):
-            # Azure OpenAI has no default URL: the resource endpoint is the operator's.
-            served, missing = False, f"set its catalog baseUrl (the resource endpoint) or {_base_url_env(info.name)}"
+        endpoint = CLOUDS[info.cloud.kind].endpoint if info.cloud is not None else None
+        if served and endpoint is not None and not (configured_url or info.base_url):  # the cloud has no default URL
+            served, missing = False, f"set its catalog baseUrl ({endpoint}) or {_base_url_env(info.name)}"
         base_url = configured_url or info.base_url
         if configured_url is None:
             url_from = "catalog" if info.base_url else "SDK default"
@@ -135,5 +137,6 @@ def build_providers(settings: Settings, catalog: Catalog) -> dict[str, Provider]
                 compat=info.compat,
                 cloud=info.cloud,
             )
-            providers[setup.name] = (cloud_adapter(setup.api, info.cloud) or ADAPTERS[setup.api])(config)
+            build = CLOUDS[info.cloud.kind].adapters[setup.api] if info.cloud is not None else ADAPTERS[setup.api]
+            providers[setup.name] = build(config)
     return providers

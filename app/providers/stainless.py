@@ -20,7 +20,7 @@ import orjson
 from app.catalog import ModelInfo
 from app.contract.messages import Context
 from app.contract.request import StreamOptions
-from app.providers.base import ProviderError, Translator, Upstream, build_off_loop
+from app.providers.base import Placement, ProviderError, Translator, Upstream, build_off_loop
 from app.providers.config import ProviderConfig
 from app.providers.transport import UPSTREAM_HEADERS, bound_event_streams, client_options, stainless_error
 from app.contract.refusals import TokensNotCounted
@@ -56,8 +56,13 @@ class StainlessProvider:
         self._idempotency_keys = (f"{keys}-{n}" for n in itertools.count())
 
     def new_client(self, **options: Any) -> Any:
-        """The SDK client (`client_class(**options)`); a cloud's adapter builds its own (`app.providers.azure`)."""
+        """The SDK client (`client_class(**options)`); a cloud's adapter builds its own (`app.providers.clouds`)."""
         return type(self).client_class(**options)
+
+    @property
+    def placement(self) -> Placement | None:
+        """The cloud and region its api runs on (catalog `cloud`), None at the api's maker."""
+        return self.config.placement
 
     def build_request(self, model: ModelInfo, context: Context, options: StreamOptions) -> dict[str, Any]:
         """The JSON body of the streaming request."""

@@ -1,4 +1,4 @@
-"""The SDK's Bedrock client with one private hook overridden, used by `app.providers.anthropic.bedrock`.
+"""The SDK's Bedrock client with one private hook overridden, used by `app.providers.clouds.bedrock.claude`.
 
 `AsyncAnthropicBedrock._prepare_request(request)` is where the Stainless client signs each request before it
 is sent (the SDK's own Bedrock client signs there). It is overridden to sign with frozen credentials

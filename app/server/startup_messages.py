@@ -21,7 +21,7 @@ from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from app.providers.clouds import CHAINS, describe
+from app.providers.clouds.registry import CLOUDS
 
 if TYPE_CHECKING:
     import pydantic
@@ -181,16 +181,21 @@ def log_providers(setups: "list[ProviderSetup]", settings: "Settings") -> None:
         shown = public_url(setup.base_url) if setup.base_url else "the SDK's default URL"
         on_simulator = simulator is not None and (setup.base_url or "").startswith(simulator)
         where = f"served by the built-in simulator at {shown}" if on_simulator else f"upstream {shown}"
-        key = f"key from {setup.key_from}" if setup.key_from else "no key"
-        on_cloud = describe(setup.cloud)
+        on_cloud = ""
+        credentials = f"key from {setup.key_from}" if setup.key_from else "no key"
+        if setup.cloud is not None:
+            cloud = CLOUDS[setup.cloud.kind]
+            on_cloud = f" {cloud.describe(setup.cloud)}"
+            if not setup.key_from:
+                credentials = f"credentials from {cloud.chain}"
         providers_log.info(
             "provider %s (%s)%s: %s (base URL from %s), %s",
             setup.name,
             setup.api,
-            f" {on_cloud}" if on_cloud else "",
+            on_cloud,
             where,
             setup.base_url_from,
-            key if setup.key_from or setup.cloud is None else f"credentials from {CHAINS[setup.cloud.kind]}",
+            credentials,
             extra={
                 "cloud": setup.cloud.kind if setup.cloud else None,
                 "region": setup.cloud.region if setup.cloud else None,

@@ -7,7 +7,9 @@ import inspect
 
 import pytest
 
-from app.providers.base import Provider
+from app.catalog import Cloud
+from app.providers.base import Placement, Provider
+from app.providers.clouds.registry import CLOUDS
 from app.providers.config import ProviderConfig
 from app.providers.registry import ADAPTERS
 from app.providers.transport import TransportSettings
@@ -29,9 +31,22 @@ async def test_each_adapter_is_built_from_a_config(api):
     config = ProviderConfig(name="p", api_key="k", base_url="http://127.0.0.1:9/v1/", transport=transport)
     adapter = ADAPTERS[api](config)
     try:
-        assert adapter.name == "p" and adapter.api == api
+        assert adapter.name == "p" and adapter.api == api and adapter.placement is None  # at the api's maker
         assert adapter.base_url.startswith("http://127.0.0.1:9/v1")
         assert list(inspect.signature(type(adapter).__init__).parameters) == ["self", "config"]
+    finally:
+        await adapter.aclose()
+
+
+@pytest.mark.parametrize(("cloud", "api"), [(cloud, api) for cloud in CLOUDS for api in sorted(CLOUDS[cloud].apis)])
+async def test_each_cloud_builds_an_adapter_of_each_api_it_runs_that_declares_its_placement(cloud, api):
+    descriptor = CLOUDS[cloud]
+    on_cloud = Cloud(cloud, region="region-1", project="project-1", auth=descriptor.auth[0])
+    config = ProviderConfig(name="p", api_key="k", base_url="https://127.0.0.1:9", cloud=on_cloud)
+    adapter = descriptor.adapters[api](config)
+    try:
+        assert adapter.name == "p" and adapter.api == api
+        assert adapter.placement == Placement(cloud, "region-1")
     finally:
         await adapter.aclose()
 

@@ -32,7 +32,7 @@ from app.contract.failures import ErrorKind
 from app.contract.messages import Context
 from app.contract.request import StreamOptions
 from app.providers.base import (
-    RETRYABLE_STATUS, ProviderError, Upstream, build_off_loop, counted_tokens, error_text, retry_after_ms, retry_delay_ms,
+    RETRYABLE_STATUS, Placement, ProviderError, Upstream, build_off_loop, counted_tokens, error_text, retry_after_ms, retry_delay_ms,
 )
 from app.providers.config import ProviderConfig
 from app.providers.google.events import GoogleTranslator
@@ -70,7 +70,7 @@ class GoogleProvider:
         self.client = self.new_client(config, self._http)
 
     def new_client(self, config: ProviderConfig, http: httpx2.AsyncClient) -> genai.Client:
-        """The SDK client on the Gemini Developer API (Vertex AI: `app.providers.google.vertex`)."""
+        """The SDK client on the Gemini Developer API (Vertex AI: `app.providers.clouds.vertex.gemini`)."""
         return genai.Client(
             api_key=config.api_key,
             vertexai=False,
@@ -81,6 +81,11 @@ class GoogleProvider:
     def base_url(self) -> str:
         """Where the requests go (the vendor's default unless configured)."""
         return api_base_url(self.client)
+
+    @property
+    def placement(self) -> Placement | None:
+        """The cloud and region its api runs on (catalog `cloud`), None at Google's Gemini API."""
+        return self.config.placement
 
     async def open(self, model: ModelInfo, context: Context, options: StreamOptions) -> Upstream:
         request = await build_off_loop(self._sdk_request, model, context, options)

@@ -277,7 +277,7 @@ def test_a_failed_count_is_typed_with_bedrocks_reason_and_no_arn(bedrock, sim, m
 
 
 def test_the_foundation_model_of_a_bedrock_model_id():
-    from app.providers.anthropic.bedrock import foundation_model
+    from app.providers.clouds.bedrock.claude import foundation_model
 
     assert foundation_model(SONNET) == FOUNDATION
     assert foundation_model("eu.anthropic.claude-haiku-4-5-20251001-v1:0") == "anthropic.claude-haiku-4-5-20251001-v1:0"

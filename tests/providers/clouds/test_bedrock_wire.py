@@ -17,7 +17,7 @@ from botocore.eventstream import ChecksumMismatch, EventStreamBuffer
 from hypothesis import given, settings, HealthCheck
 from hypothesis import strategies as st
 
-from app.providers.anthropic.bedrock import cloud_text
+from app.providers.clouds.bedrock.claude import cloud_text
 from simulator import bedrock as wire
 from simulator import scenarios as s
 from tests.conformance import check_frames, parse_sse

@@ -17,7 +17,8 @@ from typing import Any
 
 import pytest
 
-from app.catalog.demo_clouds import AZURE_KEY_ENV, demo_cloud_catalog
+from app.catalog.demo_clouds import demo_cloud_catalog
+from app.providers.clouds.azure import DEMO_KEY_ENV
 from simulator.azure import AZURE_KEY
 from simulator.bedrock import TEST_ACCESS_KEY_ID, TEST_SECRET_ACCESS_KEY
 from simulator.vertex import service_account_info
@@ -43,7 +44,7 @@ def clouds(gateway_factory, sim, tmp_path_factory):
     with pytest.MonkeyPatch.context() as env:
         env.setenv("GOOGLE_APPLICATION_CREDENTIALS", str(account))
         env.delenv("GOOGLE_CLOUD_PROJECT", raising=False)
-        env.setenv(AZURE_KEY_ENV, AZURE_KEY)
+        env.setenv(DEMO_KEY_ENV, AZURE_KEY)
         for name in ("AWS_SESSION_TOKEN", "AWS_PROFILE", "AWS_DEFAULT_PROFILE", "AWS_BEARER_TOKEN_BEDROCK", "ANTHROPIC_BEDROCK_BASE_URL",
                      "AWS_WEB_IDENTITY_TOKEN_FILE", "AWS_ROLE_ARN"):
             env.delenv(name, raising=False)

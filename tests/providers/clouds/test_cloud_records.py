@@ -4,14 +4,13 @@ cloud and region a provider runs its api on, and never a credential."""
 from __future__ import annotations
 
 import logging
-from types import SimpleNamespace
-
 from app.catalog import Catalog, Cloud
 from app.contract.failures import Attempt
 from app.ledger.base import build_record
 from app.telemetry.logs import request_fields
 from app.telemetry.metrics import Metrics
 from app.providers.anthropic.events import AnthropicTranslator
+from app.providers.base import Placement
 from app.providers.registry import ProviderSetup
 from app.server.startup_messages import log_providers
 from app.settings import Settings
@@ -27,14 +26,14 @@ WIRE = [
 ]
 
 
-def scripted(cloud: Cloud | None) -> ScriptedProvider:
+def scripted(placement: Placement | None) -> ScriptedProvider:
     provider = ScriptedProvider("vertex-claude", "anthropic-messages", AnthropicTranslator, WIRE)
-    provider.config = SimpleNamespace(cloud=cloud)  # as the real adapters keep their ProviderConfig
+    provider.placement = placement  # as a real adapter declares it from its catalog entry's `cloud`
     return provider
 
 
 def test_a_turn_on_a_cloud_provider_records_its_cloud_and_region_in_the_record_attempts_and_log_line():
-    events, job = run_script(scripted(Cloud("vertex", region="europe-west4", project="p", auth="google")))
+    events, job = run_script(scripted(Placement("vertex", "europe-west4")))
     assert events[-1]["type"] == "done"
     record = build_record(job, summary=job.summary, retain_content=False)
     assert (record["provider"], record["cloud"], record["region"]) == ("vertex-claude", "vertex", "europe-west4")

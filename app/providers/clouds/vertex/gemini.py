@@ -1,7 +1,7 @@
 """Gemini on Google Vertex AI: the `google-generative-ai` adapter with `google-genai`'s `vertexai=True`
 client, catalog `cloud: {kind: "vertex", project, region}` (docs/clouds/vertex.md). The SDK sends
 `<base>/v1/projects/<project>/locations/<region>/publishers/google/models/<model>:streamGenerateContent` with a
-bearer token from Application Default Credentials (`app.providers.vertex_auth`); the request body is the SDK's
+bearer token from Application Default Credentials (`auth.py`); the request body is the SDK's
 Vertex conversion (`app.seams.genai.parameters_to_wire`), the chunks the same as the Gemini API's."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from google.genai import types
 from app.providers.base import ProviderError
 from app.providers.config import ProviderConfig
 from app.providers.google import GoogleProvider
-from app.providers.vertex_auth import credentials_error
+from app.providers.clouds.vertex.auth import credentials_error
 
 DEFAULT_REGION = "global"
 

@@ -66,7 +66,7 @@ class AzureOpenAI:
 
     def __init__(self, config: ProviderConfig) -> None:
         cloud = config.cloud
-        assert cloud is not None and cloud.kind == "azure"
+        assert cloud is not None
         endpoint = (config.base_url or "").rstrip("/")
         if not endpoint.startswith(("https://", "http://")):
             raise AzureConfigError(

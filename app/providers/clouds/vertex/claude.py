@@ -3,7 +3,7 @@
 (docs/clouds/vertex.md). The SDK sends each turn to
 `<base>/v1/projects/<project>/locations/<region>/publishers/anthropic/models/<model>:streamRawPredict` with
 the SDK's `anthropic_version` in the body and a bearer token from Application Default Credentials
-(`app.providers.vertex_auth`); the events are Anthropic's own, signed thinking included."""
+(`auth.py`); the events are Anthropic's own, signed thinking included."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from app.contract.request import StreamOptions
 from app.providers.anthropic import AnthropicProvider
 from app.providers.base import ProviderError, Upstream, build_off_loop
 from app.providers.transport import UPSTREAM_HEADERS
-from app.providers.vertex_auth import credentials_error
+from app.providers.clouds.vertex.auth import credentials_error
 
 DEFAULT_REGION = "global"
 

@@ -101,7 +101,7 @@ class BedrockProvider(AnthropicProvider):
     client_class = SigningBedrockClient
 
     def __init__(self, config: ProviderConfig) -> None:
-        assert config.cloud is not None and config.cloud.kind == "bedrock"
+        assert config.cloud is not None
         self.config = config
         self.name = config.name
         self.region = config.cloud.region
