@@ -27,7 +27,8 @@ from app.policy.store import LimitStore
 from app.pools.balancer import Pools
 from app.pools.state import MemoryPoolStore, PoolStore
 from app.redis_client import redis_client
-from app.resume import RedisEvents, ResumeHub
+from app.resume.hub import ResumeHub
+from app.resume.redis_store import RedisEvents
 from app.providers.base import Provider
 from app.providers.registry import build_providers
 from app.providers.transport import DEMO_CALLER
@@ -253,7 +254,7 @@ def _resume_hub(settings: Settings, metrics: Metrics) -> ResumeHub:
     """Resumable streams: kept in this process, and in Redis too when `GATEWAY_REDIS_URL` is set."""
     events = None
     if settings.redis_url:
-        from app.resume import events_client
+        from app.resume.redis_store import events_client
 
         events = RedisEvents(events_client(settings.redis_url, settings.redis_timeout), settings.redis_prefix, settings.resume_ttl)
     return ResumeHub(

@@ -1,5 +1,5 @@
-"""The one way the gateway connects to Redis (`GATEWAY_REDIS_URL`): the limit store
-(`app.policy.redis_store`) and the event store of resumable streams (`app.resume`) both get their client here."""
+"""The one way the gateway connects to Redis (`GATEWAY_REDIS_URL`): the limit store (`app.policy.redis_store`)
+and the event store of resumable streams (`app.resume.redis_store`) both get their client here."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Resumable streams over HTTP (docs/replicas.md, Resumable streams): the SSE response of a resumable turn, and
 `GET /v1/stream/{requestId}` with `Last-Event-ID`. Both are `app.api.sse.sse_response` (the one SSE path) over
-`KeptFrames`. The keeping and the grace window are `app.resume`."""
+`KeptFrames`. The keeping and the grace window are `app.resume.hub`."""
 
 from __future__ import annotations
 
@@ -19,7 +19,8 @@ from app.doors.base import EventEncoder
 from app.doors.unified.events import PING
 from app.gateway import Gateway
 from app.contract.refusals import EventsLost
-from app.resume import Frame, LocalStream, NotInStore, StreamEnded
+from app.resume.frames import Frame, LocalStream
+from app.resume.hub import NotInStore, StreamEnded
 
 router = APIRouter()
 

@@ -45,7 +45,7 @@ class TurnJob:
     upstream_frames: int = 0
     upstream_wait: float = 0.0  # seconds spent awaiting the upstream (open and each next frame), for metrics
     client_disconnected: bool = False
-    resumable: bool = False  # its events are kept for `GET /v1/stream/{id}` (app/resume.py)
+    resumable: bool = False  # its events are kept for `GET /v1/stream/{id}` (app/resume/)
     resumed: int = 0  # resumptions of a resumable stream (`GET /v1/stream/{id}`) while the turn ran
     interrupt_reason: Interrupt | None = None  # pending: set by `interrupt`, cleared once the pump handled it
     ended_by: Interrupt | None = None  # the interrupt that settled the turn (client, shutdown, total, writer)

@@ -14,7 +14,7 @@ names the code it calls.
       interrupted (`Interrupt.SHUTDOWN`) and settle as `error` "gateway shutting down", which their responses
       still write as their terminal event. A response that ends before its terminal event while the gateway
       drains interrupts its turn the same way (`app.api.sse.TurnFrames`; a resumable turn's last reader:
-      `app.resume.ResumeHub.reader_left`).
+      `app.resume.hub.ResumeHub.reader_left`).
 4. The gate opens: uvicorn's shutdown runs (it closes the listeners, waits for the open responses, then runs
    the end of the lifespan).
 5. The end of the lifespan calls `close_gateway`: anything still running is settled, then the providers'

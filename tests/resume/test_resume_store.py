@@ -1,4 +1,4 @@
-"""The event store of resumable streams (`app/resume.py`) against the machine's Redis, with Redis calls that
+"""The event store of resumable streams (`app/resume/`) against the machine's Redis, with Redis calls that
 time out on purpose (issue 24 item 6): a stall is ridden out, not taken for the end of a resumption.
 
 `Stalls` makes chosen round trips to Redis time out, deterministically: the Nth round trip that carries a
@@ -20,16 +20,11 @@ import pytest
 from redis.exceptions import ResponseError
 
 from app.contract.refusals import EventsLost, EventStoreUnavailable
-from app.resume import (
-    Frame,
-    LocalStream,
-    RedisEvents,
-    ResumeHub,
-    StallRetry,
-    StoreStalled,
-    _Mirror,
-    through_stall,
-)
+from app.resume.frames import Frame, LocalStream
+from app.resume.hub import ResumeHub
+from app.resume.mirror import Mirror
+from app.resume.redis_store import RedisEvents
+from app.resume.stall import StallRetry, StoreStalled, through_stall
 
 REDIS_URL = "redis://127.0.0.1:6379/0"
 KEY = "tenant"
@@ -219,7 +214,7 @@ async def test_a_call_that_keeps_stalling_gives_up_after_give_up_s():
 
 async def test_a_read_that_times_out_does_not_cut_the_resumption(store, monkeypatch):
     """The cause of the truncated resumptions: one read (of the second batch) timing out ended the response."""
-    monkeypatch.setattr("app.resume.FETCH_COUNT", 5)
+    monkeypatch.setattr("app.resume.redis_store.FETCH_COUNT", 5)
     request_id = await _finished_turn(store, 12)
     read = Stall("XRANGE", nth=3)  # 1: finding the turn's bounds, 2: events 1-5, 3: events 6-10
     got, lost = await _resume(store.hub(read), request_id)
@@ -227,7 +222,7 @@ async def test_a_read_that_times_out_does_not_cut_the_resumption(store, monkeypa
 
 
 async def test_reads_that_ran_but_lost_their_answer_several_times_in_a_row_are_tried_again(store, monkeypatch):
-    monkeypatch.setattr("app.resume.FETCH_COUNT", 5)
+    monkeypatch.setattr("app.resume.redis_store.FETCH_COUNT", 5)
     request_id = await _finished_turn(store, 12)
     read = Stall("XRANGE", nth=2, times=4, ran=True)
     got, lost = await _resume(store.hub(read), request_id, after=3)
@@ -235,7 +230,7 @@ async def test_reads_that_ran_but_lost_their_answer_several_times_in_a_row_are_t
 
 
 async def test_a_stall_longer_than_the_retries_ends_the_resumption_saying_so(store, monkeypatch):
-    monkeypatch.setattr("app.resume.FETCH_COUNT", 5)
+    monkeypatch.setattr("app.resume.redis_store.FETCH_COUNT", 5)
     request_id = await _finished_turn(store, 12)
     got, lost = await _resume(store.hub(Stall("XRANGE", nth=3, times=FOREVER), stall=GIVE_UP), request_id)
     assert got == [1, 2, 3, 4, 5]  # what came before, without a gap; no terminal
@@ -296,18 +291,18 @@ async def test_closing_the_hub_ends_the_watch_when_its_lease_renewal_drops_the_c
 # ------------------------------------------------------------------ the mirror (origin side)
 
 
-def _origin(hub: ResumeHub, request_id: str) -> tuple[LocalStream, _Mirror]:
+def _origin(hub: ResumeHub, request_id: str) -> tuple[LocalStream, Mirror]:
     stream = LocalStream(request_id, KEY, hub.cap)
-    return stream, _Mirror(hub, stream)
+    return stream, Mirror(hub, stream)
 
 
-def _add(stream: LocalStream, mirror: _Mirror, frames: list[Frame]) -> None:
+def _add(stream: LocalStream, mirror: Mirror, frames: list[Frame]) -> None:
     for frame in frames:  # as the tee does
         stream.append(frame)
         mirror.add(frame)
 
 
-def _finish(stream: LocalStream, mirror: _Mirror) -> None:
+def _finish(stream: LocalStream, mirror: Mirror) -> None:
     stream.finish()
     mirror.finish()
 
