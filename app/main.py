@@ -167,7 +167,7 @@ def create_app(settings: Settings | None = None, gateway: Gateway | None = None)
     )
     app.allowed_hosts = settings.allowed_host_names()
     if tracing is not None:
-        app.telemetry.tracing = tracing  # type: ignore[attr-defined]
+        app.tracing = tracing  # type: ignore[attr-defined]
     app.include_router(router)
     app.include_router(records_router)
     app.include_router(resume_router)
