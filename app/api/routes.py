@@ -149,7 +149,7 @@ def _model_endpoint(door: Door, models: ModelListing, route: ModelRoute) -> Call
         return listing
     one = models.model
     if one is None:
-        raise ValueError(f"door {door.name}: its model route {route.path} names a model, and it has no ModelListing.model")
+        raise ValueError(f"door {door.name}: its model route {route.path} names a model; ModelListing.model is missing")
 
     async def model_of(request: Request, model: str) -> Response:
         return _door_models(request, door, models, lambda entries: one(entries, model))
@@ -157,7 +157,9 @@ def _model_endpoint(door: Door, models: ModelListing, route: ModelRoute) -> Call
     return model_of
 
 
-def _door_models(request: Request, door: Door, models: ModelListing, answer: Callable[[list[dict[str, Any]]], Any]) -> Response:
+def _door_models(
+    request: Request, door: Door, models: ModelListing, answer: Callable[[list[dict[str, Any]]], Any]
+) -> Response:
     """The gateway's model list in `door`'s shape: the caller's key (also `?key=` where the door takes it there),
     then `answer` of the entries; every error in the door's shape."""
     gateway = _gateway(request)

@@ -35,7 +35,10 @@ class DoorTable:
         counted = [(door, door.count_tokens.route) for door in self.doors if door.count_tokens is not None]
         self._by_path = {route.path: door for door, route in self._turn_routes if "{" not in route.path}
         self._patterns = [
-            (path_pattern(path), door) for door, route in [*self._turn_routes, *counted] for path in route.paths() if "{" in path
+            (path_pattern(path), door)
+            for door, route in [*self._turn_routes, *counted]
+            for path in route.paths()
+            if "{" in path
         ]
 
     def turn_routes(self) -> list[tuple[Door, DoorRoute]]:

@@ -71,11 +71,15 @@ def _error_body(error: BadRequest) -> dict[str, Any]:
     return _error_body_of(error.status, error.message)
 
 
+def _json(schema: str) -> dict[str, Any]:
+    return {"application/json": {"schema": {"$ref": f"#/components/schemas/{schema}"}}}
+
+
 def _operation() -> dict[str, Any]:
     return {
-        "requestBody": {"required": True, "content": {"application/json": {"schema": {"$ref": "#/components/schemas/TinySay"}}}},
+        "requestBody": {"required": True, "content": _json("TinySay")},
         "responses": {"200": {"description": "one data line per text delta"},
-                      "401": {"description": "no key", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/TinyError"}}}}},
+                      "401": {"description": "no key", "content": _json("TinyError")}},
     }  # fmt: skip
 
 
@@ -167,7 +171,8 @@ def test_its_model_list_on_its_own_routes_and_on_v1_models(tiny):
     assert asked.json() == {"tiny_models": openai_ids}
     assert tiny.http.get(f"{MODELS_PATH}/anthropic/text", headers=AUTH).json() == {"tiny_model": "anthropic/text"}
     missing = tiny.http.get(f"{MODELS_PATH}/nope/nothing", headers=AUTH)
-    assert missing.status_code == 404 and missing.json() == {"tiny_error": "model: nope/nothing is not listed", "code": 404}
+    assert missing.status_code == 404
+    assert missing.json() == {"tiny_error": "model: nope/nothing is not listed", "code": 404}
     refused = tiny.http.get(MODELS_PATH)
     assert refused.status_code == 401 and set(refused.json()) == {"tiny_error", "code"}
     # Another door's clients still get theirs on the shared route.
@@ -178,8 +183,7 @@ def test_its_openapi_entries_join_the_document(tiny):
     spec = tiny.http.get("/openapi.json").json()
     say = spec["paths"][SAY_PATH]["post"]
     assert say["operationId"] == "tiny_say_tiny_v1_say_post" and say["tags"] == ["doors"]
-    assert say["requestBody"]["content"]["application/json"]["schema"] == {"$ref": "#/components/schemas/TinySay"}
-    assert say["responses"]["401"]["content"]["application/json"]["schema"] == {"$ref": "#/components/schemas/TinyError"}
+    assert say["requestBody"]["content"] == _json("TinySay") and say["responses"]["401"]["content"] == _json("TinyError")
     assert say["security"] == [{"bearer": []}]
     assert {"TinySay", "TinyError"} <= set(spec["components"]["schemas"])
     listing = spec["paths"][MODELS_PATH]["get"]

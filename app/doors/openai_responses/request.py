@@ -152,7 +152,7 @@ def _decode(body: dict[str, Any], stored: Mapping[str, StoredResponse]) -> Respo
     if not isinstance(model, str) or not model:
         raise invalid("model", "a model name is required (a string)")
     stream = bool_or(body.get("stream"), "stream", False)
-    stream_options(body.get("stream_options"), stream, ("include_obfuscation",))  # no obfuscation is sent: nothing to pad
+    stream_options(body.get("stream_options"), stream, ("include_obfuscation",))  # none is sent: nothing to pad
     store = bool_or(body.get("store"), "store", True)
     previous, _ = wanted(body)
     parallel = bool_or(body.get("parallel_tool_calls"), "parallel_tool_calls", True)

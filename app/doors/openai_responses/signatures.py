@@ -10,9 +10,10 @@ signature, the serialized OpenAI reasoning item (with OpenAI's own `encrypted_co
 signature. A redacted block (Anthropic `redacted_thinking`, which has no text and is a different block type
 there) is marked by a `r` after the version: `gw1r.<…>`. A function call's own signature (Gemini's
 `thoughtSignature` on a `functionCall` part) is a reasoning item of its own, with no text, right after the call,
-marked `gw1c.<…>` (`app.doors.signatures.wrap_call`); on the way back it goes on the `function_call` before it. On the way back the origin becomes the replayed
-assistant message's provider / api / model, so the adapters' cross-provider handoff keeps the state only when
-the conversation is still on the model that made it, and never sends it to another vendor.
+marked `gw1c.<…>` (`app.doors.signatures.wrap_call`); on the way back it goes on the `function_call` before it.
+On the way back the origin becomes the replayed assistant message's provider / api / model, so the adapters'
+cross-provider handoff keeps the state only when the conversation is still on the model that made it, and never
+sends it to another vendor.
 """
 
 from __future__ import annotations
