@@ -111,10 +111,11 @@ def door_routes(doors: DoorTable) -> APIRouter:
         summary="Models and routes this gateway serves (OpenAI's list shape)",
         responses={200: {"model": ModelList, "description": "OpenAI's model list with the catalog's fields"}},
     )  # fmt: skip
-    for door, models, route in doors.model_routes():
+    for door, models, model_route in doors.model_routes():
         routes.add_api_route(
-            route.path, _model_endpoint(door, models, route), methods=["GET"], name=route.name, tags=list(route.tags),
-            summary=route.summary, description=route.description, responses=dict(route.responses),
+            model_route.path, _model_endpoint(door, models, model_route), methods=["GET"], name=model_route.name,
+            tags=list(model_route.tags), summary=model_route.summary, description=model_route.description,
+            responses=dict(model_route.responses),
         )  # fmt: skip
     return routes
 

@@ -217,7 +217,7 @@ class ModelRoute:
     name: str
     summary: str
     description: str
-    responses: Mapping[int, dict[str, Any]]
+    responses: Mapping[int | str, dict[str, Any]]
     tags: tuple[str, ...] = ("catalog",)
 
     @property
