@@ -6,7 +6,7 @@ import asyncio
 import gc
 import logging
 from contextlib import asynccontextmanager
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Sequence
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
@@ -21,10 +21,11 @@ from app.api.error_responses import error_response, json_response, refusal_error
 from app.api.records import router as records_router
 from app.api.resume import router as resume_router
 from app.api.openapi import build_openapi
-from app.api.routes import install_error_handlers, router
+from app.api.routes import door_routes, install_error_handlers, router
 from app.catalog.demo_clouds import with_demo_clouds
 from app.gateway import Gateway
-from app.doors.registry import door_at
+from app.doors.base import Door
+from app.doors.registry import DOORS, DoorTable
 from app.doors.validation import validation_error as invalid_request
 from app.ledger import LedgerUrlError
 from app.telemetry.logs import ensure_configured
@@ -101,7 +102,10 @@ def _simulator_log_guard(app: FastAPI, request: Request) -> "Response | LogScope
     return LogScope(key_id)
 
 
-def create_app(settings: Settings | None = None, gateway: Gateway | None = None) -> GatewayApp:
+def create_app(
+    settings: Settings | None = None, gateway: Gateway | None = None, doors: Sequence[Door] = DOORS
+) -> GatewayApp:
+    """`doors`: the doors the app serves (`app.doors.registry.DOORS`; a test adds one of its own)."""
     settings = settings or Settings()
     if settings.demo:
         settings = demo_settings(settings)
@@ -166,14 +170,16 @@ def create_app(settings: Settings | None = None, gateway: Gateway | None = None)
         redoc_url=None,
     )
     app.allowed_hosts = settings.allowed_host_names()
+    app.doors = table = DoorTable(doors)
     if tracing is not None:
         app.tracing = tracing  # type: ignore[attr-defined]
+    app.include_router(door_routes(table))
     app.include_router(router)
     app.include_router(records_router)
     app.include_router(resume_router)
     install_console(app, settings)
     install_api_docs(app)
-    install_error_handlers(app)
+    install_error_handlers(app, table)
     app.openapi = lambda: build_openapi(app)  # type: ignore[method-assign]  # request/event shapes added
 
     async def http_error(request: Request, exc: HTTPException) -> Response:
@@ -181,7 +187,7 @@ def create_app(settings: Settings | None = None, gateway: Gateway | None = None)
         return json_response({"error": {"type": kind, "message": str(exc.detail), "param": None}}, exc.status_code)
 
     async def validation_error(request: Request, exc: RequestValidationError) -> Response:
-        return error_response(invalid_request(list(exc.errors())), door_at(route_path(request.scope)))
+        return error_response(invalid_request(list(exc.errors())), table.door_at(route_path(request.scope)))
 
     app.add_exception_handler(HTTPException, http_error)
     app.add_exception_handler(RequestValidationError, validation_error)

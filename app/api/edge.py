@@ -37,7 +37,7 @@ from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from app.api.error_responses import ApiError, error_response, json_response
-from app.doors.registry import door_at
+from app.doors.registry import DoorTable
 from app.server.startup_messages import StartupError, StartupErrorMessages
 from app.doors.base import REQUEST_ID
 
@@ -216,6 +216,9 @@ class GatewayApp(FastAPI):
     FAST_PATH_COVERS: tuple[type, ...] = (RequestIdMiddleware, StartupErrorMessages)
 
     turn_routes: TurnRoutes | None = None
+    # The doors the app serves (`create_app(doors=...)`): their routes are in its route table, and an error on a
+    # door's path is answered in that door's shape.
+    doors: DoorTable = DoorTable()
     # The Host names requests may carry (None: any), from `Settings.allowed_host_names`, checked here for every
     # request on either path; a door route's refusal is in its door's error shape.
     allowed_hosts: frozenset[str] | None = None
@@ -235,7 +238,7 @@ class GatewayApp(FastAPI):
     async def _refuse_host(self, scope: Scope, receive: Receive, send: Send) -> None:
         scope = _route_path(scope)
         _, send_with_id = _with_id(scope, send)
-        response = error_response(host_refused(scope), door_at(route_path(scope)))
+        response = error_response(host_refused(scope), self.doors.door_at(route_path(scope)))
         await response(scope, receive, send_with_id)
 
     def route_of(self, scope: Scope) -> str | None:

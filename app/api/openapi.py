@@ -16,19 +16,17 @@ import json
 from pathlib import Path
 from typing import Any
 
-from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
 from pydantic import BaseModel, Field, TypeAdapter
 
 from app.api.auth import OPEN_PATHS
 from app.api.console import api_router as console_api
+from app.api.edge import GatewayApp
 from app.contract.events import StreamEvent
 from app.contract.messages import AssistantMessage
 from app.contract.request import PiStreamRequest, StreamRequest
 from app.doors.base import DoorRoute
-from app.doors.openapi import ref
-from app.doors.registry import DOORS, count_routes, turn_routes
-from app.doors.unified.openapi import RETRY_AFTER, TURN_ERRORS, errors, json_body, stream_ok
+from app.doors.openapi import RETRY_AFTER, TURN_ERRORS, errors, json_body, ref, stream_ok
 
 SPEC_PATH = Path(__file__).resolve().parents[2] / "openapi" / "openapi.json"
 REF = "#/components/schemas/{model}"
@@ -138,8 +136,10 @@ def _require_discriminators(schemas: dict[str, Any]) -> None:
     walk(schemas)
 
 
-def build_openapi(app: FastAPI) -> dict[str, Any]:
-    """The complete OpenAPI document for `app` (FastAPI's routes plus the shapes the routes parse by hand)."""
+def build_openapi(app: GatewayApp) -> dict[str, Any]:
+    """The complete OpenAPI document for `app` (FastAPI's routes plus the shapes the routes parse by hand; the
+    doors' from the doors the app serves, `app.doors`)."""
+    doors = app.doors
     mounted = {getattr(route, "path", None) for route in app.routes}
     console_routes = [route for route in console_api.routes if getattr(route, "path", None) not in mounted]
     spec = get_openapi(
@@ -151,16 +151,16 @@ def build_openapi(app: FastAPI) -> dict[str, Any]:
     )
     components = spec.setdefault("components", {})
     components.setdefault("schemas", {}).update(_components())
-    for door in DOORS:
+    for door in doors.doors:
         components["schemas"].update(door.schemas)
     components["securitySchemes"] = {"bearer": {"type": "http", "scheme": "bearer"}}
     door_routes: dict[tuple[str, str], DoorRoute] = {
         (path.replace(":path}", "}"), route.method.lower()): route  # as FastAPI writes a path parameter
-        for route in [*(route for _, route in turn_routes()), *(count.route for count in count_routes())]
+        for route in [*(route for _, route in doors.turn_routes()), *(count.route for count in doors.count_routes())]
         for path in route.paths()
     }
-    stored_routes = {door.stored.path: door.stored for door in DOORS if door.stored is not None}
-    items_routes = {door.stored.items_path: door.stored for door in DOORS if door.stored is not None}
+    stored_routes = {door.stored.path: door.stored for door in doors.doors if door.stored is not None}
+    items_routes = {door.stored.items_path: door.stored for door in doors.doors if door.stored is not None}
     for path, item in spec.get("paths", {}).items():
         for method, operation in item.items():
             door_route = door_routes.get((path, method))
@@ -223,6 +223,6 @@ def build_openapi(app: FastAPI) -> dict[str, Any]:
     return spec
 
 
-def render(app: FastAPI) -> str:
+def render(app: GatewayApp) -> str:
     return json.dumps(build_openapi(app), indent=2, sort_keys=False, ensure_ascii=False) + "\n"
 

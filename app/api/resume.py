@@ -16,7 +16,7 @@ from app.api.event_stream import EventStreamResponse
 from app.api.sse import sse_response
 from app.core.job import TurnJob
 from app.doors.base import EventEncoder
-from app.doors.unified.events import PING
+from app.doors.unified_frames import PING
 from app.gateway import Gateway
 from app.contract.refusals import EventsLost
 from app.resume.frames import Frame, LocalStream

@@ -1,9 +1,8 @@
-"""`GET /v1/models`: OpenAI's model list, each entry with the catalog's fields (built by `app.catalog`), or
-Anthropic's list for a client that sends `anthropic-version` (the Anthropic SDKs' `models.list()`)."""
+"""`GET /v1/models`: OpenAI's model list, each entry with the catalog's fields (built by `app.catalog`); a door
+whose clients list models in their own shape builds it from the same entries (`Door.models`)."""
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -56,27 +55,3 @@ class ModelList(BaseModel):
     object: Literal["list"] = "list"
     data: list[ModelObject]
     providers: list[ProviderObject] = Field(description="configured providers, also those without catalog models")
-
-
-def anthropic_model_list(entries: list[dict[str, Any]]) -> dict[str, Any]:
-    """The same entries in Anthropic's list shape (`type: model`, `display_name`, `created_at` as RFC 3339,
-    `max_input_tokens` / `max_tokens`), one page holding all of them, each with the catalog's fields too."""
-    data = []
-    for entry in entries:
-        created = datetime.fromtimestamp(entry["created"], timezone.utc).isoformat().replace("+00:00", "Z")
-        extra = {k: v for k, v in entry.items() if k not in ("object", "created", "owned_by")}
-        data.append({
-            **extra,
-            "type": "model",
-            "display_name": entry.get("description") or entry["id"],
-            "created_at": created,
-            "lifecycle": "active",
-            "max_input_tokens": entry.get("contextWindow"),
-            "max_tokens": entry.get("maxTokens"),
-        })
-    return {
-        "data": data,
-        "has_more": False,
-        "first_id": data[0]["id"] if data else None,
-        "last_id": data[-1]["id"] if data else None,
-    }

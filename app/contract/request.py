@@ -89,11 +89,16 @@ class StreamOptions(WireModel):
         default=None, description="hosted tools run by the vendor (web search) where the catalog allows them; "
         "what is not served is named in the X-Gateway-Dropped-Tools response header"
     )
-    # Door-only (absent from the public schema, never serialized): top-level Anthropic Messages fields an
-    # Anthropic client sent (`thinking`, `output_config`, `context_management`) and its `anthropic-beta` flags
-    # (`betas`), which the Anthropic adapter sends as they came; every other adapter works from the unified
-    # options above, which the door derived from the same fields.
-    anthropic: SkipJsonSchema[dict[str, Any] | None] = Field(default=None, exclude=True)
+    # Door-only (absent from the public schema, never serialized): what a door's client sent that one api alone
+    # reads, keyed by that api's name (the catalog's `api`), which its adapter sends as it came; every other
+    # adapter works from the unified options, which the door derived from the same fields (`passthrough_for`):
+    # - `anthropic-messages`: the top-level Anthropic Messages fields an Anthropic client sent (`thinking`,
+    #   `output_config`, `context_management`, …) and its `anthropic-beta` flags (`betas`); a door's JSON schema
+    #   as `output_config.format`;
+    # - `google-generative-ai`: what a Gemini client sent that only Gemini reads, in Gemini's JSON spelling
+    #   (`safetySettings`, `cachedContent`, `topK`, `topP` with thinking, `thinkingConfig` as sent;
+    #   docs/doors/gemini.md).
+    passthrough: SkipJsonSchema[dict[str, dict[str, Any]] | None] = Field(default=None, exclude=True)
     # Door-only: the JSON schema the answer's text must follow (Anthropic `output_config.format`), sent as each
     # vendor's structured output (OpenAI `text.format`, Chat Completions `response_format`, Gemini
     # `responseJsonSchema`; Anthropic gets `output_config` as it came).
@@ -102,12 +107,11 @@ class StreamOptions(WireModel):
     # `disable_parallel_tool_use`); Gemini has no such switch and gets nothing. None: the vendor's default.
     parallel_tool_calls: SkipJsonSchema[bool | None] = Field(default=None, exclude=True)
 
-    # Door-only: what a Gemini client sent that only Gemini reads, in Gemini's JSON spelling (`safetySettings`,
-    # `topK`, `topP` with thinking, `thinkingConfig` as sent), which the Gemini adapter sends; every other adapter
-    # works from the unified options the Gemini door derived from the same fields (docs/doors/gemini.md).
-    google: SkipJsonSchema[dict[str, Any] | None] = Field(default=None, exclude=True)
+    _door_fields = field_validator("passthrough", "json_schema", "parallel_tool_calls", mode="before")(door_only)
 
-    _door_fields = field_validator("anthropic", "json_schema", "parallel_tool_calls", "google", mode="before")(door_only)
+    def passthrough_for(self, api: str) -> dict[str, Any]:
+        """What a door passes through to `api`'s adapter as its client sent it ({} for nothing)."""
+        return (self.passthrough or {}).get(api) or {}
 
 
 class StreamRequest(WireModel):

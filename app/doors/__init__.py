@@ -13,7 +13,10 @@ door the same way.
 Doors: `unified/` (`/v1/stream`, `/v1/complete`), `pi/` (`/api/stream`), `openai_chat/`
 (`/v1/chat/completions`), `openai_responses/` (`/v1/responses`), `anthropic_messages/` (`/v1/messages`,
 `/v1/messages/count_tokens`), `gemini/` (`/v1beta/models/{model}:streamGenerateContent`, `:generateContent`,
-`:countTokens`). Each package has
+`:countTokens`). Doors are peers: no door package imports another; what two doors share is a module of this
+package (`fields.py`, `signatures.py`, `structured_output.py`, `openai_fields.py`, `openai_errors.py`,
+`unified_frames.py`, `openapi.py`, `validation.py`). The same role has the same file name in every door. Each
+package has
 
 - `request.py` — `decode(body: dict, headers: Headers) -> DoorRequest`: the parsed JSON body (already
   size- and depth-checked) to the unified `StreamRequest` plus how to answer (`stream`). Bad input raises
@@ -33,10 +36,14 @@ Doors: `unified/` (`/v1/stream`, `/v1/complete`), `pi/` (`/api/stream`), `openai
       glue waits for the turn's first event before sending response headers, and when that event is the
       terminal `error` (the turn never started: vendor HTTP error, timeout before the first token) the
       client gets this HTTP error instead of a stream that fails at once — what the vendors' own APIs do.
-- `error_body(error: BadRequest) -> Any` (in `request.py` or `__init__.py`): the error shape —
-  `{"error": {"message", "type", "param", "code"}}` for OpenAI, `{"type": "error", "error": {"type",
-  "message"}}` for Anthropic, docs/api.md §9 `{"error": {"type", "message", "param"}}` for unified, a string
-  for pi.
+- `errors.py` — `error_body(error: BadRequest) -> Any`, the error shape: `{"type": "error", "error": {"type",
+  "message"}}` for Anthropic, Google's `{"error": {"code", "message", "status"}}` for Gemini, docs/api.md §9
+  `{"error": {"type", "message", "param"}}` for unified, a string for pi; the two OpenAI doors share OpenAI's
+  `{"error": {"message", "type", "param", "code"}}` (`openai_errors.py`).
+- `openapi.py` — its routes' OpenAPI operations and schemas; and where a door has them, `conversation.py` (the
+  conversation part of its decoder), `count_tokens.py` (its token counting route), `models.py` (the gateway's
+  model list in its shape) and `signatures.py` (where its wire carries the origin-wrapped signatures of
+  `app.doors.signatures`).
 
 Each door package exports one `DOOR = Door(...)` (`app/doors/base.py`), everything the shared glue knows of
 it: `name` is what records (`door`) and metrics (`door` label) show (`unified`, `pi`, `openai-chat`,
@@ -47,8 +54,10 @@ surrogates are removed there and refused anywhere else, `app.api.body`; `app.doo
 stands for any list index); `schemas` the OpenAPI schemas its operations name (`openapi.py`); `count_tokens`
 a token counting route (`TokenCountDoor`), when it has one; `stored` the responses it keeps for later
 requests (`StoredResponses`: what a body builds on, what a settled turn leaves; `app/api/stored_responses.py`
-reads and writes them in the ledger's database), when it keeps any. `app/doors/registry.py` lists every door in
-`DOORS`; the route table, the OpenAPI document and the edge's error shapes are read from there.
+reads and writes them in the ledger's database), when it keeps any; `models` the gateway's model list in its
+shape (`ModelListing`: its own model routes, and how it recognises its clients on `GET /v1/models`), when its
+clients list models. `app/doors/registry.py` lists every door in `DOORS`; an app serves a `DoorTable` of them
+(`create_app(doors=...)`), from which the route table, the OpenAPI document and the edge's error shapes are read.
 """
 
 from app.doors.base import Door, DoorRequest, EventEncoder, TurnResult, TurnView

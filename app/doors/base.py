@@ -206,6 +206,47 @@ class StoredResponses:
 
 
 @dataclass(frozen=True, slots=True)
+class ModelRoute:
+    """A `GET` route of a door's own that answers the gateway's model list in the door's shape (Gemini's
+    `/v1beta/models`), or one model of it when its path has the `{model}` parameter (`{model:path}`: the name
+    may hold `/`), as the route table (`app.api.routes`) declares it and the OpenAPI document shows it: the
+    endpoint's `name` (the `operationId` is `<name>_<path>_get`), `summary`, `description` and `tags`, and the
+    OpenAPI `responses` by status."""
+
+    path: str
+    name: str
+    summary: str
+    description: str
+    responses: Mapping[int | str, dict[str, Any]]
+    tags: tuple[str, ...] = ("catalog",)
+
+    @property
+    def one_model(self) -> bool:
+        return "{model" in self.path
+
+
+@dataclass(frozen=True, slots=True)
+class ModelListing:
+    """The gateway's model list (the catalog's entries, `GET /v1/models`'s `data`) in a door's own shape, for
+    the clients of its wire whose SDKs list models:
+
+    - `answer(entries)`: the list body; `model(entries, name)` one model's, raising a 404 `BadRequest` for a name
+      the list does not hold (used by the routes whose path has `{model}`);
+    - `asked(headers, query)`: whether a `GET /v1/models` comes from such a client (its SDK lists models there):
+      the shared route answers it in the first door's shape that claims it, else in OpenAI's;
+    - `routes`: the door's own model routes (`ModelRoute`), when its wire lists models elsewhere;
+    - `key_in_query`: whether the client key may come as the `key` query parameter there (Google's `?key=`).
+
+    Errors of those requests (a missing key, a model not listed) are in the door's shape (`Door.error_body`)."""
+
+    answer: Callable[[list[dict[str, Any]]], Any]
+    asked: Callable[[Mapping[str, str], Mapping[str, str]], bool]
+    routes: tuple[ModelRoute, ...] = ()
+    model: Callable[[list[dict[str, Any]], str], Any] | None = None
+    key_in_query: bool = False
+
+
+@dataclass(frozen=True, slots=True)
 class Door:
     """One door, all the shared glue knows of it: its name (records' `door`, the metrics' `door` label), its
     routes, decoder, encoder and error shape, and what its frames and OpenAPI description need."""
@@ -226,3 +267,4 @@ class Door:
     # A path where its clients try a WebSocket upgrade before they fall back to HTTP (Codex CLI on `GET
     # /v1/responses`), with the refusal that makes them fall back at once (a 426); None: no such path.
     websocket_refused: tuple[str, BadRequest] | None = None
+    models: ModelListing | None = None  # the gateway's model list in its shape, when its clients list models

@@ -13,6 +13,7 @@ TOOL_CHOICE = "options.toolChoice"
 STOP = "options.stop"
 TOP_P = "options.topP"
 JSON_OBJECT = "options.jsonObject"
+GEMINI_API = "google-generative-ai"  # the api a Gemini door client's own fields pass through to
 
 
 def forces_a_tool(options: StreamOptions) -> bool:
@@ -34,7 +35,7 @@ def check_tool_choice(context: Context, options: StreamOptions) -> None:
 
 def check_no_gemini_cache(options: StreamOptions, vendor: str) -> None:
     """A Gemini door's `cachedContent` names a cache on Gemini: another vendor cannot read the turn's context from it."""
-    if options.google and options.google.get("cachedContent"):
+    if options.passthrough_for(GEMINI_API).get("cachedContent"):
         raise RequestRejected(
             f"cachedContent names a Gemini cache, which {vendor} cannot read: send the whole conversation in contents",
             param="cachedContent",

@@ -9,7 +9,7 @@ from app.api.sse import BATCH_BYTES, TurnFrames, sse_response
 from app.catalog import Catalog
 from app.contract.failures import Interrupt
 from app.core.dispatcher import Dispatcher
-from app.doors.unified.events import PING, UnifiedEncoder
+from app.doors.unified_frames import PING, UnifiedEncoder
 from app.settings import Settings
 from tests.fake_provider import FakeProvider, Gate, new_job
 

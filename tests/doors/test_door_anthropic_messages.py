@@ -18,7 +18,7 @@ import anthropic
 import httpx
 import pytest
 
-from app.doors.anthropic_messages.signatures import unwrap, unwrap_call
+from app.doors.signatures import unwrap, unwrap_call
 from simulator.app import VENDORS
 from tests.conformance import parse_sse
 from tests.conftest import marker

@@ -14,7 +14,7 @@ from app.doors.anthropic_messages.errors import refusal_body
 from app.doors.anthropic_messages.events import PING, MessagesEncoder, message_object
 from app.doors.anthropic_messages.request import decode
 from app.doors.base import Failure, TurnResult
-from app.doors.anthropic_messages.signatures import Origin, unwrap, wrap
+from app.doors.signatures import Origin, unwrap, wrap
 from tests.conformance import parse_sse
 
 ANTHROPIC = Origin("anthropic", "anthropic-messages", "claude-sonnet-4-5")

@@ -87,11 +87,11 @@ def test_door_only_fields_sent_to_the_unified_door_are_dropped():
         "context": {"systemBlocks": [{"type": "text", "text": "x"}], "messages": [{"role": "user", "content": [
             {"type": "text", "text": "hi", "cacheControl": EPHEMERAL}]}],
             "tools": [{"name": "t", "deferred": True, "anthropic": {"name": "evil"}}]},
-        "options": {"anthropic": {"thinking": {"type": "adaptive"}}},
+        "options": {"passthrough": {"anthropic-messages": {"thinking": {"type": "adaptive"}}}},
     })
     assert request.context.system_blocks is None and request.context.messages[0].content[0].cache_control is None
     assert request.context.tools[0].deferred is None and request.context.tools[0].anthropic is None
-    assert request.options.anthropic is None
+    assert request.options.passthrough is None
 
 
 def test_the_clients_cache_breakpoints_replace_the_adapters_own():

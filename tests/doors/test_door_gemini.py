@@ -463,6 +463,11 @@ def test_count_tokens_errors_are_in_googles_shape(gw):
                             json={"contents": [{"parts": [{"text": m}]}]}, headers=AUTH)  # fmt: skip
     assert response.status_code == 400 and response.json()["error"]["message"].startswith("model:")
     assert gw.sim.seen(m) == []
+    # A malformed `generateContentRequest` wrapper: a 400 naming the field at fault.
+    for body, field in (({"generateContentRequest": "x"}, "generateContentRequest"),
+                        ({"generateContentRequest": {"contents": []}, "contents": []}, "contents")):  # fmt: skip
+        response = gw.http.post("/v1beta/models/anthropic/text:countTokens", json=body, headers=AUTH)
+        assert response.status_code == 400 and response.json()["error"]["message"].startswith(f"{field}:")
 
 
 def test_models_list_and_get_in_geminis_shape(gw, client):

@@ -8,9 +8,9 @@ import json
 import pytest
 
 from app.contract.messages import AssistantMessage, SystemMessage, ThinkingContent, ToolCall, ToolResultMessage, UserMessage
-from app.doors.anthropic_messages.signatures import Origin
+from app.doors.signatures import Origin
 from app.doors.openai_responses.events import ResponsesEncoder
-from app.doors.openai_responses.reasoning import unwrap_reasoning, wrap_reasoning
+from app.doors.openai_responses.signatures import unwrap_reasoning, wrap_reasoning
 from app.doors.openai_responses.request import decode
 
 ANTHROPIC = Origin("anthropic", "anthropic-messages", "claude-sonnet-4-5")

@@ -8,7 +8,7 @@ import typing
 import pytest
 
 from app.doors import anthropic_messages, gemini, openai_responses, pi, unified
-from app.doors.registry import DoorName, door_at
+from app.doors.registry import DoorName, DoorTable
 from tests.conftest import marker, turn
 
 KEY = "sk-client-door-0001"
@@ -62,6 +62,7 @@ def test_records_and_metrics_name_the_door(gateway):
 
 def test_the_registry_names_every_door_and_finds_a_door_by_its_path():
     assert typing.get_args(DoorName) == ("unified", "pi", "openai-chat", "anthropic-messages", "openai-responses", "gemini")
+    door_at = DoorTable().door_at
     assert door_at("/v1/stream") is door_at("/v1/complete") is unified.DOOR
     assert door_at("//api/stream") is door_at("/api/stream/") is pi.DOOR
     assert door_at("/v1/messages") is anthropic_messages.DOOR

@@ -1,13 +1,15 @@
 """The Anthropic Messages door (`POST /v1/messages`, docs/doors/anthropic-messages.md): `request.py` decodes
-Anthropic's request body into the unified request, `events.py` encodes the normalized events as Anthropic's
-stream and `message` object, `signatures.py` wraps signed thinking with its origin, `errors.py` gives
-errors Anthropic's shape, `count_tokens.py` answers `POST /v1/messages/count_tokens` (`COUNT`)."""
+Anthropic's request body into the unified request (its `system` and `messages` in `conversation.py`),
+`events.py` encodes the normalized events as Anthropic's stream and `message` object (signed thinking
+origin-wrapped, `app.doors.signatures`), `errors.py` gives errors Anthropic's shape, `count_tokens.py` answers
+`POST /v1/messages/count_tokens` (`COUNT`), `models.py` lists the gateway's models in Anthropic's shape,
+`openapi.py` describes the routes."""
 
-from app.doors.anthropic_messages import count_tokens, openapi
+from app.doors.anthropic_messages import count_tokens, models, openapi
 from app.doors.anthropic_messages.errors import refusal_body
 from app.doors.anthropic_messages.events import MessagesEncoder
 from app.doors.anthropic_messages.request import decode
-from app.doors.base import Door, DoorRoute, TokenCountDoor
+from app.doors.base import Door, DoorRoute, ModelListing, TokenCountDoor
 from app.doors.validation import ANY_INDEX
 
 # Where a person's text lives in a Messages body (not in thinking blocks, whose text is signed).
@@ -48,6 +50,7 @@ DOOR = Door(
     prose_paths=PROSE_PATHS,
     schemas=openapi.SCHEMAS,
     count_tokens=COUNT,
+    models=ModelListing(answer=models.model_list, asked=models.asked),
 )
 
 __all__ = ["COUNT", "DOOR"]

@@ -4,12 +4,12 @@
     start                    → message_start (id `msg_<requestId>`, model `<provider>/<model>`, usage so far)
     text_start / _delta      → content_block_start {text} / content_block_delta text_delta
     thinking_start / _delta  → content_block_start {thinking} / content_block_delta thinking_delta
-    thinking_end             → content_block_delta signature_delta (origin-wrapped, see `signatures`)
+    thinking_end             → content_block_delta signature_delta (origin-wrapped, `app.doors.signatures`)
                                then content_block_stop
     thinking, redacted       → content_block_start {redacted_thinking, data: origin-wrapped} + content_block_stop
     toolcall_start / _delta  → content_block_start {tool_use} / content_block_delta input_json_delta
     toolcall_end             → content_block_stop; for a call signed on its own (Gemini), then a thinking block
-                               with empty text and the call's signature (`signatures.wrap_call`), and every later
+                               with empty text and the call's signature (`app.doors.signatures.wrap_call`), and every later
                                block's index moves one on
     *_end                    → content_block_stop
     done                     → message_delta (stop_reason, usage) then message_stop
@@ -32,8 +32,8 @@ from typing import Any, Callable
 import orjson
 
 from app.doors.anthropic_messages.errors import error_body, turn_error
-from app.doors.anthropic_messages.signatures import Origin, wrap, wrap_call
 from app.doors.base import DoorRequest, TurnResult, TurnView
+from app.doors.signatures import Origin, origin_of, wrap, wrap_call
 
 STOP_REASONS = {"stop": "end_turn", "length": "max_tokens", "toolUse": "tool_use"}
 PING = b'event: ping\ndata: {"type":"ping"}\n\n'
@@ -60,10 +60,6 @@ def anthropic_usage(usage: dict[str, Any] | None) -> dict[str, int]:
 
 def served_model(provider: str | None, model: str | None) -> str:
     return f"{provider}/{model}" if provider and model else (model or "")
-
-
-def _origin(source: dict[str, Any]) -> Origin:
-    return Origin(source.get("provider") or "", source.get("api") or "", source.get("model") or "")
 
 
 class MessagesEncoder:
@@ -112,7 +108,7 @@ class MessagesEncoder:
         return turn_error(result)
 
     def _start(self, event: dict[str, Any]) -> bytes:
-        self._origin = _origin(event)
+        self._origin = origin_of(event)
         message = {
             "id": message_id(self.request_id),
             "type": "message",
@@ -176,7 +172,7 @@ class MessagesEncoder:
 
     def _toolcall_end(self, event: dict[str, Any]) -> bytes:
         """The call's block ends; a call signed on its own (Gemini) is followed by a thinking block with empty
-        text that carries its signature (`signatures.wrap_call`), and every later block moves one index on."""
+        text that carries its signature (`app.doors.signatures.wrap_call`), and every later block moves one index on."""
         index = event["contentIndex"]
         stop = self._stop(index)
         signature = event["toolCall"].get("thoughtSignature")
@@ -227,7 +223,7 @@ def _content_block(block: dict[str, Any], origin: Origin) -> dict[str, Any]:
 
 def message_object(message: dict[str, Any], request_id: str) -> dict[str, Any]:
     """The non-streaming answer for a turn that settled `done` (its final `AssistantMessage`)."""
-    origin = _origin(message)
+    origin = origin_of(message)
     return {
         "id": message_id(request_id),
         "type": "message",

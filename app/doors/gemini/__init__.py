@@ -1,15 +1,17 @@
 """The Gemini door (`POST /v1beta/models/{model}:streamGenerateContent?alt=sse`, `:generateContent`, also under
 `/v1/`, and `:countTokens`; docs/doors/gemini.md): `request.py` decodes Gemini's request body (with the model
-of the URL, `bind_url`) into the unified request, `events.py` encodes the normalized events as Gemini's chunks
-and `GenerateContentResponse`, `signatures.py` wraps thought signatures with their origin, `errors.py` gives
-errors Google's shape, `count_tokens.py` answers `:countTokens`, `openapi.py` describes the routes."""
+of the URL, `bind_url`; its `contents` in `conversation.py`, read as proto JSON, `proto_json.py`) into the unified
+request, `events.py` encodes the normalized events as Gemini's chunks and `GenerateContentResponse`,
+`signatures.py` wraps thought signatures with their origin, `errors.py` gives errors Google's shape,
+`count_tokens.py` answers `:countTokens`, `models.py` lists the gateway's models in Gemini's shape (`GET
+/v1beta/models`, and `GET /v1/models` for the Google SDKs), `openapi.py` describes the routes."""
 
 from __future__ import annotations
 
 from functools import partial
 
-from app.doors.base import Door, DoorRoute, TokenCountDoor, TurnView
-from app.doors.gemini import count_tokens, openapi
+from app.doors.base import Door, DoorRoute, ModelListing, ModelRoute, TokenCountDoor, TurnView
+from app.doors.gemini import count_tokens, models, openapi
 from app.doors.gemini.errors import refusal_body
 from app.doors.gemini.events import GeminiArrayEncoder, GeminiEncoder
 from app.doors.gemini.request import GeminiRequest, bind_url, decode
@@ -50,6 +52,27 @@ COUNT = TokenCountDoor(
     prose_paths=COUNT_PROSE_PATHS,
 )
 
+MODELS = ModelListing(
+    answer=models.model_list,
+    asked=models.asked,
+    routes=(
+        ModelRoute(
+            openapi.LIST_PATH, "list_gemini_models", "Models and routes this gateway serves (Gemini's list shape)",
+            "`{\"models\": [Model]}` as Gemini's `GET /v1beta/models` answers (the Google GenAI SDKs' `models.list()`),\n"
+            "each `name` a gateway model name after `models/`; the key may come as `?key=` as on the Gemini door.",
+            openapi.LIST_RESPONSES,
+        ),
+        *(ModelRoute(
+            path, f"get_gemini_model_{path.split('/')[1]}", "One model this gateway serves (Gemini's Model shape)",
+            "Gemini's `GET /v1beta/models/{model}` (the SDKs' `models.get()`, also under `/v1/`); errors in Google's\n"
+            "shape.",
+            openapi.MODEL_RESPONSES,
+        ) for path in openapi.GET_PATHS),
+    ),
+    model=models.model_of,
+    key_in_query=True,
+)
+
 DOOR = Door(
     name="gemini",
     routes=(
@@ -63,6 +86,7 @@ DOOR = Door(
     prose_paths=PROSE_PATHS,
     schemas=openapi.SCHEMAS,
     count_tokens=COUNT,
+    models=MODELS,
 )
 
 __all__ = ["COUNT", "DOOR"]

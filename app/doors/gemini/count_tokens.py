@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from app.doors.base import DoorRequest, Failure
+from app.doors.fields import fail, object_at
 from app.doors.gemini import request
 from app.doors.gemini.errors import failure_error
 
@@ -18,13 +19,10 @@ from app.doors.gemini.errors import failure_error
 def decode(body: dict[str, Any], headers: Mapping[str, str]) -> DoorRequest:
     inner = body.get("generateContentRequest")
     if inner is not None:
-        if not isinstance(inner, dict):
-            raise request.BadRequest(400, "invalid_request_error", "generateContentRequest: must be an object",
-                                     param="generateContentRequest")  # fmt: skip
+        object_at(inner, "generateContentRequest")
         extra = sorted(set(body) - {"generateContentRequest", request.URL_FIELDS})
         if extra:
-            raise request.BadRequest(400, "invalid_request_error", f"{extra[0]}: set contents inside "
-                                     "generateContentRequest, not next to it", param=extra[0])  # fmt: skip
+            fail(extra[0], "set contents inside generateContentRequest, not next to it")
         body = {**inner, request.URL_FIELDS: body.get(request.URL_FIELDS)}
     return request.decode(body, headers)
 

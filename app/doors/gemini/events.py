@@ -32,7 +32,8 @@ from app.contract.events import TERMINAL_TYPES
 from app.doors.base import TurnResult, TurnView
 from app.doors.gemini.errors import error_body, turn_error
 from app.doors.gemini.request import GeminiRequest
-from app.doors.gemini.signatures import Origin, wrap_signature
+from app.doors.gemini.signatures import wrap_signature
+from app.doors.signatures import Origin, origin_of
 
 FINISH_REASONS = {"stop": "STOP", "toolUse": "STOP", "length": "MAX_TOKENS"}
 END = b"\r\n\r\n"
@@ -54,10 +55,6 @@ def usage_metadata(usage: dict[str, Any] | None) -> dict[str, int]:
 
 def served_model(provider: str | None, model: str | None) -> str:
     return f"{provider}/{model}" if provider and model else (model or "")
-
-
-def _origin(source: dict[str, Any]) -> Origin:
-    return Origin(source.get("provider") or "", source.get("api") or "", source.get("model") or "")
 
 
 class GeminiEncoder:
@@ -115,7 +112,7 @@ class GeminiEncoder:
         return self._head + b",".join(orjson.dumps(p) for p in parts) + self._tail
 
     def _start(self, event: dict[str, Any]) -> bytes:
-        self._origin = _origin(event)
+        self._origin = origin_of(event)
         if event.get("provider") and event.get("model"):
             self.model = served_model(event["provider"], event["model"])
             self._frame_ends()
@@ -167,7 +164,7 @@ class GeminiEncoder:
     def response_of(self, message: dict[str, Any]) -> dict[str, Any]:
         """The non-streaming answer for a turn that settled `done` (its final `AssistantMessage`): one part per
         block, thoughts only when asked for."""
-        self._origin = _origin(message)
+        self._origin = origin_of(message)
         parts: list[dict[str, Any]] = []
         for block in message["content"]:
             kind = block["type"]

@@ -1,6 +1,8 @@
-"""`GET /v1beta/models` and `GET /v1beta/models/{model}` in Gemini's shape (the Google GenAI SDKs' `models.list()`
-and `models.get()`): the gateway's model list (`GET /v1/models` entries, built by `app.catalog`) as Gemini
-`Model` objects, `name` being `models/<gateway model name>` so that a client can send it back as is."""
+"""The gateway's model list in Gemini's shape (the Google GenAI SDKs' `models.list()` and `models.get()`), on the
+door's own `GET /v1beta/models` and `GET /v1beta/models/{model}` (also under `/v1/`) and on the shared
+`GET /v1/models` for a Google SDK's request: the catalog's entries (`GET /v1/models`'s `data`, built by
+`app.catalog`) as Gemini `Model` objects, `name` being `models/<gateway model name>` so that a client can send
+it back as is."""
 
 from __future__ import annotations
 
@@ -12,9 +14,10 @@ from app.doors.gemini.request import MODEL_PREFIX
 METHODS = ["generateContent", "streamGenerateContent", "countTokens"]
 
 
-def asks_gemini_shape(headers: Mapping[str, str], query: Mapping[str, str]) -> bool:
+def asked(headers: Mapping[str, str], query: Mapping[str, str]) -> bool:
     """Whether a `GET /v1/models` comes from a Gemini client: the Google GenAI SDKs send their key as
-    `x-goog-api-key` (and `x-goog-api-client`); a `key` query parameter is Google's way too."""
+    `x-goog-api-key` (and `x-goog-api-client`), and send a custom base URL's requests to `/v1/`; a `key` query
+    parameter is Google's way too."""
     return "x-goog-api-key" in headers or "x-goog-api-client" in headers or "key" in query
 
 

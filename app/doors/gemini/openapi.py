@@ -99,6 +99,14 @@ ERRORS = {
 }
 _EXAMPLE = {"contents": [{"role": "user", "parts": [{"text": "Hello"}]}],
             "generationConfig": {"maxOutputTokens": 256}}  # fmt: skip
+# The model routes' answers (`ModelRoute.responses`).
+LIST_RESPONSES: dict[int | str, dict[str, Any]] = {
+    200: {"description": "Gemini's ListModelsResponse", "content": {"application/json": {"schema": ref("GeminiModelList")}}},
+}
+MODEL_RESPONSES: dict[int | str, dict[str, Any]] = {
+    200: {"description": "Gemini's Model", "content": {"application/json": {"schema": ref("GeminiModel")}}},
+    404: {"description": "No such model", "content": {"application/json": {"schema": ref("GeminiErrorBody")}}},
+}
 
 
 def _operation(stream: bool) -> dict[str, Any]:

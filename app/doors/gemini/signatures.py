@@ -1,7 +1,7 @@
 """A vendor's signed reasoning state in a Gemini part's `thoughtSignature`, wrapped with its origin.
 
-The Messages door's origin-wrapped signature (`app.doors.anthropic_messages.signatures`,
-`gw1.<origin>.<the vendor's signature>`) is bytes on this wire: a `thoughtSignature` is a proto `bytes` field,
+The origin-wrapped signature every door hands out (`app.doors.signatures`, `gw1.<origin>.<the vendor's
+signature>`) is bytes on this wire: a `thoughtSignature` is a proto `bytes` field,
 which the Google GenAI SDKs decode from base64 (the Python SDK refuses anything else). So the door hands out
 the wrapped signature's base64, and reads back either base64 alphabet (the SDKs write the bytes again as they
 serialize them). On the way back the origin becomes the replayed model turn's provider / api / model, so the
@@ -14,7 +14,7 @@ from __future__ import annotations
 import base64
 import binascii
 
-from app.doors.anthropic_messages.signatures import Origin, Unwrapped, unwrap, wrap
+from app.doors.signatures import Origin, Unwrapped, unwrap, wrap
 
 
 def wrap_signature(origin: Origin, signature: str | None) -> str:
@@ -33,4 +33,4 @@ def unwrap_signature(value: str) -> Unwrapped | None:
     return None
 
 
-__all__ = ["Origin", "Unwrapped", "unwrap_signature", "wrap_signature"]
+__all__ = ["unwrap_signature", "wrap_signature"]

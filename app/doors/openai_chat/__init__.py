@@ -1,9 +1,12 @@
-"""The OpenAI Chat Completions door: `POST /v1/chat/completions` (docs/doors/openai-chat.md)."""
+"""The OpenAI Chat Completions door: `POST /v1/chat/completions` (docs/doors/openai-chat.md): `request.py` decodes
+the request (its `messages` in `conversation.py`), `events.py` encodes the normalized events as chunks or one
+`chat.completion`, `openapi.py` describes the route; errors are OpenAI's shape (`app.doors.openai_errors`)."""
 
 from app.doors.base import Door, DoorRoute, TurnView
 from app.doors.openai_chat import openapi
 from app.doors.openai_chat.events import ChatEncoder
-from app.doors.openai_chat.request import PROSE_PATHS, ChatRequest, decode, error_body
+from app.doors.openai_chat.request import PROSE_PATHS, ChatRequest, decode
+from app.doors.openai_errors import error_body
 
 
 def _encoder(request_id: str, request: ChatRequest, turn: TurnView) -> ChatEncoder:

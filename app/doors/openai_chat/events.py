@@ -31,24 +31,11 @@ from typing import Any
 import orjson
 
 from app.doors.base import Failure, TurnResult, TurnView
+from app.doors.openai_errors import error_of
 
 DONE = b"data: [DONE]\n\n"
 PING = b": ping\n\n"
 FINISH_REASONS = {"stop": "stop", "length": "length", "toolUse": "tool_calls"}
-
-# (type, code) of a failed turn, in OpenAI's vocabulary where it has one.
-ERROR_TYPES: dict[Failure | None, tuple[str, str]] = {
-    Failure.INVALID_REQUEST: ("invalid_request_error", "upstream_rejected_request"),
-    Failure.RATE_LIMITED: ("rate_limit_error", "rate_limit_exceeded"),
-    Failure.OVERLOADED: ("server_error", "upstream_overloaded"),
-    Failure.TIMEOUT: ("timeout_error", "timeout"),
-    Failure.SHUTTING_DOWN: ("server_error", "gateway_shutting_down"),
-    Failure.ABORTED: ("server_error", "client_disconnected"),
-    # A refusal or safety stop (a blocked prompt included): 400, as OpenAI answers a prompt its filter blocks.
-    Failure.REFUSED: ("invalid_request_error", "refusal"),
-    Failure.UPSTREAM: ("server_error", "upstream_error"),
-    None: ("server_error", "upstream_error"),
-}
 
 
 def usage_of(usage: dict[str, Any]) -> dict[str, Any]:
@@ -64,11 +51,6 @@ def usage_of(usage: dict[str, Any]) -> dict[str, Any]:
         "prompt_tokens_details": {"cached_tokens": cached},
         "completion_tokens_details": {"reasoning_tokens": usage.get("reasoning", 0)},
     }
-
-
-def error_of(result_failure: Failure | None, message: str) -> dict[str, Any]:
-    type_, code = ERROR_TYPES[result_failure]
-    return {"message": message, "type": type_, "param": None, "code": code}
 
 
 class ChatEncoder:

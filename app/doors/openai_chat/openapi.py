@@ -6,26 +6,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from app.doors.openai_errors import ERROR_SCHEMA
 from app.doors.openapi import door_operation
 
 PATH = "/v1/chat/completions"
 
-_ERROR = {
-    "type": "object",
-    "required": ["error"],
-    "properties": {
-        "error": {
-            "type": "object",
-            "required": ["message", "type"],
-            "properties": {
-                "message": {"type": "string"},
-                "type": {"type": "string"},
-                "param": {"type": ["string", "null"], "description": "the offending parameter, e.g. messages.2.tool_call_id"},
-                "code": {"type": ["string", "null"]},
-            },
-        }
-    },
-}
 _MESSAGE = {
     "type": "object",
     "required": ["role"],
@@ -72,7 +57,7 @@ SCHEMAS: dict[str, Any] = {
             "usage": {"type": "object"},
         },
     },
-    "OpenAIErrorBody": _ERROR,
+    "OpenAIErrorBody": ERROR_SCHEMA,
 }
 
 _DESCRIPTIONS = {

@@ -1,18 +1,20 @@
 """The OpenAI Responses door (`POST /v1/responses`, docs/doors/openai-responses.md): `request.py` decodes a
-Responses request into the unified request, `events.py` encodes the normalized events as the Responses
-stream and `response` object, `reasoning.py` wraps a vendor's reasoning state with its origin in
-`encrypted_content`, `input_tokens.py` answers `POST /v1/responses/input_tokens`, `input_items.py` lists a
-stored response's input items, `openapi.py` describes the routes."""
+Responses request into the unified request (its `input` items in `conversation.py`), `events.py` encodes the
+normalized events as the Responses stream and `response` object, `signatures.py` wraps a vendor's reasoning
+state with its origin in `encrypted_content`, `stored.py` names stored responses, `compaction.py` and
+`compact.py` compact a conversation, `count_tokens.py` answers `POST /v1/responses/input_tokens`,
+`input_items.py` lists a stored response's input items, `openapi.py` describes the routes; errors are OpenAI's
+shape (`app.doors.openai_errors`)."""
 
 from typing import Any
 
 from app.doors.base import Door, DoorRoute, StoredResponse, StoredResponses, TokenCountDoor, TurnResult, TurnView
 from app.doors.errors import BadRequest
-from app.doors.openai_responses import compact, input_items, input_tokens, openapi
+from app.doors.openai_errors import error_body
+from app.doors.openai_responses import compact, count_tokens, input_items, openapi
 from app.doors.openai_responses.events import ResponsesEncoder
-from app.doors.openai_responses.request import (
-    PROSE_PATHS, ResponsesRequest, decode, error_body, response_id, response_not_found, wanted,
-)  # fmt: skip
+from app.doors.openai_responses.request import PROSE_PATHS, ResponsesRequest, decode
+from app.doors.openai_responses.stored import response_id, response_not_found, wanted
 
 
 def _encoder(request_id: str, request: ResponsesRequest, turn: TurnView) -> ResponsesEncoder:
@@ -33,15 +35,15 @@ def _deleted(response_id: str) -> dict[str, Any]:
     return {"id": response_id, "object": "response.deleted", "deleted": True}
 
 
-INPUT_TOKENS = TokenCountDoor(
+COUNT = TokenCountDoor(
     route=DoorRoute(
-        input_tokens.PATH, "count_response_input_tokens",
+        count_tokens.PATH, "count_response_input_tokens",
         "OpenAI Responses door: the serving vendor's own count of a request's input tokens", ("doors",),
         openapi.input_tokens_operation,
     ),
-    decode=input_tokens.decode,
-    answer=input_tokens.answer,
-    failed=input_tokens.failed,
+    decode=count_tokens.decode,
+    answer=count_tokens.answer,
+    failed=count_tokens.failed,
     error_body=error_body,
     prose_paths=PROSE_PATHS,
 )
@@ -73,7 +75,7 @@ DOOR = Door(
     frames_carry_ids=False,
     prose_paths=PROSE_PATHS,
     schemas=openapi.SCHEMAS,
-    count_tokens=INPUT_TOKENS,
+    count_tokens=COUNT,
     stored=StoredResponses(
         wanted=wanted, response_id=response_id, decode=decode, keep=_keep, not_found=response_not_found,
         path=openapi.STORED_PATH, deleted=_deleted, operation=openapi.stored_operation,

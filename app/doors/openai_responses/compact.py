@@ -9,7 +9,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Mapping
 
-from app.doors.openai_chat.request import invalid, unsupported
+from app.doors.fields import invalid, unsupported
 from app.doors.openai_responses import compaction, request
 
 PATH = "/v1/responses/compact"

@@ -11,14 +11,14 @@
                                `reasoning_text` part, then response.reasoning_text.delta)
     thinking_end             → response.reasoning_summary_text.done + response.reasoning_summary_part.done (or
                                response.reasoning_text.done + response.content_part.done), response.output_item.done
-                               with `encrypted_content` (origin-wrapped, `reasoning.py`) when the request's
+                               with `encrypted_content` (origin-wrapped, `signatures.py`) when the request's
                                `include` asks for `reasoning.encrypted_content`
     toolcall_start           → response.output_item.added (a `function_call` item, `call_id` = the vendor's call id;
                                a function of a `namespace` tool group has its own `name` and the `namespace`)
     toolcall_delta           → response.function_call_arguments.delta
     toolcall_end             → response.function_call_arguments.done, response.output_item.done; a call signed on
                                its own (Gemini) is followed, with the `include`, by a `reasoning` item carrying
-                               its signature (`gw1c.`, `reasoning.py`), and later items' `output_index` move on
+                               its signature (`gw1c.`, `signatures.py`), and later items' `output_index` move on
     websearch_start          → response.output_item.added (a `web_search_call` item), response.web_search_call.in_progress,
                                response.web_search_call.searching (only for a request with a hosted `web_search`)
     websearch_end            → response.web_search_call.completed, response.output_item.done (`action`: `search` with
@@ -48,12 +48,13 @@ from typing import Any, Callable
 
 import orjson
 
-from app.doors.anthropic_messages.signatures import Origin, wrap_call
 from app.doors.base import Failure, TurnResult, TurnView
-from app.doors.openai_chat.events import ERROR_TYPES, error_of
+from app.doors.openai_errors import FAILURE_TYPES, error_of
 from app.doors.openai_responses.compaction import compaction_item
-from app.doors.openai_responses.reasoning import wrap_reasoning
-from app.doors.openai_responses.request import ResponsesRequest, response_id
+from app.doors.openai_responses.request import ResponsesRequest
+from app.doors.openai_responses.signatures import wrap_reasoning
+from app.doors.openai_responses.stored import response_id
+from app.doors.signatures import Origin, origin_of, wrap_call
 
 PING = b": ping\n\n"
 RAW_REASONING_APIS = frozenset({"openai-completions"})  # vendors whose thinking is the raw reasoning, not a summary
@@ -78,10 +79,6 @@ def usage_of(usage: dict[str, Any] | None) -> dict[str, Any]:
         "output_tokens_details": {"reasoning_tokens": usage.get("reasoning", 0)},
         "total_tokens": input_tokens + output,
     }
-
-
-def _origin(source: dict[str, Any]) -> Origin:
-    return Origin(source.get("provider") or "", source.get("api") or "", source.get("model") or "")
 
 
 class ResponsesEncoder:
@@ -161,7 +158,7 @@ class ResponsesEncoder:
     # ------------------------------------------------------------------------------------------ events
 
     def _start(self, event: dict[str, Any]) -> bytes:
-        self._origin = _origin(event)
+        self._origin = origin_of(event)
         self._raw = self._origin.api in RAW_REASONING_APIS
         if event.get("provider") and event.get("model"):
             self.model = f"{event['provider']}/{event['model']}"
@@ -281,7 +278,7 @@ class ResponsesEncoder:
     def _call_signature_item(
         self, call: dict[str, Any], index: int, origin: Origin, status: str, encrypted: bool = False
     ) -> dict[str, Any] | None:
-        """The reasoning item that carries a function call's own signature (`reasoning.py`, `gw1c.`), shown only
+        """The reasoning item that carries a function call's own signature (`signatures.py`, `gw1c.`), shown only
         with `include: ["reasoning.encrypted_content"]` (and always stored); None for a call without one."""
         if not call.get("thoughtSignature") or not (encrypted or self._request.include_encrypted_reasoning):
             return None
@@ -390,7 +387,7 @@ class ResponsesEncoder:
         if self._request.compaction:  # the text the model wrote is the summary
             summary = "".join(b.get("text", "") for b in message.get("content") or [] if b.get("type") == "text")
             return [compaction_item(self._item_id("compaction", 0), summary)]
-        origin = _origin(message) if message.get("api") else self._origin
+        origin = origin_of(message) if message.get("api") else self._origin
         raw = origin.api in RAW_REASONING_APIS
         streamed = self._sequence > 0
         items = []
@@ -452,6 +449,6 @@ class ResponsesEncoder:
 
 def failed_error(failure: Failure | None, message: str) -> dict[str, Any]:
     """`response.error` of a failed turn: a code of the API's closed set and the vendor's reason; `type` is the
-    kind the Chat Completions door gives the same failure (`timeout_error`, `server_error`, …)."""
-    type_, _ = ERROR_TYPES[failure]
+    kind an error in OpenAI's shape gives the same failure (`timeout_error`, `server_error`, …)."""
+    type_, _ = FAILURE_TYPES[failure]
     return {"code": FAILED_CODES.get(failure, "server_error"), "message": message, "type": type_}

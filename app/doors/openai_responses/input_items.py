@@ -17,7 +17,7 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from app.doors.base import StoredResponse
-from app.doors.openai_chat.request import invalid
+from app.doors.fields import invalid
 from app.doors.openai_responses.request import ENCRYPTED_REASONING
 
 DEFAULT_LIMIT, MAX_LIMIT = 20, 100

@@ -1,12 +1,13 @@
 """The door's entry in the OpenAPI document (`app.api.openapi`): request and response shapes, in brief.
 
 Every field and event, and what the gateway does with each per vendor, is in docs/doors/openai-responses.md;
-OpenAI's own API reference describes the objects. Errors share the Chat Completions door's shape."""
+OpenAI's own API reference describes the objects. Errors are OpenAI's shape (`app.doors.openai_errors`)."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from app.doors.openai_errors import ERROR_SCHEMA
 from app.doors.openapi import door_operation
 
 PATH = "/v1/responses"
@@ -102,6 +103,7 @@ SCHEMAS: dict[str, Any] = {
         "required": ["id", "object", "deleted"],
         "properties": {"id": {"type": "string"}, "object": {"const": "response.deleted"}, "deleted": {"const": True}},
     },
+    "OpenAIErrorBody": ERROR_SCHEMA,
 }
 
 _DESCRIPTIONS = {

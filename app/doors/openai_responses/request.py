@@ -4,18 +4,12 @@ Each request field is honoured (mapped onto the unified request), accepted and i
 cannot change the answer (listed in docs/doors/openai-responses.md), or refused with a 400 in OpenAI's error
 shape naming it in `param`. `FIELDS` below is the source of truth in code.
 
-`input` is a string (one user message) or a list of items. Consecutive assistant-side items (`reasoning`, an
-assistant `message`, `function_call`) form one unified assistant message; its origin (provider, api, model)
-is the one a `reasoning` item's `encrypted_content` carries (`app.doors.openai_responses.reasoning`), so
-same-model reasoning returns to its vendor exactly and never reaches another. A `function_call_output` must
-answer a `function_call` of an earlier item. `system` / `developer` messages before the conversation join
-`instructions` as the system prompt; later ones stay at their position (each adapter sends them as its
-vendor's own instruction).
-
-Stored responses (`store`, the API's default): `wanted(body)` names the stored responses a body builds on
-(`previous_response_id`, and those an `item_reference`'s id belongs to); the HTTP glue loads the key's own and
-passes them to `decode`, which reads the continued conversation before `input` and resolves references; the
-decoded request's `items` are the conversation so far as wire items, which the glue keeps with the output.
+`input` (a string or a list of items) is read by `conversation.py`, after the stored conversation a body
+continues. Stored responses (`store`, the API's default): `wanted(body)` (`stored.py`) names the stored
+responses a body builds on (`previous_response_id`, and those an `item_reference`'s id belongs to); the HTTP glue
+loads the key's own and passes them to `decode`, which reads the continued conversation before `input` and
+resolves references; the decoded request's `items` are the conversation so far as wire items, which the glue
+keeps with the output.
 
 Hosted tools are never refused: `web_search` becomes `options.hostedTools.webSearch`, which the serving
 vendor's own search runs where the catalog allows it (`app.providers.hosted`; else the turn names it dropped);
@@ -24,43 +18,26 @@ the others (`file_search`, …) and other non-function tools the door drops and 
 group go to the vendor as `<namespace>__<name>`; `namespaced` maps them back for the encoder's function_call
 items, which carry the `namespace`.
 
-A `compaction_trigger` as the last input item asks for remote compaction, and a `compaction` item carries a
-summary the door made earlier (`app.doors.openai_responses.compaction`).
+A `compaction_trigger` as the last input item asks for remote compaction (`compaction.py`).
 """
 
 from __future__ import annotations
 
-import base64
-import binascii
 import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
-import orjson
 from pydantic import ValidationError
 
-from app.contract.messages import (
-    DOOR_VALIDATION,
-    AssistantMessage,
-    Context,
-    ImageContent,
-    Message,
-    SystemMessage,
-    TextContent,
-    ThinkingContent,
-    Tool,
-    ToolCall,
-    ToolResultMessage,
-    UserMessage,
-)
+from app.contract.messages import DOOR_VALIDATION, Context, Tool, UserMessage
 from app.contract.request import HostedToolsOption, Reasoning, StreamOptions, StreamRequest, ToolChoiceTool, WebSearch
 from app.doors.base import DROPPED_TOOLS_HEADER, DoorRequest, StoredResponse
-from app.doors.errors import BadRequest
-from app.doors.openai_chat.request import accept_default, error_body, invalid, refuse, structured_output, unsupported
-from app.doors.openai_chat.request import JSON_OBJECT
+from app.doors.fields import bool_or, integer_at, invalid, kind, list_at, number_at, object_at, string_at, unsupported
+from app.doors.openai_fields import accept_default, metadata, refuse, session_id, stream_options
 from app.doors.openai_responses import compaction
-from app.doors.anthropic_messages.signatures import SignedCall, Unwrapped
-from app.doors.openai_responses.reasoning import Opaque, Origin, unwrap_reasoning
+from app.doors.openai_responses.conversation import NAMESPACE_SEPARATOR, Conversation
+from app.doors.openai_responses.stored import response_not_found, wanted
+from app.doors.structured_output import JSON_OBJECT, structured_output
 from app.doors.validation import ANY_INDEX
 
 # Where a person's text lives in a Responses body (not in reasoning items, whose text may be signed).
@@ -80,7 +57,6 @@ EFFORTS: dict[str, Reasoning | None] = {
 }  # fmt: skip
 SUMMARIES = ("auto", "concise", "detailed")
 MAX_TOKENS = 1_000_000
-_DATA_URL = re.compile(r"^data:(image/[A-Za-z0-9.+-]+);base64,(.*)$", re.S)
 _TOOL_NAME = re.compile(r"[A-Za-z0-9_.:-]{1,128}")
 _NAMESPACE = re.compile(r"[A-Za-z0-9_]{1,64}")
 
@@ -105,44 +81,6 @@ class ResponsesRequest(DoorRequest):
     namespaced: dict[str, tuple[str, str]] = field(default_factory=dict)
 
 
-def response_not_found(param: str | None, response_id: str) -> BadRequest:
-    """The 404 for a stored response that is not there (another key's, expired, deleted or never stored), in
-    OpenAI's words; `error_body` makes the type `invalid_request_error` and the code the kind given here."""
-    if param is None:  # GET / DELETE /v1/responses/{id}
-        return BadRequest(404, "not_found", f"Response with id {response_id!r} not found.")
-    return BadRequest(404, "previous_response_not_found", f"Previous response with id {response_id!r} not found.", param)
-
-
-def response_id(request_id: str) -> str:
-    """The id of the response that answers request `request_id` (its items' ids embed the request id too)."""
-    return f"resp_{request_id}"
-
-
-def response_id_of_item(item_id: str) -> str | None:
-    """The response an output item of this door belongs to (`msg_<request id>_<n>` → `resp_<request id>`)."""
-    kind, _, rest = item_id.partition("_")
-    request_id, _, index = rest.rpartition("_")
-    if kind in ("msg", "rs", "fc") and request_id.startswith("req_") and index.isdigit():
-        return response_id(request_id)
-    return None
-
-
-def wanted(body: dict[str, Any]) -> tuple[str | None, frozenset[str]]:
-    """The stored response `body` continues (`previous_response_id`) and those its `item_reference`s point into."""
-    previous = body.get("previous_response_id")
-    if previous is not None:
-        previous = _string(previous, "previous_response_id", max_length=256, empty=False)
-    referred: set[str] = set()
-    items = body.get("input")
-    if isinstance(items, list):
-        for item in items:
-            if isinstance(item, dict) and item.get("type") == "item_reference" and isinstance(item.get("id"), str):
-                response_id = response_id_of_item(item["id"])
-                if response_id is not None:
-                    referred.add(response_id)
-    return previous, frozenset(referred - {previous})
-
-
 # ---------------------------------------------------------------------------------------------- fields
 
 
@@ -152,7 +90,7 @@ def ignore_typed(*kinds: type) -> Callable[[str, Any], None]:
 
     def check(param: str, value: Any) -> None:
         if value is not None and (not isinstance(value, kinds) or (isinstance(value, bool) and bool not in kinds)):
-            raise invalid(param, f"must be {' or '.join(_kind(k()) for k in kinds)}, not {_kind(value)}")
+            raise invalid(param, f"must be {' or '.join(kind(k()) for k in kinds)}, not {kind(value)}")
 
     return check
 
@@ -213,11 +151,11 @@ def _decode(body: dict[str, Any], stored: Mapping[str, StoredResponse]) -> Respo
     model = body.get("model")
     if not isinstance(model, str) or not model:
         raise invalid("model", "a model name is required (a string)")
-    stream = _bool(body, "stream", False)
-    _stream_options(body.get("stream_options"), stream)
-    store = _bool(body, "store", True)
+    stream = bool_or(body.get("stream"), "stream", False)
+    stream_options(body.get("stream_options"), stream, ("include_obfuscation",))  # none is sent: nothing to pad
+    store = bool_or(body.get("store"), "store", True)
     previous, _ = wanted(body)
-    parallel = _bool(body, "parallel_tool_calls", True)
+    parallel = bool_or(body.get("parallel_tool_calls"), "parallel_tool_calls", True)
     include = _include(body.get("include"))
     tools, dropped, namespaced = _tools(body.get("tools"))
     # A web search goes to the adapters as `options.hostedTools`: the serving vendor's own search runs it where
@@ -227,7 +165,7 @@ def _decode(body: dict[str, Any], stored: Mapping[str, StoredResponse]) -> Respo
     instructions = body.get("instructions")
     if instructions is not None and not isinstance(instructions, str):
         raise invalid("instructions", "must be a string")
-    conversation = _Conversation(stored, namespaced)
+    conversation = Conversation(stored, namespaced)
     if previous is not None:
         if previous not in stored:
             raise response_not_found("previous_response_id", previous)
@@ -275,72 +213,16 @@ def _decode(body: dict[str, Any], stored: Mapping[str, StoredResponse]) -> Respo
     )
 
 
-def _kind(value: Any) -> str:
-    return {dict: "an object", list: "an array", str: "a string", bool: "a boolean", type(None): "null"}.get(
-        type(value), "a number"
-    )
-
-
-def _bool(body: dict[str, Any], key: str, default: bool, prefix: str = "") -> bool:
-    value = body.get(key)
-    if value is None:
-        return default
-    if not isinstance(value, bool):
-        raise invalid(prefix + key, f"must be a boolean, not {_kind(value)}")
-    return value
-
-
 def _number(body: dict[str, Any], key: str, low: float, high: float) -> float | None:
-    value = body.get(key)
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise invalid(key, f"must be a number, not {_kind(value)}")
-    if not low <= value <= high:
-        raise invalid(key, f"must be between {low:g} and {high:g}")
-    return float(value)
-
-
-def _string(value: Any, param: str, *, max_length: int = 512, empty: bool = True) -> str:
-    if not isinstance(value, str):
-        raise invalid(param, f"must be a string, not {_kind(value)}")
-    if len(value) > max_length:
-        raise invalid(param, f"must be at most {max_length} characters")
-    if not empty and not value:
-        raise invalid(param, "must not be empty")
-    return value
-
-
-def _object(value: Any, param: str) -> dict[str, Any]:
-    if not isinstance(value, dict):
-        raise invalid(param, f"must be an object, not {_kind(value)}")
-    return value
-
-
-def _list(value: Any, param: str) -> list[Any]:
-    if not isinstance(value, list):
-        raise invalid(param, f"must be an array, not {_kind(value)}")
-    return value
-
-
-def _stream_options(value: Any, stream: bool) -> None:
-    if value is None:
-        return
-    options = _object(value, "stream_options")
-    for key in options:
-        if key != "include_obfuscation":
-            raise invalid(f"stream_options.{key}", "unrecognized stream option")
-    _bool(options, "include_obfuscation", False, "stream_options.")  # no obfuscation is sent: nothing to pad
-    if not stream:
-        raise invalid("stream_options", "only allowed when stream is true")
+    return None if body.get(key) is None else number_at(body[key], key, low, high)
 
 
 def _include(value: Any) -> list[str]:
     if value is None:
         return []
-    items = _list(value, "include")
+    items = list_at(value, "include")
     for i, item in enumerate(items):
-        _string(item, f"include.{i}")
+        string_at(item, f"include.{i}", max_length=512)
         if item == "message.output_text.logprobs":
             raise unsupported(f"include.{i}", "log probabilities are not offered across vendors")
     return items
@@ -352,21 +234,7 @@ def _include(value: Any) -> list[str]:
 def _options(body: dict[str, Any], tools: list[Tool]) -> StreamOptions:
     max_tokens = body.get("max_output_tokens")
     if max_tokens is not None:
-        if isinstance(max_tokens, bool) or not isinstance(max_tokens, int):
-            raise invalid("max_output_tokens", f"must be an integer, not {_kind(max_tokens)}")
-        if not 1 <= max_tokens <= MAX_TOKENS:
-            raise invalid("max_output_tokens", f"must be between 1 and {MAX_TOKENS}")
-    metadata: dict[str, Any] = {}
-    raw_metadata = body.get("metadata")
-    if raw_metadata is not None:
-        if not isinstance(raw_metadata, dict) or not all(isinstance(v, str) for v in raw_metadata.values()):
-            raise invalid("metadata", "must be an object of string values")
-        metadata.update(raw_metadata)
-    for key in ("user", "safety_identifier"):
-        if body.get(key) is not None:
-            # The end user's id, passed to vendors that take one (Anthropic metadata.user_id).
-            metadata.setdefault("userId", _string(body[key], key))
-    session = body.get("prompt_cache_key")
+        integer_at(max_tokens, "max_output_tokens", 1, MAX_TOKENS)
     json_schema = _json_schema(body.get("text"))
     return StreamOptions.model_validate(
         {
@@ -375,8 +243,8 @@ def _options(body: dict[str, Any], tools: list[Tool]) -> StreamOptions:
             "top_p": _number(body, "top_p", 0, 1),
             "reasoning": _reasoning(body.get("reasoning")),
             "tool_choice": _tool_choice(body.get("tool_choice"), tools),
-            "metadata": metadata or None,
-            "session_id": _string(session, "prompt_cache_key", max_length=256) if session is not None else None,
+            "metadata": metadata(body),
+            "session_id": session_id(body),
             # Only `false` is carried: the vendors' default is parallel calls.
             "parallel_tool_calls": False if body.get("parallel_tool_calls") is False else None,
             **structured_output(json_schema),
@@ -388,7 +256,7 @@ def _options(body: dict[str, Any], tools: list[Tool]) -> StreamOptions:
 def _reasoning(value: Any) -> Reasoning | None:
     if value is None:
         return None
-    reasoning = _object(value, "reasoning")
+    reasoning = object_at(value, "reasoning")
     for key in reasoning:
         if key not in ("effort", "summary", "generate_summary"):
             raise invalid(f"reasoning.{key}", "unrecognized reasoning option")
@@ -409,7 +277,7 @@ def _json_schema(value: Any) -> dict[str, Any] | None:
     every vendor's structured output gets."""
     if value is None:
         return None
-    text = _object(value, "text")
+    text = object_at(value, "text")
     for key in text:
         if key not in ("format", "verbosity"):
             raise invalid(f"text.{key}", "unrecognized text option")
@@ -418,7 +286,7 @@ def _json_schema(value: Any) -> dict[str, Any] | None:
         raise invalid("text.verbosity", "must be one of low, medium, high")
     if text.get("format") is None:
         return None
-    form = _object(text["format"], "text.format")
+    form = object_at(text["format"], "text.format")
     kind = form.get("type")
     if kind == "text":
         return None
@@ -427,8 +295,8 @@ def _json_schema(value: Any) -> dict[str, Any] | None:
     if kind != "json_schema":
         raise invalid("text.format.type", "must be text, json_object or json_schema")
     if form.get("name") is not None:
-        _string(form["name"], "text.format.name", max_length=64)
-    return _object(form.get("schema"), "text.format.schema")
+        string_at(form["name"], "text.format.name", max_length=64)
+    return object_at(form.get("schema"), "text.format.schema")
 
 
 def _tool_choice(value: Any, tools: list[Tool]) -> str | ToolChoiceTool | None:
@@ -458,12 +326,9 @@ def _web_search(value: Any) -> WebSearch | None:
     `search_context_size` are not carried: docs/adapters/web-search.md)."""
     for i, tool in enumerate(value if isinstance(value, list) else ()):
         if isinstance(tool, dict) and tool.get("type") in WEB_SEARCH_TYPES:
-            live = _bool(tool, "external_web_access", True, f"tools.{i}.")
+            live = bool_or(tool.get("external_web_access"), f"tools.{i}.external_web_access", True)
             return WebSearch(external_web_access=live)
     return None
-
-
-NAMESPACE_SEPARATOR = "__"  # a namespaced function's name at the vendor: `<namespace>__<name>`
 
 
 def _tools(value: Any) -> tuple[list[Tool], list[str], dict[str, tuple[str, str]]]:
@@ -489,7 +354,7 @@ def _tools(value: Any) -> tuple[list[Tool], list[str], dict[str, tuple[str, str]
             namespaced[flat] = (namespace, name)
         description = tool.get("description")
         if description is not None:
-            _string(description, f"{param}.description", max_length=100_000)
+            string_at(description, f"{param}.description", max_length=100_000)
         parameters = tool.get("parameters")
         if parameters is None:
             parameters = {"type": "object", "properties": {}}
@@ -505,10 +370,10 @@ def _tools(value: Any) -> tuple[list[Tool], list[str], dict[str, tuple[str, str]
         if kind not in dropped:
             dropped.append(kind)
 
-    for i, raw in enumerate(_list(value, "tools")):
+    for i, raw in enumerate(list_at(value, "tools")):
         param = f"tools.{i}"
-        tool = _object(raw, param)
-        kind = _string(tool.get("type"), f"{param}.type", max_length=128, empty=False)
+        tool = object_at(raw, param)
+        kind = string_at(tool.get("type"), f"{param}.type", max_length=128, empty=False)
         if kind == "function":
             function(tool, param, None)
         elif kind == "namespace":
@@ -516,10 +381,10 @@ def _tools(value: Any) -> tuple[list[Tool], list[str], dict[str, tuple[str, str]
             if not isinstance(namespace, str) or not _NAMESPACE.fullmatch(namespace):
                 raise invalid(f"{param}.name", "must be 1-64 letters, digits or _")
             group = tool.get("description")
-            group = _string(group, f"{param}.description", max_length=100_000) if group is not None else ""
-            for j, inner in enumerate(_list(tool.get("tools"), f"{param}.tools")):
-                inner = _object(inner, f"{param}.tools.{j}")
-                inner_kind = _string(inner.get("type"), f"{param}.tools.{j}.type", max_length=128, empty=False)
+            group = string_at(group, f"{param}.description", max_length=100_000) if group is not None else ""
+            for j, inner in enumerate(list_at(tool.get("tools"), f"{param}.tools")):
+                inner = object_at(inner, f"{param}.tools.{j}")
+                inner_kind = string_at(inner.get("type"), f"{param}.tools.{j}.type", max_length=128, empty=False)
                 if inner_kind == "function":
                     function(inner, f"{param}.tools.{j}", namespace, group)
                 else:
@@ -527,324 +392,3 @@ def _tools(value: Any) -> tuple[list[Tool], list[str], dict[str, tuple[str, str]
         else:
             drop(kind)
     return tools, dropped, namespaced
-
-
-# ---------------------------------------------------------------------------------------------- input
-
-
-class _Conversation:
-    """Reads `input` in order into unified messages (see the module docstring)."""
-
-    def __init__(
-        self, stored: Mapping[str, StoredResponse] | None = None, namespaced: Mapping[str, tuple[str, str]] | None = None
-    ) -> None:
-        self.stored = stored or {}
-        self.namespaces = {pair: flat for flat, pair in (namespaced or {}).items()}  # (namespace, name) → flat
-        self.items: list[dict[str, Any]] = []  # every item read, as wire items (references resolved)
-        self._by_id: dict[str, dict[str, Any]] = {}  # the items read so far that have an id
-        self.messages: list[Message] = []
-        self.system: list[str] = []  # system / developer text before the conversation
-        self.calls: dict[str, str] = {}  # call id → tool name, of every function_call so far
-        self.answered: set[str] = set()
-        self._assistant: list[Any] | None = None  # the open assistant message's blocks (reasoning as `_Reasoning`)
-        self._origin: Origin | None = None
-        self.compaction = False  # `input` ended with a compaction trigger
-
-    def read_stored(self, items: list[dict[str, Any]]) -> None:
-        """The conversation of the stored response a request continues (read before its `input`)."""
-        for i, item in enumerate(items):
-            self._item(item, f"previous_response_id.{i}")
-        self._close_assistant()
-
-    def read(self, value: Any) -> None:
-        if isinstance(value, str):
-            if not value:
-                raise invalid("input", "must not be empty")
-            self._close_assistant()
-            self.items.append({"type": "message", "role": "user", "content": value})
-            self.messages.append(UserMessage(content=value))
-            return
-        if not isinstance(value, list) or not value:
-            raise invalid("input", "must be a string or a non-empty array of input items")
-        last = len(value) - 1
-        for i, raw in enumerate(value):
-            if isinstance(raw, dict) and raw.get("type") == compaction.TRIGGER:
-                if i != last:
-                    raise invalid(f"input.{i}.type", "a compaction_trigger must be the last input item")
-                self.compaction = True  # a request control, not part of the conversation: never stored
-                continue
-            self._item(raw, f"input.{i}")
-        self._close_assistant()
-        if not self.messages:
-            raise invalid("input", "needs at least one user, assistant or tool item besides system messages")
-
-    def _referred(self, item: dict[str, Any], param: str) -> dict[str, Any]:
-        """The stored item an `item_reference` names: one read before it (the conversation continued
-        included), or an output item of another stored response of the key."""
-        item_id = _string(item.get("id"), f"{param}.id", max_length=256, empty=False)
-        found = self._by_id.get(item_id)
-        if found is None:
-            response_id = response_id_of_item(item_id)
-            stored = self.stored.get(response_id) if response_id else None
-            found = next((i for i in stored.items if i.get("id") == item_id), None) if stored else None
-        if found is None:
-            raise invalid(f"{param}.id", f"item_reference {item_id!r} names no stored item of this key (stored "
-                          "responses are kept with store: true, and only for the retention period)")  # fmt: skip
-        return found
-
-    def _item(self, raw: Any, param: str) -> None:
-        item = _object(raw, param)
-        kind = item.get("type", "message" if "role" in item else None)
-        if kind == "item_reference":
-            item = self._referred(item, param)
-            kind = item.get("type", "message" if "role" in item else None)
-        self.items.append(item)
-        if isinstance(item.get("id"), str):
-            self._by_id[item["id"]] = item
-        if kind == "message":
-            self._message(item, param)
-        elif kind == "function_call":
-            self._function_call(item, param)
-        elif kind == "function_call_output":
-            self._function_call_output(item, param)
-        elif kind == "reasoning":
-            self._reasoning(item, param)
-        elif kind in compaction.ITEM_TYPES:
-            self._compaction(item, param)
-        elif kind == "web_search_call":
-            pass  # a search the vendor ran for an earlier answer (which holds what it found): nothing to replay
-        elif isinstance(kind, str):
-            raise invalid(f"{param}.type", f"input items of type {kind!r} are not supported (message, function_call, "
-                          "function_call_output, reasoning, compaction, web_search_call and item_reference "
-                          "are)")  # fmt: skip
-        else:
-            raise invalid(f"{param}.type", "must be a string naming the item type")
-
-    # -- assistant-side items join one assistant message
-
-    def _assistant_blocks(self) -> list[Any]:
-        if self._assistant is None:
-            self._assistant = []
-            self._origin = None
-        return self._assistant
-
-    def _close_assistant(self) -> None:
-        blocks, origin = self._assistant, self._origin
-        self._assistant = None
-        if blocks is None:
-            return
-        content = []
-        for block in blocks:
-            if isinstance(block, (_Reasoning, SignedCall)):
-                thinking = block.block(origin)
-                if thinking is not None:
-                    content.append(thinking)
-            else:
-                content.append(block)
-        if not content:  # only reasoning that cannot be replayed (foreign and without text): nothing to send
-            return
-        has_calls = any(isinstance(b, ToolCall) for b in content)
-        self.messages.append(
-            AssistantMessage(
-                content=content,
-                provider=origin.provider if origin else None,
-                api=origin.api if origin else None,
-                model=origin.model if origin else None,
-                stop_reason="toolUse" if has_calls else "stop",
-            )
-        )
-
-    def _message(self, item: dict[str, Any], param: str) -> None:
-        role = item.get("role")
-        content = item.get("content")
-        if role == "assistant":
-            blocks = self._assistant_blocks()
-            text = _assistant_text(content, f"{param}.content")
-            if text:
-                blocks.append(TextContent(text=text))
-            return
-        self._close_assistant()
-        if role in ("system", "developer"):
-            text = _input_text(content, f"{param}.content")
-            if not self.messages:
-                self.system.append(text)
-            elif text:
-                self.messages.append(
-                    SystemMessage.model_validate({"content": [{"text": text}]}, context=DOOR_VALIDATION)
-                )
-        elif role == "user":
-            self.messages.append(UserMessage(content=_user_content(content, f"{param}.content")))
-        else:
-            raise invalid(f"{param}.role", "must be one of user, assistant, system, developer")
-
-    def _function_call(self, item: dict[str, Any], param: str) -> None:
-        call_id = _string(item.get("call_id"), f"{param}.call_id", max_length=256, empty=False)
-        name = _string(item.get("name"), f"{param}.name", max_length=128, empty=False)
-        namespace = item.get("namespace")
-        if namespace is not None:  # a function of a namespace group: its name at the vendor
-            namespace = _string(namespace, f"{param}.namespace", max_length=64, empty=False)
-            name = self.namespaces.get((namespace, name), f"{namespace}{NAMESPACE_SEPARATOR}{name}")
-        if call_id in self.calls:
-            raise invalid(f"{param}.call_id", f"function call {call_id!r} appears more than once")
-        arguments = item.get("arguments")
-        if not isinstance(arguments, str):
-            raise invalid(f"{param}.arguments", "must be a string of JSON")
-        try:
-            parsed = orjson.loads(arguments) if arguments.strip() else {}
-        except orjson.JSONDecodeError as exc:
-            raise invalid(f"{param}.arguments", f"is not valid JSON: {exc}") from None
-        if not isinstance(parsed, dict):
-            raise invalid(f"{param}.arguments", "must be a JSON object")
-        self.calls[call_id] = name
-        self._assistant_blocks().append(ToolCall(id=call_id, name=name, arguments=parsed))
-
-    def _function_call_output(self, item: dict[str, Any], param: str) -> None:
-        self._close_assistant()
-        call_id = _string(item.get("call_id"), f"{param}.call_id", max_length=256, empty=False)
-        if call_id not in self.calls:
-            raise invalid(f"{param}.call_id", f"{call_id!r} answers no function_call of an earlier item")
-        if call_id in self.answered:
-            raise invalid(f"{param}.call_id", f"function call {call_id!r} is answered more than once")
-        self.answered.add(call_id)
-        output = item.get("output")
-        if isinstance(output, str):
-            content: list[TextContent | ImageContent] = [TextContent(text=output)]
-        else:
-            content = _parts(output, f"{param}.output", allow_empty=True)
-        self.messages.append(ToolResultMessage(tool_call_id=call_id, tool_name=self.calls[call_id], content=content))
-
-    def _compaction(self, item: dict[str, Any], param: str) -> None:
-        """A compaction item this door made: its summary stands for the conversation before it."""
-        self._close_assistant()
-        encrypted = _string(item.get("encrypted_content"), f"{param}.encrypted_content", max_length=10_000_000)
-        summary = compaction.unwrap_summary(encrypted)
-        if summary is None:
-            raise unsupported(f"{param}.encrypted_content", "this compaction item was not made by this gateway: its "
-                              "content is encrypted by the service that made it and cannot be read here")  # fmt: skip
-        self.messages.append(UserMessage(content=compaction.SUMMARY_PREFIX + summary))
-
-    def _reasoning(self, item: dict[str, Any], param: str) -> None:
-        summary = [_typed_text(p, f"{param}.summary.{j}", "summary_text")
-                   for j, p in enumerate(_list(item.get("summary", []), f"{param}.summary"))]  # fmt: skip
-        content = item.get("content")
-        texts = [_typed_text(p, f"{param}.content.{j}", "reasoning_text")
-                 for j, p in enumerate(_list(content, f"{param}.content"))] if content is not None else []  # fmt: skip
-        encrypted = item.get("encrypted_content")
-        opaque = unwrap_reasoning(_string(encrypted, f"{param}.encrypted_content", max_length=10_000_000)) if encrypted is not None else None
-        blocks = self._assistant_blocks()
-        if opaque is not None and self._origin is None:
-            self._origin = opaque.origin
-        if opaque is not None and opaque.call:  # a function call's own signature: it goes on the call before it
-            if blocks and isinstance(blocks[-1], ToolCall):
-                blocks[-1] = SignedCall(blocks[-1], Unwrapped(opaque.origin, opaque.signature))
-            return
-        # Raw reasoning text when the item has it, else its summary (what this door sent for the block).
-        blocks.append(_Reasoning("\n\n".join(texts) if texts else "\n\n".join(summary), opaque))
-
-
-@dataclass(frozen=True, slots=True)
-class _Reasoning:
-    """A reasoning item as the client sent it; what it becomes depends on the assistant message's origin (the
-    first origin-wrapped `encrypted_content` in it), known once the whole message is read."""
-
-    text: str
-    opaque: Opaque | None
-
-    def block(self, origin: Origin | None) -> ThinkingContent | None:
-        """The vendor's state stays only when it comes from the message's origin; redacted reasoning from
-        anywhere else cannot be replayed to anyone and is left out."""
-        own = self.opaque is not None and self.opaque.origin == origin
-        signature = self.opaque.signature if own and self.opaque.signature else None
-        if self.opaque is not None and self.opaque.redacted:
-            return ThinkingContent(thinking="", thinking_signature=signature, redacted=True) if signature else None
-        if not self.text and signature is None:
-            return None
-        return ThinkingContent(thinking=self.text, thinking_signature=signature)
-
-
-def _typed_text(part: Any, param: str, kind: str) -> str:
-    part = _object(part, param)
-    if part.get("type") != kind:
-        raise invalid(f"{param}.type", f"must be {kind!r}")
-    return _string(part.get("text"), f"{param}.text", max_length=10_000_000)
-
-
-def _input_text(content: Any, param: str) -> str:
-    """System / developer content: a string or `input_text` parts, joined."""
-    if isinstance(content, str):
-        return content
-    parts = _list(content, param)
-    return "".join(_typed_text(p, f"{param}.{j}", "input_text") for j, p in enumerate(parts))
-
-
-def _assistant_text(content: Any, param: str) -> str:
-    """Assistant content: a string or `output_text` / `refusal` parts, joined."""
-    if isinstance(content, str):
-        return content
-    texts = []
-    for j, raw in enumerate(_list(content, param)):
-        part = _object(raw, f"{param}.{j}")
-        kind = part.get("type")
-        if kind in ("output_text", "input_text"):
-            texts.append(_string(part.get("text"), f"{param}.{j}.text", max_length=10_000_000))
-        elif kind == "refusal":
-            texts.append(_string(part.get("refusal"), f"{param}.{j}.refusal", max_length=10_000_000))
-        else:
-            raise invalid(f"{param}.{j}.type", "must be output_text or refusal")
-    return "".join(texts)
-
-
-def _user_content(content: Any, param: str) -> str | list[TextContent | ImageContent]:
-    if isinstance(content, str):
-        return content
-    return _parts(content, param, allow_empty=False)
-
-
-def _parts(content: Any, param: str, *, allow_empty: bool) -> list[TextContent | ImageContent]:
-    """`input_text` / `input_image` parts (a user message's content, a function call's output)."""
-    parts = _list(content, param)
-    if not parts and not allow_empty:
-        raise invalid(param, "must be a string or a non-empty array of content parts")
-    blocks: list[TextContent | ImageContent] = []
-    for j, raw in enumerate(parts):
-        where = f"{param}.{j}"
-        part = _object(raw, where)
-        kind = part.get("type")
-        if kind in ("input_text", "output_text"):
-            blocks.append(TextContent(text=_string(part.get("text"), f"{where}.text", max_length=10_000_000)))
-        elif kind == "input_image":
-            blocks.append(_image(part, where))
-        elif kind in ("input_file", "input_audio"):
-            raise unsupported(f"{where}.type", f"{kind} content parts are not supported")
-        else:
-            raise invalid(f"{where}.type", "must be input_text or input_image")
-    return blocks
-
-
-def _image(part: dict[str, Any], param: str) -> ImageContent:
-    if part.get("file_id") is not None:
-        raise unsupported(f"{param}.file_id", "uploaded files are not supported: send the image as a data: URL")
-    url = part.get("image_url")
-    if not isinstance(url, str):
-        raise invalid(f"{param}.image_url", "must be a string")
-    if url.startswith(("http://", "https://")):
-        raise unsupported(
-            f"{param}.image_url", "the gateway never fetches URLs: send the image inline as a data:image/...;base64, URL"
-        )
-    match = _DATA_URL.match(url)
-    if match is None:
-        raise invalid(f"{param}.image_url", "must be a data:image/<type>;base64,<data> URL")
-    data = match.group(2)
-    if not data:
-        raise invalid(f"{param}.image_url", "the data URL is empty")
-    try:
-        base64.b64decode(data, validate=True)
-    except (binascii.Error, ValueError):
-        raise invalid(f"{param}.image_url", "the data URL's payload is not valid base64") from None
-    return ImageContent(data=data, mime_type=match.group(1).lower())
-
-
-__all__ = [
-    "DROPPED_TOOLS_HEADER", "FIELDS", "PROSE_PATHS", "ResponsesRequest", "decode", "error_body", "response_not_found",
-    "wanted",
-]  # fmt: skip

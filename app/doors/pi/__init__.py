@@ -2,9 +2,9 @@
 
 from app.contract.request import PiStreamRequest
 from app.doors.base import Door, DoorRoute
-from app.doors.pi import openapi
-from app.doors.pi.events import PiEncoder
-from app.doors.pi.request import decode, error_body
+from app.doors.pi import events, openapi
+from app.doors.pi.errors import error_body
+from app.doors.pi.request import decode
 
 DOOR = Door(
     name="pi",
@@ -15,7 +15,7 @@ DOOR = Door(
         ),
     ),
     decode=decode,
-    encoder=lambda request_id, _request, _turn: PiEncoder(),
+    encoder=events.encoder,
     error_body=error_body,
     frames_carry_ids=True,  # the unified frames, `id: N` included (a resumable stream once had a second one)
     prose_paths=PiStreamRequest.PROSE_PATHS,

@@ -1,12 +1,12 @@
 """pi's client reads the unified event stream (docs/api.md §11): each event on one `data: ` line of one-line
-JSON; it ignores `id:`, `event:` and comment lines, so the unified frames serve it as they are."""
+JSON; it ignores `id:`, `event:` and comment lines, so the unified frames (`app.doors.unified_frames`) serve it
+as they are. pi has no non-streaming call: the encoder's `complete` is never used for this door."""
 
 from __future__ import annotations
 
-from app.doors.unified.events import UnifiedEncoder
+from app.doors.base import DoorRequest, TurnView
+from app.doors.unified_frames import UnifiedEncoder
 
 
-class PiEncoder(UnifiedEncoder):
-    """The unified frames. pi has no non-streaming call; `complete` is never used for this door."""
-
-    __slots__ = ()
+def encoder(request_id: str, request: DoorRequest, turn: TurnView) -> UnifiedEncoder:
+    return UnifiedEncoder()

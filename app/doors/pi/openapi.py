@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from app.doors.unified.openapi import TURN_CODES, errors, request_body, stream_ok
+from app.doors.openapi import TURN_CODES, errors, request_body, stream_ok
 
 EXAMPLE = {
     "model": {"provider": "anthropic", "id": "claude-sonnet-4-5"},

@@ -19,8 +19,3 @@ def decode(body: dict[str, Any], headers: Mapping[str, str]) -> DoorRequest:
         return DoorRequest(unified=request.unified())
     except ValidationError:  # e.g. a provider name that cannot form a `<provider>/<model id>` reference
         raise BadRequest(422, "validation_error", "model: provider and id do not name a model", param="model") from None
-
-
-def error_body(error: BadRequest) -> dict[str, Any]:
-    """pi's client shows `error` as a string."""
-    return {"error": error.message}

@@ -1,16 +1,10 @@
 """The gateway's own door: `/v1/stream` (SSE of normalized events) and `/v1/complete` (docs/api.md §3-§8)."""
 
 from app.contract.request import StreamRequest
-from app.doors.base import Door, DoorRequest, DoorRoute, TurnView
-from app.doors.unified import openapi
-from app.doors.unified.events import UnifiedEncoder
-from app.doors.unified.request import decode, error_body
-from app.stream.partial_arguments import PartialArguments
-
-
-def _encoder(request_id: str, request: DoorRequest, _turn: TurnView) -> UnifiedEncoder:
-    return UnifiedEncoder(PartialArguments() if request.unified.options.partial_arguments else None)
-
+from app.doors.base import Door, DoorRoute
+from app.doors.unified import events, openapi
+from app.doors.unified.errors import error_body
+from app.doors.unified.request import decode
 
 DOOR = Door(
     name="unified",
@@ -25,7 +19,7 @@ DOOR = Door(
         ),
     ),
     decode=decode,
-    encoder=_encoder,
+    encoder=events.encoder,
     error_body=error_body,
     frames_carry_ids=True,  # `id: N` on every frame (the event's sequence number)
     prose_paths=StreamRequest.PROSE_PATHS,

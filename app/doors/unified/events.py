@@ -1,46 +1,12 @@
-"""Encode normalized events as the gateway's own SSE frames (docs/api.md §5) and `/v1/complete` answers (§8)."""
+"""The unified door's encoder: the gateway's own frames (`app.doors.unified_frames`), each `toolcall_delta` with
+`partialArguments` (the arguments parsed so far) when the request asks for them (`options.partialArguments`)."""
 
 from __future__ import annotations
 
-from typing import Any, Callable
-
-import orjson
-
-from app.doors.base import TurnResult
-
-PING = b": ping\n\n"
+from app.doors.base import DoorRequest, TurnView
+from app.doors.unified_frames import UnifiedEncoder
+from app.stream.partial_arguments import PartialArguments
 
 
-class UnifiedEncoder:
-    """`id: N` / `event: <type>` / `data: <event JSON>` per event; `: ping` comments while idle."""
-
-    hold_until_start = False  # the stream always starts; an error before `start` is its `error` event
-
-    __slots__ = ("sequence", "transform")
-
-    def __init__(self, transform: Callable[[dict[str, Any]], dict[str, Any]] | None = None) -> None:
-        """`transform` maps each event before it is written (e.g. `partialArguments` on request)."""
-        self.sequence = 0
-        self.transform = transform
-
-    def encode(self, event: dict[str, Any]) -> bytes:
-        if self.transform is not None:
-            event = self.transform(event)
-        data = orjson.dumps(event)  # may raise: the SSE writer settles the turn as an internal error
-        self.sequence += 1
-        # orjson escapes every control character, so `data` is always one line: the frame is safe to write
-        # as bytes, without re-encoding the JSON.
-        return b"id: %d\nevent: %s\ndata: %s\n\n" % (self.sequence, event["type"].encode(), data)
-
-    def ping(self) -> bytes:
-        return PING
-
-    def complete(self, result: TurnResult) -> tuple[int, Any]:
-        """`200` with the AssistantMessage, or `502` with the error, the partial message and the request id."""
-        if result.outcome == "done":
-            return 200, result.message
-        error = {"type": "upstream_error", "message": result.error_message, "param": None}
-        return 502, {"error": error, "message": result.message, "requestId": result.request_id}
-
-    def refuse(self, result: TurnResult) -> tuple[int, Any] | None:
-        return None
+def encoder(request_id: str, request: DoorRequest, turn: TurnView) -> UnifiedEncoder:
+    return UnifiedEncoder(PartialArguments() if request.unified.options.partial_arguments else None)

@@ -5,15 +5,9 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from app.doors.validation import validate
-from app.doors.errors import BadRequest
 from app.contract.request import StreamRequest
 from app.doors.base import DoorRequest
 
 
 def decode(body: dict[str, Any], headers: Mapping[str, str]) -> DoorRequest:
     return DoorRequest(unified=validate(body, StreamRequest))
-
-
-def error_body(error: BadRequest) -> dict[str, Any]:
-    """docs/api.md §9: `{"error": {"type", "message", "param"}}`."""
-    return {"error": {"type": error.type, "message": error.message, "param": error.param}}

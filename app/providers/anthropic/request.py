@@ -4,8 +4,9 @@ Prompt caching: the breakpoints an Anthropic client placed (`cache_control` on s
 tool results and tools, as the Messages door carries them) go where the client put them; a request with none
 gets the adapter's own two (the system prompt and the last user block). A system message inside the
 conversation is sent as Anthropic's own `role: "system"` message at its position; the client's top-level
-`thinking`, `output_config`, `context_management` and `anthropic-beta` flags (`options.anthropic`) go as they
-came, `thinking` in place of the one derived from `options.reasoning`.
+`thinking`, `output_config`, `context_management` and `anthropic-beta` flags (what the door passes through to
+this api, `options.passthrough_for(API)`) go as they came, `thinking` in place of the one derived from
+`options.reasoning`.
 
 Options: `stop` → `stop_sequences`; `toolChoice` "auto" / "none" / "required" / a named tool → `tool_choice`
 `{type: auto | none | any | tool}` (only sent with tools), with `disable_parallel_tool_use` when a door asked for
@@ -44,7 +45,7 @@ _CACHE = {"type": "ephemeral"}
 THINKING_MIN_TOP_P = 0.95
 WEB_SEARCH_TOOL = "web_search_20250305"  # Anthropic's server-side web search (`app.providers.hosted`)
 _TOOL_CHOICE = {"auto": "auto", "none": "none", "required": "any"}
-# Top-level fields of the client's (`options.anthropic`) sent as they came, besides `thinking`.
+# Top-level fields of the client's (`options.passthrough_for(API)`) sent as they came, besides `thinking`.
 PASSED_AS_SENT = ("output_config", "context_management", "cache_control", "service_tier", "speed", "inference_geo")
 
 
@@ -164,7 +165,7 @@ def tool_choice(options: StreamOptions) -> dict[str, Any] | None:
 
 def request_headers(options: StreamOptions) -> dict[str, str] | None:
     """The client's `anthropic-beta` flags, as it sent them (they name the beta fields the request carries)."""
-    betas = (options.anthropic or {}).get("betas")
+    betas = options.passthrough_for(API).get("betas")
     return {"anthropic-beta": ",".join(betas)} if betas else None
 
 
@@ -173,7 +174,7 @@ def build_request(model: ModelInfo, context: Context, options: StreamOptions) ->
     max_tokens = options.max_tokens or (model.max_tokens // 3 if model.max_tokens else DEFAULT_MAX_TOKENS)
     if model.max_tokens:
         max_tokens = min(max_tokens, model.max_tokens)  # a request above the model's limit would only fail upstream
-    native = options.anthropic or {}
+    native = options.passthrough_for(API)
     # The client's breakpoints (on blocks, tools, or the top-level automatic one) replace the adapter's own two.
     own_breakpoints = native.get("cache_control") is None and not has_client_breakpoints(context)
     params: dict[str, Any] = {

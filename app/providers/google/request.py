@@ -212,9 +212,9 @@ def system_instruction(context: Context) -> list[str]:
 
 
 def _gemini_fields(native: dict[str, Any], config: dict[str, Any]) -> None:
-    """What a Gemini door client sent for Gemini alone (`options.google`): its `safetySettings`, `cachedContent`,
-    `topK`, a `topP` sent with thinking, and its own `thinkingConfig` budget or level instead of the one derived
-    from the unified level (thoughts are always asked for: the door shows them or not)."""
+    """What a Gemini door client sent for Gemini alone (`options.passthrough_for(API)`): its `safetySettings`,
+    `cachedContent`, `topK`, a `topP` sent with thinking, and its own `thinkingConfig` budget or level instead of
+    the one derived from the unified level (thoughts are always asked for: the door shows them or not)."""
     if native.get("safetySettings"):
         config["safety_settings"] = native["safetySettings"]
     if native.get("cachedContent"):
@@ -267,8 +267,8 @@ def build_request(model: ModelInfo, context: Context, options: StreamOptions) ->
         config["response_json_schema"] = options.json_schema
     elif options.json_object:
         config["response_mime_type"] = "application/json"
-    if options.google:
-        _gemini_fields(options.google, config)
+    if native := options.passthrough_for(API):
+        _gemini_fields(native, config)
     contents = convert_contents(context, Target.of(model, API))
     if not contents:  # `check_request` refuses what it can see cheaply; this is the exact rule
         raise ProviderError(f"cannot be sent this request: {NOTHING_TO_SEND}", kind=ErrorKind.REQUEST)

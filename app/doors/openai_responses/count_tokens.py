@@ -12,8 +12,8 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from app.doors.base import DoorRequest, Failure
-from app.doors.openai_chat.events import error_of
-from app.doors.openai_chat.request import unsupported
+from app.doors.fields import unsupported
+from app.doors.openai_errors import error_of
 from app.doors.openai_responses import request
 
 PATH = "/v1/responses/input_tokens"

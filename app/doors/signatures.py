@@ -1,22 +1,23 @@
-"""Signed thinking that round-trips through an Anthropic Messages client, without leaking across vendors.
+"""Signed reasoning that round-trips through a client, without leaking across vendors: the origin wrapping
+every door uses for a vendor's signature (each door carries the wrapped string in its own wire's place for it).
 
-The door hands a client a `thinking` block's `signature` (and a `redacted_thinking` block's `data`) as an
+A door hands a client a signature (the Messages door's `thinking` block `signature` and `redacted_thinking`
+`data`, the Responses door's reasoning item `encrypted_content`, the Gemini door's `thoughtSignature`) as an
 *origin-wrapped* string:
 
     gw1.<base64url(JSON ["<provider>", "<api>", "<model>"]), no padding>.<the vendor's signature, verbatim>
 
-and unwraps it when the client sends the block back. The origin becomes the replayed assistant message's
+and unwraps it when the client sends it back. The origin becomes the replayed assistant message's
 `provider` / `api` / `model`, so the adapter's cross-provider handoff (`app.providers.handoff`) keeps the
 vendor's signature only when the conversation is still on the model that made it, and otherwise replays the
 thinking as plain text (or drops redacted thinking) instead of sending a foreign signature to a vendor.
 
 A tool call's own signature (Gemini's `thoughtSignature` on a `functionCall` part, which Gemini 3 wants back on
-that call) has no block of its own on this wire: the door hands it out in a `thinking` block with empty text
-right after the call's `tool_use`, its signature marked `gw1c.` instead of `gw1.` (`wrap_call`), and on the way
-back puts it on the `tool_use` just before (`unwrap_call`); the Responses door carries it the same way in a
-`reasoning` item.
+that call) is marked `gw1c.` instead of `gw1.` (`wrap_call`): a wire with no place for it on the call (the
+Messages door's `tool_use`, the Responses door's `function_call`) hands it out in a block of its own right after
+the call, and on the way back puts it on the call just before (`unwrap_call`, `SignedCall`).
 
-A signature without the `gw1.` prefix (say one a client got from Anthropic directly) has no known origin and
+A signature without the `gw1.` prefix (say one a client got from a vendor directly) has no known origin and
 is treated as foreign. The wrapper is provenance, not a security boundary: a forged origin can only make the
 gateway hand a client-supplied string to a vendor as a signature, which the vendor verifies itself.
 """
@@ -26,6 +27,7 @@ from __future__ import annotations
 import base64
 import binascii
 from dataclasses import dataclass
+from typing import Any
 
 import orjson
 
@@ -48,6 +50,11 @@ class Origin:
 class Unwrapped:
     origin: Origin
     signature: str  # the vendor's own signature ("" when the vendor signed nothing)
+
+
+def origin_of(source: dict[str, Any]) -> Origin:
+    """The origin named by a normalized event or message (`start`, the final `AssistantMessage`)."""
+    return Origin(source.get("provider") or "", source.get("api") or "", source.get("model") or "")
 
 
 def wrap(origin: Origin, signature: str | None) -> str:

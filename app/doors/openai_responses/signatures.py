@@ -1,7 +1,7 @@
 """A vendor's opaque reasoning state in a `reasoning` item's `encrypted_content`, wrapped with its origin.
 
-The door hands a client a reasoning item whose `encrypted_content` is the Messages door's origin-wrapped
-signature (`app.doors.anthropic_messages.signatures`):
+The door hands a client a reasoning item whose `encrypted_content` is the origin-wrapped signature every door
+hands out (`app.doors.signatures`):
 
     gw1.<base64url(JSON ["<provider>", "<api>", "<model>"])>.<the vendor's state, verbatim>
 
@@ -10,16 +10,17 @@ signature, the serialized OpenAI reasoning item (with OpenAI's own `encrypted_co
 signature. A redacted block (Anthropic `redacted_thinking`, which has no text and is a different block type
 there) is marked by a `r` after the version: `gw1r.<…>`. A function call's own signature (Gemini's
 `thoughtSignature` on a `functionCall` part) is a reasoning item of its own, with no text, right after the call,
-marked `gw1c.<…>` (the Messages door's `wrap_call`); on the way back it goes on the `function_call` before it. On the way back the origin becomes the replayed
-assistant message's provider / api / model, so the adapters' cross-provider handoff keeps the state only when
-the conversation is still on the model that made it, and never sends it to another vendor.
+marked `gw1c.<…>` (`app.doors.signatures.wrap_call`); on the way back it goes on the `function_call` before it.
+On the way back the origin becomes the replayed assistant message's provider / api / model, so the adapters'
+cross-provider handoff keeps the state only when the conversation is still on the model that made it, and never
+sends it to another vendor.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from app.doors.anthropic_messages.signatures import PREFIX, Origin, unwrap, unwrap_call, wrap
+from app.doors.signatures import PREFIX, Origin, unwrap, unwrap_call, wrap
 
 REDACTED_PREFIX = PREFIX[:-1] + "r."  # "gw1r."
 
@@ -51,4 +52,4 @@ def unwrap_reasoning(value: str) -> Opaque | None:
     return Opaque(unwrapped.origin, unwrapped.signature, redacted)
 
 
-__all__ = ["Opaque", "Origin", "unwrap_reasoning", "wrap_reasoning"]
+__all__ = ["Opaque", "unwrap_reasoning", "wrap_reasoning"]
