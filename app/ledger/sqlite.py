@@ -55,7 +55,7 @@ MIGRATIONS: dict[int, list[str]] = {
         "CREATE INDEX IF NOT EXISTS gateway_requests_created ON gateway_requests (created_at DESC, request_id DESC)",
         "CREATE INDEX IF NOT EXISTS gateway_requests_open ON gateway_requests (instance_id) WHERE outcome IS NULL",
     ],
-    # The door (client wire format) a request came through: unified, pi, openai-chat, anthropic-messages.
+    # The door (client wire format) a request came through: a door's name (`DOORS`, app/doors/registry.py).
     2: ["ALTER TABLE gateway_requests ADD COLUMN door TEXT"],
     # Instance heartbeats (app/ledger/liveness.py).
     3: [
