@@ -129,10 +129,11 @@ def test_everything_the_dockerfile_copies_is_in_the_build_context() -> None:
         line.strip() for line in (ROOT / ".dockerignore").read_text().splitlines() if line.strip() and not line.startswith("#")
     ]
     copies = [args for word, args in dockerfile_instructions((ROOT / "Dockerfile").read_text()) if word == "COPY"]
-    sources = [s for args in copies if "--from=" not in args for s in args.split()[:-1] if not s.startswith("--")]
+    sources = [
+        s.rstrip("/") for args in copies if "--from=" not in args for s in args.split()[:-1] if not s.startswith("--")
+    ]
     assert sources
     for source in sources:
-        source = source.rstrip("/")
         assert (ROOT / source).exists(), f"COPY {source}: no such file"
         files = [source] if (ROOT / source).is_file() else [
             str(p.relative_to(ROOT)) for p in (ROOT / source).rglob("*.py")
