@@ -1,10 +1,10 @@
-# The two commands a newcomer needs: `make run` (demo gateway on 127.0.0.1:8080) and `make test`.
+# The commands a newcomer needs: `make run` (demo gateway on 127.0.0.1:8080), `make check` and `make test`.
 PYTHON ?= python3
 VENV := .venv
 UV := $(VENV)/bin/uv
 PY := $(VENV)/bin/python
 
-.PHONY: run test bench venv clean image-smoke npm-packages
+.PHONY: run check test bench venv clean image-smoke npm-packages
 
 $(UV):
 	$(PYTHON) -m venv $(VENV)
@@ -15,6 +15,12 @@ venv: $(UV)
 
 run: venv
 	GATEWAY_DEMO=$${GATEWAY_DEMO:-1} $(PY) -m app
+
+# The gate (docs/internals.md, "The gate"): lint, format and types, as configured in pyproject.toml.
+check: venv
+	$(VENV)/bin/ruff check
+	$(VENV)/bin/ruff format --check
+	$(VENV)/bin/mypy
 
 test: venv npm-packages
 	$(PY) -m pytest $(PYTEST_ARGS)

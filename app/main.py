@@ -55,6 +55,7 @@ log = logging.getLogger("gateway")
 def demo_settings(settings: Settings) -> Settings:
     """Point every provider at the simulator mounted on this same server, with demo keys."""
     base = settings.model_copy(update={"demo": True}).simulator_url()
+    assert base is not None  # in demo mode there is one
     settings = with_demo_clouds(settings, base)  # Bedrock, Vertex AI and Azure OpenAI providers on the simulator
     return settings.model_copy(
         update={
@@ -189,8 +190,9 @@ def create_app(
     async def validation_error(request: Request, exc: RequestValidationError) -> Response:
         return error_response(invalid_request(list(exc.errors())), table.door_at(route_path(request.scope)))
 
-    app.add_exception_handler(HTTPException, http_error)
-    app.add_exception_handler(RequestValidationError, validation_error)
+    # Starlette types a handler as taking any Exception; it calls each with the class it is registered for.
+    app.add_exception_handler(HTTPException, http_error)  # type: ignore[arg-type]
+    app.add_exception_handler(RequestValidationError, validation_error)  # type: ignore[arg-type]
     if settings.demo:
         from simulator.app import create_simulator
 

@@ -4,6 +4,7 @@ and the event store of resumable streams (`app.resume.redis_store`) both get the
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 from redis.asyncio import BlockingConnectionPool, Redis
 from redis.asyncio.retry import Retry
@@ -22,7 +23,7 @@ def redis_client(
     that a Redis restart closed is replaced instead of failing the call. With `max_connections`, a call that
     finds every connection in use waits for one (at most `pool_timeout`, default `timeout`) instead of failing
     at once."""
-    options = dict(
+    options: dict[str, Any] = dict(
         socket_timeout=timeout,
         socket_connect_timeout=timeout,
         retry=Retry(NoBackoff(), 1),

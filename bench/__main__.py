@@ -52,7 +52,8 @@ def _raise_fd_limit() -> None:
         resource.setrlimit(resource.RLIMIT_NOFILE, (want, hard))  # inherited by the two servers
 
 
-async def _run(args: argparse.Namespace, name: str) -> dict[str, Any]:
+async def _run(args: argparse.Namespace, out: str) -> dict[str, Any]:
+    """Runs the chosen scenarios, writing the figures so far under the results name `out` after each."""
     chosen = args.scenarios or list(SCENARIOS)
     started = time.monotonic()
     results: dict[str, Any] = {"meta": {
@@ -70,7 +71,6 @@ async def _run(args: argparse.Namespace, name: str) -> dict[str, Any]:
     try:
         await bench.warmup()
         results["meta"]["databaseUrl"] = bench.database_url or "gateway default"
-        out = name
         for name in chosen:
             t0 = time.monotonic()
             load0 = round(os.getloadavg()[0], 2)

@@ -152,14 +152,14 @@ class Target:
             })
         agent = self.agent and self.path is Path.GATEWAY
         if self.gemini:  # the model is in the path (`url_path`)
-            body = {"contents": [{"role": "user", "parts": [{"text": prompt}]}], "generationConfig": {"maxOutputTokens": 4096}}
+            body: dict[str, Any] = {"contents": [{"role": "user", "parts": [{"text": prompt}]}], "generationConfig": {"maxOutputTokens": 4096}}
             if agent:
                 body["systemInstruction"] = {"parts": [{"text": AGENT_SYSTEM}]}
                 body["tools"] = [{"functionDeclarations": [{"name": t["name"], "description": t["description"],
                                                             "parametersJsonSchema": t["parameters"]} for t in AGENT_TOOLS]}]  # fmt: skip
             return orjson.dumps(body)
         if self.anthropic_wire:  # the Anthropic door, like the Chat Completions one, coalesces at the server default
-            body: dict[str, Any] = {
+            body = {
                 "model": scenario if self.path is Path.DIRECT else f"{self.provider}/{scenario}",
                 "max_tokens": 4096, "stream": True,
                 "messages": [{"role": "user", "content": [{"type": "text", "text": prompt}]}],

@@ -133,8 +133,8 @@ async def run(quick: bool) -> dict[str, Any]:
             }
         import redis
 
-        keys = redis.Redis(port=redis_port).keys("gw:*")
-        out["redisKeysWritten"] = sorted({k.decode().split(":")[1] for k in keys})  # the limits really ran
+        keys = redis.Redis(port=redis_port, decode_responses=True).keys("gw:*")
+        out["redisKeysWritten"] = sorted({str(k).split(":")[1] for k in keys})  # the limits really ran
         out["loadavgEnd"] = os.getloadavg()
         return out
     finally:

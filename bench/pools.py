@@ -168,7 +168,8 @@ async def run(quick: bool) -> dict[str, Any]:
         cpu_single = median(e[single]["cpuMsPerTurn"] for e in per_round)
         cpu_pool = median(e["pool3"]["cpuMsPerTurn"] for e in per_round)
         paired = compare([{"direct": e[single], "gateway": e["pool3"]} for e in per_round], ["cpuMsPerTurn"])
-        overhead = (paired["ratio"]["cpuMsPerTurn"] - 1) * 100
+        ratio = paired["ratio"]["cpuMsPerTurn"]
+        overhead = None if ratio is None else round((ratio - 1) * 100, 1)
         latency = {}
         for model in ("weighted3", "fastest3"):
             await _batch(gateway, model, 1, 10)  # the estimates settle (steady state)
@@ -180,7 +181,7 @@ async def run(quick: bool) -> dict[str, Any]:
             "rounds": per_round,
             "cpuMsPerTurnSingle": round(cpu_single, 3),
             "cpuMsPerTurnPool3": round(cpu_pool, 3),
-            "poolCpuOverheadPct": round(overhead, 1),
+            "poolCpuOverheadPct": overhead,
             "latency": latency,
             "lowestLatencyP99Ratio": round(latency["fastest3"]["ttftP99Ms"] / latency["weighted3"]["ttftP99Ms"], 3),
             "cache": cache,

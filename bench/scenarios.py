@@ -667,16 +667,21 @@ async def cancel(bench: Bench) -> dict[str, Any]:
     summary = compare(per_round, ("p50Ms", "p99Ms"))
     gw_latencies = [x for r in per_round for x in r["gateway"]["latenciesMs"]]
     d_latencies = [x for r in per_round for x in r["direct"]["latenciesMs"]]
-    for r in per_round:
-        for p in r.values():
+    for paths in per_round:
+        for p in paths.values():
             p.pop("latenciesMs")
     return {
         "cancels": total, "scenario": paced(), "rounds": per_round, **summary,
-        "gateway": {"p50Ms": round(pct(gw_latencies, 50), 3), "p99Ms": round(pct(gw_latencies, 99), 3),
+        "gateway": {"p50Ms": _rounded(pct(gw_latencies, 50)), "p99Ms": _rounded(pct(gw_latencies, 99)),
                     "missed": sum(r["gateway"]["missed"] for r in per_round)},
-        "direct": {"p50Ms": round(pct(d_latencies, 50), 3), "p99Ms": round(pct(d_latencies, 99), 3),
+        "direct": {"p50Ms": _rounded(pct(d_latencies, 50)), "p99Ms": _rounded(pct(d_latencies, 99)),
                    "missed": sum(r["direct"]["missed"] for r in per_round)},
     }
+
+
+def _rounded(ms: float | None) -> float | None:
+    """A latency to the microsecond; None (every cancel of the batch missed) stays None."""
+    return None if ms is None else round(ms, 3)
 
 
 async def _cancel_batch(bench: Bench, path: Path, count: int, parallel: int) -> dict[str, Any]:
@@ -700,8 +705,7 @@ async def _cancel_batch(bench: Bench, path: Path, count: int, parallel: int) -> 
             continue
         latencies.append((entry["closedAt"] - result.closed_wall) * 1000)
     return {"cancels": count, "missed": missed, "latenciesMs": latencies,
-            "p50Ms": round(pct(latencies, 50), 3) if latencies else None,
-            "p99Ms": round(pct(latencies, 99), 3) if latencies else None}
+            "p50Ms": _rounded(pct(latencies, 50)), "p99Ms": _rounded(pct(latencies, 99))}
 
 
 # ---------------------------------------------------------------------- 6. ledger on
@@ -731,7 +735,7 @@ async def ledger(bench: Bench, baseline_max: int | None = None) -> dict[str, Any
         sweep = [await paced_level(bench, c) for c in levels]
         entry["concurrency"] = {"levels": sweep, "maxSustained": sustained(sweep)}
         out["backends"][name] = entry
-    await bench.restart_gateway(os.environ.get("BENCH_DATABASE_URL"), **baseline_env)
+    await bench.restart_gateway(os.environ.get("BENCH_DATABASE_URL"), workers=1, **baseline_env)
     return out
 
 

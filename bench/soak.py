@@ -165,7 +165,7 @@ async def traffic(url: str, seconds: float, concurrency: int, fault_rate: float,
 
 async def fetch_records(url: str, ids: list[str]) -> tuple[int | None, Counter]:
     """Settled records among `ids` (None when the gateway has no record API)."""
-    settled, outcomes = 0, Counter()
+    settled, outcomes = 0, Counter[str]()
     sem = asyncio.Semaphore(16)
     async with httpx.AsyncClient(base_url=url, timeout=30) as client:
         probe = await client.get(f"/v1/requests/{ids[0]}") if ids else None

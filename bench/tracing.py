@@ -67,7 +67,7 @@ class OtlpSink:
 
 def _serve_sink(port: int, exports: Any, received: Any) -> None:
     class Handler(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:  # noqa: N802
+        def do_POST(self) -> None:
             body = self.rfile.read(int(self.headers.get("content-length", 0)))
             with exports.get_lock():
                 exports.value += 1

@@ -156,13 +156,15 @@ class ScenarioResponse:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         entry = self.entry
-        watcher = asyncio.create_task(self._watch(receive, asyncio.current_task()))
+        task = asyncio.current_task()
+        assert task is not None  # an ASGI app runs in a task
+        watcher = asyncio.create_task(self._watch(receive, task))
         try:
             await self._play(send)
         except asyncio.CancelledError:
             if not entry.client_closed:
                 raise
-            asyncio.current_task().uncancel()
+            task.uncancel()
         finally:
             watcher.cancel()
             entry.finished_at = time.time()

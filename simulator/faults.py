@@ -175,7 +175,7 @@ def classify(vendor: str, frame: bytes, first: bool) -> str | None:
     if vendor == "anthropic":
         kind = data.get("type")
         delta = (data.get("delta") or {}).get("type") if kind == "content_block_delta" else None
-        return {"message_start": "start", "message_stop": "terminal"}.get(kind) or {
+        return {"message_start": "start", "message_stop": "terminal"}.get(kind or "") or {
             "text_delta": "text", "input_json_delta": "toolargs"}.get(delta or "")
     if vendor == "openai":
         kind = data.get("type")
@@ -183,7 +183,7 @@ def classify(vendor: str, frame: bytes, first: bool) -> str | None:
             "response.created": "start", "response.output_text.delta": "text",
             "response.function_call_arguments.delta": "toolargs", "response.completed": "terminal",
             "response.incomplete": "terminal", "response.failed": "terminal",
-        }.get(kind)
+        }.get(kind or "")
     if vendor == "compat":
         choice = (data.get("choices") or [{}])[0]
         delta = choice.get("delta") or {}

@@ -104,7 +104,7 @@ def encode(scenario: s.Scenario, model: str, steps: list[s.Step] | None = None) 
             kind, field = ("refusal", "refusal") if refusal else ("output_text", "text")
             empty = {"type": kind, field: ""} if refusal else {"type": kind, "annotations": [], "logprobs": [], "text": ""}
             full = {**empty, field: text}
-            item = {"id": item_id, "type": "message", "status": "completed", "content": [full], "role": "assistant"}
+            item: dict[str, Any] = {"id": item_id, "type": "message", "status": "completed", "content": [full], "role": "assistant"}
             ids = {"item_id": item_id, "output_index": index, "content_index": 0}
             yield event("response.output_item.added", item={**item, "status": "in_progress", "content": []}, output_index=index)
             yield event("response.content_part.added", part=empty, **ids)
@@ -126,8 +126,8 @@ def encode(scenario: s.Scenario, model: str, steps: list[s.Step] | None = None) 
         elif isinstance(step, (s.ThinkingBlock, s.RedactedThinking)):
             item_id = f"rs_sim_{index:04d}"
             thinking = step if isinstance(step, s.ThinkingBlock) else None
-            encrypted = thinking.signature if thinking else step.data
-            added = {"id": item_id, "type": "reasoning", "summary": [], "encrypted_content": encrypted}
+            encrypted = step.signature if isinstance(step, s.ThinkingBlock) else step.data
+            added: dict[str, Any] = {"id": item_id, "type": "reasoning", "summary": [], "encrypted_content": encrypted}
             yield event("response.output_item.added", item=added, output_index=index)
             item = added
             if thinking is not None:

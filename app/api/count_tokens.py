@@ -40,8 +40,8 @@ async def serve_count(request: Request, door: TokenCountDoor) -> Response:
     except BadRequest as error:
         return json_response(door.error_body(error), error.status, {**headers, **error.headers})
     except Refusal as refusal:
-        error = refusal_error(refusal)
-        return json_response(door.error_body(error), error.status, {**headers, **error.headers})
+        api_error = refusal_error(refusal)
+        return json_response(door.error_body(api_error), api_error.status, {**headers, **api_error.headers})
     except ProviderError as error:
         failure, status = (Failure.TIMEOUT, 504) if error.kind in TIMEOUT_KINDS else upstream_failure(
             _kind(error.kind), error.status

@@ -167,11 +167,16 @@ class TurnRoutes:
         self.app = app
         # The app's routes as its router matches them (an included router's with their prefix); a route with
         # path parameters (the Gemini door's `{model}`) is matched by its pattern, after the plain paths.
-        contexts = [c for c in iter_route_contexts(app.routes) if isinstance(c.original_route, TurnRoute)]
-        self.endpoints: dict[str, Endpoint] = {c.path: c.endpoint for c in contexts if "{" not in c.path}
-        self.patterns: list[tuple[Any, str, Endpoint]] = [
-            (c.original_route.path_regex, c.path, c.endpoint) for c in contexts if "{" in c.path
-        ]
+        self.endpoints: dict[str, Endpoint] = {}
+        self.patterns: list[tuple[Any, str, Endpoint]] = []
+        for context in iter_route_contexts(app.routes):
+            route, path, endpoint = context.original_route, context.path, context.endpoint
+            if not isinstance(route, TurnRoute) or path is None or endpoint is None:
+                continue
+            if "{" in path:
+                self.patterns.append((route.path_regex, path, endpoint))
+            else:
+                self.endpoints[path] = endpoint
 
     def endpoint(self, scope: Scope) -> Endpoint | None:
         """The endpoint that answers this request directly, or None (FastAPI answers it). A route with path
@@ -226,7 +231,9 @@ class GatewayApp(FastAPI):
     def start_fast_path(self) -> None:
         """Answer the route table's turn routes on the fast path from now on; a `StartupError` when middleware
         was added that the fast path would skip (called at start-up, once the app is complete)."""
-        skipped = [m.cls.__name__ for m in self.user_middleware if m.cls not in self.FAST_PATH_COVERS]
+        skipped = [
+            getattr(m.cls, "__name__", repr(m.cls)) for m in self.user_middleware if m.cls not in self.FAST_PATH_COVERS
+        ]
         if skipped:
             raise StartupError(
                 f"middleware {', '.join(skipped)} would not see the turn routes, which skip Starlette's middleware "

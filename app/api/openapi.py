@@ -18,6 +18,7 @@ from typing import Any
 
 from fastapi.openapi.utils import get_openapi
 from pydantic import BaseModel, Field, TypeAdapter
+from pydantic.json_schema import JsonSchemaMode
 
 from app.api.auth import OPEN_PATHS
 from app.api.console import api_router as console_api
@@ -63,7 +64,7 @@ class Status(BaseModel):
 
 
 def _components() -> dict[str, Any]:
-    adapters = [
+    adapters: list[tuple[str, JsonSchemaMode, TypeAdapter[Any]]] = [
         ("StreamRequest", "validation", TypeAdapter(StreamRequest)),
         ("PiStreamRequest", "validation", TypeAdapter(PiStreamRequest)),
         ("StreamEvent", "serialization", TypeAdapter(StreamEvent)),
@@ -73,11 +74,9 @@ def _components() -> dict[str, Any]:
         ("CompleteError", "serialization", TypeAdapter(CompleteError)),
         ("Status", "serialization", TypeAdapter(Status)),
     ]
-    keyed, defs = TypeAdapter.json_schemas(
-        [(name, mode, adapter) for name, mode, adapter in adapters], ref_template=REF, by_alias=True
-    )
+    keyed, defs = TypeAdapter.json_schemas(adapters, ref_template=REF, by_alias=True)
     schemas = dict(defs.get("$defs", {}))
-    for (name, mode), schema in keyed.items():
+    for (name, _mode), schema in keyed.items():
         if "$ref" not in schema or len(schema) > 1:
             schemas[name] = schema
         else:  # a model: its schema is already in $defs under its own name

@@ -134,8 +134,8 @@ async def _stored_route(
     except BadRequest as error:
         return json_response(door.error_body(error), error.status, error.headers)
     except Refusal as refusal:
-        error = refusal_error(refusal)
-        return json_response(door.error_body(error), error.status, error.headers)
+        api_error = refusal_error(refusal)
+        return json_response(door.error_body(api_error), api_error.status, api_error.headers)
     return json_response(answer)
 
 

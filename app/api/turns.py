@@ -56,8 +56,8 @@ async def serve(request: Request, door: Door, route: DoorRoute) -> Response:
     except BadRequest as error:
         return json_response(door.error_body(error), error.status, error.headers)
     except Refusal as refusal:
-        error = refusal_error(refusal)
-        return json_response(door.error_body(error), error.status, error.headers)
+        api_error = refusal_error(refusal)
+        return json_response(door.error_body(api_error), api_error.status, api_error.headers)
     streaming = decoded.stream if stream is None else stream
     # Before the turn's task first runs: its open record already says so.
     job.resumable = streaming and (decoded.unified.options.resumable or asks_resumable(request.headers))

@@ -349,9 +349,9 @@ class Catalog:
         catalog's fields, for each listed model of a configured provider, then each route that one of them
         can serve (`owned_by: "gateway"`, with the fields of the model it names)."""
         entries: list[dict[str, Any]] = []
-        for info in self.listed():
-            if info.provider in configured:
-                info = self.served_model(info.provider, info.id)  # with its provider's hostedTools
+        for model in self.listed():
+            if model.provider in configured:
+                info = self.served_model(model.provider, model.id)  # with its provider's hostedTools
                 entries.append({
                     "id": f"{info.provider}/{info.id}",
                     "object": "model",

@@ -25,7 +25,7 @@ from collections import defaultdict
 from dataclasses import dataclass, replace
 from typing import Collection, Sequence
 
-from app.catalog import Catalog, Deployment, ModelInfo, Pool, Pricing
+from app.catalog import Catalog, Deployment, ModelInfo, Pool
 from app.contract.refusals import AmbiguousModel, UnknownModel
 
 

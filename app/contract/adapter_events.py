@@ -20,10 +20,13 @@ class BlockStart(TypedDict):
     type: Literal["text_start", "thinking_start"]
 
 
+DeltaType = Literal["text_delta", "thinking_delta", "toolcall_delta"]
+
+
 class Delta(TypedDict):
     """More text of the open block (for a tool call: more of its JSON arguments, as the vendor sent them)."""
 
-    type: Literal["text_delta", "thinking_delta", "toolcall_delta"]
+    type: DeltaType
     delta: str
 
 
@@ -89,6 +92,12 @@ class Finish(TypedDict):
     type: Literal["finish"]
     reason: StopReason
 
+
+# The event types of a text or thinking block by the block's kind ("text", "thinking"), for an adapter that
+# learns the kind from the wire.
+BLOCK_START: dict[str, Literal["text_start", "thinking_start"]] = {"text": "text_start", "thinking": "thinking_start"}
+BLOCK_DELTA: dict[str, Literal["text_delta", "thinking_delta"]] = {"text": "text_delta", "thinking": "thinking_delta"}
+BLOCK_END: dict[str, Literal["text_end", "thinking_end"]] = {"text": "text_end", "thinking": "thinking_end"}
 
 AdapterEvent = Union[BlockStart, Delta, BlockEnd, ToolCallStart, ToolCallEnd, UsageEvent, Finish, WebSearchStart, WebSearchEnd]
 """One adapter event: a `Translator` returns a list of these for each wire event."""

@@ -46,17 +46,16 @@ class WireModel(BaseModel):
 # A prompt-cache breakpoint as an Anthropic Messages client placed it (`{"type": "ephemeral", "ttl": "1h"}`):
 # door-only (absent from the public schema, never serialized); the Anthropic adapter sends it where it was put.
 CacheControl = SkipJsonSchema[dict[str, Any] | None]
-_DOOR_ONLY = {"default": None, "exclude": True}
 
 
 class TextContent(WireModel):
     type: Literal["text"] = "text"
     text: str
     text_signature: str | None = None
-    cache_control: CacheControl = Field(**_DOOR_ONLY)
+    cache_control: CacheControl = Field(default=None, exclude=True)
     # Door-only: an Anthropic block this text stands for on the other vendors (a `tool_reference`), which the
     # Anthropic adapter sends instead of the text.
-    anthropic: SkipJsonSchema[dict[str, Any] | None] = Field(**_DOOR_ONLY)
+    anthropic: SkipJsonSchema[dict[str, Any] | None] = Field(default=None, exclude=True)
 
     _door_fields = field_validator("cache_control", "anthropic", mode="before")(door_only)
 
@@ -72,7 +71,7 @@ class ImageContent(WireModel):
     type: Literal["image"] = "image"
     data: str = Field(description="base64 without the data: prefix", min_length=1)
     mime_type: str = Field(pattern=r"^image/[a-z0-9.+-]+$")
-    cache_control: CacheControl = Field(**_DOOR_ONLY)
+    cache_control: CacheControl = Field(default=None, exclude=True)
 
     _door_fields = field_validator("cache_control", mode="before")(door_only)
 
@@ -152,7 +151,7 @@ class ToolResultMessage(WireModel):
     content: list[UserBlock] = Field(default_factory=list)
     is_error: bool = False
     timestamp: int | None = None
-    cache_control: CacheControl = Field(**_DOOR_ONLY)
+    cache_control: CacheControl = Field(default=None, exclude=True)
 
     _door_fields = field_validator("cache_control", mode="before")(door_only)
 

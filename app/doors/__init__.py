@@ -46,8 +46,8 @@ package has
   `app.doors.signatures`).
 
 Each door package exports one `DOOR = Door(...)` (`app/doors/base.py`), everything the shared glue knows of
-it: `name` is what records (`door`) and metrics (`door` label) show (`unified`, `pi`, `openai-chat`,
-`openai-responses`, `anthropic-messages`, `gemini`); `routes` its HTTP routes (`DoorRoute`: path, OpenAPI summary, tags
+it: `name` is what records (`door`) and metrics (`door` label) show (the names are listed by `DOORS`,
+`app/doors/registry.py`); `routes` its HTTP routes (`DoorRoute`: path, OpenAPI summary, tags
 and operation, whether the route answers as a stream); `frames_carry_ids` whether its frames have their own `id:` line (a
 resumable stream adds one otherwise); `prose_paths` name where in the body a person's text lives (lone UTF-16
 surrogates are removed there and refused anywhere else, `app.api.body`; `app.doors.validation.ANY_INDEX`

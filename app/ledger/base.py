@@ -18,6 +18,7 @@ a record `interrupted` is a single UPDATE; `decode_row` merges them back into th
 
 from __future__ import annotations
 
+import builtins
 import os
 import secrets
 import socket
@@ -231,7 +232,9 @@ class Ledger(ABC):
     @abstractmethod
     async def aclose(self) -> None: ...
 
-    def encode(self, items: Sequence[tuple[WriteKind, "dict[str, Any] | StoredRow"]]) -> tuple[list[tuple], list[tuple]]:
+    def encode(
+        self, items: Sequence[tuple[WriteKind, "dict[str, Any] | StoredRow"]]
+    ) -> tuple[builtins.list[tuple[Any, ...]], builtins.list[tuple[Any, ...]]]:  # `list` alone: the method
         """Split a batch into (insert params, complete params); the last write of a request id wins."""
         latest: dict[str, tuple[WriteKind, StoredRow]] = {}
         for kind, record in items:

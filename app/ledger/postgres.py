@@ -58,7 +58,7 @@ MIGRATIONS: dict[int, list[str]] = {
             started_at TIMESTAMPTZ NOT NULL DEFAULT now(),
             heartbeat_at TIMESTAMPTZ NOT NULL DEFAULT now())""",
     ],
-    # The door (client wire format) a request came through: unified, pi, openai-chat, anthropic-messages.
+    # The door (client wire format) a request came through: a door's name (`DOORS`, app/doors/registry.py).
     2: ["ALTER TABLE gateway_requests ADD COLUMN IF NOT EXISTS door TEXT"],
     # Stored responses of the OpenAI Responses door (`store: true`), see `Ledger.save_response`.
     3: [

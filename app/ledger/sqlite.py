@@ -55,7 +55,7 @@ MIGRATIONS: dict[int, list[str]] = {
         "CREATE INDEX IF NOT EXISTS gateway_requests_created ON gateway_requests (created_at DESC, request_id DESC)",
         "CREATE INDEX IF NOT EXISTS gateway_requests_open ON gateway_requests (instance_id) WHERE outcome IS NULL",
     ],
-    # The door (client wire format) a request came through: unified, pi, openai-chat, anthropic-messages.
+    # The door (client wire format) a request came through: a door's name (`DOORS`, app/doors/registry.py).
     2: ["ALTER TABLE gateway_requests ADD COLUMN door TEXT"],
     # Instance heartbeats (app/ledger/liveness.py).
     3: [
@@ -174,7 +174,7 @@ class SqliteLedger(Ledger):
                 "CREATE TABLE IF NOT EXISTS gateway_schema_version (version INTEGER PRIMARY KEY, applied_at INTEGER NOT NULL)"
             )
             async with db.execute("SELECT COALESCE(MAX(version), 0) FROM gateway_schema_version") as cursor:
-                current = (await cursor.fetchone())[0]
+                current = _only_value(await cursor.fetchone())
             for version in range(current + 1, SCHEMA_VERSION + 1):
                 for statement in MIGRATIONS[version]:
                     await db.execute(statement)
@@ -209,6 +209,7 @@ class SqliteLedger(Ledger):
 
     async def get(self, request_id: str, api_key_id: str | None) -> dict[str, Any] | None:
         db = self._require(self._reader)
+        params: tuple[str, ...]
         if api_key_id is None:
             query, params = f"{_SELECT} WHERE request_id = ?", (request_id,)
         else:
@@ -220,6 +221,7 @@ class SqliteLedger(Ledger):
     async def list(self, api_key_id: str | None, limit: int) -> list[dict[str, Any]]:
         db = self._require(self._reader)
         order = "ORDER BY created_at DESC, request_id DESC LIMIT ?"
+        params: tuple[str | int, ...]
         if api_key_id is None:
             query, params = f"{_SELECT} {order}", (limit,)
         else:
@@ -234,7 +236,7 @@ class SqliteLedger(Ledger):
             "WHERE api_key_id = ? AND created_at >= ? AND outcome IS NOT NULL"
         )
         async with self._require(self._reader).execute(query, (api_key_id, since_ms)) as cursor:
-            return float((await cursor.fetchone())[0] or 0)
+            return float(_only_value(await cursor.fetchone()) or 0)
 
     async def last_cost(self, api_key_id: str) -> float:
         query = (
@@ -306,12 +308,19 @@ class SqliteLedger(Ledger):
         return db
 
 
+def _only_value(row: aiosqlite.Row | None) -> Any:
+    """The value of the one row that an aggregate or a PRAGMA always answers."""
+    if row is None:
+        raise RuntimeError("SQLite answered no row where one is always answered")
+    return row[0]
+
+
 async def _use_wal(db: aiosqlite.Connection) -> None:
     """Switch the file to WAL (it stays so). Switching takes an exclusive lock and SQLite answers "locked" at once,
     without its busy timeout, when another process opens the file at the same moment: wait and look again."""
     for attempt in range(40):
         async with db.execute("PRAGMA journal_mode") as cursor:
-            if str((await cursor.fetchone())[0]).lower() == "wal":
+            if str(_only_value(await cursor.fetchone())).lower() == "wal":
                 return
         try:
             await db.execute("PRAGMA journal_mode = WAL")

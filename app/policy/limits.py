@@ -44,7 +44,7 @@ import itertools
 import logging
 import math
 import time
-from typing import TYPE_CHECKING, Awaitable, Callable
+from typing import TYPE_CHECKING, Awaitable, Callable, TypeVar
 
 from app.policy.keys import ClientKeys, KeyPolicy
 from app.contract.limit_kinds import LimitKind, Rejection
@@ -57,6 +57,8 @@ if TYPE_CHECKING:
     from app.telemetry.metrics import Metrics
 
 log = logging.getLogger("gateway.limits")
+
+T = TypeVar("T")
 
 SEED_TIMEOUT_S = 5.0  # rebuilding a spend counter from the ledger (a flush and two sums) may take this long
 RETRY_MAX_DELAY_S = 1.0  # the longest pause between two tries of a background settle or abandon
@@ -97,8 +99,8 @@ class Limits:
         self.retry_window_ms = max(WINDOW_MS, self.lease_ttl_ms)
         self.metrics = metrics
         self.leases: dict[str, str] = {}  # request id → key name, for the turns holding a hold in the store
-        self._background: set[asyncio.Task] = set()
-        self._renewer: asyncio.Task | None = None
+        self._background: set[asyncio.Future[None]] = set()
+        self._renewer: asyncio.Task[None] | None = None
 
     # ------------------------------------------------------------------ admission
 
@@ -204,7 +206,7 @@ class Limits:
             raise RuntimeError("admission of an abandoned request id")
         return verdict
 
-    async def _bounded(self, awaitable: Awaitable) -> object:
+    async def _bounded(self, awaitable: Awaitable[T]) -> T:
         async with asyncio.timeout(self.timeout):
             return await awaitable
 
@@ -216,7 +218,7 @@ class Limits:
             self._persist("abandon", lambda: self.store.abandon(key_id, request_id, int(time.time() * 1000), void_ttl_ms))
         )
 
-    async def _persist(self, operation: str, attempt: Callable[[], Awaitable]) -> None:
+    async def _persist(self, operation: str, attempt: Callable[[], Awaitable[object]]) -> None:
         """Call the store until it answers (each try bounded by the timeout), for at most `retry_window_ms`."""
         give_up_at = time.monotonic() + self.retry_window_ms / 1000
         delay = 0.05
@@ -263,12 +265,12 @@ class Limits:
             tokens, cost = (tokens, cost) if charge else (0, 0.0)
             marker_ttl_ms = 2 * self.retry_window_ms
 
-            def attempt() -> Awaitable:
+            def attempt() -> Awaitable[object]:
                 return self.store.settle(key_id, request_id, tokens, settled, cost, started, marker_ttl_ms)
 
             self._spawn(self._persist("charge", attempt))
 
-    def _spawn(self, coro: Awaitable) -> None:
+    def _spawn(self, coro: Awaitable[None]) -> None:
         task = asyncio.ensure_future(coro)
         self._background.add(task)
         task.add_done_callback(self._background.discard)

@@ -194,7 +194,7 @@ class RedisLimitStore(LimitStore):
             self._key("rpm", name), self._key("conc", name), self._key("tpm", name, periods.minute), month_key, day_key,
             self._key("lastcost", name), self._key("resv", name), self._key("void", lease),
         ]
-        args = [
+        args: list[str | int | float] = [
             periods.now_ms,
             policy.requests_per_minute,
             policy.concurrent_streams,

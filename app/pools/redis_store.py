@@ -247,7 +247,7 @@ class RedisPoolStore:
 
     async def cool(self, pool: str, name: str, retry_after_ms: int | None, now_ms: int, reason: str | None = None) -> int:
         retry = -1 if retry_after_ms is None else retry_after_ms
-        args = [now_ms, retry, COOL_BASE_MS, COOL_CAP_MS, RETRY_AFTER_CAP_MS, STATE_TTL_MS, reason or ""]
+        args: list[str | int] = [now_ms, retry, COOL_BASE_MS, COOL_CAP_MS, RETRY_AFTER_CAP_MS, STATE_TTL_MS, reason or ""]
         try:
             async with asyncio.timeout(self.timeout):
                 return int(await self._cool(keys=[self._keys(pool, name, now_ms)[0]], args=args))

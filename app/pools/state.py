@@ -100,7 +100,8 @@ def cool_ms(streak: int, retry_after_ms: int | None) -> int:
     else a backoff doubling from one second up to a minute."""
     if retry_after_ms is not None:
         return max(0, min(retry_after_ms, RETRY_AFTER_CAP_MS))
-    return min(COOL_BASE_MS * 2 ** max(streak - 1, 0), COOL_CAP_MS)
+    backoff: int = COOL_BASE_MS * 2 ** max(streak - 1, 0)
+    return min(backoff, COOL_CAP_MS)
 
 
 def ewma(old: float | None, sample: float) -> float:

@@ -96,7 +96,10 @@ class Placement:
 
 class Provider(Protocol):
     name: str
-    api: str
+
+    @property
+    def api(self) -> str:
+        """The api it speaks (its key in `ADAPTERS`): a class attribute of each adapter."""
 
     @property
     def placement(self) -> Placement | None:

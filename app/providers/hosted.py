@@ -57,13 +57,12 @@ def plan(api: str, model: ModelInfo, options: StreamOptions) -> HostedPlan:
         return NOTHING
     allowed = model.hosted_tools
     cached_only = not asked.web_search.external_web_access
-    served = (
-        allowed is not None
-        and allowed.web_search
-        and api in WEB_SEARCH_APIS
-        and (WEB_SEARCH_APIS[api] or not cached_only)
-    )
-    if not served:
+    if (
+        allowed is None
+        or not allowed.web_search
+        or api not in WEB_SEARCH_APIS
+        or (cached_only and not WEB_SEARCH_APIS[api])
+    ):
         return HostedPlan(dropped=(WEB_SEARCH,))
     return HostedPlan(web_search=WebSearchPlan(asked.web_search.external_web_access, allowed.web_search_max_uses))
 

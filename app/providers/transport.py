@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass
 from types import ModuleType
-from typing import Any, AsyncIterator, Callable
+from typing import Any, AsyncIterator, Callable, cast
 
 import aiohttp
 import httpx2
@@ -176,7 +176,8 @@ class _BoundingTransport(httpx2.AsyncBaseTransport):
             # small compressed body can hold a huge line), so the client must not decode again.
             decoder = take_content_decoder(response)
             del response.headers["content-encoding"]
-        response.stream = _BoundedEventStream(response.stream, bound, decoder)
+        inner = cast(httpx2.AsyncByteStream, response.stream)  # an async transport answers with an async stream
+        response.stream = _BoundedEventStream(inner, bound, decoder)
         return response
 
     async def aclose(self) -> None:

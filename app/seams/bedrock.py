@@ -13,7 +13,7 @@ very body a turn sends; the SDK has no counting call of its own for Bedrock.
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from typing import Any, Mapping, cast
 
 import anthropic
 import botocore.exceptions
@@ -41,7 +41,7 @@ class SigningBedrockClient(anthropic.AsyncAnthropicBedrock):
     async def invoke_body(self, options: Any) -> dict[str, Any]:
         """The InvokeModel JSON body the SDK makes of a turn's request options (`json_data` a Messages body)."""
         prepared = await self._prepare_options(options)
-        return dict(prepared.json_data)
+        return dict(cast(Mapping[str, Any], prepared.json_data))  # a Messages body: a JSON object
 
     async def post_signed_json(self, path: str, body: bytes) -> Any:
         """POST `body` (JSON bytes) to `path` under the runtime endpoint, signed like a turn (`_prepare_request`,

@@ -18,6 +18,8 @@ through these names:
 
 from __future__ import annotations
 
+from typing import Any
+
 from google import genai
 from google.genai import _api_client, _common, types
 from google.genai import models as _genai_models
@@ -36,8 +38,8 @@ parameters_to_vertex = _genai_models._GenerateContentParameters_to_vertex
 
 
 def parameters_to_wire(
-    api_client: _api_client.BaseApiClient, from_object: object, parent_object: object, root_object: object
-) -> dict:
+    api_client: _api_client.BaseApiClient, from_object: object, parent_object: dict[str, Any] | None, root_object: object
+) -> dict[str, Any]:
     """The SDK's conversion of `GenerateContentParameters` for the client's API: Vertex AI's
     (`_GenerateContentParameters_to_vertex`) or the Gemini Developer API's (`…_to_mldev`)."""
     convert = parameters_to_vertex if api_client.vertexai else parameters_to_mldev

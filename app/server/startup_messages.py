@@ -231,7 +231,7 @@ def settings_problems(exc: "pydantic.ValidationError | pydantic_settings.Setting
     return "invalid settings: " + "; ".join(problems) + " (fix these environment variables)"
 
 
-def _variable(settings_class: type, field_name: str) -> str:
+def _variable(settings_class: type[pydantic.BaseModel], field_name: str) -> str:
     """The environment variable(s) behind a settings field."""
     field = settings_class.model_fields.get(field_name)
     alias = getattr(field, "validation_alias", None)

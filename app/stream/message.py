@@ -19,7 +19,7 @@ them and bounds what waits for the reader. All mutation happens on the event loo
 from __future__ import annotations
 
 import time
-from typing import Any, Callable, Protocol
+from typing import Any, Callable, Mapping, Protocol
 
 import orjson
 
@@ -144,7 +144,7 @@ class MessageBuilder:
             if kind in _SEARCH_KINDS and not self.hosted:
                 return
             self._commit()
-        if kind in ("text_delta", "thinking_delta", "toolcall_delta"):
+        if event["type"] in ("text_delta", "thinking_delta", "toolcall_delta"):  # narrows `event` to a `Delta`
             block = self._require_open(kind)
             delta = self._joiner.feed(event["delta"])
             if not delta:
@@ -167,7 +167,7 @@ class MessageBuilder:
         else:
             raise ContractViolation(f"unknown adapter event {kind!r}")
 
-    def set_usage(self, tokens: dict[str, int]) -> None:
+    def set_usage(self, tokens: Mapping[str, Any]) -> None:
         self.message["usage"] = priced_usage(tokens, self.pricing)
 
     def settle_done(self, reason: str) -> bool:
@@ -225,11 +225,12 @@ class MessageBuilder:
             raise ContractViolation(f"{kind} without an open {wanted} block")
         return block
 
-    def _open_block(self, kind: str, event: dict[str, Any]) -> None:
+    def _open_block(self, kind: str, event: Mapping[str, Any]) -> None:
         if self._open is not None:
             raise ContractViolation(f"{kind} while block {self._open['_index']} is open")
         index = len(self.message["content"])
         block_type = _BLOCK_KINDS[kind]
+        block: dict[str, Any]
         if block_type == "toolCall":
             call_id, name = valid_text(event["id"]), valid_text(event["toolName"])
             block = {"type": "toolCall", "id": call_id, "name": name, "arguments": {}}
@@ -247,7 +248,7 @@ class MessageBuilder:
             self.first_content_at = self._clock()
         self._sink.put(public)
 
-    def _close_block(self, kind: str, event: dict[str, Any]) -> None:
+    def _close_block(self, kind: str, event: Mapping[str, Any]) -> None:
         block = self._require_open(kind)
         index = block.pop("_index")
         text = self._open_text()
@@ -286,7 +287,7 @@ class MessageBuilder:
                 public["redacted"] = True
         self._sink.put(public)
 
-    def _web_search(self, kind: str, event: dict[str, Any]) -> None:
+    def _web_search(self, kind: str, event: Mapping[str, Any]) -> None:
         """A web search the vendor ran: a `webSearch` block without deltas, opened by `websearch_start` and
         filled in by `websearch_end` (an end whose start was never seen opens it too). No other block may be
         open when one starts."""

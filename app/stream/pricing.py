@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from decimal import Decimal
 from functools import lru_cache
-from typing import Any
+from typing import Any, Mapping
 
 from app.catalog import Pricing
 
@@ -28,7 +28,7 @@ def new_usage() -> dict[str, Any]:
     }
 
 
-def priced_usage(tokens: dict[str, Any], pricing: Pricing | None) -> dict[str, Any]:
+def priced_usage(tokens: Mapping[str, Any], pricing: Pricing | None) -> dict[str, Any]:
     """A full usage dict from token counts (missing kinds count 0, negative counts are clamped to 0)."""
     usage = new_usage()
     cost = usage["cost"]

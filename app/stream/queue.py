@@ -49,7 +49,7 @@ class _PendingDelta:
         return {"type": self.type, "contentIndex": self.index, "delta": "".join(self.parts)}
 
 
-def _wake(waiter: asyncio.Future | None) -> None:
+def _wake(waiter: asyncio.Future[None] | None) -> None:
     if waiter is not None and not waiter.done():
         waiter.set_result(None)
 

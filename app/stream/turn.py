@@ -16,7 +16,7 @@ stops reading.
 from __future__ import annotations
 
 import time
-from typing import Any, Callable, Coroutine
+from typing import Any, Callable, Coroutine, Mapping
 
 from app.catalog import Pricing
 from app.contract.adapter_events import AdapterEvent
@@ -49,7 +49,7 @@ class Turn:
         """Take one adapter event (`app.contract.adapter_events`) and turn it into public events."""
         self.builder.apply(event)
 
-    def set_usage(self, tokens: dict[str, int]) -> None:
+    def set_usage(self, tokens: Mapping[str, Any]) -> None:
         self.builder.set_usage(tokens)
 
     def settle_done(self, reason: str) -> bool:

@@ -3,7 +3,7 @@
 Every metric is named `gateway_*`; counters end in `_total`, durations are `_seconds` histograms. Labels are
 bounded: `provider` (a configured provider), `model` (a catalog model id, or `other` for ids the catalog does
 not list, so a client cannot grow the series without limit), `outcome` (`done | error | aborted`), `door`
-(`unified | pi | openai-chat | anthropic-messages`, set by the server's routes) and `kind` (a small fixed
+(a door's name, `DOORS` in app/doors/registry.py, set by the server's routes) and `kind` (a small fixed
 vocabulary per metric). Request ids and keys are never labels; a key's *name* is, on one metric:
 `gateway_key_spend_usd_total{key}` (spend per client key name), unless `GATEWAY_METRICS_KEY_LABELS=false`
 (then one unlabelled total). `/metrics` needs no key unless `GATEWAY_METRICS_KEY` is set (docs/operations.md).

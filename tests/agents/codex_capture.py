@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import gzip
 import json
-import os
 import subprocess
 import sys
 import tempfile
@@ -35,7 +34,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from tests.agent_clients import CODEX, codex_environment  # noqa: E402
+from tests.agent_clients import CODEX, codex_environment
 
 API_KEY = "sk-codex-capture-0000"
 REDACTED = "<redacted api key>"

@@ -42,9 +42,8 @@ def _calls(gw) -> list[tuple[str, str, dict | None]]:
 @pytest.mark.parametrize("headers", BAD_HEADERS, ids=["none", "wrong", "basic", "empty", "suffix"])
 def test_401_without_a_valid_key(keyed, headers):
     m = marker()
-    for method, path, body in _calls(keyed):
-        if body is not None and path != "/api/stream":
-            body = turn("anthropic/text", m)
+    for method, path, given in _calls(keyed):
+        body = turn("anthropic/text", m) if given is not None and path != "/api/stream" else given
         response = keyed.http.request(method, path, json=body, headers=headers)
         assert response.status_code == 401, (path, response.text)
         assert response.headers["www-authenticate"] == "Bearer"

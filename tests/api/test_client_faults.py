@@ -41,7 +41,7 @@ def test_disconnects_at_random_points_of_200_streams(gateway):
     results = asyncio.run(main())
     outcomes = {}
     upstreams_cut = 0
-    for (m, k), (request_id, read) in zip(plans, results):
+    for (m, _k), (request_id, _read) in zip(plans, results):
         job = gateway.job(request_id)
         assert job.turn.settled and job.turn.terminal is not None
         outcomes[job.turn.outcome] = outcomes.get(job.turn.outcome, 0) + 1

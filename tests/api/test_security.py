@@ -121,7 +121,6 @@ def test_a_client_leaving_in_the_middle_of_its_body_is_one_info_line(gateway, ca
 import socket  # noqa: E402
 from pathlib import Path  # noqa: E402
 
-import pytest  # noqa: E402
 
 from tests.procs import GatewayProcess  # noqa: E402
 

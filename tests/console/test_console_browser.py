@@ -67,7 +67,7 @@ def browser() -> Iterator[Any]:
         reason = f"{CHROMIUM} is missing: install Debian's chromium (apt-get install chromium) to run the console tests"
         if _browser_required():
             pytest.fail(reason)
-        warnings.warn(reason)
+        warnings.warn(reason, stacklevel=1)
         pytest.skip(reason)
     from playwright.sync_api import sync_playwright
 

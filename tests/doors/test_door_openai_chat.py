@@ -397,11 +397,9 @@ def test_truncation_by_max_tokens_is_finish_reason_length(client, vendor):
 def test_client_cancel_closes_the_upstream(gw, client, vendor):
     m = marker()
     stream = client.chat.completions.create(model=f"{vendor}/slow;n=400;delay_ms=10", messages=user(m), stream=True)
-    seen = 0
-    for chunk in stream:
-        seen += 1
-        if seen == 3:
-            break
+    chunks = iter(stream)
+    for _ in range(3):  # three chunks, then the client cancels
+        chunk = next(chunks)
     cancelled_at = time.time()
     stream.close()
     entry = gw.sim.wait(m, until="closed")

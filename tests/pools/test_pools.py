@@ -137,7 +137,7 @@ def test_weights_hold_within_a_binomial_bound_over_2000_turns(pooled, deployment
 
 def test_lowest_latency_moves_new_turns_to_the_fast_deployment(pooled, deployments):
     pooled.state.pools.rng = random.Random(20261205)  # the strategy's own exploration, made repeatable
-    a, b = deployments[0], deployments[1]
+    a = deployments[0]
     for _ in range(10):
         served_by(pooled, "latency2")
     a.set(SLOW)

@@ -109,8 +109,9 @@ def _without_generated_ids(content: list[dict[str, Any]], expected: list[dict[st
     for got, want in zip(content, expected):
         if got["type"] == "toolCall" and want["id"] is None:
             assert got["id"].startswith(f"{got['name']}_")
-            got = {**got, "id": None}
-        out.append(got)
+            out.append({**got, "id": None})
+        else:
+            out.append(got)
     return out
 
 

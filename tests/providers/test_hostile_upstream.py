@@ -14,12 +14,12 @@ import logging
 import threading
 import tracemalloc
 import zlib
-from typing import Any, AsyncIterator
+from typing import Any
 
 import pytest
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from app.telemetry.logs import JsonFormatter

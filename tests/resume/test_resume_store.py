@@ -392,6 +392,6 @@ async def test_the_first_event_goes_out_once_redis_knows_the_request(store):
     hub = store.hub()
     job = SimpleNamespace(turn=_Turn(request_id, [{"type": "start"}, {"type": "done"}]), api_key_id=KEY, resumed=0)
     stream = hub.track(job, _Encoder())
-    async for frame in stream.follow(0):
+    async for _frame in stream.follow(0):
         assert await store.events.owner(request_id) == KEY  # known to Redis before the first event
         break

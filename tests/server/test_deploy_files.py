@@ -129,10 +129,11 @@ def test_everything_the_dockerfile_copies_is_in_the_build_context() -> None:
         line.strip() for line in (ROOT / ".dockerignore").read_text().splitlines() if line.strip() and not line.startswith("#")
     ]
     copies = [args for word, args in dockerfile_instructions((ROOT / "Dockerfile").read_text()) if word == "COPY"]
-    sources = [s for args in copies if "--from=" not in args for s in args.split()[:-1] if not s.startswith("--")]
+    sources = [
+        s.rstrip("/") for args in copies if "--from=" not in args for s in args.split()[:-1] if not s.startswith("--")
+    ]
     assert sources
     for source in sources:
-        source = source.rstrip("/")
         assert (ROOT / source).exists(), f"COPY {source}: no such file"
         files = [source] if (ROOT / source).is_file() else [
             str(p.relative_to(ROOT)) for p in (ROOT / source).rglob("*.py")
@@ -516,9 +517,7 @@ def test_dashboard_parses_and_has_the_operations_panels() -> None:
 
 
 def test_dashboard_uses_only_metrics_and_labels_the_app_exports() -> None:
-    source_file = ROOT / "app" / "metrics.py"
-    if not source_file.exists():
-        pytest.skip("app/telemetry/metrics.py does not exist yet: metric names cannot be checked")
+    source_file = ROOT / "app" / "telemetry" / "metrics.py"
     literals = set(re.findall(r"[\"']([a-z_][a-z0-9_]*)[\"']", source_file.read_text()))
     exported = {name + suffix for name in literals if name.startswith("gateway_") for suffix in METRIC_SUFFIXES}
     missing = sorted(dashboard_metric_names() - exported)

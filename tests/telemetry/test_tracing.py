@@ -17,7 +17,9 @@ import httpx
 import pytest
 
 from app.api.edge import GatewayApp
+from app.contract.messages import DOOR_VALIDATION, Context
 from app.telemetry.tracing import tracing_configured
+from app.telemetry.tracing.content import input_attributes
 from app.telemetry.tracing.setup import exporter_names
 from tests.conftest import PROVIDER_KEYS, marker
 from tests.otlp_receiver import OtlpReceiver
@@ -327,6 +329,22 @@ def test_message_content_is_exported_in_the_conventions_shape_only_when_asked(si
     (output,) = json.loads(attributes["gen_ai.output.messages"])
     assert output["role"] == "assistant" and output["finish_reason"] == "stop"
     assert output["parts"] and all(part["type"] == "text" and part["content"] for part in output["parts"])
+
+
+def test_a_system_message_inside_the_conversation_is_exported_with_the_system_role():
+    context = Context.model_validate(
+        {"messages": [
+            {"role": "user", "content": "hi"},
+            {"role": "system", "content": [{"type": "text", "text": "answer in French"}]},
+            {"role": "user", "content": "and now?"},
+        ]},
+        context=DOOR_VALIDATION,
+    )
+    assert json.loads(input_attributes(context)["gen_ai.input.messages"]) == [
+        {"role": "user", "parts": [{"type": "text", "content": "hi"}]},
+        {"role": "system", "parts": [{"type": "text", "content": "answer in French"}]},
+        {"role": "user", "parts": [{"type": "text", "content": "and now?"}]},
+    ]
 
 
 def test_tracing_is_off_unless_configured_and_then_costs_no_wrapper_or_observer(gateway):

@@ -382,8 +382,8 @@ def _tools(value: Any) -> tuple[list[Tool], list[str], dict[str, tuple[str, str]
                 raise invalid(f"{param}.name", "must be 1-64 letters, digits or _")
             group = tool.get("description")
             group = string_at(group, f"{param}.description", max_length=100_000) if group is not None else ""
-            for j, inner in enumerate(list_at(tool.get("tools"), f"{param}.tools")):
-                inner = object_at(inner, f"{param}.tools.{j}")
+            for j, raw_inner in enumerate(list_at(tool.get("tools"), f"{param}.tools")):
+                inner = object_at(raw_inner, f"{param}.tools.{j}")
                 inner_kind = string_at(inner.get("type"), f"{param}.tools.{j}.type", max_length=128, empty=False)
                 if inner_kind == "function":
                     function(inner, f"{param}.tools.{j}", namespace, group)

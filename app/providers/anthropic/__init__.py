@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any
+from types import ModuleType
+from typing import Any, ClassVar
 
 import anthropic
 
@@ -22,7 +23,7 @@ COUNTED_FIELDS = ("system", "tools", "tool_choice", "thinking", "output_config",
 
 class AnthropicProvider(StainlessProvider):
     api = API
-    sdk = anthropic
+    sdk: ClassVar[ModuleType] = anthropic  # (a module assigned bare is an instance variable to mypy)
     client_class = anthropic.AsyncAnthropic
     options_class = AnthropicRequestOptions
     path = "/v1/messages"

@@ -20,10 +20,11 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from app.contract.adapter_events import AdapterEvent, StopReason, WebSearchEnd
 from app.contract.failures import ErrorKind
 from app.providers.base import ProviderError, token_count, wire_index, wire_name, wire_text
 
-STOP_REASONS = {
+STOP_REASONS: dict[str, StopReason] = {
     "end_turn": "stop",
     # The vendor paused its own server-tool loop (a long web search) before the answer was complete: the
     # answer is cut short, as at the token limit, never a clean end (docs/adapters/web-search.md).
@@ -56,12 +57,12 @@ class AnthropicTranslator:
         self.finished = False
         self.response_id: str | None = None  # the vendor's message id and model (`Translator`)
         self.response_model: str | None = None
-        self._blocks: dict[int, str] = {}  # wire index -> our block kind ("skip" for non-client blocks)
+        self._blocks: dict[int | None, str] = {}  # wire index -> our block kind ("skip" for non-client blocks)
         self._signature: list[str] = []
         self._redacted_data: str | None = None
         self._search: list[Any] | None = None  # the running web search: [its id, its input's JSON fragments]
 
-    def feed(self, wire: Any) -> list[dict[str, Any]]:
+    def feed(self, wire: Any) -> list[AdapterEvent]:
         kind = _get(wire, "type")
         if kind == "content_block_delta":
             return self._delta(wire)
@@ -85,12 +86,12 @@ class AnthropicTranslator:
             )
         return []  # ping and event types this gateway does not know yet
 
-    def end(self) -> list[dict[str, Any]]:
+    def end(self) -> list[AdapterEvent]:
         if not self.finished:
             raise ProviderError("stream ended before message_stop (truncated)", retryable=True, kind=ErrorKind.TRUNCATED)
         return []
 
-    def _usage(self, usage: Any) -> list[dict[str, Any]]:
+    def _usage(self, usage: Any) -> list[AdapterEvent]:
         if usage is None:
             return []
         iterations = _get(usage, "iterations")
@@ -103,15 +104,22 @@ class AnthropicTranslator:
                 value = _get(usage, wire_name)
                 if value is not None:
                     self.usage[name] = token_count(value, wire_name)
-        return [{"type": "usage", **self.usage}]
+        counts = self.usage
+        return [{
+            "type": "usage",
+            "input": counts["input"],
+            "output": counts["output"],
+            "cacheRead": counts["cacheRead"],
+            "cacheWrite": counts["cacheWrite"],
+        }]
 
-    def _start(self, wire: Any) -> list[dict[str, Any]]:
+    def _start(self, wire: Any) -> list[AdapterEvent]:
         index = wire_index(_get(wire, "index"), "a content block index")
         block = _get(wire, "content_block")
         block_type = _get(block, "type")
         if block_type == "text":
             self._blocks[index] = "text"
-            events = [{"type": "text_start"}]
+            events: list[AdapterEvent] = [{"type": "text_start"}]
             if text := wire_text(_get(block, "text"), "a text block's text"):
                 events.append({"type": "text_delta", "delta": text})
             return events
@@ -144,7 +152,7 @@ class AnthropicTranslator:
         self._blocks[index] = "skip"
         return []
 
-    def _search_result(self, block: Any) -> dict[str, Any]:
+    def _search_result(self, block: Any) -> WebSearchEnd:
         """A `web_search_tool_result` as the end of its search: the query (the `server_tool_use` input), the
         results' urls and titles, or `failed` for an error result."""
         search_id = wire_name(_get(block, "tool_use_id"), "a web_search_tool_result's tool_use_id")
@@ -163,7 +171,7 @@ class AnthropicTranslator:
         return {"type": "websearch_end", "id": search_id, "query": wire_text(query, "a web search's query"),
                 "status": "completed", "sources": [s for s in sources if s["url"]]}
 
-    def _delta(self, wire: Any) -> list[dict[str, Any]]:
+    def _delta(self, wire: Any) -> list[AdapterEvent]:
         block = self._blocks.get(wire_index(_get(wire, "index"), "a content block index"))
         delta = _get(wire, "delta")
         delta_type = _get(delta, "type")
@@ -183,7 +191,7 @@ class AnthropicTranslator:
             raise ProviderError(f"sent {delta_type} for unknown content block {_get(wire, 'index')}")
         return []  # citations and deltas of skipped blocks
 
-    def _stop(self, wire: Any) -> list[dict[str, Any]]:
+    def _stop(self, wire: Any) -> list[AdapterEvent]:
         block = self._blocks.pop(wire_index(_get(wire, "index"), "a content block index"), None)
         if block == "text":
             return [{"type": "text_end"}]
@@ -192,13 +200,13 @@ class AnthropicTranslator:
             self._signature = []
             return [{"type": "thinking_end", "signature": signature} if signature else {"type": "thinking_end"}]
         if block == "redacted":
-            data, self._redacted_data = self._redacted_data, None
+            data, self._redacted_data = self._redacted_data or "", None
             return [{"type": "thinking_end", "signature": data, "redacted": True}]
         if block == "toolcall":
             return [{"type": "toolcall_end"}]
         return []
 
-    def _finish(self) -> list[dict[str, Any]]:
+    def _finish(self) -> list[AdapterEvent]:
         self.finished = True
         reason = self.stop_reason
         if reason in REFUSALS:

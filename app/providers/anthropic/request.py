@@ -126,14 +126,14 @@ def convert_messages(context: Context, target: Target, own_breakpoints: bool = T
             blocks = [_user_block(b) for b in user_blocks(message.content)]
             if blocks:
                 out.append({"role": "user", "content": blocks})
-    for message in out:
-        message.pop("_tool_results", None)
+    for sent in out:
+        sent.pop("_tool_results", None)
     if not own_breakpoints:
         return out
     # Prompt caching: mark the last user block so the conversation prefix is cached between turns.
-    for message in reversed(out):
-        if message["role"] == "user":
-            message["content"][-1] = {**message["content"][-1], "cache_control": _CACHE}
+    for sent in reversed(out):
+        if sent["role"] == "user":
+            sent["content"][-1] = {**sent["content"][-1], "cache_control": _CACHE}
             break
     return out
 

@@ -29,10 +29,20 @@ import json
 import secrets
 from typing import Any
 
+from app.contract.adapter_events import (
+    BLOCK_DELTA,
+    BLOCK_END,
+    BLOCK_START,
+    AdapterEvent,
+    BlockEnd,
+    StopReason,
+    ToolCallEnd,
+    UsageEvent,
+)
 from app.contract.failures import ErrorKind
 from app.providers.base import ProviderError, token_count, wire_text
 
-STOP_REASONS = {"STOP": "stop", "MAX_TOKENS": "length"}
+STOP_REASONS: dict[str, StopReason] = {"STOP": "stop", "MAX_TOKENS": "length"}
 # Finish reasons that are safety stops: a refusal. Any other unmapped one is a stop that cannot be success.
 SAFETY_REASONS = frozenset({"SAFETY", "RECITATION", "BLOCKLIST", "PROHIBITED_CONTENT", "SPII", "IMAGE_SAFETY"})
 
@@ -74,7 +84,6 @@ def signature_text(value: Any) -> str | None:
 
 class GoogleTranslator:
     def __init__(self) -> None:
-        self.usage = {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0}
         self.finished = False
         self.response_id: str | None = None  # the vendor's response id and model version (`Translator`)
         self.response_model: str | None = None
@@ -86,10 +95,10 @@ class GoogleTranslator:
         self._failure: ProviderError | None = None  # an error finish, raised once its chunk was delivered
         self._grounding: Any = None  # `groundingMetadata` (a Google Search ran): one search before the finish
 
-    def feed(self, wire: Any) -> list[dict[str, Any]]:
+    def feed(self, wire: Any) -> list[AdapterEvent]:
         if self._failure is not None:
             raise self._failure
-        events: list[dict[str, Any]] = []
+        events: list[AdapterEvent] = []
         if self.response_id is None:
             self.response_id = _get(wire, "response_id", "responseId")
             self.response_model = _get(wire, "model_version", "modelVersion")
@@ -117,7 +126,7 @@ class GoogleTranslator:
                 raise ProviderError(f"blocked the prompt: blockReason={block}", kind=ErrorKind.REFUSAL)
         return events
 
-    def end(self) -> list[dict[str, Any]]:
+    def end(self) -> list[AdapterEvent]:
         if self._failure is not None:
             raise self._failure
         if not self.finished:
@@ -126,7 +135,7 @@ class GoogleTranslator:
 
     # ------------------------------------------------------------------ parts
 
-    def _part(self, part: Any) -> list[dict[str, Any]]:
+    def _part(self, part: Any) -> list[AdapterEvent]:
         call = _get(part, "function_call", "functionCall")
         signature = signature_text(_get(part, "thought_signature", "thoughtSignature"))
         if call is not None:
@@ -137,14 +146,14 @@ class GoogleTranslator:
         if not isinstance(text, str):
             raise ProviderError("sent a malformed chunk: a part's text is not a string", retryable=True, kind=ErrorKind.MALFORMED)
         kind = "thinking" if _get(part, "thought") is True else "text"
-        events: list[dict[str, Any]] = []
+        events: list[AdapterEvent] = []
         if text:
             if self._open != kind:
                 events.extend(self._close())
                 self._open = kind
                 self._signature = self._pending_signature.pop(kind, None)
-                events.append({"type": f"{kind}_start"})
-            events.append({"type": f"{kind}_delta", "delta": text})
+                events.append({"type": BLOCK_START[kind]})
+            events.append({"type": BLOCK_DELTA[kind], "delta": text})
         if signature:
             if self._open == kind:
                 self._signature = signature  # the last non-empty signature wins
@@ -152,7 +161,7 @@ class GoogleTranslator:
                 self._pending_signature[kind] = signature
         return events
 
-    def _call(self, call: Any, signature: str | None) -> list[dict[str, Any]]:
+    def _call(self, call: Any, signature: str | None) -> list[AdapterEvent]:
         events = self._close()
         name = wire_text(_get(call, "name"), "a functionCall's name") or "unknown_tool"
         self._calls += 1
@@ -161,7 +170,7 @@ class GoogleTranslator:
             call_id = f"{name}_{self._calls}_{secrets.token_hex(4)}"
         self._ids.add(call_id)
         args = _get(call, "args")
-        end: dict[str, Any] = {"type": "toolcall_end"}
+        end: ToolCallEnd = {"type": "toolcall_end"}
         if signature:
             end["thoughtSignature"] = signature
         events += [
@@ -171,10 +180,10 @@ class GoogleTranslator:
         ]
         return events
 
-    def _close(self) -> list[dict[str, Any]]:
+    def _close(self) -> list[AdapterEvent]:
         if self._open is None:
             return []
-        event: dict[str, Any] = {"type": f"{self._open}_end"}
+        event: BlockEnd = {"type": BLOCK_END[self._open]}
         if self._signature:
             event["signature"] = self._signature
         self._open = None
@@ -183,18 +192,23 @@ class GoogleTranslator:
 
     # ------------------------------------------------------------------ usage and finish
 
-    def _usage(self, usage: Any) -> dict[str, Any]:
+    def _usage(self, usage: Any) -> UsageEvent:
         prompt = token_count(_get(usage, "prompt_token_count", "promptTokenCount"), "promptTokenCount")
         cached = token_count(_get(usage, "cached_content_token_count", "cachedContentTokenCount"), "cachedContentTokenCount")
         candidates = token_count(_get(usage, "candidates_token_count", "candidatesTokenCount"), "candidatesTokenCount")
         thoughts = token_count(_get(usage, "thoughts_token_count", "thoughtsTokenCount"), "thoughtsTokenCount")
-        self.usage = {"input": max(prompt - cached, 0), "output": token_count(candidates + thoughts, "candidatesTokenCount"),
-                      "cacheRead": cached, "cacheWrite": 0}
+        event: UsageEvent = {
+            "type": "usage",
+            "input": max(prompt - cached, 0),
+            "output": token_count(candidates + thoughts, "candidatesTokenCount"),
+            "cacheRead": cached,
+            "cacheWrite": 0,
+        }
         if thoughts:
-            self.usage["reasoning"] = thoughts
-        return {"type": "usage", **self.usage}
+            event["reasoning"] = thoughts
+        return event
 
-    def _web_search(self, grounding: Any) -> list[dict[str, Any]]:
+    def _web_search(self, grounding: Any) -> list[AdapterEvent]:
         """Grounding with Google Search (the vendor's own search, a hosted tool) as one search: its queries
         (joined) and the web sources it grounded the answer in; none when it did not search."""
         queries = [wire_text(q, "a webSearchQueries entry") for q in _items(_get(grounding, "web_search_queries", "webSearchQueries"), "webSearchQueries")]  # fmt: skip
@@ -210,7 +224,7 @@ class GoogleTranslator:
                 {"type": "websearch_end", "id": search_id, "query": " | ".join(q for q in queries if q),
                  "status": "completed", "sources": sources}]  # fmt: skip
 
-    def _finish(self, reason: str, message: Any) -> list[dict[str, Any]]:
+    def _finish(self, reason: str, message: Any) -> list[AdapterEvent]:
         self.finished = True
         mapped = STOP_REASONS.get(reason)
         if mapped is None:

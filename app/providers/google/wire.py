@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any, AsyncIterator
+from typing import Any, AsyncGenerator
 from urllib.parse import urlencode
 
 from google.genai import types
@@ -60,11 +60,11 @@ def sdk_request(client: ApiClient, params: dict[str, Any]) -> SdkRequest:
     return SdkRequest(path=path, body=body, http_options=http_options)
 
 
-async def send(client: ApiClient, request: SdkRequest) -> AsyncIterator[Any]:
+async def send(client: ApiClient, request: SdkRequest) -> AsyncGenerator[Any, None]:
     """Send the request with the SDK's streamed request method; the chunks as decoded JSON."""
     responses = await client.async_request_streamed("post", request.path, request.body, request.http_options)
 
-    async def chunks() -> AsyncIterator[Any]:
+    async def chunks() -> AsyncGenerator[Any, None]:
         try:
             async for response in responses:
                 yield json.loads(response.body) if response.body else {}

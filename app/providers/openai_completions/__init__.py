@@ -8,7 +8,8 @@ the catalog provider's `compat` (`app.providers.openai_completions.compat.Compat
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any
+from types import ModuleType
+from typing import Any, ClassVar
 
 import openai
 
@@ -27,7 +28,7 @@ NO_KEY = "no-key"  # sent to servers that need none (the SDK insists on some key
 
 class OpenAICompletionsProvider(StainlessProvider):
     api = request.API
-    sdk = openai
+    sdk: ClassVar[ModuleType] = openai  # (a module assigned bare is an instance variable to mypy)
     client_class = openai.AsyncOpenAI
     options_class = OpenAIRequestOptions
     path = "/chat/completions"

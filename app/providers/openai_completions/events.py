@@ -33,11 +33,12 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from app.contract.adapter_events import BLOCK_DELTA, BLOCK_START, AdapterEvent, BlockEnd, StopReason, UsageEvent
 from app.contract.failures import ErrorKind
 from app.providers.base import ProviderError, error_detail, token_count, wire_index
 
 _REASONING_FIELDS = ("reasoning_content", "reasoning")
-STOP_REASONS = {"stop": "stop", "eos": "stop", "end_turn": "stop", "stop_sequence": "stop", "length": "length",
+STOP_REASONS: dict[str, StopReason] = {"stop": "stop", "eos": "stop", "end_turn": "stop", "stop_sequence": "stop", "length": "length",
                 "max_tokens": "length", "tool_calls": "toolUse", "function_call": "toolUse"}
 
 
@@ -67,14 +68,14 @@ class ChatCompletionsTranslator:
         self._call: _Call | None = None  # the open tool call
         self._closed_calls: set[Any] = set()
         self._calls_done = 0
-        self._usage: dict[str, int] | None = None
+        self._usage: UsageEvent | None = None
         self._auto_keys = 0
         self._settled = False  # the finish event went out (or the terminal error is pending)
         self._pending: ProviderError | None = None
 
     # ------------------------------------------------------------------ Translator protocol
 
-    def feed(self, wire: Any) -> list[dict[str, Any]]:
+    def feed(self, wire: Any) -> list[AdapterEvent]:
         if self._pending is not None:
             self._raise_pending()
         if self._settled:
@@ -86,7 +87,7 @@ class ChatCompletionsTranslator:
         if not self.response_id and isinstance(wire.get("id"), str):
             self.response_id = wire["id"]
             self.response_model = wire.get("model") if isinstance(wire.get("model"), str) else None
-        events: list[dict[str, Any]] = []
+        events: list[AdapterEvent] = []
         choices = wire.get("choices")
         if choices:
             choice = next((c for c in choices if isinstance(c, dict) and c.get("index", 0) == 0), None)
@@ -109,7 +110,7 @@ class ChatCompletionsTranslator:
                 self._pending = error
         return events
 
-    def end(self) -> list[dict[str, Any]]:
+    def end(self) -> list[AdapterEvent]:
         if self._pending is not None:
             self._raise_pending()
         if self._settled:
@@ -121,7 +122,7 @@ class ChatCompletionsTranslator:
         assert error is not None
         raise error
 
-    def _settle(self) -> list[dict[str, Any]]:
+    def _settle(self) -> list[AdapterEvent]:
         self._settled = True
         events = self._close() if self._open is not None else []
         reason = self.finish_reason
@@ -142,7 +143,7 @@ class ChatCompletionsTranslator:
 
     # ------------------------------------------------------------------ deltas
 
-    def _delta(self, delta: dict[str, Any], events: list[dict[str, Any]]) -> None:
+    def _delta(self, delta: dict[str, Any], events: list[AdapterEvent]) -> None:
         source = next((f for f in _REASONING_FIELDS if isinstance(delta.get(f), str) and delta[f]), None)
         thinking = delta[source] if source else None
         details = delta.get("reasoning_details")
@@ -169,7 +170,7 @@ class ChatCompletionsTranslator:
                 if isinstance(fragment, dict):
                     self._tool_fragment(fragment, events)
 
-    def _details(self, details: list[Any], events: list[dict[str, Any]]) -> str:
+    def _details(self, details: list[Any], events: list[AdapterEvent]) -> str:
         """The thinking text in `reasoning_details` entries; keeps their signature for the block's end."""
         texts: list[str] = []
         for entry in details:
@@ -186,7 +187,7 @@ class ChatCompletionsTranslator:
                     self._signature = signature
         return "".join(texts)
 
-    def _parts(self, parts: list[Any], events: list[dict[str, Any]]) -> None:
+    def _parts(self, parts: list[Any], events: list[AdapterEvent]) -> None:
         for part in parts:
             if not isinstance(part, dict):
                 continue
@@ -201,21 +202,21 @@ class ChatCompletionsTranslator:
                 if text := "".join(texts):
                     self._text("thinking", text, events)
 
-    def _text(self, kind: str, text: str, events: list[dict[str, Any]]) -> None:
+    def _text(self, kind: str, text: str, events: list[AdapterEvent]) -> None:
         if self._open != kind:
             self._switch(kind, events)
-        events.append({"type": f"{kind}_delta", "delta": text})
+        events.append({"type": BLOCK_DELTA[kind], "delta": text})
 
-    def _switch(self, kind: str, events: list[dict[str, Any]]) -> None:
+    def _switch(self, kind: str, events: list[AdapterEvent]) -> None:
         if self._open is not None:
             events.extend(self._close())
         self._open = kind
-        events.append({"type": f"{kind}_start"})
+        events.append({"type": BLOCK_START[kind]})
 
-    def _close(self) -> list[dict[str, Any]]:
+    def _close(self) -> list[AdapterEvent]:
         kind, self._open = self._open, None
         if kind == "thinking":
-            end: dict[str, Any] = {"type": "thinking_end"}
+            end: BlockEnd = {"type": "thinking_end"}
             if self._signature:
                 end["signature"] = self._signature
             self._signature = None
@@ -225,7 +226,7 @@ class ChatCompletionsTranslator:
         call, self._call = self._call, None
         assert call is not None
         self._closed_calls.add(call.key)
-        events: list[dict[str, Any]] = []
+        events: list[AdapterEvent] = []
         if not call.started:
             raise ProviderError(f"sent tool call {call.id or call.key} without a name", kind=ErrorKind.PROTOCOL)
         self._calls_done += 1
@@ -247,9 +248,11 @@ class ChatCompletionsTranslator:
             return ("auto", self._auto_keys)
         return self._call.key
 
-    def _tool_fragment(self, fragment: dict[str, Any], events: list[dict[str, Any]]) -> None:
+    def _tool_fragment(self, fragment: dict[str, Any], events: list[AdapterEvent]) -> None:
         key = self._key(fragment)
-        function = fragment.get("function") if isinstance(fragment.get("function"), dict) else {}
+        function = fragment.get("function")
+        if not isinstance(function, dict):
+            function = {}
         if self._open != "toolcall" or self._call is None or self._call.key != key:
             if key in self._closed_calls:
                 raise ProviderError(
@@ -280,7 +283,7 @@ class ChatCompletionsTranslator:
 
     # ------------------------------------------------------------------ usage
 
-    def _set_usage(self, usage: dict[str, Any], events: list[dict[str, Any]]) -> None:
+    def _set_usage(self, usage: dict[str, Any], events: list[AdapterEvent]) -> None:
         prompt = token_count(usage.get("prompt_tokens"), "prompt_tokens")
         completion = token_count(usage.get("completion_tokens"), "completion_tokens")
         details = usage.get("prompt_tokens_details")
@@ -291,11 +294,16 @@ class ChatCompletionsTranslator:
         total = usage.get("total_tokens")
         if reasoning and total == prompt + completion + reasoning:
             completion += reasoning  # reasoning counted outside completion_tokens (xAI)
-        tokens = {"input": max(prompt - cached, 0), "output": token_count(completion, "completion_tokens"),
-                  "cacheRead": min(cached, prompt), "cacheWrite": 0}
+        tokens: UsageEvent = {
+            "type": "usage",
+            "input": max(prompt - cached, 0),
+            "output": token_count(completion, "completion_tokens"),
+            "cacheRead": min(cached, prompt),
+            "cacheWrite": 0,
+        }
         if reasoning:
             tokens["reasoning"] = reasoning
         if tokens != self._usage:
             self._usage = tokens
-            events.append({"type": "usage", **tokens})
+            events.append(tokens)
 

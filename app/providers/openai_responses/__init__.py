@@ -3,7 +3,8 @@
 
 from __future__ import annotations
 
-from typing import Any
+from types import ModuleType
+from typing import Any, ClassVar
 
 import openai
 
@@ -23,7 +24,7 @@ COUNTED_FIELDS = ("instructions", "tools", "tool_choice", "reasoning", "text", "
 
 class OpenAIResponsesProvider(StainlessProvider):
     api = API
-    sdk = openai
+    sdk: ClassVar[ModuleType] = openai  # (a module assigned bare is an instance variable to mypy)
     client_class = openai.AsyncOpenAI
     options_class = OpenAIRequestOptions
     path = "/responses"

@@ -29,8 +29,9 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
+from app.contract.adapter_events import AdapterEvent, BlockEnd, DeltaType, ToolCallEnd, UsageEvent, WebSearchEnd
 from app.contract.failures import ErrorKind
 from app.providers.base import ProviderError, token_count, wire_name, wire_text
 from app.stream.surrogates import valid_text
@@ -75,21 +76,20 @@ class _Item:
         return "".join(self.sent)
 
 
-def web_search_end(item: Any) -> dict[str, Any]:
+def web_search_end(item: Any) -> WebSearchEnd:
     """A finished `web_search_call` item as the end of the vendor's search: its query (`action.query`, or the
     first of `action.queries`), its status, and the sources the vendor listed (`action.sources`, sent when the
     request's `include` asked for them)."""
     action = _get(item, "action") or {}
     query = _get(action, "query") or next(iter(_get(action, "queries") or ()), "")
     sources = [{"url": wire_text(_get(s, "url"), "a web search source's url")} for s in _get(action, "sources") or ()]
-    status = "failed" if _get(item, "status") == "failed" else "completed"
+    status: Literal["completed", "failed"] = "failed" if _get(item, "status") == "failed" else "completed"
     return {"type": "websearch_end", "id": wire_text(_get(item, "id"), "a web_search_call's id"),
             "query": wire_text(query, "a web search's query"), "status": status, "sources": [s for s in sources if s["url"]]}
 
 
 class OpenAIResponsesTranslator:
     def __init__(self) -> None:
-        self.usage = {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0}
         self.finished = False
         self.refused = False
         self.response_id: str | None = None  # the vendor's response id and model (`Translator`)
@@ -101,14 +101,14 @@ class OpenAIResponsesTranslator:
 
     # ------------------------------------------------------------------ Translator protocol
 
-    def feed(self, wire: Any) -> list[dict[str, Any]]:
+    def feed(self, wire: Any) -> list[AdapterEvent]:
         if self._pending is not None:
             self._raise_pending()
         kind = _get(wire, "type")
         handler = _HANDLERS.get(kind)
         return handler(self, wire) if handler is not None else []  # created, in_progress, unknown events
 
-    def end(self) -> list[dict[str, Any]]:
+    def end(self) -> list[AdapterEvent]:
         if self._pending is not None:
             self._raise_pending()
         if not self.finished:
@@ -119,10 +119,10 @@ class OpenAIResponsesTranslator:
 
     # ------------------------------------------------------------------ items
 
-    def _item_added(self, wire: Any) -> list[dict[str, Any]]:
+    def _item_added(self, wire: Any) -> list[AdapterEvent]:
         return self._open_item(_get(wire, "item"))
 
-    def _open_item(self, item: Any) -> list[dict[str, Any]]:
+    def _open_item(self, item: Any) -> list[AdapterEvent]:
         item_type = _get(item, "type")
         item_id = _get(item, "id") or ""
         if item_type not in _CLIENT_ITEMS:
@@ -146,7 +146,7 @@ class OpenAIResponsesTranslator:
                 events.extend(self._delta("toolcall_delta", arguments))
         return events
 
-    def _item_done(self, wire: Any) -> list[dict[str, Any]]:
+    def _item_done(self, wire: Any) -> list[AdapterEvent]:
         item = _get(wire, "item")
         item_id = _get(item, "id") or ""
         if _get(item, "type") == "web_search_call" and item_id and (item_id in self._searching or self._open is None):
@@ -156,7 +156,7 @@ class OpenAIResponsesTranslator:
         if item_id in self._skipped:
             self._skipped.discard(item_id)
             return []
-        events: list[dict[str, Any]] = []
+        events: list[AdapterEvent] = []
         if self._open is None or self._open.id != item_id:
             events = self._open_item(item)  # a `done` without its `added`
             if self._open is None or self._open.id != item_id:
@@ -164,13 +164,14 @@ class OpenAIResponsesTranslator:
                 return events
         return events + self._close_open(item)
 
-    def _close_open(self, item: Any = None) -> list[dict[str, Any]]:
+    def _close_open(self, item: Any = None) -> list[AdapterEvent]:
         """End the open block; `item` is the finished output item (None when the vendor never finished it)."""
         current = self._open
         assert current is not None
-        events: list[dict[str, Any]] = []
+        events: list[AdapterEvent] = []
+        end: BlockEnd | ToolCallEnd
         if current.kind == "thinking":
-            end: dict[str, Any] = {"type": "thinking_end"}
+            end = {"type": "thinking_end"}
             if item is not None:
                 summary = "\n\n".join(_get(p, "text") or "" for p in _get(item, "summary") or [])
                 events.extend(self._catch_up("thinking_delta", summary))
@@ -199,7 +200,7 @@ class OpenAIResponsesTranslator:
         self._open = None
         return events
 
-    def _catch_up(self, delta_type: str, final: str) -> list[dict[str, Any]]:
+    def _catch_up(self, delta_type: DeltaType, final: str) -> list[AdapterEvent]:
         """The part of the item's final text that no delta carried (nothing when the deltas disagree). Compared
         as valid text: deltas may hold halves of a surrogate pair the event stream joins (app.stream.surrogates)."""
         assert self._open is not None
@@ -208,7 +209,7 @@ class OpenAIResponsesTranslator:
             return self._delta(delta_type, final[len(sent) :])
         return []
 
-    def _delta(self, delta_type: str, text: Any) -> list[dict[str, Any]]:
+    def _delta(self, delta_type: DeltaType, text: Any) -> list[AdapterEvent]:
         assert self._open is not None
         text = wire_text(text, f"a {delta_type.replace('_', ' ')}")
         if not text:
@@ -228,53 +229,53 @@ class OpenAIResponsesTranslator:
 
     # ------------------------------------------------------------------ deltas
 
-    def _text_delta(self, wire: Any) -> list[dict[str, Any]]:
+    def _text_delta(self, wire: Any) -> list[AdapterEvent]:
         if self._owner(wire, "text") is None:
             return []
         return self._delta("text_delta", _get(wire, "delta") or "")
 
-    def _refusal_delta(self, wire: Any) -> list[dict[str, Any]]:
+    def _refusal_delta(self, wire: Any) -> list[AdapterEvent]:
         owner = self._owner(wire, "text")
         if owner is None:
             return []
         owner.refusal = True
         return self._delta("text_delta", _get(wire, "delta") or "")
 
-    def _content_part_added(self, wire: Any) -> list[dict[str, Any]]:
+    def _content_part_added(self, wire: Any) -> list[AdapterEvent]:
         if _get(_get(wire, "part"), "type") == "refusal":
             owner = self._owner(wire, "text")
             if owner is not None:
                 owner.refusal = True
         return []
 
-    def _summary_part_added(self, wire: Any) -> list[dict[str, Any]]:
+    def _summary_part_added(self, wire: Any) -> list[AdapterEvent]:
         owner = self._owner(wire, "thinking")
         return self._part_break(owner) if owner is not None else []
 
-    def _summary_delta(self, wire: Any) -> list[dict[str, Any]]:
+    def _summary_delta(self, wire: Any) -> list[AdapterEvent]:
         owner = self._owner(wire, "thinking")
         if owner is None:
             return []
         return self._part_break(owner) + self._delta("thinking_delta", _get(wire, "delta") or "")
 
-    def _part_break(self, owner: _Item) -> list[dict[str, Any]]:
+    def _part_break(self, owner: _Item) -> list[AdapterEvent]:
         if not owner.part_done:
             return []
         owner.part_done = False
         return self._delta("thinking_delta", "\n\n") if owner.sent else []
 
-    def _summary_part_done(self, wire: Any) -> list[dict[str, Any]]:
+    def _summary_part_done(self, wire: Any) -> list[AdapterEvent]:
         owner = self._owner(wire, "thinking")
         if owner is not None:
             owner.part_done = True
         return []
 
-    def _arguments_delta(self, wire: Any) -> list[dict[str, Any]]:
+    def _arguments_delta(self, wire: Any) -> list[AdapterEvent]:
         if self._owner(wire, "toolcall") is None:
             return []
         return self._delta("toolcall_delta", _get(wire, "delta") or "")
 
-    def _arguments_done(self, wire: Any) -> list[dict[str, Any]]:
+    def _arguments_done(self, wire: Any) -> list[AdapterEvent]:
         owner = self._owner(wire, "toolcall")
         if owner is None or owner.sent:
             return []
@@ -282,13 +283,14 @@ class OpenAIResponsesTranslator:
 
     # ------------------------------------------------------------------ terminal events
 
-    def _usage(self, response: Any) -> list[dict[str, Any]]:
+    def _usage(self, response: Any) -> list[AdapterEvent]:
         usage = _get(response, "usage")
         if usage is None:
             return []
         cached = token_count(_get(_get(usage, "input_tokens_details"), "cached_tokens"), "cached_tokens")
         prompt = token_count(_get(usage, "input_tokens"), "input_tokens")
-        self.usage = {
+        event: UsageEvent = {
+            "type": "usage",
             "input": max(prompt - cached, 0),
             "output": token_count(_get(usage, "output_tokens"), "output_tokens"),
             "cacheRead": min(cached, prompt),
@@ -296,27 +298,27 @@ class OpenAIResponsesTranslator:
         }
         reasoning = token_count(_get(_get(usage, "output_tokens_details"), "reasoning_tokens"), "reasoning_tokens")
         if reasoning:
-            self.usage["reasoning"] = reasoning
-        return [{"type": "usage", **self.usage}]
+            event["reasoning"] = reasoning
+        return [event]
 
-    def _terminal(self, wire: Any) -> list[dict[str, Any]]:
+    def _terminal(self, wire: Any) -> list[AdapterEvent]:
         self.finished = True
         events = self._close_open() if self._open is not None else []
         return events + self._usage(_get(wire, "response"))
 
-    def _created(self, wire: Any) -> list[dict[str, Any]]:
+    def _created(self, wire: Any) -> list[AdapterEvent]:
         response = _get(wire, "response")
         self.response_id, self.response_model = _get(response, "id"), _get(response, "model")
         return []
 
-    def _completed(self, wire: Any) -> list[dict[str, Any]]:
+    def _completed(self, wire: Any) -> list[AdapterEvent]:
         events = self._terminal(wire)
         if self.refused:
             self._pending = ProviderError("refused: the response is a refusal", kind=ErrorKind.REFUSAL)
             return events
         return events + [{"type": "finish", "reason": "stop"}]
 
-    def _incomplete(self, wire: Any) -> list[dict[str, Any]]:
+    def _incomplete(self, wire: Any) -> list[AdapterEvent]:
         events = self._terminal(wire)
         reason = _get(_get(_get(wire, "response"), "incomplete_details"), "reason") or "unknown"
         if reason == "max_output_tokens" and not self.refused:
@@ -329,7 +331,7 @@ class OpenAIResponsesTranslator:
             self._pending = ProviderError(f"response incomplete: reason={reason}", kind=ErrorKind.STOP_REASON)
         return events
 
-    def _failed(self, wire: Any) -> list[dict[str, Any]]:
+    def _failed(self, wire: Any) -> list[AdapterEvent]:
         self.finished = True
         response = _get(wire, "response")
         error = _get(response, "error")
@@ -340,7 +342,7 @@ class OpenAIResponsesTranslator:
             detail = f"{code or 'error'}: {message or ''}".strip()
         raise ProviderError(f"response failed: {detail}", retryable=_retryable(code), kind=ErrorKind.UPSTREAM)
 
-    def _error(self, wire: Any) -> list[dict[str, Any]]:
+    def _error(self, wire: Any) -> list[AdapterEvent]:
         error = _get(wire, "error")  # the Responses `error` event is flat; some senders nest an `error` object
         if error is not None:
             code, message = _get(error, "code") or _get(error, "type"), _get(error, "message") or ""

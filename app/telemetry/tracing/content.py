@@ -13,7 +13,7 @@ from typing import Any
 
 import orjson
 
-from app.contract.messages import AssistantMessage, Context, ToolResultMessage, UserMessage
+from app.contract.messages import AssistantMessage, Context, SystemMessage, ToolResultMessage, UserMessage
 
 FINISH_REASONS = {"stop": "stop", "length": "length", "toolUse": "tool_call", "error": "error"}
 
@@ -36,7 +36,9 @@ def output_attributes(message: dict[str, Any]) -> dict[str, str]:
     return {"gen_ai.output.messages": _json([output])}
 
 
-def _input_message(message: UserMessage | AssistantMessage | ToolResultMessage) -> dict[str, Any]:
+def _input_message(message: UserMessage | AssistantMessage | ToolResultMessage | SystemMessage) -> dict[str, Any]:
+    if isinstance(message, SystemMessage):  # an instruction at its place in the conversation (from a door)
+        return {"role": "system", "parts": [{"type": "text", "content": block.text} for block in message.content]}
     if isinstance(message, UserMessage):
         content = message.content
         parts = [{"type": "text", "content": content}] if isinstance(content, str) else [_user_part(b) for b in content]

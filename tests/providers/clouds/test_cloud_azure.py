@@ -146,8 +146,8 @@ def entra(gateway_factory, sim, tmp_path_factory):
 
     path = tmp_path_factory.mktemp("entra") / "catalog.json"
     entries = []
-    for entry in ENTRA.values():
-        entry = json.loads(json.dumps(entry).replace("@SIMULATOR@", sim.url))
+    for template in ENTRA.values():
+        entry = json.loads(json.dumps(template).replace("@SIMULATOR@", sim.url))
         del entry["keyEnv"]  # credentials from Entra ID only
         entries.append(entry)
     path.write_text(json.dumps({"providers": entries}))
