@@ -13,7 +13,7 @@ from app.catalog import Catalog
 from app.contract.request import StreamRequest
 from app.core.dispatcher import Dispatcher
 from app.contract.failures import Interrupt
-from app.core.job import Route, TurnJob
+from app.core.job import Route, TurnJob, TurnRequest
 from app.ledger import LedgerObserver, open_ledger
 from app.telemetry.logs import RequestLog
 from app.redaction import register_secrets
@@ -69,7 +69,11 @@ class Gateway:
         self.metrics = Metrics(self.catalog, key_labels=settings.metrics_key_labels)
         self.pools.metrics = self.metrics
         self.dispatcher.observers.append(self.metrics)
-        self.recorder = LedgerObserver.from_settings(self.ledger, settings, self.metrics)  # lifespan: start() / aclose()
+        self.resume = _resume_hub(settings, self.metrics)
+        # Records count the resumptions the hub saw (the recorder's lifespan: start() / aclose()).
+        self.recorder = LedgerObserver.from_settings(
+            self.ledger, settings, self.metrics, times_resumed=self.resume.times_resumed
+        )
         self.dispatcher.observers.append(self.recorder)
         self.dispatcher.observers.append(RequestLog(settings.log_content))
         self.limits = Limits(
@@ -93,8 +97,7 @@ class Gateway:
             max_streams_per_key=settings.max_streams_per_key,
             allow_unpriced_models=settings.allow_unpriced_models,
         )
-        self.resume = _resume_hub(settings, self.metrics)
-        self.resume.on_resumed_late = self.recorder.turn_finished  # the record is written again with `resumed`
+        self.resume.on_resumed_late = self.recorder.resumed_late  # the record is written again with `resumed`
         self._keys_watch: asyncio.Task | None = None
         register_secrets(
             *(settings.provider_key(name) for name in ("anthropic", "openai", "google")),
@@ -120,12 +123,19 @@ class Gateway:
         return await self.ledger.last_cost(key_id)
 
     async def start_turn(
-        self, request: StreamRequest, request_id: str, key_id: str | None, door: str = "unified", session: str | None = None
+        self,
+        request: StreamRequest,
+        request_id: str,
+        key_id: str | None,
+        door: str = "unified",
+        session: str | None = None,
+        resumable: bool = False,
     ) -> TurnJob:
         """Resolve the model and its fallbacks, apply the key's policy, then start the turn's pump. `door`
         names the client wire format the request came through (records and metrics show it). Admission's
         steps (`app.policy.admission`) run in order, with the routes planned between its stream caps and the
-        key's policy. `session`: the agent session header the request carried (a pool's conversation key)."""
+        key's policy. `session`: the agent session header the request carried (a pool's conversation key);
+        `resumable`: its events are kept for resumption (`app.resume`)."""
         self.admission.check_capacity(key_id)
         options = request.options
         routes = self._honouring(self.dispatcher.plan(request.model, request.fallback), request)
@@ -134,27 +144,28 @@ class Gateway:
         throttle = self.settings.throttle_ms if options.throttle_ms is None else options.throttle_ms
         turn = Turn(request_id, throttle_ms=throttle, max_pending_bytes=self.settings.max_pending_bytes)
         turn.builder.hosted = options.hosted_tools is not None  # the vendor's own searches reach the client
-        job = TurnJob(
-            turn=turn,
-            routes=routes,
+        admitted = TurnRequest(
+            routes=tuple(routes),
             context=request.context,
             options=options,
             api_key_id=key_id,
             requested_model=request.model,
-            fallback=list(request.fallback),
+            fallback=tuple(request.fallback),
             door=door,
             session=session,
+            resumable=resumable,
         )
+        job = TurnJob(turn, admitted)
         context = None
         if self.settings.demo and key_id is not None:  # the demo simulator's log shows each key its own requests
             context = contextvars.copy_context()
             context.run(DEMO_CALLER.set, key_id)
-        job.task = asyncio.create_task(self.dispatcher.run(job), name=f"turn-{request_id}", context=context)
+        task = self.dispatcher.start(job, context)
         self.jobs.add(job)
-        job.task.add_done_callback(lambda _: self.jobs.discard(job))
+        task.add_done_callback(lambda _: self.jobs.discard(job))
         if key_id is not None:
             self.streams_per_key[key_id] += 1
-            job.task.add_done_callback(lambda _: self._release_key(key_id))
+            task.add_done_callback(lambda _: self._release_key(key_id))
         return job
 
     def _honouring(self, routes: list[Route], request: StreamRequest) -> list[Route]:

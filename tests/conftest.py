@@ -16,6 +16,7 @@ from typing import Any, Iterator
 import httpx
 import pytest
 
+from app.core.job import TurnObserver
 from app.main import create_app
 from app.settings import Settings
 from simulator.app import create_simulator
@@ -53,17 +54,14 @@ class StreamResult:
         return json.loads(self.text)
 
 
-class FinishedTurns:
+class FinishedTurns(TurnObserver):
     """A turn observer that lets a test wait (from its own thread) for a turn to finish."""
 
     def __init__(self) -> None:
         self._done: dict[str, Any] = {}
         self._cond = threading.Condition()
 
-    def turn_started(self, job: Any) -> None:
-        pass
-
-    def turn_finished(self, job: Any) -> None:
+    def turn_finished(self, job: Any, settled: Any) -> None:
         with self._cond:
             self._done[job.turn.request_id] = job
             self._cond.notify_all()

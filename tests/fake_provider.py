@@ -20,7 +20,7 @@ from typing import Any
 from app.catalog import ModelInfo, Pricing
 from app.contract.messages import Context
 from app.contract.request import StreamOptions
-from app.core.job import Route, TurnJob
+from app.core.job import Route, TurnJob, TurnRequest
 from app.providers.base import Placement, ProviderError, Upstream
 from app.stream.turn import Turn
 
@@ -35,6 +35,8 @@ class Gate:
 class FakeTranslator:
     def __init__(self) -> None:
         self.finished = False
+        self.response_id: str | None = None
+        self.response_model: str | None = None
 
     def feed(self, wire: list[dict[str, Any]]) -> list[dict[str, Any]]:
         if any(event["type"] == "finish" for event in wire):
@@ -103,6 +105,7 @@ def text_frames(*chunks: str, reason: str = "stop") -> list[list[dict[str, Any]]
 def new_job(*providers: FakeProvider, model: str = "m", throttle_ms: int = 0, **turn_options: Any) -> TurnJob:
     """A job over `providers` (the first is the requested route, the rest its fallbacks)."""
     turn = Turn("req_fake", throttle_ms=throttle_ms, **turn_options)
-    routes = [Route(p, ModelInfo(p.name, model, Pricing())) for p in providers]
+    routes = tuple(Route(p, ModelInfo(p.name, model, Pricing())) for p in providers)
     context = Context.model_validate({"messages": [{"role": "user", "content": "hi"}]})
-    return TurnJob(turn=turn, routes=routes, context=context, options=StreamOptions(), requested_model=f"{providers[0].name}/{model}")
+    request = TurnRequest(routes, context, StreamOptions(), requested_model=f"{providers[0].name}/{model}")
+    return TurnJob(turn, request)

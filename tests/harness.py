@@ -19,7 +19,7 @@ from app.catalog import Catalog, ModelInfo, Pricing
 from app.contract.messages import Context, UserMessage
 from app.contract.request import StreamOptions
 from app.core.dispatcher import Dispatcher
-from app.core.job import Route, TurnJob
+from app.core.job import Route, TurnJob, TurnRequest
 from app.providers.base import Placement, ProviderError, Upstream
 from app.settings import Settings
 from app.stream.turn import Turn
@@ -69,18 +69,18 @@ def run_script(provider: ScriptedProvider, *, throttle_ms: int = 0) -> tuple[lis
     async def main() -> tuple[list[dict[str, Any]], TurnJob]:
         dispatcher = Dispatcher({provider.name: provider}, Catalog(), settings)  # type: ignore[arg-type]
         turn = Turn("req_fuzz", throttle_ms=throttle_ms)
-        job = TurnJob(
-            turn=turn,
-            routes=[Route(provider, ModelInfo(provider.name, "fuzz-model", Pricing(1, 1, 1, 1)))],  # type: ignore[arg-type]
+        request = TurnRequest(
+            routes=(Route(provider, ModelInfo(provider.name, "fuzz-model", Pricing(1, 1, 1, 1))),),  # type: ignore[arg-type]
             context=Context(messages=[UserMessage(content="hi")]),
             options=StreamOptions(),
             requested_model=f"{provider.name}/fuzz-model",
         )
-        job.task = asyncio.create_task(dispatcher.run(job))
+        job = TurnJob(turn, request)
+        task = dispatcher.start(job)
         events = []
         while (event := await turn.next_event()) is not None:
             events.append(event)
-        await job.task
+        await task
         return events, job
 
     return asyncio.run(main())

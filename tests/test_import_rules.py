@@ -4,7 +4,8 @@
 - nothing below the edge imports `app.api` (the edge: `app.api`, and the entry points that assemble it);
 - adapters (`app.providers`) import no door, no HTTP server framework, and none of the observers or the
   dispatcher that drive them;
-- doors (`app.doors`) import no adapter and no HTTP server framework;
+- doors (`app.doors`) import no adapter and no HTTP server framework, and of the core only the settled turn's
+  record (`app.core.settled`); the core (`app.core`) imports no door;
 - doors are peers: no door package (`app/doors/<door>/`) imports another; what doors share is a module of
   `app/doors/` itself (`fields.py`, `signatures.py`, `openai_errors.py`, …);
 - the edge names no door: it imports `app.doors.registry` and the shared door modules, never a door package
@@ -48,6 +49,7 @@ RULES = [
     ("app.providers", ("app.doors", *HTTP_SERVER, *OBSERVERS_AND_DRIVERS), "an adapter only translates wire events"),
     ("app.doors", ("app.providers", *HTTP_SERVER, *OBSERVERS_AND_DRIVERS), "a door never knows which adapter serves it"),
     ("app.stream", ("app.doors", "app.providers", *HTTP_SERVER), "the event stream knows no door and no adapter"),
+    ("app.core", ("app.doors",), "the core knows no door"),
     ("app.contract", ("app.doors", "app.providers", "app.stream", *HTTP_SERVER), "the contract is plain data"),
 ]
 
@@ -146,6 +148,17 @@ def test_the_edge_imports_no_door_by_name():
         if any(_within(name, door) for door in DOOR_PACKAGES)
     )
     assert not broken, "the edge reads the doors from app.doors.registry, never a door by name:\n" + "\n".join(broken)
+
+
+def test_a_door_imports_of_the_core_only_the_settled_record():
+    broken = sorted(
+        f"{module} imports {name}"
+        for module, names in MODULES.items()
+        if _within(module, "app.doors")
+        for name in names
+        if _within(name, "app.core") and name != "app.core.settled"
+    )
+    assert not broken, "a door reads a turn through its TurnView and the settled record only:\n" + "\n".join(broken)
 
 
 def test_the_rules_read_real_imports():

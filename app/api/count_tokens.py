@@ -1,7 +1,7 @@
 """The HTTP glue of a door's token counting endpoint (`POST /v1/messages/count_tokens`): authenticate, read and
 decode the body as the door decodes a turn's, ask the serving vendor (`app.core.counting`), answer in the door's
 shape. Errors before the call are rendered as the door renders a turn's; a vendor failure is classified as a
-turn's would be (`app.core.result.upstream_failure`), a timeout as 504."""
+turn's would be (`app.core.settled.upstream_failure`), a timeout as 504."""
 
 from __future__ import annotations
 
@@ -12,10 +12,10 @@ from app.api.auth import authorization
 from app.api.body import parse_json, parse_off_loop, read_body
 from app.api.error_responses import json_response, refusal_error
 from app.api.turns import url_body
-from app.core.result import upstream_failure
-from app.contract.failures import ErrorKind
+from app.contract.failures import ErrorKind, Failure
 from app.core.counting import count_tokens
-from app.doors.base import Failure, TokenCountDoor, retry_headers
+from app.core.settled import retry_headers, upstream_failure
+from app.doors.base import TokenCountDoor
 from app.doors.errors import BadRequest
 from app.gateway import Gateway
 from app.providers.base import ProviderError

@@ -27,7 +27,6 @@ from app.doors.errors import BadRequest
 from app.gateway import Gateway
 from app.ledger.base import now_ms
 from app.contract.refusals import Refusal
-from app.core.result import turn_result
 
 log = logging.getLogger("gateway")
 DAY_MS = 86_400_000
@@ -108,7 +107,7 @@ class Keeping:
 
     async def _kept(self) -> None:
         try:
-            kept = self.stored.keep(self.request, self.encoder, turn_result(self.job))
+            kept = self.stored.keep(self.request, self.encoder, self.job.result())
             if kept is None:
                 return
             kept_id, response = kept

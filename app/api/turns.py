@@ -23,7 +23,7 @@ from app.doors.errors import BadRequest
 from app.gateway import Gateway
 from app.pools.balancer import session_header
 from app.contract.refusals import Refusal
-from app.core.result import CLIENT_CLOSED_STATUS, JobView, turn_result
+from app.core.settled import CLIENT_CLOSED_STATUS
 
 
 async def serve(request: Request, door: Door, route: DoorRoute) -> Response:
@@ -48,23 +48,23 @@ async def serve(request: Request, door: Door, route: DoorRoute) -> Response:
             decoded = await stored_responses.decode(
                 gateway, stored, raw, lambda body: parse_json(body, depth, door.prose_paths), request.headers, key_id
             )
-        if decoded.resume_refused is not None and (decoded.unified.options.resumable or asks_resumable(request.headers)):
+        asked_resumable = decoded.unified.options.resumable or asks_resumable(request.headers)
+        if decoded.resume_refused is not None and asked_resumable:
             raise BadRequest(400, "invalid_request_error", f"{RESUMABLE_HEADER}: {decoded.resume_refused}", RESUMABLE_HEADER)
+        streaming = decoded.stream if stream is None else stream
         job = await gateway.start_turn(
-            decoded.unified, request_id, key_id, door=door.name, session=session_header(request.headers)
+            decoded.unified, request_id, key_id, door=door.name, session=session_header(request.headers),
+            resumable=streaming and asked_resumable,
         )
     except BadRequest as error:
         return json_response(door.error_body(error), error.status, error.headers)
     except Refusal as refusal:
         api_error = refusal_error(refusal)
         return json_response(door.error_body(api_error), api_error.status, api_error.headers)
-    streaming = decoded.stream if stream is None else stream
-    # Before the turn's task first runs: its open record already says so.
-    job.resumable = streaming and (decoded.unified.options.resumable or asks_resumable(request.headers))
     # Let the turn's task run to its first wait, which sends the upstream request, before this request's
     # response is set up: the vendor starts working (and the time to first token runs) a little sooner.
     await asyncio.sleep(0)
-    encoder = door.encoder(request_id, decoded, JobView(job))
+    encoder = door.encoder(request_id, decoded, job)
     headers = {"X-Request-Id": request_id, **(decoded.response_headers or {})}
     keeping = None
     if stored is not None:
@@ -77,7 +77,7 @@ async def serve(request: Request, door: Door, route: DoorRoute) -> Response:
     hosted = decoded.unified.options.hosted_tools is not None
     if encoder.hold_until_start or hosted:
         first = await _until_disconnect(request, job.turn.next_event())
-        headers = with_dropped_tools(headers, job.dropped_tools)
+        headers = with_dropped_tools(headers, job.dropped_tools())
         if first is DISCONNECTED or first is None:  # the client left before the turn started
             job.interrupt(Interrupt.CLIENT)
             job.turn.close_reader()
@@ -85,11 +85,11 @@ async def serve(request: Request, door: Door, route: DoorRoute) -> Response:
         if first["type"] == "error":
             job.turn.close_reader()
             await asyncio.shield(job.task)
-            refused = encoder.refuse(turn_result(job))
+            refused = encoder.refuse(job.result())
             if refused is not None:
                 status, body = refused
-                return json_response(body, status, {**headers, **turn_result(job).retry_headers()})
-    if job.resumable:
+                return json_response(body, status, {**headers, **job.result().retry_headers()})
+    if job.request.resumable:
         return resumable_response(gateway, job, encoder, headers, first=first, add_ids=not door.frames_carry_ids)
     frames = TurnFrames(
         job, encoder, lambda: gateway.draining, gateway.metrics.sse_events, first,
@@ -112,9 +112,9 @@ async def _complete(
     await asyncio.shield(job.task)
     if keeping is not None:
         await keeping.settled()
-    result = turn_result(job)
+    result = job.result()
     status, body = encoder.complete(result)
-    headers = with_dropped_tools(headers, job.dropped_tools)
+    headers = with_dropped_tools(headers, job.dropped_tools())
     return json_response(body, status, {**headers, **(result.retry_headers() if status >= 400 else {})})
 
 

@@ -1,8 +1,10 @@
-"""Failure data as data: what kind of failure ended an attempt, why a turn was interrupted, and one attempt.
+"""Failure data as data: what kind of failure ended an attempt, why a turn was interrupted, one attempt, and
+what kind of failure ended a turn as a door answers it.
 
 Adapters raise `ProviderError(kind=ErrorKind.…)`; the dispatcher records every try as an `Attempt`; metrics,
-logs and the ledger read these kinds instead of parsing message text. Both enums are `StrEnum`s, so their
-values are what records and metric labels show.
+logs and the ledger read these kinds instead of parsing message text; a settled turn names its `Failure`
+(`app.core.settled.SettledTurn`), which doors turn into their own error types. The enums are `StrEnum`s, so
+their values are what records and metric labels show.
 """
 
 from __future__ import annotations
@@ -31,6 +33,19 @@ class ErrorKind(enum.StrEnum):
     TOOL_ARGUMENTS = "tool_arguments"  # a tool call's arguments did not parse (or were cut off)
     REQUEST = "request"  # the vendor cannot be sent this request (found while building it)
     INTERNAL = "internal"  # a bug of ours
+
+
+class Failure(enum.StrEnum):
+    """What kind of failure ended a turn, door-agnostic: what a door needs to pick its error type and status."""
+
+    INVALID_REQUEST = "invalid_request"  # the vendor rejected the request (HTTP 400/404/413/422)
+    RATE_LIMITED = "rate_limited"  # the vendor said 429 (after the gateway's own retries)
+    OVERLOADED = "overloaded"  # the vendor said 503/529
+    TIMEOUT = "timeout"  # a gateway timeout fired (connect, first event, idle, total)
+    SHUTTING_DOWN = "shutting_down"  # the gateway is stopping
+    ABORTED = "aborted"  # the client went away
+    REFUSED = "refused"  # the vendor refused, or its safety filter blocked the prompt or stopped the answer
+    UPSTREAM = "upstream"  # anything else: the vendor failed, truncated, sent bad tool JSON
 
 
 class Interrupt(enum.StrEnum):

@@ -13,8 +13,10 @@ The dispatcher is the only code that talks to both an adapter and the event stre
 - interruption from outside (client gone, shutdown, a writer failure, a watchdog deadline), never lost:
   interrupts arriving together resolve by precedence, WRITER > CLIENT > SHUTDOWN > TOTAL > FIRST_EVENT /
   IDLE (these two end the attempt only) > GRACE (see `app.contract.failures.Interrupt`);
-- closing the upstream on every path, and telling the observers (ledger, metrics) once, with the settled
-  turn's summary (`app.core.summary`) computed once for all of them.
+- closing the upstream on every path, and telling the observers (ledger, metrics, …) once, with the settled
+  turn's record (`app.core.settled`) built once for all of them.
+
+It is the only writer of a job's progress (`TurnJob`: attempts, counts, interrupts, its task, its record).
 
 docs/internals.md describes the watchdog's phases and the interrupt precedence.
 """
@@ -22,26 +24,44 @@ docs/internals.md describes the watchdog's phases and the interrupt precedence.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import logging
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, AsyncIterator, Awaitable, Sequence
 
 from app.catalog import Catalog
 from app.catalog.resolve import ModelResolver
+from app.contract.adapter_events import AdapterEvent
 from app.contract.events import DELTA_TYPES  # the adapter events that carry a token have the same names
 from app.contract.failures import Attempt, AttemptOutcome, ErrorKind, Interrupt
 from app.core.job import Route, TurnJob, TurnObserver
-from app.core.summary import summarize
+from app.core.settled import settled_turn
 from app.core.watchdog import Watchdog
 from app.pools.balancer import Pools, conversation_key, cooling_reason
 from app.pools.state import Acquired, Finished
 from app.providers import hosted
-from app.providers.base import Provider, ProviderError
+from app.providers.base import Provider, ProviderError, Upstream
 from app.settings import Settings
 from app.stream.turn import ContractViolation, ToolArgumentsError
 
 log = logging.getLogger("gateway.dispatch")
 
-_SETTLED = object()  # a step of the plan settled the turn
+
+@dataclass(frozen=True, slots=True)
+class Settled:
+    """A step of the plan (an attempt, a route's tries, a pool's deployments) settled the turn: it served it,
+    or failed so that nothing may follow."""
+
+
+@dataclass(frozen=True, slots=True)
+class Failed:
+    """A step of the plan failed in a way the next step may take over: the route it tried last and its error."""
+
+    route: Route
+    error: ProviderError
+
+
+SETTLED = Settled()
 
 
 class Dispatcher:
@@ -63,8 +83,15 @@ class Dispatcher:
             for s in self.resolver.plan(model, fallback)
         ]
 
+    def start(self, job: TurnJob, context: contextvars.Context | None = None) -> asyncio.Task[None]:
+        """Start the turn's pump (`run`) as a task of its own, in `context` (the current one when None); the job
+        keeps it (`TurnJob.task`, which `TurnJob.interrupt` cancels)."""
+        job.task = asyncio.create_task(self.run(job), name=f"turn-{job.turn.request_id}", context=context)
+        return job.task
+
     async def run(self, job: TurnJob) -> None:
-        """Drive the turn to settlement. Never raises except CancelledError from an unknown canceller."""
+        """Drive the turn to settlement. Never raises except CancelledError from an unknown canceller. (Awaited
+        directly rather than `start`ed, the turn cannot be interrupted.)"""
         turn = job.turn
         watchdog = Watchdog(job, self.settings)
         for observer in self.observers:
@@ -83,7 +110,7 @@ class Dispatcher:
                     job.ended_by = reason
             if job.interrupt_reason is None:
                 raise
-            asyncio.current_task().uncancel()
+            _uncancel()
         except Exception as exc:  # a bug of ours: log it, never show a stack trace to the client
             log.exception("turn %s failed inside the gateway", turn.request_id)
             if turn.settle_error(f"{_label(job)} gateway internal error: {type(exc).__name__}") and job.attempts:
@@ -98,61 +125,58 @@ class Dispatcher:
                 if job.ended_by is Interrupt.WRITER:
                     last.failed_with(ErrorKind.INTERNAL)
                 last.end(turn.outcome or AttemptOutcome.ERROR, turn.message.get("errorMessage"))
-            job.summary = summarize(job)
+            settled = job.settled = settled_turn(job)
             for observer in self.observers:
-                _notify(observer.turn_finished, job)
+                _notify(observer.turn_finished, job, settled)
 
     async def _run_routes(self, job: TurnJob, watchdog: Watchdog) -> None:
         turn = job.turn
-        last: tuple[Route, ProviderError] | None = None
-        for step in _steps(job.routes):
+        requested = job.request.requested_model
+        last: Failed | None = None
+        for step in _steps(job.request.routes):
             if isinstance(step, list):
                 outcome = await self._run_pool(job, step, watchdog)
             else:
                 outcome = await self._run_route(job, step, watchdog)
-            if outcome is _SETTLED:
+            if isinstance(outcome, Settled):
                 return
             last = outcome or last
         if last is None:
             if job.pools_busy_ms is not None:
                 turn.settle_error(
-                    f"{job.requested_model} every deployment is cooling down or at its quota; "
+                    f"{requested} every deployment is cooling down or at its quota; "
                     f"the soonest is ready in {job.pools_busy_ms} ms retry-after-ms={job.pools_busy_ms}"
                 )
                 return
-            turn.settle_error(f"{job.requested_model} no route")
+            turn.settle_error(f"{requested} no route")
             return
-        route, error = last
         suffix = f" (after {len(job.attempts)} attempts)" if len(job.attempts) > 1 else ""
-        turn.settle_error(_format_error(route, error, suffix))
+        turn.settle_error(_format_error(last.route, last.error, suffix))
 
-    async def _run_route(self, job: TurnJob, route: Route, watchdog: Watchdog) -> Any:
-        """One entry of the plan, retried on retryable failures: `_SETTLED`, or its last (route, error)."""
-        settings = self.settings
-        last = None
-        for try_number in range(settings.retries + 1):
-            attempt = self._new_attempt(job, route)
-            error = await self._try(job, route, watchdog, attempt)
-            if error is _SETTLED:
-                return _SETTLED
-            last = (route, error)
-            if try_number == settings.retries:
+    async def _run_route(self, job: TurnJob, route: Route, watchdog: Watchdog) -> Settled | Failed:
+        """One entry of the plan, retried on retryable failures: settled, or failed with its last error."""
+        outcome = await self._try(job, route, watchdog, self._new_attempt(job, route))
+        for try_number in range(self.settings.retries):
+            if isinstance(outcome, Settled):
                 break
             watchdog.between_attempts()
-            await asyncio.sleep(self._backoff(try_number, error))
-        return last
+            await asyncio.sleep(self._backoff(try_number, outcome.error))
+            outcome = await self._try(job, route, watchdog, self._new_attempt(job, route))
+        return outcome
 
-    async def _run_pool(self, job: TurnJob, routes: list[Route], watchdog: Watchdog) -> Any:
+    async def _run_pool(self, job: TurnJob, routes: list[Route], watchdog: Watchdog) -> Settled | Failed | None:
         """A pool's deployments: each tried at most once, in the order `app.pools` picks per attempt (cooled
         ones and those at a quota skipped; when all are, the soonest waited for up to the first-event timeout).
-        A deployment that fails with a 429, a 5xx, a connect error or a first-event timeout is cooled down."""
+        A deployment that fails with a 429, a 5xx, a connect error or a first-event timeout is cooled down.
+        Settled, failed with the last deployment's error, or None when no deployment was tried (all cooling or
+        at a quota: `TurnJob.pools_busy_ms` says for how long)."""
         pool = routes[0].pool
         assert pool is not None
         remaining = {route.deployment.name: route for route in routes if route.deployment is not None}
         prices = {name: r.model.pricing.input + r.model.pricing.output for name, r in remaining.items()}
-        conversation = conversation_key(job.options, job.session)
+        conversation = conversation_key(job.request.options, job.request.session)
         lease_ms = int(self.settings.total_timeout * 1000) + 60_000
-        last = None
+        last: Failed | None = None
         waited = False
         while remaining:
             candidates = [route.deployment for route in remaining.values() if route.deployment is not None]
@@ -170,12 +194,12 @@ class Dispatcher:
             attempt = self._new_attempt(job, route)
             result = Finished(ok=False)
             try:
-                error = await self._try(job, route, watchdog, attempt)
-                if error is _SETTLED:
+                outcome = await self._try(job, route, watchdog, attempt)
+                if isinstance(outcome, Settled):
                     result = _finished(job, attempt, watchdog, conversation)
-                    return _SETTLED
+                    return outcome
                 result = _finished(job, attempt, watchdog, None)
-                last = (route, error)
+                last = outcome
                 reason = cooling_reason(attempt)
                 if reason is not None:
                     await self.pools.cool(pool, grant.name, reason, attempt.retry_after_ms)
@@ -190,18 +214,18 @@ class Dispatcher:
         if route.deployment is not None:
             attempt.deployment = route.deployment.name
         job.attempts.append(attempt)
-        if job.on_attempt is not None:
-            _notify(job.on_attempt, job, route)
+        for observer in self.observers:
+            _notify(observer.attempt_started, job, route)
         return attempt
 
-    async def _try(self, job: TurnJob, route: Route, watchdog: Watchdog, attempt: Attempt) -> Any:
-        """One attempt: `_SETTLED` when it settled the turn (served it, or failed so that nothing may follow),
-        else its retryable ProviderError."""
+    async def _try(self, job: TurnJob, route: Route, watchdog: Watchdog, attempt: Attempt) -> Settled | Failed:
+        """One attempt: settled when it settled the turn (served it, or failed so that nothing may follow),
+        else failed with its retryable error."""
         turn = job.turn
         try:
             await self._attempt(job, route, watchdog, attempt)
             attempt.end(turn.outcome or AttemptOutcome.DONE, turn.message.get("errorMessage"))
-            return _SETTLED
+            return SETTLED
         except ProviderError as error:
             message = _format_error(route, error)
             attempt.failed_with(error.kind, http_status=error.status, retry_after_ms=error.retry_after_ms)
@@ -210,21 +234,22 @@ class Dispatcher:
             if turn.started or not error.retryable:
                 attempt.after_content = turn.started and not turn.settled
                 turn.settle_error(message)
-                return _SETTLED
-            return error
+                return SETTLED
+            return Failed(route, error)
 
     def _backoff(self, try_number: int, error: ProviderError) -> float:
         cap = self.settings.retry_after_cap_ms
         if error.retry_after_ms is not None:
             return min(error.retry_after_ms, cap) / 1000
-        return min(self.settings.retry_backoff_ms * (2**try_number), cap) / 1000
+        return min(self.settings.retry_backoff_ms * (1 << try_number), cap) / 1000
 
     async def _attempt(self, job: TurnJob, route: Route, watchdog: Watchdog, attempt: Attempt) -> None:
         turn = job.turn
+        request = job.request
         provider, model = route.provider, route.model
         turn.prepare(provider.name, provider.api, model.id, model.pricing)
-        if job.options.hosted_tools is not None:
-            job.dropped_tools = hosted.dropped(provider.api, model, job.options)
+        if request.options.hosted_tools is not None:
+            job.hosted_dropped = hosted.dropped(provider.api, model, request.options)
         translator = provider.translator(model)
         watchdog.attempt_started()
         job.first_token_at = None
@@ -232,7 +257,7 @@ class Dispatcher:
         try:
             try:
                 job.raise_dropped_interrupt()
-                upstream = await _timed(job, provider.open(model, job.context, job.options))
+                upstream = await _timed(job, provider.open(model, request.context, request.options))
                 first_delta = not turn.started
                 async for wire in _TimedFrames(job, upstream, watchdog):
                     job.upstream_frames += 1
@@ -278,13 +303,13 @@ class Dispatcher:
                     # or shutdown interrupt arriving with it has replaced it: see `TurnJob.interrupt`.)
                     attempt.interrupt = reason
                     job.interrupt_reason = None
-                    asyncio.current_task().uncancel()
+                    _uncancel()
                     raise ProviderError(
                         reason + _timeout_detail(reason, self.settings), retryable=not turn.started, kind=ErrorKind.TIMEOUT
                     ) from None
                 if reason == Interrupt.GRACE:
                     job.interrupt_reason = None
-                    asyncio.current_task().uncancel()
+                    _uncancel()
                     return
                 raise
             except Exception as exc:
@@ -293,13 +318,13 @@ class Dispatcher:
                     raise
                 raise error from None
         finally:
-            attempt.response_id = getattr(translator, "response_id", None) or None
-            attempt.response_model = getattr(translator, "response_model", None)
+            attempt.response_id = translator.response_id or None
+            attempt.response_model = translator.response_model
             if upstream is not None:
                 await asyncio.shield(upstream.aclose())
 
     @staticmethod
-    def _apply(job: TurnJob, events: list[dict[str, Any]], watchdog: Watchdog) -> None:
+    def _apply(job: TurnJob, events: list[AdapterEvent], watchdog: Watchdog) -> None:
         turn = job.turn
         try:
             for event in events:
@@ -323,7 +348,7 @@ class Dispatcher:
         watchdog.resumed()
 
 
-def _steps(routes: list[Route]) -> list[Route | list[Route]]:
+def _steps(routes: Sequence[Route]) -> list[Route | list[Route]]:
     """The plan as steps: a route alone, or a pool's consecutive deployments together."""
     steps: list[Route | list[Route]] = []
     for route in routes:
@@ -340,7 +365,7 @@ def _label(job: TurnJob) -> str:
     message = job.turn.message
     if message.get("provider"):
         return f"{message['provider']}/{message['model']}"
-    return job.requested_model
+    return job.request.requested_model
 
 
 def _format_error(route: Route, error: ProviderError, suffix: str = "") -> str:
@@ -364,7 +389,7 @@ def _unreadable(job: TurnJob, provider: Provider, wire: Any, exc: Exception) -> 
     )
 
 
-def _timeout_detail(reason: str, settings: Settings) -> str:
+def _timeout_detail(reason: Interrupt, settings: Settings) -> str:
     seconds = {
         Interrupt.FIRST_EVENT: settings.first_event_timeout,
         Interrupt.IDLE: settings.idle_timeout,
@@ -373,7 +398,7 @@ def _timeout_detail(reason: str, settings: Settings) -> str:
     return f" fired after {seconds:g}s" if seconds is not None else ""
 
 
-async def _timed(job: TurnJob, awaitable: Any) -> Any:
+async def _timed(job: TurnJob, awaitable: Awaitable[Upstream]) -> Upstream:
     """Await `awaitable`, adding the time it took to `job.upstream_wait`."""
     loop = asyncio.get_running_loop()
     start = loop.time()
@@ -389,9 +414,9 @@ class _TimedFrames:
 
     __slots__ = ("job", "frames", "watchdog")
 
-    def __init__(self, job: TurnJob, upstream: Any, watchdog: Watchdog) -> None:
+    def __init__(self, job: TurnJob, upstream: Upstream, watchdog: Watchdog) -> None:
         self.job = job
-        self.frames = upstream.__aiter__()
+        self.frames: AsyncIterator[Any] = upstream.__aiter__()
         self.watchdog = watchdog
 
     def __aiter__(self) -> "_TimedFrames":
@@ -441,6 +466,13 @@ async def _shielded(awaitable: Any) -> None:
         raise
     except Exception:
         log.exception("pool state update failed")
+
+
+def _uncancel() -> None:
+    """Take back the cancellation an interrupt sent the turn's task, which the pump has now handled."""
+    task = asyncio.current_task()
+    assert task is not None  # called by the pump, in the turn's task
+    task.uncancel()
 
 
 def _notify(callback: Any, job: TurnJob, *args: Any) -> None:

@@ -1,18 +1,19 @@
-"""One turn as the dispatcher drives it: the routes it may take (`Route`), its running state (`TurnJob`) and
-what an observer of turns implements (`TurnObserver`)."""
+"""One turn as the dispatcher drives it: the routes it may take (`Route`), what its request fixes
+(`TurnRequest`), its progress (`TurnJob`, written by the dispatcher only) and what an observer of turns
+implements (`TurnObserver`)."""
 
 from __future__ import annotations
 
 import asyncio
 import time
 from dataclasses import dataclass, field
-from typing import Callable, Protocol
+from typing import Any, Protocol
 
 from app.catalog import Deployment, ModelInfo, Pool
 from app.contract.failures import Attempt, Interrupt
 from app.contract.messages import Context
 from app.contract.request import StreamOptions
-from app.core.summary import TurnSummary
+from app.core.settled import SettledTurn, settled_turn
 from app.providers.base import Provider
 from app.stream.turn import Turn
 
@@ -29,43 +30,52 @@ class Route:
         return f"{self.provider.name}/{self.model.id}"
 
 
-@dataclass(eq=False, slots=True)  # slots: one per open stream
-class TurnJob:
-    """Everything a turn needs besides its event stream."""
+@dataclass(frozen=True, slots=True)
+class TurnRequest:
+    """What a turn's request fixes once the gateway admitted it: the attempt plan, what to send, who asked,
+    through which door, and when."""
 
-    turn: Turn
-    routes: list[Route]
+    routes: tuple[Route, ...]
     context: Context
     options: StreamOptions
     api_key_id: str | None = None
     requested_model: str = ""
-    fallback: list[str] = field(default_factory=list)
-    door: str = "unified"  # the client wire format: unified | pi | openai-chat | anthropic-messages
-    attempts: list[Attempt] = field(default_factory=list)
-    upstream_frames: int = 0
-    upstream_wait: float = 0.0  # seconds spent awaiting the upstream (open and each next frame), for metrics
-    client_disconnected: bool = False
-    resumable: bool = False  # its events are kept for `GET /v1/stream/{id}` (app/resume/)
-    resumed: int = 0  # resumptions of a resumable stream (`GET /v1/stream/{id}`) while the turn ran
-    interrupt_reason: Interrupt | None = None  # pending: set by `interrupt`, cleared once the pump handled it
-    ended_by: Interrupt | None = None  # the interrupt that settled the turn (client, shutdown, total, writer)
-    task: asyncio.Task | None = None
-    started_wall: float = field(default_factory=time.time)
-    # Told of each attempt (the last of `attempts`, with its route) before its request is sent; set by an
-    # observer that needs it (tracing), None otherwise.
-    on_attempt: Callable[["TurnJob", Route], None] | None = None
-    summary: TurnSummary | None = None  # set once the turn settled, before the observers hear of it
+    fallback: tuple[str, ...] = ()
+    door: str = "unified"  # the client wire format: unified | pi | openai-chat | anthropic-messages | …
+    session: str | None = None  # an agent's session header: a pool's conversation key after `options.sessionId`
+    resumable: bool = False  # its events are kept for `GET /v1/stream/{id}` (`app.resume`)
+    started_wall: float = field(default_factory=time.time)  # wall clock, epoch seconds: when it was accepted
+
+
+@dataclass(eq=False, slots=True, weakref_slot=True)  # slots: one per open stream
+class TurnJob:
+    """A turn's request, its event stream, and its progress: every field below `request` is written by the
+    dispatcher (`app.core.dispatcher`) only. Observers read the progress through the settled record
+    (`settled`, handed to `TurnObserver.turn_finished`); a door reads the job as its `TurnView`."""
+
+    turn: Turn
+    request: TurnRequest
+    attempts: list[Attempt] = field(default_factory=list, init=False)
+    upstream_frames: int = field(default=0, init=False)
+    # Seconds spent awaiting the upstream (open and each next frame), for metrics.
+    upstream_wait: float = field(default=0.0, init=False)
+    client_disconnected: bool = field(default=False, init=False)
+    # Pending: set by `interrupt`, cleared once the pump handled it.
+    interrupt_reason: Interrupt | None = field(default=None, init=False)
+    # The interrupt that settled the turn (client, shutdown, total, writer).
+    ended_by: Interrupt | None = field(default=None, init=False)
+    task: asyncio.Task[None] | None = field(default=None, init=False)  # the pump (`Dispatcher.start`)
     # Every deployment of the plan's pools was cooled or at a quota past the first-event timeout, and nothing
     # else could serve: the soonest one's wait, which the answer gives as Retry-After (429).
-    pools_busy_ms: int | None = None
-    session: str | None = None  # an agent's session header: a pool's conversation key after `options.sessionId`
+    pools_busy_ms: int | None = field(default=None, init=False)
     # The current attempt's first content event (loop time) and the upstream frames counted then: a pool's
     # latency estimates (time to first token, the gaps after it).
-    first_token_at: float | None = None
-    frames_at_first_token: int = 0
+    first_token_at: float | None = field(default=None, init=False)
+    frames_at_first_token: int = field(default=0, init=False)
     # The client's hosted tools the current attempt's vendor is sent without (`app.providers.hosted`): once the
-    # turn started, those of the provider that serves it, which the door names in `X-Gateway-Dropped-Tools`.
-    dropped_tools: tuple[str, ...] = ()
+    # turn started, those of the provider that serves it (`dropped_tools`).
+    hosted_dropped: tuple[str, ...] = field(default=(), init=False)
+    settled: SettledTurn | None = field(default=None, init=False)  # once the turn settled and its last attempt ended
 
     def interrupt(self, reason: Interrupt) -> None:
         """Cancel the running pump for `reason`. Never lost: a reason that outranks one still pending (not yet
@@ -86,9 +96,36 @@ class TurnJob:
         if self.interrupt_reason is not None:
             raise asyncio.CancelledError()
 
+    # ----------------------------------------------------------------- the door's view (`app.doors.base.TurnView`)
+
+    def usage(self) -> dict[str, Any]:
+        """The usage known so far."""
+        usage: dict[str, Any] = self.turn.message["usage"]
+        return usage
+
+    def result(self) -> SettledTurn:
+        """The settled turn: the record the observers got, or, before the dispatcher has finished (an encoder
+        taking the terminal event), the record as of now (`app.core.settled` says what is final then)."""
+        return self.settled if self.settled is not None else settled_turn(self)
+
+    def dropped_tools(self) -> tuple[str, ...]:
+        """The client's hosted tools the serving vendor was sent without (known once the turn started)."""
+        return self.hosted_dropped
+
 
 class TurnObserver(Protocol):
-    def turn_started(self, job: TurnJob) -> None: ...
-    def turn_finished(self, job: TurnJob) -> None: ...
+    """What the dispatcher tells of each turn (the ledger, metrics, logs, health, limits and tracing listen).
+    An observer reads; it never changes the turn. Subclass it to leave out the calls it has no use for."""
 
+    def turn_started(self, job: TurnJob) -> None:
+        """Before the first attempt."""
+        return None
 
+    def attempt_started(self, job: TurnJob, route: Route) -> None:
+        """An attempt on `route` (the last of `job.attempts`) is about to send its request (tracing opens its
+        span here, whose context the request carries)."""
+        return None
+
+    def turn_finished(self, job: TurnJob, settled: SettledTurn) -> None:
+        """Once, after the turn settled and its last attempt ended: `settled` is its record."""
+        ...

@@ -26,13 +26,13 @@ package has
   answer (e.g. the Responses door's `X-Gateway-Dropped-Tools`).
 - `events.py` — the event encoder: a small class constructed per request with what it needs (request id,
   the decoded request, a `TurnView` of the running turn: its usage so far and, after the terminal event,
-  its settled `TurnResult`), with
+  the settled turn, `SettledTurn` from `app.core.settled`, the one module of the core a door imports), with
     - `encode(event: dict) -> bytes`: one normalized event (from `Turn.next_event()`) as wire bytes,
       `b""` when the event produces nothing on this wire. The terminal event's bytes end the stream
       (e.g. the usage chunk and `data: [DONE]`).
     - `ping() -> bytes`: the keep-alive frame (`: ping\\n\\n` comment, or Anthropic's `event: ping`).
-    - `complete(result: TurnResult) -> tuple[int, Any]`: the non-streaming answer (status, JSON body).
-    - `refuse(result: TurnResult) -> tuple[int, Any] | None`, used when `hold_until_start` is true: the
+    - `complete(result: SettledTurn) -> tuple[int, Any]`: the non-streaming answer (status, JSON body).
+    - `refuse(result: SettledTurn) -> tuple[int, Any] | None`, used when `hold_until_start` is true: the
       glue waits for the turn's first event before sending response headers, and when that event is the
       terminal `error` (the turn never started: vendor HTTP error, timeout before the first token) the
       client gets this HTTP error instead of a stream that fails at once — what the vendors' own APIs do.
@@ -60,6 +60,6 @@ clients list models. `app/doors/registry.py` lists every door in `DOORS`; an app
 (`create_app(doors=...)`), from which the route table, the OpenAPI document and the edge's error shapes are read.
 """
 
-from app.doors.base import Door, DoorRequest, EventEncoder, TurnResult, TurnView
+from app.doors.base import Door, DoorRequest, EventEncoder, TurnView
 
-__all__ = ["Door", "DoorRequest", "EventEncoder", "TurnResult", "TurnView"]
+__all__ = ["Door", "DoorRequest", "EventEncoder", "TurnView"]

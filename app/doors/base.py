@@ -1,16 +1,17 @@
-"""The door interface: what a door's decoder returns, what its encoder offers, and a settled turn as a door
-sees it (the contract is written down in `app/doors/__init__.py`)."""
+"""The door interface: what a door's decoder returns, what its encoder offers, and what it may read of its
+turn (`TurnView`; the settled turn itself is `app.core.settled.SettledTurn`). The contract is written down in
+`app/doors/__init__.py`."""
 
 from __future__ import annotations
 
-import enum
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Protocol, Sequence
 
 from app.doors.errors import BadRequest
-from app.contract.failures import ErrorKind
+from app.contract.failures import Failure
 from app.contract.request import StreamRequest
+from app.core.settled import SettledTurn
 
 @dataclass(frozen=True, slots=True)
 class DoorRequest:
@@ -26,48 +27,6 @@ class DoorRequest:
     resume_refused: str | None = None
 
 
-class Failure(enum.StrEnum):
-    """What kind of failure ended a turn, as a door needs it to pick its error type and status."""
-
-    INVALID_REQUEST = "invalid_request"  # the vendor rejected the request (HTTP 400/404/413/422)
-    RATE_LIMITED = "rate_limited"  # the vendor said 429 (after the gateway's own retries)
-    OVERLOADED = "overloaded"  # the vendor said 503/529
-    TIMEOUT = "timeout"  # a gateway timeout fired (connect, first event, idle, total)
-    SHUTTING_DOWN = "shutting_down"  # the gateway is stopping
-    ABORTED = "aborted"  # the client went away
-    REFUSED = "refused"  # the vendor refused, or its safety filter blocked the prompt or stopped the answer
-    UPSTREAM = "upstream"  # anything else: the vendor failed, truncated, sent bad tool JSON
-
-
-@dataclass(frozen=True, slots=True)
-class TurnResult:
-    """A settled turn, door-agnostic: the final (or partial) AssistantMessage and, for an error, what kind
-    of failure it was and the HTTP status a non-streaming answer (or a refused stream) should carry."""
-
-    request_id: str
-    outcome: str  # done | error | aborted
-    message: dict[str, Any]
-    status: int = 200
-    failure: Failure | None = None
-    retry_after_ms: int | None = None
-    kind: ErrorKind | None = None  # why the last upstream attempt failed, when one did (e.g. a refusal)
-
-    @property
-    def error_message(self) -> str:
-        return self.message.get("errorMessage") or ""
-
-    def retry_headers(self) -> dict[str, str]:
-        """`Retry-After` (whole seconds, rounded up) when the upstream said when to retry."""
-        return retry_headers(self.retry_after_ms)
-
-
-def retry_headers(retry_after_ms: int | None) -> dict[str, str]:
-    """`Retry-After` in whole seconds (rounded up, at least 1) for a vendor's retry hint; none without one."""
-    if retry_after_ms is None:
-        return {}
-    return {"Retry-After": str(max(1, -(-retry_after_ms // 1000)))}
-
-
 class EventEncoder(Protocol):
     """A door's per-request encoder of normalized events (see `app/doors/__init__.py`)."""
 
@@ -77,9 +36,9 @@ class EventEncoder(Protocol):
 
     def ping(self) -> bytes: ...
 
-    def complete(self, result: TurnResult) -> tuple[int, Any]: ...
+    def complete(self, result: SettledTurn) -> tuple[int, Any]: ...
 
-    def refuse(self, result: TurnResult) -> tuple[int, Any] | None: ...
+    def refuse(self, result: SettledTurn) -> tuple[int, Any] | None: ...
 
 
 class TurnView(Protocol):
@@ -89,7 +48,7 @@ class TurnView(Protocol):
 
     def usage(self) -> dict[str, Any]: ...
 
-    def result(self) -> TurnResult: ...
+    def result(self) -> SettledTurn: ...
 
     def dropped_tools(self) -> tuple[str, ...]:
         """The client's hosted tools the serving vendor was sent without (known once the turn started)."""
@@ -195,7 +154,7 @@ class StoredResponses:
     wanted: Callable[[dict[str, Any]], tuple[str | None, frozenset[str]]]
     response_id: Callable[[str], str]
     decode: Callable[[dict[str, Any], Mapping[str, str], Mapping[str, StoredResponse]], DoorRequest]
-    keep: Callable[[Any, Any, TurnResult], tuple[str, StoredResponse] | None]
+    keep: Callable[[Any, Any, SettledTurn], tuple[str, StoredResponse] | None]
     not_found: Callable[[str | None, str], BadRequest]
     path: str
     deleted: Callable[[str], dict[str, Any]]

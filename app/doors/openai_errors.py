@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from app.doors.base import Failure
+from app.contract.failures import Failure
 from app.doors.errors import BadRequest
 
 # The `type` OpenAI uses per status; the gateway's own kind goes in `code`.

@@ -8,7 +8,7 @@ from typing import Any, Callable
 
 import orjson
 
-from app.doors.base import TurnResult
+from app.core.settled import SettledTurn
 
 PING = b": ping\n\n"
 
@@ -37,12 +37,12 @@ class UnifiedEncoder:
     def ping(self) -> bytes:
         return PING
 
-    def complete(self, result: TurnResult) -> tuple[int, Any]:
+    def complete(self, result: SettledTurn) -> tuple[int, Any]:
         """`200` with the AssistantMessage, or `502` with the error, the partial message and the request id."""
         if result.outcome == "done":
             return 200, result.message
         error = {"type": "upstream_error", "message": result.error_message, "param": None}
         return 502, {"error": error, "message": result.message, "requestId": result.request_id}
 
-    def refuse(self, result: TurnResult) -> tuple[int, Any] | None:
+    def refuse(self, result: SettledTurn) -> tuple[int, Any] | None:
         return None

@@ -1,9 +1,10 @@
 """The request ledger: `open_ledger(url)` picks the store; `LedgerObserver` records every turn into it.
 
-The observer is a `TurnObserver` of the dispatcher. Its callbacks only append to an in-memory queue; one
-background writer task drains the queue in batches (an insert and a completion of the same request in one
-batch become one row write), so no database work ever runs between two frames of a stream. Each write is
-encoded when it is queued, so the queue never keeps a turn or its request context. When the store is down
+The observer is a `TurnObserver` of the dispatcher: a settled record's times and attempts come from the turn's
+`SettledTurn` (`app.core.settled`), its `resumed` from the resume hub's count. Its callbacks only append to an
+in-memory queue; one background writer task drains the queue in batches (an insert and a completion of the same
+request in one batch become one row write), so no database work ever runs between two frames of a stream. Each
+write is encoded when it is queued, so the queue never keeps a turn or its request context. When the store is down
 the writer retries the batch with backoff and new writes wait in the queue, up to
 `GATEWAY_LEDGER_QUEUE_BYTES` (what happens beyond is `LedgerObserver`'s docstring: dropped, counted and
 logged, never blocking a stream).
@@ -22,14 +23,15 @@ import time
 import contextlib
 from collections import deque
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Callable, Protocol
 
+from app.core.job import TurnObserver
 from app.ledger.base import Ledger, LedgerUrlError, StoredRow, WriteKind, build_record, encode_record
 
 if TYPE_CHECKING:
     from app.core.job import TurnJob
+    from app.core.settled import SettledTurn
     from app.settings import Settings
-    from app.core.summary import TurnSummary
 
 log = logging.getLogger("gateway.ledger")
 _ENTRY_OVERHEAD = 512  # bytes counted per queued write besides its strings (the row and entry objects)
@@ -86,7 +88,7 @@ def pending_size(row: StoredRow) -> int:
     return sys.getsizeof(row.record) + len(row.request_id) + len(row.api_key_id or "") + _ENTRY_OVERHEAD
 
 
-class LedgerObserver:
+class LedgerObserver(TurnObserver):
     """Writes a record when a turn starts and completes it when the turn finishes, off the stream's path.
 
     The queue holds encoded rows (never the turn or its request context) and is bounded by their size,
@@ -118,8 +120,10 @@ class LedgerObserver:
         batch_delay: float = 0.0,
         flush_timeout: float = 10.0,
         metrics: "LedgerMetrics | None" = None,
+        times_resumed: "Callable[[TurnJob], int] | None" = None,
     ) -> None:
         self.ledger = ledger
+        self.times_resumed = times_resumed  # how many times a turn was resumed (`app.resume.ResumeHub`)
         self.retain_content = retain_content
         self.queue_bytes = queue_bytes
         self.batch_max = batch_max
@@ -141,7 +145,13 @@ class LedgerObserver:
         self._drop_logged_at = float("-inf")
 
     @classmethod
-    def from_settings(cls, ledger: Ledger, settings: "Settings", metrics: "LedgerMetrics | None" = None) -> "LedgerObserver":
+    def from_settings(
+        cls,
+        ledger: Ledger,
+        settings: "Settings",
+        metrics: "LedgerMetrics | None" = None,
+        times_resumed: "Callable[[TurnJob], int] | None" = None,
+    ) -> "LedgerObserver":
         return cls(
             ledger,
             retain_content=settings.retain_content,
@@ -150,6 +160,7 @@ class LedgerObserver:
             batch_delay=settings.ledger_batch_delay_ms / 1000,
             flush_timeout=settings.ledger_flush_timeout_s,
             metrics=metrics,
+            times_resumed=times_resumed,
         )
 
     # ------------------------------------------------------------------ TurnObserver (event loop, no I/O)
@@ -159,19 +170,17 @@ class LedgerObserver:
         if row is not None and not self._admit("insert", row):
             self._drop("insert", row.request_id)
 
-    def turn_finished(self, job: "TurnJob") -> None:
+    def turn_finished(self, job: "TurnJob", settled: "SettledTurn") -> None:
         request_id = job.turn.request_id
         opened = request_id in self._open  # its record is (being) written open: the completion must follow
         self._open.discard(request_id)
-        summary = job.summary
-        assert summary is not None  # set by the dispatcher before it tells the observers
-        row = self._encode(job, summary, self.retain_content)
+        row = self._encode(job, settled, self.retain_content)
         if row is None:
             return
         queued_insert = self._queued_insert(request_id)  # the completion supersedes it
         if self._admit("complete", row, replacing=queued_insert):
             return
-        compact = self._encode(job, summary, False) if self.retain_content else row
+        compact = self._encode(job, settled, False) if self.retain_content else row
         if compact is not None and self._admit("complete", compact, over_bound=opened, replacing=queued_insert):
             if compact is not row:
                 self._drop("content", request_id)
@@ -180,11 +189,18 @@ class LedgerObserver:
             self._remove(queued_insert)
         self._drop("complete", request_id)
 
-    def _encode(self, job: "TurnJob", summary: "TurnSummary | None", retain_content: bool) -> StoredRow | None:
-        """The row now (open without a summary): the turn's message dict is live, and the queue must not keep
-        the job."""
+    def resumed_late(self, job: "TurnJob") -> None:
+        """The resume hub counted resumptions after the turn's record was completed: write it again with them.
+        (Before the turn finished, its completion will count them.)"""
+        if job.settled is not None:
+            self.turn_finished(job, job.settled)
+
+    def _encode(self, job: "TurnJob", settled: "SettledTurn | None", retain_content: bool) -> StoredRow | None:
+        """The row now (open without a settled record): the turn's message dict is live, and the queue must not
+        keep the job."""
         try:
-            record = build_record(job, summary=summary, retain_content=retain_content)
+            resumed = self.times_resumed(job) if settled is not None and self.times_resumed is not None else 0
+            record = build_record(job, settled=settled, retain_content=retain_content, resumed=resumed)
             return encode_record(record, self.ledger.instance_id)
         except Exception:  # a bug of ours: lose this record, never the turn
             log.exception("could not build the record of %s", job.turn.request_id)

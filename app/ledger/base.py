@@ -4,8 +4,8 @@ Times. Every point in time in a record (`createdAt`, `settledAt`, `attempts[].st
 integer count of milliseconds since the Unix epoch (UTC), like `message.timestamp`; `ttftMs` and
 `durationMs` are integer milliseconds. `durationMs` is `settledAt - createdAt`, where `settledAt` is when the
 turn's cleanup finished (upstream closed, late frames counted); `ttftMs` is measured on the monotonic clock
-from the request's arrival to its first content event. All three come from the turn's summary
-(`app.core.summary`), which the other observers read too.
+from the request's arrival to its first content event. All three come from the turn's settled record
+(`app.core.settled`), which the other observers read too.
 
 Life of a record. It is written "open" when the turn starts (`outcome` and `settledAt` null) and replaced by
 the settled record when the turn finishes. A record still open when its gateway process is gone is marked
@@ -31,7 +31,7 @@ import orjson
 
 if TYPE_CHECKING:
     from app.core.job import TurnJob
-    from app.core.summary import TurnSummary
+    from app.core.settled import SettledTurn
 
 WriteKind = Literal["insert", "complete"]
 
@@ -59,48 +59,49 @@ def new_instance_id() -> str:
     return instance
 
 
-def build_record(job: "TurnJob", *, summary: "TurnSummary | None", retain_content: bool) -> dict[str, Any]:
-    """The record (docs/api.md §10) of a turn: open (`summary` None) or settled, with the times of its summary
-    (`app.core.summary`: `settledAt`, `durationMs`, `ttftMs`).
+def build_record(
+    job: "TurnJob", *, settled: "SettledTurn | None", retain_content: bool, resumed: int = 0
+) -> dict[str, Any]:
+    """The record (docs/api.md §10) of a turn: open (`settled` None: written when it starts, nothing attempted
+    yet) or settled, from its settled record (`app.core.settled`: attempts, `settledAt`, `durationMs`, `ttftMs`,
+    …); `resumed`: how many times it was resumed (`app.resume`).
 
     Called on the event loop thread; the caller serializes it before awaiting anything, because the
     message dict is the live one of the turn.
     """
     turn = job.turn
+    request = job.request
     message = turn.message
-    created = _ms(job.started_wall) or 0
-    settled = summary is not None
-    settled_at = summary.settled_at_ms if summary is not None else None
-    attempts = [attempt.record() for attempt in job.attempts]
-    served = bool(job.attempts)
-    ttft = None if summary is None or summary.ttft is None else round(summary.ttft * 1000)
+    attempts = settled.attempts if settled is not None else ()
+    last = attempts[-1] if attempts else None
+    ttft = None if settled is None or settled.ttft is None else round(settled.ttft * 1000)
     record: dict[str, Any] = {
         "requestId": turn.request_id,
-        "createdAt": created,
-        "settledAt": settled_at,
-        "apiKeyId": job.api_key_id,
-        "door": job.door,
-        "requestedModel": job.requested_model,
-        "fallback": list(job.fallback),
-        "attempts": attempts,
-        "provider": message.get("provider") if served else None,
-        "api": message.get("api") if served else None,
-        "model": message.get("model") if served else None,
-        "deployment": job.attempts[-1].deployment if served else None,
-        "cloud": job.attempts[-1].cloud if served else None,  # the cloud and region that served it (null at the maker)
-        "region": job.attempts[-1].region if served else None,
-        "outcome": turn.outcome if settled else None,
-        "stopReason": message.get("stopReason") if settled else None,
-        "errorMessage": message.get("errorMessage") if settled else None,
+        "createdAt": _ms(request.started_wall) or 0,
+        "settledAt": settled.settled_at_ms if settled is not None else None,
+        "apiKeyId": request.api_key_id,
+        "door": request.door,
+        "requestedModel": request.requested_model,
+        "fallback": list(request.fallback),
+        "attempts": [attempt.record() for attempt in attempts],
+        "provider": message.get("provider") if last is not None else None,
+        "api": message.get("api") if last is not None else None,
+        "model": message.get("model") if last is not None else None,
+        "deployment": last.deployment if last is not None else None,
+        "cloud": last.cloud if last is not None else None,  # the cloud and region that served it (null at the maker)
+        "region": last.region if last is not None else None,
+        "outcome": settled.outcome if settled is not None else None,
+        "stopReason": message.get("stopReason") if settled is not None else None,
+        "errorMessage": message.get("errorMessage") if settled is not None else None,
         "usage": message.get("usage"),
         "ttftMs": ttft,
-        "durationMs": summary.duration_ms if summary is not None else None,
-        "upstreamFrames": job.upstream_frames,
+        "durationMs": settled.duration_ms if settled is not None else None,
+        "upstreamFrames": settled.upstream_frames if settled is not None else 0,
         "eventsSent": turn.events_sent,
         "lateFramesDropped": turn.late_frames,
-        "clientDisconnected": job.client_disconnected,
-        "resumable": job.resumable,
-        "resumed": job.resumed,
+        "clientDisconnected": settled.client_disconnected if settled is not None else False,
+        "resumable": request.resumable,
+        "resumed": resumed,
     }
     if retain_content:
         record["message"] = message

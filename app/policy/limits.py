@@ -51,9 +51,11 @@ from app.contract.limit_kinds import LimitKind, Rejection
 from app.policy.store import WINDOW_MS, LimitStore, Periods, Verdict
 from app.redis_client import raise_dropped_cancellation
 from app.contract.refusals import LimitExceeded, LimitsUnavailable, ModelNotAllowed
+from app.core.job import TurnObserver
 
 if TYPE_CHECKING:
     from app.core.job import TurnJob
+    from app.core.settled import SettledTurn
     from app.telemetry.metrics import Metrics
 
 log = logging.getLogger("gateway.limits")
@@ -72,7 +74,7 @@ async def _no_last_cost(key_id: str) -> float:
     return 0.0
 
 
-class Limits:
+class Limits(TurnObserver):
     """Admission by key policy, and the turn observer that settles turns with the store."""
 
     def __init__(
@@ -243,15 +245,12 @@ class Limits:
 
     # ------------------------------------------------------------------ turn observer
 
-    def turn_started(self, job: "TurnJob") -> None:
-        pass
-
-    def turn_finished(self, job: "TurnJob") -> None:
-        key_id = job.api_key_id
+    def turn_finished(self, job: "TurnJob", settled: "SettledTurn") -> None:
+        key_id = job.request.api_key_id
         if key_id is None:
             return
-        request_id = job.turn.request_id
-        usage = job.turn.message.get("usage") or {}
+        request_id = settled.request_id
+        usage = settled.message.get("usage") or {}
         tokens = int(usage.get("totalTokens") or 0)
         cost = float((usage.get("cost") or {}).get("total") or 0)
         if self.metrics is not None and cost > 0:
@@ -260,13 +259,13 @@ class Limits:
         held = self.leases.pop(request_id, None) is not None
         charge = (policy.tokens_per_minute and tokens > 0) or (policy.has_budget and cost > 0)
         if held or charge:
-            started = Periods.at(job.started_wall)
-            settled = Periods.at(time.time())
+            started = Periods.at(settled.created_at_ms / 1000)
+            ended = Periods.at(settled.settled_at_ms / 1000)
             tokens, cost = (tokens, cost) if charge else (0, 0.0)
             marker_ttl_ms = 2 * self.retry_window_ms
 
             def attempt() -> Awaitable[object]:
-                return self.store.settle(key_id, request_id, tokens, settled, cost, started, marker_ttl_ms)
+                return self.store.settle(key_id, request_id, tokens, ended, cost, started, marker_ttl_ms)
 
             self._spawn(self._persist("charge", attempt))
 

@@ -75,8 +75,16 @@ class Upstream:
 
 
 class Translator(Protocol):
-    """Also `response_id` and `response_model`: the vendor's id of its response and the model that answered,
-    once a frame named them (None before; read by the dispatcher into the attempt, for tracing)."""
+    """Turns one attempt's wire events into adapter events (one translator per attempt)."""
+
+    @property
+    def response_id(self) -> str | None:
+        """The vendor's id of its response, once a frame named it (None or "" before); the dispatcher copies it
+        into the attempt, for tracing."""
+
+    @property
+    def response_model(self) -> str | None:
+        """The model that answered, once a frame named it (None before)."""
 
     def feed(self, wire: Any) -> list[AdapterEvent]:
         """Adapter events for one wire event; raises ProviderError for a vendor-reported failure."""

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import weakref
 from collections import OrderedDict
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, AsyncIterator, Callable
@@ -79,6 +80,8 @@ class ResumeHub:
         self.stall = stall  # how a call of a resumption, a status check or a mirror write rides out a Redis stall
         self.local: dict[str, LocalStream] = {}
         self.jobs: dict[str, TurnJob] = {}  # the running resumable turns of this replica
+        # How many times each turn was resumed while it ran (`times_resumed`); kept as long as the turn is.
+        self._resumptions: weakref.WeakKeyDictionary[TurnJob, int] = weakref.WeakKeyDictionary()
         self._finished: OrderedDict[str, LocalStream] = OrderedDict()  # still keeping frames, earliest finished first
         self.watch = StreamWatch(redis, self._spawn, timeout) if redis is not None else None
         self.on_resumed_late: Callable[[TurnJob], None] | None = None  # resumptions seen after the record was written
@@ -93,7 +96,7 @@ class ResumeHub:
         local stream. `first`: an event already taken from the turn; `add_ids`: prefix each non-empty frame
         with `id: <seq>` (for doors whose frames have no id of their own)."""
         turn = job.turn
-        stream = LocalStream(turn.request_id, job.api_key_id, self.cap, self.max_turn_bytes, self.kept)
+        stream = LocalStream(turn.request_id, job.request.api_key_id, self.cap, self.max_turn_bytes, self.kept)
         self.local[turn.request_id] = stream
         self.jobs[turn.request_id] = job
         self._spawn(self._tee(job, stream, encoder, first, add_ids), f"resume-tee-{turn.request_id}")
@@ -187,7 +190,7 @@ class ResumeHub:
             await asyncio.sleep(poll)
 
     async def _refresh_resumed(self, job: TurnJob, final: bool = False) -> bool:
-        """Update `job.resumed` from Redis; True when a reader on another replica is attached."""
+        """Update `times_resumed` from Redis; True when a reader on another replica is attached."""
         if self.redis is None:
             return False
         request_id = job.turn.request_id
@@ -196,11 +199,17 @@ class ResumeHub:
         except Exception as exc:  # polled several times a second: the mirror already logged that Redis fails
             log.debug("resume status of %s unavailable (%s)", job.turn.request_id, type(exc).__name__)
             return False
-        changed = resumes > job.resumed
-        job.resumed = max(job.resumed, resumes)
+        changed = resumes > self.times_resumed(job)
+        if changed:
+            self._resumptions[job] = resumes
         if final and changed and self.on_resumed_late is not None:
             self.on_resumed_late(job)
         return reader
+
+    def times_resumed(self, job: TurnJob) -> int:
+        """How many times `job`'s stream was resumed while the turn ran, here or (with Redis) on any replica
+        (the record's `resumed`)."""
+        return self._resumptions.get(job, 0)
 
     def _forget_later(self, stream: LocalStream) -> None:
         asyncio.get_running_loop().call_later(self.ttl_s, self._forget, stream)
@@ -262,7 +271,7 @@ class ResumeHub:
             stream.resumes += 1
             job = self.jobs.get(request_id)
             if job is not None and not job.turn.settled:
-                job.resumed += 1
+                self._resumptions[job] = self.times_resumed(job) + 1
             if self.redis is not None:
                 await self._quietly(self.redis.attach(request_id))
             self._resumed()

@@ -1,6 +1,6 @@
 """The console's health window: a turn observer (like `app.telemetry.metrics.Metrics`) that keeps one bucket per minute
 for the last `WINDOW_MINUTES`, per client key: turns by outcome, samples of time to first token and of
-overhead (from each settled turn's summary, `app.core.summary`), and per provider the turns served, errors,
+overhead (from each settled turn's record, `app.core.settled`), and per provider the turns served, errors,
 retries, fallbacks and timeouts. `GET /v1/console/summary` (`app.api.console`) shows a caller the figures of
 its own key (every key's when authentication is off).
 """
@@ -14,8 +14,8 @@ from collections import Counter, deque
 from dataclasses import dataclass, field
 from typing import Any
 
-from app.core.job import TurnJob
-from app.core.summary import NextStep
+from app.core.job import TurnJob, TurnObserver
+from app.core.settled import NextStep, SettledTurn
 
 WINDOW_MINUTES = 30
 SAMPLES_PER_MINUTE = 1000  # per key; beyond, reservoir sampling keeps the percentiles unbiased
@@ -77,7 +77,7 @@ def percentiles(samples: list[float]) -> dict[str, float | int | None]:
     return {"count": len(ordered), "p50": rank(0.5), "p90": rank(0.9), "p99": rank(0.99)}
 
 
-class HealthWindow:
+class HealthWindow(TurnObserver):
     """A turn observer: per-minute buckets of the last `WINDOW_MINUTES`, per client key."""
 
     def __init__(self, clock: Any = time.time) -> None:
@@ -94,28 +94,23 @@ class HealthWindow:
             stats = per_key[key_id] = MinuteStats()
         return stats
 
-    def turn_started(self, job: TurnJob) -> None:
-        pass
-
-    def turn_finished(self, job: TurnJob) -> None:
-        summary = job.summary
-        assert summary is not None  # set by the dispatcher before it tells the observers
-        stats = self._bucket(job.api_key_id)
-        outcome = summary.outcome
+    def turn_finished(self, job: TurnJob, settled: SettledTurn) -> None:
+        stats = self._bucket(job.request.api_key_id)
+        outcome = settled.outcome
         stats.outcomes[outcome] += 1
-        if summary.ttft is not None:
+        if settled.ttft is not None:
             stats.seen_ttft += 1
-            _sample(stats.ttft, stats.seen_ttft, summary.ttft)
+            _sample(stats.ttft, stats.seen_ttft, settled.ttft)
         stats.seen_overhead += 1
-        _sample(stats.overhead, stats.seen_overhead, summary.overhead)
+        _sample(stats.overhead, stats.seen_overhead, settled.overhead)
 
-        provider = job.turn.message.get("provider")
+        provider = settled.message.get("provider")
         if provider:
             served = stats.provider(provider)
             served.turns += 1
             if outcome == "error":
                 served.errors += 1
-        for attempt in summary.attempts:
+        for attempt in settled.steps:
             counts = stats.provider(attempt.provider)
             if attempt.timeout is not None:
                 counts.timeouts += 1

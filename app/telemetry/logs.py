@@ -16,7 +16,8 @@ from typing import Any
 
 import orjson
 
-from app.core.job import TurnJob
+from app.core.job import TurnJob, TurnObserver
+from app.core.settled import SettledTurn
 from app.redaction import has_secrets, redact, register_secrets
 
 __all__ = ["JsonFormatter", "RequestLog", "configure_logging", "redact", "register_secrets", "request_fields"]
@@ -79,58 +80,53 @@ def ensure_configured(level: str = "info") -> None:
         root.setLevel(level.upper())
 
 
-class RequestLog:
+class RequestLog(TurnObserver):
     """Turn observer: one `gateway.requests` line per settled turn."""
 
     def __init__(self, log_content: bool = False, logger: logging.Logger | None = None) -> None:
         self.log_content = log_content
         self.log = logger or logging.getLogger(REQUEST_LOGGER)
 
-    def turn_started(self, job: TurnJob) -> None:
-        pass
-
-    def turn_finished(self, job: TurnJob) -> None:
-        level = logging.WARNING if job.turn.outcome == "error" else logging.INFO
+    def turn_finished(self, job: TurnJob, settled: SettledTurn) -> None:
+        level = logging.WARNING if settled.outcome == "error" else logging.INFO
         if not self.log.isEnabledFor(level):
             return
-        fields = request_fields(job, self.log_content)
+        fields = request_fields(job, settled, self.log_content)
         self.log.log(level, "request %s %s", fields["requestId"], fields["outcome"], extra=fields)
 
 
-def request_fields(job: TurnJob, log_content: bool = False) -> dict[str, Any]:
-    """The per-request log fields of a settled turn (no keys; content only when `log_content`); its times come
-    from the turn's summary (`app.core.summary`)."""
-    turn = job.turn
-    summary = job.summary
-    assert summary is not None  # set by the dispatcher before it tells the observers
-    message = turn.message
+def request_fields(job: TurnJob, settled: SettledTurn, log_content: bool = False) -> dict[str, Any]:
+    """The per-request log fields of a settled turn, from its settled record (`app.core.settled`; no keys,
+    content only when `log_content`)."""
+    request = job.request
+    message = settled.message
     usage = message.get("usage") or {}
+    last = settled.attempts[-1] if settled.attempts else None
     fields: dict[str, Any] = {
-        "requestId": turn.request_id,
-        "apiKeyId": job.api_key_id,
-        "door": job.door,
-        "requestedModel": job.requested_model,
+        "requestId": settled.request_id,
+        "apiKeyId": request.api_key_id,
+        "door": request.door,
+        "requestedModel": request.requested_model,
         "provider": message.get("provider"),
         "model": message.get("model"),
-        "cloud": job.attempts[-1].cloud if job.attempts else None,
-        "region": job.attempts[-1].region if job.attempts else None,
-        "outcome": summary.outcome,
+        "cloud": last.cloud if last is not None else None,
+        "region": last.region if last is not None else None,
+        "outcome": settled.outcome,
         "stopReason": message.get("stopReason"),
-        "ttftMs": None if summary.ttft is None else round(summary.ttft * 1000, 1),
-        "durationMs": round(summary.duration * 1000, 1),
+        "ttftMs": None if settled.ttft is None else round(settled.ttft * 1000, 1),
+        "durationMs": round(settled.duration * 1000, 1),
         "tokens": {k: usage.get(k, 0) for k in ("input", "output", "cacheRead", "cacheWrite")},
         "cost": (usage.get("cost") or {}).get("total", 0),
-        "attempts": len(job.attempts),
-        "upstreamFrames": job.upstream_frames,
-        "clientDisconnected": job.client_disconnected,
+        "attempts": len(settled.attempts),
+        "upstreamFrames": settled.upstream_frames,
+        "clientDisconnected": settled.client_disconnected,
         "errorMessage": message.get("errorMessage"),
     }
-    if turn.outcome != "done" and job.attempts:
+    if settled.outcome != "done" and last is not None:
         # Typed failure data for log queries (app.contract.failures), instead of matching message text.
-        last = job.attempts[-1]
         fields["errorKind"] = str(last.kind) if last.kind is not None else None
         fields["interrupt"] = last.interrupt.name.lower() if last.interrupt is not None else None
     if log_content:
         fields["content"] = message.get("content")
-        fields["context"] = job.context.model_dump(mode="json", by_alias=True, exclude_none=True)
+        fields["context"] = request.context.model_dump(mode="json", by_alias=True, exclude_none=True)
     return fields

@@ -23,8 +23,8 @@ from prometheus_client import multiprocess
 from prometheus_client.process_collector import ProcessCollector
 
 from app.catalog import Catalog
-from app.core.job import TurnJob
-from app.core.summary import AttemptStep, NextStep
+from app.core.job import TurnJob, TurnObserver
+from app.core.settled import AttemptStep, NextStep, SettledTurn
 
 OTHER_MODEL = "other"
 TOKEN_KINDS = (("input", "input"), ("output", "output"), ("cacheRead", "cache_read"), ("cacheWrite", "cache_write"))
@@ -37,7 +37,7 @@ def multiprocess_dir() -> str | None:
     return os.environ.get("PROMETHEUS_MULTIPROC_DIR") or os.environ.get("prometheus_multiproc_dir") or None
 
 
-class Metrics:
+class Metrics(TurnObserver):
     """The gateway's metrics. One per Gateway; added to `dispatcher.observers`."""
 
     def __init__(self, catalog: Catalog, *, key_labels: bool = True) -> None:
@@ -162,22 +162,21 @@ class Metrics:
     def turn_started(self, job: TurnJob) -> None:
         self.active.inc()
 
-    def turn_finished(self, job: TurnJob) -> None:
+    def turn_finished(self, job: TurnJob, settled: SettledTurn) -> None:
         self.active.dec()
-        summary = job.summary
-        assert summary is not None  # set by the dispatcher before it tells the observers
         turn = job.turn
-        message = turn.message
-        provider = message.get("provider") or job.requested_model.partition("/")[0]
-        model = self.model_label(provider, message.get("model") or job.requested_model.partition("/")[2])
-        outcome = summary.outcome
-        self.requests.labels(provider, model, outcome, job.door).inc()
+        message = settled.message
+        requested = job.request.requested_model
+        provider = message.get("provider") or requested.partition("/")[0]
+        model = self.model_label(provider, message.get("model") or requested.partition("/")[2])
+        outcome = settled.outcome
+        self.requests.labels(provider, model, outcome, job.request.door).inc()
 
-        self.duration.labels(provider, model, outcome).observe(summary.duration)
-        if summary.ttft is not None:
-            self.ttft.labels(provider, model).observe(summary.ttft)
-        self.upstream.labels(provider, model).observe(summary.upstream_wait)
-        self.overhead.labels(provider, model).observe(summary.overhead)
+        self.duration.labels(provider, model, outcome).observe(settled.duration)
+        if settled.ttft is not None:
+            self.ttft.labels(provider, model).observe(settled.ttft)
+        self.upstream.labels(provider, model).observe(settled.upstream_wait)
+        self.overhead.labels(provider, model).observe(settled.overhead)
 
         usage = message.get("usage") or {}
         for field, kind in TOKEN_KINDS:
@@ -188,9 +187,9 @@ class Metrics:
         if cost > 0:
             self.cost.labels(provider, model).inc(cost)
 
-        self._attempts(summary.attempts)
-        if summary.cancelled_by is not None:
-            self.cancellations.labels(summary.cancelled_by).inc()
+        self._attempts(settled.steps)
+        if settled.cancelled_by is not None:
+            self.cancellations.labels(settled.cancelled_by).inc()
         if turn.late_frames:
             self.late_frames.labels(provider).inc(turn.late_frames)
 

@@ -125,7 +125,7 @@ def test_key_with_colons_authenticates_and_is_fully_blanked_in_logs(gateway_fact
     gw = gateway_factory(api_keys=f"colon:{COLON_KEY}")
     result = gw.stream(turn("anthropic/text"), headers={"Authorization": f"Bearer {COLON_KEY}"})
     assert result.status == 200 and result.terminal["type"] == "done"
-    assert gw.job(result.headers["x-request-id"]).api_key_id == "colon"
+    assert gw.job(result.headers["x-request-id"]).request.api_key_id == "colon"
     record = logging.LogRecord("gateway", logging.ERROR, __file__, 1, "client sent %s", (COLON_KEY,), None)
     line = JsonFormatter().format(record)
     assert "[redacted]" in line

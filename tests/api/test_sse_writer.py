@@ -30,7 +30,7 @@ async def test_an_event_that_cannot_be_encoded_is_an_internal_error_not_a_discon
 
     job.turn.next_event = next_event
     job.turn.next_ready = lambda: poisoned(taken_now())
-    job.task = asyncio.create_task(Dispatcher({}, Catalog(), Settings()).run(job))
+    Dispatcher({}, Catalog(), Settings()).start(job)
     response = sse_response(TurnFrames(job, UnifiedEncoder(), lambda: False), PING, {}, keepalive=15, streams=None)
     frames = [frame async for frame in response.body_iterator]
     await asyncio.wait_for(job.task, 5)
@@ -46,7 +46,7 @@ async def test_events_ready_together_go_out_in_one_write_in_order():
     deltas = [{"type": "text_delta", "delta": f"d{i}"} for i in range(5)]
     provider = FakeProvider(scripts=[[[{"type": "text_start"}, *deltas, {"type": "text_end"}, {"type": "finish", "reason": "stop"}]]])
     job = new_job(provider)  # coalescing off: every delta is an event of its own
-    job.task = asyncio.create_task(Dispatcher({}, Catalog(), Settings()).run(job))
+    Dispatcher({}, Catalog(), Settings()).start(job)
     await asyncio.wait_for(asyncio.shield(job.task), 5)  # the whole turn is queued before the writer reads
     response = sse_response(TurnFrames(job, UnifiedEncoder(), lambda: False), PING, {}, keepalive=15, streams=None)
     encoder = UnifiedEncoder()
@@ -63,7 +63,7 @@ async def test_a_large_backlog_goes_out_in_writes_of_about_batch_bytes():
     deltas = [{"type": "text_delta", "delta": "x" * 8192} for _ in range(40)]
     provider = FakeProvider(scripts=[[[{"type": "text_start"}, *deltas, {"type": "text_end"}, {"type": "finish", "reason": "stop"}]]])
     job = new_job(provider)
-    job.task = asyncio.create_task(Dispatcher({}, Catalog(), Settings()).run(job))
+    Dispatcher({}, Catalog(), Settings()).start(job)
     await asyncio.wait_for(asyncio.shield(job.task), 5)
     response = sse_response(TurnFrames(job, UnifiedEncoder(), lambda: False), PING, {}, keepalive=15, streams=None)
 

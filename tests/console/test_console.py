@@ -8,7 +8,7 @@ import pytest
 from app.api.console import CONTENT_SECURITY_POLICY
 from app.telemetry.health import HealthWindow, percentiles
 from app.settings import Settings
-from app.core.summary import summarize
+from app.core.settled import settled_turn
 from app.contract.failures import Attempt, ErrorKind, Interrupt
 from tests.conftest import marker, turn
 
@@ -82,8 +82,8 @@ def test_summary_counts_fallbacks_and_retries_by_provider():
     window = HealthWindow(clock=lambda: 600.0)
 
     class Job:
-        api_key_id = "k"
         upstream_wait = 0.0
+        upstream_frames = 0
         attempts = [
             Attempt("anthropic", "anthropic-messages", "m", kind=ErrorKind.HTTP, http_status=500),
             Attempt("anthropic", "anthropic-messages", "m", kind=ErrorKind.TIMEOUT, interrupt=Interrupt.FIRST_EVENT),
@@ -91,17 +91,20 @@ def test_summary_counts_fallbacks_and_retries_by_provider():
         ]
 
         class turn:
+            request_id = "req_1"
             outcome = "done"
             created_at = 0.0
             first_content_at = None
             message = {"provider": "openai"}
 
-        started_wall = 600.0
+        class request:
+            api_key_id = "k"
+            started_wall = 600.0
+
         client_disconnected = False
         ended_by = None
 
-    Job.summary = summarize(Job, now=0.0)
-    window.turn_finished(Job())
+    window.turn_finished(Job(), settled_turn(Job, now=0.0))
     summary = window.summary("k", 3)
     assert summary["providers"]["anthropic"] == {"turns": 0, "errors": 0, "retries": 1, "fallbacks": 1, "timeouts": 1}
     assert summary["providers"]["openai"]["turns"] == 1

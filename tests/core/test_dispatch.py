@@ -12,6 +12,7 @@ import pytest
 from app.catalog import Catalog, Deployment, Pool
 from app.contract.failures import AttemptOutcome, ErrorKind, Interrupt
 from app.core.dispatcher import Dispatcher
+from app.core.job import TurnJob
 from app.core.watchdog import Watchdog, WatchPhase
 from app.pools.balancer import Pools
 from app.pools.state import MemoryPoolStore
@@ -221,7 +222,7 @@ async def started(provider: FakeProvider, *scripts: list[Any], **settings: Any):
     provider.scripts = list(scripts)
     job = new_job(provider)
     job.turn.close_reader()  # like /v1/complete: nobody reads events
-    job.task = asyncio.create_task(dispatcher(**settings).run(job))
+    dispatcher(**settings).start(job)
     await until(lambda: provider.opened == 1)
     await asyncio.sleep(0)  # the pump now waits on the upstream
     return job
@@ -264,13 +265,12 @@ async def test_a_client_leaving_as_a_pool_call_drops_the_cancellation_opens_no_u
     provider = FakeProvider()
     provider.scripts = [text_frames("never read")]
     deployment = Deployment("fake/m", "fake", "m")
-    job = new_job(provider)
-    job.routes = [replace(job.routes[0], pool=Pool("p", (deployment,)), deployment=deployment)]
+    plain = new_job(provider)
+    pooled = replace(plain.request.routes[0], pool=Pool("p", (deployment,)), deployment=deployment)
+    job = TurnJob(plain.turn, replace(plain.request, routes=(pooled,)))
     job.turn.close_reader()
     store = DroppingPoolStore()
-    job.task = asyncio.create_task(
-        Dispatcher({}, Catalog(), Settings(retries=1, retry_backoff_ms=1), Pools(store)).run(job)
-    )
+    Dispatcher({}, Catalog(), Settings(retries=1, retry_backoff_ms=1), Pools(store)).start(job)
     await store.asked.wait()
     store.answer.set_result(None)  # the pool answers, and in the same step of the loop the client leaves
     job.interrupt(Interrupt.CLIENT)
@@ -341,7 +341,7 @@ async def test_a_vendor_stalling_after_a_slow_reader_hits_the_idle_timeout():
     provider = FakeProvider(scripts=[[[{"type": "text_start"}], *[[{"type": "text_delta", "delta": "x" * 100}]] * 40, HANG]])
     job = new_job(provider, max_pending_bytes=1000)
     settings = dict(first_event_timeout=0.2, idle_timeout=0.2, total_timeout=600.0)  # the old bug waited 600 s
-    job.task = asyncio.create_task(dispatcher(**settings).run(job))
+    dispatcher(**settings).start(job)
     await until(lambda: job.turn.congested)
     await asyncio.sleep(0.5)  # the slow reader (the scenario under test, not synchronisation)
     events = []
@@ -359,7 +359,7 @@ async def test_the_first_token_reaches_the_reader_before_the_rest_of_the_read_is
     reader have the first delta before it translates the rest, so the first token does not wait for the last."""
     provider = FakeProvider(scripts=[text_frames(*[f"t{i}" for i in range(20)])])
     job = new_job(provider)
-    job.task = asyncio.create_task(dispatcher().run(job))
+    dispatcher().start(job)
     seen = []
     async with asyncio.timeout(5):  # the reader waits in this task, as the response's writer does (no wait_for task)
         while (event := await job.turn.next_event()) is not None:
@@ -382,7 +382,7 @@ def retryable(status: int = 503, retry_after_ms: int | None = None) -> ProviderE
 async def run_job(*providers: FakeProvider, **settings: Any):
     job = new_job(*providers)
     job.turn.close_reader()
-    job.task = asyncio.create_task(dispatcher(**settings).run(job))
+    dispatcher(**settings).start(job)
     await asyncio.wait_for(job.task, 5)
     return job
 

@@ -421,7 +421,7 @@ def test_not_json_is_a_400_in_anthropic_shape(gateway):
 def finished_job_with(gateway: Any, m: str) -> Any:
     """The settled turn whose conversation holds the marker `m` (for clients that never learnt its id)."""
     deadline = time.monotonic() + 10
-    while not (jobs := [j for j in list(gateway.finished._done.values()) if m in j.context.model_dump_json()]):
+    while not (jobs := [j for j in list(gateway.finished._done.values()) if m in j.request.context.model_dump_json()]):
         assert time.monotonic() < deadline, "the turn never settled"
         time.sleep(0.05)
     return jobs[0]
@@ -437,7 +437,7 @@ def test_a_client_that_leaves_before_the_start_cancels_the_turn(gateway, stream)
             http.post("/v1/messages", json=body, timeout=httpx.Timeout(10, read=0.5))
     assert gateway.sim.wait(m, until="closed")["clientClosed"] is True
     job = finished_job_with(gateway, m)
-    assert job.turn.outcome == "aborted" and job.client_disconnected and job.door == "anthropic-messages"
+    assert job.turn.outcome == "aborted" and job.client_disconnected and job.request.door == "anthropic-messages"
 
 
 def test_a_timeout_before_the_start_is_504_timeout_error(gateway_factory):

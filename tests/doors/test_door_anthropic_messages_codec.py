@@ -13,7 +13,8 @@ from app.contract.failures import ErrorKind
 from app.doors.anthropic_messages.errors import refusal_body
 from app.doors.anthropic_messages.events import PING, MessagesEncoder, message_object
 from app.doors.anthropic_messages.request import decode
-from app.doors.base import Failure, TurnResult
+from app.contract.failures import Failure
+from app.core.settled import SettledTurn
 from app.doors.signatures import Origin, unwrap, wrap
 from tests.conformance import parse_sse
 
@@ -326,7 +327,7 @@ class View:
 
 
 def test_message_start_carries_the_usage_so_far_and_errors_are_typed_by_the_failure():
-    failed = TurnResult("req_3", "error", {"errorMessage": "anthropic/x idle timeout fired after 60s"}, 504, Failure.TIMEOUT)
+    failed = SettledTurn("req_3", "error", {"errorMessage": "anthropic/x idle timeout fired after 60s"}, 504, Failure.TIMEOUT)
     encoder = MessagesEncoder("req_3", None, View({"input": 12, "cacheRead": 300, "cacheWrite": 4}, failed))
     events = [START, {"type": "error", "reason": "error", "errorMessage": "anthropic/x idle timeout fired after 60s", "usage": USAGE, "message": {}}]
     out = [json.loads(f.data) for f in parse_sse(b"".join(encoder.encode(e) for e in events).decode())]
@@ -376,7 +377,7 @@ def test_message_object():
     ],
 )
 def test_failed_turns_answer_with_a_status_and_type(failure, status, expected, kind=None):
-    result = TurnResult("req_2", "error", {"errorMessage": "openai/x went wrong"}, status, failure, kind=kind)
+    result = SettledTurn("req_2", "error", {"errorMessage": "openai/x went wrong"}, status, failure, kind=kind)
     code, error = MessagesEncoder("req_2").complete(result)
     assert (code, error["error"]["type"]) == expected
     assert error == {"type": "error", "error": {"type": expected[1], "message": "openai/x went wrong"}, "request_id": "req_2"}

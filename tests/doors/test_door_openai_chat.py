@@ -571,11 +571,11 @@ def test_a_client_that_leaves_before_the_start_cancels_the_turn(gw):
             http.post("/v1/chat/completions", json=body, timeout=httpx.Timeout(10, read=0.5))
     assert gw.sim.wait(m, until="closed")["clientClosed"] is True
     deadline = time.monotonic() + 10
-    while not (jobs := [j for j in list(gw.finished._done.values()) if m in j.context.model_dump_json()]):
+    while not (jobs := [j for j in list(gw.finished._done.values()) if m in j.request.context.model_dump_json()]):
         assert time.monotonic() < deadline, "the turn never settled"
         time.sleep(0.05)
     job = jobs[0]
-    assert job.turn.outcome == "aborted" and job.client_disconnected and job.door == "openai-chat"
+    assert job.turn.outcome == "aborted" and job.client_disconnected and job.request.door == "openai-chat"
 
 
 @pytest.mark.parametrize("vendor", VENDORS)

@@ -13,7 +13,8 @@ import pytest
 from app.api.openapi import SPEC_PATH
 from app.contract.messages import Context, UserMessage
 from app.contract.request import StreamOptions, StreamRequest
-from app.doors.base import Door, DoorRequest, DoorRoute, ModelListing, ModelRoute, TurnResult, TurnView
+from app.core.settled import SettledTurn
+from app.doors.base import Door, DoorRequest, DoorRoute, ModelListing, ModelRoute, TurnView
 from app.doors.errors import BadRequest
 from app.doors.registry import DOORS
 from app.main import create_app
@@ -55,11 +56,11 @@ class TinyEncoder:
     def ping(self) -> bytes:
         return b": ping\n\n"
 
-    def complete(self, result: TurnResult) -> tuple[int, Any]:
+    def complete(self, result: SettledTurn) -> tuple[int, Any]:
         said = "".join(block["text"] for block in result.message["content"] if block["type"] == "text")
         return (200, {"said": said}) if result.outcome == "done" else (502, _error_body_of(502, result.error_message))
 
-    def refuse(self, result: TurnResult) -> tuple[int, Any] | None:
+    def refuse(self, result: SettledTurn) -> tuple[int, Any] | None:
         return None
 
 

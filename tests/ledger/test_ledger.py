@@ -427,7 +427,8 @@ async def test_the_completion_of_a_record_written_open_is_queued_past_a_full_que
         while recorder._admit("insert", encode_record(_record(f"req_filler_{n}"), ledger.instance_id)):
             n += 1
         await Dispatcher({}, Catalog(), Settings()).run(job)  # the turn settles
-        recorder.turn_finished(job)
+        assert job.settled is not None
+        recorder.turn_finished(job, job.settled)
 
         assert [(w.kind, w.row.request_id) for w in recorder.pending][-1] == ("complete", job.turn.request_id)
         assert recorder.queued_bytes > recorder.queue_bytes  # past the bound, by this one row
@@ -457,7 +458,8 @@ async def test_a_read_that_waits_for_a_queued_insert_waits_for_the_completion_th
     read = asyncio.create_task(recorder.flush(timeout=30))
     for _ in range(20):  # the read starts waiting for the insert
         await asyncio.sleep(0)
-    recorder.turn_finished(job)
+    assert job.settled is not None
+    recorder.turn_finished(job, job.settled)
     for _ in range(20):  # a read released by the insert's removal would finish here
         await asyncio.sleep(0)
     assert not read.done()

@@ -73,9 +73,9 @@ def test_identification_and_models(gateway_factory, tmp_path):
     gw = gateway_factory(api_keys=LEGACY, keys_file=str(path))
     ok = gw.stream(turn("anthropic/text"), headers=bearer("sk-team"))
     assert ok.status == 200 and ok.terminal["type"] == "done"
-    assert gw.job(ok.headers["x-request-id"]).api_key_id == "team"
+    assert gw.job(ok.headers["x-request-id"]).request.api_key_id == "team"
     legacy = gw.stream(turn("anthropic/slow;n=2"), headers=bearer("sk-legacy-key-0000"))
-    assert legacy.status == 200 and gw.job(legacy.headers["x-request-id"]).api_key_id == "legacy"
+    assert legacy.status == 200 and gw.job(legacy.headers["x-request-id"]).request.api_key_id == "legacy"
     assert post(gw, "sk-nobody").status_code == 401
 
     refused = post(gw, "sk-team", "anthropic/slow;n=2")

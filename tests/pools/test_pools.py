@@ -169,7 +169,7 @@ def test_a_stall_before_the_first_byte_moves_to_another_deployment_in_one_clean_
     assert [e for e in result.events if e["type"] == "start"][0]["provider"] == "dep-b"
     job = pooled.job(result.events[0]["requestId"])
     assert [(a.deployment, a.timeout) for a in job.attempts] == [("dep-a/text", "first_event"), ("dep-b/text", None)]
-    assert job.summary.attempts[0].then == "fallback"
+    assert job.settled.steps[0].then == "fallback"
     # dep-a is cooled now: the next turn goes straight to dep-b despite its weight of 1 in 1001.
     job = pooled.job(complete(pooled, "stall2")["requestId"])
     assert [a.deployment for a in job.attempts] == ["dep-b/text"]

@@ -44,7 +44,7 @@ def test_disconnect_and_resume_gives_the_whole_stream_once(gw):
     assert text == events[-1]["message"]["content"][0]["text"]
     assert len(gw.sim.seen(prompt)) == 1  # the upstream was called once
     job = gw.job(request_id)
-    assert job.turn.outcome == "done" and job.resumed == 1 and not job.client_disconnected
+    assert job.turn.outcome == "done" and gw.state.resume.times_resumed(job) == 1 and not job.client_disconnected
     record = gw.http.get(f"/v1/requests/{request_id}", headers=ALPHA).json()
     assert record["resumed"] == 1 and record["resumable"] is True and record["outcome"] == "done"
     assert "gateway_resumptions_total 1.0" in gw.http.get("/metrics").text
@@ -61,7 +61,7 @@ def test_nobody_resumes_upstream_closed_after_grace(gw):
     request_id, _ = read_some(gw.url, resumable("anthropic/slow;n=2000;delay_ms=10", prompt), ALPHA, 5)
     gw.sim.wait(prompt, until="closed", timeout=20)
     job = gw.job(request_id)
-    assert job.turn.outcome == "aborted" and job.client_disconnected and job.resumed == 0
+    assert job.turn.outcome == "aborted" and job.client_disconnected and gw.state.resume.times_resumed(job) == 0
     # What it produced until then is still there, ending with the aborted terminal.
     rest = parse_sse(resume(gw.url, request_id, ALPHA, "5").text)
     assert json.loads(rest[-1].data)["reason"] == "aborted"

@@ -78,4 +78,4 @@ def test_event_source_reads_a_resumable_stream_and_stops_after_the_terminal(brow
     assert [json.loads(f.data) for f in head] == events[: len(head)]
     assert result["opens"] == 1  # the reconnect was answered 204, which closes the EventSource
     job = gw.job(result["id"])
-    assert job.turn.outcome == "done" and job.resumed == 1
+    assert job.turn.outcome == "done" and gw.state.resume.times_resumed(job) == 1

@@ -12,7 +12,8 @@ from typing import Any, Mapping
 
 from app.doors.anthropic_messages import request
 from app.doors.anthropic_messages.errors import failure_error
-from app.doors.base import DoorRequest, Failure
+from app.contract.failures import Failure
+from app.doors.base import DoorRequest
 
 PATH = "/v1/messages/count_tokens"
 

@@ -11,7 +11,9 @@ from __future__ import annotations
 from typing import Any
 
 from app.doors.errors import BadRequest
-from app.doors.base import REQUEST_ID, Failure, TurnResult
+from app.contract.failures import Failure
+from app.core.settled import SettledTurn
+from app.doors.base import REQUEST_ID
 
 STATUS_TYPES = {
     400: "invalid_request_error",
@@ -38,7 +40,7 @@ PARAM_NAMES = {
     "context.messages": "messages",
     "context.systemPrompt": "system",
 }
-# How a failed turn is answered: status and Anthropic error type (see `app.core.result` for the failures).
+# How a failed turn is answered: status and Anthropic error type (see `app.core.settled` for the failures).
 FAILURE_STATUS = {
     Failure.REFUSED: 400,  # a refusal or safety stop: `invalid_request_error`, as Anthropic's own API answers it
     Failure.RATE_LIMITED: 429,
@@ -72,7 +74,7 @@ def refusal_body(error: BadRequest) -> dict[str, Any]:
     return error_body(error_type(error.status), message, REQUEST_ID.get())
 
 
-def turn_error(result: TurnResult) -> tuple[int, dict[str, Any]]:
+def turn_error(result: SettledTurn) -> tuple[int, dict[str, Any]]:
     """Status and body for a turn that ended in error (`failure_error`)."""
     return failure_error(result.failure, result.status, result.error_message or "error", result.request_id)
 

@@ -32,7 +32,8 @@ from typing import Any, Callable
 import orjson
 
 from app.doors.anthropic_messages.errors import error_body, turn_error
-from app.doors.base import DoorRequest, TurnResult, TurnView
+from app.core.settled import SettledTurn
+from app.doors.base import DoorRequest, TurnView
 from app.doors.signatures import Origin, origin_of, wrap, wrap_call
 
 STOP_REASONS = {"stop": "end_turn", "length": "max_tokens", "toolUse": "tool_use"}
@@ -98,13 +99,13 @@ class MessagesEncoder:
     def ping(self) -> bytes:
         return PING
 
-    def complete(self, result: TurnResult) -> tuple[int, Any]:
+    def complete(self, result: SettledTurn) -> tuple[int, Any]:
         """One `message` object, or the error with the status of the failure."""
         if result.outcome == "done":
             return 200, message_object(result.message, result.request_id)
         return turn_error(result)
 
-    def refuse(self, result: TurnResult) -> tuple[int, Any] | None:
+    def refuse(self, result: SettledTurn) -> tuple[int, Any] | None:
         return turn_error(result)
 
     def _start(self, event: dict[str, Any]) -> bytes:

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from app.doors.base import DoorRequest, Failure
+from app.contract.failures import Failure
+from app.doors.base import DoorRequest
 from app.doors.fields import fail, object_at
 from app.doors.gemini import request
 from app.doors.gemini.errors import failure_error

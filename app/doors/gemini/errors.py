@@ -12,7 +12,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from app.doors.base import Failure, TurnResult
+from app.contract.failures import Failure
+from app.core.settled import SettledTurn
 from app.doors.errors import BadRequest
 
 STATUS_NAMES = {
@@ -92,5 +93,5 @@ def failure_error(failure: Failure | None, status: int, message: str) -> tuple[i
     return answered, error_body(answered, message)
 
 
-def turn_error(result: TurnResult) -> tuple[int, dict[str, Any]]:
+def turn_error(result: SettledTurn) -> tuple[int, dict[str, Any]]:
     return failure_error(result.failure, result.status, result.error_message or "error")

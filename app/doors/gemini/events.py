@@ -29,7 +29,8 @@ from typing import Any, Callable
 import orjson
 
 from app.contract.events import TERMINAL_TYPES
-from app.doors.base import TurnResult, TurnView
+from app.core.settled import SettledTurn
+from app.doors.base import TurnView
 from app.doors.gemini.errors import error_body, turn_error
 from app.doors.gemini.request import GeminiRequest
 from app.doors.gemini.signatures import wrap_signature
@@ -98,12 +99,12 @@ class GeminiEncoder:
     def ping(self) -> bytes:
         return b""
 
-    def complete(self, result: TurnResult) -> tuple[int, Any]:
+    def complete(self, result: SettledTurn) -> tuple[int, Any]:
         if result.outcome == "done":
             return 200, self.response_of(result.message)
         return turn_error(result)
 
-    def refuse(self, result: TurnResult) -> tuple[int, Any] | None:
+    def refuse(self, result: SettledTurn) -> tuple[int, Any] | None:
         return turn_error(result)
 
     # ------------------------------------------------------------------------------------------ events

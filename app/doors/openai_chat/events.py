@@ -30,7 +30,9 @@ from typing import Any
 
 import orjson
 
-from app.doors.base import Failure, TurnResult, TurnView
+from app.contract.failures import Failure
+from app.core.settled import SettledTurn
+from app.doors.base import TurnView
 from app.doors.openai_errors import error_of
 
 DONE = b"data: [DONE]\n\n"
@@ -148,7 +150,7 @@ class ChatEncoder:
     def ping(self) -> bytes:
         return PING
 
-    def complete(self, result: TurnResult) -> tuple[int, Any]:
+    def complete(self, result: SettledTurn) -> tuple[int, Any]:
         """One `chat.completion`, or the OpenAI error shape with the status of the failure."""
         if result.outcome != "done":
             return result.status, {"error": error_of(result.failure, result.error_message)}
@@ -176,5 +178,5 @@ class ChatEncoder:
             "usage": usage_of(message.get("usage") or {}),
         }  # fmt: skip
 
-    def refuse(self, result: TurnResult) -> tuple[int, Any] | None:
+    def refuse(self, result: SettledTurn) -> tuple[int, Any] | None:
         return result.status, {"error": error_of(result.failure, result.error_message)}

@@ -8,7 +8,8 @@ shape (`app.doors.openai_errors`)."""
 
 from typing import Any
 
-from app.doors.base import Door, DoorRoute, StoredResponse, StoredResponses, TokenCountDoor, TurnResult, TurnView
+from app.core.settled import SettledTurn
+from app.doors.base import Door, DoorRoute, StoredResponse, StoredResponses, TokenCountDoor, TurnView
 from app.doors.errors import BadRequest
 from app.doors.openai_errors import error_body
 from app.doors.openai_responses import compact, count_tokens, input_items, openapi
@@ -21,7 +22,7 @@ def _encoder(request_id: str, request: ResponsesRequest, turn: TurnView) -> Resp
     return ResponsesEncoder(request_id, request, turn)
 
 
-def _keep(request: ResponsesRequest, encoder: ResponsesEncoder, result: TurnResult) -> tuple[str, StoredResponse] | None:
+def _keep(request: ResponsesRequest, encoder: ResponsesEncoder, result: SettledTurn) -> tuple[str, StoredResponse] | None:
     """With `store` (the default), a turn that settled `done` is kept: the response object as the client got it
     (completed or incomplete) and the conversation — the request's items and the response's output."""
     if not request.store or result.outcome != "done":

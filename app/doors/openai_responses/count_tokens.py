@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from app.doors.base import DoorRequest, Failure
+from app.contract.failures import Failure
+from app.doors.base import DoorRequest
 from app.doors.fields import unsupported
 from app.doors.openai_errors import error_of
 from app.doors.openai_responses import request

@@ -48,7 +48,9 @@ from typing import Any, Callable
 
 import orjson
 
-from app.doors.base import Failure, TurnResult, TurnView
+from app.contract.failures import Failure
+from app.core.settled import SettledTurn
+from app.doors.base import TurnView
 from app.doors.openai_errors import FAILURE_TYPES, error_of
 from app.doors.openai_responses.compaction import compaction_item
 from app.doors.openai_responses.request import ResponsesRequest
@@ -433,7 +435,7 @@ class ResponsesEncoder:
 
     # ------------------------------------------------------------------------------------------ answers
 
-    def complete(self, result: TurnResult) -> tuple[int, Any]:
+    def complete(self, result: SettledTurn) -> tuple[int, Any]:
         """The `response` object, or OpenAI's error shape with the status of the failure."""
         if result.outcome != "done":
             return result.status, {"error": error_of(result.failure, result.error_message)}
@@ -443,7 +445,7 @@ class ResponsesEncoder:
                          "output": [*self._request.compacted, *response["output"]], "usage": response["usage"]}  # fmt: skip
         return 200, response
 
-    def refuse(self, result: TurnResult) -> tuple[int, Any] | None:
+    def refuse(self, result: SettledTurn) -> tuple[int, Any] | None:
         return result.status, {"error": error_of(result.failure, result.error_message)}
 
 

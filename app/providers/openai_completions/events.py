@@ -61,7 +61,7 @@ class ChatCompletionsTranslator:
     def __init__(self) -> None:
         self.finish_reason: str | None = None
         self.refused = False
-        self.response_id = ""  # the vendor's completion id and model (`Translator`)
+        self.response_id: str = ""  # the vendor's completion id and model (`Translator`)
         self.response_model: str | None = None
         self._open: str | None = None  # text | thinking | toolcall
         self._signature: str | None = None  # of the open thinking block: a vendor signature or the field name

@@ -2,8 +2,8 @@
 
 Registered beside metrics, logs and the ledger (`Dispatcher.observers`) only when tracing is on. At
 `turn_started` it joins the request's SERVER span (`app.telemetry.tracing.server.CURRENT_REQUEST`, inherited by the
-turn's task), names the door and the client key (its name, never the key) on it, and asks the dispatcher to
-report each attempt (`TurnJob.on_attempt`). Each attempt then opens its span, `chat {gen_ai.request.model}`,
+turn's task), and names the door and the client key (its name, never the key) on it. The dispatcher reports
+each attempt as it starts (`TurnObserver.attempt_started`), which opens its span, `chat {gen_ai.request.model}`,
 before the request is sent, and hands its W3C trace context to the transport (`UPSTREAM_HEADERS`), which
 adds `traceparent` to that upstream request. At `turn_finished` every attempt's span ends at the attempt's
 own end time, with what the attempt record says (outcome, error type, HTTP status, which attempt and why)
@@ -21,14 +21,13 @@ from urllib.parse import urlsplit
 from opentelemetry import propagate, trace
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode
 
-from app.core.result import turn_result
 from app.contract.failures import Attempt, AttemptOutcome, Interrupt
-from app.core.job import Route, TurnJob
+from app.core.job import Route, TurnJob, TurnObserver
+from app.core.settled import SettledTurn, next_step
 from app.providers.transport import UPSTREAM_HEADERS
 from app.telemetry.tracing import content
 from app.telemetry.tracing.server import CURRENT_REQUEST, REQUEST_ID, RequestSpan
 from app.telemetry.tracing.setup import Tracing
-from app.core.summary import next_step
 
 log = logging.getLogger("gateway.tracing")
 
@@ -72,7 +71,7 @@ class _TurnSpans:
         self.attempts: list[tuple[Attempt, Span]] = []  # each attempt with its span
 
 
-class TurnTracer:
+class TurnTracer(TurnObserver):
     """Turn observer: the CLIENT spans of a turn's upstream attempts, and the turn's outcome on its request's
     SERVER span."""
 
@@ -87,12 +86,11 @@ class TurnTracer:
         if request is not None and not request.hold():
             request = None
         if request is not None:
-            attributes: dict[str, Any] = {"gateway.door": job.door, REQUEST_ID: job.turn.request_id}
-            if job.api_key_id is not None:
-                attributes["gateway.api_key.name"] = job.api_key_id
+            attributes: dict[str, Any] = {"gateway.door": job.request.door, REQUEST_ID: job.turn.request_id}
+            if job.request.api_key_id is not None:
+                attributes["gateway.api_key.name"] = job.request.api_key_id
             request.span.set_attributes(attributes)
         self._turns[job] = _TurnSpans(request)
-        job.on_attempt = self.attempt_started
 
     def attempt_started(self, job: TurnJob, route: Route) -> None:
         """The dispatcher is about to send this attempt's request (the last of `job.attempts`)."""
@@ -101,7 +99,7 @@ class TurnTracer:
         if spans is None:
             return
         attempt = job.attempts[-1]
-        options = job.options
+        options = job.request.options
         attributes: dict[str, Any] = {
             "gen_ai.operation.name": "chat",
             "gen_ai.provider.name": PROVIDER_NAMES.get(route.provider.api, route.provider.name),
@@ -126,7 +124,7 @@ class TurnTracer:
             if after is not None:
                 attributes["gateway.attempt.after_error.type"] = after
         if self.capture_content:
-            attributes.update(content.input_attributes(job.context))
+            attributes.update(content.input_attributes(job.request.context))
         span = self.tracer.start_span(
             f"chat {route.model.id}", kind=SpanKind.CLIENT, attributes=attributes, start_time=_ns(attempt.started_at)
         )
@@ -135,23 +133,21 @@ class TurnTracer:
         propagate.inject(carrier, context=trace.set_span_in_context(span))
         UPSTREAM_HEADERS.set(carrier)
 
-    def turn_finished(self, job: TurnJob) -> None:
+    def turn_finished(self, job: TurnJob, settled: SettledTurn) -> None:
         spans = self._turns.pop(job, None)
         if spans is None:
             return
-        job.on_attempt = None
         for attempt, span in spans.attempts:
-            if attempt is job.attempts[-1]:
-                self._response(job, attempt, span)
+            if attempt is settled.attempts[-1]:
+                self._response(job, settled, attempt, span)
             self._end_attempt(attempt, span)
         if spans.request is not None:
-            self._settle_request(job, spans.request)
+            self._settle_request(settled, spans.request)
 
-    def _response(self, job: TurnJob, attempt: Attempt, span: Span) -> None:
+    def _response(self, job: TurnJob, settled: SettledTurn, attempt: Attempt, span: Span) -> None:
         """What the attempt that served the turn (or failed it last) answered."""
-        turn = job.turn
-        message = turn.message
-        if turn.started or turn.outcome == "done":
+        message = settled.message
+        if job.turn.started or settled.outcome == "done":
             usage = message.get("usage") or {}
             cache_read, cache_write = usage.get("cacheRead", 0), usage.get("cacheWrite", 0)
             span.set_attributes(
@@ -171,11 +167,10 @@ class TurnTracer:
             if self.capture_content:
                 span.set_attributes(content.output_attributes(message))
         reason = content.FINISH_REASONS.get(message.get("stopReason") or "")
-        if reason is not None and turn.outcome != "aborted":
+        if reason is not None and settled.outcome != "aborted":
             span.set_attribute("gen_ai.response.finish_reasons", (reason,))
-        ttft = job.summary.ttft if job.summary is not None else None
-        if ttft is not None:
-            first = job.started_wall + ttft
+        if settled.ttft is not None:
+            first = job.request.started_wall + settled.ttft
             span.set_attribute("gen_ai.response.time_to_first_chunk", max(0.0, first - attempt.started_at))
             span.add_event("gen_ai.first_chunk", timestamp=_ns(first))
 
@@ -190,12 +185,12 @@ class TurnTracer:
         span.end(end_time=_ns(attempt.ended_at if attempt.ended_at is not None else time.time()))
 
     @staticmethod
-    def _settle_request(job: TurnJob, request: RequestSpan) -> None:
-        outcome = job.turn.outcome or "error"
+    def _settle_request(settled: SettledTurn, request: RequestSpan) -> None:
+        outcome = settled.outcome
         span = request.span
-        span.set_attributes({"gateway.turn.outcome": outcome, "gateway.attempts": len(job.attempts)})
+        span.set_attributes({"gateway.turn.outcome": outcome, "gateway.attempts": len(settled.attempts)})
         if outcome != "done":
-            kind = CLIENT_LEFT if outcome == "aborted" else str(turn_result(job).failure)
+            kind = CLIENT_LEFT if outcome == "aborted" else str(settled.failure)
             span.set_attribute("error.type", kind)
             span.set_status(Status(StatusCode.ERROR, "client disconnected" if outcome == "aborted" else kind))
         request.release()

@@ -35,16 +35,17 @@ def scripted(placement: Placement | None) -> ScriptedProvider:
 def test_a_turn_on_a_cloud_provider_records_its_cloud_and_region_in_the_record_attempts_and_log_line():
     events, job = run_script(scripted(Placement("vertex", "europe-west4")))
     assert events[-1]["type"] == "done"
-    record = build_record(job, summary=job.summary, retain_content=False)
+    assert job.settled is not None
+    record = build_record(job, settled=job.settled, retain_content=False)
     assert (record["provider"], record["cloud"], record["region"]) == ("vertex-claude", "vertex", "europe-west4")
     assert record["attempts"][0]["cloud"] == "vertex" and record["attempts"][0]["region"] == "europe-west4"
-    fields = request_fields(job)
+    fields = request_fields(job, job.settled)
     assert (fields["cloud"], fields["region"]) == ("vertex", "europe-west4")
 
 
 def test_a_provider_at_the_api_maker_records_no_cloud():
     _, job = run_script(scripted(None))
-    record = build_record(job, summary=job.summary, retain_content=False)
+    record = build_record(job, settled=job.settled, retain_content=False)
     assert record["cloud"] is None and record["region"] is None
     assert "cloud" not in record["attempts"][0]  # an attempt's cloud fields are there only on a cloud
     assert Attempt("a", "b", "c").record().keys() >= {"provider", "api", "model"}

@@ -1,6 +1,7 @@
-"""A settled turn's summary (`app.core.summary`) is computed once, by the dispatcher, and every observer
-records the same figures from it: metrics, the request log line, the ledger's record and the console's health
-window. One turn each: retried, fallen back after a timeout, aborted by its client, failed before any content."""
+"""A settled turn's record (`app.core.settled`) is built once, by the dispatcher, and every observer records
+the same figures from it: metrics, the request log line, the ledger's record and the console's health window;
+a door's view of the turn (`TurnJob.result`) is that same record. One turn each: retried, fallen back after a
+timeout, aborted by its client, failed before any content."""
 
 from __future__ import annotations
 
@@ -20,8 +21,8 @@ from app.telemetry.logs import RequestLog
 from app.telemetry.metrics import Metrics
 from app.providers.base import ProviderError
 from app.settings import Settings
-from app.core.summary import AttemptStep, Cancellation, NextStep, TurnSummary
-from tests.fake_provider import HANG, FakeProvider, new_job, text_frames
+from app.core.settled import AttemptStep, Cancellation, NextStep, SettledTurn
+from tests.fake_provider import HANG, FakeProvider, Gate, new_job, text_frames
 
 MODEL = "other"  # the empty catalog lists no model: metrics label every model `other`
 
@@ -36,7 +37,7 @@ class LogLines(logging.Handler):
 
 
 class Observers:
-    """Every observer that reads the summary, on one dispatcher."""
+    """Every observer that reads the settled record, on one dispatcher."""
 
     def __init__(self, tmp_path: Any, **settings: Any) -> None:
         self.metrics = Metrics(Catalog())
@@ -55,13 +56,13 @@ class Observers:
 
     def start(self, job: TurnJob) -> None:
         job.turn.close_reader()  # like /v1/complete: nobody reads events
-        job.task = asyncio.create_task(self.dispatcher.run(job))
+        self.dispatcher.start(job)
 
-    async def run(self, job: TurnJob) -> TurnSummary:
+    async def run(self, job: TurnJob) -> SettledTurn:
         self.start(job)
         await asyncio.wait_for(job.task, 5)
-        assert job.summary is not None
-        return job.summary
+        assert job.settled is not None and job.result() is job.settled
+        return job.settled
 
     def metric(self, name: str, **labels: str) -> float | None:
         return self.metrics._own.get_sample_value(name, labels)  # type: ignore[union-attr]
@@ -79,7 +80,7 @@ class Observers:
         return self.window.summary(None, 1)
 
 
-def assert_times_agree(observers: Observers, summary: TurnSummary, provider: str) -> None:
+def assert_times_agree(observers: Observers, summary: SettledTurn, provider: str) -> None:
     """Duration, time to first token and overhead: the same figures in every observer."""
     labels = {"provider": provider, "model": MODEL}
     assert observers.metric("gateway_stream_duration_seconds_sum", **labels, outcome=summary.outcome) == summary.duration
@@ -118,7 +119,7 @@ async def test_a_retried_turn(tmp_path):
     summary = await observers.run(new_job(provider))
 
     assert summary.outcome == "done" and summary.cancelled_by is None and summary.ttft is not None
-    assert summary.attempts == (
+    assert summary.steps == (
         AttemptStep("fake", "m", None, NextStep.RETRY),
         AttemptStep("fake", "m", None, NextStep.RETRY),
         AttemptStep("fake", "m", None, None),
@@ -137,7 +138,7 @@ async def test_a_turn_that_fell_back_after_a_first_event_timeout(tmp_path):
     summary = await observers.run(new_job(first, second))
 
     assert summary.outcome == "done" and summary.ttft is not None
-    assert summary.attempts == (
+    assert summary.steps == (
         AttemptStep("first", "m", "first_event", NextStep.FALLBACK),
         AttemptStep("second", "m", None, None),
     )
@@ -163,11 +164,11 @@ async def test_a_turn_its_client_aborted(tmp_path):
         await asyncio.sleep(0)
     job.interrupt(Interrupt.CLIENT)
     await asyncio.wait_for(job.task, 5)
-    summary = job.summary
+    summary = job.settled
     assert summary is not None
 
     assert summary.outcome == "aborted" and summary.cancelled_by is Cancellation.CLIENT and summary.ttft is not None
-    assert summary.attempts == (AttemptStep("fake", "m", None, None),)
+    assert summary.steps == (AttemptStep("fake", "m", None, None),)
     assert_times_agree(observers, summary, "fake")
     assert observers.metric("gateway_cancellations_total", kind="client") == 1
     assert observers.log_line()["clientDisconnected"] is observers.record()["clientDisconnected"] is True
@@ -179,8 +180,30 @@ async def test_a_turn_that_never_got_a_first_token(tmp_path):
     summary = await observers.run(new_job(provider))
 
     assert summary.outcome == "error" and summary.ttft is None and summary.cancelled_by is None
-    assert summary.attempts == (AttemptStep("fake", "m", None, None),)
+    assert summary.steps == (AttemptStep("fake", "m", None, None),)
     assert_times_agree(observers, summary, "fake")
     assert observers.metric("gateway_requests_total", provider="fake", model=MODEL, outcome="error", door="unified") == 1
     assert observers.health()["providers"]["fake"]["errors"] == 1
 
+
+
+DOOR_FIELDS = ("request_id", "outcome", "message", "status", "failure", "retry_after_ms", "kind", "error_message")
+
+
+async def test_what_a_door_reads_at_the_terminal_event_is_what_the_observers_get(tmp_path):
+    """An encoder asks for the settled turn as it takes the terminal event, while the dispatcher still reads the
+    upstream for late frames: the record it gets then says what the one the observers get afterwards says."""
+    observers = Observers(tmp_path)
+    late = asyncio.Event()
+    provider = FakeProvider(scripts=[[*text_frames("ok"), Gate(late), [{"type": "text_delta", "delta": "late"}]]])
+    job = new_job(provider)
+    observers.dispatcher.start(job)
+    while (event := await job.turn.next_event()) is not None and event["type"] not in ("done", "error"):
+        pass
+    at_terminal = job.result()
+    assert job.settled is None  # the dispatcher has not finished: it waits for a late frame
+    late.set()
+    await asyncio.wait_for(job.task, 5)
+    assert job.settled is not None and job.turn.late_frames == 1
+    assert [getattr(at_terminal, name) for name in DOOR_FIELDS] == [getattr(job.settled, name) for name in DOOR_FIELDS]
+    assert observers.record()["outcome"] == at_terminal.outcome == "done"
