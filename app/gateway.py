@@ -7,10 +7,11 @@ import contextvars
 import logging
 import uuid
 from collections import Counter
-from typing import Callable
+from typing import Callable, Protocol
 
 from app.catalog import Catalog
 from app.contract.request import StreamRequest
+from app.core.counting import count_tokens
 from app.core.dispatcher import Dispatcher
 from app.contract.failures import Interrupt
 from app.core.job import Route, TurnJob, TurnRequest
@@ -34,7 +35,6 @@ from app.providers.registry import build_providers
 from app.providers.transport import DEMO_CALLER
 from app.contract.refusals import RequestRejected
 from app.settings import Settings
-from app.server.shutdown import OpenStreams
 from app.stream.turn import Turn
 
 log = logging.getLogger("gateway")
@@ -52,7 +52,7 @@ class Gateway:
         )
         self.pools = Pools(_pool_store(settings))
         self.dispatcher = Dispatcher(
-            providers if providers is not None else build_providers(settings, self.catalog),
+            providers if providers is not None else build_providers(settings, self.catalog.providers),
             self.catalog,
             settings,
             self.pools,
@@ -168,6 +168,14 @@ class Gateway:
             task.add_done_callback(lambda _: self._release_key(key_id))
         return job
 
+    async def count_tokens(self, request: StreamRequest, key_id: str | None) -> int:
+        """The serving vendor's count of `request`'s input tokens (`app.core.counting`): the model it names
+        resolved as a turn's first attempt would be, the key's allowed models checked, then one call within the
+        first-event timeout."""
+        route = self.dispatcher.plan(request.model, [])[0]
+        self.limits.check_models(key_id, [self.dispatcher.resolver.policy_name(request.model)])
+        return await count_tokens(route, request, self.settings.first_event_timeout)
+
     def _honouring(self, routes: list[Route], request: StreamRequest) -> list[Route]:
         """The plan without the fallbacks that cannot honour the request (`Provider.check_request`), checked
         before any upstream call. The first entry must honour it: otherwise its RequestRejected refuses the
@@ -239,6 +247,45 @@ class Gateway:
         for provider in self.dispatcher.providers.values():
             await provider.aclose()
 
+
+class ExitingStream(Protocol):
+    """An open SSE response as the shutdown sees it (`app.api.event_stream.EventStreamResponse`)."""
+
+    def end_for_exit(self) -> None:
+        """End now, with a clean end of stream (the server is exiting and the grace is over)."""
+
+
+class OpenStreams:
+    """The SSE responses open on a gateway (`Gateway.streams`), so that the shutdown can end those still open
+    when its time is up. A response adds itself once its headers are sent and discards itself when it ends."""
+
+    __slots__ = ("open", "closed")
+
+    def __init__(self) -> None:
+        self.open: set[ExitingStream] = set()
+        self.closed = False  # the shutdown's time is up: a response that opens now is ended at once
+
+    def add(self, stream: ExitingStream) -> None:
+        if self.closed:
+            stream.end_for_exit()
+            return
+        self.open.add(stream)
+
+    def discard(self, stream: ExitingStream) -> None:
+        self.open.discard(stream)
+
+    def __len__(self) -> int:
+        return len(self.open)
+
+    def close_within(self, seconds: float) -> None:
+        """End every response still open `seconds` from now (those that open meanwhile too)."""
+        asyncio.get_running_loop().call_later(seconds, self.close)
+
+    def close(self) -> None:
+        self.closed = True
+        for stream in list(self.open):
+            self.open.discard(stream)
+            stream.end_for_exit()
 
 def _limit_store(settings: Settings) -> LimitStore:
     """Redis when `GATEWAY_REDIS_URL` is set (shared by replicas), else this process's memory."""

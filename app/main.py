@@ -124,7 +124,7 @@ def create_app(
             raise ledger_url_refused(exc, settings.database_url) from exc
         except KeysConfigError as exc:
             raise keys_refused(exc) from exc
-        log_providers(provider_setups(settings, gw.catalog), settings)
+        log_providers(provider_setups(settings, gw.catalog.providers), settings)
         log_client_keys(gw.keys)
         await log_redis(settings)
         try:

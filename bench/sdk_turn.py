@@ -29,7 +29,7 @@ from typing import Any
 
 import uvloop
 
-from app.catalog import ModelInfo, Pricing
+from app.contract.catalog_entries import ModelInfo, Pricing
 from app.contract.messages import Context
 from app.contract.request import StreamOptions
 from app.providers.config import ProviderConfig

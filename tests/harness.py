@@ -15,7 +15,8 @@ from typing import Any, Callable
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 
-from app.catalog import Catalog, ModelInfo, Pricing
+from app.catalog import Catalog
+from app.contract.catalog_entries import ModelInfo, Pricing
 from app.contract.messages import Context, UserMessage
 from app.contract.request import StreamOptions
 from app.core.dispatcher import Dispatcher

@@ -14,6 +14,9 @@
 - the spine below the observers (contract, stream, providers, doors, pools, catalog, core) imports none of them
   (`app.ledger`, `app.telemetry`, `app.resume`, `app.policy`): they read the settled turn from above.
 
+The rooms stand on floors, in the order a request needs them (`FLOORS`, drawn in docs/internals.md): a module
+imports only modules of its own room or of a lower floor, so no import arrow points up.
+
 And two rules of size: no module of `app/` is longer than 600 lines, and `app/` keeps at most ten modules of its
 own (files directly under it); the rest lives in its rooms (packages).
 """
@@ -36,6 +39,23 @@ OBSERVERS_AND_DRIVERS = (
 
 OBSERVERS = ("app.ledger", "app.telemetry", "app.resume", "app.policy")
 SPINE = ("app.contract", "app.stream", "app.providers", "app.doors", "app.pools", "app.catalog", "app.core")
+
+# The floors of the house, lowest first: a room imports only its own modules and the rooms of lower floors.
+FLOORS = (
+    ("app.contract", "app.seams", "app.settings", "app.redaction", "app.redis_client", "app.gc_pause"),
+    ("app.stream",),
+    ("app.providers",),
+    ("app.catalog", "app.pools"),
+    ("app.core",),
+    ("app.doors",),
+    ("app.telemetry", "app.ledger"),
+    ("app.policy", "app.resume"),
+    ("app.gateway",),
+    ("app.server",),
+    ("app.api",),
+    ("app.main",),
+    ("app.openapi", "app.__main__"),
+)
 
 MAX_LINES = 600
 # Modules still over MAX_LINES while another branch of the refactor splits them (the size test fails while it
@@ -159,6 +179,30 @@ def test_a_door_imports_of_the_core_only_the_settled_record():
         if _within(name, "app.core") and name != "app.core.settled"
     )
     assert not broken, "a door reads a turn through its TurnView and the settled record only:\n" + "\n".join(broken)
+
+
+def _floor(module: str) -> tuple[int, str] | None:
+    for level, rooms in enumerate(FLOORS):
+        for room in rooms:
+            if _within(module, room):
+                return level, room
+    return None
+
+
+def test_every_room_has_a_floor():
+    assert [module for module in MODULES if module != "app" and _floor(module) is None] == []
+
+
+def test_no_import_points_up():
+    """A module imports its own room and the floors below it, never a room above (FLOORS)."""
+    upward = sorted(
+        f"{module} imports {name}"
+        for module, names in MODULES.items()
+        if (here := _floor(module)) is not None
+        for name in names
+        if (there := _floor(name)) is not None and there[1] != here[1] and there[0] >= here[0]
+    )
+    assert not upward, "imports that point up (or across a floor):\n" + "\n".join(upward)
 
 
 def test_the_rules_read_real_imports():

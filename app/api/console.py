@@ -27,7 +27,7 @@ from starlette.responses import Response
 
 from app.api.auth import authorization
 from app.api.error_responses import ApiError, json_response
-from app.catalog import Pool
+from app.contract.catalog_entries import Pool
 from app.contract.console import ConsolePools, Cooldown, PoolDeploymentView, PoolView, QuotaUse
 from app.telemetry.health import WINDOW_MINUTES, HealthWindow
 from app.pools.state import Snapshot

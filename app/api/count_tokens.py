@@ -13,7 +13,6 @@ from app.api.body import parse_json, parse_off_loop, read_body
 from app.api.error_responses import json_response, refusal_error
 from app.api.turns import url_body
 from app.contract.failures import ErrorKind, Failure
-from app.core.counting import count_tokens
 from app.core.settled import retry_headers, upstream_failure
 from app.doors.base import TokenCountDoor
 from app.doors.errors import BadRequest
@@ -36,7 +35,7 @@ async def serve_count(request: Request, door: TokenCountDoor) -> Response:
         decoded = await parse_off_loop(
             raw, lambda body: door.decode(url_body(route, request, parse_json(body, depth, door.prose_paths)), request.headers)
         )
-        tokens = await count_tokens(gateway, decoded.unified, key_id)
+        tokens = await gateway.count_tokens(decoded.unified, key_id)
     except BadRequest as error:
         return json_response(door.error_body(error), error.status, {**headers, **error.headers})
     except Refusal as refusal:

@@ -27,7 +27,7 @@ from typing import AsyncIterator, Mapping
 from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 
-from app.server.shutdown import OpenStreams
+from app.gateway import OpenStreams
 
 log = logging.getLogger("gateway.sse")
 

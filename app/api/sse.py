@@ -14,7 +14,7 @@ from app.contract.events import TERMINAL_TYPES
 from app.contract.failures import Interrupt
 from app.core.job import TurnJob
 from app.doors.base import EventEncoder
-from app.server.shutdown import OpenStreams
+from app.gateway import OpenStreams
 
 log = logging.getLogger("gateway.sse")
 

@@ -31,6 +31,16 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Collection
 
+from app.contract.catalog_entries import (
+    CatalogRoute,
+    Cloud,
+    Deployment,
+    HostedTools,
+    ModelInfo,
+    Pool,
+    Pricing,
+    ProviderInfo,
+)
 from app.providers.clouds.registry import CLOUDS
 
 BUILTIN = Path(__file__).with_name("catalog.json")
@@ -63,32 +73,6 @@ def _check_keys(kind: str, entry: Any, where: str) -> None:
         raise CatalogError(f"{where}: unknown key {', '.join(map(repr, unknown))} (known: {known})")
 
 
-@dataclass(frozen=True, slots=True)
-class Pricing:
-    input: float = 0.0
-    output: float = 0.0
-    cache_read: float = 0.0
-    cache_write: float = 0.0
-
-
-@dataclass(frozen=True, slots=True)
-class Cloud:
-    """Where a provider's api runs when it runs on a cloud rather than at its maker (CONTRACT §9a), checked
-    against the cloud's descriptor (`app.providers.clouds`: which apis it runs, its auth modes, the fields it
-    needs). Credentials never come from here: each cloud reads its standard chain, or the provider's `keyEnv`."""
-
-    kind: str  # the cloud's name (a key of `CLOUDS`: bedrock, vertex, azure)
-    region: str | None = None  # AWS region, Vertex AI location (`global` included); Azure: informational
-    project: str | None = None  # Vertex AI project (None: the credentials' or GOOGLE_CLOUD_PROJECT's)
-    api_version: str | None = None  # Azure's dated `api-version` (None: the v1 API path)
-    auth: str = ""  # how the gateway authenticates to the cloud (one of its descriptor's `auth`)
-    deployments: dict[str, str] = field(default_factory=dict)  # catalog model id -> the cloud's name for it (Azure)
-
-    def upstream_model(self, model_id: str) -> str:
-        """The name the cloud knows the catalog's `model_id` by (an Azure deployment name, else the id)."""
-        return self.deployments.get(model_id, model_id)
-
-
 def _cloud(entry: Any, api: str, where: str) -> Cloud:
     """A provider's `cloud`, checked against its cloud's descriptor."""
     _check_keys("cloud", entry, f"{where}: cloud")
@@ -117,21 +101,6 @@ def _cloud(entry: Any, api: str, where: str) -> Cloud:
     )
 
 
-@dataclass(frozen=True, slots=True)
-class HostedTools:
-    """Which of the vendor's own hosted tools the operator lets serve a client's hosted tool (catalog
-    `hostedTools` of a model or provider; docs/adapters/web-search.md). Off unless the catalog says so: a hosted
-    tool runs (and is billed) at the vendor, outside the gateway's view."""
-
-    web_search: bool = False  # `webSearch: true` or `{maxUses}`: the vendor's web search
-    web_search_max_uses: int | None = None  # searches per turn, where the vendor takes a bound (Anthropic)
-
-    def wire(self) -> dict[str, Any]:
-        """As the catalog writes it (`GET /v1/models` shows it)."""
-        uses = self.web_search_max_uses
-        return {"webSearch": {"maxUses": uses} if self.web_search and uses is not None else self.web_search}
-
-
 def _hosted_tools(entry: Any, where: str) -> HostedTools:
     """`hostedTools`, checked whole: a bad value names its entry."""
     _check_keys("hostedTools", entry, f"{where}: hostedTools")
@@ -143,85 +112,6 @@ def _hosted_tools(entry: Any, where: str) -> HostedTools:
     if uses is not None:
         uses = _positive(uses, "hostedTools.webSearch.maxUses", where, integer=True)
     return HostedTools(web_search=True, web_search_max_uses=uses)
-
-
-@dataclass(frozen=True, slots=True)
-class ProviderInfo:
-    name: str
-    api: str
-    key_env: tuple[str, ...] = ()
-    base_url: str | None = None
-    compat: dict[str, Any] = field(default_factory=dict)  # per-vendor wire differences (api `openai-completions`)
-    cloud: Cloud | None = None  # None: the api's maker serves it
-    hosted_tools: HostedTools | None = None  # its models' default (a model's own `hostedTools` replaces it)
-
-
-@dataclass(frozen=True, slots=True)
-class ModelInfo:
-    provider: str
-    id: str
-    pricing: Pricing
-    context_window: int | None = None
-    max_tokens: int | None = None
-    reasoning: bool = False
-    aliases: tuple[str, ...] = ()
-    hosted_tools: HostedTools | None = None  # None: its provider's (`Catalog.served_model`), else none
-
-    def fields(self) -> dict[str, Any]:
-        """The catalog's fields of this model, as `GET /v1/models` shows them."""
-        p = self.pricing
-        return {
-            "reasoning": self.reasoning,
-            "contextWindow": self.context_window,
-            "maxTokens": self.max_tokens,
-            "cost": {"input": p.input, "output": p.output, "cacheRead": p.cache_read, "cacheWrite": p.cache_write},
-            "aliases": list(self.aliases),
-            **({"hostedTools": self.hosted_tools.wire()} if self.hosted_tools is not None else {}),
-        }
-
-
-@dataclass(frozen=True, slots=True)
-class CatalogRoute:
-    """A name clients use as their model; the operator decides what serves it (`model`, then `fallback`)."""
-
-    name: str
-    model: str  # "<provider>/<model id>"; for a pool, its first deployment's
-    fallback: tuple[str, ...] = ()
-    description: str | None = None
-    pool: "Pool | None" = None  # served by a pool of deployments (then `model` is only what /v1/models shows)
-
-    @property
-    def entries(self) -> tuple[str, ...]:
-        """Its `<provider>/<model id>` entries: the pool's deployments (or its model), then its fallbacks."""
-        served = tuple(d.ref for d in self.pool.deployments) if self.pool is not None else (self.model,)
-        return (*served, *self.fallback)
-
-
-@dataclass(frozen=True, slots=True)
-class Deployment:
-    """One deployment of a pool: a provider entry (its own key, base URL, region or cloud) and the vendor's model
-    id there, with its share of the traffic and its own quotas and prices (CONTRACT §9b, docs/pools.md)."""
-
-    name: str  # unique in its pool; default "<provider>/<model>"
-    provider: str
-    model: str
-    weight: float = 1.0
-    rpm: int | None = None  # requests per minute this deployment may be sent (None: no quota)
-    tpm: int | None = None  # tokens (input + output) per minute
-    pricing: Pricing | None = None  # None: the catalog's prices of `provider/model`
-
-    @property
-    def ref(self) -> str:
-        return f"{self.provider}/{self.model}"
-
-
-@dataclass(frozen=True, slots=True)
-class Pool:
-    """Deployments that serve one route, and how one is chosen for each turn (`POOL_STRATEGIES`)."""
-
-    name: str  # the route's name
-    deployments: tuple[Deployment, ...]
-    strategy: str = "weighted"
 
 
 @dataclass

@@ -25,7 +25,8 @@ from collections import defaultdict
 from dataclasses import dataclass, replace
 from typing import Collection, Sequence
 
-from app.catalog import Catalog, Deployment, ModelInfo, Pool
+from app.catalog import Catalog
+from app.contract.catalog_entries import Deployment, ModelInfo, Pool
 from app.contract.refusals import AmbiguousModel, UnknownModel
 
 

@@ -12,26 +12,19 @@ by the count would act on a wrong number).
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING
-
 from app.contract.failures import ErrorKind
-from app.contract.request import StreamRequest
-from app.providers.base import ProviderError
 from app.contract.refusals import Refusal
+from app.contract.request import StreamRequest
+from app.core.job import Route
+from app.providers.base import ProviderError
 
-if TYPE_CHECKING:
-    from app.gateway import Gateway
 
-
-async def count_tokens(gateway: "Gateway", request: StreamRequest, key_id: str | None) -> int:
-    """The vendor's count for `request` on the model it names. Raises a `Refusal` (unknown or disallowed
-    model, `TokensNotCounted`) before any call, and `ProviderError` (its message prefixed with
-    `<provider>/<model>`, like a turn's) when the vendor fails or does not answer in time."""
-    dispatcher = gateway.dispatcher
-    route = dispatcher.plan(request.model, [])[0]
-    gateway.limits.check_models(key_id, [dispatcher.resolver.policy_name(request.model)])
+async def count_tokens(route: Route, request: StreamRequest, timeout: float) -> int:
+    """The vendor's count for `request` on `route` (the first entry of the plan its model names: the gateway
+    resolves it and checks the key's allowed models first, `Gateway.count_tokens`). Raises a `Refusal`
+    (`TokensNotCounted`) before any call, and `ProviderError` (its message prefixed with `<provider>/<model>`,
+    like a turn's) when the vendor fails or does not answer within `timeout` seconds."""
     provider = route.provider
-    timeout = gateway.settings.first_event_timeout
     try:
         async with asyncio.timeout(timeout):
             return await provider.count_tokens(route.model, request.context, request.options)

@@ -9,7 +9,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from app.catalog import Deployment, ModelInfo, Pool
+from app.contract.catalog_entries import Deployment, ModelInfo, Pool
 from app.contract.failures import Attempt, Interrupt
 from app.contract.messages import Context
 from app.contract.request import StreamOptions

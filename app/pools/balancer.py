@@ -9,7 +9,7 @@ import time
 import uuid
 from typing import Mapping, Protocol, Sequence
 
-from app.catalog import Deployment, Pool
+from app.contract.catalog_entries import Deployment, Pool
 from app.contract.failures import Attempt, ErrorKind, Interrupt
 from app.contract.request import StreamOptions
 from app.pools.choice import order

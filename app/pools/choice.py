@@ -10,7 +10,7 @@ from __future__ import annotations
 import random
 from typing import Sequence
 
-from app.catalog import Deployment, Pool
+from app.contract.catalog_entries import Deployment, Pool
 from app.pools.state import Snapshot
 
 EXPLORE = 0.05  # lowest-latency: the chance a turn probes a deployment whose estimate is stale

@@ -25,7 +25,7 @@ from typing import Sequence
 from redis.asyncio import Redis
 from redis.exceptions import RedisError
 
-from app.catalog import Deployment
+from app.contract.catalog_entries import Deployment
 from app.pools.state import (
     AFFINITY_TTL_MS,
     COOL_BASE_MS,

@@ -21,7 +21,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Protocol, Sequence
 
-from app.catalog import Deployment
+from app.contract.catalog_entries import Deployment
 
 EWMA_ALPHA = 0.3  # weight of a new latency sample
 COOL_BASE_MS = 1_000  # the first cooldown without a Retry-After; doubles with each repeat

@@ -25,7 +25,7 @@ from app.contract.adapter_events import AdapterEvent
 from app.contract.failures import ErrorKind
 from app.contract.messages import Context
 from app.contract.request import StreamOptions
-from app.catalog import ModelInfo
+from app.contract.catalog_entries import ModelInfo
 from app.gc_pause import gc_paused
 from app.redaction import redact
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-from app.catalog import Cloud
+from app.contract.catalog_entries import Cloud
 from app.providers.base import Placement
 from app.providers.transport import TransportSettings
 

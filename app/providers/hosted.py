@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from app.catalog import ModelInfo
+from app.contract.catalog_entries import ModelInfo
 from app.contract.request import StreamOptions
 
 WEB_SEARCH = "web_search"  # the name a dropped web search has in `X-Gateway-Dropped-Tools`

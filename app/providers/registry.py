@@ -6,9 +6,9 @@ from __future__ import annotations
 import logging
 import os
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Callable, Mapping
 
-from app.catalog import Catalog, Cloud, ProviderInfo
+from app.contract.catalog_entries import Cloud, ProviderInfo
 from app.providers.anthropic import AnthropicProvider
 from app.providers.base import Provider
 from app.providers.clouds.registry import CLOUDS
@@ -54,7 +54,7 @@ class ProviderSetup:
     cloud: Cloud | None = None  # the cloud its api runs on (catalog `cloud`), None at the api's maker
 
 
-def provider_setups(settings: Settings, catalog: Catalog) -> list[ProviderSetup]:
+def provider_setups(settings: Settings, providers: Mapping[str, ProviderInfo]) -> list[ProviderSetup]:
     """Every catalog provider with an adapter. A provider without a key is not served (requests get 404); one
     whose catalog entry names no key variable (a local server) is served once it has a base URL: its catalog
     entry's `baseUrl`, or `GATEWAY_<NAME>_BASE_URL`. A cloud provider (`cloud`) whose credentials come from
@@ -63,7 +63,7 @@ def provider_setups(settings: Settings, catalog: Catalog) -> list[ProviderSetup]
     provider on a cloud without a default URL (`CloudDescriptor.endpoint`: Azure OpenAI's resource endpoint) also
     needs its base URL."""
     setups = []
-    for info in catalog.providers.values():
+    for info in providers.values():
         if info.api not in ADAPTERS:
             log.warning("provider %s: api %s has no adapter here", info.name, info.api)
             continue
@@ -116,7 +116,7 @@ def _base_url(settings: Settings, name: str) -> tuple[str | None, str]:
     return url, "GATEWAY_BASE_URLS" if settings.base_urls.get(name) == url else env
 
 
-def build_providers(settings: Settings, catalog: Catalog) -> dict[str, Provider]:
+def build_providers(settings: Settings, catalog_providers: Mapping[str, ProviderInfo]) -> dict[str, Provider]:
     """One SDK client per served provider (`provider_setups`). Each one's key is registered as a secret
     (`app.redaction`): a catalog provider's key (`keyEnv`) is redacted like the built-in ones'."""
     transport = TransportSettings(
@@ -125,10 +125,10 @@ def build_providers(settings: Settings, catalog: Catalog) -> dict[str, Provider]
         max_event_bytes=settings.max_upstream_event_bytes,
     )
     providers: dict[str, Provider] = {}
-    for setup in provider_setups(settings, catalog):
+    for setup in provider_setups(settings, catalog_providers):
         if setup.served:
             register_secrets(setup.key)
-            info = catalog.providers[setup.name]
+            info = catalog_providers[setup.name]
             config = ProviderConfig(
                 name=setup.name,
                 api_key=setup.key or "",

@@ -17,7 +17,7 @@ from typing import Any, Callable, ClassVar
 import httpx2
 import orjson
 
-from app.catalog import ModelInfo
+from app.contract.catalog_entries import ModelInfo
 from app.contract.messages import Context
 from app.contract.request import StreamOptions
 from app.providers.base import Placement, ProviderError, Translator, Upstream, build_off_loop

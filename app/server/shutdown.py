@@ -7,7 +7,7 @@ names the code it calls.
    shutdown, so the server keeps listening: a new connection is answered (`/readyz` and new turns 503
    "draining") rather than refused.
 3. `watch_server_exit` sees the flag and runs `shut_down`:
-   a. every SSE response still open (`OpenStreams`: live turns and resumptions alike, `app.api.sse`) is given
+   a. every SSE response still open (`app.gateway.OpenStreams`: live turns and resumptions alike, `app.api.sse`) is given
       `GATEWAY_DRAIN_TIMEOUT` + `SHUTDOWN_MARGIN` seconds; one still open then is ended with a clean end of
       stream (`app.api.event_stream.EventStreamResponse`);
    b. `Gateway.drain`: no new turns, in-flight turns get `GATEWAY_DRAIN_TIMEOUT` to finish, the rest are
@@ -32,7 +32,7 @@ import logging
 import socket
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING
 
 from app.server.hosting import hosting_server
 from app.seams.uvicorn import Server
@@ -123,46 +123,6 @@ async def shut_down(gateway: "Gateway") -> None:
     )
     gateway.streams.close_within(timeout + SHUTDOWN_MARGIN)
     await gateway.drain(timeout)
-
-
-class ExitingStream(Protocol):
-    """An open SSE response as the shutdown sees it (`app.api.event_stream.EventStreamResponse`)."""
-
-    def end_for_exit(self) -> None:
-        """End now, with a clean end of stream (the server is exiting and the grace is over)."""
-
-
-class OpenStreams:
-    """The SSE responses open on a gateway (`Gateway.streams`), so that the shutdown can end those still open
-    when its time is up. A response adds itself once its headers are sent and discards itself when it ends."""
-
-    __slots__ = ("open", "closed")
-
-    def __init__(self) -> None:
-        self.open: set[ExitingStream] = set()
-        self.closed = False  # the shutdown's time is up: a response that opens now is ended at once
-
-    def add(self, stream: ExitingStream) -> None:
-        if self.closed:
-            stream.end_for_exit()
-            return
-        self.open.add(stream)
-
-    def discard(self, stream: ExitingStream) -> None:
-        self.open.discard(stream)
-
-    def __len__(self) -> int:
-        return len(self.open)
-
-    def close_within(self, seconds: float) -> None:
-        """End every response still open `seconds` from now (those that open meanwhile too)."""
-        asyncio.get_running_loop().call_later(seconds, self.close)
-
-    def close(self) -> None:
-        self.closed = True
-        for stream in list(self.open):
-            self.open.discard(stream)
-            stream.end_for_exit()
 
 
 # ---------------------------------------------------------------------- 5: the end of the lifespan

@@ -23,7 +23,7 @@ from typing import Any, Callable, Mapping, Protocol
 
 import orjson
 
-from app.catalog import Pricing
+from app.contract.catalog_entries import Pricing
 from app.contract.adapter_events import AdapterEvent
 from app.stream.surrogates import SurrogateJoiner, valid_text
 from app.stream.pricing import new_usage, priced_usage

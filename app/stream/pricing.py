@@ -12,7 +12,7 @@ from decimal import Decimal
 from functools import lru_cache
 from typing import Any, Mapping
 
-from app.catalog import Pricing
+from app.contract.catalog_entries import Pricing
 
 _KINDS = ("input", "output", "cacheRead", "cacheWrite")
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 import time
 from typing import Any, Callable, Coroutine, Mapping
 
-from app.catalog import Pricing
+from app.contract.catalog_entries import Pricing
 from app.contract.adapter_events import AdapterEvent
 from app.stream.message import ARGUMENTS_CUT_OFF, ContractViolation, MessageBuilder, ToolArgumentsError
 from app.stream.queue import EventQueue

@@ -163,7 +163,7 @@ def test_an_azure_provider_without_its_endpoint_is_not_served_and_says_what_to_s
         {"name": "azure-east", "api": "openai-completions", "keyEnv": "AZ_TEST_KEY", "baseUrl": "https://east.example",
          "cloud": {"kind": "azure"}},
     ]})
-    setups = {s.name: s for s in provider_setups(Settings(), Catalog.load(path))}
+    setups = {s.name: s for s in provider_setups(Settings(), Catalog.load(path).providers)}
     assert not setups["azure-west"].served and "GATEWAY_AZURE_WEST_BASE_URL" in setups["azure-west"].missing
     assert setups["azure-east"].served
 

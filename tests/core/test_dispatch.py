@@ -9,7 +9,8 @@ from typing import Any, Callable
 
 import pytest
 
-from app.catalog import Catalog, Deployment, Pool
+from app.catalog import Catalog
+from app.contract.catalog_entries import Deployment, Pool
 from app.contract.failures import AttemptOutcome, ErrorKind, Interrupt
 from app.core.dispatcher import Dispatcher
 from app.core.job import TurnJob

@@ -23,7 +23,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from app.doors.errors import BadRequest
-from app.catalog import ModelInfo, Pricing
+from app.contract.catalog_entries import ModelInfo, Pricing
 from app.doors.anthropic_messages.request import decode
 from app.providers.anthropic.request import build_request as anthropic_request
 from app.providers.google.request import build_request as google_request

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from app.doors.errors import BadRequest
-from app.catalog import ModelInfo, Pricing
+from app.contract.catalog_entries import ModelInfo, Pricing
 from app.contract.messages import AssistantMessage, Context, SystemMessage, ThinkingContent
 from app.contract.request import StreamOptions, StreamRequest
 from app.doors.anthropic_messages.request import decode

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from app.catalog import Deployment, Pool
+from app.contract.catalog_entries import Deployment, Pool
 from app.pools.choice import order
 from app.pools.state import (
     Acquired,

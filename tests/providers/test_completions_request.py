@@ -7,7 +7,8 @@ import json
 
 import pytest
 
-from app.catalog import Catalog, ModelInfo, Pricing
+from app.catalog import Catalog
+from app.contract.catalog_entries import ModelInfo, Pricing
 from app.contract.messages import Context
 from app.contract.request import StreamOptions
 from app.providers.openai_completions.compat import Compat
@@ -150,10 +151,10 @@ def test_vendors_are_active_only_with_their_key_and_local_servers_only_with_thei
     for var in ("GROQ_API_KEY", "OPENROUTER_API_KEY", "GATEWAY_VLLM_BASE_URL", "GATEWAY_OLLAMA_BASE_URL"):
         monkeypatch.delenv(var, raising=False)
     catalog = Catalog.load()
-    assert not {"groq", "vllm", "ollama"} & set(build_providers(Settings(), catalog))
+    assert not {"groq", "vllm", "ollama"} & set(build_providers(Settings(), catalog.providers))
     monkeypatch.setenv("GROQ_API_KEY", "gsk-test")
     monkeypatch.setenv("GATEWAY_VLLM_BASE_URL", "http://127.0.0.1:9/v1")
-    providers = build_providers(Settings(), catalog)
+    providers = build_providers(Settings(), catalog.providers)
     assert {"groq", "vllm"} <= set(providers) and "ollama" not in providers
     assert str(providers["vllm"].client.base_url).startswith("http://127.0.0.1:9/v1")
     assert str(providers["groq"].client.base_url).startswith("https://api.groq.com/openai/v1")
@@ -163,7 +164,7 @@ def test_demo_mode_offers_a_compat_provider_on_the_simulator(monkeypatch):
     from app.main import demo_settings
 
     monkeypatch.delenv("GATEWAY_COMPAT_BASE_URL", raising=False)
-    assert "compat" not in build_providers(Settings(), Catalog.load())  # keyless: only with a base URL
-    providers = build_providers(demo_settings(Settings(port=8123)), Catalog.load())
+    assert "compat" not in build_providers(Settings(), Catalog.load().providers)  # keyless: only with a base URL
+    providers = build_providers(demo_settings(Settings(port=8123)), Catalog.load().providers)
     assert providers["compat"].api == "openai-completions"
     assert str(providers["compat"].client.base_url) == "http://127.0.0.1:8123/_simulator/compat/v1/"

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from google.genai import models, types
 
-from app.catalog import ModelInfo, Pricing
+from app.contract.catalog_entries import ModelInfo, Pricing
 from app.contract.messages import Context
 from app.contract.request import StreamOptions
 from app.providers.base import ProviderError

@@ -54,7 +54,7 @@ def test_a_history_that_starts_with_tool_results_still_works_when_it_has_somethi
 
 def test_the_request_builder_refuses_an_empty_conversation_as_a_request_error():
     """The builder's exact rule, behind `check_request`'s cheap one: a typed request error, not a ValueError."""
-    from app.catalog import ModelInfo, Pricing
+    from app.contract.catalog_entries import ModelInfo, Pricing
     from app.contract.failures import ErrorKind
     from app.contract.messages import Context
     from app.contract.request import StreamOptions

@@ -18,7 +18,8 @@ from typing import Any
 import openai
 import pytest
 
-from app.catalog import Catalog, CatalogError, HostedTools, ModelInfo, Pricing
+from app.catalog import Catalog, CatalogError
+from app.contract.catalog_entries import HostedTools, ModelInfo, Pricing
 from app.contract.messages import Context, UserMessage
 from app.contract.request import HostedToolsOption, StreamOptions, WebSearch
 from app.providers import hosted

@@ -10,7 +10,7 @@ import pytest
 from openai._models import construct_type
 from openai.types.responses import ResponseStreamEvent
 
-from app.catalog import ModelInfo, Pricing
+from app.contract.catalog_entries import ModelInfo, Pricing
 from app.contract.messages import Context
 from app.contract.request import StreamOptions
 from app.providers.base import ProviderError

@@ -7,7 +7,7 @@ import inspect
 
 import pytest
 
-from app.catalog import Cloud
+from app.contract.catalog_entries import Cloud
 from app.providers.base import Placement, Provider
 from app.providers.clouds.registry import CLOUDS
 from app.providers.config import ProviderConfig

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from aiohttp import web
 
-from app.catalog import ModelInfo, Pricing
+from app.contract.catalog_entries import ModelInfo, Pricing
 from app.contract.messages import Context
 from app.contract.request import StreamOptions
 from app.providers.anthropic import AnthropicProvider

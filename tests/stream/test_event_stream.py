@@ -11,7 +11,7 @@ import pytest
 
 from app.api import event_stream
 from app.api.event_stream import EventStreamResponse
-from app.server.shutdown import OpenStreams
+from app.gateway import OpenStreams
 
 PING = b": ping\n\n"
 

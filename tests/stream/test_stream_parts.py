@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from app.catalog import Pricing
+from app.contract.catalog_entries import Pricing
 from app.stream.message import ContractViolation, MessageBuilder
 from app.stream.queue import EventQueue
 

@@ -7,7 +7,7 @@ import asyncio
 import orjson
 import pytest
 
-from app.catalog import Pricing
+from app.contract.catalog_entries import Pricing
 from app.stream.turn import ContractViolation, ToolArgumentsError, Turn
 from tests.conformance import check_events
 

@@ -8,7 +8,7 @@ from decimal import Decimal
 from hypothesis import given
 from hypothesis import strategies as st
 
-from app.catalog import Pricing
+from app.contract.catalog_entries import Pricing
 from app.stream.pricing import priced_usage
 
 PRICES = st.sampled_from([0.0, 0.02, 0.075, 0.1, 0.15, 0.3, 0.4, 1.1, 1.25, 2.5, 3.0, 3.75, 15.0, 18.75, 75.0])

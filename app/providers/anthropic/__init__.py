@@ -7,7 +7,7 @@ from typing import Any, ClassVar
 
 import anthropic
 
-from app.catalog import ModelInfo
+from app.contract.catalog_entries import ModelInfo
 from app.contract.messages import Context
 from app.contract.request import StreamOptions
 from app.providers.anthropic.events import AnthropicTranslator

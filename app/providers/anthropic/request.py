@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from app.catalog import ModelInfo
+from app.contract.catalog_entries import ModelInfo
 from app.contract.messages import (
     AssistantMessage,
     Context,

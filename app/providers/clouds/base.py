@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 if TYPE_CHECKING:  # at run time nothing: the catalog imports this module
-    from app.catalog import Cloud
+    from app.contract.catalog_entries import Cloud
     from app.providers.base import Provider
     from app.providers.config import ProviderConfig
 

@@ -27,7 +27,7 @@ from google import genai
 from google.genai import errors as genai_errors
 from google.genai import types
 
-from app.catalog import ModelInfo
+from app.contract.catalog_entries import ModelInfo
 from app.contract.failures import ErrorKind
 from app.contract.messages import Context
 from app.contract.request import StreamOptions

@@ -14,7 +14,7 @@ import base64
 import binascii
 from typing import Any
 
-from app.catalog import ModelInfo
+from app.contract.catalog_entries import ModelInfo
 from app.contract.messages import (
     AssistantMessage,
     Context,

@@ -13,7 +13,7 @@ from typing import Any, ClassVar
 
 import openai
 
-from app.catalog import ModelInfo
+from app.contract.catalog_entries import ModelInfo
 from app.contract.messages import Context
 from app.contract.request import StreamOptions
 from app.providers.config import ProviderConfig

@@ -20,7 +20,7 @@ import json
 import re
 from typing import Any
 
-from app.catalog import ModelInfo
+from app.contract.catalog_entries import ModelInfo
 from app.contract.messages import (
     AssistantMessage,
     Context,

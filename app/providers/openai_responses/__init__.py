@@ -8,7 +8,7 @@ from typing import Any, ClassVar
 
 import openai
 
-from app.catalog import ModelInfo
+from app.contract.catalog_entries import ModelInfo
 from app.contract.messages import Context
 from app.contract.request import StreamOptions
 from app.providers.openai_responses.events import OpenAIResponsesTranslator

@@ -4,7 +4,8 @@ cloud and region a provider runs its api on, and never a credential."""
 from __future__ import annotations
 
 import logging
-from app.catalog import Catalog, Cloud
+from app.catalog import Catalog
+from app.contract.catalog_entries import Cloud
 from app.contract.failures import Attempt
 from app.ledger.base import build_record
 from app.telemetry.logs import request_fields

@@ -27,7 +27,7 @@ from typing import Any, Callable
 import httpx2
 import openai
 
-from app.catalog import Cloud, ModelInfo
+from app.contract.catalog_entries import Cloud, ModelInfo
 from app.contract.messages import Context
 from app.contract.request import StreamOptions
 from app.providers.base import ProviderError, Upstream, build_off_loop

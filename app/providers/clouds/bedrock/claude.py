@@ -47,7 +47,7 @@ import botocore.exceptions
 import httpx2
 import orjson
 
-from app.catalog import ModelInfo
+from app.contract.catalog_entries import ModelInfo
 from app.contract.failures import ErrorKind
 from app.contract.messages import Context
 from app.contract.request import StreamOptions
