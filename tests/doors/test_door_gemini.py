@@ -316,22 +316,22 @@ BAD_INPUT = [
     ("unknown role", lambda m: {"contents": [{"role": "wizard", "parts": [{"text": m}]}]}, "contents.0.role"),
     ("parts not a list", lambda m: {"contents": [{"role": "user", "parts": m}]}, "contents.0.parts"),
     ("file uri", lambda m: _body(m, contents=[{"role": "user", "parts": [{"text": m}, {"fileData": {"fileUri": "gs://x"}}]}]),
-     "contents.0.parts.1.fileData"),  # fmt: skip
+     "contents.0.parts.1.fileData"),
     ("not an image", lambda m: _body(m, contents=[{"role": "user", "parts": [{"text": m},
-     {"inlineData": {"mimeType": "application/pdf", "data": "AAAA"}}]}]), "contents.0.parts.1.inlineData.mimeType"),  # fmt: skip
+     {"inlineData": {"mimeType": "application/pdf", "data": "AAAA"}}]}]), "contents.0.parts.1.inlineData.mimeType"),
     ("image not base64", lambda m: _body(m, contents=[{"role": "user", "parts": [{"text": m},
-     {"inlineData": {"mimeType": "image/png", "data": "***"}}]}]), "contents.0.parts.1.inlineData.data"),  # fmt: skip
+     {"inlineData": {"mimeType": "image/png", "data": "***"}}]}]), "contents.0.parts.1.inlineData.data"),
     ("response answers no call", lambda m: _body(m, contents=[{"role": "user", "parts": [{"text": m}]},
      {"role": "user", "parts": [{"functionResponse": {"name": "get_time", "response": {}}}]}]),
-     "contents.1.parts.0.functionResponse.name"),  # fmt: skip
+     "contents.1.parts.0.functionResponse.name"),
     ("response answers another id", lambda m: _body(m, contents=[{"role": "user", "parts": [{"text": m}]},
      {"role": "model", "parts": [_call(id="c1")]},
      {"role": "user", "parts": [{"functionResponse": {"id": "c2", "name": "get_time", "response": {}}}]}]),
-     "contents.2.parts.0.functionResponse.id"),  # fmt: skip
+     "contents.2.parts.0.functionResponse.id"),
     ("call args not an object", lambda m: _body(m, contents=[{"role": "user", "parts": [{"text": m}]},
-     {"role": "model", "parts": [_call(args=[1])]}, {"role": "user", "parts": [{"text": m}]}]), "contents.1.parts.0.functionCall.args"),  # fmt: skip
+     {"role": "model", "parts": [_call(args=[1])]}, {"role": "user", "parts": [{"text": m}]}]), "contents.1.parts.0.functionCall.args"),
     ("prefill", lambda m: _body(m, contents=[{"role": "user", "parts": [{"text": m}]}, {"role": "model", "parts": [{"text": "x"}]}]),
-     "contents.1.role"),  # fmt: skip
+     "contents.1.role"),
     ("unknown field", lambda m: _body(m, bestOf=3), "bestOf"),
     ("unknown generation field", lambda m: _body(m, generationConfig={"creativity": 3}), "generationConfig.creativity"),
     ("temperature type", lambda m: _body(m, generationConfig={"temperature": "hot"}), "generationConfig.temperature"),
@@ -340,20 +340,20 @@ BAD_INPUT = [
     ("top k", lambda m: _body(m, generationConfig={"topK": 0}), "generationConfig.topK"),
     ("two candidates", lambda m: _body(m, generationConfig={"candidateCount": 2}), "generationConfig.candidateCount"),
     ("json mode on anthropic", lambda m: _body(m, generationConfig={"responseMimeType": "application/json"}),
-     "options.jsonObject"),  # fmt: skip
+     "options.jsonObject"),
     ("enum mime type", lambda m: _body(m, generationConfig={"responseMimeType": "text/x.enum"}), "generationConfig.responseMimeType"),
     ("thinking level", lambda m: _body(m, generationConfig={"thinkingConfig": {"thinkingLevel": "EXTREME"}}),
-     "generationConfig.thinkingConfig.thinkingLevel"),  # fmt: skip
+     "generationConfig.thinkingConfig.thinkingLevel"),
     ("thinking budget", lambda m: _body(m, generationConfig={"thinkingConfig": {"thinkingBudget": -5}}),
-     "generationConfig.thinkingConfig.thinkingBudget"),  # fmt: skip
+     "generationConfig.thinkingConfig.thinkingBudget"),
     ("built-in tool", lambda m: _body(m, tools=[{"googleSearch": {}}]), "tools.0.googleSearch"),
     ("function without a name", lambda m: _body(m, tools=[{"functionDeclarations": [{"description": "x"}]}]),
-     "tools.0.functionDeclarations.0.name"),  # fmt: skip
+     "tools.0.functionDeclarations.0.name"),
     ("calling mode", lambda m: _body(m, toolConfig={"functionCallingConfig": {"mode": "SOMETIMES"}}),
-     "toolConfig.functionCallingConfig.mode"),  # fmt: skip
+     "toolConfig.functionCallingConfig.mode"),
     ("allowed name unknown", lambda m: _body(m, tools=[{"functionDeclarations": [{"name": "a"}]}],
      toolConfig={"functionCallingConfig": {"mode": "ANY", "allowedFunctionNames": ["b"]}}),
-     "toolConfig.functionCallingConfig.allowedFunctionNames.0"),  # fmt: skip
+     "toolConfig.functionCallingConfig.allowedFunctionNames.0"),
     ("cached content on another vendor", lambda m: _body(m, cachedContent="cachedContents/abc"), "cachedContent"),
     ("cached content type", lambda m: _body(m, cachedContent=7), "cachedContent"),
     ("safety settings", lambda m: _body(m, safetySettings=[{"category": 3}]), "safetySettings.0.category"),

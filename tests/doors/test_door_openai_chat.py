@@ -442,16 +442,16 @@ BAD_INPUT = [
     ("logprobs", lambda m: _body(m, logprobs=True), 400, "logprobs"),
     ("seed", lambda m: _body(m, seed=7), 400, "seed"),
     ("json schema without schema", lambda m: _body(m, response_format={"type": "json_schema", "json_schema": {"name": "x"}}),
-     400, "response_format.json_schema.schema"),  # fmt: skip
+     400, "response_format.json_schema.schema"),
     ("json schema without name", lambda m: _body(m, response_format={"type": "json_schema", "json_schema": {"schema": {}}}),
-     400, "response_format.json_schema.name"),  # fmt: skip
+     400, "response_format.json_schema.name"),
     ("response format type", lambda m: _body(m, response_format={"type": "xml"}), 400, "response_format.type"),
     ("penalty", lambda m: _body(m, presence_penalty=0.5), 400, "presence_penalty"),
     ("unknown parameter", lambda m: _body(m, best_of=3), 400, "best_of"),
     ("http image", lambda m: _body(m, messages=[{"role": "user", "content": [{"type": "text", "text": m}, {"type": "image_url",
-        "image_url": {"url": "https://example.com/cat.png"}}]}]), 400, "messages.0.content.1.image_url.url"),  # fmt: skip
+        "image_url": {"url": "https://example.com/cat.png"}}]}]), 400, "messages.0.content.1.image_url.url"),
     ("bad data url", lambda m: _body(m, messages=[{"role": "user", "content": [{"type": "text", "text": m}, {"type": "image_url",
-        "image_url": {"url": "data:image/png;base64,***"}}]}]), 400, "messages.0.content.1.image_url.url"),  # fmt: skip
+        "image_url": {"url": "data:image/png;base64,***"}}]}]), 400, "messages.0.content.1.image_url.url"),
     ("unknown role", lambda m: _body(m, messages=[{"role": "wizard", "content": m}]), 400, "messages.0.role"),
     ("messages not a list", lambda m: _body(m, messages={"role": "user", "content": m}), 400, "messages"),
     ("content wrong type", lambda m: _body(m, messages=[{"role": "user", "content": 42}, *user(m)]), 400, "messages.0.content"),
@@ -459,15 +459,15 @@ BAD_INPUT = [
     ("temperature range", lambda m: _body(m, temperature=3), 400, "temperature"),
     ("stream type", lambda m: _body(m, stream="yes"), 400, "stream"),
     ("orphan tool result", lambda m: _body(m, messages=[*user(m), {"role": "tool", "tool_call_id": "call_x", "content": "r"}]),
-     400, "messages.1.tool_call_id"),  # fmt: skip
+     400, "messages.1.tool_call_id"),
     ("tool result answers no earlier call", lambda m: _body(m, messages=[*user(m), {"role": "assistant", "tool_calls": [_call("call_1")]},
-     {"role": "tool", "tool_call_id": "call_2", "content": "r"}]), 400, "messages.2.tool_call_id"),  # fmt: skip
+     {"role": "tool", "tool_call_id": "call_2", "content": "r"}]), 400, "messages.2.tool_call_id"),
     ("invalid tool arguments JSON", lambda m: _body(m, messages=[*user(m), {"role": "assistant", "tool_calls": [_call(arguments='{"a": ')]},
-     {"role": "tool", "tool_call_id": "call_1", "content": "r"}]), 400, "messages.1.tool_calls.0.function.arguments"),  # fmt: skip
+     {"role": "tool", "tool_call_id": "call_1", "content": "r"}]), 400, "messages.1.tool_calls.0.function.arguments"),
     ("tool arguments not an object", lambda m: _body(m, messages=[*user(m), {"role": "assistant", "tool_calls": [_call(arguments="[1]")]}]),
-     400, "messages.1.tool_calls.0.function.arguments"),  # fmt: skip
+     400, "messages.1.tool_calls.0.function.arguments"),
     ("tool choice names no tool", lambda m: _body(m, tools=TOOLS, tool_choice={"type": "function", "function": {"name": "nope"}}),
-     400, "tool_choice.function.name"),  # fmt: skip
+     400, "tool_choice.function.name"),
     ("custom tool", lambda m: _body(m, tools=[{"type": "custom", "custom": {"name": "x"}}]), 400, "tools.0.type"),
     ("parallel tool calls off", lambda m: _body(m, tools=TOOLS, parallel_tool_calls=False), 400, "parallel_tool_calls"),
     ("reasoning effort", lambda m: _body(m, reasoning_effort="extreme"), 400, "reasoning_effort"),
@@ -475,7 +475,7 @@ BAD_INPUT = [
     ("model missing", lambda m: {"messages": user(m)}, 400, "model"),
     ("only a system message", lambda m: _body(m, messages=[{"role": "system", "content": m}]), 400, "messages"),
     ("audio part", lambda m: _body(m, messages=[{"role": "user", "content": [{"type": "input_audio", "input_audio": {
-        "data": "AAAA", "format": "wav"}}, {"type": "text", "text": m}]}]), 400, "messages.0.content.0.type"),  # fmt: skip
+        "data": "AAAA", "format": "wav"}}, {"type": "text", "text": m}]}]), 400, "messages.0.content.0.type"),
 ]
 
 

@@ -510,29 +510,29 @@ BAD_INPUT = [
     # (name, body builder, param)
     ("previous_response_id type", lambda m: _body(m, previous_response_id=123), "previous_response_id"),
     ("unknown item type", lambda m: _body(m, input=[{"type": "computer_call_output", "call_id": "c"}, {"role": "user", "content": m}]),
-     "input.0.type"),  # fmt: skip
+     "input.0.type"),
     ("unknown item_reference", lambda m: _body(m, input=[{"type": "item_reference", "id": "msg_1"}, {"role": "user", "content": m}]),
-     "input.0.id"),  # fmt: skip
+     "input.0.id"),
     ("unknown role", lambda m: _body(m, input=[{"role": "wizard", "content": m}]), "input.0.role"),
     ("input missing", lambda m: {"model": "anthropic/text"}, "input"),
     ("input wrong type", lambda m: _body(m, input=42), "input"),
     ("content wrong type", lambda m: _body(m, input=[{"role": "user", "content": 42}]), "input.0.content"),
     ("unknown content part", lambda m: _body(m, input=[{"role": "user", "content": [{"type": "input_video", "url": m}]}]),
-     "input.0.content.0.type"),  # fmt: skip
+     "input.0.content.0.type"),
     ("http image", lambda m: _body(m, input=[{"role": "user", "content": [{"type": "input_text", "text": m},
-     {"type": "input_image", "image_url": "https://example.com/cat.png"}]}]), "input.0.content.1.image_url"),  # fmt: skip
+     {"type": "input_image", "image_url": "https://example.com/cat.png"}]}]), "input.0.content.1.image_url"),
     ("bad data url", lambda m: _body(m, input=[{"role": "user", "content": [{"type": "input_text", "text": m},
-     {"type": "input_image", "image_url": "data:image/png;base64,***"}]}]), "input.0.content.1.image_url"),  # fmt: skip
+     {"type": "input_image", "image_url": "data:image/png;base64,***"}]}]), "input.0.content.1.image_url"),
     ("output answers no call", lambda m: _body(m, input=[{"role": "user", "content": m},
-     {"type": "function_call_output", "call_id": "call_x", "output": "r"}]), "input.1.call_id"),  # fmt: skip
+     {"type": "function_call_output", "call_id": "call_x", "output": "r"}]), "input.1.call_id"),
     ("output answers another call", lambda m: _body(m, input=[{"role": "user", "content": m}, _call("call_1"),
-     {"type": "function_call_output", "call_id": "call_2", "output": "r"}]), "input.2.call_id"),  # fmt: skip
+     {"type": "function_call_output", "call_id": "call_2", "output": "r"}]), "input.2.call_id"),
     ("invalid call arguments", lambda m: _body(m, input=[{"role": "user", "content": m}, _call(arguments='{"a": ')]),
-     "input.1.arguments"),  # fmt: skip
+     "input.1.arguments"),
     ("call arguments not an object", lambda m: _body(m, input=[{"role": "user", "content": m}, _call(arguments="[1]")]),
-     "input.1.arguments"),  # fmt: skip
+     "input.1.arguments"),
     ("reasoning summary wrong type", lambda m: _body(m, input=[{"role": "user", "content": m},
-     {"type": "reasoning", "summary": "x"}]), "input.1.summary"),  # fmt: skip
+     {"type": "reasoning", "summary": "x"}]), "input.1.summary"),
     ("unknown field", lambda m: _body(m, best_of=3), "best_of"),
     ("temperature type", lambda m: _body(m, temperature="hot"), "temperature"),
     ("temperature range", lambda m: _body(m, temperature=3), "temperature"),

@@ -108,9 +108,9 @@ TINY = Door(
         asked=lambda headers, query: "x-tiny-client" in headers,
         routes=(
             ModelRoute(MODELS_PATH, "list_tiny_models", "Tiny door: the models", "The gateway's models, by name.",
-                       {200: {"description": "the names"}}),  # fmt: skip
+                       {200: {"description": "the names"}}),
             ModelRoute(f"{MODELS_PATH}/{{model:path}}", "get_tiny_model", "Tiny door: one model", "One model, by name.",
-                       {200: {"description": "the name"}, 404: {"description": "not listed"}}),  # fmt: skip
+                       {200: {"description": "the name"}, 404: {"description": "not listed"}}),
         ),
         model=_model_of,
     ),

@@ -220,7 +220,7 @@ class Conversation:
         self.messages.append(
             AssistantMessage(
                 content=[b for b in (b if isinstance(b, (TextContent, ToolCall)) else b.block(origin) for b in blocks)
-                         if b is not None],  # fmt: skip
+                         if b is not None],
                 provider=origin.provider if origin else None,
                 api=origin.api if origin else None,
                 model=origin.model if origin else None,

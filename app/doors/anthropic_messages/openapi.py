@@ -123,7 +123,7 @@ def operation() -> dict[str, Any]:
     return door_operation(
         request_schema="MessagesRequest",
         example={"model": "anthropic/claude-sonnet-4-5", "max_tokens": 1024, "stream": True,
-                 "messages": [{"role": "user", "content": "Hello"}]},  # fmt: skip
+                 "messages": [{"role": "user", "content": "Hello"}]},
         ok_description="With `stream: true`, Anthropic's events (`message_start`, `content_block_*`, "
         "`message_delta`, `message_stop`, `ping` while idle; an error after the start is one "
         "`event: error`); otherwise one `message`",
@@ -166,7 +166,7 @@ def count_operation() -> dict[str, Any]:
         },
         "responses": {
             "200": {"description": "The serving vendor's count (never an estimate)",
-                    "content": {"application/json": {"schema": ref("MessageTokensCount")}}},  # fmt: skip
+                    "content": {"application/json": {"schema": ref("MessageTokensCount")}}},
             **{code: error(code) for code in _COUNT_DESCRIPTIONS},
         },
     }

@@ -39,12 +39,12 @@ SCHEMAS: dict[str, Any] = {
                     "parts": {"type": "array", "items": {"type": "object", "description":
                               "text (thought, thoughtSignature), inlineData (images), functionCall, functionResponse"}},
                 }},
-            },  # fmt: skip
+            },
             "systemInstruction": {"type": "object", "description": "a content of text parts"},
             "tools": {"type": "array", "items": {"type": "object", "description": "{functionDeclarations: [...]}"}},
             "toolConfig": {"type": "object", "description": "{functionCallingConfig: {mode, allowedFunctionNames}}"},
             "generationConfig": {"type": "object", "description": "maxOutputTokens, temperature, topP, stopSequences, "
-                                 "responseMimeType, responseSchema, responseJsonSchema, thinkingConfig"},  # fmt: skip
+                                 "responseMimeType, responseSchema, responseJsonSchema, thinkingConfig"},
             "safetySettings": {"type": "array", "items": {"type": "object"}, "description": "sent to Gemini only"},
         },
     },
@@ -59,7 +59,7 @@ SCHEMAS: dict[str, Any] = {
             "modelVersion": {"type": "string"},
             "responseId": {"type": "string"},
         },
-    },  # fmt: skip
+    },
     "CountTokensResponse": {"type": "object", "required": ["totalTokens"], "properties": {"totalTokens": {"type": "integer"}}},
     "GeminiModel": {
         "type": "object",
@@ -70,7 +70,7 @@ SCHEMAS: dict[str, Any] = {
             "outputTokenLimit": {"type": "integer"}, "supportedGenerationMethods": {"type": "array", "items": {"type": "string"}},
             "thinking": {"type": "boolean"},
         },
-    },  # fmt: skip
+    },
     "GeminiModelList": {"type": "object", "properties": {"models": {"type": "array", "items": ref("GeminiModel")}}},
     "GeminiErrorBody": {
         "type": "object",
@@ -82,7 +82,7 @@ SCHEMAS: dict[str, Any] = {
                        "RESOURCE_EXHAUSTED, INTERNAL, UNAVAILABLE, DEADLINE_EXCEEDED"},
             "details": {"type": "array", "items": {"type": "object"}},
         }}},
-    },  # fmt: skip
+    },
 }
 
 ERRORS = {

@@ -22,7 +22,7 @@ SCHEMAS: dict[str, Any] = {
             "model": {"type": "string", "description": '"<provider>/<model id>", a route or an alias'},
             "input": {"description": "a string, or items: message (user / assistant / system / developer), "
                       "function_call, function_call_output, reasoning, item_reference (an item of a stored "
-                      "response of the key)"},  # fmt: skip
+                      "response of the key)"},
             "instructions": {"type": "string"},
             "stream": {"type": "boolean"},
             "tools": {"type": "array", "items": {"type": "object"}},
@@ -31,7 +31,7 @@ SCHEMAS: dict[str, Any] = {
             "max_output_tokens": {"type": "integer", "minimum": 1},
             "reasoning": {"type": "object", "properties": {
                 "effort": {"type": "string", "enum": ["none", "minimal", "low", "medium", "high", "xhigh"]},
-                "summary": {"type": "string", "enum": ["auto", "concise", "detailed"]}}},  # fmt: skip
+                "summary": {"type": "string", "enum": ["auto", "concise", "detailed"]}}},
             "text": {"type": "object", "description": "format: text or json_schema"},
             "temperature": {"type": "number", "minimum": 0, "maximum": 2},
             "top_p": {"type": "number", "minimum": 0, "maximum": 1},
@@ -39,9 +39,9 @@ SCHEMAS: dict[str, Any] = {
             "prompt_cache_key": {"type": "string"},
             "include": {"type": "array", "items": {"type": "string"}},
             "store": {"type": "boolean", "description": "keep the response for previous_response_id, item_reference "
-                      "and GET (default true), per key, for GATEWAY_RESPONSES_RETENTION_DAYS"},  # fmt: skip
+                      "and GET (default true), per key, for GATEWAY_RESPONSES_RETENTION_DAYS"},
             "previous_response_id": {"type": "string", "description": "continue a stored response of the key: its "
-                                     "conversation comes before input (404 when not found)"},  # fmt: skip
+                                     "conversation comes before input (404 when not found)"},
         },
     },
     "Response": {
@@ -97,7 +97,7 @@ SCHEMAS: dict[str, Any] = {
                        "then one compaction item whose encrypted_content holds the model's summary"},
             "usage": {"type": "object"},
         },
-    },  # fmt: skip
+    },
     "ResponseDeleted": {
         "type": "object",
         "required": ["id", "object", "deleted"],
