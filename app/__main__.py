@@ -11,7 +11,13 @@ from app.catalog import Catalog, CatalogError
 from app.telemetry.logs import configure_logging
 from app.server.hosting import BoundedHttpToolsProtocol
 from app.settings import Settings
-from app.server.startup_messages import StartupError, ledger_directory_missing, listen_refused, settings_problems, workers_refused
+from app.server.startup_messages import (
+    StartupError,
+    ledger_directory_missing,
+    listen_refused,
+    settings_problems,
+    workers_refused,
+)
 
 STARTUP_FAILURE = 3  # uvicorn's exit status when the server could not start
 

@@ -287,6 +287,7 @@ class OpenStreams:
             self.open.discard(stream)
             stream.end_for_exit()
 
+
 def _limit_store(settings: Settings) -> LimitStore:
     """Redis when `GATEWAY_REDIS_URL` is set (shared by replicas), else this process's memory."""
     if not settings.redis_url:
@@ -314,7 +315,9 @@ def _resume_hub(settings: Settings, metrics: Metrics) -> ResumeHub:
     if settings.redis_url:
         from app.resume.redis_store import events_client
 
-        events = RedisEvents(events_client(settings.redis_url, settings.redis_timeout), settings.redis_prefix, settings.resume_ttl)
+        events = RedisEvents(
+            events_client(settings.redis_url, settings.redis_timeout), settings.redis_prefix, settings.resume_ttl
+        )
     return ResumeHub(
         grace_s=settings.resume_grace,
         ttl_s=settings.resume_ttl,

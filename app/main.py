@@ -87,7 +87,10 @@ async def _set_up_listening(gateway: Gateway, settings: Settings) -> None:
     try:
         await gateway.recorder.recover()
     except Exception as exc:  # the heartbeat tries again; serving does not depend on it
-        log.warning("ledger: marking the records of stopped gateways failed (%s); retried on the next heartbeat", type(exc).__name__)
+        log.warning(
+            "ledger: marking the records of stopped gateways failed (%s); retried on the next heartbeat",
+            type(exc).__name__,
+        )
     gateway.serving.set()
 
 
@@ -145,7 +148,9 @@ def create_app(
         # ~200 young and ~17 middle collections per second with 300 open streams, each scanning every live
         # stream's objects (docs/performance.md, The garbage collector).
         gc.set_threshold(*settings.gc_threshold)
-        shutdown_watch = asyncio.create_task(watch_server_exit(gw), name="gateway-shutdown-watch")  # app/server/shutdown.py
+        shutdown_watch = asyncio.create_task(
+            watch_server_exit(gw), name="gateway-shutdown-watch"
+        )  # app/server/shutdown.py
         send_buffers = asyncio.create_task(_set_up_listening(gw, settings), name="gateway-listening")
         if not gw.keys.enabled:
             log.warning("GATEWAY_API_KEYS is empty: the gateway accepts requests without a key")

@@ -15,7 +15,10 @@ def main() -> None:
     text = render(create_app(Settings(_env_file=None, demo=False)))
     SPEC_PATH.parent.mkdir(exist_ok=True)
     SPEC_PATH.write_text(text)
-    print(f"wrote {SPEC_PATH.relative_to(Path.cwd()) if SPEC_PATH.is_relative_to(Path.cwd()) else SPEC_PATH}", file=sys.stderr)
+    print(
+        f"wrote {SPEC_PATH.relative_to(Path.cwd()) if SPEC_PATH.is_relative_to(Path.cwd()) else SPEC_PATH}",
+        file=sys.stderr,
+    )
 
 
 if __name__ == "__main__":

@@ -67,16 +67,26 @@ class Settings(BaseSettings):
         le=10_000,
         description="how long the record writer gathers writes before a batch (a records read or shutdown cuts it short)",
     )
-    ledger_flush_timeout_s: float = Field(default=10.0, ge=0, description="at shutdown, how long to flush queued writes")
-    ledger_ping_timeout_s: float = Field(default=2.0, gt=0, description="/readyz: how long the store may take to answer")
+    ledger_flush_timeout_s: float = Field(
+        default=10.0, ge=0, description="at shutdown, how long to flush queued writes"
+    )
+    ledger_ping_timeout_s: float = Field(
+        default=2.0, gt=0, description="/readyz: how long the store may take to answer"
+    )
     ledger_pool_size: int = Field(default=10, ge=1, description="PostgreSQL: connections in the pool")
-    ledger_heartbeat_s: float = Field(default=10.0, gt=0, description="how often this process refreshes its heartbeat row in the ledger")
+    ledger_heartbeat_s: float = Field(
+        default=10.0, gt=0, description="how often this process refreshes its heartbeat row in the ledger"
+    )
     ledger_instance_stale_s: float = Field(
-        default=60.0, gt=0, description="a gateway process whose heartbeat is this old is gone; its open records are interrupted"
+        default=60.0,
+        gt=0,
+        description="a gateway process whose heartbeat is this old is gone; its open records are interrupted",
     )
     throttle_ms: int = Field(default=50, ge=0, le=10_000)
     demo: bool = False
-    console: bool | None = Field(default=None, description="serve the web console at /console (default: on in demo mode)")
+    console: bool | None = Field(
+        default=None, description="serve the web console at /console (default: on in demo mode)"
+    )
 
     # Timeouts, in seconds. Each ends a turn with an `error` that names it.
     connect_timeout: float = 10.0
@@ -84,7 +94,9 @@ class Settings(BaseSettings):
     idle_timeout: float = 60.0
     total_timeout: float = 600.0
     keepalive_interval: float = 15.0
-    late_frame_grace: float = Field(default=1.0, description="how long to keep counting upstream frames after settlement")
+    late_frame_grace: float = Field(
+        default=1.0, description="how long to keep counting upstream frames after settlement"
+    )
 
     # Retry and fallback (before any content reached the client).
     retries: int = Field(default=2, ge=0, le=10)
@@ -107,7 +119,9 @@ class Settings(BaseSettings):
         description="one upstream SSE event (or line) at most; a longer one ends the attempt (kind event_too_large). 0: unbounded",
     )
     send_buffer_bytes: int = Field(
-        default=256 * 1024, ge=0, description="SO_SNDBUF of client connections (0: kernel autotuning); bounds what a slow reader buffers"
+        default=256 * 1024,
+        ge=0,
+        description="SO_SNDBUF of client connections (0: kernel autotuning); bounds what a slow reader buffers",
     )
     max_streams: int = 10_000
     max_streams_per_key: int = 1_000
@@ -116,19 +130,31 @@ class Settings(BaseSettings):
     )
 
     # Keys with a policy and replicas (app/policy/, docs/replicas.md).
-    keys_file: str | None = Field(default=None, description="JSON or TOML file of client keys (SHA-256 digests) with limits")
-    keys_reload_interval: float = Field(default=2.0, gt=0, description="seconds between checks of the keys file's mtime")
+    keys_file: str | None = Field(
+        default=None, description="JSON or TOML file of client keys (SHA-256 digests) with limits"
+    )
+    keys_reload_interval: float = Field(
+        default=2.0, gt=0, description="seconds between checks of the keys file's mtime"
+    )
     allow_unpriced_models: bool = Field(
         default=False,
         description="serve keys with a budget models the catalog has no price for (they then spend 0); per key: allow_unpriced_models",
     )
-    redis_url: str | None = Field(default=None, description="Redis shared by replicas for limits, spend and resumable streams")
+    redis_url: str | None = Field(
+        default=None, description="Redis shared by replicas for limits, spend and resumable streams"
+    )
     redis_prefix: str = Field(default="gw", description="prefix of every Redis key the gateway writes")
-    redis_timeout: float = Field(default=0.25, gt=0, description="seconds any Redis call may take before it counts as failed")
-    redis_fail_open: bool = Field(default=True, description="Redis down or slow: admit (true) or refuse with 503 (false)")
+    redis_timeout: float = Field(
+        default=0.25, gt=0, description="seconds any Redis call may take before it counts as failed"
+    )
+    redis_fail_open: bool = Field(
+        default=True, description="Redis down or slow: admit (true) or refuse with 503 (false)"
+    )
     resume_grace: float = Field(default=30.0, ge=0, description="seconds a resumable turn runs on with no reader")
     resume_ttl: float = Field(default=300.0, gt=0, description="seconds the events of a resumable turn are kept")
-    resume_max_events: int = Field(default=10_000, ge=1, description="events kept per resumable turn (older ones dropped)")
+    resume_max_events: int = Field(
+        default=10_000, ge=1, description="events kept per resumable turn (older ones dropped)"
+    )
     resume_max_turn_bytes: int = Field(
         default=4 * 1024 * 1024, ge=1024, description="bytes of frames kept per resumable turn (older ones dropped)"
     )
@@ -166,7 +192,9 @@ class Settings(BaseSettings):
         try:
             return json.loads(value)
         except ValueError:
-            example = '[20000, 20, 100]' if info.field_name == "gc_threshold" else '{"vllm": "http://127.0.0.1:8000/v1"}'
+            example = (
+                "[20000, 20, 100]" if info.field_name == "gc_threshold" else '{"vllm": "http://127.0.0.1:8000/v1"}'
+            )
             raise ValueError(f"not JSON (expected e.g. {example})") from None
 
     @field_validator("redis_url")
@@ -193,7 +221,11 @@ class Settings(BaseSettings):
         return None if "*" in names else names
 
     def provider_key(self, name: str) -> str | None:
-        secret = {"anthropic": self.anthropic_api_key, "openai": self.openai_api_key, "google": self.gemini_api_key}.get(name)
+        secret = {
+            "anthropic": self.anthropic_api_key,
+            "openai": self.openai_api_key,
+            "google": self.gemini_api_key,
+        }.get(name)
         return secret.get_secret_value() if secret else None
 
     def simulator_url(self) -> str | None:

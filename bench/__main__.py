@@ -21,7 +21,17 @@ import uvloop
 from bench import pools, report, scenarios as sc
 
 SCENARIOS = (
-    "ttft", "cpu", "cpu-apis", "doors", "agent-doors", "turns", "concurrency", "slow-reader", "cancel", "ledger", "workers",
+    "ttft",
+    "cpu",
+    "cpu-apis",
+    "doors",
+    "agent-doors",
+    "turns",
+    "concurrency",
+    "slow-reader",
+    "cancel",
+    "ledger",
+    "workers",
     "pools",
 )
 EXTRA = ("rss", "idle")  # single scenarios, not part of a full run (`rss` is in `concurrency`)
@@ -29,15 +39,23 @@ KEYS = {"slow-reader": "slowReader", "cpu-apis": "cpuApis", "agent-doors": "agen
 
 
 def _args(argv: list[str]) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("scenarios", nargs="*", metavar="scenario",
-                        help=f"any of {', '.join(SCENARIOS)} (default: all)")
+    parser = argparse.ArgumentParser(
+        prog="python -m bench", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument(
+        "scenarios", nargs="*", metavar="scenario", help=f"any of {', '.join(SCENARIOS)} (default: all)"
+    )
     parser.add_argument("--quick", action="store_true", help="fewer rounds, shorter windows (about 5 minutes)")
-    parser.add_argument("--concurrency", type=int, action="append",
-                        help="levels for ttft / turns / concurrency (repeatable), e.g. --concurrency 50")
+    parser.add_argument(
+        "--concurrency",
+        type=int,
+        action="append",
+        help="levels for ttft / turns / concurrency (repeatable), e.g. --concurrency 50",
+    )
     parser.add_argument("--seed", type=int, default=7)
-    parser.add_argument("--out", help="results name under bench/results/ (default: latest for a full run, else partial)")
+    parser.add_argument(
+        "--out", help="results name under bench/results/ (default: latest for a full run, else partial)"
+    )
     args = parser.parse_args(argv)
     unknown = [s for s in args.scenarios if s not in SCENARIOS + EXTRA]
     if unknown:
@@ -56,17 +74,23 @@ async def _run(args: argparse.Namespace, out: str) -> dict[str, Any]:
     """Runs the chosen scenarios, writing the figures so far under the results name `out` after each."""
     chosen = args.scenarios or list(SCENARIOS)
     started = time.monotonic()
-    results: dict[str, Any] = {"meta": {
-        "startedAt": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-        "quick": args.quick, "cpus": os.cpu_count(), "python": platform.python_version(),
-        "platform": platform.platform(), "scenarios": chosen, "seed": args.seed,
-        "notes": [
-            "TTFT and inter-frame gap are measured with coalescing off (throttleMs 0): every upstream delta is "
-            "one frame on both paths. CPU is measured with coalescing at the default (50 ms) and off.",
-            "The simulator paces every frame (message_start, block start, ping, deltas), so direct TTFT is "
-            "about 3 × 20 ms; only the difference gateway − direct is the gateway's.",
-        ],
-    }}
+    results: dict[str, Any] = {
+        "meta": {
+            "startedAt": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+            "quick": args.quick,
+            "cpus": os.cpu_count(),
+            "python": platform.python_version(),
+            "platform": platform.platform(),
+            "scenarios": chosen,
+            "seed": args.seed,
+            "notes": [
+                "TTFT and inter-frame gap are measured with coalescing off (throttleMs 0): every upstream delta is "
+                "one frame on both paths. CPU is measured with coalescing at the default (50 ms) and off.",
+                "The simulator paces every frame (message_start, block start, ping, deltas), so direct TTFT is "
+                "about 3 × 20 ms; only the difference gateway − direct is the gateway's.",
+            ],
+        }
+    }
     bench = await asyncio.to_thread(sc.Bench, sc.Config(quick=args.quick, seed=args.seed))
     try:
         await bench.warmup()

@@ -12,12 +12,20 @@ import time
 
 N = 2000
 URL = "https://bedrock-runtime.us-east-1.amazonaws.com/model/us.anthropic.claude-sonnet-4-5-20250929-v1:0/invoke-with-response-stream"
-HEADERS = {"host": "bedrock-runtime.us-east-1.amazonaws.com", "content-type": "application/json", "accept": "application/json"}
+HEADERS = {
+    "host": "bedrock-runtime.us-east-1.amazonaws.com",
+    "content-type": "application/json",
+    "accept": "application/json",
+}
 
 
 def main() -> None:
-    os.environ.update(AWS_ACCESS_KEY_ID="ASIABENCHMARK0000001", AWS_SECRET_ACCESS_KEY="bench-secret-not-a-real-key",
-                      AWS_CONFIG_FILE=os.devnull, AWS_SHARED_CREDENTIALS_FILE=os.devnull)
+    os.environ.update(
+        AWS_ACCESS_KEY_ID="ASIABENCHMARK0000001",
+        AWS_SECRET_ACCESS_KEY="bench-secret-not-a-real-key",
+        AWS_CONFIG_FILE=os.devnull,
+        AWS_SHARED_CREDENTIALS_FILE=os.devnull,
+    )
     from app.seams.bedrock import SigningBedrockClient
 
     client = SigningBedrockClient(aws_region="us-east-1")

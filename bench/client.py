@@ -32,8 +32,10 @@ def _agent_system() -> str:
     """About 50 KB of instructions, as a coding agent's system prompt (numbered rules, no two alike)."""
     lines, size, i = [], 0, 0
     while size < AGENT_SYSTEM_BYTES:
-        line = (f"Rule {i}: when a task touches file number {i}, read it first, keep its style, run its tests, "
-                f"and report what changed in one short paragraph; never invent paths (ref {i * 7919 % 10007}).")
+        line = (
+            f"Rule {i}: when a task touches file number {i}, read it first, keep its style, run its tests, "
+            f"and report what changed in one short paragraph; never invent paths (ref {i * 7919 % 10007})."
+        )
         lines.append(line)
         size += len(line) + 1
         i += 1
@@ -141,18 +143,30 @@ class Target:
 
     def body(self, scenario: str, prompt: str, throttle_ms: int | None) -> bytes:
         if self.chat:  # the Chat Completions door has no per-request coalescing window: the server default
-            return orjson.dumps({
-                "model": f"{self.provider}/{scenario}", "max_completion_tokens": 4096, "stream": True,
-                "messages": [{"role": "user", "content": prompt}],
-            })
+            return orjson.dumps(
+                {
+                    "model": f"{self.provider}/{scenario}",
+                    "max_completion_tokens": 4096,
+                    "stream": True,
+                    "messages": [{"role": "user", "content": prompt}],
+                }
+            )
         if self.responses:  # nor has the Responses door
-            return orjson.dumps({
-                "model": f"{self.provider}/{scenario}", "max_output_tokens": 4096, "stream": True, "store": False,
-                "input": prompt,
-            })
+            return orjson.dumps(
+                {
+                    "model": f"{self.provider}/{scenario}",
+                    "max_output_tokens": 4096,
+                    "stream": True,
+                    "store": False,
+                    "input": prompt,
+                }
+            )
         agent = self.agent and self.path is Path.GATEWAY
         if self.gemini:  # the model is in the path (`url_path`)
-            body: dict[str, Any] = {"contents": [{"role": "user", "parts": [{"text": prompt}]}], "generationConfig": {"maxOutputTokens": 4096}}
+            body: dict[str, Any] = {
+                "contents": [{"role": "user", "parts": [{"text": prompt}]}],
+                "generationConfig": {"maxOutputTokens": 4096},
+            }
             if agent:
                 body["systemInstruction"] = {"parts": [{"text": AGENT_SYSTEM}]}
                 body["tools"] = [{"functionDeclarations": [{"name": t["name"], "description": t["description"],
@@ -161,7 +175,8 @@ class Target:
         if self.anthropic_wire:  # the Anthropic door, like the Chat Completions one, coalesces at the server default
             body = {
                 "model": scenario if self.path is Path.DIRECT else f"{self.provider}/{scenario}",
-                "max_tokens": 4096, "stream": True,
+                "max_tokens": 4096,
+                "stream": True,
                 "messages": [{"role": "user", "content": [{"type": "text", "text": prompt}]}],
             }
             if agent:

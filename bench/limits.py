@@ -46,11 +46,23 @@ BENCH_KEY = "bench-key"  # what bench/client.py sends as x-api-key
 def _keys_file(directory: str) -> str:
     path = FsPath(directory) / "keys.json"
     big = 10**9
-    path.write_text(json.dumps({"keys": [{
-        "name": "bench", "sha256": hashlib.sha256(BENCH_KEY.encode()).hexdigest(),
-        "requests_per_minute": big, "tokens_per_minute": big, "concurrent_streams": big,
-        "budget_usd_per_day": big, "budget_usd_per_month": big,
-    }]}))
+    path.write_text(
+        json.dumps(
+            {
+                "keys": [
+                    {
+                        "name": "bench",
+                        "sha256": hashlib.sha256(BENCH_KEY.encode()).hexdigest(),
+                        "requests_per_minute": big,
+                        "tokens_per_minute": big,
+                        "concurrent_streams": big,
+                        "budget_usd_per_day": big,
+                        "budget_usd_per_month": big,
+                    }
+                ]
+            }
+        )
+    )
     return str(path)
 
 
@@ -59,8 +71,21 @@ def _redis_server(directory: str) -> tuple[subprocess.Popen, int]:
         raise SystemExit("redis-server is not installed")
     port = procs.free_port()
     server = subprocess.Popen(
-        ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", directory],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        [
+            "redis-server",
+            "--port",
+            str(port),
+            "--bind",
+            "127.0.0.1",
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+            "--dir",
+            directory,
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
     )
     import redis
 
@@ -74,7 +99,9 @@ def _redis_server(directory: str) -> tuple[subprocess.Popen, int]:
     raise SystemExit("redis-server did not start")
 
 
-async def _batch(gateway: procs.Server, redis_proc: psutil.Process, concurrency: int, per_worker: int) -> dict[str, Any]:
+async def _batch(
+    gateway: procs.Server, redis_proc: psutil.Process, concurrency: int, per_worker: int
+) -> dict[str, Any]:
     target = Target(Path.GATEWAY, gateway.port)
     results = []
 

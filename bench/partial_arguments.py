@@ -42,8 +42,13 @@ def arguments_of_size(size: int, seed: int) -> str:
     value: dict[str, Any] = {"file": "src/app/main.py", "edits": []}
     while len(json.dumps(value)) < size:
         value["edits"].append(
-            {"line": rng.randint(1, 5000), "old": " ".join(rng.choices(words, k=4)), "new": " ".join(rng.choices(words, k=6)),
-             "score": round(rng.random(), 4), "flags": [True, None, False][: rng.randint(0, 3)]}
+            {
+                "line": rng.randint(1, 5000),
+                "old": " ".join(rng.choices(words, k=4)),
+                "new": " ".join(rng.choices(words, k=6)),
+                "score": round(rng.random(), 4),
+                "flags": [True, None, False][: rng.randint(0, 3)],
+            }
         )
     return json.dumps(value)
 
@@ -105,7 +110,13 @@ def measure(size: int) -> dict[str, Any]:
 def main() -> None:
     load = round(os.getloadavg()[0], 2)
     rows = [measure(size) for size in SIZES]
-    result = {"fragmentChars": FRAGMENT, "rounds": ROUNDS, "loadAverageAtStart": load, "cpus": os.cpu_count(), "sizes": rows}
+    result = {
+        "fragmentChars": FRAGMENT,
+        "rounds": ROUNDS,
+        "loadAverageAtStart": load,
+        "cpus": os.cpu_count(),
+        "sizes": rows,
+    }
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / "partial-arguments.json").write_text(json.dumps(result, indent=2) + "\n")
     lines = [

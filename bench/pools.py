@@ -55,11 +55,15 @@ def _catalog(directory: str) -> str:
     one_slow = [{"provider": "pool-a", "model": SLOW}, *same[1:]]
     data = {
         "providers": [
-            {"name": name, "api": "anthropic-messages", "keyEnv": "BENCH_POOL_KEY"} for name in DEPLOYMENTS + CACHE_DEPLOYMENTS
+            {"name": name, "api": "anthropic-messages", "keyEnv": "BENCH_POOL_KEY"}
+            for name in DEPLOYMENTS + CACHE_DEPLOYMENTS
         ],
         "routes": [
             {"name": "pool3", "pool": {"deployments": same}},
-            {"name": "cache3", "pool": {"deployments": [{"provider": name, "model": CACHED} for name in CACHE_DEPLOYMENTS]}},
+            {
+                "name": "cache3",
+                "pool": {"deployments": [{"provider": name, "model": CACHED} for name in CACHE_DEPLOYMENTS]},
+            },
             {"name": "weighted3", "pool": {"deployments": one_slow}},
             {"name": "fastest3", "pool": {"strategy": "lowest-latency", "deployments": one_slow}},
         ],
@@ -71,8 +75,11 @@ def _catalog(directory: str) -> str:
 
 async def _turn(client: httpx.AsyncClient, model: str) -> tuple[float | None, str | None]:
     """One streamed turn: (seconds to the first text delta, the provider that served it)."""
-    body = {"model": model, "context": {"messages": [{"role": "user", "content": f"bench-{uuid.uuid4().hex[:16]}"}]},
-            "options": {"maxTokens": 4096}}
+    body = {
+        "model": model,
+        "context": {"messages": [{"role": "user", "content": f"bench-{uuid.uuid4().hex[:16]}"}]},
+        "options": {"maxTokens": 4096},
+    }
     start = time.perf_counter()
     ttft = provider = None
     async with client.stream("POST", "/v1/stream", json=body) as response:
@@ -89,6 +96,7 @@ async def _turn(client: httpx.AsyncClient, model: str) -> tuple[float | None, st
 async def _batch(gateway: procs.Server, model: str, concurrency: int, per_worker: int) -> dict[str, Any]:
     results: list[tuple[float | None, str | None]] = []
     async with httpx.AsyncClient(base_url=gateway.url, timeout=60) as client:
+
         async def worker() -> None:
             for _ in range(per_worker):
                 results.append(await _turn(client, model))
@@ -115,7 +123,9 @@ async def _conversation(client: httpx.AsyncClient, keyed: bool) -> list[dict[str
     usages = []
     for index in range(CONVERSATION_TURNS):
         messages.append({"role": "user", "content": f"{index + 1}/{uuid.uuid4().hex[:8]}: {USER_MESSAGE}"})
-        response = await client.post("/v1/complete", json={"model": "cache3", "context": {"messages": messages}, "options": options})
+        response = await client.post(
+            "/v1/complete", json={"model": "cache3", "context": {"messages": messages}, "options": options}
+        )
         response.raise_for_status()
         message = response.json()
         usages.append(message["usage"])
@@ -212,7 +222,9 @@ def table(result: dict[str, Any]) -> list[str]:
     ]
     for name, label in (("weighted3", "weighted"), ("fastest3", "lowest-latency")):
         row = lat[name]
-        lines.append(f"| {label} | {row['ttftP50Ms']} ms | {row['ttftP99Ms']} ms | {row['slowShare'] * 100:.1f} % | {row['failed']} |")
+        lines.append(
+            f"| {label} | {row['ttftP50Ms']} ms | {row['ttftP99Ms']} ms | {row['slowShare'] * 100:.1f} % | {row['failed']} |"
+        )
     cache = result.get("cache")
     if cache:
         lines += [

@@ -48,9 +48,25 @@ class Server:
         self.workdir = tempfile.mkdtemp(prefix=f"bench-{self.name}-")
         env = dict(self.env)
         cmd = [
-            sys.executable, "-m", "uvicorn", self.app, "--host", "127.0.0.1", "--port", str(port),
-            "--loop", "uvloop", "--http", "httptools", "--log-level", "warning", "--no-access-log",
-            "--backlog", "4096", "--timeout-keep-alive", "30",
+            sys.executable,
+            "-m",
+            "uvicorn",
+            self.app,
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--loop",
+            "uvloop",
+            "--http",
+            "httptools",
+            "--log-level",
+            "warning",
+            "--no-access-log",
+            "--backlog",
+            "4096",
+            "--timeout-keep-alive",
+            "30",
         ]
         if self.workers > 1:
             cmd += ["--workers", str(self.workers)]
@@ -64,8 +80,13 @@ class Server:
         self.port = port
         self.workdir = self.workdir or tempfile.mkdtemp(prefix=f"bench-{self.name}-")
         env = {**os.environ, "PYTHONPATH": str(ROOT), **env}
-        self.popen = subprocess.Popen(cmd, cwd=self.workdir, env=env, stdout=subprocess.DEVNULL,
-                                      stderr=open(Path(self.workdir) / "stderr.log", "wb"))
+        self.popen = subprocess.Popen(
+            cmd,
+            cwd=self.workdir,
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=open(Path(self.workdir) / "stderr.log", "wb"),
+        )
         self.proc = psutil.Process(self.popen.pid)
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline:

@@ -38,8 +38,16 @@ def serve_traced(port: int, out: str, frames: int = 1) -> None:
 
     import uvicorn
 
-    config = uvicorn.Config("app.main:app", host="127.0.0.1", port=port, loop="uvloop", http="httptools",
-                            log_level="warning", access_log=False, backlog=4096)
+    config = uvicorn.Config(
+        "app.main:app",
+        host="127.0.0.1",
+        port=port,
+        loop="uvloop",
+        http="httptools",
+        log_level="warning",
+        access_log=False,
+        backlog=4096,
+    )
     if frames == 1:
         tracemalloc.start(1)
     baseline: list[tracemalloc.Snapshot] = []
@@ -50,7 +58,9 @@ def serve_traced(port: int, out: str, frames: int = 1) -> None:
         gc.collect()
         snapshot = tracemalloc.take_snapshot()
         diff = snapshot.compare_to(baseline[0], "lineno")
-        lines = [f"total held since baseline: {sum(d.size_diff for d in diff)} B in {sum(d.count_diff for d in diff)} blocks"]
+        lines = [
+            f"total held since baseline: {sum(d.size_diff for d in diff)} B in {sum(d.count_diff for d in diff)} blocks"
+        ]
         lines += [str(d) for d in diff[:60]]
         if frames > 1:
             lines.append(f"\nlargest tracebacks ({frames} frames, innermost first):")
@@ -77,8 +87,16 @@ def serve(port: int, out: str) -> None:
     writes the stats to `out` (so that start-up and warm-up stay out of the profile)."""
     import uvicorn
 
-    config = uvicorn.Config("app.main:app", host="127.0.0.1", port=port, loop="uvloop", http="httptools",
-                            log_level="warning", access_log=False, backlog=4096)
+    config = uvicorn.Config(
+        "app.main:app",
+        host="127.0.0.1",
+        port=port,
+        loop="uvloop",
+        http="httptools",
+        log_level="warning",
+        access_log=False,
+        backlog=4096,
+    )
     profiler = cProfile.Profile()
 
     def stop(*_: object) -> None:
@@ -142,7 +160,9 @@ async def hold(gateway: procs.Server, port: int, count: int, out: str) -> str:
     await asyncio.sleep(3.0)  # every stream past its first frames
     async with httpx.AsyncClient(timeout=30) as http:
         metrics = (await http.get(f"http://127.0.0.1:{port}/metrics")).text
-    live = sum(float(line.rsplit(" ", 1)[1]) for line in metrics.splitlines() if line.startswith("gateway_active_streams"))
+    live = sum(
+        float(line.rsplit(" ", 1)[1]) for line in metrics.splitlines() if line.startswith("gateway_active_streams")
+    )
     rss0 = gateway.rss()
     gateway.popen.send_signal(signal.SIGUSR2)
     for _ in range(100):
@@ -154,9 +174,11 @@ async def hold(gateway: procs.Server, port: int, count: int, out: str) -> str:
     text = Path(out).read_text()
     total = int(text.split("total held since baseline: ")[1].split(" B")[0])
     live = live or count
-    return (f"# {live:.0f} slow streams (`{paced(40, 250, PACED_SIZE)}`) open (gateway_active_streams); Python heap held "
-            f"since the idle baseline: {total / live / 1024:.1f} KB per stream (tracemalloc, by line); "
-            f"gateway RSS {rss0 / 2**20:.0f} MB\n" + text)
+    return (
+        f"# {live:.0f} slow streams (`{paced(40, 250, PACED_SIZE)}`) open (gateway_active_streams); Python heap held "
+        f"since the idle baseline: {total / live / 1024:.1f} KB per stream (tracemalloc, by line); "
+        f"gateway RSS {rss0 / 2**20:.0f} MB\n" + text
+    )
 
 
 def instructions(sim: procs.Server, turns: int, concurrency: int) -> str:
@@ -164,16 +186,36 @@ def instructions(sim: procs.Server, turns: int, concurrency: int) -> str:
     `turns` short turns run after a warm-up: a figure that load from other processes does not change."""
     work = Path(tempfile.mkdtemp(prefix="bench-callgrind-"))
     port = procs.free_port()
-    cmd = ["valgrind", "--tool=callgrind", "--instr-atstart=no", f"--callgrind-out-file={work}/callgrind.out",
-           sys.executable, "-m", "uvicorn", "app.main:app", "--host", "127.0.0.1", "--port", str(port),
-           "--loop", "uvloop", "--http", "httptools", "--log-level", "warning", "--no-access-log"]
+    cmd = [
+        "valgrind",
+        "--tool=callgrind",
+        "--instr-atstart=no",
+        f"--callgrind-out-file={work}/callgrind.out",
+        sys.executable,
+        "-m",
+        "uvicorn",
+        "app.main:app",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--loop",
+        "uvloop",
+        "--http",
+        "httptools",
+        "--log-level",
+        "warning",
+        "--no-access-log",
+    ]
     env = {**os.environ, "PYTHONPATH": str(procs.ROOT), **procs.gateway_env(sim)}
     server = subprocess.Popen(cmd, cwd=work, env=env, stdout=subprocess.DEVNULL, stderr=open(work / "stderr.log", "wb"))
     try:
         deadline = time.monotonic() + 900  # everything runs about 50 times slower under valgrind
         while True:
             if server.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(f"the gateway under callgrind did not start: {(work / 'stderr.log').read_text()[-2000:]}")
+                raise RuntimeError(
+                    f"the gateway under callgrind did not start: {(work / 'stderr.log').read_text()[-2000:]}"
+                )
             try:
                 if httpx.get(f"http://127.0.0.1:{port}/readyz", timeout=5).status_code == 200:
                     break
@@ -188,24 +230,42 @@ def instructions(sim: procs.Server, turns: int, concurrency: int) -> str:
     finally:
         server.terminate()
         server.wait(120)
-    total = max(int(line.split()[1]) for out in work.glob("callgrind.out*") for line in out.read_text().splitlines()
-                if line.startswith(("summary:", "totals:")))
-    return (f"# {turns} short turns (`{paced(SHORT_N, 0, PACED_SIZE)}`), concurrency {concurrency}, {failed} failed, "
-            f"under callgrind: {total / turns / 1e6:.3f} M instructions per turn ({work})\n")
+    total = max(
+        int(line.split()[1])
+        for out in work.glob("callgrind.out*")
+        for line in out.read_text().splitlines()
+        if line.startswith(("summary:", "totals:"))
+    )
+    return (
+        f"# {turns} short turns (`{paced(SHORT_N, 0, PACED_SIZE)}`), concurrency {concurrency}, {failed} failed, "
+        f"under callgrind: {total / turns / 1e6:.3f} M instructions per turn ({work})\n"
+    )
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m bench.profile", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="python -m bench.profile", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--turns", type=int, default=2000)
     parser.add_argument("--concurrency", type=int, default=50)
     parser.add_argument("--top", type=int, default=45)
-    parser.add_argument("--memory", type=int, metavar="N",
-                        help="instead: hold N slow streams open and report the heap they hold (tracemalloc)")
-    parser.add_argument("--frames", type=int, default=1,
-                        help="with --memory: tracemalloc's traceback depth; above 1 the largest tracebacks are listed too")
-    parser.add_argument("--callgrind", action="store_true",
-                        help="instead: instructions per turn of the gateway under valgrind's callgrind (needs valgrind)")
+    parser.add_argument(
+        "--memory",
+        type=int,
+        metavar="N",
+        help="instead: hold N slow streams open and report the heap they hold (tracemalloc)",
+    )
+    parser.add_argument(
+        "--frames",
+        type=int,
+        default=1,
+        help="with --memory: tracemalloc's traceback depth; above 1 the largest tracebacks are listed too",
+    )
+    parser.add_argument(
+        "--callgrind",
+        action="store_true",
+        help="instead: instructions per turn of the gateway under valgrind's callgrind (needs valgrind)",
+    )
     parser.add_argument("--out", help="write the text summary here too (e.g. bench/profiles/NAME.txt)")
     args = parser.parse_args(argv)
     sim = procs.simulator()
@@ -222,7 +282,11 @@ def main(argv: list[str] | None = None) -> None:
         print(text)
         return
     if args.memory:
-        gateway.start_command([sys.executable, "-m", "bench.profile", "serve-traced", str(port), stats_path, str(args.frames)], port, settings)
+        gateway.start_command(
+            [sys.executable, "-m", "bench.profile", "serve-traced", str(port), stats_path, str(args.frames)],
+            port,
+            settings,
+        )
         try:
             text = uvloop.run(hold(gateway, port, args.memory, stats_path))
         finally:
@@ -251,9 +315,11 @@ def main(argv: list[str] | None = None) -> None:
     finally:
         gateway.stop()
         sim.stop()
-    head = (f"# {turns} short turns (`{paced(SHORT_N, 0, PACED_SIZE)}`), concurrency {args.concurrency}, "
-            f"{failed} failed, under cProfile: gateway CPU {cpu / turns * 1000:.3f} ms per turn, "
-            f"{turns / wall:.0f} turns/s\n")
+    head = (
+        f"# {turns} short turns (`{paced(SHORT_N, 0, PACED_SIZE)}`), concurrency {args.concurrency}, "
+        f"{failed} failed, under cProfile: gateway CPU {cpu / turns * 1000:.3f} ms per turn, "
+        f"{turns / wall:.0f} turns/s\n"
+    )
     text = head + report(stats_path, args.top)
     if args.out:
         Path(args.out).write_text(text)

@@ -23,7 +23,13 @@ TARGETS = [
     # Issue 28 (pools, bench/pools.py)
     ("pool_cpu_overhead", "pool of three: gateway CPU per turn over a single provider", "%", 5.0, False),
     ("pool_p99_ratio", "lowest-latency ÷ weighted p99 TTFT, one of three deployments slow", "×", 1.0, False),
-    ("pool_cache_share", "cache-read share, turns 2..10 of 10, pool of three, with a conversation key", "%", 70.0, True),
+    (
+        "pool_cache_share",
+        "cache-read share, turns 2..10 of 10, pool of three, with a conversation key",
+        "%",
+        70.0,
+        True,
+    ),
 ]
 
 # Issue 14 (the cost of a turn, memory per stream, two workers): (id, label, unit, limit, higher_is_better, before)
@@ -102,8 +108,10 @@ def targets(results: dict[str, Any]) -> list[dict[str, Any]]:
 def issue_targets(results: dict[str, Any]) -> list[dict[str, Any]]:
     """The rows of issue 14's target table, each with the figure the issue started from."""
     got = figures(results)
-    return [{**_row(got, key, label, unit, limit, higher), "before": before}
-            for key, label, unit, limit, higher, before in ISSUE_TARGETS]
+    return [
+        {**_row(got, key, label, unit, limit, higher), "before": before}
+        for key, label, unit, limit, higher, before in ISSUE_TARGETS
+    ]
 
 
 def write(results: dict[str, Any], name: str = "latest") -> list[Path]:
@@ -144,105 +152,174 @@ def markdown(results: dict[str, Any]) -> str:
     for row in results.get("targets", []):
         op = "≥" if row.get("higher") else "≤"
         met = {True: "yes", False: "**no**", None: "not run"}[row["met"]]
-        lines.append(f"| {row['label']} | {_fmt(row['value'], row['unit'])} | {op} {row['target']} {row['unit']} | {met} |")
+        lines.append(
+            f"| {row['label']} | {_fmt(row['value'], row['unit'])} | {op} {row['target']} {row['unit']} | {met} |"
+        )
     if results.get("issueTargets"):
-        lines += ["", "### Issue 14 targets (one worker unless said; `before` is the figure the issue started from)", "",
-                  "| figure | before | value | target | met |", "|---|---|---|---|---|"]
+        lines += [
+            "",
+            "### Issue 14 targets (one worker unless said; `before` is the figure the issue started from)",
+            "",
+            "| figure | before | value | target | met |",
+            "|---|---|---|---|---|",
+        ]
         for row in results["issueTargets"]:
             op = "≥" if row["higher"] else "≤"
             met = {True: "yes", False: "**no**", None: "not run"}[row["met"]]
-            lines.append(f"| {row['label']} | {_fmt(row['before'], row['unit'])} | {_fmt(row['value'], row['unit'])} | "
-                         f"{op} {row['target']} {row['unit']} | {met} |")
+            lines.append(
+                f"| {row['label']} | {_fmt(row['before'], row['unit'])} | {_fmt(row['value'], row['unit'])} | "
+                f"{op} {row['target']} {row['unit']} | {met} |"
+            )
     if "ttft" in results:
-        lines += ["", "## 1. Added time to first token and inter-frame gap (paced 64 × 20 ms, coalescing off)", "",
-                  "| concurrency | added TTFT p50 | p99 | added gap p50 | p99 | TTFT ratio p50 | direct gap p99 | lost frames | gateway CPU share | load generator CPU share |",
-                  "|---|---|---|---|---|---|---|---|---|---|"]
+        lines += [
+            "",
+            "## 1. Added time to first token and inter-frame gap (paced 64 × 20 ms, coalescing off)",
+            "",
+            "| concurrency | added TTFT p50 | p99 | added gap p50 | p99 | TTFT ratio p50 | direct gap p99 | lost frames | gateway CPU share | load generator CPU share |",
+            "|---|---|---|---|---|---|---|---|---|---|",
+        ]
         for lv in results["ttft"]["levels"]:
             a, r = lv["added"], lv["ratio"]
-            lines.append(f"| {lv['concurrency']} | {_fmt(a['ttftP50Ms'], 'ms')} | {_fmt(a['ttftP99Ms'], 'ms')} | "
-                         f"{_fmt(a['gapP50Ms'], 'ms')} | {_fmt(a['gapP99Ms'], 'ms')} | {_fmt(r['ttftP50Ms'])}× | "
-                         f"{_fmt(lv['directGapP99Ms'], 'ms')} | {lv['lostFrames']} | {_fmt(lv['gatewayCpuShare'])} | {_fmt(lv['loadgenCpuShare'])} |")
+            lines.append(
+                f"| {lv['concurrency']} | {_fmt(a['ttftP50Ms'], 'ms')} | {_fmt(a['ttftP99Ms'], 'ms')} | "
+                f"{_fmt(a['gapP50Ms'], 'ms')} | {_fmt(a['gapP99Ms'], 'ms')} | {_fmt(r['ttftP50Ms'])}× | "
+                f"{_fmt(lv['directGapP99Ms'], 'ms')} | {lv['lostFrames']} | {_fmt(lv['gatewayCpuShare'])} | {_fmt(lv['loadgenCpuShare'])} |"
+            )
     if "cpu" in results:
         c = results["cpu"]
-        lines += ["", f"## 2. Gateway CPU per 1,000 upstream events (unpaced, {c['streamsPerRound']} × {c['eventsPerStream']} events)", "",
-                  "| coalescing | gateway CPU ms / 1k events | simulator CPU ms / 1k | gateway ÷ simulator | events/s via gateway | direct | throughput ratio | frames per stream |",
-                  "|---|---|---|---|---|---|---|---|"]
+        lines += [
+            "",
+            f"## 2. Gateway CPU per 1,000 upstream events (unpaced, {c['streamsPerRound']} × {c['eventsPerStream']} events)",
+            "",
+            "| coalescing | gateway CPU ms / 1k events | simulator CPU ms / 1k | gateway ÷ simulator | events/s via gateway | direct | throughput ratio | frames per stream |",
+            "|---|---|---|---|---|---|---|---|",
+        ]
         for label in ("default", "off"):
             x = c[label]
-            lines.append(f"| {label} ({x['throttleMs']}) | {_fmt(x['gatewayCpuMsPer1k'])} | {_fmt(x['simulatorCpuMsPer1k'])} | "
-                         f"{_fmt(x['gatewayOverSimulatorCpu'])}× | {x['gatewayEventsPerS']} | {x['directEventsPerS']} | "
-                         f"{_fmt(x['throughputRatio'])} | {_fmt(x['framesPerStream'])} |")
+            lines.append(
+                f"| {label} ({x['throttleMs']}) | {_fmt(x['gatewayCpuMsPer1k'])} | {_fmt(x['simulatorCpuMsPer1k'])} | "
+                f"{_fmt(x['gatewayOverSimulatorCpu'])}× | {x['gatewayEventsPerS']} | {x['directEventsPerS']} | "
+                f"{_fmt(x['throughputRatio'])} | {_fmt(x['framesPerStream'])} |"
+            )
     if "cpuApis" in results:
         c = results["cpuApis"]
-        lines += ["", f"## 2b. Gateway CPU per 1,000 upstream events, per api (same run, {c['streamsPerRound']} streams of `{c['scenario']}`, coalescing at the default)", "",
-                  "| api | provider | upstream events per stream | gateway CPU ms / 1k upstream events | gateway CPU ms / 1k text deltas | lost frames |",
-                  "|---|---|---|---|---|---|"]
+        lines += [
+            "",
+            f"## 2b. Gateway CPU per 1,000 upstream events, per api (same run, {c['streamsPerRound']} streams of `{c['scenario']}`, coalescing at the default)",
+            "",
+            "| api | provider | upstream events per stream | gateway CPU ms / 1k upstream events | gateway CPU ms / 1k text deltas | lost frames |",
+            "|---|---|---|---|---|---|",
+        ]
         for api, x in c["apis"].items():
-            lines.append(f"| {api} | {x['provider']} | {_fmt(x['upstreamEventsPerStream'])} | {_fmt(x['gatewayCpuMsPer1k'])} | "
-                         f"{_fmt(x['gatewayCpuMsPer1kDeltas'])} | {x['lostFrames']} |")
+            lines.append(
+                f"| {api} | {x['provider']} | {_fmt(x['upstreamEventsPerStream'])} | {_fmt(x['gatewayCpuMsPer1k'])} | "
+                f"{_fmt(x['gatewayCpuMsPer1kDeltas'])} | {x['lostFrames']} |"
+            )
     if "doors" in results:
         c = results["doors"]
-        lines += ["", f"## 2c. Doors against /v1/stream (same run, {c['rounds']} interleaved rounds; CPU on {c['streamsPerRound']} streams of `{c['unpaced']}`, TTFT on {c['ttftPairs']} pairs of `{c['paced']}` one at a time; coalescing at the default)", "",
-                  "| door | gateway CPU ms / 1k upstream events | × /v1/stream (median of rounds) | TTFT p50 ms | added TTFT ms (median of pair differences) | lost frames | failed |",
-                  "|---|---|---|---|---|---|---|"]
+        lines += [
+            "",
+            f"## 2c. Doors against /v1/stream (same run, {c['rounds']} interleaved rounds; CPU on {c['streamsPerRound']} streams of `{c['unpaced']}`, TTFT on {c['ttftPairs']} pairs of `{c['paced']}` one at a time; coalescing at the default)",
+            "",
+            "| door | gateway CPU ms / 1k upstream events | × /v1/stream (median of rounds) | TTFT p50 ms | added TTFT ms (median of pair differences) | lost frames | failed |",
+            "|---|---|---|---|---|---|---|",
+        ]
         for door, x in c["doors"].items():
-            lines.append(f"| {door} | {_fmt(x['gatewayCpuMsPer1k'])} | {_fmt(x['cpuRatioToUnified'])}× | {_fmt(x['ttftP50Ms'])} | "
-                         f"{_fmt(x['addedTtftMs'])} | {x['lostFrames']} | {x['failedStreams']} |")
+            lines.append(
+                f"| {door} | {_fmt(x['gatewayCpuMsPer1k'])} | {_fmt(x['cpuRatioToUnified'])}× | {_fmt(x['ttftP50Ms'])} | "
+                f"{_fmt(x['addedTtftMs'])} | {x['lostFrames']} | {x['failedStreams']} |"
+            )
     if "agentDoors" in results:
         c = results["agentDoors"]
-        lines += ["", f"## 2c'. A coding agent's turn through the Messages door against /v1/stream (same run, {c['rounds']} interleaved rounds of {c['turnsPerRound']} turns, {c['parallel']} at a time; {c['systemBytes']:,}-byte system prompt, {c['tools']} tools, `{c['scenario']}` from Anthropic)", "",
-                  "| door | gateway CPU ms / turn | × /v1/stream (median of rounds) | failed |", "|---|---|---|---|"]
+        lines += [
+            "",
+            f"## 2c'. A coding agent's turn through the Messages door against /v1/stream (same run, {c['rounds']} interleaved rounds of {c['turnsPerRound']} turns, {c['parallel']} at a time; {c['systemBytes']:,}-byte system prompt, {c['tools']} tools, `{c['scenario']}` from Anthropic)",
+            "",
+            "| door | gateway CPU ms / turn | × /v1/stream (median of rounds) | failed |",
+            "|---|---|---|---|",
+        ]
         for door, x in c["doors"].items():
-            lines.append(f"| {door} | {_fmt(x['gatewayCpuMsPerTurn'])} | {_fmt(x['cpuRatioToUnified'])}× | {x['failedTurns']} |")
+            lines.append(
+                f"| {door} | {_fmt(x['gatewayCpuMsPerTurn'])} | {_fmt(x['cpuRatioToUnified'])}× | {x['failedTurns']} |"
+            )
     if "turns" in results:
         t = results["turns"]
-        lines += ["", f"## 2d. Short turns per second (`{t['scenario']}`, clients back to back for {t['secondsPerRound']:g} s a round, "
-                  f"{t['workers']} worker(s), ledger on)", "",
-                  "| concurrency | turns/s via gateway | direct | gateway CPU ms / turn | added TTFT p50 | p99 | failed | gateway CPU share | load generator CPU share |",
-                  "|---|---|---|---|---|---|---|---|---|"]
+        lines += [
+            "",
+            f"## 2d. Short turns per second (`{t['scenario']}`, clients back to back for {t['secondsPerRound']:g} s a round, "
+            f"{t['workers']} worker(s), ledger on)",
+            "",
+            "| concurrency | turns/s via gateway | direct | gateway CPU ms / turn | added TTFT p50 | p99 | failed | gateway CPU share | load generator CPU share |",
+            "|---|---|---|---|---|---|---|---|---|",
+        ]
         for lv in t["levels"]:
-            lines.append(f"| {lv['concurrency']} | {_fmt(lv['gatewayTurnsPerS'])} | {_fmt(lv['directTurnsPerS'])} | "
-                         f"{_fmt(lv['gatewayCpuMsPerTurn'], 'ms')} | {_fmt(lv['added']['ttftP50Ms'], 'ms')} | "
-                         f"{_fmt(lv['added']['ttftP99Ms'], 'ms')} | {lv['failedStreams']} | {_fmt(lv['gatewayCpuShare'])} | "
-                         f"{_fmt(lv['loadgenCpuShare'])} |")
+            lines.append(
+                f"| {lv['concurrency']} | {_fmt(lv['gatewayTurnsPerS'])} | {_fmt(lv['directTurnsPerS'])} | "
+                f"{_fmt(lv['gatewayCpuMsPerTurn'], 'ms')} | {_fmt(lv['added']['ttftP50Ms'], 'ms')} | "
+                f"{_fmt(lv['added']['ttftP99Ms'], 'ms')} | {lv['failedStreams']} | {_fmt(lv['gatewayCpuShare'])} | "
+                f"{_fmt(lv['loadgenCpuShare'])} |"
+            )
     if "idle" in results:
         i = results["idle"]
-        lines += ["", f"## 2e. Added TTFT after idle time ({i['pairs']} pairs one at a time; short `{i['scenarios']['short']}`, "
-                  f"paced `{i['scenarios']['paced']}`)", "",
-                  "| idle after each turn | short: added TTFT | direct TTFT p50 | paced: added TTFT | direct TTFT p50 |",
-                  "|---|---|---|---|---|"]
+        lines += [
+            "",
+            f"## 2e. Added TTFT after idle time ({i['pairs']} pairs one at a time; short `{i['scenarios']['short']}`, "
+            f"paced `{i['scenarios']['paced']}`)",
+            "",
+            "| idle after each turn | short: added TTFT | direct TTFT p50 | paced: added TTFT | direct TTFT p50 |",
+            "|---|---|---|---|---|",
+        ]
         for lv in i["levels"]:
             short, paced_ = lv["short"], lv["paced"]
-            lines.append(f"| {lv['pauseMs']:g} ms | {_fmt(short['addedTtftMs'], 'ms')} | {_fmt(short['directTtftP50Ms'], 'ms')} | "
-                         f"{_fmt(paced_['addedTtftMs'], 'ms')} | {_fmt(paced_['directTtftP50Ms'], 'ms')} |")
+            lines.append(
+                f"| {lv['pauseMs']:g} ms | {_fmt(short['addedTtftMs'], 'ms')} | {_fmt(short['directTtftP50Ms'], 'ms')} | "
+                f"{_fmt(paced_['addedTtftMs'], 'ms')} | {_fmt(paced_['directTtftP50Ms'], 'ms')} |"
+            )
     if "concurrency" in results:
         c = results["concurrency"]
-        lines += ["", f"## 3. Concurrent paced streams (max sustained: {c['maxSustained']}; a level counts while every level up "
-                  "to it passed and the direct path's own gap p99 stayed within 10 ms of its 20 ms pacing)", "",
-                  "| concurrency | passed | added gap p99 | direct gap p99 | added TTFT p50 | lost frames | failed | gateway CPU share | load generator CPU share |",
-                  "|---|---|---|---|---|---|---|---|---|"]
+        lines += [
+            "",
+            f"## 3. Concurrent paced streams (max sustained: {c['maxSustained']}; a level counts while every level up "
+            "to it passed and the direct path's own gap p99 stayed within 10 ms of its 20 ms pacing)",
+            "",
+            "| concurrency | passed | added gap p99 | direct gap p99 | added TTFT p50 | lost frames | failed | gateway CPU share | load generator CPU share |",
+            "|---|---|---|---|---|---|---|---|---|",
+        ]
         for lv in c["levels"]:
-            lines.append(f"| {lv['concurrency']} | {'yes' if lv['passed'] else 'no'} | {_fmt(lv['added']['gapP99Ms'], 'ms')} | "
-                         f"{_fmt(lv['directGapP99Ms'], 'ms')} | {_fmt(lv['added']['ttftP50Ms'], 'ms')} | {lv['lostFrames']} | "
-                         f"{lv['failedStreams']} | {_fmt(lv['gatewayCpuShare'])} | {_fmt(lv['loadgenCpuShare'])} |")
+            lines.append(
+                f"| {lv['concurrency']} | {'yes' if lv['passed'] else 'no'} | {_fmt(lv['added']['gapP99Ms'], 'ms')} | "
+                f"{_fmt(lv['directGapP99Ms'], 'ms')} | {_fmt(lv['added']['ttftP50Ms'], 'ms')} | {lv['lostFrames']} | "
+                f"{lv['failedStreams']} | {_fmt(lv['gatewayCpuShare'])} | {_fmt(lv['loadgenCpuShare'])} |"
+            )
         rss = c["rss"]
         g, d = rss["gateway"], rss["direct"]
-        lines += ["", f"RSS at {rss['streams']} open streams: gateway {g['kbPerStream']} KB/stream "
-                  f"(idle {g['idleRssMB']} MB → {g['rssAllOpenMB']} MB, peak {g['peakRssMB']} MB, {g['failed']} failed); "
-                  f"simulator (direct path, for scale) {d['kbPerStream']} KB/stream."]
+        lines += [
+            "",
+            f"RSS at {rss['streams']} open streams: gateway {g['kbPerStream']} KB/stream "
+            f"(idle {g['idleRssMB']} MB → {g['rssAllOpenMB']} MB, peak {g['peakRssMB']} MB, {g['failed']} failed); "
+            f"simulator (direct path, for scale) {d['kbPerStream']} KB/stream.",
+        ]
     if "slowReader" in results:
         s = results["slowReader"]
         g, d = s["gateway"], s["direct"]
-        lines += ["", "## 4. Slow reader (1 KB/s, 5 MB unpaced stream)", "",
-                  f"Over {s['seconds']:g} s: gateway RSS growth {g['rssGrowthMB']} MB; the simulator sent {g['simulatorFramesSent']} of "
-                  f"{s['streamBytes'] // 256 + 6} frames through the gateway (direct: {d['simulatorFramesSent']}, simulator RSS growth "
-                  f"{d['rssGrowthMB']} MB); upstream closed after the reader left: {g['upstreamClosed']}."]
+        lines += [
+            "",
+            "## 4. Slow reader (1 KB/s, 5 MB unpaced stream)",
+            "",
+            f"Over {s['seconds']:g} s: gateway RSS growth {g['rssGrowthMB']} MB; the simulator sent {g['simulatorFramesSent']} of "
+            f"{s['streamBytes'] // 256 + 6} frames through the gateway (direct: {d['simulatorFramesSent']}, simulator RSS growth "
+            f"{d['rssGrowthMB']} MB); upstream closed after the reader left: {g['upstreamClosed']}.",
+        ]
     if "cancel" in results:
         c = results["cancel"]
-        lines += ["", f"## 5. Cancellation ({c['cancels']} cancels at random points)", "",
-                  f"Client close → simulator sees the upstream closed: gateway p50 {c['gateway']['p50Ms']} ms, p99 {c['gateway']['p99Ms']} ms "
-                  f"(direct p50 {c['direct']['p50Ms']} ms, p99 {c['direct']['p99Ms']} ms; added p99 {c['added']['p99Ms']} ms); "
-                  f"missed {c['gateway']['missed']}."]
+        lines += [
+            "",
+            f"## 5. Cancellation ({c['cancels']} cancels at random points)",
+            "",
+            f"Client close → simulator sees the upstream closed: gateway p50 {c['gateway']['p50Ms']} ms, p99 {c['gateway']['p99Ms']} ms "
+            f"(direct p50 {c['direct']['p50Ms']} ms, p99 {c['direct']['p99Ms']} ms; added p99 {c['added']['p99Ms']} ms); "
+            f"missed {c['gateway']['missed']}.",
+        ]
     if "ledger" in results:
         lines += ["", "## 6. Ledger on", ""]
         led = results["ledger"]
@@ -252,25 +329,42 @@ def markdown(results: dict[str, Any]) -> str:
             if not entry.get("ledgerActive"):
                 lines.append(f"- {name}: {entry.get('note')}")
                 continue
-            ttfts = ", ".join(f"c={lv['concurrency']}: +{_fmt(lv['added']['ttftP50Ms'])}/+{_fmt(lv['added']['ttftP99Ms'])} ms"
-                              for lv in entry["ttft"]["levels"])
-            paced_levels = ", ".join(f"{lv['concurrency']} {'passed' if lv['passed'] else 'failed'} (added gap p99 "
-                                     f"{_fmt(lv['added']['gapP99Ms'], 'ms')}, direct {_fmt(lv['directGapP99Ms'], 'ms')})"
-                                     for lv in entry["concurrency"]["levels"])
+            ttfts = ", ".join(
+                f"c={lv['concurrency']}: +{_fmt(lv['added']['ttftP50Ms'])}/+{_fmt(lv['added']['ttftP99Ms'])} ms"
+                for lv in entry["ttft"]["levels"]
+            )
+            paced_levels = ", ".join(
+                f"{lv['concurrency']} {'passed' if lv['passed'] else 'failed'} (added gap p99 "
+                f"{_fmt(lv['added']['gapP99Ms'], 'ms')}, direct {_fmt(lv['directGapP99Ms'], 'ms')})"
+                for lv in entry["concurrency"]["levels"]
+            )
             lines.append(f"- {name}: added TTFT p50/p99 {ttfts}; paced streams {paced_levels}")
     if "workers" in results:
         w = results["workers"]
-        lines += ["", "## 7. One worker against two (`--workers 2`, metrics in multiprocess mode)", "",
-                  "| workers | paced streams sustained | levels passed | short turns/s at c=50 | gateway CPU ms / turn | failed turns |",
-                  "|---|---|---|---|---|---|"]
+        lines += [
+            "",
+            "## 7. One worker against two (`--workers 2`, metrics in multiprocess mode)",
+            "",
+            "| workers | paced streams sustained | levels passed | short turns/s at c=50 | gateway CPU ms / turn | failed turns |",
+            "|---|---|---|---|---|---|",
+        ]
         for run in w["runs"].values():
             passed = ", ".join(str(lv["concurrency"]) for lv in run["levels"] if lv["passed"]) or "none"
-            lines.append(f"| {run['workers']} | {run['maxSustained']} | {passed} | {_fmt(run['turns']['gatewayTurnsPerS'])} | "
-                         f"{_fmt(run['turns']['gatewayCpuMsPerTurn'], 'ms')} | {run['turns']['failedStreams']} |")
-        lines.append(f"\nTwo workers ÷ one: paced streams {_fmt(w['maxSustainedRatio'])}×, short turns/s {_fmt(w['turnsPerSRatio'])}×.")
+            lines.append(
+                f"| {run['workers']} | {run['maxSustained']} | {passed} | {_fmt(run['turns']['gatewayTurnsPerS'])} | "
+                f"{_fmt(run['turns']['gatewayCpuMsPerTurn'], 'ms')} | {run['turns']['failedStreams']} |"
+            )
+        lines.append(
+            f"\nTwo workers ÷ one: paced streams {_fmt(w['maxSustainedRatio'])}×, short turns/s {_fmt(w['turnsPerSRatio'])}×."
+        )
     if "pools" in results:
-        lines += ["", "## 8. Pools (bench/pools.py: a pool of three against one provider, lowest-latency against weighted, "
-                  "sticky conversations and the prompt cache)", "", *table(results["pools"])]
+        lines += [
+            "",
+            "## 8. Pools (bench/pools.py: a pool of three against one provider, lowest-latency against weighted, "
+            "sticky conversations and the prompt cache)",
+            "",
+            *table(results["pools"]),
+        ]
     if "meta" in results and results["meta"].get("notes"):
         lines += ["", "## Notes", ""] + [f"- {n}" for n in results["meta"]["notes"]]
     return "\n".join(lines) + "\n"
@@ -293,7 +387,10 @@ def plot(results: dict[str, Any], path: Path) -> Path | None:
     import matplotlib.pyplot as plt
 
     fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
-    panels = [("added time to first token", ("ttftP50Ms", "ttftP99Ms"), 10.0), ("added inter-frame gap", ("gapP50Ms", "gapP99Ms"), 10.0)]
+    panels = [
+        ("added time to first token", ("ttftP50Ms", "ttftP99Ms"), 10.0),
+        ("added inter-frame gap", ("gapP50Ms", "gapP99Ms"), 10.0),
+    ]
     for ax, (title, keys, limit) in zip(axes, panels):
         for name, points in series.items():
             xs = sorted(points)
@@ -301,7 +398,9 @@ def plot(results: dict[str, Any], path: Path) -> Path | None:
                 ys = [points[x].get(key) for x in xs]
                 pairs = [(x, y) for x, y in zip(xs, ys) if y is not None]
                 if pairs:
-                    ax.plot([p[0] for p in pairs], [max(p[1], 0.01) for p in pairs], style, label=f"{name} {key[-5:-2]}")
+                    ax.plot(
+                        [p[0] for p in pairs], [max(p[1], 0.01) for p in pairs], style, label=f"{name} {key[-5:-2]}"
+                    )
         ax.axhline(limit, color="grey", linestyle=":", label=f"{limit:g} ms target (p99)")
         ax.set_xscale("log")
         ax.set_yscale("log")

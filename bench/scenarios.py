@@ -237,13 +237,17 @@ async def cpu(bench: Bench) -> dict[str, Any]:
             for path in order:
                 usage = _Usage(bench)
                 results = await asyncio.gather(
-                    *(stream(bench.target(path), scenario, bench._marker(), throttle_ms=throttle) for _ in range(streams))
+                    *(
+                        stream(bench.target(path), scenario, bench._marker(), throttle_ms=throttle)
+                        for _ in range(streams)
+                    )
                 )
                 u = usage.done()
                 events = streams * events_per_stream
                 summary = _summarise(list(results), expected, size)
                 entry[path.value] = {
-                    **u, **summary,
+                    **u,
+                    **summary,
                     "upstreamEvents": events,
                     "eventsPerS": round(events / u["wallS"]),
                     "gatewayCpuMsPer1k": round(u["gatewayCpuS"] / events * 1e6, 3),
@@ -271,8 +275,12 @@ async def cpu(bench: Bench) -> dict[str, Any]:
     return out
 
 
-API_PROVIDERS = {"anthropic-messages": "anthropic", "openai-responses": "openai",
-                 "google-generative-ai": "google", "openai-completions": "compat"}
+API_PROVIDERS = {
+    "anthropic-messages": "anthropic",
+    "openai-responses": "openai",
+    "google-generative-ai": "google",
+    "openai-completions": "compat",
+}
 
 
 async def cpu_apis(bench: Bench) -> dict[str, Any]:
@@ -298,11 +306,15 @@ async def cpu_apis(bench: Bench) -> dict[str, Any]:
             seen = (await bench.http.get(f"{bench.sim.url}/_sim/requests", params={"contains": mark})).json()
             events = sum(e["framesSent"] for e in seen)
             summary = _summarise(list(results), expected, size)
-            per_api[api].append({
-                **u, "upstreamEvents": events, "lostFrames": summary["lostFrames"],
-                "gatewayCpuMsPer1k": round(u["gatewayCpuS"] / events * 1e6, 3) if events else None,
-                "gatewayCpuMsPer1kDeltas": round(u["gatewayCpuS"] / (streams * n) * 1e6, 3),
-            })
+            per_api[api].append(
+                {
+                    **u,
+                    "upstreamEvents": events,
+                    "lostFrames": summary["lostFrames"],
+                    "gatewayCpuMsPer1k": round(u["gatewayCpuS"] / events * 1e6, 3) if events else None,
+                    "gatewayCpuMsPer1kDeltas": round(u["gatewayCpuS"] / (streams * n) * 1e6, 3),
+                }
+            )
             await bench.forget()
     for api, rows in per_api.items():
         out["apis"][api] = {
@@ -336,20 +348,29 @@ async def doors(bench: Bench) -> dict[str, Any]:
             target = Target(Path.GATEWAY, bench.gw.port, door=door)
             mark = bench._marker()
             usage = _Usage(bench)
-            results = await asyncio.gather(*(stream(target, unpaced, f"{mark}-{i}", throttle_ms=None) for i in range(streams)))
+            results = await asyncio.gather(
+                *(stream(target, unpaced, f"{mark}-{i}", throttle_ms=None) for i in range(streams))
+            )
             u = usage.done()
             seen = (await bench.http.get(f"{bench.sim.url}/_sim/requests", params={"contains": mark})).json()
             events = sum(e["framesSent"] for e in seen)
             summary = _summarise(list(results), expected, size)
-            rows[door].append({
-                **u, "upstreamEvents": events, "lostFrames": summary["lostFrames"], "failed": summary["failed"],
-                "gatewayCpuMsPer1k": round(u["gatewayCpuS"] / events * 1e6, 3) if events else None,
-            })
+            rows[door].append(
+                {
+                    **u,
+                    "upstreamEvents": events,
+                    "lostFrames": summary["lostFrames"],
+                    "failed": summary["failed"],
+                    "gatewayCpuMsPer1k": round(u["gatewayCpuS"] / events * 1e6, 3) if events else None,
+                }
+            )
             await bench.forget()
     ttfts: dict[str, list[float]] = {door: [] for door in DOORS}
     for i in range(pairs):  # one stream at a time; the order inside a pair alternates
         for door in DOORS if i % 2 == 0 else tuple(reversed(DOORS)):
-            result = await stream(Target(Path.GATEWAY, bench.gw.port, door=door), paced_, bench._marker(), throttle_ms=None)
+            result = await stream(
+                Target(Path.GATEWAY, bench.gw.port, door=door), paced_, bench._marker(), throttle_ms=None
+            )
             ttfts[door].append(result.ttft if result.ttft is not None else float("nan"))
     await bench.forget()
     base = rows["unified"]
@@ -362,7 +383,8 @@ async def doors(bench: Bench) -> dict[str, Any]:
             # Per round against /v1/stream of the same round, then the median over the rounds.
             "cpuRatioToUnified": median(
                 row["gatewayCpuMsPer1k"] / ref["gatewayCpuMsPer1k"]
-                for row, ref in zip(door_rows, base) if row["gatewayCpuMsPer1k"] and ref["gatewayCpuMsPer1k"]
+                for row, ref in zip(door_rows, base)
+                if row["gatewayCpuMsPer1k"] and ref["gatewayCpuMsPer1k"]
             ),
             "ttftP50Ms": ms(pct([t for t in ttfts[door] if t == t], 50)),
             "addedTtftMs": ms(statistics.median(diffs)) if diffs else None,
@@ -410,7 +432,8 @@ async def agent_doors(bench: Bench) -> dict[str, Any]:
             "gatewayCpuMsPerTurn": median(row["gatewayCpuMsPerTurn"] for row in door_rows),
             "cpuRatioToUnified": median(
                 row["gatewayCpuMsPerTurn"] / ref["gatewayCpuMsPerTurn"]
-                for row, ref in zip(door_rows, base) if ref["gatewayCpuMsPerTurn"]
+                for row, ref in zip(door_rows, base)
+                if ref["gatewayCpuMsPerTurn"]
             ),
             "failedTurns": sum(row["failed"] for row in door_rows),
             "perRound": door_rows,
@@ -442,10 +465,14 @@ async def closed_loop(bench: Bench, path: Path, concurrency: int, seconds: float
     u = usage.done()
     out = _summarise(results, expected, PACED_SIZE)
     done = max(len(results), 1)
-    out.update(u, concurrency=concurrency, path=path.value,
-               turnsPerS=round(len(results) / u["wallS"], 1),
-               gatewayCpuMsPerTurn=round(u["gatewayCpuS"] / done * 1000, 3),
-               simulatorCpuMsPerTurn=round(u["simulatorCpuS"] / done * 1000, 3))
+    out.update(
+        u,
+        concurrency=concurrency,
+        path=path.value,
+        turnsPerS=round(len(results) / u["wallS"], 1),
+        gatewayCpuMsPerTurn=round(u["gatewayCpuS"] / done * 1000, 3),
+        simulatorCpuMsPerTurn=round(u["simulatorCpuS"] / done * 1000, 3),
+    )
     return out
 
 
@@ -455,8 +482,12 @@ async def turns(bench: Bench, levels: list[int] | None = None) -> dict[str, Any]
     levels = levels or [1, 50]
     seconds = 2.0 if bench.quick else 5.0
     rounds = 2 if bench.quick else 3
-    out: dict[str, Any] = {"scenario": paced(SHORT_N, 0, PACED_SIZE), "secondsPerRound": seconds,
-                           "workers": bench.gw.workers, "levels": []}
+    out: dict[str, Any] = {
+        "scenario": paced(SHORT_N, 0, PACED_SIZE),
+        "secondsPerRound": seconds,
+        "workers": bench.gw.workers,
+        "levels": [],
+    }
     for c in levels:
         per_round = []
         for r in range(rounds):
@@ -464,18 +495,20 @@ async def turns(bench: Bench, levels: list[int] | None = None) -> dict[str, Any]
             per_round.append({path.value: await closed_loop(bench, path, c, seconds) for path in order})
             await bench.forget()
         gw = [r["gateway"] for r in per_round]
-        out["levels"].append({
-            "concurrency": c,
-            "rounds": per_round,
-            **compare(per_round, ("ttftP50Ms", "ttftP99Ms", "turnsPerS")),
-            "gatewayTurnsPerS": median(g["turnsPerS"] for g in gw),
-            "directTurnsPerS": median(r["direct"]["turnsPerS"] for r in per_round),
-            "gatewayCpuMsPerTurn": median(g["gatewayCpuMsPerTurn"] for g in gw),
-            "gatewayCpuShare": median(g["gatewayCpuShare"] for g in gw),
-            "failedStreams": sum(g["failed"] for g in gw),
-            "lostFrames": sum(g["lostFrames"] for g in gw),
-            "loadgenCpuShare": max(r[p]["loadgenCpuShare"] for r in per_round for p in ("direct", "gateway")),
-        })
+        out["levels"].append(
+            {
+                "concurrency": c,
+                "rounds": per_round,
+                **compare(per_round, ("ttftP50Ms", "ttftP99Ms", "turnsPerS")),
+                "gatewayTurnsPerS": median(g["turnsPerS"] for g in gw),
+                "directTurnsPerS": median(r["direct"]["turnsPerS"] for r in per_round),
+                "gatewayCpuMsPerTurn": median(g["gatewayCpuMsPerTurn"] for g in gw),
+                "gatewayCpuShare": median(g["gatewayCpuShare"] for g in gw),
+                "failedStreams": sum(g["failed"] for g in gw),
+                "lostFrames": sum(g["lostFrames"] for g in gw),
+                "loadgenCpuShare": max(r[p]["loadgenCpuShare"] for r in per_round for p in ("direct", "gateway")),
+            }
+        )
     return out
 
 
@@ -540,7 +573,9 @@ async def paced_level(bench: Bench, concurrency: int) -> dict[str, Any]:
     """One level of a paced sweep, both paths: `passed` when no frame was lost and the added gap p99 < 10 ms."""
     level = await bench.compare_paced(concurrency, 1, per_worker=2)
     gap = level["added"]["gapP99Ms"]
-    level["passed"] = bool(level["lostFrames"] == 0 and level["failedStreams"] == 0 and gap is not None and gap < GAP_TARGET_MS)
+    level["passed"] = bool(
+        level["lostFrames"] == 0 and level["failedStreams"] == 0 and gap is not None and gap < GAP_TARGET_MS
+    )
     return level
 
 
@@ -560,8 +595,14 @@ async def concurrency(bench: Bench, levels: list[int] | None = None, rss_streams
     levels = levels or ([50, 200, 500, 1000] if bench.quick else [25, 50, 100, 200, 300, 500, 750, 1000])
     sweep, best = await sweep_paced(bench, levels)
     rss = await rss_per_stream(bench, rss_streams)
-    return {"scenario": paced(), "throttleMs": 0, "gapTargetMs": GAP_TARGET_MS, "levels": sweep,
-            "maxSustained": best, "rss": rss}
+    return {
+        "scenario": paced(),
+        "throttleMs": 0,
+        "gapTargetMs": GAP_TARGET_MS,
+        "levels": sweep,
+        "maxSustained": best,
+        "rss": rss,
+    }
 
 
 async def rss_per_stream(bench: Bench, count: int) -> dict[str, Any]:
@@ -610,7 +651,9 @@ async def rss_per_stream(bench: Bench, count: int) -> dict[str, Any]:
             "streamsOpenAtSample": at_peak,
             "kbPerStream": round((all_open - idle) / count / 1024, 1),
             "kbPerStreamPeak": round((sampler.peak - idle) / count / 1024, 1),
-            "failed": summary["failed"], "lostFrames": summary["lostFrames"], "errors": summary["errors"],
+            "failed": summary["failed"],
+            "lostFrames": summary["lostFrames"],
+            "errors": summary["errors"],
         }
         await bench.forget()
     return out
@@ -671,11 +714,20 @@ async def cancel(bench: Bench) -> dict[str, Any]:
         for p in paths.values():
             p.pop("latenciesMs")
     return {
-        "cancels": total, "scenario": paced(), "rounds": per_round, **summary,
-        "gateway": {"p50Ms": _rounded(pct(gw_latencies, 50)), "p99Ms": _rounded(pct(gw_latencies, 99)),
-                    "missed": sum(r["gateway"]["missed"] for r in per_round)},
-        "direct": {"p50Ms": _rounded(pct(d_latencies, 50)), "p99Ms": _rounded(pct(d_latencies, 99)),
-                   "missed": sum(r["direct"]["missed"] for r in per_round)},
+        "cancels": total,
+        "scenario": paced(),
+        "rounds": per_round,
+        **summary,
+        "gateway": {
+            "p50Ms": _rounded(pct(gw_latencies, 50)),
+            "p99Ms": _rounded(pct(gw_latencies, 99)),
+            "missed": sum(r["gateway"]["missed"] for r in per_round),
+        },
+        "direct": {
+            "p50Ms": _rounded(pct(d_latencies, 50)),
+            "p99Ms": _rounded(pct(d_latencies, 99)),
+            "missed": sum(r["direct"]["missed"] for r in per_round),
+        },
     }
 
 
@@ -704,8 +756,13 @@ async def _cancel_batch(bench: Bench, path: Path, count: int, parallel: int) -> 
             missed += 1
             continue
         latencies.append((entry["closedAt"] - result.closed_wall) * 1000)
-    return {"cancels": count, "missed": missed, "latenciesMs": latencies,
-            "p50Ms": _rounded(pct(latencies, 50)), "p99Ms": _rounded(pct(latencies, 99))}
+    return {
+        "cancels": count,
+        "missed": missed,
+        "latenciesMs": latencies,
+        "p50Ms": _rounded(pct(latencies, 50)),
+        "p99Ms": _rounded(pct(latencies, 99)),
+    }
 
 
 # ---------------------------------------------------------------------- 6. ledger on
@@ -787,8 +844,7 @@ async def workers(bench: Bench, levels: list[int] | None = None) -> dict[str, An
         await bench.restart_gateway(bench.database_url, count, **bench.gw_env)
         sweep, best = await sweep_paced(bench, levels)
         short = await turns(bench, [50])
-        out["runs"][str(count)] = {"workers": count, "levels": sweep, "maxSustained": best,
-                                   "turns": short["levels"][0]}
+        out["runs"][str(count)] = {"workers": count, "levels": sweep, "maxSustained": best, "turns": short["levels"][0]}
     one, two = out["runs"]["1"], out["runs"]["2"]
     out["maxSustainedRatio"] = round(two["maxSustained"] / one["maxSustained"], 2) if one["maxSustained"] else None
     t1, t2 = one["turns"]["gatewayTurnsPerS"], two["turns"]["gatewayTurnsPerS"]

@@ -96,15 +96,18 @@ async def held(p: Any, count: int) -> str:
     total = sum(d.size_diff for d in diff)
     for upstream in upstreams:
         await upstream.aclose()
-    lines = [f"# {count} open upstream streams (after their first event): {total / count:.0f} B of Python heap "
-             f"per stream (tracemalloc, by line)"]
+    lines = [
+        f"# {count} open upstream streams (after their first event): {total / count:.0f} B of Python heap "
+        f"per stream (tracemalloc, by line)"
+    ]
     lines += [str(d) for d in diff[:80]]
     return "\n".join(lines)
 
 
 def callgrind(on: bool) -> None:
-    subprocess.run(["callgrind_control", "-i", "on" if on else "off", str(os.getpid())], check=False,
-                   stdout=subprocess.DEVNULL)
+    subprocess.run(
+        ["callgrind_control", "-i", "on" if on else "off", str(os.getpid())], check=False, stdout=subprocess.DEVNULL
+    )
 
 
 async def run(args: argparse.Namespace, sim_url: str) -> str:
@@ -127,9 +130,11 @@ async def run(args: argparse.Namespace, sim_url: str) -> str:
             profiler.disable()
         if args.callgrind:
             callgrind(False)
-        text = (f"# {args.api}: {args.turns} turns (`{scenario}`, {events // args.turns} raw events each), "
-                f"concurrency {args.concurrency}: {cpu / args.turns * 1e6:.0f} µs CPU per turn"
-                f"{' under cProfile' if profiler else ''}\n")
+        text = (
+            f"# {args.api}: {args.turns} turns (`{scenario}`, {events // args.turns} raw events each), "
+            f"concurrency {args.concurrency}: {cpu / args.turns * 1e6:.0f} µs CPU per turn"
+            f"{' under cProfile' if profiler else ''}\n"
+        )
         if profiler:
             buf = io.StringIO()
             stats = pstats.Stats(profiler, stream=buf).strip_dirs()
@@ -142,14 +147,17 @@ async def run(args: argparse.Namespace, sim_url: str) -> str:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m bench.sdk_turn", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="python -m bench.sdk_turn", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--api", default="anthropic-messages", choices=sorted(BASES))
     parser.add_argument("--turns", type=int, default=2000)
     parser.add_argument("--concurrency", type=int, default=50)
     parser.add_argument("--profile", action="store_true", help="cProfile the measured turns")
     parser.add_argument("--top", type=int, default=40)
-    parser.add_argument("--callgrind", action="store_true", help="switch callgrind's instrumentation on for the measured turns")
+    parser.add_argument(
+        "--callgrind", action="store_true", help="switch callgrind's instrumentation on for the measured turns"
+    )
     parser.add_argument("--memory", type=int, metavar="N", help="instead: the heap held per open stream, N streams")
     parser.add_argument("--out", help="write the text summary here too")
     args = parser.parse_args(argv)

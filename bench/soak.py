@@ -54,10 +54,23 @@ def free_port() -> int:
 
 
 def start(app: str, port: int, env: dict[str, str], cwd: str) -> subprocess.Popen:
-    command = [sys.executable, "-m", "uvicorn", app, "--host", "127.0.0.1", "--port", str(port), "--log-level", "warning",
-               "--no-access-log"]
+    command = [
+        sys.executable,
+        "-m",
+        "uvicorn",
+        app,
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--log-level",
+        "warning",
+        "--no-access-log",
+    ]
     log = open(Path(cwd) / f"{app.partition('.')[0]}.log", "wb")  # warnings of faulted turns: noisy by design
-    return subprocess.Popen(command, cwd=cwd, env={**os.environ, "PYTHONPATH": str(ROOT), **env}, stdout=log, stderr=subprocess.STDOUT)
+    return subprocess.Popen(
+        command, cwd=cwd, env={**os.environ, "PYTHONPATH": str(ROOT), **env}, stdout=log, stderr=subprocess.STDOUT
+    )
 
 
 def wait_healthy(url: str, proc: subprocess.Popen, timeout: float = 30) -> None:
@@ -79,9 +92,7 @@ def process_figures(pid: int) -> tuple[float, int]:
     return proc.memory_info().rss / 2**20, proc.num_fds()
 
 
-FAULT_CASES = [
-    (fault, point) for fault, points in APPLICABLE.items() for point in POINTS if point in points
-]
+FAULT_CASES = [(fault, point) for fault, points in APPLICABLE.items() for point in POINTS if point in points]
 
 
 @dataclass
@@ -115,7 +126,9 @@ def pick_model(rng: random.Random, fault_rate: float) -> tuple[str, bool]:
     return f"{provider}/tools;fault={fault};at={point}{extra}", True
 
 
-async def one(client: httpx.AsyncClient, rng: random.Random, tally: Tally, fault_rate: float, disconnect_rate: float) -> None:
+async def one(
+    client: httpx.AsyncClient, rng: random.Random, tally: Tally, fault_rate: float, disconnect_rate: float
+) -> None:
     model, faulted = pick_model(rng, fault_rate)
     leave_after = rng.randint(1, 6) if rng.random() < disconnect_rate else None
     body = {"model": model, "context": {"messages": [{"role": "user", "content": f"soak {rng.random()}"}]}}
@@ -148,12 +161,15 @@ async def one(client: httpx.AsyncClient, rng: random.Random, tally: Tally, fault
         tally.outcomes[f"{events[-1]['type']}:{events[-1].get('reason')}"] += 1
 
 
-async def traffic(url: str, seconds: float, concurrency: int, fault_rate: float, disconnect_rate: float, seed: int) -> Tally:
+async def traffic(
+    url: str, seconds: float, concurrency: int, fault_rate: float, disconnect_rate: float, seed: int
+) -> Tally:
     tally = Tally()
     deadline = time.monotonic() + seconds
     limits = httpx.Limits(max_connections=concurrency + 4)
 
     async with httpx.AsyncClient(base_url=url, timeout=60, limits=limits) as client:
+
         async def worker(n: int) -> None:
             rng = random.Random(seed * 1000 + n)
             while time.monotonic() < deadline:
@@ -169,7 +185,11 @@ async def fetch_records(url: str, ids: list[str]) -> tuple[int | None, Counter]:
     sem = asyncio.Semaphore(16)
     async with httpx.AsyncClient(base_url=url, timeout=30) as client:
         probe = await client.get(f"/v1/requests/{ids[0]}") if ids else None
-        if probe is None or probe.status_code not in (200, 404) or (probe.status_code == 404 and "not_found" not in probe.text):
+        if (
+            probe is None
+            or probe.status_code not in (200, 404)
+            or (probe.status_code == 404 and "not_found" not in probe.text)
+        ):
             return None, outcomes
 
         async def get(request_id: str) -> None:
@@ -200,11 +220,19 @@ def main() -> int:
     sim_url, gw_url = f"http://127.0.0.1:{sim_port}", f"http://127.0.0.1:{gw_port}"
     sim = start("simulator.app:app", sim_port, {}, workdir)
     gw_env = {
-        "ANTHROPIC_API_KEY": "soak-anthropic", "OPENAI_API_KEY": "soak-openai", "GEMINI_API_KEY": "soak-google",
-        "GATEWAY_ANTHROPIC_BASE_URL": f"{sim_url}/anthropic", "GATEWAY_OPENAI_BASE_URL": f"{sim_url}/openai/v1",
-        "GATEWAY_GOOGLE_BASE_URL": f"{sim_url}/google", "GATEWAY_DATABASE_URL": f"sqlite:///{workdir}/soak.db",
-        "GATEWAY_FIRST_EVENT_TIMEOUT": "1", "GATEWAY_IDLE_TIMEOUT": "1", "GATEWAY_RETRIES": "1",
-        "GATEWAY_RETRY_BACKOFF_MS": "20", "GATEWAY_RETRY_AFTER_CAP_MS": "100", "GATEWAY_LATE_FRAME_GRACE": "0.5",
+        "ANTHROPIC_API_KEY": "soak-anthropic",
+        "OPENAI_API_KEY": "soak-openai",
+        "GEMINI_API_KEY": "soak-google",
+        "GATEWAY_ANTHROPIC_BASE_URL": f"{sim_url}/anthropic",
+        "GATEWAY_OPENAI_BASE_URL": f"{sim_url}/openai/v1",
+        "GATEWAY_GOOGLE_BASE_URL": f"{sim_url}/google",
+        "GATEWAY_DATABASE_URL": f"sqlite:///{workdir}/soak.db",
+        "GATEWAY_FIRST_EVENT_TIMEOUT": "1",
+        "GATEWAY_IDLE_TIMEOUT": "1",
+        "GATEWAY_RETRIES": "1",
+        "GATEWAY_RETRY_BACKOFF_MS": "20",
+        "GATEWAY_RETRY_AFTER_CAP_MS": "100",
+        "GATEWAY_LATE_FRAME_GRACE": "0.5",
         "GATEWAY_LOG_LEVEL": "warning",
     }
     gw = start("app.main:app", gw_port, gw_env, workdir)
@@ -214,7 +242,9 @@ def main() -> int:
         asyncio.run(traffic(gw_url, 3, 4, 0.0, 0.0, seed=0))  # warm-up: imports, pools, the ledger
         rss0, fds0 = process_figures(gw.pid)
         started = time.monotonic()
-        tally = asyncio.run(traffic(gw_url, args.minutes * 60, args.concurrency, args.fault_rate, args.disconnect_rate, args.seed))
+        tally = asyncio.run(
+            traffic(gw_url, args.minutes * 60, args.concurrency, args.fault_rate, args.disconnect_rate, args.seed)
+        )
         elapsed = time.monotonic() - started
         time.sleep(3)  # let the last turns' late-frame grace and upstream closes finish before measuring
         rss1, fds1 = process_figures(gw.pid)
@@ -228,8 +258,14 @@ def main() -> int:
             except subprocess.TimeoutExpired:
                 proc.kill()
 
-    ok = not tally.violations and tally.terminals == tally.read_to_end and tally.read_to_end + tally.disconnects == tally.requests
-    print(f"soak: {elapsed:.0f} s, concurrency {args.concurrency}, fault rate {args.fault_rate}, disconnect rate {args.disconnect_rate}")
+    ok = (
+        not tally.violations
+        and tally.terminals == tally.read_to_end
+        and tally.read_to_end + tally.disconnects == tally.requests
+    )
+    print(
+        f"soak: {elapsed:.0f} s, concurrency {args.concurrency}, fault rate {args.fault_rate}, disconnect rate {args.disconnect_rate}"
+    )
     print(f"requests:            {tally.requests} ({tally.requests / elapsed:.1f}/s)")
     print(f"faults injected:     {tally.faults}")
     print(f"client disconnects:  {tally.disconnects}")
@@ -239,7 +275,9 @@ def main() -> int:
         print("records:             skipped (no GET /v1/requests/{id} on this gateway)")
     else:
         ok = ok and settled == tally.requests
-        print(f"records:             {settled} settled of {tally.requests} requests (must be equal) {dict(sorted(record_outcomes.items()))}")
+        print(
+            f"records:             {settled} settled of {tally.requests} requests (must be equal) {dict(sorted(record_outcomes.items()))}"
+        )
     print(f"gateway RSS:         {rss0:.1f} MiB at start, {rss1:.1f} MiB at end")
     print(f"gateway open fds:    {fds0} at start, {fds1} at end")
     print(f"process logs:        {workdir}")

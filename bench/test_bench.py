@@ -54,13 +54,30 @@ def test_issue_targets_read_the_turns_and_workers_scenarios() -> None:
 
     level = {"gatewayCpuMsPerTurn": 1.2, "gatewayTurnsPerS": 600.0, "added": {"ttftP50Ms": 0.8}}
     results = {
-        "turns": {"workers": 1, "scenario": "s", "secondsPerRound": 2.0,
-                  "levels": [{**level, "concurrency": 1, "gatewayCpuMsPerTurn": 2.5},
-                             {**level, "concurrency": 50}]},
-        "workers": {"maxSustainedRatio": 1.5, "turnsPerSRatio": 1.9, "runs": {
-            "1": {"workers": 1, "levels": [], "maxSustained": 200, "turns": {"gatewayTurnsPerS": 610.0, "gatewayCpuMsPerTurn": 1.3}},
-            "2": {"workers": 2, "levels": [], "maxSustained": 300, "turns": {"gatewayTurnsPerS": 1100.0, "gatewayCpuMsPerTurn": 1.4}},
-        }},
+        "turns": {
+            "workers": 1,
+            "scenario": "s",
+            "secondsPerRound": 2.0,
+            "levels": [{**level, "concurrency": 1, "gatewayCpuMsPerTurn": 2.5}, {**level, "concurrency": 50}],
+        },
+        "workers": {
+            "maxSustainedRatio": 1.5,
+            "turnsPerSRatio": 1.9,
+            "runs": {
+                "1": {
+                    "workers": 1,
+                    "levels": [],
+                    "maxSustained": 200,
+                    "turns": {"gatewayTurnsPerS": 610.0, "gatewayCpuMsPerTurn": 1.3},
+                },
+                "2": {
+                    "workers": 2,
+                    "levels": [],
+                    "maxSustained": 300,
+                    "turns": {"gatewayTurnsPerS": 1100.0, "gatewayCpuMsPerTurn": 1.4},
+                },
+            },
+        },
     }
     rows = {r["id"]: r for r in issue_targets(results)}
     assert (rows["turn_cpu_c50"]["value"], rows["turn_cpu_c50"]["met"]) == (1.2, True)
@@ -75,9 +92,15 @@ def test_issue_targets_read_the_turns_and_workers_scenarios() -> None:
 
 def test_timeline_medians_measure_each_point_from_its_own_turns_request() -> None:
     marks = [
-        ("request bytes", 10.0), ("open in", 10.001), ("first body", 10.004), ("first body", 10.009),
-        ("request bytes", 20.0), ("open in", 20.003), ("first body", 20.006),
-        ("request bytes", 30.0), ("open in", 30.002),  # no body yet: counted for the points it reached
+        ("request bytes", 10.0),
+        ("open in", 10.001),
+        ("first body", 10.004),
+        ("first body", 10.009),
+        ("request bytes", 20.0),
+        ("open in", 20.003),
+        ("first body", 20.006),
+        ("request bytes", 30.0),
+        ("open in", 30.002),  # no body yet: counted for the points it reached
     ]
     result = medians(marks, skip=0)
     assert abs(result["open in"][0] - 2.0) < 1e-9 and result["open in"][1] == 3
@@ -93,7 +116,10 @@ def test_sustained_is_the_highest_level_below_the_first_failure() -> None:
 
 
 def test_sustained_stops_where_the_direct_path_loses_its_pacing() -> None:
-    levels = [{"concurrency": c, "passed": True, "directGapP99Ms": direct} for c, direct in [(400, 23.9), (600, 31.0), (800, 37.8)]]
+    levels = [
+        {"concurrency": c, "passed": True, "directGapP99Ms": direct}
+        for c, direct in [(400, 23.9), (600, 31.0), (800, 37.8)]
+    ]
     assert sustained(levels) == 400  # 600 "passed" with the direct path's own gap p99 11 ms past its 20 ms pacing
 
 
@@ -103,8 +129,15 @@ def test_the_idle_scenario_is_reported_per_pause() -> None:
     kind = {"directTtftP50Ms": 0.4, "gatewayTtftP50Ms": 1.4, "addedTtftMs": 1.05, "failed": 0}
     idle = {"pairs": 60, "scenarios": {"short": "slow;n=5", "paced": "slow;n=3;delay_ms=20"},
             "levels": [{"pauseMs": p, "short": kind, "paced": dict(kind, addedTtftMs=2.2)} for p in (0, 100)]}  # fmt: skip
-    rows = [line for line in markdown({"idle": idle}).splitlines() if line.startswith("| 0 ms") or line.startswith("| 100 ms")]
-    assert rows == ["| 0 ms | 1.05 ms | 0.40 ms | 2.20 ms | 0.40 ms |", "| 100 ms | 1.05 ms | 0.40 ms | 2.20 ms | 0.40 ms |"]
+    rows = [
+        line
+        for line in markdown({"idle": idle}).splitlines()
+        if line.startswith("| 0 ms") or line.startswith("| 100 ms")
+    ]
+    assert rows == [
+        "| 0 ms | 1.05 ms | 0.40 ms | 2.20 ms | 0.40 ms |",
+        "| 100 ms | 1.05 ms | 0.40 ms | 2.20 ms | 0.40 ms |",
+    ]
 
 
 def test_pools_targets_read_the_pools_scenario() -> None:

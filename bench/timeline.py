@@ -66,6 +66,7 @@ class Marks:
         function: Callable[..., Any] = getattr(owner, attr)
         mark = self.mark
         if inspect.iscoroutinefunction(function):
+
             async def wrapped_async(*args: Any, **kwargs: Any) -> Any:
                 if before:
                     mark(before)
@@ -73,8 +74,10 @@ class Marks:
                 if after:
                     mark(after)
                 return result
+
             setattr(owner, attr, wrapped_async)
         else:
+
             def wrapped(*args: Any, **kwargs: Any) -> Any:
                 if before:
                     mark(before)
@@ -82,6 +85,7 @@ class Marks:
                 if after:
                     mark(after)
                 return result
+
             setattr(owner, attr, wrapped)
 
 
@@ -126,8 +130,15 @@ def serve(port: int, out: str) -> None:
 
     httptools_impl.RequestResponseCycle.send = marked_send  # type: ignore[method-assign]
     signal.signal(signal.SIGUSR2, marks.dump)
-    config = uvicorn.Config("app.main:app", host="127.0.0.1", port=port, loop="uvloop", http="httptools",
-                            log_level="warning", access_log=False)
+    config = uvicorn.Config(
+        "app.main:app",
+        host="127.0.0.1",
+        port=port,
+        loop="uvloop",
+        http="httptools",
+        log_level="warning",
+        access_log=False,
+    )
     uvicorn.Server(config).run()
 
 
@@ -149,8 +160,9 @@ def medians(marks: list[tuple[str, float]], skip: int) -> dict[str, tuple[float,
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m bench.timeline", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="python -m bench.timeline", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--turns", type=int, default=400)
     parser.add_argument("--pause-ms", type=float, default=0.0, help="idle time after each turn (default 0)")
     parser.add_argument("--out", help="write the table here too (e.g. bench/profiles/NAME.txt)")
@@ -159,7 +171,9 @@ def main(argv: list[str] | None = None) -> None:
     sim = procs.simulator()
     gateway = procs.Server("gateway", "app.main:app", health="/readyz")
     port = procs.free_port()
-    gateway.start_command([sys.executable, "-m", "bench.timeline", "serve", str(port), out], port, procs.gateway_env(sim))
+    gateway.start_command(
+        [sys.executable, "-m", "bench.timeline", "serve", str(port), out], port, procs.gateway_env(sim)
+    )
     warmup = 50
     try:
         uvloop.run(drive(port, warmup, 1))
@@ -174,9 +188,13 @@ def main(argv: list[str] | None = None) -> None:
         sim.stop()
     rows = medians([tuple(m) for m in json.loads(Path(out).read_text())], skip=warmup)
     idle = f", {args.pause_ms:g} ms idle after each" if args.pause_ms else ""
-    text = (f"# {turns} short turns one at a time (`slow;n=5;delay_ms=0;size=8`){idle}, {failed} failed: median ms "
-            "after the request's bytes arrived\n\n| point | ms | turns | what |\n|---|---|---|---|\n")
-    text += "".join(f"| {name} | {rows[name][0]:.3f} | {rows[name][1]} | {what} |\n" for name, what in POINTS if name in rows)
+    text = (
+        f"# {turns} short turns one at a time (`slow;n=5;delay_ms=0;size=8`){idle}, {failed} failed: median ms "
+        "after the request's bytes arrived\n\n| point | ms | turns | what |\n|---|---|---|---|\n"
+    )
+    text += "".join(
+        f"| {name} | {rows[name][0]:.3f} | {rows[name][1]} | {what} |\n" for name, what in POINTS if name in rows
+    )
     if args.out:
         Path(args.out).write_text(text)
     print(text)

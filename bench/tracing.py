@@ -49,7 +49,9 @@ class OtlpSink:
         self.url = f"http://127.0.0.1:{self.port}"
         self._exports = multiprocessing.Value("q", 0)
         self._bytes = multiprocessing.Value("q", 0)
-        self.process = multiprocessing.Process(target=_serve_sink, args=(self.port, self._exports, self._bytes), daemon=True)
+        self.process = multiprocessing.Process(
+            target=_serve_sink, args=(self.port, self._exports, self._bytes), daemon=True
+        )
         self.process.start()
 
     @property
@@ -126,7 +128,11 @@ async def run(quick: bool, base: str | None) -> dict[str, Any]:
         # concurrency → turns per worker; at 1 a turn's CPU includes the idle process's own (timers, ledger)
         levels = {1: 100 if quick else 200, 20: 15 if quick else 30}
         out: dict[str, Any] = {
-            "scenario": SCENARIO, "rounds": rounds, "base": base, "loadavgStart": os.getloadavg(), "levels": {},
+            "scenario": SCENARIO,
+            "rounds": rounds,
+            "base": base,
+            "loadavgStart": os.getloadavg(),
+            "levels": {},
         }
         names = list(gateways)
         for concurrency, per_worker in levels.items():
@@ -164,8 +170,11 @@ def _markdown(result: dict[str, Any]) -> str:
         + f". Load average {result['loadavgStart']} → {result['loadavgEnd']}. "
         f"Exports received by the sink: {result['spanExports']} ({result['spanExportBytes']} bytes).",
         "",
-        "| concurrency | " + " | ".join(f"CPU/turn {n}" for n in names) + " | TTFT p50 on − off | TTFT p99 on − off"
-        + (" | TTFT p50 off − base" if result["base"] else "") + " | failed |",
+        "| concurrency | "
+        + " | ".join(f"CPU/turn {n}" for n in names)
+        + " | TTFT p50 on − off | TTFT p99 on − off"
+        + (" | TTFT p50 off − base" if result["base"] else "")
+        + " | failed |",
         "|---|" + "---|" * (len(names) + 3 + (1 if result["base"] else 0)),
     ]
     for level, row in result["levels"].items():

@@ -68,7 +68,9 @@ def main() -> int:
     parser.add_argument("prompt", nargs="?", default="Hello! What can you do?")
     parser.add_argument("--url", default=os.environ.get("GATEWAY_URL", "http://127.0.0.1:8080"))
     parser.add_argument("--model", default=os.environ.get("GATEWAY_MODEL", "anthropic/claude-sonnet-4-5"))
-    parser.add_argument("--key", default=os.environ.get("GATEWAY_API_KEY") or "none", help="client key (GATEWAY_API_KEY)")
+    parser.add_argument(
+        "--key", default=os.environ.get("GATEWAY_API_KEY") or "none", help="client key (GATEWAY_API_KEY)"
+    )
     parser.add_argument("--thinking", action="store_true", help="ask for reasoning, then send it back in a second turn")
     args = parser.parse_args()
 
@@ -80,14 +82,19 @@ def main() -> int:
         if args.thinking and final.stop_reason != "tool_use":
             # The assistant content goes back as it came, thinking signatures included: on the same model the
             # vendor gets its own signature back and keeps its reasoning.
-            messages += [{"role": "assistant", "content": final.content}, {"role": "user", "content": "Thanks. Anything to add?"}]
+            messages += [
+                {"role": "assistant", "content": final.content},
+                {"role": "user", "content": "Thanks. Anything to add?"},
+            ]
             stream_turn(client, args, messages)
     except anthropic.APIStatusError as exc:
         error = exc.body.get("error", {}) if isinstance(exc.body, dict) else {}
         if exc.response.status_code == 200:  # an `event: error` after the stream started
             print(f"\nerror: {error.get('type')}: {error.get('message')}", flush=True)
             return 1
-        print(f"HTTP {exc.status_code}: {error.get('message') or exc.message}", file=sys.stderr)  # refused before the start
+        print(
+            f"HTTP {exc.status_code}: {error.get('message') or exc.message}", file=sys.stderr
+        )  # refused before the start
         return 2
     except anthropic.APIConnectionError as exc:
         print(f"error: {type(exc).__name__}: {exc}", file=sys.stderr)

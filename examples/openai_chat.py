@@ -39,7 +39,9 @@ def main() -> int:
     parser.add_argument("prompt", nargs="?", default="Hello! What can you do?")
     parser.add_argument("--url", default=os.environ.get("GATEWAY_URL", "http://127.0.0.1:8080"))
     parser.add_argument("--model", default=os.environ.get("GATEWAY_MODEL", "anthropic/claude-sonnet-4-5"))
-    parser.add_argument("--key", default=os.environ.get("GATEWAY_API_KEY") or "no-key", help="client key (GATEWAY_API_KEY)")
+    parser.add_argument(
+        "--key", default=os.environ.get("GATEWAY_API_KEY") or "no-key", help="client key (GATEWAY_API_KEY)"
+    )
     args = parser.parse_args()
 
     client = openai.OpenAI(base_url=f"{args.url.rstrip('/')}/v1", api_key=args.key, max_retries=0)

@@ -62,7 +62,9 @@ def main() -> int:
     # No read timeout: a stream may be silent for a while (the gateway sends `: ping` comments meanwhile).
     timeout = httpx.Timeout(10.0, read=None)
     try:
-        with httpx.stream("POST", f"{args.url.rstrip('/')}/v1/stream", json=body, headers=headers, timeout=timeout) as response:
+        with httpx.stream(
+            "POST", f"{args.url.rstrip('/')}/v1/stream", json=body, headers=headers, timeout=timeout
+        ) as response:
             if response.status_code != 200:
                 response.read()
                 print(f"HTTP {response.status_code}: {response.text}", file=sys.stderr)

@@ -13,8 +13,16 @@ from simulator import scenarios as s
 
 ROUTE = "/anthropic/v1/messages"
 COUNT_ROUTE = "/anthropic/v1/messages/count_tokens"
-STOP_REASONS = {"stop": "end_turn", "length": "max_tokens", "toolUse": "tool_use", "refusal": "refusal",
-                "pause": "pause_turn", "safety": "refusal", "malformed_call": "end_turn", "blocked": "refusal"}
+STOP_REASONS = {
+    "stop": "end_turn",
+    "length": "max_tokens",
+    "toolUse": "tool_use",
+    "refusal": "refusal",
+    "pause": "pause_turn",
+    "safety": "refusal",
+    "malformed_call": "end_turn",
+    "blocked": "refusal",
+}
 
 
 _CUTS = (s.ErrorEvent, s.Truncate, s.Reset, s.Hang)
@@ -42,7 +50,11 @@ def tool_results_of(body: dict[str, Any]) -> list[str]:
     last = messages[-1] if messages else {}
     if not isinstance(last, dict) or last.get("role") != "user" or not isinstance(last.get("content"), list):
         return []
-    return [_result_text(b.get("content")) for b in last["content"] if isinstance(b, dict) and b.get("type") == "tool_result"]
+    return [
+        _result_text(b.get("content"))
+        for b in last["content"]
+        if isinstance(b, dict) and b.get("type") == "tool_result"
+    ]
 
 
 def _result_text(content: Any) -> str:
@@ -63,60 +75,157 @@ def encode(scenario: s.Scenario, model: str, steps: list[s.Step] | None = None) 
         # A block followed by a failure is cut inside the block (no content_block_stop), as real cuts are.
         cut_after = position + 1 < len(steps) and isinstance(steps[position + 1], _CUTS)
         if isinstance(step, s.Usage):
-            usage = {"input_tokens": step.input, "output_tokens": 1, "cache_read_input_tokens": step.cache_read,
-                     "cache_creation_input_tokens": step.cache_write}
-            yield frame("message_start", {"type": "message_start", "message": {
-                "id": "msg_sim_0001", "type": "message", "role": "assistant", "model": model, "content": [],
-                "stop_reason": None, "stop_sequence": None, "usage": usage}})
+            usage = {
+                "input_tokens": step.input,
+                "output_tokens": 1,
+                "cache_read_input_tokens": step.cache_read,
+                "cache_creation_input_tokens": step.cache_write,
+            }
+            yield frame(
+                "message_start",
+                {
+                    "type": "message_start",
+                    "message": {
+                        "id": "msg_sim_0001",
+                        "type": "message",
+                        "role": "assistant",
+                        "model": model,
+                        "content": [],
+                        "stop_reason": None,
+                        "stop_sequence": None,
+                        "usage": usage,
+                    },
+                },
+            )
         elif isinstance(step, s.TextBlock):
-            yield frame("content_block_start", {"type": "content_block_start", "index": index, "content_block": {"type": "text", "text": ""}})
+            yield frame(
+                "content_block_start",
+                {"type": "content_block_start", "index": index, "content_block": {"type": "text", "text": ""}},
+            )
             yield frame("ping", {"type": "ping"})
             for chunk in step.chunks:
-                yield frame("content_block_delta", {"type": "content_block_delta", "index": index, "delta": {"type": "text_delta", "text": chunk}})
+                yield frame(
+                    "content_block_delta",
+                    {"type": "content_block_delta", "index": index, "delta": {"type": "text_delta", "text": chunk}},
+                )
             if not cut_after:
                 yield frame("content_block_stop", {"type": "content_block_stop", "index": index})
             index += 1
         elif isinstance(step, s.ThinkingBlock):
-            yield frame("content_block_start", {"type": "content_block_start", "index": index, "content_block": {"type": "thinking", "thinking": "", "signature": ""}})
+            yield frame(
+                "content_block_start",
+                {
+                    "type": "content_block_start",
+                    "index": index,
+                    "content_block": {"type": "thinking", "thinking": "", "signature": ""},
+                },
+            )
             for chunk in step.chunks:
-                yield frame("content_block_delta", {"type": "content_block_delta", "index": index, "delta": {"type": "thinking_delta", "thinking": chunk}})
+                yield frame(
+                    "content_block_delta",
+                    {
+                        "type": "content_block_delta",
+                        "index": index,
+                        "delta": {"type": "thinking_delta", "thinking": chunk},
+                    },
+                )
             half = len(step.signature) // 2
             for part in (step.signature[:half], step.signature[half:]):
-                yield frame("content_block_delta", {"type": "content_block_delta", "index": index, "delta": {"type": "signature_delta", "signature": part}})
+                yield frame(
+                    "content_block_delta",
+                    {
+                        "type": "content_block_delta",
+                        "index": index,
+                        "delta": {"type": "signature_delta", "signature": part},
+                    },
+                )
             yield frame("content_block_stop", {"type": "content_block_stop", "index": index})
             index += 1
         elif isinstance(step, s.RedactedThinking):
-            yield frame("content_block_start", {"type": "content_block_start", "index": index, "content_block": {"type": "redacted_thinking", "data": step.data}})
+            yield frame(
+                "content_block_start",
+                {
+                    "type": "content_block_start",
+                    "index": index,
+                    "content_block": {"type": "redacted_thinking", "data": step.data},
+                },
+            )
             yield frame("content_block_stop", {"type": "content_block_stop", "index": index})
             index += 1
         elif isinstance(step, s.ToolCallBlock):
-            yield frame("content_block_start", {"type": "content_block_start", "index": index, "content_block": {"type": "tool_use", "id": step.id, "name": step.name, "input": {}}})
+            yield frame(
+                "content_block_start",
+                {
+                    "type": "content_block_start",
+                    "index": index,
+                    "content_block": {"type": "tool_use", "id": step.id, "name": step.name, "input": {}},
+                },
+            )
             for fragment in step.fragments or [""]:
-                yield frame("content_block_delta", {"type": "content_block_delta", "index": index, "delta": {"type": "input_json_delta", "partial_json": fragment}})
+                yield frame(
+                    "content_block_delta",
+                    {
+                        "type": "content_block_delta",
+                        "index": index,
+                        "delta": {"type": "input_json_delta", "partial_json": fragment},
+                    },
+                )
             if not step.cut:
                 yield frame("content_block_stop", {"type": "content_block_stop", "index": index})
             index += 1
         elif isinstance(step, s.WebSearch):
             searches += 1
             tool_id = f"srvtoolu_sim_{index:04d}"
-            yield frame("content_block_start", {"type": "content_block_start", "index": index, "content_block": {
-                "type": "server_tool_use", "id": tool_id, "name": "web_search", "input": {}}})
-            yield frame("content_block_delta", {"type": "content_block_delta", "index": index, "delta": {
-                "type": "input_json_delta", "partial_json": json.dumps({"query": step.query})}})
+            yield frame(
+                "content_block_start",
+                {
+                    "type": "content_block_start",
+                    "index": index,
+                    "content_block": {"type": "server_tool_use", "id": tool_id, "name": "web_search", "input": {}},
+                },
+            )
+            yield frame(
+                "content_block_delta",
+                {
+                    "type": "content_block_delta",
+                    "index": index,
+                    "delta": {"type": "input_json_delta", "partial_json": json.dumps({"query": step.query})},
+                },
+            )
             yield frame("content_block_stop", {"type": "content_block_stop", "index": index})
             index += 1
-            results = [{"type": "web_search_result", "title": title, "url": url, "encrypted_content": "EncSim==",
-                        "page_age": None} for url, title in step.sources]
-            yield frame("content_block_start", {"type": "content_block_start", "index": index, "content_block": {
-                "type": "web_search_tool_result", "tool_use_id": tool_id, "content": results}})
+            results = [
+                {
+                    "type": "web_search_result",
+                    "title": title,
+                    "url": url,
+                    "encrypted_content": "EncSim==",
+                    "page_age": None,
+                }
+                for url, title in step.sources
+            ]
+            yield frame(
+                "content_block_start",
+                {
+                    "type": "content_block_start",
+                    "index": index,
+                    "content_block": {"type": "web_search_tool_result", "tool_use_id": tool_id, "content": results},
+                },
+            )
             yield frame("content_block_stop", {"type": "content_block_stop", "index": index})
             index += 1
         elif isinstance(step, s.Stop):
             usage_delta: dict[str, Any] = {"output_tokens": step.output}
             if searches:
                 usage_delta["server_tool_use"] = {"web_search_requests": searches}
-            yield frame("message_delta", {"type": "message_delta", "delta": {"stop_reason": STOP_REASONS[step.reason], "stop_sequence": None},
-                                          "usage": usage_delta})
+            yield frame(
+                "message_delta",
+                {
+                    "type": "message_delta",
+                    "delta": {"stop_reason": STOP_REASONS[step.reason], "stop_sequence": None},
+                    "usage": usage_delta,
+                },
+            )
             yield frame("message_stop", {"type": "message_stop"})
         elif isinstance(step, s.ErrorEvent):
             yield frame("error", {"type": "error", "error": {"type": step.type, "message": step.message}})

@@ -86,10 +86,22 @@ class Seen:
 
     def public(self) -> dict[str, Any]:
         return {
-            "id": self.id, "vendor": self.vendor, "model": self.model, "scenario": self.scenario, "body": self.body,
-            "authSha256": self.auth_sha256, "headers": self.headers, "traceparent": self.traceparent, "startedAt": self.started_at, "status": self.status,
-            "framesSent": self.frames_sent, "completed": self.completed, "clientClosed": self.client_closed,
-            "closedAt": self.closed_at, "finishedAt": self.finished_at, "endpoint": self.endpoint,
+            "id": self.id,
+            "vendor": self.vendor,
+            "model": self.model,
+            "scenario": self.scenario,
+            "body": self.body,
+            "authSha256": self.auth_sha256,
+            "headers": self.headers,
+            "traceparent": self.traceparent,
+            "startedAt": self.started_at,
+            "status": self.status,
+            "framesSent": self.frames_sent,
+            "completed": self.completed,
+            "clientClosed": self.client_closed,
+            "closedAt": self.closed_at,
+            "finishedAt": self.finished_at,
+            "endpoint": self.endpoint,
         }
 
     def touch(self) -> None:
@@ -133,10 +145,26 @@ class Vendor:
 
 
 VENDORS: dict[str, Vendor] = {
-    "anthropic": Vendor("anthropic", anthropic.encode, anthropic.prompt_of, anthropic.tool_results_of, anthropic.error_body, "anthropic-"),
-    "openai": Vendor("openai", openai.encode, openai.prompt_of, openai.tool_results_of, openai.error_body, "openai-responses-"),
+    "anthropic": Vendor(
+        "anthropic",
+        anthropic.encode,
+        anthropic.prompt_of,
+        anthropic.tool_results_of,
+        anthropic.error_body,
+        "anthropic-",
+    ),
+    "openai": Vendor(
+        "openai", openai.encode, openai.prompt_of, openai.tool_results_of, openai.error_body, "openai-responses-"
+    ),
     "google": Vendor("google", google.encode, google.prompt_of, google.tool_results_of, google.error_body, "gemini-"),
-    "compat": Vendor("compat", openai_completions.encode, openai_completions.prompt_of, openai_completions.tool_results_of, openai_completions.error_body, "chat/chat-"),
+    "compat": Vendor(
+        "compat",
+        openai_completions.encode,
+        openai_completions.prompt_of,
+        openai_completions.tool_results_of,
+        openai_completions.error_body,
+        "chat/chat-",
+    ),
 }
 
 
@@ -147,7 +175,9 @@ class _Abort(Exception):
 class ScenarioResponse:
     """Plays a scenario as an SSE body, watching for the client closing the connection."""
 
-    def __init__(self, vendor: Vendor, scenario: s.Scenario, model: str, entry: Seen, fault: sim_faults.Fault | None = None) -> None:
+    def __init__(
+        self, vendor: Vendor, scenario: s.Scenario, model: str, entry: Seen, fault: sim_faults.Fault | None = None
+    ) -> None:
         self.vendor = vendor
         self.scenario = scenario
         self.model = model
@@ -189,13 +219,22 @@ class ScenarioResponse:
             error = scenario.http_error
             entry.status = error.status
             body = json.dumps(self.vendor.error_body(error)).encode()
-            headers = [(b"content-type", b"application/json"), *((k.encode(), v.encode()) for k, v in error.headers.items())]
+            headers = [
+                (b"content-type", b"application/json"),
+                *((k.encode(), v.encode()) for k, v in error.headers.items()),
+            ]
             await send({"type": "http.response.start", "status": error.status, "headers": headers})
             await send({"type": "http.response.body", "body": body})
             entry.completed = True
             return
         entry.status = 200
-        await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"text/event-stream"), (b"cache-control", b"no-cache")]})
+        await send(
+            {
+                "type": "http.response.start",
+                "status": 200,
+                "headers": [(b"content-type", b"text/event-stream"), (b"cache-control", b"no-cache")],
+            }
+        )
         delay = scenario.delay_ms / 1000
         for item in sim_faults.apply(self.fault, self.vendor.name, self.vendor.encode, self.model, self._items()):
             if isinstance(item, bytes):
@@ -212,7 +251,13 @@ class ScenarioResponse:
             elif isinstance(item, sim_faults.Drip):
                 for offset in range(0, len(item.data), item.chunk):
                     await asyncio.sleep(item.interval)
-                    await send({"type": "http.response.body", "body": item.data[offset : offset + item.chunk], "more_body": True})
+                    await send(
+                        {
+                            "type": "http.response.body",
+                            "body": item.data[offset : offset + item.chunk],
+                            "more_body": True,
+                        }
+                    )
                 entry.frames_sent += 1
         await send({"type": "http.response.body", "body": b"", "more_body": False})
         entry.completed = True
@@ -243,7 +288,6 @@ def _auth_sha256(request: Request) -> str | None:
         or request.headers.get("x-goog-api-key")
     )
     return hashlib.sha256(auth.encode()).hexdigest() if auth else None
-
 
 
 @dataclass(frozen=True)
@@ -281,10 +325,16 @@ def create_simulator(log_guard: LogGuard | None = None) -> Starlette:
         except ValueError:
             return JSONResponse({"error": {"type": "invalid_request_error", "message": "invalid JSON"}}, 400)
 
-    def record(request: Request, vendor: Vendor, model: str, scenario: Any, body: dict[str, Any], raw: str, **more: Any) -> Seen:
+    def record(
+        request: Request, vendor: Vendor, model: str, scenario: Any, body: dict[str, Any], raw: str, **more: Any
+    ) -> Seen:
         """Log one vendor request with what tests read of its headers (never a credential, only its SHA-256)."""
         return state.add(
-            vendor=vendor.name, model=model, scenario=s.summary(scenario), body=body, raw=raw,
+            vendor=vendor.name,
+            model=model,
+            scenario=s.summary(scenario),
+            body=body,
+            raw=raw,
             auth_sha256=_auth_sha256(request),
             caller=request.headers.get("x-gateway-caller"),
             headers={name: request.headers[name] for name in RECORDED_HEADERS if name in request.headers},
@@ -312,7 +362,9 @@ def create_simulator(log_guard: LogGuard | None = None) -> Starlette:
         entry = record(request, vendor, model, scenario, body, raw)
         return ScenarioResponse(vendor, scenario, model, entry, fault)
 
-    async def count_call(request: Request, vendor: Vendor, model: str, answer: Callable[[int], dict[str, Any]]) -> Response:
+    async def count_call(
+        request: Request, vendor: Vendor, model: str, answer: Callable[[int], dict[str, Any]]
+    ) -> Response:
         """A vendor's token counting endpoint: the scenario's HTTP error, or `answer(token_count(body))`."""
         parsed = await read_json(request)
         if isinstance(parsed, Response):
@@ -333,7 +385,9 @@ def create_simulator(log_guard: LogGuard | None = None) -> Starlette:
         entry.touch()
         if scenario.http_error is not None:
             entry.status = scenario.http_error.status
-            return JSONResponse(vendor.error_body(scenario.http_error), scenario.http_error.status, scenario.http_error.headers)
+            return JSONResponse(
+                vendor.error_body(scenario.http_error), scenario.http_error.status, scenario.http_error.headers
+            )
         entry.status = 200
         return JSONResponse(answer(s.token_count(body)))
 
@@ -341,11 +395,17 @@ def create_simulator(log_guard: LogGuard | None = None) -> Starlette:
         return await count_call(request, VENDORS["anthropic"], "", lambda n: {"input_tokens": n})
 
     async def openai_count(request: Request) -> Response:
-        return await count_call(request, VENDORS["openai"], "", lambda n: {"object": "response.input_tokens", "input_tokens": n})
+        return await count_call(
+            request, VENDORS["openai"], "", lambda n: {"object": "response.input_tokens", "input_tokens": n}
+        )
 
     async def google_count(request: Request) -> Response:
-        return await count_call(request, VENDORS["google"], request.path_params["model"],
-                                lambda n: {"totalTokens": n, "promptTokensDetails": [{"modality": "TEXT", "tokenCount": n}]})
+        return await count_call(
+            request,
+            VENDORS["google"],
+            request.path_params["model"],
+            lambda n: {"totalTokens": n, "promptTokensDetails": [{"modality": "TEXT", "tokenCount": n}]},
+        )
 
     async def anthropic_messages(request: Request) -> Response | ScenarioResponse:
         return await vendor_call(request, VENDORS["anthropic"], "")
@@ -388,7 +448,9 @@ def create_simulator(log_guard: LogGuard | None = None) -> Starlette:
                 while True:
                     found = state.matching(contains, scope)
                     entry = found[-1] if found else None
-                    reached = [e for e in found if (e.client_closed if until == "closed" else e.finished_at is not None)]
+                    reached = [
+                        e for e in found if (e.client_closed if until == "closed" else e.finished_at is not None)
+                    ]
                     if every and found and len(reached) == len(found):
                         return JSONResponse([e.public() for e in found])
                     if every and found:
@@ -401,21 +463,26 @@ def create_simulator(log_guard: LogGuard | None = None) -> Starlette:
             return JSONResponse({"timeout": True, "entry": found[-1].public() if found else None}, 408)
 
     bedrock_wire = bedrock.BedrockWire(record)  # its routes check SigV4 against the test credentials it holds
-    app = Starlette(routes=[
-        *bedrock_wire.routes,
-        Route(anthropic.ROUTE, anthropic_messages, methods=["POST"]),
-        Route(openai.ROUTE, openai_responses, methods=["POST"]),
-        Route(google.ROUTE, google_stream, methods=["POST"]),
-        Route(openai_completions.ROUTE, chat_completions, methods=["POST"]),
-        Route(anthropic.COUNT_ROUTE, anthropic_count, methods=["POST"]),
-        Route(openai.COUNT_ROUTE, openai_count, methods=["POST"]),
-        Route(google.COUNT_ROUTE, google_count, methods=["POST"]),
-        *azure.routes(lambda request, vendor, model: vendor_call(request, VENDORS[vendor], model), entra.valid), *entra.routes(),
-        *Vertex(lambda request, vendor, model: vendor_call(request, VENDORS[vendor], model),
-                lambda request, vendor, model, answer: count_call(request, VENDORS[vendor], model, answer)).routes(),
-        Route("/_sim/requests", requests_seen, methods=["GET", "DELETE"]),
-        Route("/_sim/wait", wait, methods=["GET"]),
-    ])
+    app = Starlette(
+        routes=[
+            *bedrock_wire.routes,
+            Route(anthropic.ROUTE, anthropic_messages, methods=["POST"]),
+            Route(openai.ROUTE, openai_responses, methods=["POST"]),
+            Route(google.ROUTE, google_stream, methods=["POST"]),
+            Route(openai_completions.ROUTE, chat_completions, methods=["POST"]),
+            Route(anthropic.COUNT_ROUTE, anthropic_count, methods=["POST"]),
+            Route(openai.COUNT_ROUTE, openai_count, methods=["POST"]),
+            Route(google.COUNT_ROUTE, google_count, methods=["POST"]),
+            *azure.routes(lambda request, vendor, model: vendor_call(request, VENDORS[vendor], model), entra.valid),
+            *entra.routes(),
+            *Vertex(
+                lambda request, vendor, model: vendor_call(request, VENDORS[vendor], model),
+                lambda request, vendor, model, answer: count_call(request, VENDORS[vendor], model, answer),
+            ).routes(),
+            Route("/_sim/requests", requests_seen, methods=["GET", "DELETE"]),
+            Route("/_sim/wait", wait, methods=["GET"]),
+        ]
+    )
     app.state.sim = state
     app.state.bedrock = bedrock_wire
     return app

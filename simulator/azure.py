@@ -40,8 +40,11 @@ VendorCall = Callable[[Request, str, str], Awaitable[Any]]  # (request, simulato
 
 def _error(status: int, code: str, message: str, **headers: str) -> Response:
     request_id = str(uuid.uuid4())
-    return JSONResponse({"error": {"code": code, "message": message}}, status,
-                        {"apim-request-id": request_id, "x-request-id": request_id, **headers})
+    return JSONResponse(
+        {"error": {"code": code, "message": message}},
+        status,
+        {"apim-request-id": request_id, "x-request-id": request_id, **headers},
+    )
 
 
 def routes(vendor_call: VendorCall, entra_tokens: Callable[[str], bool]) -> list[Route]:
@@ -72,11 +75,12 @@ def routes(vendor_call: VendorCall, entra_tokens: Callable[[str], bool]) -> list
         log.append({"path": request.url.path, "apiVersion": api_version, "deployment": deployment, "auth": scheme})
         if scheme is None:
             return _error(401, "401", UNAUTHORIZED)
-        limit = next((int(p[len("throttle="):]) for p in deployment.split(";") if p.startswith("throttle=")), 0)
+        limit = next((int(p[len("throttle=") :]) for p in deployment.split(";") if p.startswith("throttle=")), 0)
         if throttled[deployment] < limit:
             throttled[deployment] += 1
             return _error(
-                429, "429",
+                429,
+                "429",
                 f"Requests to the {vendor} operation under Azure OpenAI API version {api_version or 'v1'} have exceeded "
                 "the token rate limit of your current pricing tier. Please retry after 1 second.",
                 **{"retry-after-ms": str(RETRY_AFTER_MS), "retry-after": "1"},

@@ -60,8 +60,10 @@ from simulator import anthropic, scenarios as s
 
 ROUTES = ("/bedrock/model/{model_id:path}/invoke-with-response-stream", "/bedrock/model/{model_id:path}/invoke")
 COUNT_ROUTE = "/bedrock/model/{model_id:path}/count-tokens"
-INVOKE_BODY_REFUSED = ("Malformed input request: #: required key [anthropic_version] not found, extraneous keys [model, stream] "
-                       "are not permitted")
+INVOKE_BODY_REFUSED = (
+    "Malformed input request: #: required key [anthropic_version] not found, extraneous keys [model, stream] "
+    "are not permitted"
+)
 _PROFILE = re.compile(r"^(?:us|us-gov|eu|apac|jp|au|ca|global)\.")  # a cross-region inference profile id
 STS_ROUTES = ("/sts", "/sts/")  # `AWS_ENDPOINT_URL_STS=<simulator>/sts`
 CONTENT_TYPE = "application/vnd.amazon.eventstream"
@@ -70,11 +72,20 @@ MAX_SKEW_S = 300
 # The test credentials the simulator accepts unless told otherwise (demo mode and tests); never real ones.
 TEST_ACCESS_KEY_ID = "ASIASIMULATORTEST0001"
 TEST_SECRET_ACCESS_KEY = "simulator-bedrock-test-secret-not-a-real-key"
-ERROR_NAMES = {400: "ValidationException", 403: "AccessDeniedException", 404: "ResourceNotFoundException",
-               408: "ModelTimeoutException", 424: "ModelErrorException", 429: "ThrottlingException",
-               500: "InternalServerException", 503: "ServiceUnavailableException"}
-_AUTH = re.compile(r"AWS4-HMAC-SHA256 Credential=([^/]+)/(\d{8})/([^/]+)/([^/]+)/aws4_request,\s*"
-                   r"SignedHeaders=([^,]+),\s*Signature=([0-9a-f]{64})$")
+ERROR_NAMES = {
+    400: "ValidationException",
+    403: "AccessDeniedException",
+    404: "ResourceNotFoundException",
+    408: "ModelTimeoutException",
+    424: "ModelErrorException",
+    429: "ThrottlingException",
+    500: "InternalServerException",
+    503: "ServiceUnavailableException",
+}
+_AUTH = re.compile(
+    r"AWS4-HMAC-SHA256 Credential=([^/]+)/(\d{8})/([^/]+)/([^/]+)/aws4_request,\s*"
+    r"SignedHeaders=([^,]+),\s*Signature=([0-9a-f]{64})$"
+)
 
 
 @dataclass
@@ -98,9 +109,11 @@ class BedrockWire:
 
     @property
     def routes(self) -> list[Route]:
-        return [*(Route(path, self.invoke, methods=["POST"]) for path in ROUTES),
-                Route(COUNT_ROUTE, self.count_tokens, methods=["POST"]),
-                *(Route(path, self.assume_role_with_web_identity, methods=["POST"]) for path in STS_ROUTES)]
+        return [
+            *(Route(path, self.invoke, methods=["POST"]) for path in ROUTES),
+            Route(COUNT_ROUTE, self.count_tokens, methods=["POST"]),
+            *(Route(path, self.assume_role_with_web_identity, methods=["POST"]) for path in STS_ROUTES),
+        ]
 
     async def assume_role_with_web_identity(self, request: Request) -> Response:
         """STS `AssumeRoleWithWebIdentity` (what botocore calls for IRSA: `AWS_ROLE_ARN` and
@@ -108,15 +121,28 @@ class BedrockWire:
         identity token among `web_identity_tokens`; else STS's `InvalidIdentityToken` error."""
         form = {k: v[0] for k, v in urllib.parse.parse_qs((await request.body()).decode()).items()}
         request_id = str(uuid.uuid4())
-        if form.get("Action") != "AssumeRoleWithWebIdentity" or form.get("WebIdentityToken") not in self.web_identity_tokens:
+        if (
+            form.get("Action") != "AssumeRoleWithWebIdentity"
+            or form.get("WebIdentityToken") not in self.web_identity_tokens
+        ):
             return Response(_STS_ERROR.format(request_id=request_id), 400, media_type="text/xml")
         key_id = "ASIASTS" + uuid.uuid4().hex[:13].upper()
         secret, token = uuid.uuid4().hex + uuid.uuid4().hex, "sts-session-" + uuid.uuid4().hex
         self.keys[key_id] = Key(secret, token)
         self.issued.append(key_id)
         expires = datetime.fromtimestamp(time.time() + self.sts_lifetime_s, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-        return Response(_STS_ANSWER.format(key_id=key_id, secret=secret, token=token, expires=expires, request_id=request_id,
-                                           role=str(form.get("RoleArn")), session=str(form.get("RoleSessionName"))), media_type="text/xml")
+        return Response(
+            _STS_ANSWER.format(
+                key_id=key_id,
+                secret=secret,
+                token=token,
+                expires=expires,
+                request_id=request_id,
+                role=str(form.get("RoleArn")),
+                session=str(form.get("RoleSessionName")),
+            ),
+            media_type="text/xml",
+        )
 
     async def invoke(self, request: Request) -> Response | "EventStreamResponse":
         body_bytes, request_id, refused = await self._read_signed(request)
@@ -127,12 +153,19 @@ class BedrockWire:
         try:
             body = json.loads(raw)
         except ValueError:
-            return error_response(400, "ValidationException", "Malformed input request, please reformat your input and try again.", request_id)
+            return error_response(
+                400,
+                "ValidationException",
+                "Malformed input request, please reformat your input and try again.",
+                request_id,
+            )
         if not _invoke_body(body):
             return error_response(400, "ValidationException", INVOKE_BODY_REFUSED, request_id)
         scenario = s.build(model, anthropic.prompt_of(body), anthropic.tool_results_of(body))
         entry = self.record(request, VENDOR, model, scenario, body, raw)
-        failed = self._refused(request, entry, model, anthropic.prompt_of(body), scenario, request_id, "InvokeModelWithResponseStream")
+        failed = self._refused(
+            request, entry, model, anthropic.prompt_of(body), scenario, request_id, "InvokeModelWithResponseStream"
+        )
         if failed is not None:
             return failed
         if request.url.path.endswith("/invoke"):
@@ -152,8 +185,12 @@ class BedrockWire:
             encoded = json.loads(body_bytes)["input"]["invokeModel"]["body"]
             body = json.loads(base64.b64decode(encoded, validate=True))
         except (ValueError, KeyError, TypeError, binascii.Error):
-            return error_response(400, "ValidationException", "Malformed input request: input.invokeModel.body must be the "
-                                  "base64 of an InvokeModel JSON body.", request_id)
+            return error_response(
+                400,
+                "ValidationException",
+                "Malformed input request: input.invokeModel.body must be the base64 of an InvokeModel JSON body.",
+                request_id,
+            )
         if not _invoke_body(body):
             return error_response(400, "ValidationException", INVOKE_BODY_REFUSED, request_id)
         if _PROFILE.match(model):
@@ -175,8 +212,9 @@ class BedrockWire:
         refused = self.check_signature(request, body)
         return body, request_id, None if refused is None else error_response(403, *refused, request_id)
 
-    def _refused(self, request: Request, entry: Any, model: str, prompt: str, scenario: s.Scenario, request_id: str,
-                 action: str) -> Response | None:
+    def _refused(
+        self, request: Request, entry: Any, model: str, prompt: str, scenario: s.Scenario, request_id: str, action: str
+    ) -> Response | None:
         """The error answer the model id's params or the scenario call for (`throttle=N`, `deny=1`,
         `error_bytes=N`, `http-<status>`), recorded on `entry`; None to go on."""
         access_key = _AUTH.match(request.headers["authorization"]).group(1)  # type: ignore[union-attr]
@@ -187,12 +225,21 @@ class BedrockWire:
             self.throttled[(model, prompt)] = self.throttled.get((model, prompt), 0) + 1
             status, name, message = 429, "ThrottlingException", "Too many requests, please wait before trying again."
         elif "deny" in params:  # `deny=1`: the role may not call the model (the text names both ARNs)
-            status, name, message = 403, "AccessDeniedException", DENIED.format(action=action, model=model.split(";")[0])
+            status, name, message = (
+                403,
+                "AccessDeniedException",
+                DENIED.format(action=action, model=model.split(";")[0]),
+            )
         elif "error_bytes" in params:  # `error_bytes=N`: a 500 whose message is N bytes long
             status, name, message = 500, "InternalServerException", "x" * int(params["error_bytes"])
         elif scenario.http_error is not None:
             error = scenario.http_error
-            status, name, message, headers = error.status, ERROR_NAMES.get(error.status, "InternalServerException"), error.message, error.headers
+            status, name, message, headers = (
+                error.status,
+                ERROR_NAMES.get(error.status, "InternalServerException"),
+                error.message,
+                error.headers,
+            )
         if not status:
             return None
         entry.status, entry.completed, entry.finished_at = status, True, time.time()
@@ -203,7 +250,12 @@ class BedrockWire:
         """None when the SigV4 signature is the one the request's credentials make, else (exception, message)."""
         auth = _AUTH.match(request.headers.get("authorization", ""))
         if auth is None:
-            return "AccessDeniedException", "Missing Authentication Token" if "authorization" not in request.headers else "Authorization header requires 'Credential', 'SignedHeaders' and 'Signature' parameters."
+            return (
+                "AccessDeniedException",
+                "Missing Authentication Token"
+                if "authorization" not in request.headers
+                else "Authorization header requires 'Credential', 'SignedHeaders' and 'Signature' parameters.",
+            )
         key_id, day, region, service, signed, signature = auth.groups()
         if key_id in self.expired:
             return "ExpiredTokenException", "The security token included in the request is expired"
@@ -216,20 +268,32 @@ class BedrockWire:
         except ValueError:
             return "InvalidSignatureException", "Date must be in ISO-8601 'basic format'."
         if abs(time.time() - when.timestamp()) > MAX_SKEW_S or not amz_date.startswith(day):
-            return "InvalidSignatureException", f"Signature expired: {amz_date} is now earlier or later than 5 minutes from now."
+            return (
+                "InvalidSignatureException",
+                f"Signature expired: {amz_date} is now earlier or later than 5 minutes from now.",
+            )
         names = signed.split(";")
         if "host" not in names or any(n not in request.headers for n in names):
-            return "InvalidSignatureException", "The request signature we calculated does not match the signature you provided."
+            return (
+                "InvalidSignatureException",
+                "The request signature we calculated does not match the signature you provided.",
+            )
         raw_path = request.scope.get("raw_path") or request.url.path.encode()
         query = request.scope.get("query_string") or b""
-        url = f"http://{request.headers['host']}{raw_path.decode('latin-1')}" + (f"?{query.decode('latin-1')}" if query else "")
-        canonical = AWSRequest(method=request.method, url=url, headers={n: request.headers[n] for n in names}, data=body)
+        url = f"http://{request.headers['host']}{raw_path.decode('latin-1')}" + (
+            f"?{query.decode('latin-1')}" if query else ""
+        )
+        canonical = AWSRequest(
+            method=request.method, url=url, headers={n: request.headers[n] for n in names}, data=body
+        )
         canonical.context["timestamp"] = amz_date
         signer = SigV4Auth(Credentials(key_id, key.secret, key.token), service, region)
         expected = signer.signature(signer.string_to_sign(canonical, signer.canonical_request(canonical)), canonical)
         if signer.signed_headers(signer.headers_to_sign(canonical)) != signed or expected != signature:
-            return "InvalidSignatureException", ("The request signature we calculated does not match the signature you provided. "
-                                                 "Check your AWS Secret Access Key and signing method. Consult the service documentation for details.")
+            return "InvalidSignatureException", (
+                "The request signature we calculated does not match the signature you provided. "
+                "Check your AWS Secret Access Key and signing method. Consult the service documentation for details."
+            )
         return None
 
     def _whole(self, scenario: s.Scenario, model: str, entry: Any, request_id: str) -> Response:
@@ -263,13 +327,26 @@ class BedrockWire:
                 block["input"] = json.loads(block.pop("_args") or "{}")
         entry.status, entry.completed, entry.finished_at = 200, True, time.time()
         entry.touch()
-        return JSONResponse({"id": "msg_sim_0001", "type": "message", "role": "assistant", "model": model, "content": content,
-                             "stop_reason": stop, "stop_sequence": None, "usage": usage}, headers={"x-amzn-RequestId": request_id})
+        return JSONResponse(
+            {
+                "id": "msg_sim_0001",
+                "type": "message",
+                "role": "assistant",
+                "model": model,
+                "content": content,
+                "stop_reason": stop,
+                "stop_sequence": None,
+                "usage": usage,
+            },
+            headers={"x-amzn-RequestId": request_id},
+        )
 
 
-DENIED = ("User: arn:aws:sts::123456789012:assumed-role/llm-gateway-bedrock/botocore-session-1 is not authorized to "
-          "perform: bedrock:{action} on resource: "
-          "arn:aws:bedrock:us-east-1:123456789012:inference-profile/{model} because no identity-based policy allows it")
+DENIED = (
+    "User: arn:aws:sts::123456789012:assumed-role/llm-gateway-bedrock/botocore-session-1 is not authorized to "
+    "perform: bedrock:{action} on resource: "
+    "arn:aws:bedrock:us-east-1:123456789012:inference-profile/{model} because no identity-based policy allows it"
+)
 _STS_ANSWER = """<AssumeRoleWithWebIdentityResponse xmlns="https://sts.amazonaws.com/doc/2011-06-15/">
   <AssumeRoleWithWebIdentityResult>
     <Credentials><AccessKeyId>{key_id}</AccessKeyId><SecretAccessKey>{secret}</SecretAccessKey>
@@ -285,18 +362,29 @@ _STS_ERROR = """<ErrorResponse xmlns="https://sts.amazonaws.com/doc/2011-06-15/"
 </ErrorResponse>"""
 
 
-def error_response(status: int, name: str, message: str, request_id: str, headers: dict[str, str] | None = None) -> Response:
+def error_response(
+    status: int, name: str, message: str, request_id: str, headers: dict[str, str] | None = None
+) -> Response:
     """An error as Bedrock sends it: its exception name in `x-amzn-ErrorType`, the message in the body."""
-    return JSONResponse({"message": message}, status, {
-        **(headers or {}), "x-amzn-ErrorType": f"{name}:http://internal.amazon.com/coral/com.amazon.bedrock/",
-        "x-amzn-RequestId": request_id})
+    return JSONResponse(
+        {"message": message},
+        status,
+        {
+            **(headers or {}),
+            "x-amzn-ErrorType": f"{name}:http://internal.amazon.com/coral/com.amazon.bedrock/",
+            "x-amzn-RequestId": request_id,
+        },
+    )
 
 
 # ---------------------------------------------------------------------------------------------- event stream
 
+
 def _header(name: str, value: str) -> bytes:
     encoded_name, encoded_value = name.encode(), value.encode()
-    return struct.pack("!B", len(encoded_name)) + encoded_name + struct.pack("!BH", 7, len(encoded_value)) + encoded_value
+    return (
+        struct.pack("!B", len(encoded_name)) + encoded_name + struct.pack("!BH", 7, len(encoded_value)) + encoded_value
+    )
 
 
 def message(headers: dict[str, str], payload: bytes) -> bytes:
@@ -318,13 +406,15 @@ def chunk(event_json: bytes) -> bytes:
 def exception(name: str, text: str) -> bytes:
     """An in-stream exception (`throttlingException`, `modelStreamErrorException`, …)."""
     payload = json.dumps({"message": text}).encode()
-    return message({":exception-type": name, ":content-type": "application/json", ":message-type": "exception"}, payload)
+    return message(
+        {":exception-type": name, ":content-type": "application/json", ":message-type": "exception"}, payload
+    )
 
 
 def _event_of(frame: bytes) -> dict[str, Any]:
     """The JSON of an Anthropic SSE frame (`event: …\\ndata: {…}\\n\\n`)."""
     data = next(line for line in frame.decode().split("\n") if line.startswith("data: "))
-    return json.loads(data[len("data: "):])
+    return json.loads(data[len("data: ") :])
 
 
 def encode(scenario: s.Scenario, model: str) -> Iterator[bytes | s.Step]:
@@ -363,11 +453,11 @@ def fault_frames(frames: list[bytes | s.Step], model: str) -> list[bytes | s.Ste
     if fault == "torn":
         return [*head, target[: len(target) // 2]]
     if fault == "split":
-        return [*head, _Split(target), *frames[at + 1:]]
+        return [*head, _Split(target), *frames[at + 1 :]]
     if fault == "bad_crc":
-        return [*head, target[:-1] + bytes([target[-1] ^ 0xFF]), *frames[at + 1:]]
+        return [*head, target[:-1] + bytes([target[-1] ^ 0xFF]), *frames[at + 1 :]]
     if fault == "bad_prelude_crc":
-        return [*head, target[:11] + bytes([target[11] ^ 0xFF]) + target[12:], *frames[at + 1:]]
+        return [*head, target[:11] + bytes([target[11] ^ 0xFF]) + target[12:], *frames[at + 1 :]]
     if fault == "huge_headers":
         prelude = struct.pack("!II", 12 + 200 * 1024 + 4, 200 * 1024)
         return [*head, prelude + struct.pack("!I", binascii.crc32(prelude)) + b"\0" * 64]
@@ -375,8 +465,11 @@ def fault_frames(frames: list[bytes | s.Step], model: str) -> list[bytes | s.Ste
         prelude = struct.pack("!II", 30 * 1024 * 1024, 0)
         return [*head, prelude + struct.pack("!I", binascii.crc32(prelude)) + b"\0" * 64]
     if fault == "bad_base64":
-        bad = message({":event-type": "chunk", ":content-type": "application/json", ":message-type": "event"}, b'{"bytes": "!!not base64!!"}')
-        return [*head, bad, *frames[at + 1:]]
+        bad = message(
+            {":event-type": "chunk", ":content-type": "application/json", ":message-type": "event"},
+            b'{"bytes": "!!not base64!!"}',
+        )
+        return [*head, bad, *frames[at + 1 :]]
     raise ValueError(f"unknown eventstream fault {fault!r}")
 
 
@@ -422,9 +515,17 @@ class EventStreamResponse:
         if self.scenario.hang_before_headers:
             await asyncio.Event().wait()
         entry.status = 200
-        await send({"type": "http.response.start", "status": 200, "headers": [
-            (b"content-type", CONTENT_TYPE.encode()), (b"x-amzn-requestid", self.request_id.encode()),
-            (b"x-amzn-bedrock-content-type", b"application/json")]})
+        await send(
+            {
+                "type": "http.response.start",
+                "status": 200,
+                "headers": [
+                    (b"content-type", CONTENT_TYPE.encode()),
+                    (b"x-amzn-requestid", self.request_id.encode()),
+                    (b"x-amzn-bedrock-content-type", b"application/json"),
+                ],
+            }
+        )
         delay = self.scenario.delay_ms / 1000
         for item in fault_frames(list(encode(self.scenario, self.model)), self.model):
             if isinstance(item, bytes):
@@ -434,7 +535,9 @@ class EventStreamResponse:
                 entry.frames_sent += 1
             elif isinstance(item, _Split):
                 for offset in range(len(item.data)):
-                    await send({"type": "http.response.body", "body": item.data[offset : offset + 1], "more_body": True})
+                    await send(
+                        {"type": "http.response.body", "body": item.data[offset : offset + 1], "more_body": True}
+                    )
                 entry.frames_sent += 1
             elif isinstance(item, s.Truncate):
                 break

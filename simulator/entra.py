@@ -41,8 +41,15 @@ class Entra:
             issued = f"entra-sim-{secrets.token_hex(8)}"
             expires_on = int(time.time()) + self.lifetime
             self.expiry[issued] = expires_on
-            return JSONResponse({"access_token": issued, "expires_on": str(expires_on), "resource": resource,
-                                 "token_type": "Bearer", "client_id": "00000000-0000-0000-0000-00000000c10d"})
+            return JSONResponse(
+                {
+                    "access_token": issued,
+                    "expires_on": str(expires_on),
+                    "resource": resource,
+                    "token_type": "Bearer",
+                    "client_id": "00000000-0000-0000-0000-00000000c10d",
+                }
+            )
 
         async def lifetime(request: Request) -> Response:
             self.lifetime = int(request.query_params["seconds"])

@@ -72,8 +72,19 @@ from simulator import scenarios as s
 
 POINTS = ("before_headers", "after_start", "text", "toolargs", "after_terminal")
 FAULTS = (
-    "reset", "close", "http", "error_event", "bad_framing", "bad_json", "unknown_event", "dup_terminal",
-    "after_terminal", "hang", "drip", "huge_delta", "non_utf8",
+    "reset",
+    "close",
+    "http",
+    "error_event",
+    "bad_framing",
+    "bad_json",
+    "unknown_event",
+    "dup_terminal",
+    "after_terminal",
+    "hang",
+    "drip",
+    "huge_delta",
+    "non_utf8",
 )
 _MID = ("after_start", "text", "toolargs")
 APPLICABLE: dict[str, tuple[str, ...]] = {
@@ -138,12 +149,19 @@ def prepare(fault: Fault | None, scenario: s.Scenario) -> None:
     if fault.kind == "http":
         status = int(fault.number("status", 503))
         headers = {"retry-after": fault.params["retry_after"]} if "retry_after" in fault.params else {}
-        scenario.http_error = s.HttpError(status, _ERROR_TYPES.get(status, "api_error"), f"simulated HTTP {status}", headers)
+        scenario.http_error = s.HttpError(
+            status, _ERROR_TYPES.get(status, "api_error"), f"simulated HTTP {status}", headers
+        )
     elif fault.kind == "hang":
         scenario.hang_before_headers = True
 
 
-_ERROR_TYPES = {429: "rate_limit_error", 529: "overloaded_error", 400: "invalid_request_error", 401: "authentication_error"}
+_ERROR_TYPES = {
+    429: "rate_limit_error",
+    529: "overloaded_error",
+    400: "invalid_request_error",
+    401: "authentication_error",
+}
 
 
 # ---------------------------------------------------------------------------------------------- frames
@@ -176,13 +194,18 @@ def classify(vendor: str, frame: bytes, first: bool) -> str | None:
         kind = data.get("type")
         delta = (data.get("delta") or {}).get("type") if kind == "content_block_delta" else None
         return {"message_start": "start", "message_stop": "terminal"}.get(kind or "") or {
-            "text_delta": "text", "input_json_delta": "toolargs"}.get(delta or "")
+            "text_delta": "text",
+            "input_json_delta": "toolargs",
+        }.get(delta or "")
     if vendor == "openai":
         kind = data.get("type")
         return {
-            "response.created": "start", "response.output_text.delta": "text",
-            "response.function_call_arguments.delta": "toolargs", "response.completed": "terminal",
-            "response.incomplete": "terminal", "response.failed": "terminal",
+            "response.created": "start",
+            "response.output_text.delta": "text",
+            "response.function_call_arguments.delta": "toolargs",
+            "response.completed": "terminal",
+            "response.incomplete": "terminal",
+            "response.failed": "terminal",
         }.get(kind or "")
     if vendor == "compat":
         choice = (data.get("choices") or [{}])[0]
@@ -221,7 +244,11 @@ def _target(vendor: str, frames: list[bytes], point: str) -> int | None:
     found = [i for i, k in enumerate(kinds) if k == wanted]
     if vendor == "google" and point == "text":
         # The last text chunk of a block may carry the finishReason; a text chunk is what follows a text one.
-        found = [i for i, f in enumerate(frames) if any(p.get("text") and not p.get("thought") for p in _google_parts(_data(f)))]
+        found = [
+            i
+            for i, f in enumerate(frames)
+            if any(p.get("text") and not p.get("thought") for p in _google_parts(_data(f)))
+        ]
         found = [i for i in found if kinds[i] != "terminal"] or found
     if not found:
         return None
@@ -282,7 +309,9 @@ def _in_band(vendor_encode: Any, model: str, steps: list[s.Step]) -> list[bytes 
     return list(vendor_encode(s.Scenario("fault", steps), model, steps))
 
 
-def apply(fault: Fault | None, vendor: str, vendor_encode: Any, model: str, items: Iterator[bytes | s.Step]) -> Iterator[bytes | s.Step | Drip]:
+def apply(
+    fault: Fault | None, vendor: str, vendor_encode: Any, model: str, items: Iterator[bytes | s.Step]
+) -> Iterator[bytes | s.Step | Drip]:
     """The scenario's items with the fault applied (items unchanged when there is no fault)."""
     if fault is None:
         yield from items
@@ -333,7 +362,7 @@ def apply(fault: Fault | None, vendor: str, vendor_encode: Any, model: str, item
         yield _split_data_line(target) if target is not None else b'data: {"\ndata: broken"}\n\n'
         yield from after
     elif kind == "bad_json":
-        yield _cut_json(target) if target is not None else b"data: {\"type\": \n\n"
+        yield _cut_json(target) if target is not None else b'data: {"type": \n\n'
         yield from after
     elif kind == "drip":
         rest = b"".join(_rest(target, after))

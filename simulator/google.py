@@ -28,16 +28,35 @@ from simulator import scenarios as s
 
 ROUTE = "/google/v1beta/models/{model}:streamGenerateContent"
 COUNT_ROUTE = "/google/v1beta/models/{model}:countTokens"
-FINISH_REASONS = {"stop": "STOP", "toolUse": "STOP", "pause": "STOP", "length": "MAX_TOKENS", "safety": "SAFETY",
-                  "refusal": "SAFETY", "malformed_call": "MALFORMED_FUNCTION_CALL"}
+FINISH_REASONS = {
+    "stop": "STOP",
+    "toolUse": "STOP",
+    "pause": "STOP",
+    "length": "MAX_TOKENS",
+    "safety": "SAFETY",
+    "refusal": "SAFETY",
+    "malformed_call": "MALFORMED_FUNCTION_CALL",
+}
 # Anthropic-style error types (the scenarios' vocabulary) as Google RPC statuses.
 STATUSES = {
-    "overloaded_error": (503, "UNAVAILABLE"), "api_error": (500, "INTERNAL"), "rate_limit_error": (429, "RESOURCE_EXHAUSTED"),
-    "invalid_request_error": (400, "INVALID_ARGUMENT"), "authentication_error": (401, "UNAUTHENTICATED"),
-    "permission_error": (403, "PERMISSION_DENIED"), "not_found_error": (404, "NOT_FOUND"),
+    "overloaded_error": (503, "UNAVAILABLE"),
+    "api_error": (500, "INTERNAL"),
+    "rate_limit_error": (429, "RESOURCE_EXHAUSTED"),
+    "invalid_request_error": (400, "INVALID_ARGUMENT"),
+    "authentication_error": (401, "UNAUTHENTICATED"),
+    "permission_error": (403, "PERMISSION_DENIED"),
+    "not_found_error": (404, "NOT_FOUND"),
 }
-HTTP_STATUSES = {400: "INVALID_ARGUMENT", 401: "UNAUTHENTICATED", 403: "PERMISSION_DENIED", 404: "NOT_FOUND",
-                 429: "RESOURCE_EXHAUSTED", 500: "INTERNAL", 503: "UNAVAILABLE", 504: "DEADLINE_EXCEEDED"}
+HTTP_STATUSES = {
+    400: "INVALID_ARGUMENT",
+    401: "UNAUTHENTICATED",
+    403: "PERMISSION_DENIED",
+    404: "NOT_FOUND",
+    429: "RESOURCE_EXHAUSTED",
+    500: "INTERNAL",
+    503: "UNAVAILABLE",
+    504: "DEADLINE_EXCEEDED",
+}
 
 
 def frame(data: dict[str, Any]) -> bytes:
@@ -52,7 +71,9 @@ def signature(raw: str) -> str:
 def prompt_of(body: dict[str, Any]) -> str:
     for content in reversed(body.get("contents") or []):
         if content.get("role", "user") == "user":
-            texts = [p["text"] for p in content.get("parts") or [] if isinstance(p, dict) and isinstance(p.get("text"), str)]
+            texts = [
+                p["text"] for p in content.get("parts") or [] if isinstance(p, dict) and isinstance(p.get("text"), str)
+            ]
             if texts:
                 return " ".join(texts)
     return ""
@@ -96,7 +117,9 @@ def error_body(error: s.HttpError) -> dict[str, Any]:
     status = HTTP_STATUSES.get(error.status, STATUSES.get(error.type, (0, "UNKNOWN"))[1])
     body: dict[str, Any] = {"error": {"code": error.status, "message": error.message, "status": status}}
     if "retry-after" in error.headers:
-        body["error"]["details"] = [{"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": f"{error.headers['retry-after']}s"}]
+        body["error"]["details"] = [
+            {"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": f"{error.headers['retry-after']}s"}
+        ]
     return body
 
 
@@ -129,8 +152,14 @@ class _Encoder:
             candidate["finishReason"] = finish
         candidate["index"] = 0
         candidate.update(extra)
-        return frame({"candidates": [candidate], "usageMetadata": self.usage(), "modelVersion": self.model,
-                      "responseId": "sim-gemini-0001"})
+        return frame(
+            {
+                "candidates": [candidate],
+                "usageMetadata": self.usage(),
+                "modelVersion": self.model,
+                "responseId": "sim-gemini-0001",
+            }
+        )
 
     def hold(self, parts: list[dict[str, Any]]) -> Iterator[bytes]:
         """Send what waits, then keep these parts back in case the next step is the finish."""
@@ -181,7 +210,9 @@ def encode(scenario: s.Scenario, model: str, steps: list[s.Step] | None = None) 
                     call["args"] = json.loads("".join(step.fragments))
                 except ValueError:
                     yield from enc.flush()
-                    yield enc.finish("MALFORMED_FUNCTION_CALL", message=f"Malformed function call: {''.join(step.fragments)}")
+                    yield enc.finish(
+                        "MALFORMED_FUNCTION_CALL", message=f"Malformed function call: {''.join(step.fragments)}"
+                    )
                     return
             enc.candidates += 5
             part = {"functionCall": call}
@@ -196,7 +227,9 @@ def encode(scenario: s.Scenario, model: str, steps: list[s.Step] | None = None) 
             }
         elif isinstance(step, s.Stop) and step.reason == "blocked":
             yield from enc.flush()
-            yield frame({"promptFeedback": {"blockReason": "SAFETY"}, "usageMetadata": enc.usage(), "modelVersion": enc.model})
+            yield frame(
+                {"promptFeedback": {"blockReason": "SAFETY"}, "usageMetadata": enc.usage(), "modelVersion": enc.model}
+            )
         elif isinstance(step, s.Stop):
             yield enc.finish(FINISH_REASONS[step.reason], step.output)
         elif isinstance(step, s.ErrorEvent):

@@ -72,10 +72,23 @@ def error_body(error: s.HttpError) -> dict[str, Any]:
 
 def _response(model: str, status: str, output: list[dict[str, Any]], **extra: Any) -> dict[str, Any]:
     return {
-        "id": RESPONSE_ID, "object": "response", "created_at": 1750000000, "status": status, "error": None,
-        "incomplete_details": None, "instructions": None, "max_output_tokens": None, "model": model,
-        "output": output, "parallel_tool_calls": True, "store": False, "temperature": 1.0, "tools": [],
-        "usage": None, "metadata": {}, **extra,
+        "id": RESPONSE_ID,
+        "object": "response",
+        "created_at": 1750000000,
+        "status": status,
+        "error": None,
+        "incomplete_details": None,
+        "instructions": None,
+        "max_output_tokens": None,
+        "model": model,
+        "output": output,
+        "parallel_tool_calls": True,
+        "store": False,
+        "temperature": 1.0,
+        "tools": [],
+        "usage": None,
+        "metadata": {},
+        **extra,
     }
 
 
@@ -93,7 +106,9 @@ def encode(scenario: s.Scenario, model: str, steps: list[s.Step] | None = None) 
     for position, step in enumerate(steps):
         index = len(output)
         # A block followed by a failure is cut inside the block (no .done events), as real cuts are.
-        cut_after = position + 1 < len(steps) and isinstance(steps[position + 1], (s.ErrorEvent, s.Truncate, s.Reset, s.Hang))
+        cut_after = position + 1 < len(steps) and isinstance(
+            steps[position + 1], (s.ErrorEvent, s.Truncate, s.Reset, s.Hang)
+        )
         if isinstance(step, s.Usage):
             usage = step
             yield event("response.created", response=_response(model, "in_progress", []))
@@ -102,11 +117,21 @@ def encode(scenario: s.Scenario, model: str, steps: list[s.Step] | None = None) 
             item_id = f"msg_sim_{index:04d}"
             text = "".join(step.chunks)
             kind, field = ("refusal", "refusal") if refusal else ("output_text", "text")
-            empty = {"type": kind, field: ""} if refusal else {"type": kind, "annotations": [], "logprobs": [], "text": ""}
+            empty = (
+                {"type": kind, field: ""} if refusal else {"type": kind, "annotations": [], "logprobs": [], "text": ""}
+            )
             full = {**empty, field: text}
-            item: dict[str, Any] = {"id": item_id, "type": "message", "status": "completed", "content": [full], "role": "assistant"}
+            item: dict[str, Any] = {
+                "id": item_id,
+                "type": "message",
+                "status": "completed",
+                "content": [full],
+                "role": "assistant",
+            }
             ids = {"item_id": item_id, "output_index": index, "content_index": 0}
-            yield event("response.output_item.added", item={**item, "status": "in_progress", "content": []}, output_index=index)
+            yield event(
+                "response.output_item.added", item={**item, "status": "in_progress", "content": []}, output_index=index
+            )
             yield event("response.content_part.added", part=empty, **ids)
             for chunk in step.chunks:
                 if refusal:
@@ -146,10 +171,20 @@ def encode(scenario: s.Scenario, model: str, steps: list[s.Step] | None = None) 
             item_id = f"fc_{step.id}"
             arguments = "".join(step.fragments)
             whole = step.whole
-            item = {"id": item_id, "type": "function_call", "status": "completed", "arguments": arguments,
-                    "call_id": step.id, "name": step.name}
+            item = {
+                "id": item_id,
+                "type": "function_call",
+                "status": "completed",
+                "arguments": arguments,
+                "call_id": step.id,
+                "name": step.name,
+            }
             ids = {"item_id": item_id, "output_index": index}
-            yield event("response.output_item.added", item={**item, "status": "in_progress", "arguments": ""}, output_index=index)
+            yield event(
+                "response.output_item.added",
+                item={**item, "status": "in_progress", "arguments": ""},
+                output_index=index,
+            )
             if not whole:
                 for fragment in step.fragments:
                     yield event("response.function_call_arguments.delta", delta=fragment, **ids)
@@ -163,12 +198,19 @@ def encode(scenario: s.Scenario, model: str, steps: list[s.Step] | None = None) 
         elif isinstance(step, s.WebSearch):
             item_id = f"ws_sim_{index:04d}"
             ids = {"item_id": item_id, "output_index": index}
-            yield event("response.output_item.added", item={"id": item_id, "type": "web_search_call", "status": "in_progress"},
-                        output_index=index)
+            yield event(
+                "response.output_item.added",
+                item={"id": item_id, "type": "web_search_call", "status": "in_progress"},
+                output_index=index,
+            )
             yield event("response.web_search_call.in_progress", **ids)
             yield event("response.web_search_call.searching", **ids)
             yield event("response.web_search_call.completed", **ids)
-            action = {"type": "search", "query": step.query, "sources": [{"type": "url", "url": url} for url, _ in step.sources]}
+            action = {
+                "type": "search",
+                "query": step.query,
+                "sources": [{"type": "url", "url": url} for url, _ in step.sources],
+            }
             item = {"id": item_id, "type": "web_search_call", "status": "completed", "action": action}
             yield event("response.output_item.done", item=item, output_index=index)
             output.append(item)
@@ -184,8 +226,12 @@ def encode(scenario: s.Scenario, model: str, steps: list[s.Step] | None = None) 
             if reason is None:
                 yield event("response.completed", response=_response(model, "completed", output, usage=tokens))
             else:
-                yield event("response.incomplete", response=_response(
-                    model, "incomplete", output, usage=tokens, incomplete_details={"reason": reason}))
+                yield event(
+                    "response.incomplete",
+                    response=_response(
+                        model, "incomplete", output, usage=tokens, incomplete_details={"reason": reason}
+                    ),
+                )
         elif isinstance(step, s.ErrorEvent):
             if output:
                 yield event("error", code=step.type, message=step.message, param=None)

@@ -29,7 +29,13 @@ from simulator import scenarios as s
 
 ROUTE = "/compat/v1/chat/completions"
 RESPONSE_ID = "chatcmpl-sim-0001"
-FINISH = {"stop": "stop", "toolUse": "tool_calls", "length": "length", "safety": "content_filter", "blocked": "content_filter"}
+FINISH = {
+    "stop": "stop",
+    "toolUse": "tool_calls",
+    "length": "length",
+    "safety": "content_filter",
+    "blocked": "content_filter",
+}
 
 
 def frame(data: dict[str, Any] | str) -> bytes:
@@ -85,8 +91,17 @@ def encode(scenario: s.Scenario, model: str, steps: list[s.Step] | None = None) 
 
     def chunk(delta: dict[str, Any] | None, finish: str | None = None, **extra: Any) -> bytes:
         choices = [] if delta is None else [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}]
-        return frame({"id": RESPONSE_ID, "object": "chat.completion.chunk", "created": 1750000000, "model": name,
-                      "system_fingerprint": "fp_sim", "choices": choices, **extra})
+        return frame(
+            {
+                "id": RESPONSE_ID,
+                "object": "chat.completion.chunk",
+                "created": 1750000000,
+                "model": name,
+                "system_fingerprint": "fp_sim",
+                "choices": choices,
+                **extra,
+            }
+        )
 
     for step in steps:
         if isinstance(step, s.Usage):
@@ -99,12 +114,18 @@ def encode(scenario: s.Scenario, model: str, steps: list[s.Step] | None = None) 
             for text in step.chunks:
                 yield chunk({"content": None, reasoning_key: text})
         elif isinstance(step, s.RedactedThinking):
-            yield chunk({"content": None, "reasoning_details": [{"type": "reasoning.encrypted", "data": step.data, "index": 0}]})
+            yield chunk(
+                {"content": None, "reasoning_details": [{"type": "reasoning.encrypted", "data": step.data, "index": 0}]}
+            )
         elif isinstance(step, s.ToolCallBlock):
             index = {} if quirks.get("no_index") else {"index": call_index}
             arguments = "".join(step.fragments)
-            first = {**index, "id": step.id, "type": "function",
-                     "function": {"name": step.name, "arguments": arguments if step.whole else ""}}
+            first = {
+                **index,
+                "id": step.id,
+                "type": "function",
+                "function": {"name": step.name, "arguments": arguments if step.whole else ""},
+            }
             yield chunk({"tool_calls": [first]})
             if not step.whole:
                 for fragment in step.fragments:
@@ -112,9 +133,13 @@ def encode(scenario: s.Scenario, model: str, steps: list[s.Step] | None = None) 
             call_index += 1
         elif isinstance(step, s.Stop):
             prompt = usage.input + usage.cache_read
-            tokens = {"prompt_tokens": prompt, "completion_tokens": step.output, "total_tokens": prompt + step.output,
-                      "prompt_tokens_details": {"cached_tokens": usage.cache_read},
-                      "completion_tokens_details": {"reasoning_tokens": 0}}
+            tokens = {
+                "prompt_tokens": prompt,
+                "completion_tokens": step.output,
+                "total_tokens": prompt + step.output,
+                "prompt_tokens_details": {"cached_tokens": usage.cache_read},
+                "completion_tokens_details": {"reasoning_tokens": 0},
+            }
             finish = None if quirks.get("no_finish") else FINISH.get(step.reason, "stop")
             in_finish = {"usage": tokens} if quirks.get("usage_twice") or quirks.get("usage_in_finish") else {}
             yield chunk({}, finish, **in_finish)
@@ -125,6 +150,8 @@ def encode(scenario: s.Scenario, model: str, steps: list[s.Step] | None = None) 
         elif isinstance(step, s.ErrorEvent):
             yield frame({"error": {"message": step.message, "type": step.type, "code": step.type, "param": None}})
         elif isinstance(step, s.UnknownEvent):
-            yield frame({"id": RESPONSE_ID, "object": "chat.completion.future_thing", "detail": {"anything": [1, 2, 3]}})
+            yield frame(
+                {"id": RESPONSE_ID, "object": "chat.completion.future_thing", "detail": {"anything": [1, 2, 3]}}
+            )
         else:
             yield step

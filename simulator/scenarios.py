@@ -76,9 +76,12 @@ class WebSearch:
     blocks, an OpenAI `web_search_call` item, Gemini `groundingMetadata` on the last chunk."""
 
     query: str = "gateway simulator weather"
-    sources: list[tuple[str, str]] = field(default_factory=lambda: [
-        ("https://example.com/weather", "Weather today"), ("https://example.org/forecast", "Forecast"),
-    ])  # (url, title)
+    sources: list[tuple[str, str]] = field(
+        default_factory=lambda: [
+            ("https://example.com/weather", "Weather today"),
+            ("https://example.org/forecast", "Forecast"),
+        ]
+    )  # (url, title)
 
 
 @dataclass
@@ -129,8 +132,18 @@ class HangBeforeHeaders:
 
 
 Step = Union[
-    Usage, TextBlock, ThinkingBlock, RedactedThinking, ToolCallBlock, Stop, ErrorEvent, Truncate, Reset, Hang,
-    UnknownEvent, WebSearch,
+    Usage,
+    TextBlock,
+    ThinkingBlock,
+    RedactedThinking,
+    ToolCallBlock,
+    Stop,
+    ErrorEvent,
+    Truncate,
+    Reset,
+    Hang,
+    UnknownEvent,
+    WebSearch,
 ]
 
 
@@ -150,7 +163,10 @@ class Scenario:
 
 def _words(text: str, per_chunk: int = 2) -> list[str]:
     words = text.split(" ")
-    return [" ".join(words[i : i + per_chunk]) + (" " if i + per_chunk < len(words) else "") for i in range(0, len(words), per_chunk)]
+    return [
+        " ".join(words[i : i + per_chunk]) + (" " if i + per_chunk < len(words) else "")
+        for i in range(0, len(words), per_chunk)
+    ]
 
 
 def _int(params: dict[str, str], key: str, default: int) -> int:
@@ -170,7 +186,11 @@ def build(model: str, prompt: str, tool_results: list[str] | None = None) -> Sce
     name, *raw = model.split(";")
     params = dict(p.split("=", 1) for p in raw if "=" in p)
     delay = float(params.get("delay_ms", 0))
-    usage = Usage(input=_int(params, "input", 25), cache_read=_int(params, "cache_read", 0), cache_write=_int(params, "cache_write", 0))
+    usage = Usage(
+        input=_int(params, "input", 25),
+        cache_read=_int(params, "cache_read", 0),
+        cache_write=_int(params, "cache_write", 0),
+    )
     reply = _words(f"Hello from the simulator. You said: {prompt[:200]}" if prompt else "Hello from the simulator.")
     text = TextBlock(reply)
     stop = Stop("stop", output=len(reply) + 3)
@@ -218,9 +238,19 @@ SCENARIOS: dict[str, Callable[[dict[str, str], Usage, TextBlock, Stop], Scenario
     "redacted-thinking": lambda p, u, t, s: Scenario("", [u, RedactedThinking("EncryptedBlob=="), t, s]),
     # The vendor searched the web (its hosted tool) before answering; `web-search-paused`: Anthropic paused its
     # server-tool loop (`pause_turn`) after the search.
-    "web-search": lambda p, u, t, s: Scenario("", [u, TextBlock(["Let me ", "search."]), WebSearch(),
-                                                   TextBlock(["It is ", "sunny today."]), Stop("stop", output=30)]),
-    "web-search-paused": lambda p, u, t, s: Scenario("", [u, TextBlock(["Searching."]), WebSearch(), Stop("pause", output=9)]),
+    "web-search": lambda p, u, t, s: Scenario(
+        "",
+        [
+            u,
+            TextBlock(["Let me ", "search."]),
+            WebSearch(),
+            TextBlock(["It is ", "sunny today."]),
+            Stop("stop", output=30),
+        ],
+    ),
+    "web-search-paused": lambda p, u, t, s: Scenario(
+        "", [u, TextBlock(["Searching."]), WebSearch(), Stop("pause", output=9)]
+    ),
     "tools": lambda p, u, t, s: Scenario(
         "",
         [
@@ -231,10 +261,13 @@ SCENARIOS: dict[str, Callable[[dict[str, str], Usage, TextBlock, Stop], Scenario
             Stop("toolUse", output=40),
         ],
     ),
-    "tool-empty-args": lambda p, u, t, s: Scenario("", [u, ToolCallBlock("toolu_sim_noargs", "get_version", []), Stop("toolUse", 5)]),
+    "tool-empty-args": lambda p, u, t, s: Scenario(
+        "", [u, ToolCallBlock("toolu_sim_noargs", "get_version", []), Stop("toolUse", 5)]
+    ),
     # The call's chunk, then the finish in a later chunk of its own (an empty text part, as Gemini 3 sends).
     "tool-stop-later": lambda p, u, t, s: Scenario(
-        "", [u, ToolCallBlock("toolu_sim_weather", "get_weather", WEATHER_FRAGMENTS), TextBlock([""]), Stop("toolUse", 8)]
+        "",
+        [u, ToolCallBlock("toolu_sim_weather", "get_weather", WEATHER_FRAGMENTS), TextBlock([""]), Stop("toolUse", 8)],
     ),
     "tools-malformed": lambda p, u, t, s: Scenario(
         "", [u, ToolCallBlock("toolu_sim_bad", "get_weather", ['{"city": "Par', 'is", "unit": ']), Stop("toolUse", 9)]
@@ -321,7 +354,13 @@ def _agent_tool(usage: Usage, results: list[str], tool: str = "Bash") -> Scenari
     whole = json.dumps({"command": AGENT_COMMAND, "description": "Show the proof file"})
     arguments = [whole[:15], whole[15:40], whole[40:]]
     return Scenario(
-        "", [usage, TextBlock(["Let me ", "look."]), ToolCallBlock("toolu_sim_bash", tool, arguments), Stop("toolUse", output=20)]
+        "",
+        [
+            usage,
+            TextBlock(["Let me ", "look."]),
+            ToolCallBlock("toolu_sim_bash", tool, arguments),
+            Stop("toolUse", output=20),
+        ],
     )
 
 

@@ -65,8 +65,12 @@ def service_account_info(token_uri: str, *, project: str = "sim-project", regist
         PUBLIC_KEYS[key_id] = key.public_key()
     pem = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
     return {
-        "type": "service_account", "project_id": project, "private_key_id": key_id, "private_key": pem.decode(),
-        "client_email": f"gateway@{project}.iam.gserviceaccount.com", "client_id": "100000000000000000001",
+        "type": "service_account",
+        "project_id": project,
+        "private_key_id": key_id,
+        "private_key": pem.decode(),
+        "client_email": f"gateway@{project}.iam.gserviceaccount.com",
+        "client_id": "100000000000000000001",
         "token_uri": token_uri,
     }
 
@@ -99,11 +103,15 @@ class Vertex:
         if header.get("alg") != "RS256" or public is None:
             return "Invalid JWT Signature."
         try:
-            public.verify(_b64(signature_b64), f"{header_b64}.{claims_b64}".encode(), padding.PKCS1v15(), hashes.SHA256())
+            public.verify(
+                _b64(signature_b64), f"{header_b64}.{claims_b64}".encode(), padding.PKCS1v15(), hashes.SHA256()
+            )
         except InvalidSignature:
             return "Invalid JWT Signature."
         now = time.time()
-        if claims.get("aud") not in (token_uri, GOOGLE_TOKEN_URI) or not (claims.get("iat", 0) - SKEW_S <= now <= claims.get("exp", 0) + SKEW_S):
+        if claims.get("aud") not in (token_uri, GOOGLE_TOKEN_URI) or not (
+            claims.get("iat", 0) - SKEW_S <= now <= claims.get("exp", 0) + SKEW_S
+        ):
             return "Invalid JWT: Token must be a short-lived token and in a reasonable timeframe."
         if "https://www.googleapis.com/auth/cloud-platform" not in str(claims.get("scope", "")).split():
             return "Invalid OAuth scope or ID token audience provided."
@@ -124,31 +132,50 @@ class Vertex:
         async def model_call(request: Request, vendor: str, model: str | None = None, count: bool = False) -> Any:
             params = request.path_params
             model = model if model is not None else params["model"]
-            self.log.append({"path": request.url.path, "project": params["project"], "location": params["location"], "model": model})
+            self.log.append(
+                {"path": request.url.path, "project": params["project"], "location": params["location"], "model": model}
+            )
             bearer = request.headers.get("authorization", "").removeprefix("Bearer ")
             expires = self.expiry.get(bearer)
             if expires is None or time.time() > expires + SKEW_S:
-                return _google_error(401, "UNAUTHENTICATED", "Request had invalid authentication credentials. Expected OAuth 2 "
-                                     "access token, login cookie or other valid authentication credential.")
+                return _google_error(
+                    401,
+                    "UNAUTHENTICATED",
+                    "Request had invalid authentication credentials. Expected OAuth 2 "
+                    "access token, login cookie or other valid authentication credential.",
+                )
             body = await request.json() if vendor == "anthropic" or count else {}
             if vendor == "anthropic" and not body.get("anthropic_version"):
                 return _google_error(400, "INVALID_ARGUMENT", "anthropic_version is required")
-            if vendor == "anthropic" and ("model" in body) != count:  # a turn's model is in the path, a count's in the body
-                return _google_error(400, "INVALID_ARGUMENT", "the model goes in the body of a count, in the path of a turn")
+            if (
+                vendor == "anthropic" and ("model" in body) != count
+            ):  # a turn's model is in the path, a count's in the body
+                return _google_error(
+                    400, "INVALID_ARGUMENT", "the model goes in the body of a count, in the path of a turn"
+                )
             if vendor == "google" and count:
                 unknown = sorted(set(body) - GEMINI_COUNT_FIELDS) if isinstance(body, dict) else ["(not an object)"]
                 if unknown:
-                    return _google_error(400, "INVALID_ARGUMENT", f'Invalid JSON payload received. Unknown name "{unknown[0]}": '
-                                         "Cannot find field.")
-            limit = next((int(p[len("throttle="):]) for p in model.split(";") if p.startswith("throttle=")), 0)
+                    return _google_error(
+                        400,
+                        "INVALID_ARGUMENT",
+                        f'Invalid JSON payload received. Unknown name "{unknown[0]}": Cannot find field.',
+                    )
+            limit = next((int(p[len("throttle=") :]) for p in model.split(";") if p.startswith("throttle=")), 0)
             if self.throttled[model] < limit:
                 self.throttled[model] += 1
-                return _google_error(429, "RESOURCE_EXHAUSTED", "Resource exhausted. Please try again later. Please refer to "
-                                     "https://cloud.google.com/vertex-ai/generative-ai/docs/error-code-429 for more details.")
+                return _google_error(
+                    429,
+                    "RESOURCE_EXHAUSTED",
+                    "Resource exhausted. Please try again later. Please refer to "
+                    "https://cloud.google.com/vertex-ai/generative-ai/docs/error-code-429 for more details.",
+                )
             if count and vendor == "anthropic":
                 return await self.count_call(request, vendor, model, lambda n: {"input_tokens": n})
             if count:
-                return await self.count_call(request, vendor, model, lambda n: {"totalTokens": n, "totalBillableCharacters": 4 * n})
+                return await self.count_call(
+                    request, vendor, model, lambda n: {"totalTokens": n, "totalBillableCharacters": 4 * n}
+                )
             return await self.vendor_call(request, vendor, model)
 
         async def claude(request: Request) -> Any:
@@ -159,7 +186,9 @@ class Vertex:
 
         async def claude_count(request: Request) -> Any:
             body = await request.json()
-            return await model_call(request, "anthropic", str(body.get("model", "")) if isinstance(body, dict) else "", count=True)
+            return await model_call(
+                request, "anthropic", str(body.get("model", "")) if isinstance(body, dict) else "", count=True
+            )
 
         async def gemini_count(request: Request) -> Any:
             return await model_call(request, "google", count=True)

@@ -85,9 +85,20 @@ def run_claude(gateway_url: str, model: str, prompt: str, cwd: Path, *flags: str
         "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
         "CLAUDE_CODE_MAX_RETRIES": "0",
     }
-    command = [str(AGENTS / "node_modules" / ".bin" / "claude"), "-p", prompt, "--output-format", "stream-json",
-               "--verbose", "--model", model, *flags]
-    done = subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
+    command = [
+        str(AGENTS / "node_modules" / ".bin" / "claude"),
+        "-p",
+        prompt,
+        "--output-format",
+        "stream-json",
+        "--verbose",
+        "--model",
+        model,
+        *flags,
+    ]
+    done = subprocess.run(
+        command, cwd=cwd, env=env, capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL
+    )
     lines = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
     return ClaudeRun(done.returncode, lines, done.stderr)
 
@@ -106,7 +117,11 @@ def _toml(value: Any) -> str:
 
 
 def codex_config(
-    base_url: str, *, websockets: bool = False, settings: dict[str, Any] | None = None, name: str = "Gateway",
+    base_url: str,
+    *,
+    websockets: bool = False,
+    settings: dict[str, Any] | None = None,
+    name: str = "Gateway",
     retries: bool = False,
 ) -> str:
     """config.toml for the Codex CLI: one custom provider (`gateway`) speaking the Responses API at `base_url`
@@ -133,15 +148,22 @@ def codex_config(
 
 
 def codex_environment(
-    cwd: Path, base_url: str, api_key: str, *, websockets: bool = False, settings: dict[str, Any] | None = None,
-    name: str = "Gateway", retries: bool = False,
+    cwd: Path,
+    base_url: str,
+    api_key: str,
+    *,
+    websockets: bool = False,
+    settings: dict[str, Any] | None = None,
+    name: str = "Gateway",
+    retries: bool = False,
 ) -> dict[str, str]:
     """The environment `codex` runs in: a CODEX_HOME of its own under `cwd` holding `codex_config(base_url)`, a
     HOME there too, the key in `CODEX_KEY_ENV`. `base_url` is the server's root; the provider gets `…/v1`."""
     home = cwd / ".codex-home"
     home.mkdir(exist_ok=True)
-    (home / "config.toml").write_text(codex_config(f"{base_url}/v1", websockets=websockets, settings=settings, name=name,
-                                                   retries=retries))
+    (home / "config.toml").write_text(
+        codex_config(f"{base_url}/v1", websockets=websockets, settings=settings, name=name, retries=retries)
+    )
     return {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(home), "CODEX_HOME": str(home),
             CODEX_KEY_ENV: api_key}  # fmt: skip
 
@@ -174,14 +196,25 @@ class CodexRun:
 
 
 def run_codex(
-    gateway_url: str, model: str, prompt: str, cwd: Path, *flags: str, api_key: str = "sk-codex-cli-test",
-    websockets: bool = False, settings: dict[str, Any] | None = None, name: str = "Gateway", retries: bool = False,
+    gateway_url: str,
+    model: str,
+    prompt: str,
+    cwd: Path,
+    *flags: str,
+    api_key: str = "sk-codex-cli-test",
+    websockets: bool = False,
+    settings: dict[str, Any] | None = None,
+    name: str = "Gateway",
+    retries: bool = False,
 ) -> CodexRun:
     """Run the pinned Codex CLI (`codex exec --json`) against `gateway_url` (its Responses door) in `cwd`,
     offline (`codex_config`)."""
-    env = codex_environment(cwd, gateway_url, api_key, websockets=websockets, settings=settings, name=name,
-                            retries=retries)
+    env = codex_environment(
+        cwd, gateway_url, api_key, websockets=websockets, settings=settings, name=name, retries=retries
+    )
     command = [str(CODEX), "exec", "--json", "--skip-git-repo-check", "--model", model, *flags, prompt]
-    done = subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
+    done = subprocess.run(
+        command, cwd=cwd, env=env, capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL
+    )
     lines = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
     return CodexRun(done.returncode, lines, done.stderr)

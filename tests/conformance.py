@@ -77,7 +77,11 @@ def check_events(events: list[dict[str, Any]], *, require_start: bool = False) -
     message = terminal["message"]
     if body:
         start = body[0]
-        assert (message["provider"], message["api"], message["model"]) == (start["provider"], start["api"], start["model"])
+        assert (message["provider"], message["api"], message["model"]) == (
+            start["provider"],
+            start["api"],
+            start["model"],
+        )
     open_block: dict[str, Any] | None = None
     blocks: list[dict[str, Any]] = []
     tool_ends = 0
@@ -115,7 +119,9 @@ def check_events(events: list[dict[str, Any]], *, require_start: bool = False) -
             raise AssertionError(f"unexpected event {kind}")
     if terminal["type"] == "done":
         assert open_block is None, "done with a block still open"
-        assert (terminal["reason"] == "toolUse") == (tool_ends > 0), f"done.reason {terminal['reason']} with {tool_ends} calls"
+        assert (terminal["reason"] == "toolUse") == (tool_ends > 0), (
+            f"done.reason {terminal['reason']} with {tool_ends} calls"
+        )
         assert message["stopReason"] == terminal["reason"]
     else:
         assert message["stopReason"] == terminal["reason"]

@@ -30,7 +30,14 @@ from tests.conformance import check_events
 class ScriptedProvider:
     placement: Placement | None = None  # at the api's maker (a test may place it on a cloud)
 
-    def __init__(self, name: str, api: str, translator: Callable[[], Any], wire: list[Any], fail_with: BaseException | None = None):
+    def __init__(
+        self,
+        name: str,
+        api: str,
+        translator: Callable[[], Any],
+        wire: list[Any],
+        fail_with: BaseException | None = None,
+    ):
         self.name = name
         self.api = api
         self._translator = translator
@@ -154,6 +161,7 @@ def run_corrupted(provider: ScriptedProvider, *, throttle_ms: int) -> tuple[dict
         assert terminal["errorMessage"].startswith(f"{provider.name}/fuzz-model ")
         assert "internal error" not in terminal["errorMessage"]
     return terminal, job
+
 
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers(-1000, 1000) | st.text(max_size=8),

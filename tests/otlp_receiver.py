@@ -37,7 +37,9 @@ def _span(span: PbSpan, resource: dict[str, Any]) -> dict[str, Any]:
         "span_id": span.span_id.hex(),
         "parent_span_id": span.parent_span_id.hex() or None,
         "attributes": {kv.key: _value(kv.value) for kv in span.attributes},
-        "events": [{"name": e.name, "attributes": {kv.key: _value(kv.value) for kv in e.attributes}} for e in span.events],
+        "events": [
+            {"name": e.name, "attributes": {kv.key: _value(kv.value) for kv in e.attributes}} for e in span.events
+        ],
         "status": STATUS.get(span.status.code, str(span.status.code)),
         "status_message": span.status.message,
         "start_ns": span.start_time_unix_nano,

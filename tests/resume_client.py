@@ -43,7 +43,9 @@ async def holding_resumptions(
     all_answered, close = asyncio.Event(), asyncio.Event()
 
     async def one(client: httpx.AsyncClient) -> None:
-        async with client.stream("GET", f"{url}/v1/stream/{request_id}", headers={**headers, "Last-Event-ID": "3"}) as r:
+        async with client.stream(
+            "GET", f"{url}/v1/stream/{request_id}", headers={**headers, "Last-Event-ID": "3"}
+        ) as r:
             chunks = r.aiter_bytes()  # referenced until closed (a collected iterator closes the response)
             if r.status_code == 200:
                 await chunks.__anext__()  # it is reading

@@ -134,7 +134,13 @@ def test_curl_example_without_jq_prints_each_event_once(gateway: Any, tmp_path: 
 def test_the_python_examples_say_to_run_them_with_the_venvs_python():
     """The SDKs and httpx are installed in `.venv` (`make venv`), not for the system's `python`."""
     for example in sorted(EXAMPLES.glob("*.py")):
-        usage = [line for line in example.read_text().splitlines() if re.search(rf"python\S* examples/{re.escape(example.name)}", line)]
+        usage = [
+            line
+            for line in example.read_text().splitlines()
+            if re.search(rf"python\S* examples/{re.escape(example.name)}", line)
+        ]
         assert usage, f"{example.name} shows no usage line"
-        wrong = [line for line in usage if not re.search(rf"\.venv/bin/python examples/{re.escape(example.name)}", line)]
+        wrong = [
+            line for line in usage if not re.search(rf"\.venv/bin/python examples/{re.escape(example.name)}", line)
+        ]
         assert not wrong, f"{example.name}: run it with .venv/bin/python: {wrong}"

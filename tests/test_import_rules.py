@@ -33,8 +33,15 @@ APP = Path(__file__).resolve().parent.parent / "app"
 EDGE = ("app.api", "app.main", "app.openapi", "app.__main__")
 HTTP_SERVER = ("fastapi", "starlette", "uvicorn", "sse_starlette")
 OBSERVERS_AND_DRIVERS = (
-    "app.core.dispatcher", "app.gateway", "app.ledger", "app.telemetry.metrics", "app.telemetry.logs", "app.telemetry.tracing", "app.policy",
-    "app.resume", "app.telemetry.health",
+    "app.core.dispatcher",
+    "app.gateway",
+    "app.ledger",
+    "app.telemetry.metrics",
+    "app.telemetry.logs",
+    "app.telemetry.tracing",
+    "app.policy",
+    "app.resume",
+    "app.telemetry.health",
 )
 
 OBSERVERS = ("app.ledger", "app.telemetry", "app.resume", "app.policy")
@@ -67,7 +74,11 @@ MAX_TOP_LEVEL_MODULES = 10
 RULES = [
     ("app", ("app.api",), "nothing below the edge imports app.api"),
     ("app.providers", ("app.doors", *HTTP_SERVER, *OBSERVERS_AND_DRIVERS), "an adapter only translates wire events"),
-    ("app.doors", ("app.providers", *HTTP_SERVER, *OBSERVERS_AND_DRIVERS), "a door never knows which adapter serves it"),
+    (
+        "app.doors",
+        ("app.providers", *HTTP_SERVER, *OBSERVERS_AND_DRIVERS),
+        "a door never knows which adapter serves it",
+    ),
     ("app.stream", ("app.doors", "app.providers", *HTTP_SERVER), "the event stream knows no door and no adapter"),
     ("app.core", ("app.doors",), "the core knows no door"),
     ("app.contract", ("app.doors", "app.providers", "app.stream", *HTTP_SERVER), "the contract is plain data"),
@@ -126,17 +137,26 @@ def test_import_rules(scope, forbidden, why):
 @pytest.mark.parametrize("room", SPINE)
 def test_the_spine_imports_no_observer(room):
     broken = _broken(room, OBSERVERS)
-    assert not broken, "the observers read the settled turn from above; the spine never imports them:\n" + "\n".join(broken)
+    assert not broken, "the observers read the settled turn from above; the spine never imports them:\n" + "\n".join(
+        broken
+    )
 
 
 def test_no_module_is_longer_than_600_lines():
     lengths = {
-        path.relative_to(APP.parent).as_posix(): len(path.read_bytes().splitlines()) for path in sorted(APP.rglob("*.py"))
+        path.relative_to(APP.parent).as_posix(): len(path.read_bytes().splitlines())
+        for path in sorted(APP.rglob("*.py"))
     }
-    too_long = [f"{path}: {count} lines" for path, count in lengths.items() if count > MAX_LINES and path not in OVERSIZED_FOR_NOW]
+    too_long = [
+        f"{path}: {count} lines"
+        for path, count in lengths.items()
+        if count > MAX_LINES and path not in OVERSIZED_FOR_NOW
+    ]
     assert not too_long, f"a module of more than {MAX_LINES} lines is split by concern:\n" + "\n".join(too_long)
     no_longer = sorted(path for path in OVERSIZED_FOR_NOW if lengths.get(path, 0) <= MAX_LINES)
-    assert not no_longer, "OVERSIZED_FOR_NOW names modules that are no longer too long (or gone):\n" + "\n".join(no_longer)
+    assert not no_longer, "OVERSIZED_FOR_NOW names modules that are no longer too long (or gone):\n" + "\n".join(
+        no_longer
+    )
 
 
 def test_app_keeps_at_most_ten_top_level_modules():
@@ -210,5 +230,10 @@ def test_the_rules_read_real_imports():
     assert any(_within(name, "app.api") for name in MODULES["app.main"])
     assert {"app.doors.gemini", "app.doors.unified"} <= set(DOOR_PACKAGES)
     assert set(DOOR_PACKAGES) <= MODULES["app.doors.registry"]  # `from app.doors import gemini, …` is read
-    assert any(_within(name, "app.contract") for module, names in MODULES.items() if _within(module, "app.providers") for name in names)
+    assert any(
+        _within(name, "app.contract")
+        for module, names in MODULES.items()
+        if _within(module, "app.providers")
+        for name in names
+    )
     assert any(_within(name, "app.resume") for name in MODULES["app.gateway"])

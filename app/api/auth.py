@@ -20,5 +20,7 @@ def authorization(headers: Mapping[str, str], query: Mapping[str, str] | None = 
     value = headers.get("authorization")
     if value is not None:
         return value
-    api_key = headers.get("x-api-key") or headers.get("x-goog-api-key") or (query.get("key") if query is not None else None)
+    api_key = (
+        headers.get("x-api-key") or headers.get("x-goog-api-key") or (query.get("key") if query is not None else None)
+    )
     return f"Bearer {api_key}" if api_key is not None else None

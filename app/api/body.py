@@ -47,7 +47,9 @@ def require_json(headers: Mapping[str, str]) -> None:
     media_type = (declared or "").partition(";")[0].strip().lower()
     if media_type != "application/json":
         shown = f"Content-Type {declared!r}" if declared is not None else "no Content-Type"
-        raise ApiError(415, "unsupported_media_type", f"request body must be application/json (the request has {shown})")
+        raise ApiError(
+            415, "unsupported_media_type", f"request body must be application/json (the request has {shown})"
+        )
 
 
 async def read_body(request: Request, limit: int) -> bytes:

@@ -112,20 +112,24 @@ def pool_view(pool: Pool, snapshot: Snapshot, configured: set[str], now_ms: int)
     for d in pool.deployments:
         state = snapshot.states[d.name]
         cooled = state.cooled_until_ms or None
-        deployments.append(PoolDeploymentView(
-            name=d.name,
-            provider=d.provider,
-            model=d.model,
-            weight=d.weight,
-            configured=d.provider in configured,
-            inFlight=state.in_flight,
-            cooldown=Cooldown(cooling=state.cooled_until_ms > now_ms, until=cooled, reason=state.cool_reason, streak=state.streak),
-            ttftMs=_seconds_to_ms(state.ttft),
-            gapMs=_seconds_to_ms(state.gap),
-            sampledAt=state.sampled_at_ms or None,
-            rpm=QuotaUse(used=state.rpm_used, limit=d.rpm),
-            tpm=QuotaUse(used=state.tpm_used, limit=d.tpm),
-        ))
+        deployments.append(
+            PoolDeploymentView(
+                name=d.name,
+                provider=d.provider,
+                model=d.model,
+                weight=d.weight,
+                configured=d.provider in configured,
+                inFlight=state.in_flight,
+                cooldown=Cooldown(
+                    cooling=state.cooled_until_ms > now_ms, until=cooled, reason=state.cool_reason, streak=state.streak
+                ),
+                ttftMs=_seconds_to_ms(state.ttft),
+                gapMs=_seconds_to_ms(state.gap),
+                sampledAt=state.sampled_at_ms or None,
+                rpm=QuotaUse(used=state.rpm_used, limit=d.rpm),
+                tpm=QuotaUse(used=state.tpm_used, limit=d.tpm),
+            )
+        )
     return PoolView(name=pool.name, strategy=pool.strategy, shared=snapshot.shared, deployments=deployments)
 
 

@@ -29,11 +29,16 @@ async def serve_count(request: Request, door: TokenCountDoor) -> Response:
     headers = {"X-Request-Id": request_id}
     try:
         route = door.route
-        key_id = gateway.keys.identify(authorization(request.headers, request.query_params if route.key_in_query else None))
+        key_id = gateway.keys.identify(
+            authorization(request.headers, request.query_params if route.key_in_query else None)
+        )
         raw = await read_body(request, gateway.settings.max_body_bytes)
         depth = gateway.settings.max_json_depth
         decoded = await parse_off_loop(
-            raw, lambda body: door.decode(url_body(route, request, parse_json(body, depth, door.prose_paths)), request.headers)
+            raw,
+            lambda body: door.decode(
+                url_body(route, request, parse_json(body, depth, door.prose_paths)), request.headers
+            ),
         )
         tokens = await gateway.count_tokens(decoded.unified, key_id)
     except BadRequest as error:
@@ -42,8 +47,8 @@ async def serve_count(request: Request, door: TokenCountDoor) -> Response:
         api_error = refusal_error(refusal)
         return json_response(door.error_body(api_error), api_error.status, {**headers, **api_error.headers})
     except ProviderError as error:
-        failure, status = (Failure.TIMEOUT, 504) if error.kind in TIMEOUT_KINDS else upstream_failure(
-            _kind(error.kind), error.status
+        failure, status = (
+            (Failure.TIMEOUT, 504) if error.kind in TIMEOUT_KINDS else upstream_failure(_kind(error.kind), error.status)
         )
         status, body = door.failed(failure, status, error.message, request_id)
         return json_response(body, status, {**headers, **retry_headers(error.retry_after_ms)})

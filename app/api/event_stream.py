@@ -57,8 +57,18 @@ class EventStreamResponse(Response):
     # Slots: every open stream holds its response (Starlette's `Response` has no slots, but none of its
     # attributes is set outside them, so no instance dict is made).
     __slots__ = (
-        "body_iterator", "status_code", "background", "ping_interval", "ping", "streams", "raw_headers",
-        "_headers", "active", "stopped", "_task", "_lock",
+        "body_iterator",
+        "status_code",
+        "background",
+        "ping_interval",
+        "ping",
+        "streams",
+        "raw_headers",
+        "_headers",
+        "active",
+        "stopped",
+        "_task",
+        "_lock",
     )
 
     def __init__(

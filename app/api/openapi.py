@@ -169,7 +169,9 @@ def build_openapi(app: GatewayApp) -> dict[str, Any]:
                 operation.update(stored_routes[path].operation(method))
             elif path in items_routes:  # the query parameters join the path's own
                 described = items_routes[path].items_operation()
-                operation.update(described, parameters=[*operation.get("parameters", []), *described.get("parameters", [])])
+                operation.update(
+                    described, parameters=[*operation.get("parameters", []), *described.get("parameters", [])]
+                )
             elif path in ("/healthz", "/readyz"):
                 operation["responses"] = {"200": json_body(ref("Status"), "Alive / ready")}
                 if path == "/readyz":
@@ -187,7 +189,9 @@ def build_openapi(app: GatewayApp) -> dict[str, Any]:
                     "204": {"description": "`Last-Event-ID` is the terminal event: nothing follows"},
                     **errors(["400", "401"]),
                     "404": json_body(ref("ErrorBody"), "No resumable stream with this id for this key"),
-                    "410": json_body(ref("ErrorBody"), "The events after `Last-Event-ID` are no longer kept (`resume_unavailable`)"),
+                    "410": json_body(
+                        ref("ErrorBody"), "The events after `Last-Event-ID` are no longer kept (`resume_unavailable`)"
+                    ),
                     "503": {**json_body(ref("ErrorBody"), "The event store did not answer"), "headers": RETRY_AFTER},
                 }
                 operation["parameters"] = [
@@ -224,4 +228,3 @@ def build_openapi(app: GatewayApp) -> dict[str, Any]:
 
 def render(app: GatewayApp) -> str:
     return json.dumps(build_openapi(app), indent=2, sort_keys=False, ensure_ascii=False) + "\n"
-

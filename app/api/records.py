@@ -27,7 +27,9 @@ Outcome = Literal["done", "error", "aborted", "interrupted"]
 
 def _unavailable(exc: Exception) -> ApiError:
     log.warning("request ledger read failed: %s", type(exc).__name__)
-    return ApiError(503, "store_unavailable", "the request ledger is unavailable, try again", headers={"Retry-After": "1"})
+    return ApiError(
+        503, "store_unavailable", "the request ledger is unavailable, try again", headers={"Retry-After": "1"}
+    )
 
 
 async def _scope(request: Request) -> tuple[Gateway, str | None]:
@@ -58,7 +60,9 @@ async def list_records(
     limit: int = Query(default=20, ge=1, le=200),
     outcome: Outcome | None = Query(default=None, description="only records with this outcome"),
     model: str | None = Query(
-        default=None, max_length=256, description="only records whose requested or actual `<provider>/<model>`, or pool deployment, contains this"
+        default=None,
+        max_length=256,
+        description="only records whose requested or actual `<provider>/<model>`, or pool deployment, contains this",
     ),
     door: DoorName | None = Query(default=None, description="only records of requests that came through this door"),
 ) -> Response:
@@ -70,7 +74,9 @@ async def list_records(
     except Exception as exc:
         raise _unavailable(exc) from None
     if filtered:
-        records = [r for r in records if _matches(r, outcome, model) and (door is None or r.get("door") == door)][:limit]
+        records = [r for r in records if _matches(r, outcome, model) and (door is None or r.get("door") == door)][
+            :limit
+        ]
     return json_response({"records": records})
 
 

@@ -117,7 +117,12 @@ def _last_event_id(request: Request) -> int:
     if not raw:
         return 0
     if not _EVENT_ID.fullmatch(raw):
-        raise ApiError(400, "invalid_request", "Last-Event-ID must be an event id of this stream (1, 2, 3 …)", param="Last-Event-ID")
+        raise ApiError(
+            400,
+            "invalid_request",
+            "Last-Event-ID must be an event id of this stream (1, 2, 3 …)",
+            param="Last-Event-ID",
+        )
     return int(raw)
 
 

@@ -82,17 +82,27 @@ def door_routes(doors: DoorTable) -> APIRouter:
     routes = APIRouter()
     for door, route in doors.turn_routes():
         routes.add_api_route(
-            route.path, _turn_endpoint(door, route), methods=[route.method], name=route.name,
-            summary=route.summary, tags=list(route.tags), route_class_override=TurnRoute,
+            route.path,
+            _turn_endpoint(door, route),
+            methods=[route.method],
+            name=route.name,
+            summary=route.summary,
+            tags=list(route.tags),
+            route_class_override=TurnRoute,
         )
     for count in doors.count_routes():
         for number, path in enumerate(count.route.paths()):
             routes.add_api_route(
-                path, _count_endpoint(count), methods=[count.route.method],
+                path,
+                _count_endpoint(count),
+                methods=[count.route.method],
                 name=f"{count.route.name}_{number}" if number else count.route.name,
-                summary=count.route.summary, tags=list(count.route.tags),
+                summary=count.route.summary,
+                tags=list(count.route.tags),
             )
-    for door in doors.doors:  # a door's stored responses: GET reads one of the caller's key, DELETE removes it, GET lists its input items
+    for door in (
+        doors.doors
+    ):  # a door's stored responses: GET reads one of the caller's key, DELETE removes it, GET lists its input items
         if door.stored is not None:
             get, delete, input_items = _stored_endpoints(door)
             name = door.name.replace("-", "_")

@@ -81,11 +81,21 @@ class Keeping:
     (or nothing was kept); a follow-up on this process waits for it (`_PENDING`)."""
 
     def __init__(
-        self, gateway: Gateway, stored: StoredResponses, request: DoorRequest, encoder: EventEncoder, job: TurnJob,
+        self,
+        gateway: Gateway,
+        stored: StoredResponses,
+        request: DoorRequest,
+        encoder: EventEncoder,
+        job: TurnJob,
         key_id: str | None,
     ) -> None:
         self.gateway, self.stored, self.request, self.encoder, self.job, self.key_id = (
-            gateway, stored, request, encoder, job, key_id
+            gateway,
+            stored,
+            request,
+            encoder,
+            job,
+            key_id,
         )
         self.response_id = stored.response_id(job.turn.request_id)
         self._write: asyncio.Task[None] | None = None

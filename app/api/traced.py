@@ -33,7 +33,9 @@ class TracedGatewayApp(GatewayApp):
             return
         method = scope["method"]
         carrier = {
-            name.decode("latin-1"): value.decode("latin-1") for name, value in scope["headers"] if name in _CONTEXT_HEADERS
+            name.decode("latin-1"): value.decode("latin-1")
+            for name, value in scope["headers"]
+            if name in _CONTEXT_HEADERS
         }
         parent = propagate.extract(carrier) if carrier else otel_context.Context()
         attributes: dict[str, Any] = {

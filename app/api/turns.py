@@ -34,7 +34,9 @@ async def serve(request: Request, door: Door, route: DoorRoute) -> Response:
     request_id: str = request.scope["state"]["request_id"]
     stream = route.stream
     try:
-        key_id = gateway.keys.identify(authorization(request.headers, request.query_params if route.key_in_query else None))
+        key_id = gateway.keys.identify(
+            authorization(request.headers, request.query_params if route.key_in_query else None)
+        )
         require_json(request.headers)
         raw = await read_body(request, gateway.settings.max_body_bytes)
         depth = gateway.settings.max_json_depth
@@ -42,7 +44,10 @@ async def serve(request: Request, door: Door, route: DoorRoute) -> Response:
         if stored is None:
             decoder = route.decode or door.decode
             decoded = await parse_off_loop(
-                raw, lambda body: decoder(url_body(route, request, parse_json(body, depth, door.prose_paths)), request.headers)
+                raw,
+                lambda body: decoder(
+                    url_body(route, request, parse_json(body, depth, door.prose_paths)), request.headers
+                ),
             )
         else:  # a door that builds on stored responses (app.api.stored_responses)
             decoded = await stored_responses.decode(
@@ -50,10 +55,16 @@ async def serve(request: Request, door: Door, route: DoorRoute) -> Response:
             )
         asked_resumable = decoded.unified.options.resumable or asks_resumable(request.headers)
         if decoded.resume_refused is not None and asked_resumable:
-            raise BadRequest(400, "invalid_request_error", f"{RESUMABLE_HEADER}: {decoded.resume_refused}", RESUMABLE_HEADER)
+            raise BadRequest(
+                400, "invalid_request_error", f"{RESUMABLE_HEADER}: {decoded.resume_refused}", RESUMABLE_HEADER
+            )
         streaming = decoded.stream if stream is None else stream
         job = await gateway.start_turn(
-            decoded.unified, request_id, key_id, door=door.name, session=session_header(request.headers),
+            decoded.unified,
+            request_id,
+            key_id,
+            door=door.name,
+            session=session_header(request.headers),
             resumable=streaming and asked_resumable,
         )
     except BadRequest as error:
@@ -92,7 +103,11 @@ async def serve(request: Request, door: Door, route: DoorRoute) -> Response:
     if job.request.resumable:
         return resumable_response(gateway, job, encoder, headers, first=first, add_ids=not door.frames_carry_ids)
     frames = TurnFrames(
-        job, encoder, lambda: gateway.draining, gateway.metrics.sse_events, first,
+        job,
+        encoder,
+        lambda: gateway.draining,
+        gateway.metrics.sse_events,
+        first,
         before_end=keeping.settled if keeping is not None else None,
     )
     return sse_response(
@@ -101,7 +116,10 @@ async def serve(request: Request, door: Door, route: DoorRoute) -> Response:
 
 
 async def _complete(
-    job: TurnJob, encoder: EventEncoder, request: Request, headers: dict[str, str],
+    job: TurnJob,
+    encoder: EventEncoder,
+    request: Request,
+    headers: dict[str, str],
     keeping: stored_responses.Keeping | None,
 ) -> Response:
     """Wait for the turn to settle (a client that hangs up cancels it) and answer with the door's body (once

@@ -89,7 +89,9 @@ def _cloud(entry: Any, api: str, where: str) -> Cloud:
         if not entry.get(name):
             raise CatalogError(f"{where}: a {kind} provider needs cloud.{name} (e.g. {example})")
     deployments = entry.get("deployments") or {}
-    if not isinstance(deployments, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in deployments.items()):
+    if not isinstance(deployments, dict) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in deployments.items()
+    ):
         raise CatalogError(f"{where}: cloud.deployments must map model ids to deployment names")
     return Cloud(
         kind=kind,
@@ -160,7 +162,9 @@ class Catalog:
                 hosted_tools=_hosted_tools(p["hostedTools"], f"{where} ({p['name']})") if "hostedTools" in p else None,
             )
         for index, m in enumerate(data.get("models", [])):
-            where = f"catalog {source}: models[{index}] ({m.get('provider')}/{m.get('id')})" if isinstance(m, dict) else ""
+            where = (
+                f"catalog {source}: models[{index}] ({m.get('provider')}/{m.get('id')})" if isinstance(m, dict) else ""
+            )
             _check_keys("model", m, where or f"catalog {source}: models[{index}]")
             info = ModelInfo(
                 provider=m["provider"],
@@ -184,7 +188,9 @@ class Catalog:
             _check_keys("route", r, where)
             name = r["name"]
             if not isinstance(name, str) or not ROUTE_NAME.match(name):
-                raise CatalogError(f"{where}: route name {name!r} must be letters, digits, '_', '.', ':' or '-' (no '/')")
+                raise CatalogError(
+                    f"{where}: route name {name!r} must be letters, digits, '_', '.', ':' or '-' (no '/')"
+                )
             fallback = r.get("fallback", [])
             pool = _pool(name, r["pool"], f"{where} ({name})") if "pool" in r else None
             if (pool is None) == ("model" not in r):
@@ -209,7 +215,9 @@ class Catalog:
                     continue  # a route as a fallback: checked as a route
                 provider, _, model_id = ref.partition("/")
                 if not model_id:
-                    raise CatalogError(f"catalog {source}: route {route.name!r}: {ref!r} must be '<provider>/<model id>'")
+                    raise CatalogError(
+                        f"catalog {source}: route {route.name!r}: {ref!r} must be '<provider>/<model id>'"
+                    )
                 if provider not in self.providers:
                     raise CatalogError(
                         f"catalog {source}: route {route.name!r}: {ref!r} names unknown provider {provider!r} (known: {known})"
@@ -242,16 +250,18 @@ class Catalog:
         for model in self.listed():
             if model.provider in configured:
                 info = self.served_model(model.provider, model.id)  # with its provider's hostedTools
-                entries.append({
-                    "id": f"{info.provider}/{info.id}",
-                    "object": "model",
-                    "created": self.loaded_at,
-                    "owned_by": info.provider,
-                    "provider": info.provider,
-                    "model": info.id,
-                    "api": self.providers[info.provider].api,
-                    **info.fields(),
-                })
+                entries.append(
+                    {
+                        "id": f"{info.provider}/{info.id}",
+                        "object": "model",
+                        "created": self.loaded_at,
+                        "owned_by": info.provider,
+                        "provider": info.provider,
+                        "model": info.id,
+                        "api": self.providers[info.provider].api,
+                        **info.fields(),
+                    }
+                )
         for route in self.routes.values():
             if not any(ref.partition("/")[0] in configured for ref in route.entries):
                 continue
@@ -266,18 +276,20 @@ class Catalog:
                         for d in route.pool.deployments
                     ],
                 }
-            entries.append({
-                "id": route.name,
-                "object": "model",
-                "created": self.loaded_at,
-                "owned_by": "gateway",
-                "route": shape,
-                "description": route.description,
-                "provider": provider,
-                "model": info.id,
-                "api": self.providers[provider].api,
-                **info.fields(),
-            })
+            entries.append(
+                {
+                    "id": route.name,
+                    "object": "model",
+                    "created": self.loaded_at,
+                    "owned_by": "gateway",
+                    "route": shape,
+                    "description": route.description,
+                    "provider": provider,
+                    "model": info.id,
+                    "api": self.providers[provider].api,
+                    **info.fields(),
+                }
+            )
         return entries
 
 
@@ -320,13 +332,15 @@ def _pool(route: str, entry: Any, where: str) -> Pool:
             raise CatalogError(f"{at}: name must be a non-empty string without spaces or braces")
         if any(other.name == name for other in deployments):
             raise CatalogError(f"{at}: two deployments named {name!r}; give each a distinct name")
-        deployments.append(Deployment(
-            name=name,
-            provider=provider,
-            model=model,
-            weight=float(_positive(d.get("weight", 1), "weight", at, integer=False)),
-            rpm=_positive(d["rpm"], "rpm", at, integer=True) if "rpm" in d else None,
-            tpm=_positive(d["tpm"], "tpm", at, integer=True) if "tpm" in d else None,
-            pricing=_pricing(d["cost"], f"{at}: cost") if "cost" in d else None,
-        ))
+        deployments.append(
+            Deployment(
+                name=name,
+                provider=provider,
+                model=model,
+                weight=float(_positive(d.get("weight", 1), "weight", at, integer=False)),
+                rpm=_positive(d["rpm"], "rpm", at, integer=True) if "rpm" in d else None,
+                tpm=_positive(d["tpm"], "tpm", at, integer=True) if "tpm" in d else None,
+                pricing=_pricing(d["cost"], f"{at}: cost") if "cost" in d else None,
+            )
+        )
     return Pool(route, tuple(deployments), strategy)

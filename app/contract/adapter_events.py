@@ -99,5 +99,7 @@ BLOCK_START: dict[str, Literal["text_start", "thinking_start"]] = {"text": "text
 BLOCK_DELTA: dict[str, Literal["text_delta", "thinking_delta"]] = {"text": "text_delta", "thinking": "thinking_delta"}
 BLOCK_END: dict[str, Literal["text_end", "thinking_end"]] = {"text": "text_end", "thinking": "thinking_end"}
 
-AdapterEvent = Union[BlockStart, Delta, BlockEnd, ToolCallStart, ToolCallEnd, UsageEvent, Finish, WebSearchStart, WebSearchEnd]
+AdapterEvent = Union[
+    BlockStart, Delta, BlockEnd, ToolCallStart, ToolCallEnd, UsageEvent, Finish, WebSearchStart, WebSearchEnd
+]
 """One adapter event: a `Translator` returns a list of these for each wire event."""

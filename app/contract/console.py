@@ -10,7 +10,9 @@ from pydantic import BaseModel, Field
 class Cooldown(BaseModel):
     cooling: bool = Field(description="skipped now: its cooldown has not ended")
     until: int | None = Field(description="epoch ms its cooldown ends (ended: the last one's end; null: never cooled)")
-    reason: str | None = Field(description="why it was last cooled: rate_limited, server_error, connect, first_event_timeout")
+    reason: str | None = Field(
+        description="why it was last cooled: rate_limited, server_error, connect, first_event_timeout"
+    )
     streak: int = Field(description="failures in a row (each doubles the next backoff; a success resets it)")
 
 
@@ -37,7 +39,9 @@ class PoolDeploymentView(BaseModel):
 class PoolView(BaseModel):
     name: str = Field(description="the route's name (the model clients send)")
     strategy: str = Field(description="weighted, least-in-flight, lowest-latency or cost")
-    shared: bool = Field(description="this state was read from Redis, shared by every replica (false: this process's own)")
+    shared: bool = Field(
+        description="this state was read from Redis, shared by every replica (false: this process's own)"
+    )
     deployments: list[PoolDeploymentView]
 
 

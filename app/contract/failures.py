@@ -119,7 +119,9 @@ class Attempt:
         if error_message and self.outcome is not AttemptOutcome.DONE:
             self.error_message = error_message
 
-    def failed_with(self, kind: ErrorKind | str, *, http_status: int | None = None, retry_after_ms: int | None = None) -> None:
+    def failed_with(
+        self, kind: ErrorKind | str, *, http_status: int | None = None, retry_after_ms: int | None = None
+    ) -> None:
         """Note why the attempt failed (an unknown kind counts as `upstream`)."""
         try:
             self.kind = ErrorKind(kind)

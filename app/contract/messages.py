@@ -16,9 +16,7 @@ from pydantic_core import PydanticCustomError
 # The validation context under which a door builds a unified request: it may then carry what only doors produce
 # (system messages inside `messages`, door-only fields). `/v1/stream` and `/api/stream` validate without it.
 DOOR_VALIDATION: dict[str, bool] = {"door": True}
-SYSTEM_ROLE_REFUSED = (
-    "there is no system role: the system prompt goes in context.systemPrompt; messages are user, assistant or toolResult"
-)
+SYSTEM_ROLE_REFUSED = "there is no system role: the system prompt goes in context.systemPrompt; messages are user, assistant or toolResult"
 
 
 def from_door(info: ValidationInfo) -> bool:
@@ -29,8 +27,6 @@ def door_only(value: Any, info: ValidationInfo) -> Any:
     """A door-only field keeps its value only when a door builds the request; a `/v1/stream` client that sends
     one gets its default (the fields are not part of the public schema)."""
     return value if from_door(info) else None
-
-
 
 
 class WireModel(BaseModel):
@@ -121,7 +117,8 @@ class Usage(WireModel):
     total_tokens: int = 0
     cost: Cost = Field(default_factory=Cost)
     reasoning: int | None = Field(
-        default=None, description="of `output`, the reasoning tokens, where the vendor counts them apart (absent otherwise)"
+        default=None,
+        description="of `output`, the reasoning tokens, where the vendor counts them apart (absent otherwise)",
     )
 
 
@@ -164,10 +161,13 @@ class SystemMessage(WireModel):
     role: Literal["system"] = "system"
     content: list[TextContent] = Field(min_length=1)
     anthropic: dict[str, Any] | None = Field(
-        default=None, exclude=True, description="the message's other Anthropic fields (output_config, clear_at), sent as is to Anthropic"
+        default=None,
+        exclude=True,
+        description="the message's other Anthropic fields (output_config, clear_at), sent as is to Anthropic",
     )
     expired: bool = Field(
-        default=False, exclude=True,
+        default=False,
+        exclude=True,
         description="`clear_at: next_user_message` and a user message follows: Anthropic keeps it in the array but "
         "no longer shows it to the model, so the other vendors are not sent it",
     )

@@ -43,8 +43,9 @@ class WebSearch(WireModel):
     """The client asked for the vendor's hosted web search (docs/adapters/web-search.md)."""
 
     external_web_access: bool = Field(
-        default=True, description="false: results from the vendor's cache or index only, never a live fetch "
-        "(only OpenAI offers that; elsewhere the tool is then dropped)"
+        default=True,
+        description="false: results from the vendor's cache or index only, never a live fetch "
+        "(only OpenAI offers that; elsewhere the tool is then dropped)",
     )
 
 
@@ -86,8 +87,9 @@ class StreamOptions(WireModel):
         "Last-Event-ID; a disconnect then cancels the upstream only after GATEWAY_RESUME_GRACE seconds without a reader",
     )
     hosted_tools: HostedToolsOption | None = Field(
-        default=None, description="hosted tools run by the vendor (web search) where the catalog allows them; "
-        "what is not served is named in the X-Gateway-Dropped-Tools response header"
+        default=None,
+        description="hosted tools run by the vendor (web search) where the catalog allows them; "
+        "what is not served is named in the X-Gateway-Dropped-Tools response header",
     )
     # Door-only (absent from the public schema, never serialized): what a door's client sent that one api alone
     # reads, keyed by that api's name (the catalog's `api`), which its adapter sends as it came; every other

@@ -305,7 +305,9 @@ class Dispatcher:
                     job.interrupt_reason = None
                     _uncancel()
                     raise ProviderError(
-                        reason + _timeout_detail(reason, self.settings), retryable=not turn.started, kind=ErrorKind.TIMEOUT
+                        reason + _timeout_detail(reason, self.settings),
+                        retryable=not turn.started,
+                        kind=ErrorKind.TIMEOUT,
                     ) from None
                 if reason == Interrupt.GRACE:
                     job.interrupt_reason = None
@@ -380,7 +382,9 @@ def _unreadable(job: TurnJob, provider: Provider, wire: Any, exc: Exception) -> 
     """A wire event the adapter's translator raised on (not a `ProviderError`): a value of a type or size the
     vendor's format does not have, so a malformed upstream (retryable, fallback applies), never an internal
     error. Logged with its traceback, in case it is an adapter's bug after all."""
-    log.warning("turn %s: %s sent an event its adapter could not read", job.turn.request_id, provider.name, exc_info=exc)
+    log.warning(
+        "turn %s: %s sent an event its adapter could not read", job.turn.request_id, provider.name, exc_info=exc
+    )
     what = f"a {wire.get('type')} event" if isinstance(wire, dict) and isinstance(wire.get("type"), str) else "an event"
     return ProviderError(
         f"sent {what} the gateway could not read ({type(exc).__name__}: {str(exc)[:120]})",

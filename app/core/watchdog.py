@@ -9,6 +9,7 @@ from app.contract.failures import Interrupt
 from app.core.job import TurnJob
 from app.settings import Settings
 
+
 class WatchPhase(enum.Enum):
     """Where a turn is, as far as its deadlines go. Each phase names the deadlines that run in it."""
 
@@ -121,5 +122,3 @@ class Watchdog:
             self.job.interrupt(reason)
         else:
             self._handle = self.loop.call_at(when, self._check)
-
-

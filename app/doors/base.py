@@ -13,6 +13,7 @@ from app.contract.failures import Failure
 from app.contract.request import StreamRequest
 from app.core.settled import SettledTurn
 
+
 @dataclass(frozen=True, slots=True)
 class DoorRequest:
     """A client's request as a door decoded it: the unified request and whether to answer as a stream.
@@ -69,7 +70,9 @@ def with_dropped_tools(headers: dict[str, str], dropped: Sequence[str]) -> dict[
 
 
 Decoder = Callable[[dict[str, Any], Mapping[str, str]], DoorRequest]
-EncoderFactory = Callable[[str, Any, TurnView], EventEncoder]  # (request id, the door's DoorRequest, the turn) → encoder
+EncoderFactory = Callable[
+    [str, Any, TurnView], EventEncoder
+]  # (request id, the door's DoorRequest, the turn) → encoder
 
 
 # The id of the request being answered (its `X-Request-Id`), set by the HTTP edge (`app.api.edge`) for the

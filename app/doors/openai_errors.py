@@ -43,7 +43,10 @@ ERROR_SCHEMA = {
             "properties": {
                 "message": {"type": "string"},
                 "type": {"type": "string"},
-                "param": {"type": ["string", "null"], "description": "the offending parameter, e.g. messages.2.tool_call_id"},
+                "param": {
+                    "type": ["string", "null"],
+                    "description": "the offending parameter, e.g. messages.2.tool_call_id",
+                },
                 "code": {"type": ["string", "null"]},
             },
         }

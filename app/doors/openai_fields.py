@@ -23,7 +23,9 @@ def accept_default(*defaults: Any) -> Callable[[str, Any], None]:
 
     def check(param: str, value: Any) -> None:
         # `True == 1` in Python: a boolean only matches a boolean default, a number only a number.
-        if value is not None and not any(value == d and isinstance(value, bool) == isinstance(d, bool) for d in defaults):
+        if value is not None and not any(
+            value == d and isinstance(value, bool) == isinstance(d, bool) for d in defaults
+        ):
             shown = " or ".join(orjson.dumps(d).decode() for d in defaults)
             raise unsupported(param, f"only {shown} is supported by this gateway (got {orjson.dumps(value).decode()})")
 
@@ -80,7 +82,9 @@ def data_url_image(url: Any, param: str) -> ImageContent:
     fetches a URL."""
     url = string_at(url, param)
     if url.startswith(("http://", "https://")):
-        raise unsupported(param, "the gateway never fetches URLs: send the image inline as a data:image/...;base64, URL")
+        raise unsupported(
+            param, "the gateway never fetches URLs: send the image inline as a data:image/...;base64, URL"
+        )
     match = _DATA_URL.match(url)
     if match is None:
         raise invalid(param, "must be a data:image/<type>;base64,<data> URL")

@@ -78,7 +78,10 @@ def door_operation(
     `errors` (status → description) with the `error_schema` body (429 and 503 with `Retry-After`)."""
 
     def error(code: str) -> dict[str, Any]:
-        body: dict[str, Any] = {"description": errors[code], "content": {"application/json": {"schema": ref(error_schema)}}}
+        body: dict[str, Any] = {
+            "description": errors[code],
+            "content": {"application/json": {"schema": ref(error_schema)}},
+        }
         if code in ("429", "503"):
             body["headers"] = _DOOR_RETRY_AFTER
         return body

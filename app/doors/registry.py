@@ -14,7 +14,12 @@ from app.doors import anthropic_messages, gemini, openai_chat, openai_responses,
 from app.doors.base import Door, DoorRoute, ModelListing, ModelRoute, TokenCountDoor
 
 DOORS: tuple[Door, ...] = (
-    unified.DOOR, pi.DOOR, openai_chat.DOOR, anthropic_messages.DOOR, openai_responses.DOOR, gemini.DOOR
+    unified.DOOR,
+    pi.DOOR,
+    openai_chat.DOOR,
+    anthropic_messages.DOOR,
+    openai_responses.DOOR,
+    gemini.DOOR,
 )
 
 # The records' `door` and the metrics' `door` label: one of the doors' names (in `DOORS` order).

@@ -78,19 +78,19 @@ class SignedCall:
 
 def wrap_call(origin: Origin, signature: str) -> str:
     """A tool call's own signature, wrapped with its origin and marked as the call's (`CALL_PREFIX`)."""
-    return CALL_PREFIX + wrap(origin, signature)[len(PREFIX):]
+    return CALL_PREFIX + wrap(origin, signature)[len(PREFIX) :]
 
 
 def unwrap_call(value: str) -> Unwrapped | None:
     """The origin and vendor signature of a call's signature the door wrapped (`wrap_call`); None for any other."""
-    return unwrap(PREFIX + value[len(CALL_PREFIX):]) if value.startswith(CALL_PREFIX) else None
+    return unwrap(PREFIX + value[len(CALL_PREFIX) :]) if value.startswith(CALL_PREFIX) else None
 
 
 def unwrap(value: str) -> Unwrapped | None:
     """The origin and vendor signature of a wrapped signature; None for anything the door did not wrap."""
     if not value.startswith(PREFIX):
         return None
-    header, dot, signature = value[len(PREFIX):].partition(".")
+    header, dot, signature = value[len(PREFIX) :].partition(".")
     if not dot or not header:
         return None
     try:

@@ -45,6 +45,7 @@ class LedgerMetrics(Protocol):
 
     def ledger_write_dropped(self, kind: str) -> None: ...
 
+
 __all__ = ["Ledger", "LedgerObserver", "LedgerUrlError", "build_record", "open_ledger"]
 
 
@@ -300,7 +301,9 @@ class LedgerObserver(TurnObserver):
         """Flush what is queued (bounded by the flush timeout), stop the writer, close the store."""
         if self._task is not None:
             if not await self.flush(self.flush_timeout):
-                log.warning("ledger: %d record writes not flushed at shutdown", len(self.pending) + len(self._in_flight))
+                log.warning(
+                    "ledger: %d record writes not flushed at shutdown", len(self.pending) + len(self._in_flight)
+                )
             self._task.cancel()
             await asyncio.gather(self._task, return_exceptions=True)
             self._task = None

@@ -38,6 +38,8 @@ WriteKind = Literal["insert", "complete"]
 
 class LedgerUrlError(ValueError):
     """`GATEWAY_DATABASE_URL` names no store the gateway can use (the message never repeats the URL)."""
+
+
 INTERRUPTED_MESSAGE = "interrupted: the gateway process serving this request stopped before it settled"
 
 # Instance ids created in this process (several gateways can live in one process, e.g. in tests).
@@ -123,8 +125,14 @@ class StoredRow:
 
     def params(self) -> tuple[Any, ...]:
         return (
-            self.request_id, self.api_key_id, self.instance_id, self.created_at, self.settled_at, self.outcome,
-            self.record, self.door,
+            self.request_id,
+            self.api_key_id,
+            self.instance_id,
+            self.created_at,
+            self.settled_at,
+            self.outcome,
+            self.record,
+            self.door,
         )
 
 

@@ -75,9 +75,7 @@ _VALUES = "VALUES (" + ", ".join(f"${n}" for n in range(1, COLUMN_COUNT + 1)) + 
 
 
 class PostgresLedger(Ledger):
-    def __init__(
-        self, url: str, *, pool_size: int = 10, heartbeat_s: float = 10.0, stale_s: float = 60.0
-    ) -> None:
+    def __init__(self, url: str, *, pool_size: int = 10, heartbeat_s: float = 10.0, stale_s: float = 60.0) -> None:
         if not url.startswith(("postgresql://", "postgres://")):
             raise LedgerUrlError("a PostgreSQL ledger URL looks like postgresql://user@host:5432/db")
         self._url = url
@@ -137,7 +135,9 @@ class PostgresLedger(Ledger):
                 self.instance_id,
                 float(self.stale_s),
             )
-            dead = dead_instances((InstanceRow(r["instance_id"], r["host"], r["pid"], r["stale"]) for r in rows), self.host)
+            dead = dead_instances(
+                (InstanceRow(r["instance_id"], r["host"], r["pid"], r["stale"]) for r in rows), self.host
+            )
             status = await conn.execute(
                 "UPDATE gateway_requests r SET outcome = 'interrupted', settled_at = $1 "
                 "WHERE r.outcome IS NULL AND r.instance_id <> $2 AND (r.instance_id = ANY($3::text[]) OR NOT EXISTS "

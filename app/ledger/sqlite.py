@@ -160,7 +160,9 @@ class SqliteLedger(Ledger):
                     (now, self.instance_id, dead),
                 )
                 marked = cursor.rowcount
-                await db.execute("DELETE FROM gateway_instances WHERE instance_id IN (SELECT value FROM json_each(?))", (dead,))
+                await db.execute(
+                    "DELETE FROM gateway_instances WHERE instance_id IN (SELECT value FROM json_each(?))", (dead,)
+                )
                 await db.execute("COMMIT")
             except BaseException:
                 await db.execute("ROLLBACK")
@@ -294,7 +296,9 @@ class SqliteLedger(Ledger):
             try:
                 # A clean stop: no heartbeat row, so anything of ours still open counts as interrupted (rule 2).
                 async with self._transaction:
-                    await self._writer.execute("DELETE FROM gateway_instances WHERE instance_id = ?", (self.instance_id,))
+                    await self._writer.execute(
+                        "DELETE FROM gateway_instances WHERE instance_id = ?", (self.instance_id,)
+                    )
             except Exception as exc:
                 log.warning("could not remove this instance's heartbeat row: %s", type(exc).__name__)
         for db in {id(c): c for c in (self._reader, self._writer) if c is not None}.values():

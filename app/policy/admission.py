@@ -90,7 +90,9 @@ class Admission:
             raise Draining("gateway shutting down")
         self.check_streams(key_id)
 
-    async def admit_turn(self, key_id: str | None, requested: list[str], policy_names: list[str], request_id: str) -> None:
+    async def admit_turn(
+        self, key_id: str | None, requested: list[str], policy_names: list[str], request_id: str
+    ) -> None:
         """Steps 4 and 5, for the turn's model and fallbacks (`requested`, and the names a key's allowed models
         are matched against, `policy_names`). Admitted, the key's limits count the turn (settled by `Limits`)."""
         self.check_priced(key_id, requested, policy_names)

@@ -100,7 +100,8 @@ def load_keys_file(path: str | Path) -> KeysFile:
         parsed = KeysFile.model_validate(data)
     except ValidationError as exc:  # each problem by its place in the file, never the value (it may be a key)
         problems = "; ".join(
-            f"{'.'.join(map(str, error['loc']))}: {error['msg']}" for error in exc.errors(include_input=False, include_url=False)
+            f"{'.'.join(map(str, error['loc']))}: {error['msg']}"
+            for error in exc.errors(include_input=False, include_url=False)
         )
         raise KeysFileError(f"keys file {path}: {problems}") from None
     except (OSError, ValueError, tomllib.TOMLDecodeError) as exc:
@@ -139,7 +140,9 @@ class ClientKeys:
             mtime = _mtime(self.keys_file)
             for entry in load_keys_file(self.keys_file).keys:
                 digests.append((entry.name, bytes.fromhex(entry.sha256)))
-                policies[entry.name] = entry  # a KeyPolicy (with its name and digest); not copied: 5,000 copies took 0.1 s
+                policies[entry.name] = (
+                    entry  # a KeyPolicy (with its name and digest); not copied: 5,000 copies took 0.1 s
+                )
         _refuse_clashes(self.api_keys, digests, self.keys_file)
         return _Loaded(KeyRing(self.api_keys, digests), policies, mtime)
 

@@ -112,7 +112,9 @@ class Limits(TurnObserver):
             return
         self.check_models(key_id, refs)
         policy = self.keys.policy(key_id)
-        if not (policy.requests_per_minute or policy.tokens_per_minute or policy.concurrent_streams or policy.has_budget):
+        if not (
+            policy.requests_per_minute or policy.tokens_per_minute or policy.concurrent_streams or policy.has_budget
+        ):
             return
         try:
             verdict = await self._admit(key_id, policy, request_id)
@@ -176,7 +178,9 @@ class Limits(TurnObserver):
             return
         if verdict.kind is not None:
             self._rejected(verdict.kind)
-            raise LimitExceeded(_describe(verdict.kind, key_id, policy), verdict.kind, math.ceil(verdict.retry_after_ms / 1000))
+            raise LimitExceeded(
+                _describe(verdict.kind, key_id, policy), verdict.kind, math.ceil(verdict.retry_after_ms / 1000)
+            )
         self.leases[lease] = key_id
 
     def release_stream(self, lease: str) -> None:
@@ -217,7 +221,9 @@ class Limits(TurnObserver):
         stalled Redis runs it later)."""
         void_ttl_ms = 2 * self.retry_window_ms
         self._spawn(
-            self._persist("abandon", lambda: self.store.abandon(key_id, request_id, int(time.time() * 1000), void_ttl_ms))
+            self._persist(
+                "abandon", lambda: self.store.abandon(key_id, request_id, int(time.time() * 1000), void_ttl_ms)
+            )
         )
 
     async def _persist(self, operation: str, attempt: Callable[[], Awaitable[object]]) -> None:
@@ -319,7 +325,10 @@ class Limits(TurnObserver):
         if self.metrics is not None:
             self.metrics.limit_store_error(operation)
         log.warning(
-            "limit store %s failed (%s); failing %s", operation, type(exc).__name__, "open" if self.fail_open else "closed"
+            "limit store %s failed (%s); failing %s",
+            operation,
+            type(exc).__name__,
+            "open" if self.fail_open else "closed",
         )
 
 

@@ -191,8 +191,14 @@ class RedisLimitStore(LimitStore):
     async def admit(self, name: str, policy: KeyPolicy, lease: str, periods: Periods, lease_ttl_ms: int) -> Verdict:
         day_key, month_key = self._spend_keys(name, periods)
         keys = [
-            self._key("rpm", name), self._key("conc", name), self._key("tpm", name, periods.minute), month_key, day_key,
-            self._key("lastcost", name), self._key("resv", name), self._key("void", lease),
+            self._key("rpm", name),
+            self._key("conc", name),
+            self._key("tpm", name, periods.minute),
+            month_key,
+            day_key,
+            self._key("lastcost", name),
+            self._key("resv", name),
+            self._key("void", lease),
         ]
         args: list[str | int | float] = [
             periods.now_ms,
@@ -236,8 +242,13 @@ class RedisLimitStore(LimitStore):
     ) -> None:
         day_key, month_key = self._spend_keys(name, started)
         keys = [
-            self._key("tpm", name, settled.minute), day_key, month_key, self._key("lastcost", name),
-            self._key("conc", name), self._key("resv", name), self._key("settled", lease),
+            self._key("tpm", name, settled.minute),
+            day_key,
+            month_key,
+            self._key("lastcost", name),
+            self._key("conc", name),
+            self._key("resv", name),
+            self._key("settled", lease),
         ]
         await self._settle(keys=keys, args=[tokens, _decimal(cost), MONTH_TTL_MS, lease, marker_ttl_ms])
 

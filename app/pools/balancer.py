@@ -70,7 +70,9 @@ def cooling_reason(attempt: Attempt) -> str | None:
 
 
 class Pools:
-    def __init__(self, store: PoolStore | None = None, *, metrics: PoolMetrics | None = None, rng: random.Random | None = None) -> None:
+    def __init__(
+        self, store: PoolStore | None = None, *, metrics: PoolMetrics | None = None, rng: random.Random | None = None
+    ) -> None:
         self.store: PoolStore = store if store is not None else MemoryPoolStore()
         self.metrics = metrics
         self.rng = rng or random.Random()
@@ -113,4 +115,3 @@ class Pools:
 
     async def aclose(self) -> None:
         await self.store.aclose()
-

@@ -48,7 +48,11 @@ def order(
     if strategy == "least-in-flight":
         ranked = sorted(shuffled, key=lambda d: states[d.name].in_flight / d.weight)
     elif strategy == "lowest-latency":
-        scores = {d.name: latency_score(states[d.name].ttft, states[d.name].gap) for d in shuffled if states[d.name].ttft is not None}
+        scores = {
+            d.name: latency_score(states[d.name].ttft, states[d.name].gap)
+            for d in shuffled
+            if states[d.name].ttft is not None
+        }
         best = min(scores.values(), default=0.0)  # a deployment without samples ties with the best one
         ranked = sorted(shuffled, key=lambda d: scores.get(d.name, best))
         stale = [i for i, d in enumerate(ranked) if i and states[d.name].sampled_at_ms < now_ms - PROBE_AFTER_MS]
@@ -65,4 +69,3 @@ def order(
                 ranked.insert(0, ranked.pop(index))
                 break
     return ranked + waiting
-

@@ -179,7 +179,9 @@ class RedisPoolStore:
         now = time.monotonic()
         if now - self._warned_at > 10:  # one line per ten seconds, not one per turn
             self._warned_at = now
-            log.warning("pool state: Redis %s failed (%s); balancing on this replica's own state", operation, type(exc).__name__)
+            log.warning(
+                "pool state: Redis %s failed (%s); balancing on this replica's own state", operation, type(exc).__name__
+            )
 
     async def snapshot(self, pool: str, names: Sequence[str], affinity: str | None, now_ms: int) -> Snapshot:
         keys = [key for name in names for key in self._keys(pool, name, now_ms)] + [self._affinity_key(pool, affinity)]
@@ -245,9 +247,19 @@ class RedisPoolStore:
             self._down("finish", exc)
             await self.local.finish(pool, name, lease, result, now_ms)
 
-    async def cool(self, pool: str, name: str, retry_after_ms: int | None, now_ms: int, reason: str | None = None) -> int:
+    async def cool(
+        self, pool: str, name: str, retry_after_ms: int | None, now_ms: int, reason: str | None = None
+    ) -> int:
         retry = -1 if retry_after_ms is None else retry_after_ms
-        args: list[str | int] = [now_ms, retry, COOL_BASE_MS, COOL_CAP_MS, RETRY_AFTER_CAP_MS, STATE_TTL_MS, reason or ""]
+        args: list[str | int] = [
+            now_ms,
+            retry,
+            COOL_BASE_MS,
+            COOL_CAP_MS,
+            RETRY_AFTER_CAP_MS,
+            STATE_TTL_MS,
+            reason or "",
+        ]
         try:
             async with asyncio.timeout(self.timeout):
                 return int(await self._cool(keys=[self._keys(pool, name, now_ms)[0]], args=args))

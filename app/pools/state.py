@@ -117,7 +117,9 @@ class PoolStore(Protocol):
 
     async def finish(self, pool: str, name: str, lease: str, result: Finished, now_ms: int) -> None: ...
 
-    async def cool(self, pool: str, name: str, retry_after_ms: int | None, now_ms: int, reason: str | None = None) -> int:
+    async def cool(
+        self, pool: str, name: str, retry_after_ms: int | None, now_ms: int, reason: str | None = None
+    ) -> int:
         """Cool `name` down (`reason`: why, shown by the console); returns the cooldown's length in ms."""
         ...
 
@@ -219,7 +221,9 @@ class MemoryPoolStore:
             minute = now_ms // WINDOW_MS
             local.tokens[minute] = local.tokens.get(minute, 0) + result.tokens
 
-    async def cool(self, pool: str, name: str, retry_after_ms: int | None, now_ms: int, reason: str | None = None) -> int:
+    async def cool(
+        self, pool: str, name: str, retry_after_ms: int | None, now_ms: int, reason: str | None = None
+    ) -> int:
         local = self._local(pool, name)
         local.streak += 1
         local.cool_reason = reason

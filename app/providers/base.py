@@ -172,7 +172,9 @@ def error_text(text: str, limit: int = ERROR_TEXT_MAX) -> str:
     to single spaces, and cut to `limit` characters."""
     if _HTML_START.match(text):
         title = _TITLE.search(text)
-        text = title.group(1) if title and _TAG.sub("", title.group(1)).strip() else _TAG.sub(" ", _HIDDEN.sub(" ", text))
+        text = (
+            title.group(1) if title and _TAG.sub("", title.group(1)).strip() else _TAG.sub(" ", _HIDDEN.sub(" ", text))
+        )
         text = _TAG.sub(" ", text)
         text = html.unescape(text)
     text = _SPACE.sub(" ", text).strip()
@@ -251,7 +253,9 @@ def token_count(value: Any, name: str) -> int:
         value = MAX_USAGE_TOKENS
     if not isinstance(value, int) or isinstance(value, bool):
         raise ProviderError(
-            f"sent a token count that is not a whole number: {name}={_shown(value)}", retryable=True, kind=ErrorKind.MALFORMED
+            f"sent a token count that is not a whole number: {name}={_shown(value)}",
+            retryable=True,
+            kind=ErrorKind.MALFORMED,
         )
     return min(max(value, 0), MAX_USAGE_TOKENS)
 
@@ -279,12 +283,16 @@ def wire_index(value: Any, name: str) -> int | None:
     any other value (a list, a dict, text) is a malformed event (`ProviderError`, kind `malformed`)."""
     if value is None or (isinstance(value, int) and not isinstance(value, bool)):
         return value
-    raise ProviderError(f"sent {name} that is not an integer: {_shown(value)}", retryable=True, kind=ErrorKind.MALFORMED)
+    raise ProviderError(
+        f"sent {name} that is not an integer: {_shown(value)}", retryable=True, kind=ErrorKind.MALFORMED
+    )
 
 
 def _shown(value: Any, limit: int = 60) -> str:
     """A wire value as an error message shows it: its JSON-ish repr, cut to `limit` characters."""
-    text = repr(value) if not isinstance(value, int) or value.bit_length() < 200 else f"<{value.bit_length()}-bit integer>"
+    text = (
+        repr(value) if not isinstance(value, int) or value.bit_length() < 200 else f"<{value.bit_length()}-bit integer>"
+    )
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 

@@ -28,7 +28,9 @@ def check_tool_choice(context: Context, options: StreamOptions) -> None:
         return
     tools = {t.name for t in context.tools or []}
     if not tools:
-        raise RequestRejected(f"toolChoice {_describe(choice)} needs context.tools, and there are none", param=TOOL_CHOICE)
+        raise RequestRejected(
+            f"toolChoice {_describe(choice)} needs context.tools, and there are none", param=TOOL_CHOICE
+        )
     if isinstance(choice, ToolChoiceTool) and choice.name not in tools:
         raise RequestRejected(f"toolChoice names tool {choice.name!r}, which is not among the tools", param=TOOL_CHOICE)
 

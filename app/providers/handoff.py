@@ -179,4 +179,3 @@ def user_blocks(content: str | list) -> list[TextContent | ImageContent]:
 def sanitize_id(raw: str, limit: int = 64) -> str:
     """Anthropic-style ids: `[A-Za-z0-9_-]`, at most 64 characters."""
     return re.sub(r"[^A-Za-z0-9_-]", "_", raw)[:limit] or "call"
-

@@ -83,7 +83,9 @@ def provider_setups(settings: Settings, providers: Mapping[str, ProviderInfo]) -
         base_url = configured_url or info.base_url
         if configured_url is None:
             url_from = "catalog" if info.base_url else "SDK default"
-        setups.append(ProviderSetup(info.name, info.api, key, key_from, base_url, url_from, served, missing, info.cloud))
+        setups.append(
+            ProviderSetup(info.name, info.api, key, key_from, base_url, url_from, served, missing, info.cloud)
+        )
     return setups
 
 

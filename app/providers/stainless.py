@@ -44,7 +44,9 @@ class StainlessProvider:
             api_key=config.api_key,
             base_url=config.base_url,
             max_retries=0,  # the dispatcher retries
-            http_client=bound_event_streams(self.sdk.DefaultAioHttpClient(**client_options(transport)), transport.max_event_bytes),
+            http_client=bound_event_streams(
+                self.sdk.DefaultAioHttpClient(**client_options(transport)), transport.max_event_bytes
+            ),
         )
         # The request options every call shares, built once (see `request_options`). The endpoint as an
         # absolute URL, merged into the base URL by the SDK's own code once (`absolute_url`): per call the SDK

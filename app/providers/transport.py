@@ -35,7 +35,9 @@ MAX_EVENT_BYTES = 32 * 1024 * 1024
 
 # Headers the current task's next upstream request carries besides the SDK's own: the attempt's W3C trace
 # context (`traceparent`), set by `app.telemetry.tracing` before each attempt when tracing is on; None otherwise.
-UPSTREAM_HEADERS: contextvars.ContextVar[Mapping[str, str] | None] = contextvars.ContextVar("upstream_headers", default=None)
+UPSTREAM_HEADERS: contextvars.ContextVar[Mapping[str, str] | None] = contextvars.ContextVar(
+    "upstream_headers", default=None
+)
 
 
 @dataclass(frozen=True, slots=True)

@@ -22,7 +22,6 @@ from app.resume.stall import StallRetry, StoreStalled, through_stall
 from app.resume.watch import StreamWatch
 
 if TYPE_CHECKING:
-
     from app.telemetry.metrics import Metrics
 
 log = logging.getLogger("gateway.resume")

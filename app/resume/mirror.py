@@ -12,7 +12,6 @@ from app.resume.frames import Frame, LocalStream
 from app.resume.redis_store import ORIGIN_LEASE_MS
 
 if TYPE_CHECKING:
-
     from app.resume.hub import ResumeHub
 
 log = logging.getLogger("gateway.resume")

@@ -113,7 +113,8 @@ class StreamWatch:
                             await self.events.still_reading(list(self.turns))
                         leases_renewed = loop.time()
                     streams: dict[str, bytes | str] = {
-                        self.events.events_key(request_id): f"{watched.tail}-1" for request_id, watched in self.turns.items()
+                        self.events.events_key(request_id): f"{watched.tail}-1"
+                        for request_id, watched in self.turns.items()
                     }
                     streams[self.wake_key] = wake_id
                     raise_dropped_cancellation()  # before a read that blocks up to BLOCK_MS

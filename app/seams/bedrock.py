@@ -46,12 +46,16 @@ class SigningBedrockClient(anthropic.AsyncAnthropicBedrock):
     async def post_signed_json(self, path: str, body: bytes) -> Any:
         """POST `body` (JSON bytes) to `path` under the runtime endpoint, signed like a turn (`_prepare_request`,
         frozen credentials); the answer's decoded JSON. An error answer raises the SDK's `APIStatusError`."""
-        return await self.post(path, content=body, cast_to=object, options={"headers": {"Content-Type": "application/json"}})
+        return await self.post(
+            path, content=body, cast_to=object, options={"headers": {"Content-Type": "application/json"}}
+        )
 
     async def _prepare_request(self, request: Any) -> None:
         if self.api_key is not None:  # the SDK's `AWS_BEARER_TOKEN_BEDROCK` (a Bedrock API key)
             return await super()._prepare_request(request)
-        signed = await asyncio.to_thread(self._sign, request.method, str(request.url), dict(request.headers), request.read())
+        signed = await asyncio.to_thread(
+            self._sign, request.method, str(request.url), dict(request.headers), request.read()
+        )
         request.headers.update(signed)
 
     def _sign(self, method: str, url: str, headers: dict[str, str], body: bytes) -> dict[str, str]:
@@ -61,7 +65,11 @@ class SigningBedrockClient(anthropic.AsyncAnthropicBedrock):
             self._aws_credentials = self._aws_session.get_credentials()
             if self._aws_credentials is None:
                 raise botocore.exceptions.NoCredentialsError()
-        aws = AWSRequest(method=method.upper(), url=url, data=body,
-                         headers={k: v for k, v in headers.items() if k.lower() != "connection"})  # as the SDK signs
+        aws = AWSRequest(
+            method=method.upper(),
+            url=url,
+            data=body,
+            headers={k: v for k, v in headers.items() if k.lower() != "connection"},
+        )  # as the SDK signs
         SigV4Auth(self._aws_credentials.get_frozen_credentials(), "bedrock", self.aws_region).add_auth(aws)
         return {k: v for k, v in aws.prepare().headers.items() if v is not None}

@@ -25,8 +25,13 @@ from google.genai import _api_client, _common, types
 from google.genai import models as _genai_models
 
 __all__ = [
-    "ApiClient", "GenerateContentParameters", "api_base_url", "api_client", "convert_to_dict",
-    "encode_unserializable_types", "parameters_to_wire",
+    "ApiClient",
+    "GenerateContentParameters",
+    "api_base_url",
+    "api_client",
+    "convert_to_dict",
+    "encode_unserializable_types",
+    "parameters_to_wire",
 ]
 
 ApiClient = _api_client.BaseApiClient
@@ -38,7 +43,10 @@ parameters_to_vertex = _genai_models._GenerateContentParameters_to_vertex
 
 
 def parameters_to_wire(
-    api_client: _api_client.BaseApiClient, from_object: object, parent_object: dict[str, Any] | None, root_object: object
+    api_client: _api_client.BaseApiClient,
+    from_object: object,
+    parent_object: dict[str, Any] | None,
+    root_object: object,
 ) -> dict[str, Any]:
     """The SDK's conversion of `GenerateContentParameters` for the client's API: Vertex AI's
     (`_GenerateContentParameters_to_vertex`) or the Gemini Developer API's (`…_to_mldev`)."""

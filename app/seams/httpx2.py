@@ -18,10 +18,14 @@ import httpx2
 __all__ = ["take_content_decoder", "wrap_transports"]
 
 
-def wrap_transports(client: httpx2.AsyncClient, wrap: Callable[[httpx2.AsyncBaseTransport], httpx2.AsyncBaseTransport]) -> None:
+def wrap_transports(
+    client: httpx2.AsyncClient, wrap: Callable[[httpx2.AsyncBaseTransport], httpx2.AsyncBaseTransport]
+) -> None:
     """Replace the client's default transport and each of its mounted ones (proxies) by `wrap(transport)`."""
     client._transport = wrap(client._transport)
-    client._mounts = {pattern: None if transport is None else wrap(transport) for pattern, transport in client._mounts.items()}
+    client._mounts = {
+        pattern: None if transport is None else wrap(transport) for pattern, transport in client._mounts.items()
+    }
 
 
 def take_content_decoder(response: httpx2.Response) -> Any:

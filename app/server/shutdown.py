@@ -119,7 +119,9 @@ async def shut_down(gateway: "Gateway") -> None:
     timeout = gateway.settings.drain_timeout
     log.info(
         "shutdown requested: draining %d turn(s) for up to %gs (%d SSE response(s) open)",
-        len(gateway.jobs), timeout, len(gateway.streams),
+        len(gateway.jobs),
+        timeout,
+        len(gateway.streams),
     )
     gateway.streams.close_within(timeout + SHUTDOWN_MARGIN)
     await gateway.drain(timeout)

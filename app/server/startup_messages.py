@@ -116,14 +116,18 @@ def ledger_start_failed(exc: BaseException, url: str) -> StartupError:
                 "start PostgreSQL, or point GATEWAY_DATABASE_URL at a running server",
             )
         if isinstance(exc, (TimeoutError, asyncio.TimeoutError)):
-            return StartupError(f"{where} did not answer in time", "check that PostgreSQL runs and the network reaches it")
+            return StartupError(
+                f"{where} did not answer in time", "check that PostgreSQL runs and the network reaches it"
+            )
         if name in ("InvalidPasswordError", "InvalidAuthorizationSpecificationError"):
             return StartupError(
-                f"{where} refused the login ({_reason(exc, url)})", "check the user and password in GATEWAY_DATABASE_URL"
+                f"{where} refused the login ({_reason(exc, url)})",
+                "check the user and password in GATEWAY_DATABASE_URL",
             )
         if name == "InvalidCatalogNameError":
             return StartupError(
-                f"{where}: {_reason(exc, url)}", "create that database (createdb), or fix its name in GATEWAY_DATABASE_URL"
+                f"{where}: {_reason(exc, url)}",
+                "create that database (createdb), or fix its name in GATEWAY_DATABASE_URL",
             )
         if isinstance(exc, OSError):
             return StartupError(
@@ -211,7 +215,9 @@ def log_providers(setups: "list[ProviderSetup]", settings: "Settings") -> None:
     if unserved:
         providers_log.info("providers not configured (requests for them get 404): %s", ", ".join(unserved))
     if not any(setup.served for setup in setups):
-        providers_log.warning("no provider is configured: every turn will get 404; set a vendor's key or GATEWAY_DEMO=1")
+        providers_log.warning(
+            "no provider is configured: every turn will get 404; set a vendor's key or GATEWAY_DEMO=1"
+        )
 
 
 def settings_problems(exc: "pydantic.ValidationError | pydantic_settings.SettingsError") -> str:
@@ -226,7 +232,9 @@ def settings_problems(exc: "pydantic.ValidationError | pydantic_settings.Setting
     problems = []
     for error in exc.errors(include_input=False, include_url=False):
         field_name = str(error["loc"][0]) if error["loc"] else ""
-        problem = str(error["ctx"]["error"]) if error["type"] == "value_error" else error["msg"]  # without "Value error, "
+        problem = (
+            str(error["ctx"]["error"]) if error["type"] == "value_error" else error["msg"]
+        )  # without "Value error, "
         problems.append(f"{_variable(Settings, field_name)}: {problem}")
     return "invalid settings: " + "; ".join(problems) + " (fix these environment variables)"
 
@@ -322,7 +330,9 @@ def log_client_keys(keys: "ClientKeys") -> None:
     in_file = 0
     if keys.keys_file is not None:
         in_file = len(load_keys_file(keys.keys_file).keys)  # loaded a moment ago by `ClientKeys`
-        where.append(f"{in_file} from the keys file {keys.keys_file} (GATEWAY_KEYS_FILE; reloaded when it changes and on SIGHUP)")
+        where.append(
+            f"{in_file} from the keys file {keys.keys_file} (GATEWAY_KEYS_FILE; reloaded when it changes and on SIGHUP)"
+        )
     logging.getLogger("gateway").info(
         "client keys: %s; requests need one of them",
         ", ".join(where),

@@ -31,8 +31,12 @@ from app.stream.pricing import new_usage, priced_usage
 _BLOCK_KINDS = {"text_start": "text", "thinking_start": "thinking", "toolcall_start": "toolCall"}
 # The block type each delta and end event belongs to.
 _BLOCK_OF = {
-    "text_delta": "text", "thinking_delta": "thinking", "toolcall_delta": "toolCall",
-    "text_end": "text", "thinking_end": "thinking", "toolcall_end": "toolCall",
+    "text_delta": "text",
+    "thinking_delta": "thinking",
+    "toolcall_delta": "toolCall",
+    "text_end": "text",
+    "thinking_end": "thinking",
+    "toolcall_end": "toolCall",
 }
 
 
@@ -73,9 +77,25 @@ class EventSink(Protocol):
 
 class MessageBuilder:
     __slots__ = (  # one per open stream
-        "request_id", "message", "pricing", "_sink", "_clock", "_open", "_open_parts", "_open_chunks", "_joiner",
-        "started", "settled", "terminal", "outcome", "tool_calls", "late_frames", "first_content_at", "created_at",
-        "hosted", "_searches",
+        "request_id",
+        "message",
+        "pricing",
+        "_sink",
+        "_clock",
+        "_open",
+        "_open_parts",
+        "_open_chunks",
+        "_joiner",
+        "started",
+        "settled",
+        "terminal",
+        "outcome",
+        "tool_calls",
+        "late_frames",
+        "first_content_at",
+        "created_at",
+        "hosted",
+        "_searches",
     )
 
     def __init__(self, request_id: str, sink: EventSink, *, clock: Callable[[], float] = time.monotonic) -> None:
@@ -129,7 +149,15 @@ class MessageBuilder:
         """The first content event: send `start` naming the provider and model that serve this turn."""
         self.started = True
         m = self.message
-        self._sink.put({"type": "start", "requestId": self.request_id, "provider": m["provider"], "api": m["api"], "model": m["model"]})
+        self._sink.put(
+            {
+                "type": "start",
+                "requestId": self.request_id,
+                "provider": m["provider"],
+                "api": m["api"],
+                "model": m["model"],
+            }
+        )
 
     def apply(self, event: AdapterEvent) -> None:
         """Take one adapter event (`app.contract.adapter_events`) and turn it into public events."""
@@ -194,7 +222,9 @@ class MessageBuilder:
         elif reason == "toolUse":
             reason = "stop"
         self.message["stopReason"] = reason
-        self._settle("done", {"type": "done", "reason": reason, "usage": self.message["usage"], "message": self.message})
+        self._settle(
+            "done", {"type": "done", "reason": reason, "usage": self.message["usage"], "message": self.message}
+        )
         return True
 
     def settle_error(self, message: str, *, aborted: bool = False) -> bool:
@@ -211,7 +241,13 @@ class MessageBuilder:
         message = valid_text(message)  # vendor error text can hold half an emoji too
         self.message["stopReason"] = reason
         self.message["errorMessage"] = message
-        event = {"type": "error", "reason": reason, "errorMessage": message, "usage": self.message["usage"], "message": self.message}
+        event = {
+            "type": "error",
+            "reason": reason,
+            "errorMessage": message,
+            "usage": self.message["usage"],
+            "message": self.message,
+        }
         self._settle("aborted" if aborted else "error", event)
         return True
 
@@ -310,7 +346,8 @@ class MessageBuilder:
             block["status"] = event.get("status") or "completed"
             block["sources"] = [
                 {"url": valid_text(s["url"]), **({"title": valid_text(s["title"])} if s.get("title") else {})}
-                for s in event.get("sources") or () if s.get("url")
+                for s in event.get("sources") or ()
+                if s.get("url")
             ]
             self._sink.put({"type": "websearch_end", "contentIndex": index, "webSearch": dict(block)})
 

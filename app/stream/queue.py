@@ -59,8 +59,21 @@ COMPACT_AFTER = 64  # taken items at the head of `_ready` before the list is com
 
 class EventQueue:
     __slots__ = (
-        "_throttle", "_max_pending", "_clock", "_ready", "_head", "_held", "_held_until", "_window_key",
-        "_window_end", "pending_bytes", "_reader", "_producer", "_closed", "reading", "taken",
+        "_throttle",
+        "_max_pending",
+        "_clock",
+        "_ready",
+        "_head",
+        "_held",
+        "_held_until",
+        "_window_key",
+        "_window_end",
+        "pending_bytes",
+        "_reader",
+        "_producer",
+        "_closed",
+        "reading",
+        "taken",
     )
 
     def __init__(

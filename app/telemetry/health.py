@@ -136,13 +136,15 @@ class HealthWindow(TurnObserver):
             outcomes.update(stats.outcomes)
             for name, counts in stats.providers.items():
                 providers.setdefault(name, ProviderCounts()).add(counts)
-            rows.append({
-                "start": minute * 60_000,
-                "turns": dict(stats.outcomes),
-                "ttftMs": percentiles(stats.ttft),
-                "overheadMs": percentiles(stats.overhead),
-                "providers": {name: vars(counts) for name, counts in sorted(stats.providers.items())},
-            })
+            rows.append(
+                {
+                    "start": minute * 60_000,
+                    "turns": dict(stats.outcomes),
+                    "ttftMs": percentiles(stats.ttft),
+                    "overheadMs": percentiles(stats.overhead),
+                    "providers": {name: vars(counts) for name, counts in sorted(stats.providers.items())},
+                }
+            )
         return {
             "minutes": rows,
             "turns": dict(outcomes),

@@ -62,10 +62,16 @@ class Metrics(TurnObserver):
             (*pm, "outcome", "door"),
         )
         self.active = Gauge(
-            "gateway_active_streams", "Turns in flight (streams and completions)", registry=own, multiprocess_mode="livesum"
+            "gateway_active_streams",
+            "Turns in flight (streams and completions)",
+            registry=own,
+            multiprocess_mode="livesum",
         )
         self.ttft = histogram(
-            "gateway_time_to_first_token_seconds", "From request accepted to the first content event", pm, _LATENCY_BUCKETS
+            "gateway_time_to_first_token_seconds",
+            "From request accepted to the first content event",
+            pm,
+            _LATENCY_BUCKETS,
         )
         self.duration = histogram(
             "gateway_stream_duration_seconds", "From request accepted to settlement", (*pm, "outcome"), _LATENCY_BUCKETS
@@ -85,21 +91,36 @@ class Metrics(TurnObserver):
         self.tokens = counter("gateway_tokens_total", "Tokens reported by the upstream, by kind", (*pm, "kind"))
         self.cost = counter("gateway_cost_usd_total", "Cost in USD from the catalog prices", pm)
         self.retries = counter("gateway_retries_total", "Attempts retried on the same provider and model", pm)
-        self.fallbacks = counter("gateway_fallbacks_total", "Turns that left this provider and model for the next fallback", pm)
-        self.cancellations = counter("gateway_cancellations_total", "Turns cancelled from outside (client, shutdown)", ("kind",))
-        self.timeouts = counter(
-            "gateway_timeouts_total", "Attempts ended by a timeout (connect, first_event, idle, total, transport)", ("kind",)
+        self.fallbacks = counter(
+            "gateway_fallbacks_total", "Turns that left this provider and model for the next fallback", pm
         )
-        self.late_frames = counter("gateway_late_frames_dropped_total", "Upstream frames dropped after settlement", ("provider",))
-        self.events_sent = counter("gateway_sse_events_sent_total", "SSE events written to clients (keep-alives not counted)")
-        self.rejected = counter("gateway_rejected_requests_total", "Requests refused before a turn started, by kind", ("kind",))
+        self.cancellations = counter(
+            "gateway_cancellations_total", "Turns cancelled from outside (client, shutdown)", ("kind",)
+        )
+        self.timeouts = counter(
+            "gateway_timeouts_total",
+            "Attempts ended by a timeout (connect, first_event, idle, total, transport)",
+            ("kind",),
+        )
+        self.late_frames = counter(
+            "gateway_late_frames_dropped_total", "Upstream frames dropped after settlement", ("provider",)
+        )
+        self.events_sent = counter(
+            "gateway_sse_events_sent_total", "SSE events written to clients (keep-alives not counted)"
+        )
+        self.rejected = counter(
+            "gateway_rejected_requests_total", "Requests refused before a turn started, by kind", ("kind",)
+        )
         self.ledger_dropped = counter(
             "gateway_ledger_writes_dropped_total",
             "Record writes dropped because the ledger queue was full (insert, complete, or content: kept without the message)",
             ("kind",),
         )
         self.ledger_queued = Gauge(
-            "gateway_ledger_queue_bytes", "Memory of record writes waiting for the store", registry=own, multiprocess_mode="livesum"
+            "gateway_ledger_queue_bytes",
+            "Memory of record writes waiting for the store",
+            registry=own,
+            multiprocess_mode="livesum",
         )
         self.key_spend_usd = (
             counter("gateway_key_spend_usd_total", "USD spent by settled turns, by client key name", ("key",))
@@ -107,14 +128,19 @@ class Metrics(TurnObserver):
             else counter("gateway_key_spend_usd_total", "USD spent by settled turns of client keys (all keys)")
         )
         self.limit_store_errors = counter(
-            "gateway_limit_store_errors_total", "Calls to the limit store (Redis) that failed or timed out", ("operation",)
+            "gateway_limit_store_errors_total",
+            "Calls to the limit store (Redis) that failed or timed out",
+            ("operation",),
         )
         self.resumptions = counter("gateway_resumptions_total", "Resumable streams continued with GET /v1/stream/{id}")
         # Pools (docs/pools.md): labels are the catalog's pool (route) and deployment names, a bounded set.
         pd = ("pool", "deployment")
         self.pool_in_flight_gauge = Gauge(
-            "gateway_pool_in_flight", "Attempts in flight on each pool deployment (this replica)", pd,
-            registry=own, multiprocess_mode="livesum",
+            "gateway_pool_in_flight",
+            "Attempts in flight on each pool deployment (this replica)",
+            pd,
+            registry=own,
+            multiprocess_mode="livesum",
         )
         self.pool_cooldowns = counter(
             "gateway_pool_cooldowns_total",
@@ -122,14 +148,19 @@ class Metrics(TurnObserver):
             (*pd, "reason"),
         )
         self.pool_ttft_seconds = histogram(
-            "gateway_pool_ttft_seconds", "From an attempt's start to its first content event, per pool deployment", pd,
+            "gateway_pool_ttft_seconds",
+            "From an attempt's start to its first content event, per pool deployment",
+            pd,
             _LATENCY_BUCKETS,
         )
         # Which cloud and region each cloud provider runs on (CONTRACT §9a): join on `provider` to split any metric
         # above by cloud; bounded by the catalog's providers.
         self.provider_cloud = Gauge(
-            "gateway_provider_cloud_info", "Catalog providers that run their api on a cloud: 1 per provider, cloud and region",
-            ("provider", "cloud", "region"), registry=own, multiprocess_mode="max",
+            "gateway_provider_cloud_info",
+            "Catalog providers that run their api on a cloud: 1 per provider, cloud and region",
+            ("provider", "cloud", "region"),
+            registry=own,
+            multiprocess_mode="max",
         )
         for info in catalog.providers.values():
             if info.cloud is not None:

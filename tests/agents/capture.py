@@ -34,28 +34,69 @@ def sse(event: str, data: dict) -> bytes:
 
 def text_turn(model: str, text: str) -> list[bytes]:
     return [
-        sse("message_start", {"type": "message_start", "message": {
-            "id": "msg_capture_text", "type": "message", "role": "assistant", "model": model, "content": [],
-            "stop_reason": None, "stop_sequence": None, "usage": {"input_tokens": 10, "output_tokens": 1}}}),
-        sse("content_block_start", {"type": "content_block_start", "index": 0,
-                                    "content_block": {"type": "text", "text": ""}}),
-        sse("content_block_delta", {"type": "content_block_delta", "index": 0,
-                                    "delta": {"type": "text_delta", "text": text}}),
+        sse(
+            "message_start",
+            {
+                "type": "message_start",
+                "message": {
+                    "id": "msg_capture_text",
+                    "type": "message",
+                    "role": "assistant",
+                    "model": model,
+                    "content": [],
+                    "stop_reason": None,
+                    "stop_sequence": None,
+                    "usage": {"input_tokens": 10, "output_tokens": 1},
+                },
+            },
+        ),
+        sse(
+            "content_block_start",
+            {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
+        ),
+        sse(
+            "content_block_delta",
+            {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": text}},
+        ),
         sse("content_block_stop", {"type": "content_block_stop", "index": 0}),
-        sse("message_delta", {"type": "message_delta", "delta": {"stop_reason": "end_turn", "stop_sequence": None},
-                              "usage": {"output_tokens": 5}}),
+        sse(
+            "message_delta",
+            {
+                "type": "message_delta",
+                "delta": {"stop_reason": "end_turn", "stop_sequence": None},
+                "usage": {"output_tokens": 5},
+            },
+        ),
         sse("message_stop", {"type": "message_stop"}),
     ]
 
 
 def thinking_block(index: int) -> list[bytes]:
     return [
-        sse("content_block_start", {"type": "content_block_start", "index": index,
-                                    "content_block": {"type": "thinking", "thinking": "", "signature": ""}}),
-        sse("content_block_delta", {"type": "content_block_delta", "index": index,
-                                    "delta": {"type": "thinking_delta", "thinking": "I should run the command."}}),
-        sse("content_block_delta", {"type": "content_block_delta", "index": index,
-                                    "delta": {"type": "signature_delta", "signature": "sig-capture-0001"}}),
+        sse(
+            "content_block_start",
+            {
+                "type": "content_block_start",
+                "index": index,
+                "content_block": {"type": "thinking", "thinking": "", "signature": ""},
+            },
+        ),
+        sse(
+            "content_block_delta",
+            {
+                "type": "content_block_delta",
+                "index": index,
+                "delta": {"type": "thinking_delta", "thinking": "I should run the command."},
+            },
+        ),
+        sse(
+            "content_block_delta",
+            {
+                "type": "content_block_delta",
+                "index": index,
+                "delta": {"type": "signature_delta", "signature": "sig-capture-0001"},
+            },
+        ),
         sse("content_block_stop", {"type": "content_block_stop", "index": index}),
     ]
 
@@ -64,17 +105,48 @@ def tool_turn(model: str, thinking: bool) -> list[bytes]:
     arguments = json.dumps({"command": "echo captured", "description": "Print a word"})
     index = 1 if thinking else 0
     return [
-        sse("message_start", {"type": "message_start", "message": {
-            "id": "msg_capture_tool", "type": "message", "role": "assistant", "model": model, "content": [],
-            "stop_reason": None, "stop_sequence": None, "usage": {"input_tokens": 10, "output_tokens": 1}}}),
+        sse(
+            "message_start",
+            {
+                "type": "message_start",
+                "message": {
+                    "id": "msg_capture_tool",
+                    "type": "message",
+                    "role": "assistant",
+                    "model": model,
+                    "content": [],
+                    "stop_reason": None,
+                    "stop_sequence": None,
+                    "usage": {"input_tokens": 10, "output_tokens": 1},
+                },
+            },
+        ),
         *(thinking_block(0) if thinking else []),
-        sse("content_block_start", {"type": "content_block_start", "index": index, "content_block": {
-            "type": "tool_use", "id": "toolu_capture_01", "name": "Bash", "input": {}}}),
-        sse("content_block_delta", {"type": "content_block_delta", "index": index,
-                                    "delta": {"type": "input_json_delta", "partial_json": arguments}}),
+        sse(
+            "content_block_start",
+            {
+                "type": "content_block_start",
+                "index": index,
+                "content_block": {"type": "tool_use", "id": "toolu_capture_01", "name": "Bash", "input": {}},
+            },
+        ),
+        sse(
+            "content_block_delta",
+            {
+                "type": "content_block_delta",
+                "index": index,
+                "delta": {"type": "input_json_delta", "partial_json": arguments},
+            },
+        ),
         sse("content_block_stop", {"type": "content_block_stop", "index": index}),
-        sse("message_delta", {"type": "message_delta", "delta": {"stop_reason": "tool_use", "stop_sequence": None},
-                              "usage": {"output_tokens": 12}}),
+        sse(
+            "message_delta",
+            {
+                "type": "message_delta",
+                "delta": {"stop_reason": "tool_use", "stop_sequence": None},
+                "usage": {"output_tokens": 12},
+            },
+        ),
         sse("message_stop", {"type": "message_stop"}),
     ]
 
@@ -105,8 +177,9 @@ def handler_for(recorder: Recorder) -> type[BaseHTTPRequestHandler]:
         def _capture(self) -> dict | None:
             length = int(self.headers.get("content-length") or 0)
             raw = self.rfile.read(length) if length else b""
-            headers = {k: (REDACTED if k.lower() in ("x-api-key", "authorization") else v)
-                       for k, v in self.headers.items()}
+            headers = {
+                k: (REDACTED if k.lower() in ("x-api-key", "authorization") else v) for k, v in self.headers.items()
+            }
             try:
                 body = json.loads(raw) if raw else None
             except ValueError:
@@ -135,15 +208,29 @@ def handler_for(recorder: Recorder) -> type[BaseHTTPRequestHandler]:
                     self._json(404, {"type": "error", "error": {"type": "not_found_error", "message": "not here"}})
                 return
             if not body.get("stream"):
-                self._json(200, {"id": "msg_capture_plain", "type": "message", "role": "assistant", "model": model,
-                                 "content": [{"type": "text", "text": "ok"}], "stop_reason": "end_turn",
-                                 "stop_sequence": None, "usage": {"input_tokens": 10, "output_tokens": 1}})
+                self._json(
+                    200,
+                    {
+                        "id": "msg_capture_plain",
+                        "type": "message",
+                        "role": "assistant",
+                        "model": model,
+                        "content": [{"type": "text", "text": "ok"}],
+                        "stop_reason": "end_turn",
+                        "stop_sequence": None,
+                        "usage": {"input_tokens": 10, "output_tokens": 1},
+                    },
+                )
                 return
             with recorder.lock:
                 recorder.streamed_turns += 1
                 turn = recorder.streamed_turns
             has_bash = any(t.get("name") == "Bash" for t in body.get("tools") or [])
-            frames = tool_turn(model, recorder.thinking) if turn == 1 and has_bash else text_turn(model, "The command printed captured.")
+            frames = (
+                tool_turn(model, recorder.thinking)
+                if turn == 1 and has_bash
+                else text_turn(model, "The command printed captured.")
+            )
             self.send_response(200)
             self.send_header("content-type", "text/event-stream")
             self.send_header("request-id", f"req_capture_{turn}")
@@ -164,7 +251,9 @@ def handler_for(recorder: Recorder) -> type[BaseHTTPRequestHandler]:
     return Handler
 
 
-def main(out: Path, extra: list[str], prompt: str = "Run `echo captured` with the Bash tool and tell me what it printed.") -> int:
+def main(
+    out: Path, extra: list[str], prompt: str = "Run `echo captured` with the Bash tool and tell me what it printed."
+) -> int:
     out.mkdir(parents=True, exist_ok=True)
     thinking = "--with-thinking" in extra
     extra = [arg for arg in extra if arg != "--with-thinking"]
@@ -183,8 +272,24 @@ def main(out: Path, extra: list[str], prompt: str = "Run `echo captured` with th
             "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
         }
         result = subprocess.run(
-            [str(CLAUDE), "-p", prompt, "--output-format", "stream-json", "--verbose", "--allowedTools", "Bash", *extra],
-            cwd=home, env=env, capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
+            [
+                str(CLAUDE),
+                "-p",
+                prompt,
+                "--output-format",
+                "stream-json",
+                "--verbose",
+                "--allowedTools",
+                "Bash",
+                *extra,
+            ],
+            cwd=home,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            stdin=subprocess.DEVNULL,
+        )
     server.shutdown()
     (out / "claude-code-stdout.jsonl").write_text(result.stdout)
     sys.stderr.write(result.stderr)

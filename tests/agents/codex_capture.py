@@ -38,8 +38,13 @@ from tests.agent_clients import CODEX, codex_environment
 
 API_KEY = "sk-codex-capture-0000"
 REDACTED = "<redacted api key>"
-SMALL_USAGE = {"input_tokens": 10, "output_tokens": 2, "total_tokens": 12,
-               "input_tokens_details": {"cached_tokens": 0}, "output_tokens_details": {"reasoning_tokens": 0}}
+SMALL_USAGE = {
+    "input_tokens": 10,
+    "output_tokens": 2,
+    "total_tokens": 12,
+    "input_tokens_details": {"cached_tokens": 0},
+    "output_tokens_details": {"reasoning_tokens": 0},
+}
 LARGE_USAGE = {**SMALL_USAGE, "input_tokens": 200_000, "total_tokens": 200_002}
 
 
@@ -50,17 +55,28 @@ def sse(data: dict) -> bytes:
 def turn(response_id: str, item: dict, usage: dict) -> list[bytes]:
     """A whole streamed response with one output item."""
     base = {"id": response_id, "object": "response", "model": "capture", "output": []}
-    return [sse(e) for e in (
-        {"type": "response.created", "response": {**base, "status": "in_progress"}},
-        {"type": "response.output_item.added", "output_index": 0, "item": {**item, "status": "in_progress"}},
-        {"type": "response.output_item.done", "output_index": 0, "item": item},
-        {"type": "response.completed", "response": {**base, "status": "completed", "output": [item], "usage": usage}},
-    )]
+    return [
+        sse(e)
+        for e in (
+            {"type": "response.created", "response": {**base, "status": "in_progress"}},
+            {"type": "response.output_item.added", "output_index": 0, "item": {**item, "status": "in_progress"}},
+            {"type": "response.output_item.done", "output_index": 0, "item": item},
+            {
+                "type": "response.completed",
+                "response": {**base, "status": "completed", "output": [item], "usage": usage},
+            },
+        )
+    ]
 
 
 def text_item(text: str) -> dict:
-    return {"type": "message", "id": "msg_capture", "role": "assistant", "status": "completed",
-            "content": [{"type": "output_text", "text": text, "annotations": []}]}
+    return {
+        "type": "message",
+        "id": "msg_capture",
+        "role": "assistant",
+        "status": "completed",
+        "content": [{"type": "output_text", "text": text, "annotations": []}],
+    }
 
 
 def compaction_item() -> dict:
@@ -68,8 +84,14 @@ def compaction_item() -> dict:
 
 
 def call_item() -> dict:
-    return {"type": "function_call", "id": "fc_capture", "call_id": "call_capture_01", "name": "exec_command",
-            "arguments": json.dumps({"cmd": "echo captured"}), "status": "completed"}
+    return {
+        "type": "function_call",
+        "id": "fc_capture",
+        "call_id": "call_capture_01",
+        "name": "exec_command",
+        "arguments": json.dumps({"cmd": "echo captured"}),
+        "status": "completed",
+    }
 
 
 class Recorder:
@@ -121,8 +143,15 @@ def handler_for(recorder: Recorder) -> type[BaseHTTPRequestHandler]:
         def do_POST(self) -> None:
             body = self._capture() or {}
             if self.path.endswith("/responses/compact"):  # remote compaction v1 (the CLI now sends v2, below)
-                return self._json(200, {"id": "resp_compact", "object": "response.compaction",
-                                        "output": [compaction_item()], "usage": SMALL_USAGE})
+                return self._json(
+                    200,
+                    {
+                        "id": "resp_compact",
+                        "object": "response.compaction",
+                        "output": [compaction_item()],
+                        "usage": SMALL_USAGE,
+                    },
+                )
             if not self.path.endswith("/responses"):
                 return self._empty(404)
             with recorder.lock:
@@ -175,7 +204,13 @@ def main(out: Path, extra: list[str], prompt: str = "Run `echo captured` and tel
         env |= {"HTTPS_PROXY": url, "HTTP_PROXY": url, "NO_PROXY": "127.0.0.1"}
         result = subprocess.run(
             [str(CODEX), "exec", "--json", "--skip-git-repo-check", "--model", "capture-model", *extra, prompt],
-            cwd=work, env=env, capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
+            cwd=work,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            stdin=subprocess.DEVNULL,
+        )
     server.shutdown()
     (out / "codex-stdout.jsonl").write_text(result.stdout)
     sys.stderr.write(result.stderr)

@@ -56,7 +56,8 @@ def test_the_ai_sdk_runs_complete_tool_calls(door: str, gateway: Any, ai_sdk: Pa
     got = ai_sdk_turn(gateway, door, "anthropic/tools")
     assert got["errors"] == [] and got["finish"] == ["tool-calls"]
     assert [(c["name"], c["input"]) for c in got["executed"]] == [
-        ("get_weather", {"city": "Paris", "unit": "celsius"}), ("get_time", {"timezone": "Europe/Paris"})
+        ("get_weather", {"city": "Paris", "unit": "celsius"}),
+        ("get_time", {"timezone": "Europe/Paris"}),
     ]
 
 
@@ -69,11 +70,15 @@ def test_a_call_cut_inside_its_arguments_never_reaches_the_ai_sdk(
     assert got["calls"] == [] and got["executed"] == []
     assert got["finish"] == ["error"]
     [error] = got["errors"]
-    assert error.startswith(f"{vendor}/{scenario} ") and "toolu_sim_weather" in error and "(get_weather)" in error, error
+    assert error.startswith(f"{vendor}/{scenario} ") and "toolu_sim_weather" in error and "(get_weather)" in error, (
+        error
+    )
 
 
 @pytest.mark.parametrize("door", DOORS)
-def test_the_complete_call_before_a_cut_one_is_the_only_call_the_ai_sdk_sees(door: str, gateway: Any, ai_sdk: Path) -> None:
+def test_the_complete_call_before_a_cut_one_is_the_only_call_the_ai_sdk_sees(
+    door: str, gateway: Any, ai_sdk: Path
+) -> None:
     got = ai_sdk_turn(gateway, door, "anthropic/tool-max-tokens-second")
     assert [(c["name"], c["input"]) for c in got["calls"]] == [("get_weather", {"city": "Paris", "unit": "celsius"})]
     assert {c["name"] for c in got["executed"]} <= {"get_weather"}

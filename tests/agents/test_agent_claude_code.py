@@ -86,12 +86,16 @@ def test_claude_code_reports_a_vendor_error_after_the_answer_began(
     run = claude(gateway, f"{vendor}/error-mid-stream", marker(), tmp_path)
     result = run.result
     assert run.returncode == 1 and result["is_error"], result
-    assert result["result"].startswith("API Error: ") and f"{vendor}/error-mid-stream " in result["result"], result["result"]
+    assert result["result"].startswith("API Error: ") and f"{vendor}/error-mid-stream " in result["result"], result[
+        "result"
+    ]
     assert "Overloaded" in result["result"]
 
 
 @pytest.mark.parametrize("vendor", VENDORS)
-def test_claude_code_sees_a_turn_cut_off_by_max_tokens(vendor: str, gateway: Any, claude_code: Path, tmp_path: Path) -> None:
+def test_claude_code_sees_a_turn_cut_off_by_max_tokens(
+    vendor: str, gateway: Any, claude_code: Path, tmp_path: Path
+) -> None:
     prompt = marker()
     run = claude(gateway, f"{vendor}/max-tokens", prompt, tmp_path)
     result = run.result
@@ -109,17 +113,29 @@ def test_the_agent_tool_scenario_answers_the_tool_result_it_is_sent(vendor: str,
     carries its result in the vendor's own format, an answer quoting it."""
     proof = marker()
     history = [{"role": "user", "content": "Show me the proof file."}]
-    first = gateway.stream({"model": f"{vendor}/agent-tool", "max_tokens": 100, "stream": True, "messages": history},
-                           path="/v1/messages", check=False)
-    call = next(e["content_block"] for e in first.events if e["type"] == "content_block_start"
-                and e["content_block"]["type"] == "tool_use")
+    first = gateway.stream(
+        {"model": f"{vendor}/agent-tool", "max_tokens": 100, "stream": True, "messages": history},
+        path="/v1/messages",
+        check=False,
+    )
+    call = next(
+        e["content_block"]
+        for e in first.events
+        if e["type"] == "content_block_start" and e["content_block"]["type"] == "tool_use"
+    )
     assert call["name"] == "Bash"
     history += [
         {"role": "assistant", "content": [{**call, "input": {"command": "cat proof.txt"}}]},
         {"role": "user", "content": [{"type": "tool_result", "tool_use_id": call["id"], "content": proof}]},
     ]
-    second = gateway.stream({"model": f"{vendor}/agent-tool", "max_tokens": 100, "stream": True, "messages": history},
-                            path="/v1/messages", check=False)
-    text = "".join(e["delta"]["text"] for e in second.events if e["type"] == "content_block_delta"
-                   and e["delta"]["type"] == "text_delta")
+    second = gateway.stream(
+        {"model": f"{vendor}/agent-tool", "max_tokens": 100, "stream": True, "messages": history},
+        path="/v1/messages",
+        check=False,
+    )
+    text = "".join(
+        e["delta"]["text"]
+        for e in second.events
+        if e["type"] == "content_block_delta" and e["delta"]["type"] == "text_delta"
+    )
     assert text == f"The tool said: {proof}"

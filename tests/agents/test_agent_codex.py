@@ -114,7 +114,9 @@ def test_codex_compacts_the_conversation_with_the_turns_own_model(
 def searching_gateway(gateway_factory: Any, tmp_path_factory: Any) -> Any:
     """A gateway whose catalog lets the vendor's own web search serve `<vendor>/web-search` on every vendor."""
     catalog = json.loads((Path(__file__).parents[1] / "catalog.json").read_text())
-    catalog["models"] += [{"provider": vendor, "id": "web-search", "hostedTools": {"webSearch": True}} for vendor in VENDORS]
+    catalog["models"] += [
+        {"provider": vendor, "id": "web-search", "hostedTools": {"webSearch": True}} for vendor in VENDORS
+    ]
     path = tmp_path_factory.mktemp("codex-search") / "catalog.json"
     path.write_text(json.dumps(catalog))
     return gateway_factory(catalog=str(path))
@@ -122,7 +124,11 @@ def searching_gateway(gateway_factory: Any, tmp_path_factory: Any) -> Any:
 
 def _vendor_search(seen: dict[str, Any]) -> list[Any]:
     body = seen["body"]
-    return [t for t in body.get("tools", []) if t.get("type") in ("web_search", "web_search_20250305") or "googleSearch" in t]
+    return [
+        t
+        for t in body.get("tools", [])
+        if t.get("type") in ("web_search", "web_search_20250305") or "googleSearch" in t
+    ]
 
 
 def test_codex_web_search_runs_at_openai_cached_only(searching_gateway: Any, codex_cli: Path, tmp_path: Path) -> None:

@@ -48,11 +48,22 @@ def run_gemini(gateway_url: str, model: str, prompt: str, cwd: Path, *flags: str
         "GEMINI_CLI_TRUST_WORKSPACE": "true",
         "GEMINI_CLI_NO_RELAUNCH": "true",
     }
-    command = [str(AGENTS / "node_modules" / ".bin" / "gemini"), "-p", prompt, "-m", model, "--output-format", "json", *flags]
-    done = subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
+    command = [
+        str(AGENTS / "node_modules" / ".bin" / "gemini"),
+        "-p",
+        prompt,
+        "-m",
+        model,
+        "--output-format",
+        "json",
+        *flags,
+    ]
+    done = subprocess.run(
+        command, cwd=cwd, env=env, capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL
+    )
     out = "\n" + done.stdout + "\n" + done.stderr  # the JSON answer: stdout, or stderr after an error's report
     start = out.find("\n{\n")
-    answer = json.loads(out[start:out.find("\n}\n", start) + 3]) if start >= 0 else {}
+    answer = json.loads(out[start : out.find("\n}\n", start) + 3]) if start >= 0 else {}
     return done.returncode, answer, done.stderr
 
 
@@ -72,7 +83,9 @@ def test_gemini_cli_answers_a_prompt(gw, agents, tmp_path, vendor):
 def test_gemini_cli_runs_one_tool_call_and_answers_with_its_result(gw, agents, tmp_path, vendor):
     m = marker()
     (tmp_path / "proof.txt").write_text(f"proof {m}-file\n")
-    status, answer, stderr = run_gemini(gw.url, f"{vendor}/agent-shell", f"show proof {m}", tmp_path, "--approval-mode", "yolo")
+    status, answer, stderr = run_gemini(
+        gw.url, f"{vendor}/agent-shell", f"show proof {m}", tmp_path, "--approval-mode", "yolo"
+    )
     assert status == 0, stderr
     assert f"{m}-file" in answer["response"]  # the shell ran `cat proof.txt`; the model got its output back
     assert answer["stats"]["tools"]["totalCalls"] == 1 and answer["stats"]["tools"]["totalSuccess"] == 1
@@ -117,7 +130,9 @@ def test_the_google_genai_javascript_sdk_streams_text_and_calls(gw, agents, vend
     out = json.loads(done.stdout.strip().splitlines()[-1])
     assert out["text"] == "Let me check." and out["finish"] == "STOP" and out["usage"]["totalTokenCount"] > 0
     assert [(c["name"], c["args"]) for c in out["calls"]] == [
-        ("get_weather", {"city": "Paris", "unit": "celsius"}), ("get_time", {"timezone": "Europe/Paris"})]
+        ("get_weather", {"city": "Paris", "unit": "celsius"}),
+        ("get_time", {"timezone": "Europe/Paris"}),
+    ]
     assert out["error"] == 502
 
 
@@ -129,6 +144,8 @@ def test_the_ai_sdks_google_provider_runs_complete_tool_calls(gateway, agents, v
     got = ai_sdk_turn(gateway, "gemini", f"models/{vendor}/tools")
     assert got["errors"] == [] and got["finish"] == ["tool-calls"]
     assert [(c["name"], c["input"]) for c in got["executed"]] == [
-        ("get_weather", {"city": "Paris", "unit": "celsius"}), ("get_time", {"timezone": "Europe/Paris"})]
+        ("get_weather", {"city": "Paris", "unit": "celsius"}),
+        ("get_time", {"timezone": "Europe/Paris"}),
+    ]
     cut = ai_sdk_turn(gateway, "gemini", f"models/{vendor}/truncated")
     assert cut["errors"] and "truncated" in cut["errors"][0].lower() and cut["finish"] != ["stop"]

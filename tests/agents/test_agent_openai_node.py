@@ -85,9 +85,14 @@ def test_the_node_sdk_runs_a_tool_loop_keeping_the_history_itself(gw, agents, ve
 @pytest.mark.parametrize("vendor", VENDORS)
 def test_the_node_sdk_continues_a_stored_response_on_another_replica(ledger_gateway, agents, vendor):
     keys = f"node:{KEY}"
-    first_replica, second_replica = ledger_gateway(api_keys=keys, throttle_ms=0), ledger_gateway(api_keys=keys, throttle_ms=0)
+    first_replica, second_replica = (
+        ledger_gateway(api_keys=keys, throttle_ms=0),
+        ledger_gateway(api_keys=keys, throttle_ms=0),
+    )
     m = marker()
-    first, call, second, retrieved = node_sdk("chain", first_replica.url, f"{vendor}/agent-tool", m, url2=second_replica.url)
+    first, call, second, retrieved = node_sdk(
+        "chain", first_replica.url, f"{vendor}/agent-tool", m, url2=second_replica.url
+    )
     assert first["store"] is True and call["arguments"] == BASH_CALL
     assert second["status"] == "completed" and second["previous"] == first["id"]
     assert second["text"] == f"The tool said: ran: {m}"  # the stored call met its output on the other replica

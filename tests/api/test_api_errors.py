@@ -30,19 +30,47 @@ def test_body_must_be_an_object(gateway):
     [
         ({"model": 5, "context": {"messages": [{"role": "user", "content": "x"}]}}, "model"),
         ({"model": "has space", "context": {"messages": [{"role": "user", "content": "x"}]}}, "model"),
-        ({"model": "anthropic/text", "fallback": [""], "context": {"messages": [{"role": "user", "content": "x"}]}},
-         "fallback.0"),
+        (
+            {"model": "anthropic/text", "fallback": [""], "context": {"messages": [{"role": "user", "content": "x"}]}},
+            "fallback.0",
+        ),
         ({"model": "anthropic/text", "context": {"messages": []}}, "context.messages"),
         ({"model": "anthropic/text"}, "context"),
-        ({"model": "anthropic/text", "context": {"messages": [{"role": "toolResult", "toolName": "t", "content": []}]}},
-         "context.messages.0.toolResult.toolCallId"),
-        ({"model": "anthropic/text", "context": {"messages": [{"role": "robot", "content": "x"}]}}, "context.messages.0"),
-        ({"model": "anthropic/text", "context": {"messages": [{"role": "user", "content": "x"}]}, "options": {"temperature": "hot"}},
-         "options.temperature"),
-        ({"model": "anthropic/text", "context": {"messages": [{"role": "user", "content": "x"}]}, "options": {"reasoning": "max"}},
-         "options.reasoning"),
-        ({"model": "anthropic/text", "context": {"messages": [{"role": "user", "content": "x"}]}, "options": {"maxTokens": -1}},
-         "options.maxTokens"),
+        (
+            {
+                "model": "anthropic/text",
+                "context": {"messages": [{"role": "toolResult", "toolName": "t", "content": []}]},
+            },
+            "context.messages.0.toolResult.toolCallId",
+        ),
+        (
+            {"model": "anthropic/text", "context": {"messages": [{"role": "robot", "content": "x"}]}},
+            "context.messages.0",
+        ),
+        (
+            {
+                "model": "anthropic/text",
+                "context": {"messages": [{"role": "user", "content": "x"}]},
+                "options": {"temperature": "hot"},
+            },
+            "options.temperature",
+        ),
+        (
+            {
+                "model": "anthropic/text",
+                "context": {"messages": [{"role": "user", "content": "x"}]},
+                "options": {"reasoning": "max"},
+            },
+            "options.reasoning",
+        ),
+        (
+            {
+                "model": "anthropic/text",
+                "context": {"messages": [{"role": "user", "content": "x"}]},
+                "options": {"maxTokens": -1},
+            },
+            "options.maxTokens",
+        ),
     ],
 )
 def test_schema_errors_name_the_field(gateway, body, param):
@@ -101,7 +129,9 @@ def test_lone_surrogates_are_accepted_and_removed_before_the_upstream(gateway):
     from tests.conftest import marker
 
     m = marker()
-    raw = ('{"model": "anthropic/text", "context": {"messages": [{"role": "user", "content": "%s cut \\ud83d here"}]}}' % m).encode()
+    raw = (
+        '{"model": "anthropic/text", "context": {"messages": [{"role": "user", "content": "%s cut \\ud83d here"}]}}' % m
+    ).encode()
     response = gateway.http.post("/v1/stream", content=raw, headers={"content-type": "application/json"})
     assert response.status_code == 200
     sent = gateway.sim.seen(m)[0]["body"]["messages"][0]["content"][-1]["text"]
@@ -120,21 +150,36 @@ _MSG = '{"role": "user", "content": "hi"}'
 @pytest.mark.parametrize(
     "body, param",
     [
-        ('{"model": "anthropic/text", "fallback": ["anthropic/te%sxt"], "context": {"messages": [%s]}}' % (_LONE, _MSG),
-         "fallback.0"),
-        ('{"model": "anthropic/text", "context": {"messages": [%s], "tools": [{"name": "t", "description": "d%s"}]}}'
-         % (_MSG, _LONE), "context.tools.0.description"),
-        ('{"model": "anthropic/text", "context": {"messages": [%s], "tools": [{"name": "t", "parameters": '
-         '{"type": "object", "properties": {"a%s": {"type": "string"}}}}]}}' % (_MSG, _LONE),
-         "context.tools.0.parameters.properties"),
-        ('{"model": "anthropic/text", "context": {"messages": [%s]}, "options": {"metadata": {"userId": "u%s"}}}'
-         % (_MSG, _LONE), "options.metadata.userId"),
-        ('{"model": "anthropic/text", "context": {"messages": [%s, {"role": "assistant", "content": [{"type": "toolCall",'
-         ' "id": "c1", "name": "t", "arguments": {"q": "x%s"}}]}]}}' % (_MSG, _LONE),
-         "context.messages.1.content.0.arguments.q"),
-        ('{"model": "anthropic/text", "context": {"messages": [%s, {"role": "assistant", "content": [{"type": "thinking",'
-         ' "thinking": "x%s", "thinkingSignature": "sig"}]}]}}' % (_MSG, _LONE),
-         "context.messages.1.content.0.thinking"),
+        (
+            '{"model": "anthropic/text", "fallback": ["anthropic/te%sxt"], "context": {"messages": [%s]}}'
+            % (_LONE, _MSG),
+            "fallback.0",
+        ),
+        (
+            '{"model": "anthropic/text", "context": {"messages": [%s], "tools": [{"name": "t", "description": "d%s"}]}}'
+            % (_MSG, _LONE),
+            "context.tools.0.description",
+        ),
+        (
+            '{"model": "anthropic/text", "context": {"messages": [%s], "tools": [{"name": "t", "parameters": '
+            '{"type": "object", "properties": {"a%s": {"type": "string"}}}}]}}' % (_MSG, _LONE),
+            "context.tools.0.parameters.properties",
+        ),
+        (
+            '{"model": "anthropic/text", "context": {"messages": [%s]}, "options": {"metadata": {"userId": "u%s"}}}'
+            % (_MSG, _LONE),
+            "options.metadata.userId",
+        ),
+        (
+            '{"model": "anthropic/text", "context": {"messages": [%s, {"role": "assistant", "content": [{"type": "toolCall",'
+            ' "id": "c1", "name": "t", "arguments": {"q": "x%s"}}]}]}}' % (_MSG, _LONE),
+            "context.messages.1.content.0.arguments.q",
+        ),
+        (
+            '{"model": "anthropic/text", "context": {"messages": [%s, {"role": "assistant", "content": [{"type": "thinking",'
+            ' "thinking": "x%s", "thinkingSignature": "sig"}]}]}}' % (_MSG, _LONE),
+            "context.messages.1.content.0.thinking",
+        ),
     ],
 )
 @pytest.mark.parametrize("path", ["/v1/stream", "/v1/complete"])
@@ -146,7 +191,7 @@ def test_lone_surrogates_outside_message_text_are_422_naming_the_field(gateway, 
 
 
 def test_pi_door_rejects_lone_surrogates_too(gateway):
-    body = ('{"model": {"provider": "anthropic", "id": "te%sxt"}, "context": {"messages": [%s]}}' % (_LONE, _MSG))
+    body = '{"model": {"provider": "anthropic", "id": "te%sxt"}, "context": {"messages": [%s]}}' % (_LONE, _MSG)
     response = gateway.http.post("/api/stream", content=_raw(body), headers={"content-type": "application/json"})
     assert response.status_code == 422 and "model.id" in response.json()["error"]
 
@@ -155,8 +200,10 @@ def test_lone_surrogates_in_the_system_prompt_are_removed(gateway):
     from tests.conftest import marker
 
     m = marker()
-    body = ('{"model": "anthropic/text", "context": {"systemPrompt": "be %s brief\\udc00", "messages": '
-            '[{"role": "user", "content": [{"type": "text", "text": "%s"}]}]}}' % (_LONE, m))
+    body = (
+        '{"model": "anthropic/text", "context": {"systemPrompt": "be %s brief\\udc00", "messages": '
+        '[{"role": "user", "content": [{"type": "text", "text": "%s"}]}]}}' % (_LONE, m)
+    )
     response = gateway.http.post("/v1/complete", content=_raw(body), headers={"content-type": "application/json"})
     assert response.status_code == 200, response.text
     system = gateway.sim.seen(m)[0]["body"]["system"]
@@ -186,8 +233,12 @@ def test_a_system_role_message_says_where_the_system_prompt_goes(gateway):
 
 
 def _long_history(n: int) -> list[dict]:
-    return [{"role": "user", "content": f"m{i}"} if i % 2 == 0 else
-            {"role": "assistant", "content": [{"type": "text", "text": f"a{i}"}]} for i in range(n)]
+    return [
+        {"role": "user", "content": f"m{i}"}
+        if i % 2 == 0
+        else {"role": "assistant", "content": [{"type": "text", "text": f"a{i}"}]}
+        for i in range(n)
+    ]
 
 
 def test_a_long_history_validated_in_slices_equals_one_validation():

@@ -84,7 +84,9 @@ def test_no_key_in_stored_rows_or_logs(ledger_gateway, ledger_url, caplog, capfd
     complete = gw.http.post("/v1/complete", json=turn("anthropic/http-500"), headers=ALICE)
     ids.append(complete.headers["x-request-id"])
     with httpx.Client(base_url=gw.url, timeout=30) as client:  # an aborted one
-        with client.stream("POST", "/v1/stream", json=turn("anthropic/slow;n=500;delay_ms=20"), headers=ALICE) as response:
+        with client.stream(
+            "POST", "/v1/stream", json=turn("anthropic/slow;n=500;delay_ms=20"), headers=ALICE
+        ) as response:
             ids.append(response.headers["x-request-id"])
             next(line for line in response.iter_lines() if line.startswith("event: text_delta"))
     for headers in BAD_HEADERS:

@@ -66,7 +66,9 @@ def test_a_client_that_never_reads_stops_the_upstream(gateway):
     size = 256
     n = 200_000  # 51 MB: far more than any socket buffers between the three processes can hold
     with httpx.Client(base_url=gateway.url, timeout=30) as client:
-        with client.stream("POST", "/v1/stream", json=turn(f"anthropic/slow;n={n};delay_ms=0;size={size}", m)) as response:
+        with client.stream(
+            "POST", "/v1/stream", json=turn(f"anthropic/slow;n={n};delay_ms=0;size={size}", m)
+        ) as response:
             request_id = response.headers["x-request-id"]
             previous, stable_since = -1, time.monotonic()
             deadline = time.monotonic() + 30

@@ -31,12 +31,19 @@ REQUESTS: list[tuple[str, str, dict[str, Any]]] = [
     ("POST", "//api/stream", {"content": b"nope", "headers": AUTH}),
     ("POST", "//api/stream", {"json": {"model": "x"}, "headers": AUTH}),
     ("POST", "/v1/chat/completions", {"json": {"model": "anthropic/text"}, "headers": AUTH}),
-    ("POST", "/v1/chat/completions", {"json": {"model": "mystery/m", "messages": [{"role": "user", "content": "x"}]},
-                                      "headers": AUTH}),
+    (
+        "POST",
+        "/v1/chat/completions",
+        {"json": {"model": "mystery/m", "messages": [{"role": "user", "content": "x"}]}, "headers": AUTH},
+    ),
     ("POST", "/v1/messages", {"json": {"model": "anthropic/text"}, "headers": {"x-api-key": KEY}}),
     ("POST", "/v1/messages", {"json": {"model": "anthropic/text"}}),
     ("POST", "/v1beta/models/anthropic/text:generateContent", {"json": {"contents": []}, "headers": AUTH}),
-    ("POST", "/v1beta/models/anthropic%2Ftext:streamGenerateContent?alt=sse", {"json": {"contents": 1}, "headers": AUTH}),
+    (
+        "POST",
+        "/v1beta/models/anthropic%2Ftext:streamGenerateContent?alt=sse",
+        {"json": {"contents": 1}, "headers": AUTH},
+    ),
     ("POST", "/v1/models/mystery/m:generateContent?key=" + KEY, {"json": {"contents": [{"parts": [{"text": "x"}]}]}}),
     ("POST", "/v1beta/models/anthropic/text:generateContent", {"json": {"contents": []}}),  # no key: 401
     ("GET", "/v1/stream", {"headers": AUTH}),  # 405, FastAPI's either way

@@ -18,8 +18,12 @@ MESSAGES = 120_000
 
 def big_conversation(m: str, model: str = "anthropic/text") -> bytes:
     messages = [{"role": "user" if i % 2 == 0 else "assistant", "content": f"m{i}"} for i in range(MESSAGES)]
-    messages = [{"role": "user", "content": x["content"]} if x["role"] == "user" else
-                {"role": "assistant", "content": [{"type": "text", "text": x["content"]}]} for x in messages]
+    messages = [
+        {"role": "user", "content": x["content"]}
+        if x["role"] == "user"
+        else {"role": "assistant", "content": [{"type": "text", "text": x["content"]}]}
+        for x in messages
+    ]
     messages.append({"role": "user", "content": m})
     return orjson.dumps({"model": model, "context": {"messages": messages}})
 

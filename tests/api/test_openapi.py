@@ -24,14 +24,19 @@ def test_committed_spec_is_current():
     assert SPEC_PATH.read_text() == generated, "openapi/openapi.json is stale: run `python -m app.openapi`"
 
 
-
 def test_the_document_builder_does_not_import_the_app():
     """No cycle between the app object and the OpenAPI writer: `app.main` imports the builder, and only the
     command (`python -m app.openapi`) imports both."""
     probe = "import sys, app.api.openapi; print(sorted({'app.main', 'app.openapi'} & set(sys.modules)))"
-    loaded = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True,
-                            cwd=Path(__file__).resolve().parents[2]).stdout
+    loaded = subprocess.run(
+        [sys.executable, "-c", probe],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=Path(__file__).resolve().parents[2],
+    ).stdout
     assert loaded.strip() == "[]"
+
 
 def test_served_spec_is_the_built_one(gateway):
     assert gateway.http.get("/openapi.json").json() == build_openapi(gateway.server.app)
@@ -41,8 +46,12 @@ def test_spec_documents_bodies_events_and_errors():
     spec = build_openapi(create_app(Settings()))
     paths, schemas = spec["paths"], spec["components"]["schemas"]
     stream = paths["/v1/stream"]["post"]
-    assert stream["requestBody"]["content"]["application/json"]["schema"] == {"$ref": "#/components/schemas/StreamRequest"}
-    assert stream["responses"]["200"]["content"]["text/event-stream"]["schema"] == {"$ref": "#/components/schemas/StreamEvent"}
+    assert stream["requestBody"]["content"]["application/json"]["schema"] == {
+        "$ref": "#/components/schemas/StreamRequest"
+    }
+    assert stream["responses"]["200"]["content"]["text/event-stream"]["schema"] == {
+        "$ref": "#/components/schemas/StreamEvent"
+    }
     assert stream["responses"]["429"]["headers"]["Retry-After"]
     pi = paths["/api/stream"]["post"]
     assert pi["requestBody"]["content"]["application/json"]["schema"]["$ref"].endswith("/PiStreamRequest")

@@ -20,8 +20,13 @@ def test_pi_base_url_and_headers_never_reach_another_address(gateway):
     try:
         m = marker()
         body = {
-            "model": {"id": "text", "provider": "anthropic", "api": "anthropic-messages",
-                      "baseUrl": f"{decoy.url}/anthropic", "headers": {"x-api-key": "attacker", "Host": "evil"}},
+            "model": {
+                "id": "text",
+                "provider": "anthropic",
+                "api": "anthropic-messages",
+                "baseUrl": f"{decoy.url}/anthropic",
+                "headers": {"x-api-key": "attacker", "Host": "evil"},
+            },
             "context": {"messages": [{"role": "user", "content": m}]},
         }
         result = gateway.stream(body, path="/api/stream")
@@ -52,7 +57,9 @@ def test_prompt_content_cannot_forge_sse_events(gateway):
 
 
 def test_huge_max_tokens_is_rejected_or_clamped(gateway):
-    assert gateway.http.post("/v1/stream", json=turn("anthropic/text", options={"maxTokens": 10**12})).status_code == 422
+    assert (
+        gateway.http.post("/v1/stream", json=turn("anthropic/text", options={"maxTokens": 10**12})).status_code == 422
+    )
     m = marker()
     gateway.stream(turn("anthropic/text", m, options={"maxTokens": 999_999}))
     assert gateway.sim.seen(m)[0]["body"]["max_tokens"] == 8192  # the catalog's limit for anthropic/text
@@ -61,7 +68,13 @@ def test_huge_max_tokens_is_rejected_or_clamped(gateway):
 def test_no_provider_key_in_events_errors_or_logs(gateway, caplog):
     caplog.set_level(logging.DEBUG)
     bodies = []
-    for model in ("anthropic/text", "anthropic/http-401", "anthropic/error-mid-stream", "anthropic/tools-malformed", "anthropic/reset"):
+    for model in (
+        "anthropic/text",
+        "anthropic/http-401",
+        "anthropic/error-mid-stream",
+        "anthropic/tools-malformed",
+        "anthropic/reset",
+    ):
         bodies.append(gateway.stream(turn(model)).text)
     bodies.append(gateway.http.post("/v1/complete", json=turn("anthropic/http-500")).text)
     bodies.append(gateway.http.get("/v1/models").text)
@@ -70,7 +83,6 @@ def test_no_provider_key_in_events_errors_or_logs(gateway, caplog):
         for text in (*bodies, logged):
             assert key not in text
             assert key[-16:] not in text
-
 
 
 def test_demo_simulator_log_needs_a_gateway_key_when_auth_is_on(gateway_factory):
@@ -103,11 +115,19 @@ def test_a_client_leaving_in_the_middle_of_its_body_is_one_info_line(gateway, ca
     caplog.set_level(logging.INFO)
     sock = socket.create_connection(("127.0.0.1", gateway.server.port), timeout=10)
     with sock:
-        sock.sendall(b"POST /v1/stream HTTP/1.1\r\nHost: 127.0.0.1\r\ncontent-type: application/json\r\n"
-                     b"content-length: 100000\r\n\r\n{\"model\": ")
+        sock.sendall(
+            b"POST /v1/stream HTTP/1.1\r\nHost: 127.0.0.1\r\ncontent-type: application/json\r\n"
+            b'content-length: 100000\r\n\r\n{"model": '
+        )
     deadline = time.monotonic() + 20
+
     def relevant():
-        return [r for r in caplog.records if r.name.startswith("gateway") and ("disconnect" in r.getMessage() or r.levelno >= logging.ERROR)]
+        return [
+            r
+            for r in caplog.records
+            if r.name.startswith("gateway") and ("disconnect" in r.getMessage() or r.levelno >= logging.ERROR)
+        ]
+
     while not relevant() and time.monotonic() < deadline:
         time.sleep(0.05)  # polling for the server's log line
     records = relevant()
@@ -248,9 +268,16 @@ def test_pipelined_requests_whose_headers_together_pass_the_limit_are_served(bou
 TURN_BODIES = {
     "/v1/stream": lambda m: turn("anthropic/text", m),
     "/v1/complete": lambda m: turn("anthropic/text", m),
-    "/api/stream": lambda m: {"model": {"provider": "anthropic", "id": "text"}, "context": {"messages": [{"role": "user", "content": m}]}},
+    "/api/stream": lambda m: {
+        "model": {"provider": "anthropic", "id": "text"},
+        "context": {"messages": [{"role": "user", "content": m}]},
+    },
     "/v1/chat/completions": lambda m: {"model": "anthropic/text", "messages": [{"role": "user", "content": m}]},
-    "/v1/messages": lambda m: {"model": "anthropic/text", "max_tokens": 50, "messages": [{"role": "user", "content": m}]},
+    "/v1/messages": lambda m: {
+        "model": "anthropic/text",
+        "max_tokens": 50,
+        "messages": [{"role": "user", "content": m}],
+    },
 }
 
 
@@ -274,8 +301,11 @@ def test_turn_routes_refuse_a_body_not_declared_json_with_415_in_the_doors_shape
     kind, message = _door_error(path, response)
     assert "application/json" in message and kind in (None, "unsupported_media_type", "invalid_request_error")
     assert not gateway.sim.seen(m), "nothing reaches a vendor"
-    served = gateway.http.post(path, content=json.dumps(TURN_BODIES[path](marker())).encode(),
-                               headers={"content-type": "Application/JSON; charset=utf-8"})
+    served = gateway.http.post(
+        path,
+        content=json.dumps(TURN_BODIES[path](marker())).encode(),
+        headers={"content-type": "Application/JSON; charset=utf-8"},
+    )
     assert served.status_code == 200
 
 
@@ -300,7 +330,10 @@ def test_a_loopback_gateway_refuses_other_host_names_on_every_path(gateway, thro
             assert gateway.http.get(path, headers=evil).json()["error"]["type"] == "host_not_allowed"
         assert gateway.http.get("/healthz", headers=evil).status_code == 200  # probes show nothing
         for host in ("localhost", f"127.0.0.1:{gateway.server.port}", "[::1]:8080"):
-            assert gateway.http.post("/v1/complete", json=turn("anthropic/text"), headers={"Host": host}).status_code == 200
+            assert (
+                gateway.http.post("/v1/complete", json=turn("anthropic/text"), headers={"Host": host}).status_code
+                == 200
+            )
     finally:
         app.turn_routes = direct
 
@@ -309,10 +342,16 @@ def test_allowed_hosts_default_to_loopback_names_only_on_a_loopback_bind(gateway
     assert Settings(host="127.0.0.1").allowed_host_names() == {"localhost", "127.0.0.1", "::1"}
     assert Settings(host="::1").allowed_host_names() == {"localhost", "127.0.0.1", "::1"}
     assert Settings(host="0.0.0.0").allowed_host_names() is None
-    assert Settings(host="0.0.0.0", allowed_hosts="gw.example, GW2.example").allowed_host_names() == {"gw.example", "gw2.example"}
+    assert Settings(host="0.0.0.0", allowed_hosts="gw.example, GW2.example").allowed_host_names() == {
+        "gw.example",
+        "gw2.example",
+    }
     assert Settings(host="127.0.0.1", allowed_hosts="*").allowed_host_names() is None
     anywhere = gateway_factory(allowed_hosts="*")
-    assert anywhere.http.post("/v1/complete", json=turn("anthropic/text"), headers={"Host": "gw.example"}).status_code == 200
+    assert (
+        anywhere.http.post("/v1/complete", json=turn("anthropic/text"), headers={"Host": "gw.example"}).status_code
+        == 200
+    )
 
 
 def test_demo_simulator_log_shows_each_key_only_its_own_requests(sim):
@@ -323,7 +362,12 @@ def test_demo_simulator_log_shows_each_key_only_its_own_requests(sim):
         log = f"{proc.url}/_simulator/_sim"
         mine, theirs = marker(), marker()
         for headers, m in ((alice, mine), (bob, theirs)):
-            assert httpx.post(f"{proc.url}/v1/complete", json=turn("anthropic/claude-sonnet-4-5", m), headers=headers).status_code == 200
+            assert (
+                httpx.post(
+                    f"{proc.url}/v1/complete", json=turn("anthropic/claude-sonnet-4-5", m), headers=headers
+                ).status_code
+                == 200
+            )
         seen = httpx.get(f"{log}/requests", headers=alice).json()
         assert [mine in e["body"].__repr__() for e in seen] == [True] and seen[0]["body"] and theirs not in repr(seen)
         assert httpx.get(f"{log}/requests", params={"contains": theirs}, headers=alice).json() == []

@@ -16,7 +16,9 @@ from tests.fake_provider import FakeProvider, Gate, new_job
 
 async def test_an_event_that_cannot_be_encoded_is_an_internal_error_not_a_disconnect():
     vendor_waits = asyncio.Event()
-    provider = FakeProvider(scripts=[[[{"type": "text_start"}], [{"type": "text_delta", "delta": "ok"}], Gate(vendor_waits)]])
+    provider = FakeProvider(
+        scripts=[[[{"type": "text_start"}], [{"type": "text_delta", "delta": "ok"}], Gate(vendor_waits)]]
+    )
     job = new_job(provider)
     taken, taken_now = job.turn.next_event, job.turn.next_ready
 
@@ -44,7 +46,9 @@ async def test_an_event_that_cannot_be_encoded_is_an_internal_error_not_a_discon
 
 async def test_events_ready_together_go_out_in_one_write_in_order():
     deltas = [{"type": "text_delta", "delta": f"d{i}"} for i in range(5)]
-    provider = FakeProvider(scripts=[[[{"type": "text_start"}, *deltas, {"type": "text_end"}, {"type": "finish", "reason": "stop"}]]])
+    provider = FakeProvider(
+        scripts=[[[{"type": "text_start"}, *deltas, {"type": "text_end"}, {"type": "finish", "reason": "stop"}]]]
+    )
     job = new_job(provider)  # coalescing off: every delta is an event of its own
     Dispatcher({}, Catalog(), Settings()).start(job)
     await asyncio.wait_for(asyncio.shield(job.task), 5)  # the whole turn is queued before the writer reads
@@ -54,14 +58,18 @@ async def test_events_ready_together_go_out_in_one_write_in_order():
     frames = [frame async for frame in response.body_iterator]
 
     written = [line for line in b"".join(frames).split(b"\n") if line.startswith(b"event:")]
-    assert written == [b"event: " + t.encode() for t in ["start", "text_start", *["text_delta"] * 5, "text_end", "done"]]
+    assert written == [
+        b"event: " + t.encode() for t in ["start", "text_start", *["text_delta"] * 5, "text_end", "done"]
+    ]
     assert len(frames) == 1
     assert frames[0] == b"".join(encoder.encode(e) for e in _events_of(frames[0]))
 
 
 async def test_a_large_backlog_goes_out_in_writes_of_about_batch_bytes():
     deltas = [{"type": "text_delta", "delta": "x" * 8192} for _ in range(40)]
-    provider = FakeProvider(scripts=[[[{"type": "text_start"}, *deltas, {"type": "text_end"}, {"type": "finish", "reason": "stop"}]]])
+    provider = FakeProvider(
+        scripts=[[[{"type": "text_start"}, *deltas, {"type": "text_end"}, {"type": "finish", "reason": "stop"}]]]
+    )
     job = new_job(provider)
     Dispatcher({}, Catalog(), Settings()).start(job)
     await asyncio.wait_for(asyncio.shield(job.task), 5)
@@ -76,4 +84,4 @@ async def test_a_large_backlog_goes_out_in_writes_of_about_batch_bytes():
 
 
 def _events_of(frame: bytes) -> list[dict]:
-    return [json.loads(line[len(b"data: "):]) for line in frame.split(b"\n") if line.startswith(b"data: ")]
+    return [json.loads(line[len(b"data: ") :]) for line in frame.split(b"\n") if line.startswith(b"data: ")]

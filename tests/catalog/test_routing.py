@@ -126,11 +126,23 @@ def test_unknown_names_say_why(catalog):
         ({"routes": [{"name": "r", "model": "claude-sonnet-4-5"}]}, "must be '<provider>/<model id>'"),
         ({"routes": [{"name": "a/b", "model": "anthropic/x"}]}, "no '/'"),
         ({"routes": [{"model": "anthropic/x"}]}, "KeyError"),
-        ({"providers": [{"name": "b", "api": "anthropic-messages", "cloud": {"kind": "bedrock"}}]}, "needs cloud.region"),
+        (
+            {"providers": [{"name": "b", "api": "anthropic-messages", "cloud": {"kind": "bedrock"}}]},
+            "needs cloud.region",
+        ),
         ({"providers": [{"name": "b", "api": "anthropic-messages", "cloud": {"kind": "aws"}}]}, "cloud kind 'aws'"),
-        ({"providers": [{"name": "a", "api": "anthropic-messages", "cloud": {"kind": "azure"}}]}, "does not run on azure"),
-        ({"providers": [{"name": "v", "api": "google-generative-ai", "cloud": {"kind": "vertex", "zone": "x"}}]}, "unknown key 'zone'"),
-        ({"providers": [{"name": "a", "api": "openai-responses", "cloud": {"kind": "azure", "auth": "aad"}}]}, "cloud auth 'aad'"),
+        (
+            {"providers": [{"name": "a", "api": "anthropic-messages", "cloud": {"kind": "azure"}}]},
+            "does not run on azure",
+        ),
+        (
+            {"providers": [{"name": "v", "api": "google-generative-ai", "cloud": {"kind": "vertex", "zone": "x"}}]},
+            "unknown key 'zone'",
+        ),
+        (
+            {"providers": [{"name": "a", "api": "openai-responses", "cloud": {"kind": "azure", "auth": "aad"}}]},
+            "cloud auth 'aad'",
+        ),
     ],
 )
 def test_catalog_mistakes_fail_at_start_up(tmp_path, data, complaint):
@@ -141,14 +153,33 @@ def test_catalog_mistakes_fail_at_start_up(tmp_path, data, complaint):
 
 
 def test_a_cloud_provider_entry_is_typed_with_its_auth_default(tmp_path):
-    path = write(tmp_path, {"providers": [
-        {"name": "azure-east", "api": "openai-responses", "baseUrl": "https://east.example/openai/v1", "keyEnv": "AZ_KEY",
-         "cloud": {"kind": "azure", "region": "eastus", "deployments": {"gpt-5": "prod-gpt5"}}},
-        {"name": "vertex-claude", "api": "anthropic-messages", "cloud": {"kind": "vertex", "project": "p", "region": "global"}},
-    ]})
+    path = write(
+        tmp_path,
+        {
+            "providers": [
+                {
+                    "name": "azure-east",
+                    "api": "openai-responses",
+                    "baseUrl": "https://east.example/openai/v1",
+                    "keyEnv": "AZ_KEY",
+                    "cloud": {"kind": "azure", "region": "eastus", "deployments": {"gpt-5": "prod-gpt5"}},
+                },
+                {
+                    "name": "vertex-claude",
+                    "api": "anthropic-messages",
+                    "cloud": {"kind": "vertex", "project": "p", "region": "global"},
+                },
+            ]
+        },
+    )
     catalog = Catalog.load(path)
     azure, vertex = catalog.providers["azure-east"].cloud, catalog.providers["vertex-claude"].cloud
-    assert (azure.kind, azure.auth, azure.upstream_model("gpt-5"), azure.upstream_model("gpt-4o")) == ("azure", "api-key", "prod-gpt5", "gpt-4o")
+    assert (azure.kind, azure.auth, azure.upstream_model("gpt-5"), azure.upstream_model("gpt-4o")) == (
+        "azure",
+        "api-key",
+        "prod-gpt5",
+        "gpt-4o",
+    )
     assert (vertex.kind, vertex.auth, vertex.project, vertex.region) == ("vertex", "google", "p", "global")
     assert catalog.providers["anthropic"].cloud is None
 
@@ -158,11 +189,26 @@ def test_an_azure_provider_without_its_endpoint_is_not_served_and_says_what_to_s
     from app.settings import Settings
 
     monkeypatch.setenv("AZ_TEST_KEY", "k")
-    path = write(tmp_path, {"providers": [
-        {"name": "azure-west", "api": "openai-completions", "keyEnv": "AZ_TEST_KEY", "cloud": {"kind": "azure"}},
-        {"name": "azure-east", "api": "openai-completions", "keyEnv": "AZ_TEST_KEY", "baseUrl": "https://east.example",
-         "cloud": {"kind": "azure"}},
-    ]})
+    path = write(
+        tmp_path,
+        {
+            "providers": [
+                {
+                    "name": "azure-west",
+                    "api": "openai-completions",
+                    "keyEnv": "AZ_TEST_KEY",
+                    "cloud": {"kind": "azure"},
+                },
+                {
+                    "name": "azure-east",
+                    "api": "openai-completions",
+                    "keyEnv": "AZ_TEST_KEY",
+                    "baseUrl": "https://east.example",
+                    "cloud": {"kind": "azure"},
+                },
+            ]
+        },
+    )
     setups = {s.name: s for s in provider_setups(Settings(), Catalog.load(path).providers)}
     assert not setups["azure-west"].served and "GATEWAY_AZURE_WEST_BASE_URL" in setups["azure-west"].missing
     assert setups["azure-east"].served
@@ -172,7 +218,9 @@ def test_gateway_refuses_to_start_on_a_bad_route(tmp_path, sim):
     from app.gateway import Gateway
 
     settings = settings_for(sim.url, catalog=write(tmp_path, {"routes": [{"name": "r", "model": "nobody/x"}]}))
-    with pytest.raises(CatalogError, match=r"catalog .*catalog.json: route 'r': 'nobody/x' names unknown provider 'nobody'"):
+    with pytest.raises(
+        CatalogError, match=r"catalog .*catalog.json: route 'r': 'nobody/x' names unknown provider 'nobody'"
+    ):
         Gateway(settings)
 
 
@@ -232,15 +280,21 @@ def test_ambiguous_and_unknown_names_are_refused_before_any_upstream_call(routed
     response = routed.http.post("/v1/stream", json=turn("shared-id", m))
     assert response.status_code == 400, response.text
     error = response.json()["error"]
-    assert error["param"] == "model" and "anthropic/shared-id" in error["message"] and "google/shared-id" in error["message"]
+    assert (
+        error["param"] == "model"
+        and "anthropic/shared-id" in error["message"]
+        and "google/shared-id" in error["message"]
+    )
     response = routed.http.post("/v1/complete", json=turn("anthropic/text", m, fallback=["nothing-like-it"]))
     assert response.status_code == 404 and response.json()["error"]["param"] == "fallback.0"
     assert routed.sim.seen(m) == []
 
 
 def test_pi_door_resolves_the_same_way(routed):
-    body = {"model": {"provider": "anthropic", "id": "text-latest", "api": "anthropic-messages"},
-            "context": {"messages": [{"role": "user", "content": marker()}]}}
+    body = {
+        "model": {"provider": "anthropic", "id": "text-latest", "api": "anthropic-messages"},
+        "context": {"messages": [{"role": "user", "content": marker()}]},
+    }
     response = routed.http.post("/api/stream", json=body)
     assert response.status_code == 200 and '"model":"text"' in response.text
 
@@ -283,8 +337,9 @@ def test_a_route_fallback_that_cannot_honour_the_request_is_left_out(routed):
 
 def test_the_first_choice_that_cannot_honour_the_request_refuses_it(routed):
     m = marker()
-    response = routed.http.post("/v1/stream", json=turn("openai/text", m, options={"stop": ["END"]},
-                                                        fallback=["anthropic/text"]))
+    response = routed.http.post(
+        "/v1/stream", json=turn("openai/text", m, options={"stop": ["END"]}, fallback=["anthropic/text"])
+    )
     assert response.status_code == 400 and response.json()["error"]["param"] == "options.stop"
     assert routed.sim.seen(m) == []
 
@@ -300,7 +355,9 @@ def test_key_policies_see_the_model_a_name_stands_for(gateway_factory, tmp_path)
     ok = gw.stream(turn("text-latest"), headers=bearer("sk-team"))  # an alias → anthropic/text
     assert ok.status == 200 and ok.events[0]["provider"] == "anthropic"
     assert gw.stream(turn("fast"), headers=bearer("sk-team")).status == 200
-    refused = gw.http.post("/v1/stream", json=turn("anthropic/text", fallback=["only-openai"]), headers=bearer("sk-team"))
+    refused = gw.http.post(
+        "/v1/stream", json=turn("anthropic/text", fallback=["only-openai"]), headers=bearer("sk-team")
+    )
     assert refused.status_code == 403, refused.text
     error = refused.json()["error"]
     assert error["param"] == "fallback.0" and "openai/only-openai" in error["message"]
@@ -309,12 +366,26 @@ def test_key_policies_see_the_model_a_name_stands_for(gateway_factory, tmp_path)
 def test_a_message_naming_the_model_by_an_alias_is_the_same_model(routed):
     """Thinking signed by `text-latest` (an alias of anthropic/text, as a pi client names it) goes back signed."""
     m = marker()
-    body = {"model": "anthropic/text", "context": {"messages": [
-        {"role": "user", "content": "hi"},
-        {"role": "assistant", "provider": "anthropic", "api": "anthropic-messages", "model": "text-latest",
-         "content": [{"type": "thinking", "thinking": "Think.", "thinkingSignature": "sig-1"},
-                     {"type": "text", "text": "Hello."}], "stopReason": "stop"},
-        {"role": "user", "content": m}]}}
+    body = {
+        "model": "anthropic/text",
+        "context": {
+            "messages": [
+                {"role": "user", "content": "hi"},
+                {
+                    "role": "assistant",
+                    "provider": "anthropic",
+                    "api": "anthropic-messages",
+                    "model": "text-latest",
+                    "content": [
+                        {"type": "thinking", "thinking": "Think.", "thinkingSignature": "sig-1"},
+                        {"type": "text", "text": "Hello."},
+                    ],
+                    "stopReason": "stop",
+                },
+                {"role": "user", "content": m},
+            ]
+        },
+    }
     assert routed.stream(body).terminal["type"] == "done"
     assistant = routed.sim.seen(m)[0]["body"]["messages"][1]
     assert assistant["content"][0] == {"type": "thinking", "thinking": "Think.", "signature": "sig-1"}
@@ -353,10 +424,20 @@ def test_python_m_app_stops_on_a_bad_catalog_in_one_line(tmp_path):
     import subprocess
     import sys
 
-    env = {**os.environ, "GATEWAY_CATALOG": write(tmp_path, {"routes": [{"name": "r", "model": "nobody/x"}]}),
-           "GATEWAY_PORT": "1", "GATEWAY_DATABASE_URL": f"sqlite:///{tmp_path}/gateway.db"}
-    done = subprocess.run([sys.executable, "-m", "app"], env=env, capture_output=True, text=True, timeout=60,
-                          cwd=Path(__file__).resolve().parents[2])
+    env = {
+        **os.environ,
+        "GATEWAY_CATALOG": write(tmp_path, {"routes": [{"name": "r", "model": "nobody/x"}]}),
+        "GATEWAY_PORT": "1",
+        "GATEWAY_DATABASE_URL": f"sqlite:///{tmp_path}/gateway.db",
+    }
+    done = subprocess.run(
+        [sys.executable, "-m", "app"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=Path(__file__).resolve().parents[2],
+    )
     assert done.returncode == 3
     lines = [line for line in (done.stdout + done.stderr).splitlines() if line.strip()]
     [line] = [line for line in lines if "start-up failed" in line]

@@ -45,7 +45,9 @@ def test_console_page_and_files_carry_a_strict_policy(console_gateway):
     assert script.headers["content-security-policy"] == CONTENT_SECURITY_POLICY
 
 
-@pytest.mark.parametrize("path", ["/console/..%2Fsettings.py", "/console/missing.js", "/console/.hidden.js", "/console/x.py"])
+@pytest.mark.parametrize(
+    "path", ["/console/..%2Fsettings.py", "/console/missing.js", "/console/.hidden.js", "/console/x.py"]
+)
 def test_console_serves_only_its_own_files(console_gateway, path):
     assert console_gateway.http.get(path).status_code == 404
 

@@ -24,8 +24,14 @@ from tests.procs import ROOT, GatewayProcess
 
 CHROMIUM = Path(os.environ.get("GATEWAY_TEST_CHROMIUM", "/usr/bin/chromium"))
 CHROMIUM_ARGS = [
-    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
 ]
 KEY = "sk-console-test-0123456789abcdef"
 OTHER_KEY = "sk-console-other-0123456789abcdef"
@@ -220,7 +226,9 @@ def test_requests_table_and_a_record_page(page, demo):
     row.wait_for()
     cells = row.locator("td").all_inner_texts()
     assert cells[1] == "unified"
-    assert cells[2] == "anthropic/claude-sonnet-4-5" and cells[3] == "anthropic/claude-sonnet-4-5" and cells[4] == "done"
+    assert (
+        cells[2] == "anthropic/claude-sonnet-4-5" and cells[3] == "anthropic/claude-sonnet-4-5" and cells[4] == "done"
+    )
     assert cells[9] == "1"  # one attempt
     # filters go to the server: aborted only hides this record
     page.select_option("#filter-outcome", "aborted")
@@ -231,7 +239,10 @@ def test_requests_table_and_a_record_page(page, demo):
     page.locator("#record h2").wait_for()
     assert request_id in page.locator("#record h2").inner_text()
     assert page.locator("#record table.attempts tbody tr").count() == 1
-    assert page.locator("#record .message pre.text").inner_text() == f"Hello from the simulator. You said: For the table {m}"
+    assert (
+        page.locator("#record .message pre.text").inner_text()
+        == f"Hello from the simulator. You said: For the table {m}"
+    )
 
 
 def test_records_of_another_key_are_not_shown(page, demo):
@@ -333,7 +344,12 @@ def test_screenshots(page, demo):
     page.set_viewport_size({"width": 1280, "height": 820})
     # a few turns of each outcome for the table and the health charts
     page.fill("#fallback", "openai/gpt-5")
-    for model in ["anthropic/claude-sonnet-4-5", "anthropic/http-500", "google/gemini-2.5-flash", "anthropic/error-mid-stream"]:
+    for model in [
+        "anthropic/claude-sonnet-4-5",
+        "anthropic/http-500",
+        "google/gemini-2.5-flash",
+        "anthropic/error-mid-stream",
+    ]:
         turn = send_turn(page, model, f"Hello {marker()}", throttle="")
         turn.locator(".turn-foot .outcome").wait_for()
     page.fill("#fallback", "")
@@ -362,11 +378,14 @@ def test_screenshots(page, demo):
 
 DEMO_POOL = {
     "name": "demo-pool",
-    "pool": {"strategy": "least-in-flight", "deployments": [
-        {"provider": "anthropic", "model": "claude-sonnet-4-5", "rpm": 600},
-        {"provider": "anthropic", "model": "http-429;retry_after=120", "name": "anthropic-throttled"},
-        {"provider": "openai", "model": "gpt-5", "weight": 2},
-    ]},
+    "pool": {
+        "strategy": "least-in-flight",
+        "deployments": [
+            {"provider": "anthropic", "model": "claude-sonnet-4-5", "rpm": 600},
+            {"provider": "anthropic", "model": "http-429;retry_after=120", "name": "anthropic-throttled"},
+            {"provider": "openai", "model": "gpt-5", "weight": 2},
+        ],
+    },
 }
 
 
@@ -388,15 +407,21 @@ def test_pools_view_lists_the_deployments_and_shows_a_cooldown(browser, pool_dem
         assert "this process's own state" in panel.locator(".pool-shared").inner_text()
         rows = panel.locator("tbody tr")
         assert rows.evaluate_all("rows => rows.map(r => r.dataset.deployment)") == [
-            "anthropic/claude-sonnet-4-5", "anthropic-throttled", "openai/gpt-5"]
+            "anthropic/claude-sonnet-4-5",
+            "anthropic-throttled",
+            "openai/gpt-5",
+        ]
         assert panel.locator("tbody tr.pool-ready").count() == 3
         first = panel.locator("tr[data-deployment='anthropic/claude-sonnet-4-5'] td").all_inner_texts()
         assert first[:5] == ["anthropic/claude-sonnet-4-5", "anthropic", "claude-sonnet-4-5", "1", "0"]
         assert first[9] == "0 / 600"
         for _ in range(60):  # until a turn tries the throttled deployment (its 429 cools it; another serves)
-            response = httpx.post(f"{pool_demo.url}/v1/complete", json={
-                "model": "demo-pool", "context": {"messages": [{"role": "user", "content": marker()}]}},
-                headers={"Authorization": f"Bearer {KEY}"}, timeout=30)
+            response = httpx.post(
+                f"{pool_demo.url}/v1/complete",
+                json={"model": "demo-pool", "context": {"messages": [{"role": "user", "content": marker()}]}},
+                headers={"Authorization": f"Bearer {KEY}"},
+                timeout=30,
+            )
             assert response.status_code == 200, response.text
             attempts = api(pool_demo, f"/v1/requests/{response.json()['requestId']}")["attempts"]
             if any(a.get("deployment") == "anthropic-throttled" for a in attempts):

@@ -199,8 +199,15 @@ def test_stop_disarms():
 
 
 def test_interrupt_precedence_order():
-    order = [Interrupt.WRITER, Interrupt.CLIENT, Interrupt.SHUTDOWN, Interrupt.TOTAL,
-             Interrupt.FIRST_EVENT, Interrupt.IDLE, Interrupt.GRACE]
+    order = [
+        Interrupt.WRITER,
+        Interrupt.CLIENT,
+        Interrupt.SHUTDOWN,
+        Interrupt.TOTAL,
+        Interrupt.FIRST_EVENT,
+        Interrupt.IDLE,
+        Interrupt.GRACE,
+    ]
     for stronger, weaker in zip(order, order[1:]):
         assert stronger.outranks(weaker) and not weaker.outranks(stronger)
     assert [r for r in Interrupt if r.ends_attempt_only] == [Interrupt.FIRST_EVENT, Interrupt.IDLE]
@@ -339,7 +346,9 @@ async def test_a_vendor_stalling_after_a_slow_reader_hits_the_idle_timeout():
     """Defect 2 through the dispatcher: the pump pauses for a reader that does not read (longer than the
     first-event timeout, so the timer looks at the deadlines while paused), the reader catches up, the vendor
     stalls: the idle timeout ends the turn (within the 10 s this test waits), not the total one."""
-    provider = FakeProvider(scripts=[[[{"type": "text_start"}], *[[{"type": "text_delta", "delta": "x" * 100}]] * 40, HANG]])
+    provider = FakeProvider(
+        scripts=[[[{"type": "text_start"}], *[[{"type": "text_delta", "delta": "x" * 100}]] * 40, HANG]]
+    )
     job = new_job(provider, max_pending_bytes=1000)
     settings = dict(first_event_timeout=0.2, idle_timeout=0.2, total_timeout=600.0)  # the old bug waited 600 s
     dispatcher(**settings).start(job)
@@ -377,7 +386,9 @@ async def test_the_first_token_reaches_the_reader_before_the_rest_of_the_read_is
 
 
 def retryable(status: int = 503, retry_after_ms: int | None = None) -> ProviderError:
-    return ProviderError(f"returned HTTP {status}", status=status, retryable=True, kind="http", retry_after_ms=retry_after_ms)
+    return ProviderError(
+        f"returned HTTP {status}", status=status, retryable=True, kind="http", retry_after_ms=retry_after_ms
+    )
 
 
 async def run_job(*providers: FakeProvider, **settings: Any):
@@ -402,7 +413,11 @@ async def test_retries_exhausted_fall_back_to_the_next_route():
     second.scripts = [text_frames("from the fallback")]
     job = await run_job(first, second)
     assert job.turn.outcome == "done" and job.turn.message["provider"] == "second"
-    assert [(a.provider, a.outcome) for a in job.attempts] == [("first", "error"), ("first", "error"), ("second", "done")]
+    assert [(a.provider, a.outcome) for a in job.attempts] == [
+        ("first", "error"),
+        ("first", "error"),
+        ("second", "done"),
+    ]
 
 
 async def test_a_failure_that_is_not_retryable_ends_the_turn():
@@ -414,7 +429,9 @@ async def test_a_failure_that_is_not_retryable_ends_the_turn():
 
 
 async def test_a_failure_after_content_is_never_retried():
-    provider = FakeProvider(scripts=[[[{"type": "text_start"}], [{"type": "text_delta", "delta": "partial"}], retryable()]])
+    provider = FakeProvider(
+        scripts=[[[{"type": "text_start"}], [{"type": "text_delta", "delta": "partial"}], retryable()]]
+    )
     job = await run_job(provider)
     assert job.turn.outcome == "error" and provider.opened == 1
     assert job.turn.message["content"] == [{"type": "text", "text": "partial"}]
@@ -447,11 +464,15 @@ async def test_arguments_cut_off_by_the_token_limit_name_the_call(closed_by_adap
     """Whether the adapter leaves the call open (Anthropic) or closes it at the message's end (Responses, Chat
     Completions), the turn ends with one error naming the call and the token limit (CONTRACT invariant 5)."""
     end = [{"type": "toolcall_end"}] if closed_by_adapter else []
-    provider = FakeProvider(scripts=[[
-        [{"type": "toolcall_start", "id": "call_1", "toolName": "get_weather"}],
-        [{"type": "toolcall_delta", "delta": '{"city": "Pa'}],
-        [*end, {"type": "finish", "reason": "length"}],
-    ]])
+    provider = FakeProvider(
+        scripts=[
+            [
+                [{"type": "toolcall_start", "id": "call_1", "toolName": "get_weather"}],
+                [{"type": "toolcall_delta", "delta": '{"city": "Pa'}],
+                [*end, {"type": "finish", "reason": "length"}],
+            ]
+        ]
+    )
     job = await run_job(provider)
     assert job.turn.outcome == "error"
     assert job.turn.message["errorMessage"] == (
@@ -461,11 +482,15 @@ async def test_arguments_cut_off_by_the_token_limit_name_the_call(closed_by_adap
 
 
 async def test_arguments_that_do_not_parse_at_a_normal_stop_are_not_called_cut_off():
-    provider = FakeProvider(scripts=[[
-        [{"type": "toolcall_start", "id": "call_1", "toolName": "t"}],
-        [{"type": "toolcall_delta", "delta": '{"a": '}],
-        [{"type": "toolcall_end"}, {"type": "finish", "reason": "toolUse"}],
-    ]])
+    provider = FakeProvider(
+        scripts=[
+            [
+                [{"type": "toolcall_start", "id": "call_1", "toolName": "t"}],
+                [{"type": "toolcall_delta", "delta": '{"a": '}],
+                [{"type": "toolcall_end"}, {"type": "finish", "reason": "toolUse"}],
+            ]
+        ]
+    )
     job = await run_job(provider)
     assert "arguments are not valid JSON" in job.turn.message["errorMessage"]
 
@@ -479,10 +504,28 @@ async def test_attempts_carry_kinds_and_interrupts_and_keep_the_record_shape():
     job.interrupt(Interrupt.FIRST_EVENT)
     await asyncio.wait_for(job.task, 5)
     timed_out, refused, served = job.attempts
-    assert (timed_out.kind, timed_out.interrupt, timed_out.timeout) == (ErrorKind.TIMEOUT, Interrupt.FIRST_EVENT, "first_event")
-    assert (refused.kind, refused.http_status, refused.retry_after_ms, refused.timeout) == (ErrorKind.HTTP, 503, 2, None)
+    assert (timed_out.kind, timed_out.interrupt, timed_out.timeout) == (
+        ErrorKind.TIMEOUT,
+        Interrupt.FIRST_EVENT,
+        "first_event",
+    )
+    assert (refused.kind, refused.http_status, refused.retry_after_ms, refused.timeout) == (
+        ErrorKind.HTTP,
+        503,
+        2,
+        None,
+    )
     assert (served.outcome, served.kind, served.error_message) == (AttemptOutcome.DONE, None, None)
-    assert set(refused.record()) == {"provider", "api", "model", "startedAt", "endedAt", "outcome", "httpStatus", "errorMessage"}
+    assert set(refused.record()) == {
+        "provider",
+        "api",
+        "model",
+        "startedAt",
+        "endedAt",
+        "outcome",
+        "httpStatus",
+        "errorMessage",
+    }
     assert set(served.record()) == {"provider", "api", "model", "startedAt", "endedAt", "outcome"}
     assert job.ended_by is None
 

@@ -24,9 +24,20 @@ def test_retryable_failure_falls_back_and_start_names_the_server(gateway):
 
 def test_connection_refused_falls_back(gateway_factory, tmp_path, monkeypatch):
     catalog = tmp_path / "catalog.json"
-    catalog.write_text(json.dumps({"providers": [
-        {"name": "deadend", "api": "anthropic-messages", "keyEnv": "DEADEND_TEST_KEY", "baseUrl": "http://127.0.0.1:9"}
-    ]}))
+    catalog.write_text(
+        json.dumps(
+            {
+                "providers": [
+                    {
+                        "name": "deadend",
+                        "api": "anthropic-messages",
+                        "keyEnv": "DEADEND_TEST_KEY",
+                        "baseUrl": "http://127.0.0.1:9",
+                    }
+                ]
+            }
+        )
+    )
     monkeypatch.setenv("DEADEND_TEST_KEY", "not-a-real-key")
     gw = gateway_factory(catalog=str(catalog), retries=0)
     result = gw.stream(turn("deadend/claude-x", fallback=["anthropic/text"]))

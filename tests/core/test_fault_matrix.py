@@ -67,8 +67,13 @@ async def _count_tasks() -> int:
 @pytest.fixture(scope="module")
 def rig(gateway_factory):
     gw = gateway_factory(
-        first_event_timeout=0.3, idle_timeout=0.3, keepalive_interval=0.1, late_frame_grace=0.3,
-        retries=1, retry_backoff_ms=5, retry_after_cap_ms=20,
+        first_event_timeout=0.3,
+        idle_timeout=0.3,
+        keepalive_interval=0.1,
+        late_frame_grace=0.3,
+        retries=1,
+        retry_backoff_ms=5,
+        retry_after_cap_ms=20,
     )
     baselines = {}
     for provider in PROVIDERS:
@@ -169,7 +174,9 @@ def test_fault(rig, provider, fault, point, extra):
     assert len(seen.json()) == len(job.attempts)
 
     deadline = time.monotonic() + 10
-    while (job in rig.state.jobs or rig.server.call(_count_tasks()) > rig.tasks_baseline) and time.monotonic() < deadline:
+    while (
+        job in rig.state.jobs or rig.server.call(_count_tasks()) > rig.tasks_baseline
+    ) and time.monotonic() < deadline:
         time.sleep(0.02)  # bounded wait for the turn's task and uvicorn's connection task to wind down
     assert job not in rig.state.jobs
     assert rig.server.call(_count_tasks()) <= rig.tasks_baseline
@@ -178,7 +185,9 @@ def test_fault(rig, provider, fault, point, extra):
 def test_matrix_size():
     """The number of cases exercised (reported): faults × points × providers plus HTTP variants."""
     combos = {(f, p) for _, f, p, _ in CASES}
-    print(f"\nfault matrix: {len(CASES)} cases = {len(combos)} fault×point combinations over {len(PROVIDERS)} providers")
+    print(
+        f"\nfault matrix: {len(CASES)} cases = {len(combos)} fault×point combinations over {len(PROVIDERS)} providers"
+    )
     assert {c[0] for c in CASES} == set(PROVIDERS)  # every api is in the matrix
     assert len(CASES) >= 100
 

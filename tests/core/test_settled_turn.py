@@ -83,7 +83,9 @@ class Observers:
 def assert_times_agree(observers: Observers, summary: SettledTurn, provider: str) -> None:
     """Duration, time to first token and overhead: the same figures in every observer."""
     labels = {"provider": provider, "model": MODEL}
-    assert observers.metric("gateway_stream_duration_seconds_sum", **labels, outcome=summary.outcome) == summary.duration
+    assert (
+        observers.metric("gateway_stream_duration_seconds_sum", **labels, outcome=summary.outcome) == summary.duration
+    )
     assert observers.metric("gateway_overhead_seconds_sum", **labels) == summary.overhead
     assert observers.metric("gateway_upstream_latency_seconds_sum", **labels) == summary.upstream_wait
     assert summary.overhead == max(summary.duration - summary.upstream_wait, 0.0)
@@ -128,13 +130,22 @@ async def test_a_retried_turn(tmp_path):
     assert_times_agree(observers, summary, "fake")
     assert observers.metric("gateway_retries_total", provider="fake", model=MODEL) == 2
     assert observers.metric("gateway_fallbacks_total", provider="fake", model=MODEL) is None
-    assert observers.health()["providers"]["fake"] == {"turns": 1, "errors": 0, "retries": 2, "fallbacks": 0, "timeouts": 0}
+    assert observers.health()["providers"]["fake"] == {
+        "turns": 1,
+        "errors": 0,
+        "retries": 2,
+        "fallbacks": 0,
+        "timeouts": 0,
+    }
     assert observers.log_line()["attempts"] == len(observers.record()["attempts"]) == 3
 
 
 async def test_a_turn_that_fell_back_after_a_first_event_timeout(tmp_path):
     observers = Observers(tmp_path, retries=0, first_event_timeout=0.05)
-    first, second = FakeProvider(name="first", scripts=[[HANG]]), FakeProvider(name="second", scripts=[text_frames("ok")])
+    first, second = (
+        FakeProvider(name="first", scripts=[[HANG]]),
+        FakeProvider(name="second", scripts=[text_frames("ok")]),
+    )
     summary = await observers.run(new_job(first, second))
 
     assert summary.outcome == "done" and summary.ttft is not None
@@ -182,9 +193,10 @@ async def test_a_turn_that_never_got_a_first_token(tmp_path):
     assert summary.outcome == "error" and summary.ttft is None and summary.cancelled_by is None
     assert summary.steps == (AttemptStep("fake", "m", None, None),)
     assert_times_agree(observers, summary, "fake")
-    assert observers.metric("gateway_requests_total", provider="fake", model=MODEL, outcome="error", door="unified") == 1
+    assert (
+        observers.metric("gateway_requests_total", provider="fake", model=MODEL, outcome="error", door="unified") == 1
+    )
     assert observers.health()["providers"]["fake"]["errors"] == 1
-
 
 
 DOOR_FIELDS = ("request_id", "outcome", "message", "status", "failure", "retry_after_ms", "kind", "error_message")

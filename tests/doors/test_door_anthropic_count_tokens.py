@@ -48,7 +48,10 @@ def request(m: str) -> dict[str, Any]:
         "tools": [WEATHER],
         "messages": [
             {"role": "user", "content": f"What is the weather in Paris? {m}"},
-            {"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_1", "name": "get_weather", "input": {"city": "Paris"}}]},
+            {
+                "role": "assistant",
+                "content": [{"type": "tool_use", "id": "toolu_1", "name": "get_weather", "input": {"city": "Paris"}}],
+            },
             {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": "sunny"}]},
         ],
     }
@@ -95,7 +98,9 @@ def test_a_model_whose_api_has_no_counting_endpoint_is_a_400_naming_the_model(cl
         ("anthropic", "http-529", anthropic.InternalServerError, 529),
     ],
 )
-def test_a_vendor_failing_to_count_is_an_error_with_its_meaning(client, gateway, provider, scenario, error_type, status):
+def test_a_vendor_failing_to_count_is_an_error_with_its_meaning(
+    client, gateway, provider, scenario, error_type, status
+):
     m = marker()
     with pytest.raises(error_type) as raised:
         client.messages.count_tokens(model=f"{provider}/{scenario}", **request(m))

@@ -23,13 +23,22 @@ from simulator.app import VENDORS
 from tests.conformance import parse_sse
 from tests.conftest import marker
 
-PROVIDERS = ["anthropic", "openai", "google", "compat"]  # compat: a keyless openai-completions provider (tests/catalog.json)
+PROVIDERS = [
+    "anthropic",
+    "openai",
+    "google",
+    "compat",
+]  # compat: a keyless openai-completions provider (tests/catalog.json)
 WEATHER = {
     "name": "get_weather",
     "description": "Current weather for a city",
     "input_schema": {"type": "object", "properties": {"city": {"type": "string"}, "unit": {"type": "string"}}},
 }
-TIME = {"name": "get_time", "description": "Current time", "input_schema": {"type": "object", "properties": {"timezone": {"type": "string"}}}}
+TIME = {
+    "name": "get_time",
+    "description": "Current time",
+    "input_schema": {"type": "object", "properties": {"timezone": {"type": "string"}}},
+}
 
 
 def client_for(gateway: Any, **kwargs: Any) -> anthropic.Anthropic:
@@ -122,7 +131,9 @@ def test_max_tokens_stop_reason(client):
 
 
 def thinking_request(model: str, prompt: str) -> dict[str, Any]:
-    return dict(model=model, max_tokens=4000, thinking={"type": "enabled", "budget_tokens": 2048}, messages=[user(prompt)])
+    return dict(
+        model=model, max_tokens=4000, thinking={"type": "enabled", "budget_tokens": 2048}, messages=[user(prompt)]
+    )
 
 
 @pytest.mark.parametrize("provider", PROVIDERS)
@@ -172,8 +183,10 @@ def test_redacted_thinking_round_trips(client, gateway):
     redacted = first.content[0]
     assert redacted.type == "redacted_thinking" and unwrap(redacted.data).signature == "EncryptedBlob=="
     client.messages.create(
-        **{**thinking_request("anthropic/redacted-thinking", second_prompt),
-           "messages": [user(first_prompt), {"role": "assistant", "content": first.content}, user(second_prompt)]}
+        **{
+            **thinking_request("anthropic/redacted-thinking", second_prompt),
+            "messages": [user(first_prompt), {"role": "assistant", "content": first.content}, user(second_prompt)],
+        }
     )
     body = gateway.sim.seen(second_prompt)[0]["body"]
     assert {"type": "redacted_thinking", "data": "EncryptedBlob=="} in body["messages"][1]["content"]
@@ -185,8 +198,14 @@ def test_redacted_thinking_round_trips(client, gateway):
 @pytest.mark.parametrize("provider", PROVIDERS)
 def test_parallel_fragmented_tool_calls_and_a_second_turn(client, gateway, provider):
     m = marker()
-    with client.messages.stream(model=f"{provider}/tools", max_tokens=500, tools=[WEATHER, TIME], messages=[user(m)]) as stream:
-        deltas = [e.delta.partial_json for e in stream if e.type == "content_block_delta" and e.delta.type == "input_json_delta"]
+    with client.messages.stream(
+        model=f"{provider}/tools", max_tokens=500, tools=[WEATHER, TIME], messages=[user(m)]
+    ) as stream:
+        deltas = [
+            e.delta.partial_json
+            for e in stream
+            if e.type == "content_block_delta" and e.delta.type == "input_json_delta"
+        ]
         final = stream.get_final_message()
     assert final.stop_reason == "tool_use"
     calls = [b for b in final.content if b.type == "tool_use"]
@@ -202,7 +221,11 @@ def test_parallel_fragmented_tool_calls_and_a_second_turn(client, gateway, provi
         model=f"{provider}/text",
         max_tokens=500,
         tools=[WEATHER, TIME],
-        messages=[user(m), {"role": "assistant", "content": final.content}, {"role": "user", "content": [*results, {"type": "text", "text": follow_up}]}],
+        messages=[
+            user(m),
+            {"role": "assistant", "content": final.content},
+            {"role": "user", "content": [*results, {"type": "text", "text": follow_up}]},
+        ],
     )
     assert second.stop_reason == "end_turn"
     upstream = json.dumps(gateway.sim.seen(follow_up)[0]["body"])
@@ -213,7 +236,11 @@ def test_parallel_fragmented_tool_calls_and_a_second_turn(client, gateway, provi
 def test_create_with_tools_and_tool_choice(client, gateway, provider):
     m = marker()
     message = client.messages.create(
-        model=f"{provider}/tools", max_tokens=500, tools=[WEATHER, TIME], tool_choice={"type": "any"}, messages=[user(m)]
+        model=f"{provider}/tools",
+        max_tokens=500,
+        tools=[WEATHER, TIME],
+        tool_choice={"type": "any"},
+        messages=[user(m)],
     )
     assert message.stop_reason == "tool_use"
     assert [b.type for b in message.content] == ["text", "tool_use", "tool_use"]
@@ -238,21 +265,32 @@ def test_disable_parallel_tool_use_reaches_each_vendor_as_its_own_switch(client,
 
 
 # Gemini reports a call it could not form itself, as finishReason MALFORMED_FUNCTION_CALL.
-MALFORMED = {"anthropic": "arguments are not valid JSON", "openai": "arguments are not valid JSON", "google": "MALFORMED_FUNCTION_CALL",
-             "compat": "arguments are not valid JSON"}
+MALFORMED = {
+    "anthropic": "arguments are not valid JSON",
+    "openai": "arguments are not valid JSON",
+    "google": "MALFORMED_FUNCTION_CALL",
+    "compat": "arguments are not valid JSON",
+}
 
 
 @pytest.mark.parametrize("provider", PROVIDERS)
 def test_malformed_tool_json_is_an_error_never_a_call(client, gateway, provider):
     seen: list[Any] = []
     with pytest.raises(anthropic.APIStatusError) as caught:
-        with client.messages.stream(model=f"{provider}/tools-malformed", max_tokens=500, tools=[WEATHER], messages=[user(marker())]) as stream:
+        with client.messages.stream(
+            model=f"{provider}/tools-malformed", max_tokens=500, tools=[WEATHER], messages=[user(marker())]
+        ) as stream:
             for event in stream:
                 seen.append(event)
     assert MALFORMED[provider] in str(caught.value)
-    assert not any(e.type == "content_block_stop" and getattr(e, "content_block", None) and e.content_block.type == "tool_use" for e in seen)
+    assert not any(
+        e.type == "content_block_stop" and getattr(e, "content_block", None) and e.content_block.type == "tool_use"
+        for e in seen
+    )
     with pytest.raises(anthropic.APIStatusError) as created:
-        client.messages.create(model=f"{provider}/tools-malformed", max_tokens=500, tools=[WEATHER], messages=[user(marker())])
+        client.messages.create(
+            model=f"{provider}/tools-malformed", max_tokens=500, tools=[WEATHER], messages=[user(marker())]
+        )
     assert MALFORMED[provider] in created.value.message
     assert created.value.body["type"] == "error" and created.value.body["error"]["type"] == "api_error"
 
@@ -264,7 +302,9 @@ def test_malformed_tool_json_is_an_error_never_a_call(client, gateway, provider)
 def test_vendor_error_before_the_start_is_an_http_error(client, gateway, provider):
     m = marker()
     with pytest.raises(anthropic.RateLimitError) as caught:
-        with client.messages.stream(model=f"{provider}/http-429;retry_after=0", max_tokens=100, messages=[user(m)]) as stream:
+        with client.messages.stream(
+            model=f"{provider}/http-429;retry_after=0", max_tokens=100, messages=[user(m)]
+        ) as stream:
             list(stream)
     assert caught.value.body["error"]["type"] == "rate_limit_error"
     assert f"{provider}/http-429" in caught.value.body["error"]["message"]
@@ -277,11 +317,15 @@ def test_vendor_error_before_the_start_is_an_http_error(client, gateway, provide
 def test_vendor_error_after_the_start_is_an_error_event(client, gateway, provider):
     text = []
     with pytest.raises(anthropic.APIStatusError) as caught:
-        with client.messages.stream(model=f"{provider}/error-mid-stream", max_tokens=100, messages=[user(marker())]) as stream:
+        with client.messages.stream(
+            model=f"{provider}/error-mid-stream", max_tokens=100, messages=[user(marker())]
+        ) as stream:
             for chunk in stream.text_stream:
                 text.append(chunk)
     assert "".join(text).startswith("Hello from")
-    assert caught.value.body["type"] == "error" and caught.value.body["error"]["message"].startswith(f"{provider}/error-mid-stream ")
+    assert caught.value.body["type"] == "error" and caught.value.body["error"]["message"].startswith(
+        f"{provider}/error-mid-stream "
+    )
     assert caught.value.body["error"]["type"] in ("api_error", "overloaded_error")
 
 
@@ -294,7 +338,9 @@ REFUSED = {"anthropic": "refused", "openai": "refused", "google": "finishReason=
 def test_refusal_and_truncation_are_errors(client, gateway, provider, scenario):
     says = REFUSED[provider] if scenario == "refusal" else "truncated"
     with pytest.raises(anthropic.APIStatusError) as caught:
-        with client.messages.stream(model=f"{provider}/{scenario}", max_tokens=100, messages=[user(marker())]) as stream:
+        with client.messages.stream(
+            model=f"{provider}/{scenario}", max_tokens=100, messages=[user(marker())]
+        ) as stream:
             list(stream)
     assert says in caught.value.body["error"]["message"]
     m = marker()
@@ -314,7 +360,9 @@ def test_refusal_and_truncation_are_errors(client, gateway, provider, scenario):
 def test_client_cancelling_mid_stream_closes_the_upstream(gateway, provider):
     m = marker()
     client = client_for(gateway)
-    with client.messages.stream(model=f"{provider}/slow;n=400;delay_ms=20", max_tokens=1000, messages=[user(m)]) as stream:
+    with client.messages.stream(
+        model=f"{provider}/slow;n=400;delay_ms=20", max_tokens=1000, messages=[user(m)]
+    ) as stream:
         for event in stream:
             if event.type == "content_block_delta":
                 rid = request_id(stream.current_message_snapshot.id)
@@ -344,9 +392,14 @@ def test_ping_frames_while_idle(gateway_factory):
 def test_x_api_key_and_bearer_auth(gateway_factory):
     gateway = gateway_factory(api_keys="team:sk-door-test-1")
     good = client_for(gateway, api_key="sk-door-test-1")
-    assert good.messages.create(model="anthropic/text", max_tokens=50, messages=[user(marker())]).stop_reason == "end_turn"
+    assert (
+        good.messages.create(model="anthropic/text", max_tokens=50, messages=[user(marker())]).stop_reason == "end_turn"
+    )
     bearer = client_for(gateway, auth_token="sk-door-test-1", api_key=None)
-    assert bearer.messages.create(model="anthropic/text", max_tokens=50, messages=[user(marker())]).stop_reason == "end_turn"
+    assert (
+        bearer.messages.create(model="anthropic/text", max_tokens=50, messages=[user(marker())]).stop_reason
+        == "end_turn"
+    )
     m = marker()
     with pytest.raises(anthropic.AuthenticationError) as caught:
         client_for(gateway, api_key="wrong").messages.create(model="anthropic/text", max_tokens=50, messages=[user(m)])
@@ -356,24 +409,118 @@ def test_x_api_key_and_bearer_auth(gateway_factory):
 
 def test_version_and_beta_headers_are_accepted(gateway):
     client = client_for(gateway, default_headers={"anthropic-beta": "interleaved-thinking-2025-05-14,some-future-beta"})
-    assert client.messages.create(model="anthropic/text", max_tokens=50, messages=[user(marker())]).stop_reason == "end_turn"
+    assert (
+        client.messages.create(model="anthropic/text", max_tokens=50, messages=[user(marker())]).stop_reason
+        == "end_turn"
+    )
 
 
 CALL = {"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_x", "name": "get_weather", "input": {}}]}
 BAD_INPUT = [
     ("wrong type", dict(max_tokens="lots"), anthropic.BadRequestError, "max_tokens"),
-    ("unknown role", dict(messages=[{"role": "robot", "content": "{m}"}]), anthropic.BadRequestError, "messages.0.role"),
-    ("orphan tool_result", dict(messages=[{"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_nope", "content": "{m}"}]}]), anthropic.BadRequestError, "messages.0.content.0.tool_use_id"),
-    ("unknown tool_use_id", dict(messages=[user("{m}"), CALL, {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_y", "content": "x"}]}]), anthropic.BadRequestError, "messages.2.content.0.tool_use_id"),
-    ("url image", dict(messages=[{"role": "user", "content": [{"type": "text", "text": "{m}"}, {"type": "image", "source": {"type": "url", "url": "https://example.com/cat.png"}}]}]), anthropic.BadRequestError, "messages.0.content.1.source"),
-    ("server tool", dict(tools=[{"type": "web_search_20250305", "name": "web_search"}]), anthropic.BadRequestError, "tools.0.type"),
-    ("prefill", dict(messages=[user("{m}"), {"role": "assistant", "content": "The answer is ("}]), anthropic.BadRequestError, "messages.1.role"),
+    (
+        "unknown role",
+        dict(messages=[{"role": "robot", "content": "{m}"}]),
+        anthropic.BadRequestError,
+        "messages.0.role",
+    ),
+    (
+        "orphan tool_result",
+        dict(
+            messages=[
+                {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_nope", "content": "{m}"}]}
+            ]
+        ),
+        anthropic.BadRequestError,
+        "messages.0.content.0.tool_use_id",
+    ),
+    (
+        "unknown tool_use_id",
+        dict(
+            messages=[
+                user("{m}"),
+                CALL,
+                {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_y", "content": "x"}]},
+            ]
+        ),
+        anthropic.BadRequestError,
+        "messages.2.content.0.tool_use_id",
+    ),
+    (
+        "url image",
+        dict(
+            messages=[
+                {
+                    "role": "user",
+                    "content": [
+                        {"type": "text", "text": "{m}"},
+                        {"type": "image", "source": {"type": "url", "url": "https://example.com/cat.png"}},
+                    ],
+                }
+            ]
+        ),
+        anthropic.BadRequestError,
+        "messages.0.content.1.source",
+    ),
+    (
+        "server tool",
+        dict(tools=[{"type": "web_search_20250305", "name": "web_search"}]),
+        anthropic.BadRequestError,
+        "tools.0.type",
+    ),
+    (
+        "prefill",
+        dict(messages=[user("{m}"), {"role": "assistant", "content": "The answer is ("}]),
+        anthropic.BadRequestError,
+        "messages.1.role",
+    ),
     ("top_k", dict(extra_body={"top_k": 5}), anthropic.BadRequestError, "top_k"),
-    ("tool_use input not an object", dict(messages=[user("{m}"), {"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_z", "name": "get_weather", "input": '{"city": "Paris"'}]}, user("next")]), anthropic.BadRequestError, "messages.1.content.0.input"),
-    ("stop sequences on a vendor without them", dict(model="openai/text", stop_sequences=["END"]), anthropic.BadRequestError, "stop_sequences: "),
-    ("forced tool while thinking", dict(tools=[WEATHER], tool_choice={"type": "tool", "name": "get_weather"}, thinking={"type": "enabled", "budget_tokens": 1024}, max_tokens=2000), anthropic.BadRequestError, "tool_choice: "),
-    ("max_tokens over the unified limit", dict(max_tokens=1_000_001), anthropic.BadRequestError, "max_tokens: must be at most"),
-    ("stop sequence over 1000 characters", dict(stop_sequences=["x" * 1001]), anthropic.BadRequestError, "stop_sequences.0: "),
+    (
+        "tool_use input not an object",
+        dict(
+            messages=[
+                user("{m}"),
+                {
+                    "role": "assistant",
+                    "content": [
+                        {"type": "tool_use", "id": "toolu_z", "name": "get_weather", "input": '{"city": "Paris"'}
+                    ],
+                },
+                user("next"),
+            ]
+        ),
+        anthropic.BadRequestError,
+        "messages.1.content.0.input",
+    ),
+    (
+        "stop sequences on a vendor without them",
+        dict(model="openai/text", stop_sequences=["END"]),
+        anthropic.BadRequestError,
+        "stop_sequences: ",
+    ),
+    (
+        "forced tool while thinking",
+        dict(
+            tools=[WEATHER],
+            tool_choice={"type": "tool", "name": "get_weather"},
+            thinking={"type": "enabled", "budget_tokens": 1024},
+            max_tokens=2000,
+        ),
+        anthropic.BadRequestError,
+        "tool_choice: ",
+    ),
+    (
+        "max_tokens over the unified limit",
+        dict(max_tokens=1_000_001),
+        anthropic.BadRequestError,
+        "max_tokens: must be at most",
+    ),
+    (
+        "stop sequence over 1000 characters",
+        dict(stop_sequences=["x" * 1001]),
+        anthropic.BadRequestError,
+        "stop_sequences.0: ",
+    ),
     ("unknown model", dict(model="nosuchprovider/x"), anthropic.NotFoundError, "nosuchprovider"),
     ("bare unknown model", dict(model="no-such-model"), anthropic.NotFoundError, "model"),
 ]
@@ -492,7 +639,9 @@ def test_message_start_reports_the_input_anthropic_gave_at_its_start(client):
 def test_an_idle_timeout_after_the_start_is_a_timeout_error_event(gateway_factory):
     impatient = gateway_factory(idle_timeout=0.5, retries=0, throttle_ms=0)
     with pytest.raises(anthropic.APIStatusError) as raised:
-        with client_for(impatient).messages.stream(model="google/hang-mid-stream", max_tokens=100, messages=[user(marker())]) as stream:
+        with client_for(impatient).messages.stream(
+            model="google/hang-mid-stream", max_tokens=100, messages=[user(marker())]
+        ) as stream:
             list(stream)
     assert raised.value.body["error"]["type"] == "timeout_error"
     assert "idle timeout fired after 0.5s" in raised.value.body["error"]["message"]
@@ -506,7 +655,11 @@ def check_anthropic_stream(text: str) -> list[dict[str, Any]]:
     for f in frames:
         assert json.loads(f.data)["type"] == f.event
     assert events[0]["type"] == "message_start"
-    deltas = {"text": {"text_delta"}, "thinking": {"thinking_delta", "signature_delta"}, "tool_use": {"input_json_delta"}}
+    deltas = {
+        "text": {"text_delta"},
+        "thinking": {"thinking_delta", "signature_delta"},
+        "tool_use": {"input_json_delta"},
+    }
     open_block, next_index = None, 0
     for event in events[1:-1]:
         kind = event["type"]
@@ -528,7 +681,9 @@ def check_anthropic_stream(text: str) -> list[dict[str, Any]]:
 
 
 @pytest.mark.parametrize("provider", PROVIDERS)
-@pytest.mark.parametrize("scenario", ["text", "thinking", "redacted-thinking", "tools", "tool-empty-args", "error-mid-stream", "truncated"])
+@pytest.mark.parametrize(
+    "scenario", ["text", "thinking", "redacted-thinking", "tools", "tool-empty-args", "error-mid-stream", "truncated"]
+)
 def test_every_stream_follows_anthropics_grammar(gateway, provider, scenario):
     body = {"model": f"{provider}/{scenario}", "max_tokens": 1000, "stream": True, "messages": [user(marker())]}
     response = gateway.http.post("/v1/messages", json=body)
@@ -544,7 +699,9 @@ def test_every_stream_follows_anthropics_grammar(gateway, provider, scenario):
             elif event["type"] == "content_block_delta":
                 delta = event["delta"]
                 streamed[-1] += delta.get("text") or delta.get("thinking") or delta.get("partial_json") or ""
-        whole = gateway.http.post("/v1/messages", json={**body, "stream": False, "messages": [user(body["messages"][0]["content"])]}).json()
+        whole = gateway.http.post(
+            "/v1/messages", json={**body, "stream": False, "messages": [user(body["messages"][0]["content"])]}
+        ).json()
         assert len(streamed) == len(whole["content"])
         for text, block in zip(streamed, whole["content"]):
             if block["type"] == "tool_use":
@@ -573,7 +730,9 @@ def test_recorded_vendor_streams_through_the_door_match_the_unified_stream(gatew
     """Each real recorded vendor stream (tests/wire_samples), replayed by the simulator: the door's stream
     keeps Anthropic's grammar and carries the same blocks and outcome as `/v1/stream` does."""
     unified = gateway.stream({"model": model, "context": {"messages": [{"role": "user", "content": marker()}]}})
-    response = gateway.http.post("/v1/messages", json={"model": model, "max_tokens": 4096, "stream": True, "messages": [user(marker())]})
+    response = gateway.http.post(
+        "/v1/messages", json={"model": model, "max_tokens": 4096, "stream": True, "messages": [user(marker())]}
+    )
     if unified.events[0]["type"] != "start":  # failed before the start: an HTTP error here
         assert response.status_code >= 400 and response.json()["type"] == "error"
         return
@@ -587,16 +746,29 @@ def test_recorded_vendor_streams_through_the_door_match_the_unified_stream(gatew
             blocks.append({**event["content_block"], "json": ""})
         elif event["type"] == "content_block_delta":
             delta, block = event["delta"], blocks[-1]
-            for field, into in (("text", "text"), ("thinking", "thinking"), ("partial_json", "json"), ("signature", "signature")):
+            for field, into in (
+                ("text", "text"),
+                ("thinking", "thinking"),
+                ("partial_json", "json"),
+                ("signature", "signature"),
+            ):
                 if field in delta:
                     block[into] = block.get(into, "") + delta[field]
     expected = []
     for block in unified.message["content"]:  # a call signed on its own (Gemini 3) is followed by its signature's block
-        expected += [block, {"type": "callSignature", "signature": block["thoughtSignature"]}] if block.get("thoughtSignature") else [block]
+        expected += (
+            [block, {"type": "callSignature", "signature": block["thoughtSignature"]}]
+            if block.get("thoughtSignature")
+            else [block]
+        )
     assert len(blocks) == len(expected)
     for got, want in zip(blocks, expected):
         if want["type"] == "callSignature":
-            assert got["type"] == "thinking" and got["thinking"] == "" and unwrap_call(got["signature"]).signature == want["signature"]
+            assert (
+                got["type"] == "thinking"
+                and got["thinking"] == ""
+                and unwrap_call(got["signature"]).signature == want["signature"]
+            )
         elif want["type"] == "toolCall":
             # (Gemini sends calls without ids: the adapter makes one per request, so ids differ between the two.)
             assert (got["type"], got["name"], json.loads(got["json"])) == ("tool_use", want["name"], want["arguments"])
@@ -609,7 +781,10 @@ def test_recorded_vendor_streams_through_the_door_match_the_unified_stream(gatew
             assert got["type"] == "thinking" and got["thinking"] == want["thinking"]
             assert unwrap(got["signature"]).signature == want.get("thinkingSignature", "")
     stop = next(e for e in events if e["type"] == "message_delta")
-    assert stop["delta"]["stop_reason"] == {"stop": "end_turn", "length": "max_tokens", "toolUse": "tool_use"}[unified.terminal["reason"]]
+    assert (
+        stop["delta"]["stop_reason"]
+        == {"stop": "end_turn", "length": "max_tokens", "toolUse": "tool_use"}[unified.terminal["reason"]]
+    )
     usage = unified.terminal["usage"]
     assert stop["usage"] == {"input_tokens": usage["input"], "output_tokens": usage["output"],
                              "cache_read_input_tokens": usage["cacheRead"], "cache_creation_input_tokens": usage["cacheWrite"]}  # fmt: skip

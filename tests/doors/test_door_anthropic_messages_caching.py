@@ -48,12 +48,29 @@ def conversation(m: str) -> list[dict[str, Any]]:
                 for block in message["content"]:
                     block.pop("cache_control", None)
         call = f"toolu_turn_{turn}"
-        body["messages"].append({"role": "assistant", "content": [
-            {"type": "text", "text": f"Running step {turn}."},
-            {"type": "tool_use", "id": call, "name": "Bash", "input": {"command": f"ls -la src/{turn}"}}]})
+        body["messages"].append(
+            {
+                "role": "assistant",
+                "content": [
+                    {"type": "text", "text": f"Running step {turn}."},
+                    {"type": "tool_use", "id": call, "name": "Bash", "input": {"command": f"ls -la src/{turn}"}},
+                ],
+            }
+        )
         output = "\n".join(f"-rw-r--r-- 1 dev dev {1000 + i} file_{turn}_{i}.py" for i in range(60))
-        body["messages"].append({"role": "user", "content": [
-            {"type": "tool_result", "tool_use_id": call, "content": output, "cache_control": {"type": "ephemeral"}}]})
+        body["messages"].append(
+            {
+                "role": "user",
+                "content": [
+                    {
+                        "type": "tool_result",
+                        "tool_use_id": call,
+                        "content": output,
+                        "cache_control": {"type": "ephemeral"},
+                    }
+                ],
+            }
+        )
     return bodies
 
 
@@ -87,8 +104,11 @@ def prefix_keys(body: dict[str, Any], units: list[Any], parts: list[Any]) -> lis
 def anthropic_parts(body: dict[str, Any]) -> list[Any]:
     parts: list[Any] = list(body.get("tools") or [])
     system = body.get("system") or []
-    parts.extend([{"type": "text", "text": system}] if isinstance(system, str) else
-                 [{k: v for k, v in b.items() if k != "cache_control"} for b in system])
+    parts.extend(
+        [{"type": "text", "text": system}]
+        if isinstance(system, str)
+        else [{k: v for k, v in b.items() if k != "cache_control"} for b in system]
+    )
     for message in body["messages"]:
         content = message["content"]
         for block in [{"type": "text", "text": content}] if isinstance(content, str) else content:
@@ -126,7 +146,9 @@ def openai_cache(bodies: list[dict[str, Any]]) -> tuple[int, int]:
         total += size
         best = 0
         for earlier in seen.get(body.get("prompt_cache_key"), []):
-            common = next((i for i, (a, b) in enumerate(zip(prompt, earlier)) if a != b), min(len(prompt), len(earlier)))
+            common = next(
+                (i for i, (a, b) in enumerate(zip(prompt, earlier)) if a != b), min(len(prompt), len(earlier))
+            )
             best = max(best, common // 4)
         if best >= 1024:
             read += best // 128 * 128
@@ -153,8 +175,12 @@ def through_the_door(gateway: Any, provider: str) -> list[dict[str, Any]]:
 def test_claude_code_conversation_reads_as_much_from_anthropics_cache_through_the_door_as_direct(gateway):
     direct = anthropic_cache(conversation(marker()))
     door = anthropic_cache(through_the_door(gateway, "anthropic"))
-    print(f"\nanthropic direct: read {direct[0]} write {direct[1]} of {direct[2]} input tokens = {direct[0] / direct[2]:.1%} reads")
-    print(f"anthropic via door: read {door[0]} write {door[1]} of {door[2]} input tokens = {door[0] / door[2]:.1%} reads")
+    print(
+        f"\nanthropic direct: read {direct[0]} write {direct[1]} of {direct[2]} input tokens = {direct[0] / direct[2]:.1%} reads"
+    )
+    print(
+        f"anthropic via door: read {door[0]} write {door[1]} of {door[2]} input tokens = {door[0] / door[2]:.1%} reads"
+    )
     assert door[0] / door[2] == pytest.approx(direct[0] / direct[2], abs=0.01)
 
 
@@ -163,8 +189,10 @@ def test_through_the_door_openai_gets_one_cache_key_per_conversation_and_a_stabl
     assert len({b["prompt_cache_key"] for b in bodies}) == 1
     read, total = openai_cache(bodies)
     direct = anthropic_cache(conversation(marker()))
-    print(f"\nopenai via door: read {read} of {total} input tokens = {read / total:.1%} reads "
-          f"(anthropic direct {direct[0] / direct[2]:.1%})")
+    print(
+        f"\nopenai via door: read {read} of {total} input tokens = {read / total:.1%} reads "
+        f"(anthropic direct {direct[0] / direct[2]:.1%})"
+    )
     assert read / total > 0.8
 
 
@@ -181,7 +209,11 @@ EXPECTED_USAGE = {
 @pytest.mark.parametrize("provider", sorted(EXPECTED_USAGE))
 def test_a_claude_code_turn_reports_each_vendors_cache_reads_and_writes_exactly(gateway, provider):
     headers = {k: v for k, v in CAPTURE["headers"].items() if k.lower() not in HOP_HEADERS}
-    body = {**conversation(marker())[1], "model": f"{provider}/text;input=40;cache_read=300;cache_write=20", "stream": False}
+    body = {
+        **conversation(marker())[1],
+        "model": f"{provider}/text;input=40;cache_read=300;cache_write=20",
+        "stream": False,
+    }
     response = gateway.http.post(CAPTURE["path"], json=body, headers=headers)
     assert response.status_code == 200, response.text
     usage = response.json()["usage"]

@@ -132,7 +132,10 @@ def test_output_config_format_reaches_each_vendors_structured_output(gateway, pr
     captured = capture(1)
     body = copy.deepcopy(captured["body"])
     m = marker()
-    body.update(model=f"{provider}/text", output_config={"effort": "low", "format": {"type": "json_schema", "schema": ANSWER_SCHEMA}})
+    body.update(
+        model=f"{provider}/text",
+        output_config={"effort": "low", "format": {"type": "json_schema", "schema": ANSWER_SCHEMA}},
+    )
     body["messages"][0]["content"].append({"type": "text", "text": m})
     headers = {k: v for k, v in captured["headers"].items() if k.lower() not in HOP_HEADERS}
     response = gateway.http.post(captured["path"], json=body, headers=headers)
@@ -146,4 +149,7 @@ def test_output_config_format_reaches_each_vendors_structured_output(gateway, pr
         config = sent["generationConfig"]
         assert config["responseMimeType"] == "application/json" and config["responseJsonSchema"] == ANSWER_SCHEMA
     else:
-        assert sent["response_format"] == {"type": "json_schema", "json_schema": {"name": "output", "schema": ANSWER_SCHEMA}}
+        assert sent["response_format"] == {
+            "type": "json_schema",
+            "json_schema": {"name": "output", "schema": ANSWER_SCHEMA},
+        }

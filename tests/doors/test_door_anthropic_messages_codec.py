@@ -6,7 +6,15 @@ import json
 
 import pytest
 
-from app.contract.messages import AssistantMessage, ImageContent, TextContent, ThinkingContent, ToolCall, ToolResultMessage, UserMessage
+from app.contract.messages import (
+    AssistantMessage,
+    ImageContent,
+    TextContent,
+    ThinkingContent,
+    ToolCall,
+    ToolResultMessage,
+    UserMessage,
+)
 from app.contract.request import ToolChoiceTool
 from app.doors.errors import BadRequest
 from app.contract.failures import ErrorKind
@@ -39,7 +47,9 @@ def test_signature_round_trip_keeps_the_vendor_signature_verbatim():
         assert unwrapped is not None and unwrapped.origin == OPENAI and unwrapped.signature == vendor
 
 
-@pytest.mark.parametrize("value", ["", "EqQBCkYIBxgCKkA", "gw1.", "gw1.nodot", "gw1.!!!.x", "gw1.e30.sig", "gw1.WyJhIl0.sig"])
+@pytest.mark.parametrize(
+    "value", ["", "EqQBCkYIBxgCKkA", "gw1.", "gw1.nodot", "gw1.!!!.x", "gw1.e30.sig", "gw1.WyJhIl0.sig"]
+)
 def test_signatures_the_door_did_not_wrap_have_no_origin(value):
     assert unwrap(value) is None
 
@@ -50,24 +60,41 @@ def test_signatures_the_door_did_not_wrap_have_no_origin(value):
 def test_full_request_maps_every_field():
     request = decode(
         body(
-            system=[{"type": "text", "text": "Be terse.", "cache_control": {"type": "ephemeral"}}, {"type": "text", "text": "Use tools."}],
-            messages=[
-                {"role": "user", "content": [
-                    {"type": "text", "text": "Weather?"},
-                    {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "iVBORw0KGgo="}},
-                ]},
-                {"role": "assistant", "content": [
-                    {"type": "thinking", "thinking": "Let me look.", "signature": wrap(ANTHROPIC, "sig-1")},
-                    {"type": "redacted_thinking", "data": wrap(ANTHROPIC, "blob")},
-                    {"type": "text", "text": "Checking."},
-                    {"type": "tool_use", "id": "toolu_1", "name": "get_weather", "input": {"city": "Paris"}},
-                ]},
-                {"role": "user", "content": [
-                    {"type": "tool_result", "tool_use_id": "toolu_1", "content": "18C"},
-                    {"type": "text", "text": "And tomorrow?"},
-                ]},
+            system=[
+                {"type": "text", "text": "Be terse.", "cache_control": {"type": "ephemeral"}},
+                {"type": "text", "text": "Use tools."},
             ],
-            tools=[{"name": "get_weather", "description": "Weather", "input_schema": {"type": "object", "properties": {}}}],
+            messages=[
+                {
+                    "role": "user",
+                    "content": [
+                        {"type": "text", "text": "Weather?"},
+                        {
+                            "type": "image",
+                            "source": {"type": "base64", "media_type": "image/png", "data": "iVBORw0KGgo="},
+                        },
+                    ],
+                },
+                {
+                    "role": "assistant",
+                    "content": [
+                        {"type": "thinking", "thinking": "Let me look.", "signature": wrap(ANTHROPIC, "sig-1")},
+                        {"type": "redacted_thinking", "data": wrap(ANTHROPIC, "blob")},
+                        {"type": "text", "text": "Checking."},
+                        {"type": "tool_use", "id": "toolu_1", "name": "get_weather", "input": {"city": "Paris"}},
+                    ],
+                },
+                {
+                    "role": "user",
+                    "content": [
+                        {"type": "tool_result", "tool_use_id": "toolu_1", "content": "18C"},
+                        {"type": "text", "text": "And tomorrow?"},
+                    ],
+                },
+            ],
+            tools=[
+                {"name": "get_weather", "description": "Weather", "input_schema": {"type": "object", "properties": {}}}
+            ],
             tool_choice={"type": "tool", "name": "get_weather"},
             thinking={"type": "enabled", "budget_tokens": 10000},
             temperature=0.5,
@@ -85,7 +112,11 @@ def test_full_request_maps_every_field():
     user, assistant, result, follow_up = context.messages
     assert isinstance(user, UserMessage) and isinstance(user.content[1], ImageContent)
     assert isinstance(assistant, AssistantMessage)
-    assert (assistant.provider, assistant.api, assistant.model) == ("anthropic", "anthropic-messages", "claude-sonnet-4-5")
+    assert (assistant.provider, assistant.api, assistant.model) == (
+        "anthropic",
+        "anthropic-messages",
+        "claude-sonnet-4-5",
+    )
     assert assistant.content == [
         ThinkingContent(thinking="Let me look.", thinking_signature="sig-1"),
         ThinkingContent(thinking="", thinking_signature="blob", redacted=True),
@@ -94,7 +125,11 @@ def test_full_request_maps_every_field():
     ]
     assert assistant.stop_reason == "toolUse"
     assert isinstance(result, ToolResultMessage)
-    assert (result.tool_call_id, result.tool_name, result.content) == ("toolu_1", "get_weather", [TextContent(text="18C")])
+    assert (result.tool_call_id, result.tool_name, result.content) == (
+        "toolu_1",
+        "get_weather",
+        [TextContent(text="18C")],
+    )
     assert isinstance(follow_up, UserMessage) and follow_up.content == [TextContent(text="And tomorrow?")]
     options = unified.options
     assert options.max_tokens == 256 and options.temperature == 0.5 and options.top_p == 0.9 and options.stop == ["END"]
@@ -109,13 +144,16 @@ def test_foreign_or_unwrapped_signatures_are_not_replayed_as_signatures():
         body(
             messages=[
                 {"role": "user", "content": "Hi"},
-                {"role": "assistant", "content": [
-                    {"type": "thinking", "thinking": "mine", "signature": wrap(OPENAI, "enc")},
-                    {"type": "thinking", "thinking": "theirs", "signature": wrap(ANTHROPIC, "sig")},
-                    {"type": "thinking", "thinking": "direct", "signature": "EqQBCkYIBxgC"},
-                    {"type": "redacted_thinking", "data": "not-wrapped"},
-                    {"type": "text", "text": "Hello"},
-                ]},
+                {
+                    "role": "assistant",
+                    "content": [
+                        {"type": "thinking", "thinking": "mine", "signature": wrap(OPENAI, "enc")},
+                        {"type": "thinking", "thinking": "theirs", "signature": wrap(ANTHROPIC, "sig")},
+                        {"type": "thinking", "thinking": "direct", "signature": "EqQBCkYIBxgC"},
+                        {"type": "redacted_thinking", "data": "not-wrapped"},
+                        {"type": "text", "text": "Hello"},
+                    ],
+                },
                 {"role": "user", "content": "Again"},
             ]
         )
@@ -131,7 +169,15 @@ def test_foreign_or_unwrapped_signatures_are_not_replayed_as_signatures():
 
 
 def test_an_unsigned_conversation_has_no_origin():
-    request = decode(body(messages=[{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Hello"}, {"role": "user", "content": "Bye"}]))
+    request = decode(
+        body(
+            messages=[
+                {"role": "user", "content": "Hi"},
+                {"role": "assistant", "content": "Hello"},
+                {"role": "user", "content": "Bye"},
+            ]
+        )
+    )
     assistant = request.unified.context.messages[1]
     assert assistant.provider is None and assistant.content == [TextContent(text="Hello")]
 
@@ -162,7 +208,9 @@ def test_thinking_maps_to_a_reasoning_level(thinking, effort, level):
     assert decode(body(**fields)).unified.options.reasoning == level
 
 
-@pytest.mark.parametrize("choice, expected", [({"type": "auto"}, "auto"), ({"type": "any"}, "required"), ({"type": "none"}, "none")])
+@pytest.mark.parametrize(
+    "choice, expected", [({"type": "auto"}, "auto"), ({"type": "any"}, "required"), ({"type": "none"}, "none")]
+)
 def test_tool_choice(choice, expected):
     tools = [{"name": "t", "input_schema": {"type": "object"}}]
     assert decode(body(tools=tools, tool_choice=choice)).unified.options.tool_choice == expected
@@ -197,15 +245,87 @@ BAD = [
     ({"messages": [{"role": "user", "content": ""}]}, "messages.0.content"),
     ({"messages": [{"role": "user", "content": [{"type": "text", "text": 1}]}]}, "messages.0.content.0.text"),
     ({"messages": [{"role": "user", "content": [{"type": "video"}]}]}, "messages.0.content.0.type"),
-    ({"messages": [{"role": "user", "content": [{"type": "image", "source": {"type": "url", "url": "https://x/y.png"}}]}]}, "messages.0.content.0.source"),
-    ({"messages": [{"role": "user", "content": [{"type": "image", "source": {"type": "base64", "media_type": "image/tiff", "data": "x"}}]}]}, "messages.0.content.0.source.media_type"),
+    (
+        {
+            "messages": [
+                {"role": "user", "content": [{"type": "image", "source": {"type": "url", "url": "https://x/y.png"}}]}
+            ]
+        },
+        "messages.0.content.0.source",
+    ),
+    (
+        {
+            "messages": [
+                {
+                    "role": "user",
+                    "content": [
+                        {"type": "image", "source": {"type": "base64", "media_type": "image/tiff", "data": "x"}}
+                    ],
+                }
+            ]
+        },
+        "messages.0.content.0.source.media_type",
+    ),
     ({"messages": [{"role": "user", "content": [{"type": "document", "source": {}}]}]}, "messages.0.content.0.type"),
-    ({"messages": [{"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_9", "content": "x"}]}]}, "messages.0.content.0.tool_use_id"),
-    ({"messages": [USER, CALL, {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_2"}]}]}, "messages.2.content.0.tool_use_id"),
-    ({"messages": [USER, CALL, USER, {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1"}]}]}, "messages.3.content.0.tool_use_id"),
-    ({"messages": [USER, CALL, {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": [{"type": "document"}]}]}]}, "messages.2.content.0.content.0.type"),
-    ({"messages": [USER, {"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_1", "name": "t", "input": "x"}]}, USER]}, "messages.1.content.0.input"),
-    ({"messages": [USER, {"role": "assistant", "content": [{"type": "server_tool_use", "id": "s", "name": "web_search", "input": {}}]}, USER]}, "messages.1.content.0.type"),
+    (
+        {
+            "messages": [
+                {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_9", "content": "x"}]}
+            ]
+        },
+        "messages.0.content.0.tool_use_id",
+    ),
+    (
+        {"messages": [USER, CALL, {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_2"}]}]},
+        "messages.2.content.0.tool_use_id",
+    ),
+    (
+        {
+            "messages": [
+                USER,
+                CALL,
+                USER,
+                {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1"}]},
+            ]
+        },
+        "messages.3.content.0.tool_use_id",
+    ),
+    (
+        {
+            "messages": [
+                USER,
+                CALL,
+                {
+                    "role": "user",
+                    "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": [{"type": "document"}]}],
+                },
+            ]
+        },
+        "messages.2.content.0.content.0.type",
+    ),
+    (
+        {
+            "messages": [
+                USER,
+                {"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_1", "name": "t", "input": "x"}]},
+                USER,
+            ]
+        },
+        "messages.1.content.0.input",
+    ),
+    (
+        {
+            "messages": [
+                USER,
+                {
+                    "role": "assistant",
+                    "content": [{"type": "server_tool_use", "id": "s", "name": "web_search", "input": {}}],
+                },
+                USER,
+            ]
+        },
+        "messages.1.content.0.type",
+    ),
     ({"messages": [USER, CALL, USER, CALL, USER]}, "messages.3.content.0.id"),
     ({"messages": [USER, {"role": "assistant", "content": "The answer is ("}]}, "messages.1.role"),
     ({"system": 5}, "system"),
@@ -217,7 +337,13 @@ BAD = [
     ({"tool_choice": {"type": "any"}}, "tool_choice"),
     ({"tool_choice": {"type": "sometimes"}}, "tool_choice.type"),
     ({"tools": [{"name": "t", "input_schema": {}}], "tool_choice": {"type": "tool", "name": "u"}}, "tool_choice.name"),
-    ({"tools": [{"name": "t", "input_schema": {}}], "tool_choice": {"type": "auto", "disable_parallel_tool_use": "yes"}}, "tool_choice.disable_parallel_tool_use"),
+    (
+        {
+            "tools": [{"name": "t", "input_schema": {}}],
+            "tool_choice": {"type": "auto", "disable_parallel_tool_use": "yes"},
+        },
+        "tool_choice.disable_parallel_tool_use",
+    ),
     ({"thinking": {"type": "enabled"}}, "thinking.budget_tokens"),
     ({"thinking": {"type": "enabled", "budget_tokens": 100}}, "thinking.budget_tokens"),
     ({"thinking": {"type": "sometimes"}}, "thinking.type"),
@@ -243,7 +369,9 @@ def test_bad_requests_name_the_field(fields, param):
     assert caught.value.param == param
     assert caught.value.message.startswith(param)
     assert caught.value.status == (404 if fields.get("model") == "has a space" else 400)
-    assert refusal_body(caught.value)["error"]["type"] == ("not_found_error" if caught.value.status == 404 else "invalid_request_error")
+    assert refusal_body(caught.value)["error"]["type"] == (
+        "not_found_error" if caught.value.status == 404 else "invalid_request_error"
+    )
 
 
 # ----------------------------------------------------------------------------- events
@@ -258,7 +386,13 @@ def encode_all(events):
 
 
 USAGE = {"input": 10, "output": 7, "cacheRead": 100, "cacheWrite": 5, "totalTokens": 122, "cost": {}}
-START = {"type": "start", "requestId": "req_1", "provider": "anthropic", "api": "anthropic-messages", "model": "claude-sonnet-4-5"}
+START = {
+    "type": "start",
+    "requestId": "req_1",
+    "provider": "anthropic",
+    "api": "anthropic-messages",
+    "model": "claude-sonnet-4-5",
+}
 
 
 def test_events_encode_as_anthropic_stream():
@@ -281,24 +415,47 @@ def test_events_encode_as_anthropic_stream():
     out = encode_all(events)
     assert [o["type"] for o in out] == [
         "message_start",
-        "content_block_start", "content_block_delta", "content_block_delta", "content_block_stop",
-        "content_block_start", "content_block_stop",
-        "content_block_start", "content_block_delta", "content_block_stop",
-        "content_block_start", "content_block_delta", "content_block_delta", "content_block_stop",
-        "message_delta", "message_stop",
+        "content_block_start",
+        "content_block_delta",
+        "content_block_delta",
+        "content_block_stop",
+        "content_block_start",
+        "content_block_stop",
+        "content_block_start",
+        "content_block_delta",
+        "content_block_stop",
+        "content_block_start",
+        "content_block_delta",
+        "content_block_delta",
+        "content_block_stop",
+        "message_delta",
+        "message_stop",
     ]
     message = out[0]["message"]
     assert message["id"] == "msg_req_1" and message["model"] == "anthropic/claude-sonnet-4-5"
-    assert message["usage"] == {"input_tokens": 0, "output_tokens": 0, "cache_read_input_tokens": 0, "cache_creation_input_tokens": 0}
+    assert message["usage"] == {
+        "input_tokens": 0,
+        "output_tokens": 0,
+        "cache_read_input_tokens": 0,
+        "cache_creation_input_tokens": 0,
+    }
     assert out[1]["content_block"] == {"type": "thinking", "thinking": "", "signature": ""}
     signature = out[3]["delta"]["signature"]
     assert out[3]["delta"]["type"] == "signature_delta" and unwrap(signature).signature == "sig-1"
     assert unwrap(signature).origin == ANTHROPIC
-    assert out[5]["content_block"]["type"] == "redacted_thinking" and unwrap(out[5]["content_block"]["data"]).signature == "blob"
+    assert (
+        out[5]["content_block"]["type"] == "redacted_thinking"
+        and unwrap(out[5]["content_block"]["data"]).signature == "blob"
+    )
     assert out[11]["delta"] == {"type": "input_json_delta", "partial_json": '{"a":'}
     assert [o["index"] for o in out[1:14]] == [0, 0, 0, 0, 1, 1, 2, 2, 2, 3, 3, 3, 3]
     assert out[14]["delta"] == {"stop_reason": "tool_use", "stop_sequence": None}
-    assert out[14]["usage"] == {"input_tokens": 10, "output_tokens": 7, "cache_read_input_tokens": 100, "cache_creation_input_tokens": 5}
+    assert out[14]["usage"] == {
+        "input_tokens": 10,
+        "output_tokens": 7,
+        "cache_read_input_tokens": 100,
+        "cache_creation_input_tokens": 5,
+    }
 
 
 @pytest.mark.parametrize("reason, stop", [("stop", "end_turn"), ("length", "max_tokens"), ("toolUse", "tool_use")])
@@ -308,9 +465,17 @@ def test_stop_reasons(reason, stop):
 
 
 def test_error_after_start_is_an_error_event():
-    events = [START, {"type": "text_start", "contentIndex": 0}, {"type": "error", "reason": "error", "errorMessage": "anthropic/x overloaded", "usage": USAGE, "message": {}}]
+    events = [
+        START,
+        {"type": "text_start", "contentIndex": 0},
+        {"type": "error", "reason": "error", "errorMessage": "anthropic/x overloaded", "usage": USAGE, "message": {}},
+    ]
     out = encode_all(events)
-    assert out[-1] == {"type": "error", "error": {"type": "api_error", "message": "anthropic/x overloaded"}, "request_id": "req_1"}
+    assert out[-1] == {
+        "type": "error",
+        "error": {"type": "api_error", "message": "anthropic/x overloaded"},
+        "request_id": "req_1",
+    }
 
 
 class View:
@@ -327,12 +492,32 @@ class View:
 
 
 def test_message_start_carries_the_usage_so_far_and_errors_are_typed_by_the_failure():
-    failed = SettledTurn("req_3", "error", {"errorMessage": "anthropic/x idle timeout fired after 60s"}, 504, Failure.TIMEOUT)
+    failed = SettledTurn(
+        "req_3", "error", {"errorMessage": "anthropic/x idle timeout fired after 60s"}, 504, Failure.TIMEOUT
+    )
     encoder = MessagesEncoder("req_3", None, View({"input": 12, "cacheRead": 300, "cacheWrite": 4}, failed))
-    events = [START, {"type": "error", "reason": "error", "errorMessage": "anthropic/x idle timeout fired after 60s", "usage": USAGE, "message": {}}]
+    events = [
+        START,
+        {
+            "type": "error",
+            "reason": "error",
+            "errorMessage": "anthropic/x idle timeout fired after 60s",
+            "usage": USAGE,
+            "message": {},
+        },
+    ]
     out = [json.loads(f.data) for f in parse_sse(b"".join(encoder.encode(e) for e in events).decode())]
-    assert out[0]["message"]["usage"] == {"input_tokens": 12, "output_tokens": 0, "cache_read_input_tokens": 300, "cache_creation_input_tokens": 4}
-    assert out[1] == {"type": "error", "error": {"type": "timeout_error", "message": "anthropic/x idle timeout fired after 60s"}, "request_id": "req_3"}
+    assert out[0]["message"]["usage"] == {
+        "input_tokens": 12,
+        "output_tokens": 0,
+        "cache_read_input_tokens": 300,
+        "cache_creation_input_tokens": 4,
+    }
+    assert out[1] == {
+        "type": "error",
+        "error": {"type": "timeout_error", "message": "anthropic/x idle timeout fired after 60s"},
+        "request_id": "req_3",
+    }
 
 
 def test_ping_frame():
@@ -358,7 +543,7 @@ def test_message_object():
     out = message_object(message, "req_9")
     assert out["id"] == "msg_req_9" and out["model"] == "openai/gpt-5-mini" and out["stop_reason"] == "tool_use"
     assert [b["type"] for b in out["content"]] == ["thinking", "thinking", "text", "tool_use"]
-    assert unwrap(out["content"][0]["signature"]) .signature == "enc"
+    assert unwrap(out["content"][0]["signature"]).signature == "enc"
     assert unwrap(out["content"][1]["signature"]).signature == ""  # the origin travels even without a vendor signature
     assert out["content"][3] == {"type": "tool_use", "id": "call_1", "name": "t", "input": {"a": 1}}
     assert out["usage"]["cache_read_input_tokens"] == 100
@@ -380,12 +565,18 @@ def test_failed_turns_answer_with_a_status_and_type(failure, status, expected, k
     result = SettledTurn("req_2", "error", {"errorMessage": "openai/x went wrong"}, status, failure, kind=kind)
     code, error = MessagesEncoder("req_2").complete(result)
     assert (code, error["error"]["type"]) == expected
-    assert error == {"type": "error", "error": {"type": expected[1], "message": "openai/x went wrong"}, "request_id": "req_2"}
+    assert error == {
+        "type": "error",
+        "error": {"type": expected[1], "message": "openai/x went wrong"},
+        "request_id": "req_2",
+    }
     assert MessagesEncoder("req_2").refuse(result) == (code, error)
 
 
 def test_a_refusal_is_a_400_that_no_sdk_retries():
-    test_failed_turns_answer_with_a_status_and_type(Failure.REFUSED, 400, (400, "invalid_request_error"), ErrorKind.REFUSAL)
+    test_failed_turns_answer_with_a_status_and_type(
+        Failure.REFUSED, 400, (400, "invalid_request_error"), ErrorKind.REFUSAL
+    )
     test_failed_turns_answer_with_a_status_and_type(Failure.UPSTREAM, 502, (502, "api_error"), ErrorKind.TRUNCATED)
 
 
@@ -393,7 +584,16 @@ def test_refusals_name_the_field_as_this_wire_does():
     error = BadRequest(400, "invalid_request", "OpenAI's Responses API has no stop sequences", param="options.stop")
     assert refusal_body(error) == {
         "type": "error",
-        "error": {"type": "invalid_request_error", "message": "stop_sequences: OpenAI's Responses API has no stop sequences"},
+        "error": {
+            "type": "invalid_request_error",
+            "message": "stop_sequences: OpenAI's Responses API has no stop sequences",
+        },
     }
-    assert refusal_body(BadRequest(413, "payload_too_large", "request body exceeds 10 bytes"))["error"]["type"] == "request_too_large"
-    assert refusal_body(BadRequest(401, "authentication_error", "invalid API key"))["error"]["type"] == "authentication_error"
+    assert (
+        refusal_body(BadRequest(413, "payload_too_large", "request body exceeds 10 bytes"))["error"]["type"]
+        == "request_too_large"
+    )
+    assert (
+        refusal_body(BadRequest(401, "authentication_error", "invalid API key"))["error"]["type"]
+        == "authentication_error"
+    )

@@ -68,13 +68,22 @@ def strategy(tp: Any, depth: int = 0, name: str = "") -> st.SearchStrategy[Any]:
             return st.nothing()
         # `Required[...]` marks a required key (`__required_keys__` misses those of a `total=False` base).
         hints = typing_extensions.get_type_hints(tp, include_extras=True)
-        needed = {k for k, v in hints.items() if typing.get_origin(v) is typing_extensions.Required} | set(tp.__required_keys__)
-        hints = {k: typing.get_args(v)[0] if typing.get_origin(v) in (typing_extensions.Required, typing_extensions.NotRequired) else v
-                 for k, v in hints.items()}
+        needed = {k for k, v in hints.items() if typing.get_origin(v) is typing_extensions.Required} | set(
+            tp.__required_keys__
+        )
+        hints = {
+            k: typing.get_args(v)[0]
+            if typing.get_origin(v) in (typing_extensions.Required, typing_extensions.NotRequired)
+            else v
+            for k, v in hints.items()
+        }
         required = {k: strategy(v, depth + 1, k) for k, v in hints.items() if k in needed}
         optional = {k: strategy(v, depth + 1, k) for k, v in hints.items() if k not in needed}
         return st.fixed_dictionaries(required, optional=optional)
-    if origin in (list, collections.abc.Iterable, collections.abc.Sequence) or getattr(tp, "__name__", "") == "SequenceNotStr":
+    if (
+        origin in (list, collections.abc.Iterable, collections.abc.Sequence)
+        or getattr(tp, "__name__", "") == "SequenceNotStr"
+    ):
         item = args[0] if args else str
         elements = st.nothing() if depth >= MAX_DEPTH else strategy(item, depth + 1, name)
         return st.just([]) if elements.is_empty else st.lists(elements, max_size=3)
@@ -98,7 +107,10 @@ MODELS = [
     (anthropic_request, ModelInfo("anthropic", "claude-sonnet-4-5", Pricing(), max_tokens=64000, reasoning=True)),
     (openai_request, ModelInfo("openai", "gpt-5-mini", Pricing(), max_tokens=128000, reasoning=True)),
     (google_request, ModelInfo("google", "gemini-2.5-flash", Pricing(), max_tokens=65536, reasoning=True)),
-    (lambda m, c, o: completions_request(m, c, o, Compat()), ModelInfo("groq", "openai/gpt-oss-120b", Pricing(), max_tokens=65536, reasoning=True)),
+    (
+        lambda m, c, o: completions_request(m, c, o, Compat()),
+        ModelInfo("groq", "openai/gpt-oss-120b", Pricing(), max_tokens=65536, reasoning=True),
+    ),
 ]
 
 
@@ -121,8 +133,10 @@ def test_any_body_the_sdk_types_allow_is_decoded_or_a_400_naming_a_field(body):
 
 def _field_strategies() -> dict[str, st.SearchStrategy[Any]]:
     hints = typing_extensions.get_type_hints(MessageCreateParamsStreaming, include_extras=True)
-    return {k: strategy(typing.get_args(v)[0] if typing.get_origin(v) is typing_extensions.Required else v, 1, k)
-            for k, v in hints.items()}
+    return {
+        k: strategy(typing.get_args(v)[0] if typing.get_origin(v) is typing_extensions.Required else v, 1, k)
+        for k, v in hints.items()
+    }
 
 
 FIELDS = _field_strategies()

@@ -26,12 +26,20 @@ CHAT = ModelInfo("groq", "openai/gpt-oss-120b", Pricing(), max_tokens=65536, rea
 EPHEMERAL = {"type": "ephemeral", "ttl": "1h"}
 BASH = {"name": "Bash", "description": "Run a command", "input_schema": {"type": "object"}}
 SEARCH = {"name": "ToolSearch", "description": "Load deferred tools", "input_schema": {"type": "object"}}
-LATER = {"name": "NotebookEdit", "description": "Edit a notebook", "input_schema": {"type": "object"}, "defer_loading": True}
+LATER = {
+    "name": "NotebookEdit",
+    "description": "Edit a notebook",
+    "input_schema": {"type": "object"},
+    "defer_loading": True,
+}
 
 
 def body(**fields: Any) -> dict[str, Any]:
-    base: dict[str, Any] = {"model": "anthropic/claude-sonnet-4-5", "max_tokens": 4096,
-                            "messages": [{"role": "user", "content": "Hi"}]}
+    base: dict[str, Any] = {
+        "model": "anthropic/claude-sonnet-4-5",
+        "max_tokens": 4096,
+        "messages": [{"role": "user", "content": "Hi"}],
+    }
     base.update(fields)
     return base
 
@@ -41,7 +49,8 @@ def every_vendor(request: StreamRequest) -> dict[str, dict[str, Any]]:
     return {
         "anthropic": anthropic_request(CLAUDE, context, options),
         "openai": openai_request(GPT, context, options),
-        "google": google_request(GEMINI, context, options)["config"] | {"contents": google_request(GEMINI, context, options)["contents"]},
+        "google": google_request(GEMINI, context, options)["config"]
+        | {"contents": google_request(GEMINI, context, options)["contents"]},
         "chat": completions_request(CHAT, context, options, Compat()),
     }
 
@@ -49,8 +58,14 @@ def every_vendor(request: StreamRequest) -> dict[str, dict[str, Any]]:
 AGENT_TURN = [
     {"role": "user", "content": [{"type": "text", "text": "Fix the bug."}]},
     {"role": "system", "content": "Environment: linux, cwd /repo.", "output_config": {"effort": "high"}},
-    {"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_1", "name": "Bash", "input": {"command": "ls"}}]},
-    {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": "a.py", "cache_control": EPHEMERAL}]},
+    {
+        "role": "assistant",
+        "content": [{"type": "tool_use", "id": "toolu_1", "name": "Bash", "input": {"command": "ls"}}],
+    },
+    {
+        "role": "user",
+        "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": "a.py", "cache_control": EPHEMERAL}],
+    },
 ]
 
 
@@ -59,12 +74,18 @@ def test_a_system_message_mid_conversation_reaches_each_vendor_as_its_own_instru
     sent = every_vendor(request)
     anthropic_messages = sent["anthropic"]["messages"]
     assert [m["role"] for m in anthropic_messages] == ["user", "system", "assistant", "user"]
-    assert anthropic_messages[1] == {"role": "system", "content": [{"type": "text", "text": "Environment: linux, cwd /repo."}],
-                                     "output_config": {"effort": "high"}}
+    assert anthropic_messages[1] == {
+        "role": "system",
+        "content": [{"type": "text", "text": "Environment: linux, cwd /repo."}],
+        "output_config": {"effort": "high"},
+    }
     items = sent["openai"]["input"]
     assert items[1] == {"role": "developer", "content": "Environment: linux, cwd /repo."}
     assert sent["openai"]["instructions"] == "You are a coding agent."
-    assert [p["text"] for p in sent["google"]["system_instruction"]["parts"]] == ["You are a coding agent.", "Environment: linux, cwd /repo."]
+    assert [p["text"] for p in sent["google"]["system_instruction"]["parts"]] == [
+        "You are a coding agent.",
+        "Environment: linux, cwd /repo.",
+    ]
     assert [c["role"] for c in sent["google"]["contents"]] == ["user", "model", "user"]
     chat_roles = [m["role"] for m in sent["chat"]["messages"]]
     instruction = chat_roles[0]
@@ -75,27 +96,39 @@ def test_the_unified_door_still_refuses_a_system_role_message():
     from app.doors.validation import validate
 
     with pytest.raises(BadRequest) as caught:
-        validate({"model": "anthropic/text", "context": {"messages": [{"role": "system", "content": [{"type": "text", "text": "x"}]}]}},
-                 StreamRequest)
+        validate(
+            {
+                "model": "anthropic/text",
+                "context": {"messages": [{"role": "system", "content": [{"type": "text", "text": "x"}]}]},
+            },
+            StreamRequest,
+        )
     assert caught.value.status == 422 and caught.value.param == "context.messages.0"
     assert "context.systemPrompt" in caught.value.message
 
 
 def test_door_only_fields_sent_to_the_unified_door_are_dropped():
-    request = StreamRequest.model_validate({
-        "model": "anthropic/text",
-        "context": {"systemBlocks": [{"type": "text", "text": "x"}], "messages": [{"role": "user", "content": [
-            {"type": "text", "text": "hi", "cacheControl": EPHEMERAL}]}],
-            "tools": [{"name": "t", "deferred": True, "anthropic": {"name": "evil"}}]},
-        "options": {"passthrough": {"anthropic-messages": {"thinking": {"type": "adaptive"}}}},
-    })
+    request = StreamRequest.model_validate(
+        {
+            "model": "anthropic/text",
+            "context": {
+                "systemBlocks": [{"type": "text", "text": "x"}],
+                "messages": [{"role": "user", "content": [{"type": "text", "text": "hi", "cacheControl": EPHEMERAL}]}],
+                "tools": [{"name": "t", "deferred": True, "anthropic": {"name": "evil"}}],
+            },
+            "options": {"passthrough": {"anthropic-messages": {"thinking": {"type": "adaptive"}}}},
+        }
+    )
     assert request.context.system_blocks is None and request.context.messages[0].content[0].cache_control is None
     assert request.context.tools[0].deferred is None and request.context.tools[0].anthropic is None
     assert request.options.passthrough is None
 
 
 def test_the_clients_cache_breakpoints_replace_the_adapters_own():
-    system = [{"type": "text", "text": "billing"}, {"type": "text", "text": "You are an agent.", "cache_control": EPHEMERAL}]
+    system = [
+        {"type": "text", "text": "billing"},
+        {"type": "text", "text": "You are an agent.", "cache_control": EPHEMERAL},
+    ]
     sent = anthropic_request(CLAUDE, *_parts(decode(body(messages=AGENT_TURN, system=system)).unified))
     assert sent["system"] == system
     assert sent["messages"][3]["content"][0]["cache_control"] == EPHEMERAL
@@ -109,7 +142,9 @@ def test_without_client_breakpoints_the_adapter_places_its_two():
 
 
 def test_a_top_level_cache_control_is_the_clients_breakpoint():
-    sent = anthropic_request(CLAUDE, *_parts(decode(body(system="Be brief.", cache_control={"type": "ephemeral"})).unified))
+    sent = anthropic_request(
+        CLAUDE, *_parts(decode(body(system="Be brief.", cache_control={"type": "ephemeral"})).unified)
+    )
     assert sent["extra_body"]["cache_control"] == {"type": "ephemeral"}
     assert "cache_control" not in sent["system"][0] and "cache_control" not in sent["messages"][-1]["content"][-1]
 
@@ -122,14 +157,19 @@ def test_anthropic_gets_thinking_output_config_context_management_and_betas_as_s
     fields = dict(
         thinking={"type": "adaptive", "display": "omitted"},
         output_config={"effort": "high"},
-        context_management={"edits": [{"type": "clear_tool_uses_20250919", "trigger": {"type": "input_tokens", "value": 30000}}]},
+        context_management={
+            "edits": [{"type": "clear_tool_uses_20250919", "trigger": {"type": "input_tokens", "value": 30000}}]
+        },
         service_tier="auto",
     )
     request = decode(body(**fields), {"anthropic-beta": "context-management-2025-06-27, effort-2025-11-24"}).unified
     sent = anthropic_request(CLAUDE, request.context, request.options)
     assert sent["thinking"] == fields["thinking"]
     extra = sent["extra_body"]
-    assert extra["output_config"] == fields["output_config"] and extra["context_management"] == fields["context_management"]
+    assert (
+        extra["output_config"] == fields["output_config"]
+        and extra["context_management"] == fields["context_management"]
+    )
     assert extra["service_tier"] == "auto"
     assert request_headers(request.options) == {"anthropic-beta": "context-management-2025-06-27,effort-2025-11-24"}
     assert request.options.reasoning == "high"
@@ -146,12 +186,25 @@ def test_a_deferred_tool_reaches_anthropic_and_only_once_loaded_the_others():
     assert [d["name"] for d in sent["google"]["tools"][0]["function_declarations"]] == ["Bash", "ToolSearch"]
     loaded = [
         {"role": "user", "content": "Edit the notebook."},
-        {"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_s", "name": "ToolSearch", "input": {"query": "notebook"}}]},
-        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_s",
-                                      "content": [{"type": "tool_reference", "tool_name": "NotebookEdit"}]}]},
+        {
+            "role": "assistant",
+            "content": [{"type": "tool_use", "id": "toolu_s", "name": "ToolSearch", "input": {"query": "notebook"}}],
+        },
+        {
+            "role": "user",
+            "content": [
+                {
+                    "type": "tool_result",
+                    "tool_use_id": "toolu_s",
+                    "content": [{"type": "tool_reference", "tool_name": "NotebookEdit"}],
+                }
+            ],
+        },
     ]
     after = every_vendor(decode(body(tools=tools, messages=loaded)).unified)
-    assert after["anthropic"]["messages"][2]["content"][0]["content"] == [{"type": "tool_reference", "tool_name": "NotebookEdit"}]
+    assert after["anthropic"]["messages"][2]["content"][0]["content"] == [
+        {"type": "tool_reference", "tool_name": "NotebookEdit"}
+    ]
     assert [t["name"] for t in after["openai"]["tools"]] == ["Bash", "ToolSearch", "NotebookEdit"]
     assert after["openai"]["input"][-1]["output"] == "Tool loaded: NotebookEdit"
 
@@ -159,22 +212,38 @@ def test_a_deferred_tool_reaches_anthropic_and_only_once_loaded_the_others():
 def _thinking_turn(n: int) -> list[dict[str, Any]]:
     return [
         {"role": "user", "content": f"q{n}"},
-        {"role": "assistant", "content": [{"type": "thinking", "thinking": f"thought {n}", "signature": ""},
-                                          {"type": "text", "text": f"a{n}"}]},
+        {
+            "role": "assistant",
+            "content": [
+                {"type": "thinking", "thinking": f"thought {n}", "signature": ""},
+                {"type": "text", "text": f"a{n}"},
+            ],
+        },
     ]
 
 
-@pytest.mark.parametrize("keep, kept", [(None, ["thought 2"]), ({"type": "thinking_turns", "value": 2}, ["thought 1", "thought 2"]),
-                                        ("all", ["thought 0", "thought 1", "thought 2"]),
-                                        ({"type": "thinking_turns", "value": 0}, [])])
+@pytest.mark.parametrize(
+    "keep, kept",
+    [
+        (None, ["thought 2"]),
+        ({"type": "thinking_turns", "value": 2}, ["thought 1", "thought 2"]),
+        ("all", ["thought 0", "thought 1", "thought 2"]),
+        ({"type": "thinking_turns", "value": 0}, []),
+    ],
+)
 def test_clear_thinking_leaves_out_the_thinking_the_client_asked_to_clear(keep, kept):
     messages = _thinking_turn(0) + _thinking_turn(1) + _thinking_turn(2) + [{"role": "user", "content": "next"}]
     edit: dict[str, Any] = {"type": "clear_thinking_20251015"}
     if keep is not None:
         edit["keep"] = keep
     request = decode(body(messages=messages, context_management={"edits": [edit]})).unified
-    thoughts = [b.thinking for m in request.context.messages if isinstance(m, AssistantMessage)
-                for b in m.content if isinstance(b, ThinkingContent)]
+    thoughts = [
+        b.thinking
+        for m in request.context.messages
+        if isinstance(m, AssistantMessage)
+        for b in m.content
+        if isinstance(b, ThinkingContent)
+    ]
     assert thoughts == kept
 
 
@@ -189,22 +258,43 @@ def test_a_system_message_cleared_at_the_next_user_message_is_not_sent_to_other_
     (system,) = [m for m in request.context.messages if isinstance(m, SystemMessage)]
     assert system.expired
     sent = every_vendor(request)
-    assert sent["anthropic"]["messages"][1] == {"role": "system", "content": [{"type": "text", "text": "Only for this turn."}],
-                                                "clear_at": "next_user_message"}
+    assert sent["anthropic"]["messages"][1] == {
+        "role": "system",
+        "content": [{"type": "text", "text": "Only for this turn."}],
+        "clear_at": "next_user_message",
+    }
     assert "Only for this turn." not in str(sent["openai"]) + str(sent["google"]) + str(sent["chat"])
 
 
-@pytest.mark.parametrize("fields, param", [
-    ({"messages": [{"role": "user", "content": "x"}, {"role": "system", "content": []}]}, "messages.1.content"),
-    ({"messages": [{"role": "user", "content": "x"}, {"role": "system", "content": "s", "clear_at": "later"}]}, "messages.1.clear_at"),
-    ({"messages": [{"role": "user", "content": "x"}, {"role": "system", "content": "s", "output_config": 3}]}, "messages.1.output_config"),
-    ({"thinking": {"type": "adaptive", "display": "loud"}}, "thinking.display"),
-    ({"tools": [{**BASH, "defer_loading": "yes"}]}, "tools.0.defer_loading"),
-    ({"messages": [{"role": "user", "content": [{"type": "text", "text": "x", "cache_control": "ephemeral"}]}]}, "messages.0.content.0.cache_control"),
-    ({"context_management": {"edits": [{"type": "clear_thinking_20251015", "keep": {"type": "thinking_turns", "value": -1}}]}},
-     "context_management.edits.0.keep.value"),
-    ({"compaction": {"type": "x"}}, "compaction"),
-])
+@pytest.mark.parametrize(
+    "fields, param",
+    [
+        ({"messages": [{"role": "user", "content": "x"}, {"role": "system", "content": []}]}, "messages.1.content"),
+        (
+            {"messages": [{"role": "user", "content": "x"}, {"role": "system", "content": "s", "clear_at": "later"}]},
+            "messages.1.clear_at",
+        ),
+        (
+            {"messages": [{"role": "user", "content": "x"}, {"role": "system", "content": "s", "output_config": 3}]},
+            "messages.1.output_config",
+        ),
+        ({"thinking": {"type": "adaptive", "display": "loud"}}, "thinking.display"),
+        ({"tools": [{**BASH, "defer_loading": "yes"}]}, "tools.0.defer_loading"),
+        (
+            {"messages": [{"role": "user", "content": [{"type": "text", "text": "x", "cache_control": "ephemeral"}]}]},
+            "messages.0.content.0.cache_control",
+        ),
+        (
+            {
+                "context_management": {
+                    "edits": [{"type": "clear_thinking_20251015", "keep": {"type": "thinking_turns", "value": -1}}]
+                }
+            },
+            "context_management.edits.0.keep.value",
+        ),
+        ({"compaction": {"type": "x"}}, "compaction"),
+    ],
+)
 def test_bad_agent_fields_are_a_400_naming_the_field(fields, param):
     with pytest.raises(BadRequest) as caught:
         decode(body(**fields))

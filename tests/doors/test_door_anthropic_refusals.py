@@ -27,7 +27,9 @@ def gateway(gateway_factory: Any) -> Any:
 
 
 def client_for(gateway: Any, max_retries: int = 0) -> anthropic.Anthropic:
-    return anthropic.Anthropic(base_url=gateway.url, api_key="unused-when-auth-is-off", max_retries=max_retries, timeout=30)
+    return anthropic.Anthropic(
+        base_url=gateway.url, api_key="unused-when-auth-is-off", max_retries=max_retries, timeout=30
+    )
 
 
 def user(text: str) -> list[dict[str, Any]]:
@@ -56,7 +58,9 @@ def test_a_prompt_the_vendors_filter_blocked_is_a_400_naming_the_reason(gateway,
 def test_a_refusal_mid_answer_is_an_error_event_naming_the_reason(gateway, provider):
     text = []
     with pytest.raises(anthropic.APIStatusError) as raised:
-        with client_for(gateway).messages.stream(model=f"{provider}/refusal", max_tokens=100, messages=user(marker())) as events:
+        with client_for(gateway).messages.stream(
+            model=f"{provider}/refusal", max_tokens=100, messages=user(marker())
+        ) as events:
             for chunk in events.text_stream:
                 text.append(chunk)
     assert "".join(text)  # the answer had started: the error came as an event, not as the HTTP status
@@ -69,13 +73,29 @@ def test_a_refusal_mid_answer_is_an_error_event_naming_the_reason(gateway, provi
     "path, body, headers, status",
     [
         pytest.param("/v1/messages", {"model": "anthropic/x", "messages": user("hi")}, {}, 400, id="no-max-tokens"),
-        pytest.param("/v1/messages", {"model": "nope/none", "max_tokens": 5, "messages": user("hi")}, {}, 404, id="unknown-model"),
+        pytest.param(
+            "/v1/messages", {"model": "nope/none", "max_tokens": 5, "messages": user("hi")}, {}, 404, id="unknown-model"
+        ),
         pytest.param("/v1/messages", None, {}, 400, id="not-json"),
-        pytest.param("/v1/messages", {"model": "anthropic/x", "messages": user("hi")}, {"host": "evil.example"}, 400, id="host-refused"),
-        pytest.param("/v1/messages/count_tokens", {"model": "nope/none", "messages": user("hi")}, {}, 404, id="count-unknown-model"),
+        pytest.param(
+            "/v1/messages",
+            {"model": "anthropic/x", "messages": user("hi")},
+            {"host": "evil.example"},
+            400,
+            id="host-refused",
+        ),
+        pytest.param(
+            "/v1/messages/count_tokens",
+            {"model": "nope/none", "messages": user("hi")},
+            {},
+            404,
+            id="count-unknown-model",
+        ),
     ],
 )
-def test_a_request_refused_before_its_turn_starts_carries_its_request_id_in_the_body(gateway, path, body, headers, status):
+def test_a_request_refused_before_its_turn_starts_carries_its_request_id_in_the_body(
+    gateway, path, body, headers, status
+):
     """docs/doors/anthropic-messages.md, Errors: always `{"type": "error", "error": {…}, "request_id"}`."""
     content = b"{not json" if body is None else json.dumps(body).encode()
     response = httpx.post(

@@ -111,7 +111,9 @@ MESSAGE_ID = "msg_req_[0-9a-f]{28}"
 ANTHROPIC_CLIENTS = [pytest.param("python", id="python-anthropic"), pytest.param("node", id="node-anthropic")]
 
 
-def run_messages(client: str, url: str, model: str, prompt: str, request: Any, *flags: str) -> subprocess.CompletedProcess[str]:
+def run_messages(
+    client: str, url: str, model: str, prompt: str, request: Any, *flags: str
+) -> subprocess.CompletedProcess[str]:
     return run(client, url, model, prompt, request, "anthropic_messages", *flags)
 
 

@@ -23,7 +23,11 @@ WEATHER = {"city": "Paris", "unit": "celsius"}
 TIME = {"timezone": "Europe/Paris"}
 THINKING = "The user greets me. I should greet back."
 SIGNATURE = "sig-sim-thinking-42"
-SIGNATURE_ON_THE_WIRE = {"anthropic": SIGNATURE, "openai": SIGNATURE, "google": base64.b64encode(SIGNATURE.encode()).decode()}
+SIGNATURE_ON_THE_WIRE = {
+    "anthropic": SIGNATURE,
+    "openai": SIGNATURE,
+    "google": base64.b64encode(SIGNATURE.encode()).decode(),
+}
 TOOLS = [types.Tool(function_declarations=[
     types.FunctionDeclaration(name="get_weather", description="Current weather", parameters_json_schema={
         "type": "object", "properties": {"city": {"type": "string"}, "unit": {"type": "string"}}}),
@@ -56,7 +60,9 @@ def text_of(chunks: list[types.GenerateContentResponse]) -> str:
 
 def raw_chunks(gw: Any, model: str, body: dict[str, Any]) -> tuple[httpx.Response, list[dict[str, Any]]]:
     response = gw.http.post(f"/v1beta/models/{model}:streamGenerateContent?alt=sse", json=body, headers=AUTH)
-    chunks = [json.loads(block[len("data: "):]) for block in response.text.split("\r\n\r\n") if block.startswith("data: ")]
+    chunks = [
+        json.loads(block[len("data: ") :]) for block in response.text.split("\r\n\r\n") if block.startswith("data: ")
+    ]
     return response, chunks
 
 
@@ -82,20 +88,25 @@ def test_streamed_text_with_usage_in_geminis_sense(gw, client, vendor):
 @pytest.mark.parametrize("vendor", ["openai", "google"])
 def test_thinking_a_vendor_counts_apart_is_thoughts_token_count(gw, client, vendor):
     m = marker()
-    config = types.GenerateContentConfig(thinking_config=types.ThinkingConfig(include_thoughts=True, thinking_budget=1024))
+    config = types.GenerateContentConfig(
+        thinking_config=types.ThinkingConfig(include_thoughts=True, thinking_budget=1024)
+    )
     chunks = list(client.models.generate_content_stream(model=f"{vendor}/thinking", contents=m, config=config))
     usage = chunks[-1].usage_metadata
     unified = record(gw, chunks[-1].response_id)["usage"]
     assert usage.thoughts_token_count == unified["reasoning"] > 0
     assert usage.candidates_token_count == unified["output"] - unified["reasoning"]
-    assert usage.total_token_count == usage.prompt_token_count + usage.candidates_token_count + usage.thoughts_token_count
+    assert (
+        usage.total_token_count == usage.prompt_token_count + usage.candidates_token_count + usage.thoughts_token_count
+    )
 
 
 @pytest.mark.parametrize("vendor", VENDORS)
 def test_not_streamed_answer_is_one_generate_content_response(gw, client, vendor):
     m = marker()
     response = client.models.generate_content(
-        model=f"{vendor}/text", contents=m, config=types.GenerateContentConfig(system_instruction="Be brief."))
+        model=f"{vendor}/text", contents=m, config=types.GenerateContentConfig(system_instruction="Be brief.")
+    )
     assert response.text == f"Hello from the simulator. You said: {m}"
     assert response.candidates[0].finish_reason == types.FinishReason.STOP
     assert response.model_version == f"{vendor}/text" and response.usage_metadata.prompt_token_count > 0
@@ -106,7 +117,9 @@ def test_not_streamed_answer_is_one_generate_content_response(gw, client, vendor
 @pytest.mark.parametrize("vendor", VENDORS)
 def test_thoughts_stream_only_when_asked_and_their_signature_returns_to_the_same_model_only(gw, client, vendor):
     m = marker()
-    shown = types.GenerateContentConfig(thinking_config=types.ThinkingConfig(include_thoughts=True, thinking_budget=2048))
+    shown = types.GenerateContentConfig(
+        thinking_config=types.ThinkingConfig(include_thoughts=True, thinking_budget=2048)
+    )
     chunks = list(client.models.generate_content_stream(model=f"{vendor}/thinking", contents=m, config=shown))
     parts = [p for c in chunks for p in c.candidates[0].content.parts]
     assert "".join(p.text for p in parts if p.thought and p.text) == THINKING
@@ -168,7 +181,9 @@ def test_a_function_call_loop_reaches_the_same_and_another_vendor(gw, client, ve
                             for b in (msg["content"] if isinstance(msg["content"], list) else []) if b.get("type") == "tool_result"}  # fmt: skip
             uses = {b["name"]: b["id"] for msg in sent[-1]["body"]["messages"]
                     for b in (msg["content"] if isinstance(msg["content"], list) else []) if b.get("type") == "tool_use"}  # fmt: skip
-            assert f"{m}-w" in json.dumps(results_sent[uses["get_weather"]]) and f"{m}-t" in json.dumps(results_sent[uses["get_time"]])
+            assert f"{m}-w" in json.dumps(results_sent[uses["get_weather"]]) and f"{m}-t" in json.dumps(
+                results_sent[uses["get_time"]]
+            )
 
 
 def test_tool_config_and_generation_config_reach_the_vendor(gw, client):
@@ -183,7 +198,11 @@ def test_tool_config_and_generation_config_reach_the_vendor(gw, client):
     assert body["tool_choice"] == {"type": "tool", "name": "get_time"}
     assert body["max_tokens"] == 77 and body["temperature"] == 0.5 and body["stop_sequences"] == ["END"]
     m = marker()
-    safety = [types.SafetySetting(category=types.HarmCategory.HARM_CATEGORY_HARASSMENT, threshold=types.HarmBlockThreshold.BLOCK_NONE)]
+    safety = [
+        types.SafetySetting(
+            category=types.HarmCategory.HARM_CATEGORY_HARASSMENT, threshold=types.HarmBlockThreshold.BLOCK_NONE
+        )
+    ]
     client.models.generate_content(model="google/text", contents=m, config=types.GenerateContentConfig(
         safety_settings=safety, thinking_config=types.ThinkingConfig(thinking_budget=1234),
         response_mime_type="application/json", response_schema={"type": "OBJECT", "properties": {"a": {"type": "STRING"}}}))  # fmt: skip
@@ -193,16 +212,22 @@ def test_tool_config_and_generation_config_reach_the_vendor(gw, client):
     assert thinking.get("thinkingBudget", thinking.get("thinking_budget")) == 1234  # (Google's parser reads either)
     assert body["generationConfig"]["responseJsonSchema"] == {"type": "object", "properties": {"a": {"type": "string"}}}
     m = marker()  # elsewhere safety settings change nothing and are not sent
-    client.models.generate_content(model="openai/text", contents=m, config=types.GenerateContentConfig(safety_settings=safety))
+    client.models.generate_content(
+        model="openai/text", contents=m, config=types.GenerateContentConfig(safety_settings=safety)
+    )
     assert "HARASSMENT" not in json.dumps(gw.sim.seen(m)[-1]["body"])
 
 
-IMAGE = base64.b64decode("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==")
+IMAGE = base64.b64decode(
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg=="
+)
 
 
 def test_an_inline_image_reaches_the_vendor(gw, client):
     m = marker()
-    client.models.generate_content(model="anthropic/text", contents=[m, types.Part.from_bytes(data=IMAGE, mime_type="image/png")])
+    client.models.generate_content(
+        model="anthropic/text", contents=[m, types.Part.from_bytes(data=IMAGE, mime_type="image/png")]
+    )
     sources = [c.get("source") for c in gw.sim.seen(m)[-1]["body"]["messages"][0]["content"]]
     assert {"type": "base64", "media_type": "image/png", "data": base64.b64encode(IMAGE).decode()} in sources
 
@@ -229,7 +254,9 @@ def test_a_vendor_error_before_the_start_is_an_http_error_in_googles_shape(gw, c
 @pytest.mark.parametrize("vendor", VENDORS)
 @pytest.mark.parametrize(("scenario", "says", "code"), [
     ("error-mid-stream", "error", 502), ("truncated", "truncated", 502), ("refusal", "", 400)])  # fmt: skip
-def test_a_failure_after_the_start_is_an_error_the_sdk_raises_never_a_clean_finish(client, vendor, scenario, says, code):
+def test_a_failure_after_the_start_is_an_error_the_sdk_raises_never_a_clean_finish(
+    client, vendor, scenario, says, code
+):
     seen: list[types.GenerateContentResponse] = []
     with pytest.raises(genai_errors.APIError) as raised:
         for chunk in client.models.generate_content_stream(model=f"{vendor}/{scenario}", contents=marker()):
@@ -315,49 +342,135 @@ BAD_INPUT = [
     ("contents empty", lambda m: {"contents": []}, "contents"),
     ("unknown role", lambda m: {"contents": [{"role": "wizard", "parts": [{"text": m}]}]}, "contents.0.role"),
     ("parts not a list", lambda m: {"contents": [{"role": "user", "parts": m}]}, "contents.0.parts"),
-    ("file uri", lambda m: _body(m, contents=[{"role": "user", "parts": [{"text": m}, {"fileData": {"fileUri": "gs://x"}}]}]),
-     "contents.0.parts.1.fileData"),
-    ("not an image", lambda m: _body(m, contents=[{"role": "user", "parts": [{"text": m},
-     {"inlineData": {"mimeType": "application/pdf", "data": "AAAA"}}]}]), "contents.0.parts.1.inlineData.mimeType"),
-    ("image not base64", lambda m: _body(m, contents=[{"role": "user", "parts": [{"text": m},
-     {"inlineData": {"mimeType": "image/png", "data": "***"}}]}]), "contents.0.parts.1.inlineData.data"),
-    ("response answers no call", lambda m: _body(m, contents=[{"role": "user", "parts": [{"text": m}]},
-     {"role": "user", "parts": [{"functionResponse": {"name": "get_time", "response": {}}}]}]),
-     "contents.1.parts.0.functionResponse.name"),
-    ("response answers another id", lambda m: _body(m, contents=[{"role": "user", "parts": [{"text": m}]},
-     {"role": "model", "parts": [_call(id="c1")]},
-     {"role": "user", "parts": [{"functionResponse": {"id": "c2", "name": "get_time", "response": {}}}]}]),
-     "contents.2.parts.0.functionResponse.id"),
-    ("call args not an object", lambda m: _body(m, contents=[{"role": "user", "parts": [{"text": m}]},
-     {"role": "model", "parts": [_call(args=[1])]}, {"role": "user", "parts": [{"text": m}]}]), "contents.1.parts.0.functionCall.args"),
-    ("prefill", lambda m: _body(m, contents=[{"role": "user", "parts": [{"text": m}]}, {"role": "model", "parts": [{"text": "x"}]}]),
-     "contents.1.role"),
+    (
+        "file uri",
+        lambda m: _body(m, contents=[{"role": "user", "parts": [{"text": m}, {"fileData": {"fileUri": "gs://x"}}]}]),
+        "contents.0.parts.1.fileData",
+    ),
+    (
+        "not an image",
+        lambda m: _body(
+            m,
+            contents=[
+                {
+                    "role": "user",
+                    "parts": [{"text": m}, {"inlineData": {"mimeType": "application/pdf", "data": "AAAA"}}],
+                }
+            ],
+        ),
+        "contents.0.parts.1.inlineData.mimeType",
+    ),
+    (
+        "image not base64",
+        lambda m: _body(
+            m,
+            contents=[
+                {"role": "user", "parts": [{"text": m}, {"inlineData": {"mimeType": "image/png", "data": "***"}}]}
+            ],
+        ),
+        "contents.0.parts.1.inlineData.data",
+    ),
+    (
+        "response answers no call",
+        lambda m: _body(
+            m,
+            contents=[
+                {"role": "user", "parts": [{"text": m}]},
+                {"role": "user", "parts": [{"functionResponse": {"name": "get_time", "response": {}}}]},
+            ],
+        ),
+        "contents.1.parts.0.functionResponse.name",
+    ),
+    (
+        "response answers another id",
+        lambda m: _body(
+            m,
+            contents=[
+                {"role": "user", "parts": [{"text": m}]},
+                {"role": "model", "parts": [_call(id="c1")]},
+                {"role": "user", "parts": [{"functionResponse": {"id": "c2", "name": "get_time", "response": {}}}]},
+            ],
+        ),
+        "contents.2.parts.0.functionResponse.id",
+    ),
+    (
+        "call args not an object",
+        lambda m: _body(
+            m,
+            contents=[
+                {"role": "user", "parts": [{"text": m}]},
+                {"role": "model", "parts": [_call(args=[1])]},
+                {"role": "user", "parts": [{"text": m}]},
+            ],
+        ),
+        "contents.1.parts.0.functionCall.args",
+    ),
+    (
+        "prefill",
+        lambda m: _body(
+            m, contents=[{"role": "user", "parts": [{"text": m}]}, {"role": "model", "parts": [{"text": "x"}]}]
+        ),
+        "contents.1.role",
+    ),
     ("unknown field", lambda m: _body(m, bestOf=3), "bestOf"),
     ("unknown generation field", lambda m: _body(m, generationConfig={"creativity": 3}), "generationConfig.creativity"),
     ("temperature type", lambda m: _body(m, generationConfig={"temperature": "hot"}), "generationConfig.temperature"),
     ("temperature range", lambda m: _body(m, generationConfig={"temperature": 3}), "generationConfig.temperature"),
-    ("max tokens type", lambda m: _body(m, generationConfig={"maxOutputTokens": "many"}), "generationConfig.maxOutputTokens"),
+    (
+        "max tokens type",
+        lambda m: _body(m, generationConfig={"maxOutputTokens": "many"}),
+        "generationConfig.maxOutputTokens",
+    ),
     ("top k", lambda m: _body(m, generationConfig={"topK": 0}), "generationConfig.topK"),
     ("two candidates", lambda m: _body(m, generationConfig={"candidateCount": 2}), "generationConfig.candidateCount"),
-    ("json mode on anthropic", lambda m: _body(m, generationConfig={"responseMimeType": "application/json"}),
-     "options.jsonObject"),
-    ("enum mime type", lambda m: _body(m, generationConfig={"responseMimeType": "text/x.enum"}), "generationConfig.responseMimeType"),
-    ("thinking level", lambda m: _body(m, generationConfig={"thinkingConfig": {"thinkingLevel": "EXTREME"}}),
-     "generationConfig.thinkingConfig.thinkingLevel"),
-    ("thinking budget", lambda m: _body(m, generationConfig={"thinkingConfig": {"thinkingBudget": -5}}),
-     "generationConfig.thinkingConfig.thinkingBudget"),
+    (
+        "json mode on anthropic",
+        lambda m: _body(m, generationConfig={"responseMimeType": "application/json"}),
+        "options.jsonObject",
+    ),
+    (
+        "enum mime type",
+        lambda m: _body(m, generationConfig={"responseMimeType": "text/x.enum"}),
+        "generationConfig.responseMimeType",
+    ),
+    (
+        "thinking level",
+        lambda m: _body(m, generationConfig={"thinkingConfig": {"thinkingLevel": "EXTREME"}}),
+        "generationConfig.thinkingConfig.thinkingLevel",
+    ),
+    (
+        "thinking budget",
+        lambda m: _body(m, generationConfig={"thinkingConfig": {"thinkingBudget": -5}}),
+        "generationConfig.thinkingConfig.thinkingBudget",
+    ),
     ("built-in tool", lambda m: _body(m, tools=[{"googleSearch": {}}]), "tools.0.googleSearch"),
-    ("function without a name", lambda m: _body(m, tools=[{"functionDeclarations": [{"description": "x"}]}]),
-     "tools.0.functionDeclarations.0.name"),
-    ("calling mode", lambda m: _body(m, toolConfig={"functionCallingConfig": {"mode": "SOMETIMES"}}),
-     "toolConfig.functionCallingConfig.mode"),
-    ("allowed name unknown", lambda m: _body(m, tools=[{"functionDeclarations": [{"name": "a"}]}],
-     toolConfig={"functionCallingConfig": {"mode": "ANY", "allowedFunctionNames": ["b"]}}),
-     "toolConfig.functionCallingConfig.allowedFunctionNames.0"),
+    (
+        "function without a name",
+        lambda m: _body(m, tools=[{"functionDeclarations": [{"description": "x"}]}]),
+        "tools.0.functionDeclarations.0.name",
+    ),
+    (
+        "calling mode",
+        lambda m: _body(m, toolConfig={"functionCallingConfig": {"mode": "SOMETIMES"}}),
+        "toolConfig.functionCallingConfig.mode",
+    ),
+    (
+        "allowed name unknown",
+        lambda m: _body(
+            m,
+            tools=[{"functionDeclarations": [{"name": "a"}]}],
+            toolConfig={"functionCallingConfig": {"mode": "ANY", "allowedFunctionNames": ["b"]}},
+        ),
+        "toolConfig.functionCallingConfig.allowedFunctionNames.0",
+    ),
     ("cached content on another vendor", lambda m: _body(m, cachedContent="cachedContents/abc"), "cachedContent"),
     ("cached content type", lambda m: _body(m, cachedContent=7), "cachedContent"),
     ("safety settings", lambda m: _body(m, safetySettings=[{"category": 3}]), "safetySettings.0.category"),
-    ("system instruction", lambda m: _body(m, systemInstruction={"parts": [{"inlineData": {}}]}), "systemInstruction.parts.0"),
+    (
+        "system instruction",
+        lambda m: _body(m, systemInstruction={"parts": [{"inlineData": {}}]}),
+        "systemInstruction.parts.0",
+    ),
 ]
 
 
@@ -374,12 +487,18 @@ def test_bad_input_is_a_400_in_googles_shape_naming_the_field_and_no_upstream_ca
 
 def test_cached_content_reaches_a_gemini_upstream_and_is_refused_by_the_others(gw):
     m = marker()
-    response = gw.http.post("/v1beta/models/google/text:generateContent", json=_body(m, cachedContent="cachedContents/abc"), headers=AUTH)
+    response = gw.http.post(
+        "/v1beta/models/google/text:generateContent", json=_body(m, cachedContent="cachedContents/abc"), headers=AUTH
+    )
     assert response.status_code == 200, response.text
     assert gw.sim.seen(m)[-1]["body"]["cachedContent"] == "cachedContents/abc"
     for vendor in ("openai", "anthropic"):
         m = marker()
-        response = gw.http.post(f"/v1beta/models/{vendor}/text:generateContent", json=_body(m, cachedContent="cachedContents/abc"), headers=AUTH)
+        response = gw.http.post(
+            f"/v1beta/models/{vendor}/text:generateContent",
+            json=_body(m, cachedContent="cachedContents/abc"),
+            headers=AUTH,
+        )
         assert response.status_code == 400 and "Gemini cache" in response.json()["error"]["message"], response.text
         assert gw.sim.seen(m) == []
 
@@ -419,7 +538,9 @@ def test_json_mode_without_a_schema_reaches_gemini_and_openai_and_anthropic_refu
 
 
 def test_a_stream_with_an_unknown_alt_and_a_body_that_is_not_json_are_400(gw):
-    response = gw.http.post("/v1beta/models/anthropic/text:streamGenerateContent?alt=media", json=_body("hi"), headers=AUTH)
+    response = gw.http.post(
+        "/v1beta/models/anthropic/text:streamGenerateContent?alt=media", json=_body("hi"), headers=AUTH
+    )
     assert response.status_code == 400 and response.json()["error"]["message"].startswith("alt:")
     response = gw.http.post("/v1beta/models/anthropic/text:generateContent", content=b"{nope",
                             headers={**AUTH, "content-type": "application/json"})  # fmt: skip
@@ -456,7 +577,9 @@ def test_count_tokens_is_the_serving_vendors_own_count(gw, client, vendor):
 def test_count_tokens_errors_are_in_googles_shape(gw):
     response = gw.http.post("/v1beta/models/anthropic/text:countTokens", json={"contents": []}, headers=AUTH)
     assert response.status_code == 400 and response.json()["error"]["message"].startswith("contents:")
-    response = gw.http.post("/v1beta/models/anthropic/text:countTokens", json={"contents": [{"parts": [{"text": "x"}]}]})
+    response = gw.http.post(
+        "/v1beta/models/anthropic/text:countTokens", json={"contents": [{"parts": [{"text": "x"}]}]}
+    )
     assert response.status_code == 401 and response.json()["error"]["status"] == "UNAUTHENTICATED"
     m = marker()  # an api without a counting endpoint: a clear 400, never an estimate
     response = gw.http.post("/v1/models/compat/meta-llama/Llama-3.3-70B-Instruct:countTokens",

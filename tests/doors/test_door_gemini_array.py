@@ -77,7 +77,9 @@ def test_function_calls_are_whole_elements(gw, vendor):
 @pytest.mark.parametrize("vendor", VENDORS)
 @pytest.mark.parametrize(("scenario", "code", "status"), [
     ("error-mid-stream", 502, "UNAVAILABLE"), ("truncated", 502, "UNAVAILABLE"), ("refusal", 400, "INVALID_ARGUMENT")])  # fmt: skip
-def test_a_failure_after_the_start_is_a_last_error_element_and_the_array_still_closes(gw, vendor, scenario, code, status):
+def test_a_failure_after_the_start_is_a_last_error_element_and_the_array_still_closes(
+    gw, vendor, scenario, code, status
+):
     response, pieces = stream_array(gw, f"{vendor}/{scenario}", _body(marker()))
     assert response.status_code == 200
     chunks = json.loads(b"".join(pieces))
@@ -102,6 +104,8 @@ def test_a_resumable_array_stream_and_an_unknown_alt_are_400_before_any_upstream
     error = response.json()["error"]
     assert error["status"] == "INVALID_ARGUMENT" and error["message"].startswith("x-gateway-resumable:")
     assert "alt=sse" in error["message"]
-    response = gw.http.post("/v1beta/models/anthropic/text:streamGenerateContent?alt=proto", json=_body(m), headers=AUTH)
+    response = gw.http.post(
+        "/v1beta/models/anthropic/text:streamGenerateContent?alt=proto", json=_body(m), headers=AUTH
+    )
     assert response.status_code == 400 and response.json()["error"]["message"].startswith("alt:")
     assert gw.sim.seen(m) == []

@@ -82,7 +82,10 @@ def record(gw: Any, request_id: str) -> dict[str, Any]:
 def test_streamed_text_with_usage(gw, client, vendor):
     m = marker()
     stream = client.chat.completions.create(
-        model=f"{vendor}/text;input=30;cache_read=12", messages=user(m), stream=True, stream_options={"include_usage": True}
+        model=f"{vendor}/text;input=30;cache_read=12",
+        messages=user(m),
+        stream=True,
+        stream_options={"include_usage": True},
     )
     got = collect(stream)
     first = got["chunks"][0]
@@ -153,7 +156,9 @@ TOOLS = [
 
 @pytest.mark.parametrize("vendor", VENDORS)
 def test_parallel_tool_calls_stream_whole_each_in_one_chunk(client, vendor):
-    got = collect(client.chat.completions.create(model=f"{vendor}/tools", messages=user(marker()), tools=TOOLS, stream=True))
+    got = collect(
+        client.chat.completions.create(model=f"{vendor}/tools", messages=user(marker()), tools=TOOLS, stream=True)
+    )
     assert got["finish"] == "tool_calls"
     assert sorted(got["calls"]) == [0, 1]
     first, second = got["calls"][0], got["calls"][1]
@@ -166,7 +171,8 @@ def test_parallel_tool_calls_stream_whole_each_in_one_chunk(client, vendor):
     assert got["fragments"] == 2
     call_chunks = [c for c in got["chunks"] if c.choices and c.choices[0].delta.tool_calls]
     assert [[(t.index, t.id, t.function.name) for t in c.choices[0].delta.tool_calls] for c in call_chunks] == [
-        [(0, first["id"], "get_weather")], [(1, second["id"], "get_time")]
+        [(0, first["id"], "get_weather")],
+        [(1, second["id"], "get_time")],
     ]
 
 
@@ -229,7 +235,9 @@ def test_malformed_tool_arguments_are_an_error_never_a_call(gw, client, vendor):
     says = "MALFORMED_FUNCTION_CALL" if vendor == "google" else "not valid JSON"
     chunks = []
     with pytest.raises(openai.APIError) as raised:
-        for chunk in client.chat.completions.create(model=f"{vendor}/tools-malformed", messages=user(marker()), tools=TOOLS, stream=True):
+        for chunk in client.chat.completions.create(
+            model=f"{vendor}/tools-malformed", messages=user(marker()), tools=TOOLS, stream=True
+        ):
             chunks.append(chunk)
     assert says in str(raised.value)
     assert all(c.choices[0].finish_reason is None for c in chunks if c.choices)
@@ -313,7 +321,9 @@ def test_an_unknown_tool_arguments_mode_is_a_400_naming_the_header(gw):
 def test_vendor_error_before_the_start_is_an_http_error(gw, client, vendor, scenario, error_type, status):
     for stream in (True, False):
         with pytest.raises(error_type) as raised:
-            result = client.chat.completions.create(model=f"{vendor}/{scenario}", messages=user(marker()), stream=stream)
+            result = client.chat.completions.create(
+                model=f"{vendor}/{scenario}", messages=user(marker()), stream=stream
+            )
             if stream:
                 collect(result)
         assert raised.value.status_code == status
@@ -441,41 +451,138 @@ BAD_INPUT = [
     ("logprobs=0", lambda m: _body(m, logprobs=0), 400, "logprobs"),
     ("logprobs", lambda m: _body(m, logprobs=True), 400, "logprobs"),
     ("seed", lambda m: _body(m, seed=7), 400, "seed"),
-    ("json schema without schema", lambda m: _body(m, response_format={"type": "json_schema", "json_schema": {"name": "x"}}),
-     400, "response_format.json_schema.schema"),
-    ("json schema without name", lambda m: _body(m, response_format={"type": "json_schema", "json_schema": {"schema": {}}}),
-     400, "response_format.json_schema.name"),
+    (
+        "json schema without schema",
+        lambda m: _body(m, response_format={"type": "json_schema", "json_schema": {"name": "x"}}),
+        400,
+        "response_format.json_schema.schema",
+    ),
+    (
+        "json schema without name",
+        lambda m: _body(m, response_format={"type": "json_schema", "json_schema": {"schema": {}}}),
+        400,
+        "response_format.json_schema.name",
+    ),
     ("response format type", lambda m: _body(m, response_format={"type": "xml"}), 400, "response_format.type"),
     ("penalty", lambda m: _body(m, presence_penalty=0.5), 400, "presence_penalty"),
     ("unknown parameter", lambda m: _body(m, best_of=3), 400, "best_of"),
-    ("http image", lambda m: _body(m, messages=[{"role": "user", "content": [{"type": "text", "text": m}, {"type": "image_url",
-        "image_url": {"url": "https://example.com/cat.png"}}]}]), 400, "messages.0.content.1.image_url.url"),
-    ("bad data url", lambda m: _body(m, messages=[{"role": "user", "content": [{"type": "text", "text": m}, {"type": "image_url",
-        "image_url": {"url": "data:image/png;base64,***"}}]}]), 400, "messages.0.content.1.image_url.url"),
+    (
+        "http image",
+        lambda m: _body(
+            m,
+            messages=[
+                {
+                    "role": "user",
+                    "content": [
+                        {"type": "text", "text": m},
+                        {"type": "image_url", "image_url": {"url": "https://example.com/cat.png"}},
+                    ],
+                }
+            ],
+        ),
+        400,
+        "messages.0.content.1.image_url.url",
+    ),
+    (
+        "bad data url",
+        lambda m: _body(
+            m,
+            messages=[
+                {
+                    "role": "user",
+                    "content": [
+                        {"type": "text", "text": m},
+                        {"type": "image_url", "image_url": {"url": "data:image/png;base64,***"}},
+                    ],
+                }
+            ],
+        ),
+        400,
+        "messages.0.content.1.image_url.url",
+    ),
     ("unknown role", lambda m: _body(m, messages=[{"role": "wizard", "content": m}]), 400, "messages.0.role"),
     ("messages not a list", lambda m: _body(m, messages={"role": "user", "content": m}), 400, "messages"),
-    ("content wrong type", lambda m: _body(m, messages=[{"role": "user", "content": 42}, *user(m)]), 400, "messages.0.content"),
+    (
+        "content wrong type",
+        lambda m: _body(m, messages=[{"role": "user", "content": 42}, *user(m)]),
+        400,
+        "messages.0.content",
+    ),
     ("temperature type", lambda m: _body(m, temperature="hot"), 400, "temperature"),
     ("temperature range", lambda m: _body(m, temperature=3), 400, "temperature"),
     ("stream type", lambda m: _body(m, stream="yes"), 400, "stream"),
-    ("orphan tool result", lambda m: _body(m, messages=[*user(m), {"role": "tool", "tool_call_id": "call_x", "content": "r"}]),
-     400, "messages.1.tool_call_id"),
-    ("tool result answers no earlier call", lambda m: _body(m, messages=[*user(m), {"role": "assistant", "tool_calls": [_call("call_1")]},
-     {"role": "tool", "tool_call_id": "call_2", "content": "r"}]), 400, "messages.2.tool_call_id"),
-    ("invalid tool arguments JSON", lambda m: _body(m, messages=[*user(m), {"role": "assistant", "tool_calls": [_call(arguments='{"a": ')]},
-     {"role": "tool", "tool_call_id": "call_1", "content": "r"}]), 400, "messages.1.tool_calls.0.function.arguments"),
-    ("tool arguments not an object", lambda m: _body(m, messages=[*user(m), {"role": "assistant", "tool_calls": [_call(arguments="[1]")]}]),
-     400, "messages.1.tool_calls.0.function.arguments"),
-    ("tool choice names no tool", lambda m: _body(m, tools=TOOLS, tool_choice={"type": "function", "function": {"name": "nope"}}),
-     400, "tool_choice.function.name"),
+    (
+        "orphan tool result",
+        lambda m: _body(m, messages=[*user(m), {"role": "tool", "tool_call_id": "call_x", "content": "r"}]),
+        400,
+        "messages.1.tool_call_id",
+    ),
+    (
+        "tool result answers no earlier call",
+        lambda m: _body(
+            m,
+            messages=[
+                *user(m),
+                {"role": "assistant", "tool_calls": [_call("call_1")]},
+                {"role": "tool", "tool_call_id": "call_2", "content": "r"},
+            ],
+        ),
+        400,
+        "messages.2.tool_call_id",
+    ),
+    (
+        "invalid tool arguments JSON",
+        lambda m: _body(
+            m,
+            messages=[
+                *user(m),
+                {"role": "assistant", "tool_calls": [_call(arguments='{"a": ')]},
+                {"role": "tool", "tool_call_id": "call_1", "content": "r"},
+            ],
+        ),
+        400,
+        "messages.1.tool_calls.0.function.arguments",
+    ),
+    (
+        "tool arguments not an object",
+        lambda m: _body(m, messages=[*user(m), {"role": "assistant", "tool_calls": [_call(arguments="[1]")]}]),
+        400,
+        "messages.1.tool_calls.0.function.arguments",
+    ),
+    (
+        "tool choice names no tool",
+        lambda m: _body(m, tools=TOOLS, tool_choice={"type": "function", "function": {"name": "nope"}}),
+        400,
+        "tool_choice.function.name",
+    ),
     ("custom tool", lambda m: _body(m, tools=[{"type": "custom", "custom": {"name": "x"}}]), 400, "tools.0.type"),
     ("parallel tool calls off", lambda m: _body(m, tools=TOOLS, parallel_tool_calls=False), 400, "parallel_tool_calls"),
     ("reasoning effort", lambda m: _body(m, reasoning_effort="extreme"), 400, "reasoning_effort"),
-    ("stream options without stream", lambda m: _body(m, stream_options={"include_usage": True}), 400, "stream_options"),
+    (
+        "stream options without stream",
+        lambda m: _body(m, stream_options={"include_usage": True}),
+        400,
+        "stream_options",
+    ),
     ("model missing", lambda m: {"messages": user(m)}, 400, "model"),
     ("only a system message", lambda m: _body(m, messages=[{"role": "system", "content": m}]), 400, "messages"),
-    ("audio part", lambda m: _body(m, messages=[{"role": "user", "content": [{"type": "input_audio", "input_audio": {
-        "data": "AAAA", "format": "wav"}}, {"type": "text", "text": m}]}]), 400, "messages.0.content.0.type"),
+    (
+        "audio part",
+        lambda m: _body(
+            m,
+            messages=[
+                {
+                    "role": "user",
+                    "content": [
+                        {"type": "input_audio", "input_audio": {"data": "AAAA", "format": "wav"}},
+                        {"type": "text", "text": m},
+                    ],
+                }
+            ],
+        ),
+        400,
+        "messages.0.content.0.type",
+    ),
 ]
 
 
@@ -500,14 +607,22 @@ def test_the_sdk_raises_bad_request_with_the_message(gw, client):
 def test_a_50_mb_body_is_413_in_openai_shape(gw):
     m = marker()
     body = json.dumps(_body(m, messages=user(m + "x" * 50_000_000))).encode()
-    response = gw.http.post("/v1/chat/completions", content=body, headers={"Authorization": f"Bearer {KEY}", "content-type": "application/json"})
+    response = gw.http.post(
+        "/v1/chat/completions",
+        content=body,
+        headers={"Authorization": f"Bearer {KEY}", "content-type": "application/json"},
+    )
     assert response.status_code == 413
     assert response.json()["error"]["message"].startswith("request body exceeds")
     assert gw.sim.seen(m) == []
 
 
 def test_not_json_is_400_in_openai_shape(gw):
-    response = gw.http.post("/v1/chat/completions", content=b"{nope", headers={"Authorization": f"Bearer {KEY}", "content-type": "application/json"})
+    response = gw.http.post(
+        "/v1/chat/completions",
+        content=b"{nope",
+        headers={"Authorization": f"Bearer {KEY}", "content-type": "application/json"},
+    )
     assert response.status_code == 400 and response.json()["error"]["type"] == "invalid_request_error"
 
 
@@ -517,7 +632,9 @@ def test_an_inline_image_reaches_the_vendor(gw, client):
         model="anthropic/text", messages=[{"role": "user", "content": [{"type": "text", "text": m}, {"type": "image_url", "image_url": {"url": IMAGE}}]}]
     )  # fmt: skip
     content = gw.sim.seen(m)[-1]["body"]["messages"][0]["content"]
-    assert {"type": "base64", "media_type": "image/png", "data": IMAGE.split(",", 1)[1]} in [c.get("source") for c in content]
+    assert {"type": "base64", "media_type": "image/png", "data": IMAGE.split(",", 1)[1]} in [
+        c.get("source") for c in content
+    ]
 
 
 SCHEMA = {"type": "object", "properties": {"answer": {"type": "string"}}, "required": ["answer"]}
@@ -586,7 +703,10 @@ def test_the_sdk_stream_helper_assembles_the_completion(client, vendor):
         final = stream.get_final_completion()
     assert {"content.delta", "tool_calls.function.arguments.delta", "tool_calls.function.arguments.done"} <= kinds
     calls = final.choices[0].message.tool_calls
-    assert [(c.function.name, json.loads(c.function.arguments)) for c in calls] == [("get_weather", WEATHER), ("get_time", TIME)]
+    assert [(c.function.name, json.loads(c.function.arguments)) for c in calls] == [
+        ("get_weather", WEATHER),
+        ("get_time", TIME),
+    ]
     assert final.choices[0].finish_reason == "tool_calls" and final.model == f"{vendor}/tools"
 
 
@@ -597,10 +717,14 @@ def test_a_timeout_before_the_start_is_504(gateway_factory):
         with pytest.raises(openai.APIStatusError) as raised:
             client.chat.completions.create(model="anthropic/hang", messages=user(marker()), stream=stream)
         assert raised.value.status_code == 504
-        assert raised.value.body["type"] == "timeout_error" and "timeout fired after 0.5s" in raised.value.body["message"]
+        assert (
+            raised.value.body["type"] == "timeout_error" and "timeout fired after 0.5s" in raised.value.body["message"]
+        )
     # After the start, the error line is typed the same way.
     with pytest.raises(openai.APIError) as raised:
-        for _ in client.chat.completions.create(model="anthropic/hang-mid-stream", messages=user(marker()), stream=True):
+        for _ in client.chat.completions.create(
+            model="anthropic/hang-mid-stream", messages=user(marker()), stream=True
+        ):
             pass
     assert not isinstance(raised.value, openai.APIStatusError)
     assert raised.value.body["type"] == "timeout_error" and raised.value.body["code"] == "timeout"

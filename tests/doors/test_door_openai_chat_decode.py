@@ -65,7 +65,11 @@ def test_any_value_of_any_parameter(key, value):
 
 
 @settings(max_examples=300, deadline=None)
-@given(index=st.integers(0, 3), field=st.sampled_from(["role", "content", "tool_calls", "tool_call_id", "refusal"]), value=st.one_of(st.sampled_from(BOUNDARY), JSON))
+@given(
+    index=st.integers(0, 3),
+    field=st.sampled_from(["role", "content", "tool_calls", "tool_call_id", "refusal"]),
+    value=st.one_of(st.sampled_from(BOUNDARY), JSON),
+)
 def test_any_value_inside_a_message(index, field, value):
     messages = [dict(m) for m in VALID["messages"]]
     messages[index][field] = value

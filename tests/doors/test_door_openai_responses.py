@@ -25,7 +25,11 @@ TIME = {"timezone": "Europe/Paris"}
 THINKING = "The user greets me. I should greet back."
 SIGNATURE = "sig-sim-thinking-42"  # the simulator's signature of its thinking block, on every vendor
 # How each vendor's wire carries it (Gemini's thought signatures are bytes, base64 on the wire).
-SIGNATURE_ON_THE_WIRE = {"anthropic": SIGNATURE, "openai": SIGNATURE, "google": base64.b64encode(SIGNATURE.encode()).decode()}
+SIGNATURE_ON_THE_WIRE = {
+    "anthropic": SIGNATURE,
+    "openai": SIGNATURE,
+    "google": base64.b64encode(SIGNATURE.encode()).decode(),
+}
 TOOLS = [
     {"type": "function", "name": "get_weather", "description": "Current weather",
      "parameters": {"type": "object", "properties": {"city": {"type": "string"}, "unit": {"type": "string"}}}},
@@ -85,7 +89,9 @@ def types(events: list[Any]) -> list[str]:
 @pytest.mark.parametrize("vendor", VENDORS)
 @pytest.mark.parametrize("scenario", ["text", "thinking", "tools", "max-tokens", "error-mid-stream", "truncated"])
 def test_every_streamed_event_parses_as_the_sdks_stream_event_and_sequence_numbers_count_by_one(gw, vendor, scenario):
-    response, frames = raw_stream(gw, {"model": f"{vendor}/{scenario}", "input": marker(), "tools": TOOLS, "include": ENCRYPTED})
+    response, frames = raw_stream(
+        gw, {"model": f"{vendor}/{scenario}", "input": marker(), "tools": TOOLS, "include": ENCRYPTED}
+    )
     assert response.status_code == 200 and response.headers["content-type"].startswith("text/event-stream")
     assert frames
     for position, (name, data) in enumerate(frames):
@@ -115,8 +121,12 @@ def test_the_non_streamed_answer_validates_strictly_as_the_sdks_response(gw, ven
     assert response.status_code == 200, response.text
     parsed = Response.model_validate(response.json())
     assert parsed.status == ("incomplete" if scenario == "max-tokens" else "completed")
-    assert [item.id for item in parsed.output] == [f"{prefix}_{parsed.id[len('resp_'):]}_{n}" for n, prefix in enumerate(
-        {"message": "msg", "reasoning": "rs", "function_call": "fc"}[item.type] for item in parsed.output)]
+    assert [item.id for item in parsed.output] == [
+        f"{prefix}_{parsed.id[len('resp_') :]}_{n}"
+        for n, prefix in enumerate(
+            {"message": "msg", "reasoning": "rs", "function_call": "fc"}[item.type] for item in parsed.output
+        )
+    ]
 
 
 @pytest.mark.parametrize("vendor", VENDORS)
@@ -184,7 +194,9 @@ def test_reasoning_streams_as_a_summary_and_its_state_returns_to_the_same_model_
         model=f"{vendor}/thinking", input=m, stream=True, include=ENCRYPTED, reasoning={"effort": "low", "summary": "auto"}))  # fmt: skip
     summary = "".join(e.delta for e in events if e.type == "response.reasoning_summary_text.delta")
     assert summary == THINKING
-    assert "response.reasoning_summary_part.added" in types(events) and "response.reasoning_summary_part.done" in types(events)
+    assert "response.reasoning_summary_part.added" in types(events) and "response.reasoning_summary_part.done" in types(
+        events
+    )
     final = events[-1].response
     reasoning = [item for item in final.output if item.type == "reasoning"]
     assert len(reasoning) == 1 and reasoning[0].summary[0].text == THINKING
@@ -247,8 +259,12 @@ def test_parallel_tool_calls_stream_their_argument_fragments_and_whole_arguments
     assert calls[0].call_id != calls[1].call_id
     for call in calls:
         item_id = call.id
-        fragments = [e.delta for e in events if e.type == "response.function_call_arguments.delta" and e.item_id == item_id]
-        done = [e.arguments for e in events if e.type == "response.function_call_arguments.done" and e.item_id == item_id]
+        fragments = [
+            e.delta for e in events if e.type == "response.function_call_arguments.delta" and e.item_id == item_id
+        ]
+        done = [
+            e.arguments for e in events if e.type == "response.function_call_arguments.done" and e.item_id == item_id
+        ]
         assert "".join(fragments) == done[0] == call.arguments
         if vendor != "google":  # Gemini sends a call's arguments whole
             assert len(fragments) > 1
@@ -259,7 +275,10 @@ def test_parallel_tool_calls_stream_their_argument_fragments_and_whole_arguments
 @pytest.mark.parametrize("vendor", VENDORS)
 def test_a_tool_loop_function_call_then_function_call_output(gw, client, vendor):
     m = marker()
-    history: list[Any] = [{"role": "developer", "content": "You are terse."}, {"role": "user", "content": f"weather? {m}"}]
+    history: list[Any] = [
+        {"role": "developer", "content": "You are terse."},
+        {"role": "user", "content": f"weather? {m}"},
+    ]
     first = client.responses.create(model=f"{vendor}/tools", input=history, tools=TOOLS)
     calls = [item for item in first.output if item.type == "function_call"]
     assert len(calls) == 2
@@ -323,7 +342,10 @@ def test_hosted_tools_are_dropped_and_named_in_a_header_never_refused(gw, client
     assert raw.parse().status == "completed"
     sent = gw.sim.seen(m)[-1]["body"]
     assert [t["name"] for t in sent["tools"]] == ["get_weather", "get_time"]
-    assert "x-gateway-dropped-tools" not in client.responses.with_raw_response.create(model="anthropic/text", input=marker()).headers
+    assert (
+        "x-gateway-dropped-tools"
+        not in client.responses.with_raw_response.create(model="anthropic/text", input=marker()).headers
+    )
 
 
 def test_tool_choice_max_output_tokens_temperature_and_cache_key_reach_the_vendor(gw, client):
@@ -410,7 +432,9 @@ def test_a_developer_message_inside_the_conversation_reaches_every_vendor(gw, cl
     [("http-429", openai.RateLimitError, 429), ("http-500", openai.InternalServerError, 502),
      ("error-before-content", openai.InternalServerError, 502), ("blocked", openai.BadRequestError, 400)],
 )  # fmt: skip
-def test_a_vendor_error_before_the_start_is_an_http_error_in_openai_shape(gw, client, vendor, scenario, error_type, status):
+def test_a_vendor_error_before_the_start_is_an_http_error_in_openai_shape(
+    gw, client, vendor, scenario, error_type, status
+):
     for stream in (True, False):
         with pytest.raises(error_type) as raised:
             result = client.responses.create(model=f"{vendor}/{scenario}", input=marker(), stream=stream)
@@ -424,7 +448,9 @@ def test_a_vendor_error_before_the_start_is_an_http_error_in_openai_shape(gw, cl
 
 @pytest.mark.parametrize("vendor", VENDORS)
 @pytest.mark.parametrize(("scenario", "says"), [("error-mid-stream", "error"), ("truncated", "truncated")])
-def test_a_failure_after_the_start_is_response_failed_with_the_vendors_reason_never_completed(gw, client, vendor, scenario, says):
+def test_a_failure_after_the_start_is_response_failed_with_the_vendors_reason_never_completed(
+    gw, client, vendor, scenario, says
+):
     events = events_of(client.responses.create(model=f"{vendor}/{scenario}", input=marker(), stream=True))
     kinds = types(events)
     assert kinds[-1] == "response.failed" and "response.completed" not in kinds
@@ -489,7 +515,9 @@ def test_auth_errors_in_openai_shape(gw):
         bad.responses.create(model="anthropic/text", input="hi")
     assert raised.value.status_code == 401 and raised.value.body["type"] == "authentication_error"
     with pytest.raises(openai.NotFoundError) as raised:
-        openai.OpenAI(base_url=f"{gw.url}/v1", api_key=KEY, max_retries=0).responses.create(model="nope/text", input="hi")
+        openai.OpenAI(base_url=f"{gw.url}/v1", api_key=KEY, max_retries=0).responses.create(
+            model="nope/text", input="hi"
+        )
     assert raised.value.body["param"] == "model"
 
 
@@ -509,30 +537,95 @@ def _call(call_id: str = "call_1", arguments: str = "{}") -> dict[str, Any]:
 BAD_INPUT = [
     # (name, body builder, param)
     ("previous_response_id type", lambda m: _body(m, previous_response_id=123), "previous_response_id"),
-    ("unknown item type", lambda m: _body(m, input=[{"type": "computer_call_output", "call_id": "c"}, {"role": "user", "content": m}]),
-     "input.0.type"),
-    ("unknown item_reference", lambda m: _body(m, input=[{"type": "item_reference", "id": "msg_1"}, {"role": "user", "content": m}]),
-     "input.0.id"),
+    (
+        "unknown item type",
+        lambda m: _body(m, input=[{"type": "computer_call_output", "call_id": "c"}, {"role": "user", "content": m}]),
+        "input.0.type",
+    ),
+    (
+        "unknown item_reference",
+        lambda m: _body(m, input=[{"type": "item_reference", "id": "msg_1"}, {"role": "user", "content": m}]),
+        "input.0.id",
+    ),
     ("unknown role", lambda m: _body(m, input=[{"role": "wizard", "content": m}]), "input.0.role"),
     ("input missing", lambda m: {"model": "anthropic/text"}, "input"),
     ("input wrong type", lambda m: _body(m, input=42), "input"),
     ("content wrong type", lambda m: _body(m, input=[{"role": "user", "content": 42}]), "input.0.content"),
-    ("unknown content part", lambda m: _body(m, input=[{"role": "user", "content": [{"type": "input_video", "url": m}]}]),
-     "input.0.content.0.type"),
-    ("http image", lambda m: _body(m, input=[{"role": "user", "content": [{"type": "input_text", "text": m},
-     {"type": "input_image", "image_url": "https://example.com/cat.png"}]}]), "input.0.content.1.image_url"),
-    ("bad data url", lambda m: _body(m, input=[{"role": "user", "content": [{"type": "input_text", "text": m},
-     {"type": "input_image", "image_url": "data:image/png;base64,***"}]}]), "input.0.content.1.image_url"),
-    ("output answers no call", lambda m: _body(m, input=[{"role": "user", "content": m},
-     {"type": "function_call_output", "call_id": "call_x", "output": "r"}]), "input.1.call_id"),
-    ("output answers another call", lambda m: _body(m, input=[{"role": "user", "content": m}, _call("call_1"),
-     {"type": "function_call_output", "call_id": "call_2", "output": "r"}]), "input.2.call_id"),
-    ("invalid call arguments", lambda m: _body(m, input=[{"role": "user", "content": m}, _call(arguments='{"a": ')]),
-     "input.1.arguments"),
-    ("call arguments not an object", lambda m: _body(m, input=[{"role": "user", "content": m}, _call(arguments="[1]")]),
-     "input.1.arguments"),
-    ("reasoning summary wrong type", lambda m: _body(m, input=[{"role": "user", "content": m},
-     {"type": "reasoning", "summary": "x"}]), "input.1.summary"),
+    (
+        "unknown content part",
+        lambda m: _body(m, input=[{"role": "user", "content": [{"type": "input_video", "url": m}]}]),
+        "input.0.content.0.type",
+    ),
+    (
+        "http image",
+        lambda m: _body(
+            m,
+            input=[
+                {
+                    "role": "user",
+                    "content": [
+                        {"type": "input_text", "text": m},
+                        {"type": "input_image", "image_url": "https://example.com/cat.png"},
+                    ],
+                }
+            ],
+        ),
+        "input.0.content.1.image_url",
+    ),
+    (
+        "bad data url",
+        lambda m: _body(
+            m,
+            input=[
+                {
+                    "role": "user",
+                    "content": [
+                        {"type": "input_text", "text": m},
+                        {"type": "input_image", "image_url": "data:image/png;base64,***"},
+                    ],
+                }
+            ],
+        ),
+        "input.0.content.1.image_url",
+    ),
+    (
+        "output answers no call",
+        lambda m: _body(
+            m,
+            input=[
+                {"role": "user", "content": m},
+                {"type": "function_call_output", "call_id": "call_x", "output": "r"},
+            ],
+        ),
+        "input.1.call_id",
+    ),
+    (
+        "output answers another call",
+        lambda m: _body(
+            m,
+            input=[
+                {"role": "user", "content": m},
+                _call("call_1"),
+                {"type": "function_call_output", "call_id": "call_2", "output": "r"},
+            ],
+        ),
+        "input.2.call_id",
+    ),
+    (
+        "invalid call arguments",
+        lambda m: _body(m, input=[{"role": "user", "content": m}, _call(arguments='{"a": ')]),
+        "input.1.arguments",
+    ),
+    (
+        "call arguments not an object",
+        lambda m: _body(m, input=[{"role": "user", "content": m}, _call(arguments="[1]")]),
+        "input.1.arguments",
+    ),
+    (
+        "reasoning summary wrong type",
+        lambda m: _body(m, input=[{"role": "user", "content": m}, {"type": "reasoning", "summary": "x"}]),
+        "input.1.summary",
+    ),
     ("unknown field", lambda m: _body(m, best_of=3), "best_of"),
     ("temperature type", lambda m: _body(m, temperature="hot"), "temperature"),
     ("temperature range", lambda m: _body(m, temperature=3), "temperature"),
@@ -542,10 +635,22 @@ BAD_INPUT = [
     ("instructions type", lambda m: _body(m, instructions=["a"]), "instructions"),
     ("reasoning effort", lambda m: _body(m, reasoning={"effort": "extreme"}), "reasoning.effort"),
     ("reasoning effort type", lambda m: _body(m, reasoning={"effort": {}}), "reasoning.effort"),
-    ("json schema without schema", lambda m: _body(m, text={"format": {"type": "json_schema", "name": "x"}}), "text.format.schema"),
-    ("tool choice names no tool", lambda m: _body(m, tools=TOOLS, tool_choice={"type": "function", "name": "nope"}), "tool_choice.name"),
+    (
+        "json schema without schema",
+        lambda m: _body(m, text={"format": {"type": "json_schema", "name": "x"}}),
+        "text.format.schema",
+    ),
+    (
+        "tool choice names no tool",
+        lambda m: _body(m, tools=TOOLS, tool_choice={"type": "function", "name": "nope"}),
+        "tool_choice.name",
+    ),
     ("tool choice required without tools", lambda m: _body(m, tool_choice="required"), "tool_choice"),
-    ("function tool without a name", lambda m: _body(m, tools=[{"type": "function", "parameters": {}}]), "tools.0.name"),
+    (
+        "function tool without a name",
+        lambda m: _body(m, tools=[{"type": "function", "parameters": {}}]),
+        "tools.0.name",
+    ),
     ("tools not a list", lambda m: _body(m, tools={"type": "function"}), "tools"),
     ("metadata values", lambda m: _body(m, metadata={"a": 1}), "metadata"),
     ("include type", lambda m: _body(m, include="reasoning.encrypted_content"), "include"),
@@ -577,7 +682,11 @@ def test_an_unknown_previous_response_id_is_a_404_in_openai_shape(gw, client):
 
 
 def test_not_json_is_400_in_openai_shape(gw):
-    response = gw.http.post("/v1/responses", content=b"{nope", headers={"Authorization": f"Bearer {KEY}", "content-type": "application/json"})
+    response = gw.http.post(
+        "/v1/responses",
+        content=b"{nope",
+        headers={"Authorization": f"Bearer {KEY}", "content-type": "application/json"},
+    )
     assert response.status_code == 400 and response.json()["error"]["type"] == "invalid_request_error"
 
 
@@ -587,13 +696,18 @@ def test_records_metrics_and_the_records_filter_name_the_door(gw, client):
     assert record(gw, request_id)["door"] == "openai-responses"
     assert 'door="openai-responses"' in gw.http.get("/metrics").text
     auth = {"Authorization": f"Bearer {KEY}"}
-    by_door = gw.http.get("/v1/requests", params={"door": "openai-responses", "limit": 200}, headers=auth).json()["records"]
+    by_door = gw.http.get("/v1/requests", params={"door": "openai-responses", "limit": 200}, headers=auth).json()[
+        "records"
+    ]
     assert request_id in [r["requestId"] for r in by_door] and {r["door"] for r in by_door} == {"openai-responses"}
 
 
 def test_a_lone_surrogate_in_input_text_is_removed_and_a_50_mb_body_is_413(gw):
     m = marker()
-    body = b'{"model": "anthropic/text", "input": [{"role": "user", "content": [{"type": "input_text", "text": "%s \\ud83d"}]}]}' % m.encode()
+    body = (
+        b'{"model": "anthropic/text", "input": [{"role": "user", "content": [{"type": "input_text", "text": "%s \\ud83d"}]}]}'
+        % m.encode()
+    )
     headers = {"Authorization": f"Bearer {KEY}", "content-type": "application/json"}
     response = gw.http.post("/v1/responses", content=body, headers=headers)
     assert response.status_code == 200, response.text
@@ -625,12 +739,16 @@ def test_a_resumable_stream_continues_after_last_event_id_with_no_gap_and_sequen
     events = [json.loads(f.data) for f in head + [f for f in parse_sse(rest.text) if f.data]]
     assert [e["sequence_number"] for e in events] == list(range(len(events)))
     assert events[-1]["type"] == "response.completed"
-    assert "".join(e["delta"] for e in events if e["type"] == "response.output_text.delta") == "".join(f"{i:07d} " for i in range(60))
+    assert "".join(e["delta"] for e in events if e["type"] == "response.output_text.delta") == "".join(
+        f"{i:07d} " for i in range(60)
+    )
     assert len(gw.sim.seen(m)) == 1
     # The SDK reads a resumable stream (frames with `id:` lines) like any other.
     events = list(client.responses.create(model="anthropic/slow;n=5;delay_ms=1", input=marker(), stream=True,
                                           extra_headers={"X-Gateway-Resumable": "true"}))  # fmt: skip
-    assert events[-1].type == "response.completed" and events[-1].response.output_text == "".join(f"{i:07d} " for i in range(5))
+    assert events[-1].type == "response.completed" and events[-1].response.output_text == "".join(
+        f"{i:07d} " for i in range(5)
+    )
 
 
 def test_a_timeout_before_the_start_is_504_and_after_it_a_failed_response_typed_as_a_timeout(gateway_factory):
@@ -642,7 +760,9 @@ def test_a_timeout_before_the_start_is_504_and_after_it_a_failed_response_typed_
             if stream:
                 events_of(result)
         assert raised.value.status_code == 504
-        assert raised.value.body["type"] == "timeout_error" and "timeout fired after 0.5s" in raised.value.body["message"]
+        assert (
+            raised.value.body["type"] == "timeout_error" and "timeout fired after 0.5s" in raised.value.body["message"]
+        )
     events = events_of(client.responses.create(model="anthropic/hang-mid-stream", input=marker(), stream=True))
     failed = events[-1].response
     assert events[-1].type == "response.failed" and failed.error.type == "timeout_error"

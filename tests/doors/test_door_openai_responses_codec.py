@@ -7,7 +7,14 @@ import json
 
 import pytest
 
-from app.contract.messages import AssistantMessage, SystemMessage, ThinkingContent, ToolCall, ToolResultMessage, UserMessage
+from app.contract.messages import (
+    AssistantMessage,
+    SystemMessage,
+    ThinkingContent,
+    ToolCall,
+    ToolResultMessage,
+    UserMessage,
+)
 from app.doors.signatures import Origin
 from app.doors.openai_responses.events import ResponsesEncoder
 from app.doors.openai_responses.signatures import unwrap_reasoning, wrap_reasoning
@@ -31,7 +38,11 @@ def test_assistant_side_items_form_one_assistant_message_with_the_reasoning_orig
     )
     assert [type(m) for m in decoded] == [UserMessage, AssistantMessage, ToolResultMessage]
     assistant = decoded[1]
-    assert (assistant.provider, assistant.api, assistant.model) == ("anthropic", "anthropic-messages", "claude-sonnet-4-5")
+    assert (assistant.provider, assistant.api, assistant.model) == (
+        "anthropic",
+        "anthropic-messages",
+        "claude-sonnet-4-5",
+    )
     assert assistant.content[0] == ThinkingContent(thinking="thought", thinking_signature="sig-1")
     assert assistant.content[2] == ToolCall(id="call_1", name="f", arguments={"a": 1})
     assert assistant.stop_reason == "toolUse" and decoded[2].tool_name == "f"
@@ -40,7 +51,11 @@ def test_assistant_side_items_form_one_assistant_message_with_the_reasoning_orig
 def test_an_encrypted_content_the_gateway_did_not_wrap_is_foreign_and_loses_its_state():
     decoded = messages(
         {"role": "user", "content": "hi"},
-        {"type": "reasoning", "summary": [{"type": "summary_text", "text": "thought"}], "encrypted_content": "gAAAA-openai"},
+        {
+            "type": "reasoning",
+            "summary": [{"type": "summary_text", "text": "thought"}],
+            "encrypted_content": "gAAAA-openai",
+        },
         {"role": "assistant", "content": "ok"},
         {"role": "user", "content": "more"},
     )
@@ -71,7 +86,9 @@ def test_system_messages_before_the_conversation_join_instructions_and_later_one
     assert isinstance(context.messages[1], SystemMessage) and context.messages[1].text == "Rule two."
 
 
-@pytest.mark.parametrize(("effort", "level"), [("none", None), ("minimal", "minimal"), ("high", "high"), ("xhigh", "xhigh")])
+@pytest.mark.parametrize(
+    ("effort", "level"), [("none", None), ("minimal", "minimal"), ("high", "high"), ("xhigh", "xhigh")]
+)
 def test_reasoning_effort_maps_to_the_unified_level(effort, level):
     assert decode({"model": "m", "input": "hi", "reasoning": {"effort": effort}}).unified.options.reasoning == level
 
@@ -105,7 +122,9 @@ def test_the_encoder_numbers_every_event_and_closes_each_item_before_the_next():
     message = {"role": "assistant", "provider": "anthropic", "api": "anthropic-messages", "model": "claude", "stopReason": "toolUse",
                "content": [{"type": "thinking", "thinking": "hm", "thinkingSignature": "sig"},
                            {"type": "toolCall", "id": "toolu_1", "name": "f", "arguments": {"a": 1}}]}  # fmt: skip
-    out += frames(encoder.encode({"type": "done", "reason": "toolUse", "usage": {"input": 3, "output": 4}, "message": message}))
+    out += frames(
+        encoder.encode({"type": "done", "reason": "toolUse", "usage": {"input": 3, "output": 4}, "message": message})
+    )
     assert [f["sequence_number"] for f in out] == list(range(len(out)))
     assert [f["type"] for f in out] == [
         "response.created", "response.in_progress",
@@ -117,4 +136,8 @@ def test_the_encoder_numbers_every_event_and_closes_each_item_before_the_next():
     final = out[-1]["response"]
     assert unwrap_reasoning(final["output"][0]["encrypted_content"]).signature == "sig"
     assert final["output"][1]["arguments"] == '{"a": 1}' and final["output"][1]["call_id"] == "toolu_1"
-    assert final["usage"]["input_tokens"] == 3 and final["usage"]["output_tokens"] == 4 and final["model"] == "anthropic/claude"
+    assert (
+        final["usage"]["input_tokens"] == 3
+        and final["usage"]["output_tokens"] == 4
+        and final["model"] == "anthropic/claude"
+    )

@@ -185,7 +185,9 @@ def test_a_namespace_tool_group_reaches_the_vendor_as_function_tools_and_its_cal
     encoder = ResponsesEncoder("req_ns", request, None)
     call = {"id": "toolu_9", "name": "multi_agent_v1__spawn_agent", "arguments": {"message": "go"}}
     out = _frames(encoder.encode({"type": "start", "provider": "anthropic", "api": "anthropic-messages", "model": "m"}))
-    out += _frames(encoder.encode({"type": "toolcall_start", "contentIndex": 0, "id": "toolu_9", "toolName": call["name"]}))
+    out += _frames(
+        encoder.encode({"type": "toolcall_start", "contentIndex": 0, "id": "toolu_9", "toolName": call["name"]})
+    )
     out += _frames(encoder.encode({"type": "toolcall_end", "contentIndex": 0, "toolCall": call}))
     message = {"role": "assistant", "provider": "anthropic", "api": "anthropic-messages", "model": "m",
                "stopReason": "toolUse", "content": [{"type": "toolCall", **call}]}  # fmt: skip

@@ -86,7 +86,9 @@ def test_unknown_model_is_404(client):
         ("google", "http-500", openai.InternalServerError, 502),
     ],
 )
-def test_a_vendor_failing_to_count_is_an_error_with_its_meaning(client, gateway, provider, scenario, error_type, status):
+def test_a_vendor_failing_to_count_is_an_error_with_its_meaning(
+    client, gateway, provider, scenario, error_type, status
+):
     m = marker()
     with pytest.raises(error_type) as raised:
         client.responses.input_tokens.count(model=f"{provider}/{scenario}", input=m)

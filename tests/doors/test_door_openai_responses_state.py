@@ -60,7 +60,9 @@ def test_a_tool_loop_by_previous_response_id_continues_on_another_replica_and_mo
     raw = sent_to(second_replica, f"{m}-w", other)
     assert f"weather? {m}" in raw and "You are terse." in raw and f"{m}-t" in raw and "get_time" in raw
     # A third turn continues the second, back on the first replica and the first vendor.
-    third = client_of(first_replica).responses.create(model=f"{vendor}/text", previous_response_id=second.id, input=f"and now? {m}-3")
+    third = client_of(first_replica).responses.create(
+        model=f"{vendor}/text", previous_response_id=second.id, input=f"and now? {m}-3"
+    )
     assert third.status == "completed"
     raw = sent_to(first_replica, f"{m}-3", vendor)
     assert f"weather? {m}" in raw and f"{m}-w" in raw and second.output_text in raw
@@ -82,7 +84,9 @@ def test_a_streamed_response_is_stored_and_continued_at_once(ledger_gateway):
     assert f"weather? {m}" in sent_to(gw, f"{m}-w", "anthropic")
 
 
-def test_a_streamed_response_is_stored_before_its_completed_event_so_another_replica_continues_it_at_once(ledger_gateway):
+def test_a_streamed_response_is_stored_before_its_completed_event_so_another_replica_continues_it_at_once(
+    ledger_gateway,
+):
     """The turn's task outlives its stream by the late-frame grace (here 5 s): what is kept of it is written before
     `response.completed` goes out, not when the task ends, so a follow-up sent to another replica at once finds it."""
     first_replica = ledger_gateway(api_keys=KEYS, throttle_ms=0, late_frame_grace=5.0)
@@ -157,7 +161,9 @@ def test_item_references_resolve_to_stored_items_as_the_ai_sdk_sends_them(ledger
     first = client.responses.create(model="anthropic/tools", input=[user], tools=TOOLS, store=True)
     calls = [item for item in first.output if item.type == "function_call"]
     references = [{"type": "item_reference", "id": item.id} for item in first.output]
-    second = client.responses.create(model="openai/text", input=[user, *references, *results_for(calls, m)], tools=TOOLS)
+    second = client.responses.create(
+        model="openai/text", input=[user, *references, *results_for(calls, m)], tools=TOOLS
+    )
     assert second.status == "completed"
     raw = sent_to(gw, f"{m}-w", "openai")
     assert all(c.call_id in raw for c in calls) and "Let me check." in raw
@@ -165,7 +171,9 @@ def test_item_references_resolve_to_stored_items_as_the_ai_sdk_sends_them(ledger
     body = {"model": "openai/text", "input": [user, references[0]]}
     response = gw.http.post("/v1/responses", json=body, headers={"Authorization": f"Bearer {OTHER_KEY}"})
     assert response.status_code == 400, response.text
-    assert response.json()["error"]["param"] == "input.1.id" and first.output[0].id in response.json()["error"]["message"]
+    assert (
+        response.json()["error"]["param"] == "input.1.id" and first.output[0].id in response.json()["error"]["message"]
+    )
 
 
 @pytest.mark.parametrize("vendor", VENDORS)
@@ -188,7 +196,9 @@ def test_an_item_reference_names_an_item_of_the_conversation_continued(ledger_ga
     gw = ledger_gateway(throttle_ms=0)  # authentication off: stored responses belong to no key
     client = openai.OpenAI(base_url=f"{gw.url}/v1", api_key="unused", max_retries=0, timeout=30)
     m = marker()
-    first = client.responses.create(model="openai/text", input=[{"type": "message", "id": "msg_mine_1", "role": "user", "content": m}])
+    first = client.responses.create(
+        model="openai/text", input=[{"type": "message", "id": "msg_mine_1", "role": "user", "content": m}]
+    )
     second = client.responses.create(
         model="anthropic/text", previous_response_id=first.id,
         input=[{"type": "item_reference", "id": "msg_mine_1"}, {"role": "user", "content": f"{m}-2"}],

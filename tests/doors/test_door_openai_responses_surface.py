@@ -60,7 +60,11 @@ def test_parallel_tool_calls_false_rides_along_a_forced_tool_on_anthropic_and_is
     m = marker()
     client.responses.create(model="anthropic/tools", input=m, tools=TOOLS, parallel_tool_calls=False,
                             tool_choice={"type": "function", "name": "get_time"})  # fmt: skip
-    assert gw.sim.seen(m)[-1]["body"]["tool_choice"] == {"type": "tool", "name": "get_time", "disable_parallel_tool_use": True}
+    assert gw.sim.seen(m)[-1]["body"]["tool_choice"] == {
+        "type": "tool",
+        "name": "get_time",
+        "disable_parallel_tool_use": True,
+    }
     m = marker()
     client.responses.create(model="anthropic/text", input=m, tools=TOOLS, parallel_tool_calls=False, tool_choice="none")
     assert gw.sim.seen(m)[-1]["body"]["tool_choice"] == {"type": "none"}  # Anthropic's none takes no such flag
@@ -78,7 +82,10 @@ def test_reasoning_tokens_are_counted_where_the_vendor_counts_them_apart(gw, cli
         assert usage.output_tokens_details.reasoning_tokens == 0 and "reasoning" not in unified
     else:
         assert 0 < usage.output_tokens_details.reasoning_tokens == unified["reasoning"] <= usage.output_tokens
-        assert unified["totalTokens"] == unified["input"] + unified["output"] + unified["cacheRead"] + unified["cacheWrite"]
+        assert (
+            unified["totalTokens"]
+            == unified["input"] + unified["output"] + unified["cacheRead"] + unified["cacheWrite"]
+        )
     with client.responses.stream(model=f"{vendor}/thinking", input=marker(), reasoning={"effort": "low"}) as stream:
         list(stream)
         streamed = stream.get_final_response().usage
@@ -95,7 +102,9 @@ def _conversation(client: openai.OpenAI, vendor: str, m: str) -> tuple[Any, Any]
         input=[{"role": "developer", "content": "You are terse."}, {"role": "user", "content": f"weather? {m}"}],
     )  # fmt: skip
     calls = [item for item in first.output if item.type == "function_call"]
-    second = client.responses.create(model=f"{vendor}/text", previous_response_id=first.id, input=results_for(calls, m), tools=TOOLS)
+    second = client.responses.create(
+        model=f"{vendor}/text", previous_response_id=first.id, input=results_for(calls, m), tools=TOOLS
+    )
     return first, second
 
 
@@ -114,13 +123,19 @@ def test_input_items_list_the_conversation_a_response_answered_in_the_sdks_shape
     items = list(client.responses.input_items.list(second.id, order="asc"))
     assert [i.type for i in items] == ["message", "message", *[o.type for o in first.output], "function_call_output", "function_call_output"]  # fmt: skip
     assert [i.id for i in items[2 : 2 + len(first.output)]] == [o.id for o in first.output]
-    assert {i.call_id for i in items if i.type == "function_call_output"} == {o.call_id for o in first.output if o.type == "function_call"}
+    assert {i.call_id for i in items if i.type == "function_call_output"} == {
+        o.call_id for o in first.output if o.type == "function_call"
+    }
     raw = gw.http.get(f"/v1/responses/{second.id}/input_items", params={"order": "asc", "limit": 100},
                       headers={"Authorization": f"Bearer {STATE_KEY}"}).json()  # fmt: skip
     for item in raw["data"]:
         RESPONSE_ITEM.validate_python(item)  # every item in the SDK's own shape (ids, statuses, parts)
     assert len({item["id"] for item in raw["data"]}) == len(raw["data"])  # ids unique, also those the client never gave
-    again = gw.http.get(f"/v1/responses/{second.id}/input_items", params={"order": "asc"}, headers={"Authorization": f"Bearer {STATE_KEY}"})
+    again = gw.http.get(
+        f"/v1/responses/{second.id}/input_items",
+        params={"order": "asc"},
+        headers={"Authorization": f"Bearer {STATE_KEY}"},
+    )
     assert again.json()["data"] == raw["data"][:20]  # the same ids on every listing
 
 
@@ -142,7 +157,9 @@ def test_input_items_pages_with_after_before_and_limit_as_the_sdk_pages(ledger_g
     before = gw.http.get(f"/v1/responses/{second.id}/input_items",
                          params={"order": "asc", "before": whole[3].id, "limit": 2}, headers=headers).json()  # fmt: skip
     assert [i["id"] for i in before["data"]] == [whole[1].id, whole[2].id] and before["has_more"] is True
-    last = gw.http.get(f"/v1/responses/{second.id}/input_items", params={"order": "asc", "after": whole[-1].id}, headers=headers).json()
+    last = gw.http.get(
+        f"/v1/responses/{second.id}/input_items", params={"order": "asc", "after": whole[-1].id}, headers=headers
+    ).json()
     assert last == {"object": "list", "data": [], "first_id": None, "last_id": None, "has_more": False}
 
 
@@ -168,7 +185,9 @@ def test_input_items_show_reasoning_state_only_when_included_and_only_to_the_key
 def test_bad_input_items_parameters_are_400_in_openai_shape(ledger_gateway, params, param):
     gw = ledger_gateway(api_keys=KEYS, throttle_ms=0)
     stored = client_of(gw).responses.create(model="google/text", input=marker())
-    response = gw.http.get(f"/v1/responses/{stored.id}/input_items", params=params, headers={"Authorization": f"Bearer {STATE_KEY}"})
+    response = gw.http.get(
+        f"/v1/responses/{stored.id}/input_items", params=params, headers={"Authorization": f"Bearer {STATE_KEY}"}
+    )
     assert response.status_code == 400, response.text
     assert response.json()["error"]["param"] == param and response.json()["error"]["type"] == "invalid_request_error"
 
@@ -245,4 +264,7 @@ def test_an_expired_previous_response_id_is_a_404_as_is_another_keys(ledger_gate
     for gw, key in ((brief, STATE_KEY), (keeping, OTHER_KEY)):
         with pytest.raises(openai.NotFoundError) as raised:
             client_of(gw, key).responses.create(model="anthropic/text", input=marker(), previous_response_id=kept.id)
-        assert raised.value.body["code"] == "previous_response_not_found" and raised.value.body["param"] == "previous_response_id"
+        assert (
+            raised.value.body["code"] == "previous_response_not_found"
+            and raised.value.body["param"] == "previous_response_id"
+        )

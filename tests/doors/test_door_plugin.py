@@ -107,10 +107,20 @@ TINY = Door(
         answer=lambda entries: {"tiny_models": [entry["id"] for entry in entries]},
         asked=lambda headers, query: "x-tiny-client" in headers,
         routes=(
-            ModelRoute(MODELS_PATH, "list_tiny_models", "Tiny door: the models", "The gateway's models, by name.",
-                       {200: {"description": "the names"}}),
-            ModelRoute(f"{MODELS_PATH}/{{model:path}}", "get_tiny_model", "Tiny door: one model", "One model, by name.",
-                       {200: {"description": "the name"}, 404: {"description": "not listed"}}),
+            ModelRoute(
+                MODELS_PATH,
+                "list_tiny_models",
+                "Tiny door: the models",
+                "The gateway's models, by name.",
+                {200: {"description": "the names"}},
+            ),
+            ModelRoute(
+                f"{MODELS_PATH}/{{model:path}}",
+                "get_tiny_model",
+                "Tiny door: one model",
+                "One model, by name.",
+                {200: {"description": "the name"}, 404: {"description": "not listed"}},
+            ),
         ),
         model=_model_of,
     ),
@@ -184,7 +194,9 @@ def test_its_openapi_entries_join_the_document(tiny):
     spec = tiny.http.get("/openapi.json").json()
     say = spec["paths"][SAY_PATH]["post"]
     assert say["operationId"] == "tiny_say_tiny_v1_say_post" and say["tags"] == ["doors"]
-    assert say["requestBody"]["content"] == _json("TinySay") and say["responses"]["401"]["content"] == _json("TinyError")
+    assert say["requestBody"]["content"] == _json("TinySay") and say["responses"]["401"]["content"] == _json(
+        "TinyError"
+    )
     assert say["security"] == [{"bearer": []}]
     assert {"TinySay", "TinyError"} <= set(spec["components"]["schemas"])
     listing = spec["paths"][MODELS_PATH]["get"]

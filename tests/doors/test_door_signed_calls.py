@@ -79,7 +79,9 @@ def test_responses_a_signed_call_is_followed_by_a_reasoning_item_that_brings_its
 
 def test_responses_not_streamed_and_stored_the_signature_returns_too(gw, responses):
     m = marker()
-    first = responses.responses.create(model="google/signed-tools", input=m, tools=[FUNCTION], include=INCLUDE, store=True)
+    first = responses.responses.create(
+        model="google/signed-tools", input=m, tools=[FUNCTION], include=INCLUDE, store=True
+    )
     assert [item.type for item in first.output] == ["function_call", "reasoning"]
     # previous_response_id: the stored output carries the signature whether or not the client asked to see it.
     answer = responses.responses.create(
@@ -108,7 +110,9 @@ def test_responses_the_signature_never_reaches_another_vendor(gw, responses, ven
     first = responses.responses.create(model="google/signed-tools", input=m, tools=[FUNCTION], include=INCLUDE)
     follow_up = [{"role": "user", "content": m}, *[i.model_dump(exclude_none=True) for i in first.output],
                  {"type": "function_call_output", "call_id": first.output[0].call_id, "output": RESULT}]  # fmt: skip
-    answer = responses.responses.create(model=f"{vendor}/signed-tools", input=follow_up, tools=[FUNCTION], include=INCLUDE)
+    answer = responses.responses.create(
+        model=f"{vendor}/signed-tools", input=follow_up, tools=[FUNCTION], include=INCLUDE
+    )
     assert answer.output_text == f"The tool said: {RESULT}"
     sent = json.dumps(gw.sim.seen(m)[-1]["body"])
     assert SIGNATURE_TRACES.isdisjoint(sent.split('"'))

@@ -45,7 +45,10 @@ def test_each_door_answers_errors_in_its_own_shape(keyed):
 
 
 def test_records_and_metrics_name_the_door(gateway):
-    body = {"model": {"provider": "anthropic", "id": "text"}, "context": {"messages": [{"role": "user", "content": marker()}]}}
+    body = {
+        "model": {"provider": "anthropic", "id": "text"},
+        "context": {"messages": [{"role": "user", "content": marker()}]},
+    }
     result = gateway.stream(body, path="/api/stream")
     request_id = result.headers["x-request-id"]
     gateway.job(request_id)
@@ -61,7 +64,14 @@ def test_records_and_metrics_name_the_door(gateway):
 
 
 def test_the_registry_names_every_door_and_finds_a_door_by_its_path():
-    assert typing.get_args(DoorName) == ("unified", "pi", "openai-chat", "anthropic-messages", "openai-responses", "gemini")
+    assert typing.get_args(DoorName) == (
+        "unified",
+        "pi",
+        "openai-chat",
+        "anthropic-messages",
+        "openai-responses",
+        "gemini",
+    )
     door_at = DoorTable().door_at
     assert door_at("/v1/stream") is door_at("/v1/complete") is unified.DOOR
     assert door_at("//api/stream") is door_at("/api/stream/") is pi.DOOR
@@ -91,7 +101,10 @@ OUT_OF_BOUNDS = [
 def test_values_the_unified_request_refuses_are_4xx_in_each_doors_shape_never_500(keyed, path, fields, status, field):
     m = marker()
     if path == "/api/stream":
-        body = {"model": {"provider": "anthropic", "id": "text"}, "context": {"messages": [{"role": "user", "content": m}]}}
+        body = {
+            "model": {"provider": "anthropic", "id": "text"},
+            "context": {"messages": [{"role": "user", "content": m}]},
+        }
     elif path == "/v1/stream":
         body = turn("anthropic/text", m)
         body["options"] = {}

@@ -269,7 +269,9 @@ def _open_slow_turn(client: httpx.Client, m: str) -> tuple[httpx.Response, Itera
 
 
 def _stored_outcome(url: str, request_id: str) -> Any:
-    return run_async(_scalar(url, f"SELECT COALESCE(outcome, 'open') FROM gateway_requests WHERE request_id = '{request_id}'"))
+    return run_async(
+        _scalar(url, f"SELECT COALESCE(outcome, 'open') FROM gateway_requests WHERE request_id = '{request_id}'")
+    )
 
 
 def test_second_process_on_the_same_store_spares_the_first_ones_live_turns(sim, ledger_url, tmp_path):
@@ -325,7 +327,9 @@ def test_a_process_that_cannot_listen_marks_nothing(sim, ledger_url, tmp_path):
             taken.listen()
             late = GatewayProcess(sim.url, port=taken.getsockname()[1], database_url=ledger_url)
             assert late.proc.wait(180) != 0
-            assert b"is already in use" in late.proc.stderr.read()  # `start-up failed: GATEWAY_PORT … is already in use …`
+            assert (
+                b"is already in use" in late.proc.stderr.read()
+            )  # `start-up failed: GATEWAY_PORT … is already in use …`
     assert _stored_outcome(ledger_url, request_id) == "open"
 
 
@@ -347,7 +351,9 @@ async def test_store_scoping_order_and_upsert(ledger_url):
     await ledger.start()
     try:
         await ledger.write([("insert", _record("req_a", created=1)), ("insert", _record("req_b", "bob", created=2))])
-        await ledger.write([("insert", _record("req_c", created=3)), ("complete", _record("req_c", created=3, outcome="done"))])
+        await ledger.write(
+            [("insert", _record("req_c", created=3)), ("complete", _record("req_c", created=3, outcome="done"))]
+        )
         await ledger.complete(_record("req_a", created=1, outcome="error"))
         await ledger.insert(_record("req_a", created=1))  # a late insert never reopens a settled record
         assert [r["requestId"] for r in await ledger.list("alice", 10)] == ["req_c", "req_a"]
@@ -561,17 +567,38 @@ async def test_recovery_spares_live_instances_and_marks_dead_ones(ledger_url):
     await closed.insert(_record("req_closed"))
     # `stalled` stopped heartbeating long ago; `crashed` ran on this host as a process that has exited.
     if ledger_url.startswith("sqlite"):
-        await _execute(ledger_url, [f"UPDATE gateway_instances SET heartbeat_at = heartbeat_at - 3600000 WHERE instance_id = '{stalled.instance_id}'"])
+        await _execute(
+            ledger_url,
+            [
+                f"UPDATE gateway_instances SET heartbeat_at = heartbeat_at - 3600000 WHERE instance_id = '{stalled.instance_id}'"
+            ],
+        )
     else:
-        await _execute(ledger_url, [f"UPDATE gateway_instances SET heartbeat_at = now() - interval '1 hour' WHERE instance_id = '{stalled.instance_id}'"])
-    await _execute(ledger_url, [f"UPDATE gateway_instances SET pid = {int(dead_pid.stdout)} WHERE instance_id = '{crashed.instance_id}'"])
+        await _execute(
+            ledger_url,
+            [
+                f"UPDATE gateway_instances SET heartbeat_at = now() - interval '1 hour' WHERE instance_id = '{stalled.instance_id}'"
+            ],
+        )
+    await _execute(
+        ledger_url,
+        [f"UPDATE gateway_instances SET pid = {int(dead_pid.stdout)} WHERE instance_id = '{crashed.instance_id}'"],
+    )
     await closed.aclose()  # a clean stop removes its heartbeat row
     newcomer = open_ledger(ledger_url, _settings(heartbeat=3600))
     try:
         await newcomer.start()
         assert await newcomer.recover() == 3
-        outcomes = {rid: (await newcomer.get(rid, None))["outcome"] for rid in ("req_live", "req_stalled", "req_crashed", "req_closed")}
-        assert outcomes == {"req_live": None, "req_stalled": "interrupted", "req_crashed": "interrupted", "req_closed": "interrupted"}
+        outcomes = {
+            rid: (await newcomer.get(rid, None))["outcome"]
+            for rid in ("req_live", "req_stalled", "req_crashed", "req_closed")
+        }
+        assert outcomes == {
+            "req_live": None,
+            "req_stalled": "interrupted",
+            "req_crashed": "interrupted",
+            "req_closed": "interrupted",
+        }
         instances = await _scalar(ledger_url, "SELECT COUNT(*) FROM gateway_instances")
         assert instances == 2  # live and newcomer
         # The stalled replica recovers: its completion wins over the mark.

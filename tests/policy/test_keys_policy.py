@@ -58,7 +58,11 @@ def test_keys_file_formats_and_errors(tmp_path):
     assert keys.identify("Bearer sk-a") == "a"
     assert keys.policy("a").allows_model("anthropic/text") and not keys.policy("a").allows_model("openai/x")
     bad = tmp_path / "bad.json"
-    for text in ("{", '{"keys": [{"name": "x", "sha256": "nothex"}]}', '{"keys": [{"name": "x", "sha256": "%s", "rpm": 1}]}' % ("0" * 64)):
+    for text in (
+        "{",
+        '{"keys": [{"name": "x", "sha256": "nothex"}]}',
+        '{"keys": [{"name": "x", "sha256": "%s", "rpm": 1}]}' % ("0" * 64),
+    ):
         bad.write_text(text)
         with pytest.raises(KeysFileError):
             load_keys_file(bad)
@@ -120,7 +124,9 @@ def test_concurrent_streams(gateway_factory, tmp_path):
     opened = []
     try:
         for _ in range(2):
-            cm = client.stream("POST", "/v1/stream", json=turn("anthropic/slow;n=2000;delay_ms=20"), headers=bearer("sk-conc"))
+            cm = client.stream(
+                "POST", "/v1/stream", json=turn("anthropic/slow;n=2000;delay_ms=20"), headers=bearer("sk-conc")
+            )
             response = cm.__enter__()
             assert response.status_code == 200
             lines = response.iter_lines()
@@ -371,7 +377,9 @@ def test_a_key_with_a_budget_is_never_served_a_model_without_a_price(gateway_fac
         assert UNPRICED in error["message"] and "no price" in error["message"] and "budget" in error["message"]
         assert not gw.sim.seen(m)
     # A fallback without a price is refused too, naming it; in the Messages door's own shape as well.
-    fallback = gw.http.post("/v1/stream", json=turn("anthropic/text", fallback=[UNPRICED]), headers=bearer("sk-budgeted"))
+    fallback = gw.http.post(
+        "/v1/stream", json=turn("anthropic/text", fallback=[UNPRICED]), headers=bearer("sk-budgeted")
+    )
     assert fallback.status_code == 403 and fallback.json()["error"]["param"] == "fallback.0"
     messages = gw.http.post(
         "/v1/messages",
@@ -414,7 +422,9 @@ def test_a_burst_of_sighups_neither_stalls_streams_nor_loses_the_files_last_stat
             deltas, terminal, signals = [], None, 0
             deadline = time.monotonic() + 120  # the turn takes ~2 s; with reloads on the loop it took minutes
             body = turn("anthropic/slow;n=40;delay_ms=50", marker())
-            with httpx.stream("POST", f"{proc.url}/v1/stream", json=body, headers=bearer("sk-first"), timeout=60) as response:
+            with httpx.stream(
+                "POST", f"{proc.url}/v1/stream", json=body, headers=bearer("sk-first"), timeout=60
+            ) as response:
                 assert response.status_code == 200
                 for line in response.iter_lines():
                     if not line.startswith("data: "):
@@ -427,7 +437,9 @@ def test_a_burst_of_sighups_neither_stalls_streams_nor_loses_the_files_last_stat
                             signals += 1
                     elif event["type"] in ("done", "error"):
                         terminal = event
-                    assert time.monotonic() < deadline, f"the stream stalled: {len(deltas)} deltas after {signals} SIGHUPs"
+                    assert time.monotonic() < deadline, (
+                        f"the stream stalled: {len(deltas)} deltas after {signals} SIGHUPs"
+                    )
             assert terminal is not None and terminal["type"] == "done"
             assert len(deltas) == 40 and "".join(deltas) == terminal["message"]["content"][0]["text"]
 

@@ -47,9 +47,13 @@ step = st.one_of(
     admit,
     admit,
     st.tuples(st.just("settle"), st.integers(0, 20), st.sampled_from([0, 1, 5]), st.integers(0, 3)),
-    st.tuples(st.just("charge"), st.sampled_from(sorted(POLICIES)), st.sampled_from([0, 1, 5, 10, 30]), st.integers(0, 3)),
+    st.tuples(
+        st.just("charge"), st.sampled_from(sorted(POLICIES)), st.sampled_from([0, 1, 5, 10, 30]), st.integers(0, 3)
+    ),
     st.tuples(st.just("abandon"), st.integers(0, 20)),
-    st.tuples(st.just("seed"), st.sampled_from(sorted(POLICIES)), st.integers(0, 4), st.integers(0, 6), st.integers(0, 3)),
+    st.tuples(
+        st.just("seed"), st.sampled_from(sorted(POLICIES)), st.integers(0, 4), st.integers(0, 6), st.integers(0, 3)
+    ),
     st.tuples(st.just("clock"), st.sampled_from([1, 500, 15_000, 30_000, 61_000, 3_600_000, 86_400_000])),
 )
 
@@ -98,7 +102,9 @@ async def _compare(steps) -> None:
             elif kind == "charge":  # a turn without a hold (a tpm-only key, or admitted while the store was down)
                 _, name, tokens, sixty_fourths = item
                 for s in stores:
-                    await s.settle(name, f"charge-{number}", tokens, periods, sixty_fourths / 64, periods, MARKER_TTL_MS)
+                    await s.settle(
+                        name, f"charge-{number}", tokens, periods, sixty_fourths / 64, periods, MARKER_TTL_MS
+                    )
             elif kind == "abandon" and leases:  # then the admission runs again, late: it takes nothing
                 name, lease = leases.pop(item[1] % len(leases))
                 for s in stores:
@@ -181,7 +187,9 @@ async def test_turns_in_flight_reserve_their_estimate(store):
     assert admitted == [ADMITTED] * 5 + [Verdict("budget_in_flight", IN_FLIGHT_RETRY_MS)]
     await store.settle("k", "r0", 5, periods, 2 / 64, periods, MARKER_TTL_MS)
     await store.settle("k", "r0", 5, periods, 2 / 64, periods, MARKER_TTL_MS)  # a retried settle charges once
-    assert await store.admit("k", policy, "r6", periods, LEASE_TTL_MS) == Verdict("budget_in_flight", IN_FLIGHT_RETRY_MS)
+    assert await store.admit("k", policy, "r6", periods, LEASE_TTL_MS) == Verdict(
+        "budget_in_flight", IN_FLIGHT_RETRY_MS
+    )
     for i in range(1, 5):
         await store.settle("k", f"r{i}", 5, periods, 2 / 64, periods, MARKER_TTL_MS)
     assert await store.admit("k", policy, "r7", periods, LEASE_TTL_MS) == Verdict(
@@ -190,7 +198,9 @@ async def test_turns_in_flight_reserve_their_estimate(store):
 
     await store.seed_spend("new", periods, 0.0, 0.0, 0.0)
     assert await store.admit("new", policy, "n1", periods, LEASE_TTL_MS) == ADMITTED
-    assert await store.admit("new", policy, "n2", periods, LEASE_TTL_MS) == Verdict("budget_in_flight", IN_FLIGHT_RETRY_MS)
+    assert await store.admit("new", policy, "n2", periods, LEASE_TTL_MS) == Verdict(
+        "budget_in_flight", IN_FLIGHT_RETRY_MS
+    )
 
 
 class StalledStore:
@@ -242,7 +252,11 @@ async def test_an_admission_the_gateway_gave_up_on_leaves_no_trace(store, tmp_pa
     await store.seed_spend("k", now, 0.0, 0.0, 0.6)  # a reservation left behind would not let a second turn fit
     stalled = StalledStore(store, stall_abandon=case.startswith("fail-open"))
     limits = Limits(
-        ClientKeys([], str(tmp_path / "keys.json")), stalled, _no_spend, fail_open=case.startswith("fail-open"), timeout=0.2
+        ClientKeys([], str(tmp_path / "keys.json")),
+        stalled,
+        _no_spend,
+        fail_open=case.startswith("fail-open"),
+        timeout=0.2,
     )
     if case.startswith("fail-closed"):
         with pytest.raises(LimitsUnavailable):

@@ -61,7 +61,9 @@ def _open_streams(gw, count: int, headers: dict[str, str]) -> tuple[httpx.Client
     client = httpx.Client(base_url=gw.url, timeout=30)
     opened = []
     for _ in range(count):
-        cm = client.stream("POST", "/v1/stream", json=turn("anthropic/slow;n=2000;delay_ms=20", marker()), headers=headers)
+        cm = client.stream(
+            "POST", "/v1/stream", json=turn("anthropic/slow;n=2000;delay_ms=20", marker()), headers=headers
+        )
         response = cm.__enter__()
         assert response.status_code == 200
         lines = response.iter_lines()  # kept referenced: a collected iterator would close the response
@@ -89,7 +91,10 @@ def test_per_key_stream_limit(gateway_factory):
         assert error["type"] == "too_many_streams" and "alpha" in error["message"] and "limit 2" in error["message"]
         pi = gw.http.post(
             "/api/stream",
-            json={"model": {"provider": "anthropic", "id": "text"}, "context": {"messages": [{"role": "user", "content": "hi"}]}},
+            json={
+                "model": {"provider": "anthropic", "id": "text"},
+                "context": {"messages": [{"role": "user", "content": "hi"}]},
+            },
             headers=ALPHA,
         )
         assert pi.status_code == 429 and "limit 2" in pi.json()["error"] and pi.headers["retry-after"] == "1"

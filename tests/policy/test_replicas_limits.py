@@ -23,6 +23,7 @@ from tests.procs import GatewayProcess, free_port
 from tests.redisproc import two_replicas
 from tests.policy.test_keys_policy import bearer, digest
 
+
 def write_keys(path: Path, extra: dict[str, dict[str, Any]] | None = None) -> None:
     policies: dict[str, dict[str, Any]] = {
         "rpm10": {"requests_per_minute": 10},
@@ -101,7 +102,9 @@ def test_concurrency_limit_holds_across_replicas_under_a_burst(cluster):
         async def one(client: httpx.AsyncClient, index: int) -> None:
             nonlocal answered
             body = turn("anthropic/slow;n=3000;delay_ms=20")
-            async with client.stream("POST", f"{urls[index % 2]}/v1/stream", json=body, headers=bearer("sk-conc5")) as r:
+            async with client.stream(
+                "POST", f"{urls[index % 2]}/v1/stream", json=body, headers=bearer("sk-conc5")
+            ) as r:
                 statuses.append(r.status_code)
                 if r.status_code == 429:
                     assert json.loads(await r.aread())["error"]["type"] == "concurrency_limit"
@@ -198,7 +201,9 @@ def test_budget_holds_under_concurrency_across_replicas(cluster):
     reserves its estimated cost at admission, so one is served (before: 30) and the spend stays within the
     budget; the others get 429 `budget_exceeded`."""
     a, b = cluster["a"], cluster["b"]
-    probe = httpx.post(f"{a.url}/v1/complete", json=turn("anthropic/text", "same"), headers=bearer("sk-prober"), timeout=60)
+    probe = httpx.post(
+        f"{a.url}/v1/complete", json=turn("anthropic/text", "same"), headers=bearer("sk-prober"), timeout=60
+    )
     cost = probe.json()["usage"]["cost"]["total"]
     budget = cost * 1.05
     write_keys(cluster["keys_file"], {"burst": {"budget_usd_per_day": budget}, "reload5": {}})
@@ -209,7 +214,9 @@ def test_budget_holds_under_concurrency_across_replicas(cluster):
             return await asyncio.gather(
                 *(
                     client.post(
-                        f"{(a.url, b.url)[i % 2]}/v1/complete", json=turn("anthropic/text", "same"), headers=bearer("sk-burst")
+                        f"{(a.url, b.url)[i % 2]}/v1/complete",
+                        json=turn("anthropic/text", "same"),
+                        headers=bearer("sk-burst"),
                     )
                     for i in range(50)
                 )
@@ -231,7 +238,9 @@ def test_overspend_is_bounded_by_what_the_turns_in_flight_cost_beyond_their_esti
     admission (at most 3). Every turn here costs what the latest did, so: never above the budget, and never
     more than 4 turns served; every refusal is the concurrency limit or the budget."""
     a, b = cluster["a"], cluster["b"]
-    probe = httpx.post(f"{a.url}/v1/complete", json=turn("anthropic/text", "same"), headers=bearer("sk-prober"), timeout=60)
+    probe = httpx.post(
+        f"{a.url}/v1/complete", json=turn("anthropic/text", "same"), headers=bearer("sk-prober"), timeout=60
+    )
     cost = probe.json()["usage"]["cost"]["total"]
     budget = cost * 4.5
     write_keys(cluster["keys_file"], {"rounds": {"budget_usd_per_day": budget, "concurrent_streams": 3}, "reload6": {}})
@@ -242,7 +251,9 @@ def test_overspend_is_bounded_by_what_the_turns_in_flight_cost_beyond_their_esti
             return await asyncio.gather(
                 *(
                     client.post(
-                        f"{(a.url, b.url)[i % 2]}/v1/complete", json=turn("anthropic/text", "same"), headers=bearer("sk-rounds")
+                        f"{(a.url, b.url)[i % 2]}/v1/complete",
+                        json=turn("anthropic/text", "same"),
+                        headers=bearer("sk-rounds"),
                     )
                     for i in range(count)
                 )
@@ -251,7 +262,10 @@ def test_overspend_is_bounded_by_what_the_turns_in_flight_cost_beyond_their_esti
     responses = [r for _ in range(4) for r in asyncio.run(round_of(20))]
     served = [r for r in responses if r.status_code == 200]
     assert 1 <= len(served) <= 4, len(served)
-    assert {r.json()["error"]["type"] for r in responses if r.status_code != 200} <= {"budget_exceeded", "concurrency_limit"}
+    assert {r.json()["error"]["type"] for r in responses if r.status_code != 200} <= {
+        "budget_exceeded",
+        "concurrency_limit",
+    }
     assert all(r.json()["usage"]["cost"]["total"] == pytest.approx(cost, rel=1e-9) for r in served)
     redis = cluster["redis"].client()
     _wait(lambda: redis.hlen("gw:resv:rounds") == 0 and redis.zcard("gw:conc:rounds") == 0)
@@ -391,7 +405,9 @@ def test_a_crashed_replicas_leases_expire(cluster, sim):
     try:
         c.wait_ready()
         for _ in range(5):
-            cm = client.stream("POST", f"{c.url}/v1/stream", json=turn("anthropic/slow;n=3000;delay_ms=20"), headers=bearer("sk-conc5"))
+            cm = client.stream(
+                "POST", f"{c.url}/v1/stream", json=turn("anthropic/slow;n=3000;delay_ms=20"), headers=bearer("sk-conc5")
+            )
             response = cm.__enter__()
             assert response.status_code == 200
             opened.append(cm)

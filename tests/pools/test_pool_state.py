@@ -99,7 +99,9 @@ def test_leases_latency_and_affinity(kind):
         await store.finish("p", "a", "l9", Finished(ok=True, ttft=2.0, affinity="conv"), T0 + 3)
         snap = await store.snapshot("p", ["a"], "conv", T0 + 4)
         assert snap.states["a"].in_flight == 1 and snap.affinity == "a"
-        assert snap.states["a"].ttft == pytest.approx(0.3 * 2.0 + 0.7 * 1.0) and snap.states["a"].gap == pytest.approx(0.1)
+        assert snap.states["a"].ttft == pytest.approx(0.3 * 2.0 + 0.7 * 1.0) and snap.states["a"].gap == pytest.approx(
+            0.1
+        )
         assert snap.states["a"].sampled_at_ms == T0 + 3
         assert (await store.snapshot("p", ["a"], None, T0 + 1_001)).states["a"].in_flight == 0  # l2's lease expired
         assert (await store.snapshot("p", ["a"], "other", T0 + 5)).affinity is None
@@ -141,8 +143,17 @@ def test_lowest_latency_probes_only_stale_estimates():
     fast, slow = Deployment("fast", "p", "m"), Deployment("slow", "p", "m")
     pool = Pool("p", (fast, slow), "lowest-latency")
     rng = random.Random(3)
-    fresh = Snapshot({"fast": DeploymentState(ttft=0.01, sampled_at_ms=T0), "slow": DeploymentState(ttft=0.5, sampled_at_ms=T0)}, None)
+    fresh = Snapshot(
+        {"fast": DeploymentState(ttft=0.01, sampled_at_ms=T0), "slow": DeploymentState(ttft=0.5, sampled_at_ms=T0)},
+        None,
+    )
     assert {order(pool, [fast, slow], fresh, T0 + 1_000, rng, {})[0].name for _ in range(500)} == {"fast"}
-    stale = Snapshot({"fast": DeploymentState(ttft=0.01, sampled_at_ms=T0 + 20_000), "slow": DeploymentState(ttft=0.5, sampled_at_ms=T0)}, None)
+    stale = Snapshot(
+        {
+            "fast": DeploymentState(ttft=0.01, sampled_at_ms=T0 + 20_000),
+            "slow": DeploymentState(ttft=0.5, sampled_at_ms=T0),
+        },
+        None,
+    )
     probes = [order(pool, [fast, slow], stale, T0 + 20_000, rng, {})[0].name for _ in range(1000)].count("slow")
     assert 10 <= probes <= 100  # about 5 %

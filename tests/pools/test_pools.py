@@ -28,22 +28,38 @@ def deployments() -> Iterator[list[Deployment]]:
 def pooled(gateway_factory, deployments, tmp_path_factory) -> Any:
     a, b, c = (d.name for d in deployments)
     pools = {
-        "weighted3": {"deployments": [
-            {"provider": a, "model": "text", "weight": 1},
-            {"provider": b, "model": "text", "weight": 2},
-            {"provider": c, "model": "text", "weight": 5},
-        ]},
-        "latency2": {"strategy": "lowest-latency", "deployments": [
-            {"provider": a, "model": "text"}, {"provider": b, "model": "text"}]},
-        "stall2": {"deployments": [
-            {"provider": a, "model": "text", "weight": 1000}, {"provider": b, "model": "text", "weight": 1}]},
-        "content2": {"deployments": [
-            {"provider": a, "model": "text", "weight": 1000}, {"provider": b, "model": "text", "weight": 1}]},
+        "weighted3": {
+            "deployments": [
+                {"provider": a, "model": "text", "weight": 1},
+                {"provider": b, "model": "text", "weight": 2},
+                {"provider": c, "model": "text", "weight": 5},
+            ]
+        },
+        "latency2": {
+            "strategy": "lowest-latency",
+            "deployments": [{"provider": a, "model": "text"}, {"provider": b, "model": "text"}],
+        },
+        "stall2": {
+            "deployments": [
+                {"provider": a, "model": "text", "weight": 1000},
+                {"provider": b, "model": "text", "weight": 1},
+            ]
+        },
+        "content2": {
+            "deployments": [
+                {"provider": a, "model": "text", "weight": 1000},
+                {"provider": b, "model": "text", "weight": 1},
+            ]
+        },
         "sticky3": {"deployments": [{"provider": d.name, "model": "text"} for d in deployments]},
         "alone": {"deployments": [{"provider": c, "model": "text"}]},
-        "cheap": {"strategy": "cost", "deployments": [
-            {"provider": a, "model": "text", "cost": {"input": 3, "output": 15}},
-            {"provider": b, "model": "text", "cost": {"input": 1, "output": 5}}]},
+        "cheap": {
+            "strategy": "cost",
+            "deployments": [
+                {"provider": a, "model": "text", "cost": {"input": 3, "output": 15}},
+                {"provider": b, "model": "text", "cost": {"input": 1, "output": 5}},
+            ],
+        },
     }
     path = pool_catalog(tmp_path_factory.mktemp("pools") / "catalog.json", pools, deployments)
     with pytest.MonkeyPatch.context() as env:
@@ -89,11 +105,19 @@ def _catalog_error(route: dict[str, Any]) -> str:
     ("pool", "says"),
     [
         ({"deployments": []}, "pool.deployments must be a non-empty list"),
-        ({"strategy": "fastest", "deployments": [{"provider": "anthropic", "model": "m"}]}, "pool strategy 'fastest' must be one of"),
-        ({"deployments": [{"provider": "anthropic", "model": "m", "weight": 0}]}, "pool.deployments[0] (anthropic/m): weight must be a positive number"),
+        (
+            {"strategy": "fastest", "deployments": [{"provider": "anthropic", "model": "m"}]},
+            "pool strategy 'fastest' must be one of",
+        ),
+        (
+            {"deployments": [{"provider": "anthropic", "model": "m", "weight": 0}]},
+            "pool.deployments[0] (anthropic/m): weight must be a positive number",
+        ),
         ({"deployments": [{"provider": "anthropic", "model": "m", "rpm": 1.5}]}, "rpm must be a positive integer"),
-        ({"deployments": [{"provider": "anthropic", "model": "m"}, {"provider": "anthropic", "model": "m"}]},
-         "pool.deployments[1] (anthropic/m): two deployments named 'anthropic/m'"),
+        (
+            {"deployments": [{"provider": "anthropic", "model": "m"}, {"provider": "anthropic", "model": "m"}]},
+            "pool.deployments[1] (anthropic/m): two deployments named 'anthropic/m'",
+        ),
         ({"deployments": [{"provider": "anthropic", "model": "m", "region": "eu"}]}, "unknown key 'region'"),
         ({"deployments": [{"provider": "antropic", "model": "m"}]}, "names unknown provider 'antropic'"),
     ],
@@ -115,7 +139,11 @@ def test_models_lists_the_pool_once(pooled, deployments):
     assert len(pools) == 1
     shape = pools[0]["route"]["pool"]
     assert shape["strategy"] == "weighted"
-    assert [(d["name"], d["weight"]) for d in shape["deployments"]] == [("dep-a/text", 1), ("dep-b/text", 2), ("dep-c/text", 5)]
+    assert [(d["name"], d["weight"]) for d in shape["deployments"]] == [
+        ("dep-a/text", 1),
+        ("dep-b/text", 2),
+        ("dep-c/text", 5),
+    ]
 
 
 # ----------------------------------------------------------------- strategies
@@ -174,7 +202,10 @@ def test_a_stall_before_the_first_byte_moves_to_another_deployment_in_one_clean_
     job = pooled.job(complete(pooled, "stall2")["requestId"])
     assert [a.deployment for a in job.attempts] == ["dep-b/text"]
     metrics = pooled.http.get("/metrics").text
-    assert 'gateway_pool_cooldowns_total{deployment="dep-a/text",pool="stall2",reason="first_event_timeout"} 1.0' in metrics
+    assert (
+        'gateway_pool_cooldowns_total{deployment="dep-a/text",pool="stall2",reason="first_event_timeout"} 1.0'
+        in metrics
+    )
 
 
 def test_every_deployment_cooled_answers_429_with_the_soonest_retry_after(pooled, deployments):
@@ -184,7 +215,9 @@ def test_every_deployment_cooled_answers_429_with_the_soonest_retry_after(pooled
     deployments[2].set("")
     sent = deployments[2].count
     # A door that answers with the turn's status (OpenAI Chat): 429, Retry-After the soonest deployment's.
-    second = pooled.http.post("/v1/chat/completions", json={"model": "alone", "messages": [{"role": "user", "content": "hi"}]})
+    second = pooled.http.post(
+        "/v1/chat/completions", json={"model": "alone", "messages": [{"role": "user", "content": "hi"}]}
+    )
     assert second.status_code == 429, second.text
     assert 35 <= int(second.headers["retry-after"]) <= 40
     assert "cooling down" in second.json()["error"]["message"]
@@ -253,8 +286,10 @@ def test_prompt_cache_key_keeps_an_openai_chat_conversation_on_its_deployment(po
     key = f"pck-{marker()}"
     seen = set()
     for _ in range(8):
-        response = pooled.http.post("/v1/chat/completions", json={
-            "model": "sticky3", "prompt_cache_key": key, "messages": [{"role": "user", "content": marker()}]})
+        response = pooled.http.post(
+            "/v1/chat/completions",
+            json={"model": "sticky3", "prompt_cache_key": key, "messages": [{"role": "user", "content": marker()}]},
+        )
         assert response.status_code == 200, response.text
         record = pooled.http.get(f"/v1/requests/{response.headers['x-request-id']}").json()
         seen.add(record["deployment"])

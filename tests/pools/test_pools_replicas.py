@@ -31,10 +31,22 @@ def cluster(sim, deployments, tmp_path_factory) -> Iterator[dict[str, Any]]:
     a, b, c = (d.name for d in deployments)
     pools = {
         "shared2": {"deployments": [{"provider": a, "model": "text"}, {"provider": b, "model": "text"}]},
-        "console2": {"deployments": [{"provider": a, "model": "text", "rpm": 1000}, {"provider": b, "model": "text", "weight": 2}]},
-        "quota2": {"deployments": [
-            {"provider": a, "model": "text", "weight": 1000, "rpm": 5}, {"provider": b, "model": "text", "weight": 1}]},
-        "even3": {"strategy": "least-in-flight", "deployments": [{"provider": d.name, "model": "text"} for d in deployments]},
+        "console2": {
+            "deployments": [
+                {"provider": a, "model": "text", "rpm": 1000},
+                {"provider": b, "model": "text", "weight": 2},
+            ]
+        },
+        "quota2": {
+            "deployments": [
+                {"provider": a, "model": "text", "weight": 1000, "rpm": 5},
+                {"provider": b, "model": "text", "weight": 1},
+            ]
+        },
+        "even3": {
+            "strategy": "least-in-flight",
+            "deployments": [{"provider": d.name, "model": "text"} for d in deployments],
+        },
         "sticky3": {"deployments": [{"provider": d.name, "model": "text"} for d in deployments]},
     }
     tmp = tmp_path_factory.mktemp("pool-replicas")
@@ -148,7 +160,12 @@ def test_a_429_on_replica_a_shows_as_cooled_in_replica_b_console(cluster, deploy
     a_url, b_url = cluster["a"].url, cluster["b"].url
     before = pool_view(b_url, "console2")
     assert before["strategy"] == "weighted" and before["shared"] is True
-    assert before["deployments"]["rep-a/text"]["cooldown"] == {"cooling": False, "until": None, "reason": None, "streak": 0}
+    assert before["deployments"]["rep-a/text"]["cooldown"] == {
+        "cooling": False,
+        "until": None,
+        "reason": None,
+        "streak": 0,
+    }
     throttle_until_tried(a_url, "console2", deployments[0], 30)
     view = pool_view(b_url, "console2")  # the other replica
     cooled, healthy = view["deployments"]["rep-a/text"], view["deployments"]["rep-b/text"]

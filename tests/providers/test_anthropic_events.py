@@ -28,7 +28,10 @@ def run(events: list[Any], translator: AnthropicTranslator | None = None) -> lis
 
 def message_start(**usage: int) -> dict[str, Any]:
     tokens = {"input_tokens": 10, "output_tokens": 1, **usage}
-    return {"type": "message_start", "message": {"id": "msg_1", "type": "message", "role": "assistant", "content": [], "usage": tokens}}
+    return {
+        "type": "message_start",
+        "message": {"id": "msg_1", "type": "message", "role": "assistant", "content": [], "usage": tokens},
+    }
 
 
 def start(index: int, block: dict[str, Any]) -> dict[str, Any]:
@@ -45,7 +48,11 @@ def stop(index: int) -> dict[str, Any]:
 
 def finish(reason: str | None = "end_turn", **usage: Any) -> list[dict[str, Any]]:
     return [
-        {"type": "message_delta", "delta": {"stop_reason": reason, "stop_sequence": None}, "usage": usage or {"output_tokens": 5}},
+        {
+            "type": "message_delta",
+            "delta": {"stop_reason": reason, "stop_sequence": None},
+            "usage": usage or {"output_tokens": 5},
+        },
         {"type": "message_stop"},
     ]
 
@@ -55,15 +62,17 @@ def kinds(events: list[dict[str, Any]]) -> list[str]:
 
 
 def test_text_lifecycle_and_usage_where_non_null_fields_overwrite():
-    events = run([
-        message_start(cache_read_input_tokens=3, cache_creation_input_tokens=2),
-        start(0, {"type": "text", "text": ""}),
-        {"type": "ping"},
-        delta(0, type="text_delta", text="Ol"),
-        delta(0, type="text_delta", text="á!"),
-        stop(0),
-        *finish("end_turn", output_tokens=7, input_tokens=None),
-    ])
+    events = run(
+        [
+            message_start(cache_read_input_tokens=3, cache_creation_input_tokens=2),
+            start(0, {"type": "text", "text": ""}),
+            {"type": "ping"},
+            delta(0, type="text_delta", text="Ol"),
+            delta(0, type="text_delta", text="á!"),
+            stop(0),
+            *finish("end_turn", output_tokens=7, input_tokens=None),
+        ]
+    )
     assert kinds(events) == ["usage", "text_start", "text_delta", "text_delta", "text_end", "usage", "finish"]
     assert events[0] == {"type": "usage", "input": 10, "output": 1, "cacheRead": 3, "cacheWrite": 2}
     assert events[-2] == {"type": "usage", "input": 10, "output": 7, "cacheRead": 3, "cacheWrite": 2}
@@ -76,15 +85,17 @@ def test_text_carried_by_the_block_start_is_a_delta():
 
 
 def test_thinking_signature_deltas_are_joined_onto_the_end():
-    events = run([
-        message_start(),
-        start(0, {"type": "thinking", "thinking": "", "signature": ""}),
-        delta(0, type="thinking_delta", thinking="Let me think."),
-        delta(0, type="signature_delta", signature="sig-"),
-        delta(0, type="signature_delta", signature="part2"),
-        stop(0),
-        *finish(),
-    ])
+    events = run(
+        [
+            message_start(),
+            start(0, {"type": "thinking", "thinking": "", "signature": ""}),
+            delta(0, type="thinking_delta", thinking="Let me think."),
+            delta(0, type="signature_delta", signature="sig-"),
+            delta(0, type="signature_delta", signature="part2"),
+            stop(0),
+            *finish(),
+        ]
+    )
     assert events[1:4] == [
         {"type": "thinking_start"},
         {"type": "thinking_delta", "delta": "Let me think."},
@@ -93,20 +104,27 @@ def test_thinking_signature_deltas_are_joined_onto_the_end():
 
 
 def test_redacted_thinking_keeps_its_data_as_the_signature():
-    events = run([message_start(), start(0, {"type": "redacted_thinking", "data": "EncryptedBlob=="}), stop(0), *finish()])
-    assert events[1:3] == [{"type": "thinking_start"}, {"type": "thinking_end", "signature": "EncryptedBlob==", "redacted": True}]
+    events = run(
+        [message_start(), start(0, {"type": "redacted_thinking", "data": "EncryptedBlob=="}), stop(0), *finish()]
+    )
+    assert events[1:3] == [
+        {"type": "thinking_start"},
+        {"type": "thinking_end", "signature": "EncryptedBlob==", "redacted": True},
+    ]
 
 
 def test_tool_use_streams_its_json_fragments():
-    events = run([
-        message_start(),
-        start(0, {"type": "tool_use", "id": "toolu_1", "name": "get_weather", "input": {}}),
-        delta(0, type="input_json_delta", partial_json=""),
-        delta(0, type="input_json_delta", partial_json='{"city": "Pa'),
-        delta(0, type="input_json_delta", partial_json='ris"}'),
-        stop(0),
-        *finish("tool_use"),
-    ])
+    events = run(
+        [
+            message_start(),
+            start(0, {"type": "tool_use", "id": "toolu_1", "name": "get_weather", "input": {}}),
+            delta(0, type="input_json_delta", partial_json=""),
+            delta(0, type="input_json_delta", partial_json='{"city": "Pa'),
+            delta(0, type="input_json_delta", partial_json='ris"}'),
+            stop(0),
+            *finish("tool_use"),
+        ]
+    )
     assert events[1] == {"type": "toolcall_start", "id": "toolu_1", "toolName": "get_weather"}
     assert "".join(e["delta"] for e in events if e["type"] == "toolcall_delta") == '{"city": "Paris"}'
     assert kinds(events)[-3:] == ["toolcall_end", "usage", "finish"] and events[-1]["reason"] == "toolUse"
@@ -115,24 +133,50 @@ def test_tool_use_streams_its_json_fragments():
 def test_the_web_search_server_tool_is_a_search_and_citations_are_ignored():
     """The search's blocks become one search (its query from the streamed input, its results' urls); the event
     stream passes it on only to a request that asked for hosted tools. Other server tools are skipped."""
-    events = run([
-        message_start(),
-        start(0, {"type": "server_tool_use", "id": "srvtoolu_1", "name": "web_search", "input": {}}),
-        delta(0, type="input_json_delta", partial_json='{"query": "x"}'),
-        stop(0),
-        start(1, {"type": "web_search_tool_result", "tool_use_id": "srvtoolu_1", "content": [
-            {"type": "web_search_result", "url": "https://example.com", "title": "Example", "encrypted_content": "E"}]}),
-        stop(1),
-        start(2, {"type": "text", "text": ""}),
-        delta(2, type="citations_delta", citation={"type": "web_search_result_location", "url": "https://example.com"}),
-        delta(2, type="text_delta", text="Found it."),
-        stop(2),
-        start(3, {"type": "server_tool_use", "id": "srvtoolu_2", "name": "code_execution", "input": {}}),
-        delta(3, type="input_json_delta", partial_json='{"code": "1"}'),
-        stop(3),
-        *finish(),
-    ])
-    assert kinds(events) == ["usage", "websearch_start", "websearch_end", "text_start", "text_delta", "text_end", "usage", "finish"]
+    events = run(
+        [
+            message_start(),
+            start(0, {"type": "server_tool_use", "id": "srvtoolu_1", "name": "web_search", "input": {}}),
+            delta(0, type="input_json_delta", partial_json='{"query": "x"}'),
+            stop(0),
+            start(
+                1,
+                {
+                    "type": "web_search_tool_result",
+                    "tool_use_id": "srvtoolu_1",
+                    "content": [
+                        {
+                            "type": "web_search_result",
+                            "url": "https://example.com",
+                            "title": "Example",
+                            "encrypted_content": "E",
+                        }
+                    ],
+                },
+            ),
+            stop(1),
+            start(2, {"type": "text", "text": ""}),
+            delta(
+                2, type="citations_delta", citation={"type": "web_search_result_location", "url": "https://example.com"}
+            ),
+            delta(2, type="text_delta", text="Found it."),
+            stop(2),
+            start(3, {"type": "server_tool_use", "id": "srvtoolu_2", "name": "code_execution", "input": {}}),
+            delta(3, type="input_json_delta", partial_json='{"code": "1"}'),
+            stop(3),
+            *finish(),
+        ]
+    )
+    assert kinds(events) == [
+        "usage",
+        "websearch_start",
+        "websearch_end",
+        "text_start",
+        "text_delta",
+        "text_end",
+        "usage",
+        "finish",
+    ]
     assert events[1] == {"type": "websearch_start", "id": "srvtoolu_1"}
     assert events[2] == {"type": "websearch_end", "id": "srvtoolu_1", "query": "x", "status": "completed",
                          "sources": [{"url": "https://example.com", "title": "Example"}]}  # fmt: skip
@@ -153,8 +197,15 @@ def test_a_web_search_error_result_is_a_failed_search():
 
 @pytest.mark.parametrize(
     ("reason", "mapped"),
-    [("end_turn", "stop"), ("stop_sequence", "stop"), ("pause_turn", "length"), ("max_tokens", "length"),
-     ("model_context_window_exceeded", "length"), ("tool_use", "toolUse"), (None, "stop")],
+    [
+        ("end_turn", "stop"),
+        ("stop_sequence", "stop"),
+        ("pause_turn", "length"),
+        ("max_tokens", "length"),
+        ("model_context_window_exceeded", "length"),
+        ("tool_use", "toolUse"),
+        (None, "stop"),
+    ],
 )
 def test_stop_reasons(reason, mapped):
     assert run([message_start(), *finish(reason)])[-1] == {"type": "finish", "reason": mapped}
@@ -191,22 +242,36 @@ def test_a_delta_for_a_block_that_never_started_is_an_error():
 
 
 def test_unknown_event_types_are_skipped():
-    assert kinds(run([message_start(), {"type": "future_event", "detail": {}}, *finish()])) == ["usage", "usage", "finish"]
+    assert kinds(run([message_start(), {"type": "future_event", "detail": {}}, *finish()])) == [
+        "usage",
+        "usage",
+        "finish",
+    ]
 
 
 def test_compaction_iterations_are_summed():
-    usage = {"input_tokens": 181, "output_tokens": 8, "cache_read_input_tokens": 0, "cache_creation_input_tokens": 0,
-             "iterations": [
-                 {"input_tokens": 100, "output_tokens": 83, "cache_read_input_tokens": 55096, "cache_creation_input_tokens": 0},
-                 {"input_tokens": 81, "output_tokens": 8, "cache_read_input_tokens": 0, "cache_creation_input_tokens": 0},
-             ]}
+    usage = {
+        "input_tokens": 181,
+        "output_tokens": 8,
+        "cache_read_input_tokens": 0,
+        "cache_creation_input_tokens": 0,
+        "iterations": [
+            {
+                "input_tokens": 100,
+                "output_tokens": 83,
+                "cache_read_input_tokens": 55096,
+                "cache_creation_input_tokens": 0,
+            },
+            {"input_tokens": 81, "output_tokens": 8, "cache_read_input_tokens": 0, "cache_creation_input_tokens": 0},
+        ],
+    }
     events = run([message_start(), *finish("end_turn", **usage)])
     assert events[-2] == {"type": "usage", "input": 181, "output": 91, "cacheRead": 55096, "cacheWrite": 0}
 
 
 def _sample(name: str) -> list[dict[str, Any]]:
     raw = (SAMPLES / f"anthropic-{name}.sse").read_text()
-    return [json.loads(line[len("data: "):]) for line in raw.splitlines() if line.startswith("data: ")]
+    return [json.loads(line[len("data: ") :]) for line in raw.splitlines() if line.startswith("data: ")]
 
 
 @pytest.mark.parametrize("name", ["thinking-tool-empty-args", "web-search-citations", "cache-read-compaction"])

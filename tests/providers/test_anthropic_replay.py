@@ -31,7 +31,10 @@ def usage(result) -> tuple[int, int, int, int]:
 
 def test_text_nonascii_cache_fields(gateway):
     result = replay(gateway, "text-nonascii-cache-fields")
-    assert texts(result) == 'Olá! (Oh-LAH)\n\nThat\'s "hello" in Portuguese. You can also say "Oi!" (Oy) for a more casual "hi!"'
+    assert (
+        texts(result)
+        == 'Olá! (Oh-LAH)\n\nThat\'s "hello" in Portuguese. You can also say "Oi!" (Oy) for a more casual "hi!"'
+    )
     assert result.terminal["reason"] == "stop"
     assert usage(result) == (16, 43, 0, 0)
 
@@ -52,7 +55,9 @@ def test_thinking_then_tool_with_empty_args(gateway):
     thinking = result.message["content"][0]
     assert thinking["thinking"].startswith("The user wants me to:\n1. Use the fixed_version tool")
     assert len(thinking["thinkingSignature"]) == 524
-    assert calls(result) == [{"type": "toolCall", "id": "toolu_01825dXWLSoJwCst1qTsiWdb", "name": "fixed_version", "arguments": {}}]
+    assert calls(result) == [
+        {"type": "toolCall", "id": "toolu_01825dXWLSoJwCst1qTsiWdb", "name": "fixed_version", "arguments": {}}
+    ]
     assert result.terminal["reason"] == "toolUse"
     assert usage(result)[:2] == (598, 92)
 

@@ -32,7 +32,10 @@ def test_text_turn(gateway):
 def test_thinking_with_signature(gateway):
     result = gateway.stream(turn("anthropic/thinking"))
     types = result.types()
-    assert types[:5] == ["start", "thinking_start", "thinking_delta", "thinking_delta", "thinking_delta"] or types[1] == "thinking_start"
+    assert (
+        types[:5] == ["start", "thinking_start", "thinking_delta", "thinking_delta", "thinking_delta"]
+        or types[1] == "thinking_start"
+    )
     end = next(e for e in result.events if e["type"] == "thinking_end")
     assert end["content"] == "The user greets me. I should greet back."
     assert end["contentSignature"] == "sig-sim-thinking-42"
@@ -45,7 +48,12 @@ def test_redacted_thinking(gateway):
     result = gateway.stream(turn("anthropic/redacted-thinking"))
     end = next(e for e in result.events if e["type"] == "thinking_end")
     assert end["redacted"] is True and end["contentSignature"] == "EncryptedBlob==" and end["content"] == ""
-    assert result.message["content"][0] == {"type": "thinking", "thinking": "", "thinkingSignature": "EncryptedBlob==", "redacted": True}
+    assert result.message["content"][0] == {
+        "type": "thinking",
+        "thinking": "",
+        "thinkingSignature": "EncryptedBlob==",
+        "redacted": True,
+    }
 
 
 def test_fragmented_parallel_tool_calls(gateway):
@@ -53,7 +61,11 @@ def test_fragmented_parallel_tool_calls(gateway):
     assert result.terminal["reason"] == "toolUse"
     calls = [e["toolCall"] for e in result.events if e["type"] == "toolcall_end"]
     assert [c["name"] for c in calls] == ["get_weather", "get_time"]
-    assert calls[0] == {"id": "toolu_sim_weather", "name": "get_weather", "arguments": {"city": "Paris", "unit": "celsius"}}
+    assert calls[0] == {
+        "id": "toolu_sim_weather",
+        "name": "get_weather",
+        "arguments": {"city": "Paris", "unit": "celsius"},
+    }
     assert calls[1]["arguments"] == {"timezone": "Europe/Paris"}
     # With coalescing off every wire fragment is its own delta.
     weather_deltas = [e["delta"] for e in result.events if e["type"] == "toolcall_delta" and e["contentIndex"] == 1]
@@ -64,7 +76,9 @@ def test_tool_call_without_arguments_is_empty_object(gateway):
     result = gateway.stream(turn("anthropic/tool-empty-args"))
     deltas = [e["delta"] for e in result.events if e["type"] == "toolcall_delta"]
     assert deltas == ["{}"]
-    assert result.message["content"] == [{"type": "toolCall", "id": "toolu_sim_noargs", "name": "get_version", "arguments": {}}]
+    assert result.message["content"] == [
+        {"type": "toolCall", "id": "toolu_sim_noargs", "name": "get_version", "arguments": {}}
+    ]
     assert result.terminal["reason"] == "toolUse"
 
 
@@ -155,20 +169,48 @@ def test_replayed_history_is_sent_in_anthropic_format(gateway):
         "context": {
             "systemPrompt": "You are terse.",
             "messages": [
-                {"role": "user", "content": [{"type": "text", "text": "Weather in Paris?"},
-                                             {"type": "image", "data": "aGVsbG8=", "mimeType": "image/png"}]},
-                {"role": "assistant", "provider": "anthropic", "api": "anthropic-messages", "model": "text",
-                 "content": [{"type": "thinking", "thinking": "Use the tool.", "thinkingSignature": "sig-1"},
-                             {"type": "toolCall", "id": "toolu_01", "name": "get_weather", "arguments": {"city": "Paris"}},
-                             {"type": "toolCall", "id": "toolu_02", "name": "get_time", "arguments": {}}],
-                 "stopReason": "toolUse"},
-                {"role": "toolResult", "toolCallId": "toolu_01", "toolName": "get_weather",
-                 "content": [{"type": "text", "text": "18C"}], "isError": False},
-                {"role": "toolResult", "toolCallId": "toolu_02", "toolName": "get_time",
-                 "content": [{"type": "text", "text": "noon"}], "isError": False},
+                {
+                    "role": "user",
+                    "content": [
+                        {"type": "text", "text": "Weather in Paris?"},
+                        {"type": "image", "data": "aGVsbG8=", "mimeType": "image/png"},
+                    ],
+                },
+                {
+                    "role": "assistant",
+                    "provider": "anthropic",
+                    "api": "anthropic-messages",
+                    "model": "text",
+                    "content": [
+                        {"type": "thinking", "thinking": "Use the tool.", "thinkingSignature": "sig-1"},
+                        {"type": "toolCall", "id": "toolu_01", "name": "get_weather", "arguments": {"city": "Paris"}},
+                        {"type": "toolCall", "id": "toolu_02", "name": "get_time", "arguments": {}},
+                    ],
+                    "stopReason": "toolUse",
+                },
+                {
+                    "role": "toolResult",
+                    "toolCallId": "toolu_01",
+                    "toolName": "get_weather",
+                    "content": [{"type": "text", "text": "18C"}],
+                    "isError": False,
+                },
+                {
+                    "role": "toolResult",
+                    "toolCallId": "toolu_02",
+                    "toolName": "get_time",
+                    "content": [{"type": "text", "text": "noon"}],
+                    "isError": False,
+                },
                 {"role": "user", "content": m},
             ],
-            "tools": [{"name": "get_weather", "description": "Weather", "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}],
+            "tools": [
+                {
+                    "name": "get_weather",
+                    "description": "Weather",
+                    "parameters": {"type": "object", "properties": {"city": {"type": "string"}}},
+                }
+            ],
         },
         "options": {"maxTokens": 500, "temperature": 0.3},
     }
@@ -178,9 +220,17 @@ def test_replayed_history_is_sent_in_anthropic_format(gateway):
     assert sent["max_tokens"] == 500 and sent["temperature"] == 0.3 and sent["stream"] is True
     assert sent["tools"][0]["input_schema"]["properties"]["city"] == {"type": "string"}
     user, assistant, results, last = sent["messages"]
-    assert user["content"][1] == {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "aGVsbG8="}}
+    assert user["content"][1] == {
+        "type": "image",
+        "source": {"type": "base64", "media_type": "image/png", "data": "aGVsbG8="},
+    }
     assert assistant["content"][0] == {"type": "thinking", "thinking": "Use the tool.", "signature": "sig-1"}
-    assert assistant["content"][1] == {"type": "tool_use", "id": "toolu_01", "name": "get_weather", "input": {"city": "Paris"}}
+    assert assistant["content"][1] == {
+        "type": "tool_use",
+        "id": "toolu_01",
+        "name": "get_weather",
+        "input": {"city": "Paris"},
+    }
     assert [r["tool_use_id"] for r in results["content"]] == ["toolu_01", "toolu_02"]  # merged into one user turn
     assert last["content"][-1]["text"] == m
     key_hash = gateway.sim.seen(m)[0]["authSha256"]
@@ -218,8 +268,13 @@ def test_complete_answers_502_with_the_partial_message(gateway):
 def test_pi_door_ignores_client_base_url_and_headers(gateway, sim):
     m = marker()
     body = {
-        "model": {"id": "text", "provider": "anthropic", "api": "anthropic-messages",
-                  "baseUrl": "http://127.0.0.1:9/steal", "headers": {"x-api-key": "attacker"}},
+        "model": {
+            "id": "text",
+            "provider": "anthropic",
+            "api": "anthropic-messages",
+            "baseUrl": "http://127.0.0.1:9/steal",
+            "headers": {"x-api-key": "attacker"},
+        },
         "context": {"messages": [{"role": "user", "content": m}]},
         "options": {"maxTokens": 100},
     }
@@ -229,7 +284,10 @@ def test_pi_door_ignores_client_base_url_and_headers(gateway, sim):
         # pi's client reads `data: ` lines of one-line JSON.
         assert all(line.startswith("data: {") for line in result.text.splitlines() if line.startswith("data:"))
     assert len(sim.seen(m)) == 2  # served by the configured upstream, not the client's baseUrl
-    bad = gateway.http.post("/api/stream", json={"model": {"id": "x", "provider": "nope"}, "context": {"messages": [{"role": "user", "content": "x"}]}})
+    bad = gateway.http.post(
+        "/api/stream",
+        json={"model": {"id": "x", "provider": "nope"}, "context": {"messages": [{"role": "user", "content": "x"}]}},
+    )
     assert bad.status_code == 404 and isinstance(bad.json()["error"], str)
 
 

@@ -41,7 +41,8 @@ def fakellm(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     executable = Path(sys.executable).with_name("fakellm")
     proc = subprocess.Popen(
         [str(executable), "serve", "--port", str(port), "--config", str(config)],
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
     )
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 60
@@ -66,8 +67,10 @@ def fakellm(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 @pytest.fixture(scope="module")
 def local_gateway(gateway_factory, fakellm, tmp_path_factory):
     catalog = tmp_path_factory.mktemp("catalog") / "catalog.json"
-    catalog.write_text('{"providers": [{"name": "local", "api": "openai-completions", '
-                       '"compat": {"maxTokensField": "max_tokens", "developerRole": false}}]}')
+    catalog.write_text(
+        '{"providers": [{"name": "local", "api": "openai-completions", '
+        '"compat": {"maxTokensField": "max_tokens", "developerRole": false}}]}'
+    )
     return gateway_factory(catalog=str(catalog), base_urls={"local": fakellm})
 
 
@@ -81,8 +84,13 @@ def test_text_streams_from_a_real_server(local_gateway):
 
 def test_a_tool_call_streams_from_a_real_server(local_gateway):
     body = turn("local/qwen/qwen3-0.6b", f"what is the weather in Paris? {marker()}")
-    body["context"]["tools"] = [{"name": "get_weather", "description": "weather for a city",
-                                 "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}]
+    body["context"]["tools"] = [
+        {
+            "name": "get_weather",
+            "description": "weather for a city",
+            "parameters": {"type": "object", "properties": {"city": {"type": "string"}}},
+        }
+    ]
     result = local_gateway.stream(body)
     assert result.terminal["type"] == "done", result.terminal.get("errorMessage")
     assert result.terminal["reason"] == "toolUse"

@@ -30,40 +30,87 @@ OUTCOMES = {
     "crusoe-llama33-text": Outcome("done", "stop", ["text"], "1, 2, 3, 4, 5", usage=(46, (14,), 0)),
     "groq-kimi-text-usage-twice": Outcome("done", "stop", ["text"], "Olá!", usage=(20, (4,), 0)),
     "gpt4o-mini-tool-fragmented": Outcome(
-        "done", "toolUse", ["toolCall"], calls=[("get_capital", "call_ZR5UUuTt3pf61kjwAJIYdVMj", {"country": "UK"})],
-        usage=(53, (15,), 0)),
+        "done",
+        "toolUse",
+        ["toolCall"],
+        calls=[("get_capital", "call_ZR5UUuTt3pf61kjwAJIYdVMj", {"country": "UK"})],
+        usage=(53, (15,), 0),
+    ),
     "gpt4o-parallel-noargs": Outcome(
-        "done", "toolUse", ["toolCall", "toolCall"],
-        calls=[("get_country", "call_q2UyBRP7eXNTzAoR8lEhjc9Z", {}), ("get_product_name", "call_b51ijcpFkDiTQG1bQzsrmtW5", {})],
-        usage=(364, (40,), 0)),
+        "done",
+        "toolUse",
+        ["toolCall", "toolCall"],
+        calls=[
+            ("get_country", "call_q2UyBRP7eXNTzAoR8lEhjc9Z", {}),
+            ("get_product_name", "call_b51ijcpFkDiTQG1bQzsrmtW5", {}),
+        ],
+        usage=(364, (40,), 0),
+    ),
     "xai-grok4fast-tool-whole-cached": Outcome(
-        "done", "toolUse", ["toolCall"], calls=[("weather", "call_51851897", {"location": "Florence, Italy"})],
-        usage=(1, (261, 26), 360)),
+        "done",
+        "toolUse",
+        ["toolCall"],
+        calls=[("weather", "call_51851897", {"location": "Florence, Italy"})],
+        usage=(1, (261, 26), 360),
+    ),
     "deepseek-reasoner-text": Outcome(
-        "done", "stop", ["thinking", "text"], "Hello there! 😊 How can I help you today?", (882, "Hmm, the user just said "),
-        usage=(6, (212,), 0)),
+        "done",
+        "stop",
+        ["thinking", "text"],
+        "Hello there! 😊 How can I help you today?",
+        (882, "Hmm, the user just said "),
+        usage=(6, (212,), 0),
+    ),
     "llamacpp-gptoss-reasoning-text": Outcome(
-        "done", "stop", ["thinking", "text"], "Olá!", (176, 'The user: "Say hi in Por'), usage=(84, (57,), 0)),
+        "done", "stop", ["thinking", "text"], "Olá!", (176, 'The user: "Say hi in Por'), usage=(84, (57,), 0)
+    ),
     "groq-gptoss-reasoning-tool": Outcome(
-        "done", "toolUse", ["thinking", "toolCall"], thinking=(727, "We need to comply with t"),
-        calls=[("final_result", "fc_299e8414-9e94-4d9c-bd06-c096f8919768", {"response": "no"})], usage=(343, (180,), 0)),
+        "done",
+        "toolUse",
+        ["thinking", "toolCall"],
+        thinking=(727, "We need to comply with t"),
+        calls=[("final_result", "fc_299e8414-9e94-4d9c-bd06-c096f8919768", {"response": "no"})],
+        usage=(343, (180,), 0),
+    ),
     "openrouter-claude-reasoning-details": Outcome(
-        "done", "stop", ["thinking", "text"], "2 + 2 = 4", (51, "This is a simple arithme"), usage=(43, (36,), 0),
-        signature="Et0BCkgIChACGAIqQA2s"),
+        "done",
+        "stop",
+        ["thinking", "text"],
+        "2 + 2 = 4",
+        (51, "This is a simple arithme"),
+        usage=(43, (36,), 0),
+        signature="Et0BCkgIChACGAIqQA2s",
+    ),
     "mistral-magistral-content-parts-short": Outcome(
-        "done", "stop", ["thinking", "text"], "2 + 2 = 4", (60, "The user is asking for 2"), usage=(10, (46,), 0)),
+        "done", "stop", ["thinking", "text"], "2 + 2 = 4", (60, "The user is asking for 2"), usage=(10, (46,), 0)
+    ),
     "together-llama4-length": Outcome(
-        "done", "length", ["text"],
+        "done",
+        "length",
+        ["text"],
         "Here is a list of all 50 U.S. states in alphabetical order:\n\n1. Alabama (AL)\n2. Alaska (AK)\n3. Arizona (AZ)\n"
-        "4. Arkansas (AR)\n5. California (CA)\n6. Colorado (", usage=(18, (50,), 0)),
+        "4. Arkansas (AR)\n5. California (CA)\n6. Colorado (",
+        usage=(18, (50,), 0),
+    ),
     "groq-gptoss-stream-error-after-text": Outcome(
-        "error", blocks=["thinking", "text"], text="maybe", thinking=(361, 'The user says: "dont mak'),
-        error_words=("tool choice is required",), optional=("thinking", "text")),
+        "error",
+        blocks=["thinking", "text"],
+        text="maybe",
+        thinking=(361, 'The user says: "dont mak'),
+        error_words=("tool choice is required",),
+        optional=("thinking", "text"),
+    ),
     "gpt4o-refusal-logprobs": Outcome(
-        "error", blocks=["text"], text="I'm very sorry, but I can't assist with that.", usage=(79, (12,), 0),
-        error_words=("refus",), optional=("text",)),
+        "error",
+        blocks=["text"],
+        text="I'm very sorry, but I can't assist with that.",
+        usage=(79, (12,), 0),
+        error_words=("refus",),
+        optional=("text",),
+    ),
     "snowflake-no-finish-text": Outcome(
-        "error", blocks=["text"], text="4", usage=(22, (5,), 0), error_words=("finish_reason",), optional=("text",)),
+        "error", blocks=["text"], text="4", usage=(22, (5,), 0), error_words=("finish_reason",), optional=("text",)
+    ),
 }
 
 
@@ -111,5 +158,7 @@ def test_recorded_stream_normalizes_to_its_documented_outcome(gateway, name, thr
     # The streamed deltas add up to the final blocks (whatever the coalescing).
     for index, block in enumerate(content):
         if block["type"] in ("text", "thinking"):
-            joined = "".join(e["delta"] for e in result.events if e.get("contentIndex") == index and e["type"].endswith("_delta"))
+            joined = "".join(
+                e["delta"] for e in result.events if e.get("contentIndex") == index and e["type"].endswith("_delta")
+            )
             assert joined == block[block["type"]]

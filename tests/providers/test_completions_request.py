@@ -22,7 +22,9 @@ PNG = "iVBORw0KGgo="
 
 
 def context(**extra) -> Context:
-    return Context.model_validate({"systemPrompt": "Be brief.", "messages": [{"role": "user", "content": "hi"}], **extra})
+    return Context.model_validate(
+        {"systemPrompt": "Be brief.", "messages": [{"role": "user", "content": "hi"}], **extra}
+    )
 
 
 def options(**values) -> StreamOptions:
@@ -35,8 +37,9 @@ def test_defaults_suit_openai_and_a_vendor_names_only_its_differences():
     assert body["max_completion_tokens"] == 100 and body["reasoning_effort"] == "high"
     assert body["stream"] is True and body["stream_options"] == {"include_usage": True}
 
-    compat = Compat.parse({"maxTokensField": "max_tokens", "developerRole": False, "reasoningParam": "none",
-                           "streamUsage": False})
+    compat = Compat.parse(
+        {"maxTokensField": "max_tokens", "developerRole": False, "reasoningParam": "none", "streamUsage": False}
+    )
     body = build_request(MODEL, context(), options(maxTokens=100, reasoning="high", temperature=0.3), compat)
     assert body["messages"][0] == {"role": "system", "content": "Be brief."}
     assert body["max_tokens"] == 100 and "max_completion_tokens" not in body
@@ -65,11 +68,16 @@ def test_unknown_compat_keys_and_values_are_refused():
 
 def test_stop_and_tool_choice_are_mapped():
     tools = [{"name": "get_weather", "description": "weather", "parameters": {"type": "object", "properties": {}}}]
-    body = build_request(MODEL, context(tools=tools), options(stop=["END"], toolChoice={"type": "tool", "name": "get_weather"}), Compat())
+    body = build_request(
+        MODEL, context(tools=tools), options(stop=["END"], toolChoice={"type": "tool", "name": "get_weather"}), Compat()
+    )
     assert body["stop"] == ["END"]
     assert body["tool_choice"] == {"type": "function", "function": {"name": "get_weather"}}
     assert body["tools"][0] == {"type": "function", "function": tools[0]}
-    assert build_request(MODEL, context(tools=tools), options(toolChoice="required"), Compat())["tool_choice"] == "required"
+    assert (
+        build_request(MODEL, context(tools=tools), options(toolChoice="required"), Compat())["tool_choice"]
+        == "required"
+    )
 
 
 @pytest.mark.parametrize(
@@ -80,8 +88,12 @@ def test_stop_and_tool_choice_are_mapped():
         ({"toolChoice": False}, {"toolChoice": "none"}, {}, "options.toolChoice"),
         ({"toolChoiceRequired": False}, {"toolChoice": "required"}, {}, "options.toolChoice"),
         ({}, {"toolChoice": {"type": "tool", "name": "missing"}}, {}, "options.toolChoice"),
-        ({"images": False}, {}, {"messages": [{"role": "user", "content": [{"type": "image", "data": PNG, "mimeType": "image/png"}]}]},
-         "context.messages"),
+        (
+            {"images": False},
+            {},
+            {"messages": [{"role": "user", "content": [{"type": "image", "data": PNG, "mimeType": "image/png"}]}]},
+            "context.messages",
+        ),
     ],
 )
 def test_what_a_vendor_cannot_honour_is_rejected_before_any_call(compat, opts, extra, param):
@@ -91,20 +103,60 @@ def test_what_a_vendor_cannot_honour_is_rejected_before_any_call(compat, opts, e
 
 
 def test_history_with_tool_calls_results_and_images():
-    ctx = Context.model_validate({"messages": [
-        {"role": "user", "content": [{"type": "text", "text": "look"}, {"type": "image", "data": PNG, "mimeType": "image/png"}]},
-        {"role": "assistant", "provider": "groq", "api": "openai-completions", "model": MODEL.id, "stopReason": "toolUse",
-         "content": [{"type": "thinking", "thinking": "hmm", "thinkingSignature": "reasoning"},
-                     {"type": "text", "text": "Checking."},
-                     {"type": "toolCall", "id": "call_1", "name": "get_weather", "arguments": {"city": "Paris"}}]},
-        {"role": "toolResult", "toolCallId": "call_1", "toolName": "get_weather",
-         "content": [{"type": "text", "text": "sunny"}, {"type": "image", "data": PNG, "mimeType": "image/png"}]},
-    ]})
+    ctx = Context.model_validate(
+        {
+            "messages": [
+                {
+                    "role": "user",
+                    "content": [
+                        {"type": "text", "text": "look"},
+                        {"type": "image", "data": PNG, "mimeType": "image/png"},
+                    ],
+                },
+                {
+                    "role": "assistant",
+                    "provider": "groq",
+                    "api": "openai-completions",
+                    "model": MODEL.id,
+                    "stopReason": "toolUse",
+                    "content": [
+                        {"type": "thinking", "thinking": "hmm", "thinkingSignature": "reasoning"},
+                        {"type": "text", "text": "Checking."},
+                        {"type": "toolCall", "id": "call_1", "name": "get_weather", "arguments": {"city": "Paris"}},
+                    ],
+                },
+                {
+                    "role": "toolResult",
+                    "toolCallId": "call_1",
+                    "toolName": "get_weather",
+                    "content": [
+                        {"type": "text", "text": "sunny"},
+                        {"type": "image", "data": PNG, "mimeType": "image/png"},
+                    ],
+                },
+            ]
+        }
+    )
     messages = build_request(MODEL, ctx, options(), Compat.parse({"toolResultName": True}))["messages"]
-    assert messages[0] == {"role": "user", "content": [
-        {"type": "text", "text": "look"}, {"type": "image_url", "image_url": {"url": f"data:image/png;base64,{PNG}"}}]}
-    assert messages[1] == {"role": "assistant", "content": "Checking.", "reasoning": "hmm", "tool_calls": [
-        {"id": "call_1", "type": "function", "function": {"name": "get_weather", "arguments": json.dumps({"city": "Paris"})}}]}
+    assert messages[0] == {
+        "role": "user",
+        "content": [
+            {"type": "text", "text": "look"},
+            {"type": "image_url", "image_url": {"url": f"data:image/png;base64,{PNG}"}},
+        ],
+    }
+    assert messages[1] == {
+        "role": "assistant",
+        "content": "Checking.",
+        "reasoning": "hmm",
+        "tool_calls": [
+            {
+                "id": "call_1",
+                "type": "function",
+                "function": {"name": "get_weather", "arguments": json.dumps({"city": "Paris"})},
+            }
+        ],
+    }
     assert messages[2] == {"role": "tool", "tool_call_id": "call_1", "content": "sunny", "name": "get_weather"}
     assert messages[3]["role"] == "user" and messages[3]["content"][1]["type"] == "image_url"
     # DeepSeek rejects reasoning in input: its compat drops it.
@@ -113,12 +165,25 @@ def test_history_with_tool_calls_results_and_images():
 
 
 def test_openrouter_signature_goes_back_as_reasoning_details():
-    ctx = Context.model_validate({"messages": [
-        {"role": "user", "content": "hi"},
-        {"role": "assistant", "provider": "groq", "api": "openai-completions", "model": MODEL.id, "stopReason": "stop",
-         "content": [{"type": "thinking", "thinking": "2+2", "thinkingSignature": "Et0BCkgI"}, {"type": "text", "text": "4"}]},
-        {"role": "user", "content": "and 3+3?"},
-    ]})
+    ctx = Context.model_validate(
+        {
+            "messages": [
+                {"role": "user", "content": "hi"},
+                {
+                    "role": "assistant",
+                    "provider": "groq",
+                    "api": "openai-completions",
+                    "model": MODEL.id,
+                    "stopReason": "stop",
+                    "content": [
+                        {"type": "thinking", "thinking": "2+2", "thinkingSignature": "Et0BCkgI"},
+                        {"type": "text", "text": "4"},
+                    ],
+                },
+                {"role": "user", "content": "and 3+3?"},
+            ]
+        }
+    )
     assistant = build_request(MODEL, ctx, options(), Compat.parse({"reasoningParam": "openrouter"}))["messages"][1]
     assert assistant["reasoning_details"] == [{"type": "reasoning.text", "text": "2+2", "signature": "Et0BCkgI"}]
 

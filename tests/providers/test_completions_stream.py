@@ -12,12 +12,18 @@ def calls(result):
 
 def test_text_turn_and_request_body(gateway):
     m = marker()
-    body = turn("compat/meta-llama/Llama-3.3-70B-Instruct", m, options={"throttleMs": 0, "maxTokens": 100, "temperature": 0.2})
+    body = turn(
+        "compat/meta-llama/Llama-3.3-70B-Instruct", m, options={"throttleMs": 0, "maxTokens": 100, "temperature": 0.2}
+    )
     body["context"]["systemPrompt"] = "Be brief."
     result = gateway.stream(body)
     assert result.terminal["type"] == "done" and result.terminal["reason"] == "stop"
     start = result.events[0]
-    assert (start["provider"], start["api"], start["model"]) == ("compat", "openai-completions", "meta-llama/Llama-3.3-70B-Instruct")
+    assert (start["provider"], start["api"], start["model"]) == (
+        "compat",
+        "openai-completions",
+        "meta-llama/Llama-3.3-70B-Instruct",
+    )
     assert result.message["content"] == [{"type": "text", "text": f"Hello from the simulator. You said: {m}"}]
     sent = gateway.sim.seen(m)[0]["body"]
     assert sent["model"] == "meta-llama/Llama-3.3-70B-Instruct"  # the id with its "/" reaches the vendor whole
@@ -35,7 +41,11 @@ def test_thinking_from_reasoning_content_or_reasoning(gateway):
     for field in ("reasoning_content", "reasoning"):
         result = gateway.stream(turn(f"compat/thinking;reasoning_field={field}"))
         thinking = result.message["content"][0]
-        assert thinking == {"type": "thinking", "thinking": "The user greets me. I should greet back.", "thinkingSignature": field}
+        assert thinking == {
+            "type": "thinking",
+            "thinking": "The user greets me. I should greet back.",
+            "thinkingSignature": field,
+        }
 
 
 def test_encrypted_reasoning_details_are_the_signature(gateway):
@@ -44,8 +54,10 @@ def test_encrypted_reasoning_details_are_the_signature(gateway):
 
 
 def test_tool_calls_by_index_and_without_index(gateway):
-    expected = [("toolu_sim_weather", "get_weather", {"city": "Paris", "unit": "celsius"}),
-                ("toolu_sim_time", "get_time", {"timezone": "Europe/Paris"})]
+    expected = [
+        ("toolu_sim_weather", "get_weather", {"city": "Paris", "unit": "celsius"}),
+        ("toolu_sim_time", "get_time", {"timezone": "Europe/Paris"}),
+    ]
     for model in ("compat/tools", "compat/tools;quirk=no_index"):
         result = gateway.stream(turn(model))
         assert result.terminal["reason"] == "toolUse" and calls(result) == expected
@@ -73,7 +85,9 @@ def test_content_filter_is_an_error_that_says_so(gateway):
 def test_in_stream_error_keeps_the_vendors_message(gateway):
     result = gateway.stream(turn("compat/error-mid-stream"))
     assert result.terminal["type"] == "error"
-    assert result.terminal["errorMessage"] == "compat/error-mid-stream sent an error event: overloaded_error: Overloaded"
+    assert (
+        result.terminal["errorMessage"] == "compat/error-mid-stream sent an error event: overloaded_error: Overloaded"
+    )
 
 
 def test_http_errors_carry_retry_hints_and_are_retried(gateway):

@@ -46,8 +46,19 @@ SCENARIOS = {
         "stop",
     ),
     "tools": (
-        ["start", "text_start", "text_delta+", "text_end",
-         "toolcall_start", "toolcall_delta+", "toolcall_end", "toolcall_start", "toolcall_delta+", "toolcall_end", "done"],
+        [
+            "start",
+            "text_start",
+            "text_delta+",
+            "text_end",
+            "toolcall_start",
+            "toolcall_delta+",
+            "toolcall_end",
+            "toolcall_start",
+            "toolcall_delta+",
+            "toolcall_end",
+            "done",
+        ],
         "toolUse",
     ),
     "tool-empty-args": (["start", "toolcall_start", "toolcall_delta+", "toolcall_end", "done"], "toolUse"),
@@ -57,8 +68,19 @@ SCENARIOS = {
     "unknown-event": (["start", "text_start", "text_delta+", "text_end", "done"], "stop"),
     "late-frames": (["start", "text_start", "text_delta+", "text_end", "done"], "stop"),
     "split-surrogates": (
-        ["start", "thinking_start", "thinking_delta+", "thinking_end", "text_start", "text_delta+", "text_end",
-         "toolcall_start", "toolcall_delta+", "toolcall_end", "done"],
+        [
+            "start",
+            "thinking_start",
+            "thinking_delta+",
+            "thinking_end",
+            "text_start",
+            "text_delta+",
+            "text_end",
+            "toolcall_start",
+            "toolcall_delta+",
+            "toolcall_end",
+            "done",
+        ],
         "toolUse",
     ),
 }
@@ -129,12 +151,18 @@ def test_cancellation_closes_the_upstream(gateway, provider):
 
 @pytest.mark.parametrize("provider", PROVIDERS)
 def test_usage_totals_and_catalog_cost(gateway, provider):
-    model = {"anthropic": "claude-sonnet-4-5", "openai": "gpt-5-mini", "google": "gemini-2.5-flash",
-             "compat": "meta-llama/Llama-3.3-70B-Instruct"}[provider]
+    model = {
+        "anthropic": "claude-sonnet-4-5",
+        "openai": "gpt-5-mini",
+        "google": "gemini-2.5-flash",
+        "compat": "meta-llama/Llama-3.3-70B-Instruct",
+    }[provider]
     result = gateway.stream(turn(f"{provider}/{model}"))
     usage = result.terminal["usage"]
     assert usage["totalTokens"] == usage["input"] + usage["output"] + usage["cacheRead"] + usage["cacheWrite"] > 0
     info = gateway.state.catalog.model(provider, model)
     expected = usage["input"] * info.pricing.input / 1e6 + usage["output"] * info.pricing.output / 1e6
-    expected += usage["cacheRead"] * info.pricing.cache_read / 1e6 + usage["cacheWrite"] * info.pricing.cache_write / 1e6
+    expected += (
+        usage["cacheRead"] * info.pricing.cache_read / 1e6 + usage["cacheWrite"] * info.pricing.cache_write / 1e6
+    )
     assert usage["cost"]["total"] == pytest.approx(expected) and usage["cost"]["total"] > 0

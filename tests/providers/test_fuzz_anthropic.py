@@ -27,8 +27,13 @@ from tests.harness import (
     wire_text,
 )
 
-STOPS = {"end_turn": "stop", "stop_sequence": "stop", "pause_turn": "length", "max_tokens": "length", "tool_use": "toolUse"}
-
+STOPS = {
+    "end_turn": "stop",
+    "stop_sequence": "stop",
+    "pause_turn": "length",
+    "max_tokens": "length",
+    "tool_use": "toolUse",
+}
 
 
 @st.composite
@@ -42,32 +47,87 @@ def anthropic_stream(draw):
             text = draw(wire_text)
             chunks = utf16_split(draw, text) if text else []
             wire.append({"type": "content_block_start", "index": index, "content_block": {"type": "text", "text": ""}})
-            wire += [{"type": "content_block_delta", "index": index, "delta": {"type": "text_delta", "text": c}} for c in chunks]
+            wire += [
+                {"type": "content_block_delta", "index": index, "delta": {"type": "text_delta", "text": c}}
+                for c in chunks
+            ]
             expected.append({"type": "text", "text": valid_text(text)})
         elif kind == "thinking":
             text = draw(wire_text)
             chunks = utf16_split(draw, text) if text else []
             signature = draw(st.text(alphabet="abcdef0123456789", min_size=1, max_size=12))
-            wire.append({"type": "content_block_start", "index": index, "content_block": {"type": "thinking", "thinking": "", "signature": ""}})
-            wire += [{"type": "content_block_delta", "index": index, "delta": {"type": "thinking_delta", "thinking": c}} for c in chunks]
-            wire.append({"type": "content_block_delta", "index": index, "delta": {"type": "signature_delta", "signature": signature}})
+            wire.append(
+                {
+                    "type": "content_block_start",
+                    "index": index,
+                    "content_block": {"type": "thinking", "thinking": "", "signature": ""},
+                }
+            )
+            wire += [
+                {"type": "content_block_delta", "index": index, "delta": {"type": "thinking_delta", "thinking": c}}
+                for c in chunks
+            ]
+            wire.append(
+                {
+                    "type": "content_block_delta",
+                    "index": index,
+                    "delta": {"type": "signature_delta", "signature": signature},
+                }
+            )
             expected.append({"type": "thinking", "thinking": valid_text(text), "thinkingSignature": signature})
         elif kind == "redacted":
-            wire.append({"type": "content_block_start", "index": index, "content_block": {"type": "redacted_thinking", "data": "blob"}})
+            wire.append(
+                {
+                    "type": "content_block_start",
+                    "index": index,
+                    "content_block": {"type": "redacted_thinking", "data": "blob"},
+                }
+            )
             expected.append({"type": "thinking", "thinking": "", "thinkingSignature": "blob", "redacted": True})
         elif kind == "tool":
             args = draw(arguments)
             text = json.dumps(args, ensure_ascii=False) if args or draw(st.booleans()) else ""
             call_id = f"toolu_{index}"
-            wire.append({"type": "content_block_start", "index": index, "content_block": {"type": "tool_use", "id": call_id, "name": "tool", "input": {}}})
-            wire += [{"type": "content_block_delta", "index": index, "delta": {"type": "input_json_delta", "partial_json": f}} for f in utf16_split(draw, text)]
+            wire.append(
+                {
+                    "type": "content_block_start",
+                    "index": index,
+                    "content_block": {"type": "tool_use", "id": call_id, "name": "tool", "input": {}},
+                }
+            )
+            wire += [
+                {
+                    "type": "content_block_delta",
+                    "index": index,
+                    "delta": {"type": "input_json_delta", "partial_json": f},
+                }
+                for f in utf16_split(draw, text)
+            ]
             expected.append({"type": "toolCall", "id": call_id, "name": "tool", "arguments": args})
         else:
-            wire.append({"type": "content_block_start", "index": index, "content_block": {"type": "server_tool_use", "id": "srv", "name": "web_search", "input": {}}})
-            wire.append({"type": "content_block_delta", "index": index, "delta": {"type": "input_json_delta", "partial_json": '{"q": 1}'}})
+            wire.append(
+                {
+                    "type": "content_block_start",
+                    "index": index,
+                    "content_block": {"type": "server_tool_use", "id": "srv", "name": "web_search", "input": {}},
+                }
+            )
+            wire.append(
+                {
+                    "type": "content_block_delta",
+                    "index": index,
+                    "delta": {"type": "input_json_delta", "partial_json": '{"q": 1}'},
+                }
+            )
         wire.append({"type": "content_block_stop", "index": index})
     stop = draw(st.sampled_from(sorted(STOPS)))
-    wire.append({"type": "message_delta", "delta": {"stop_reason": stop}, "usage": {"output_tokens": draw(st.integers(0, 5000))}})
+    wire.append(
+        {
+            "type": "message_delta",
+            "delta": {"stop_reason": stop},
+            "usage": {"output_tokens": draw(st.integers(0, 5000))},
+        }
+    )
     wire.append({"type": "message_stop"})
     return wire, expected, stop
 
@@ -98,9 +158,19 @@ def test_corrupted_streams_keep_every_invariant(stream, mutation, seed, throttle
     if mutation == "unknown":
         wire.insert(at, {"type": "mystery_event", "payload": [1, 2]})
     elif mutation == "garble":
-        wire.insert(at, {"type": "content_block_delta", "index": seed % 4, "delta": {"type": "input_json_delta", "partial_json": "}{"}})
+        wire.insert(
+            at,
+            {
+                "type": "content_block_delta",
+                "index": seed % 4,
+                "delta": {"type": "input_json_delta", "partial_json": "}{"},
+            },
+        )
     elif mutation == "late":
-        wire += [{"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "late"}}, {"type": "message_stop"}]
+        wire += [
+            {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "late"}},
+            {"type": "message_stop"},
+        ]
     elif mutation == "error_event":
         wire.insert(at, {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}})
     provider = ScriptedProvider("anthropic", "anthropic-messages", AnthropicTranslator, wire, fail_with)

@@ -50,7 +50,9 @@ def chat_stream(draw):
         if kind == "text":
             text = draw(wire_text.filter(bool))
             typed = draw(st.booleans())  # Mistral's typed content parts, else a plain string
-            wire += [_chunk({"content": [{"type": "text", "text": c}] if typed else c}) for c in utf16_split(draw, text) if c]
+            wire += [
+                _chunk({"content": [{"type": "text", "text": c}] if typed else c}) for c in utf16_split(draw, text) if c
+            ]
             expected.append({"type": "text", "text": valid_text(text)})
         elif kind == "thinking":
             text = draw(wire_text.filter(bool))
@@ -70,17 +72,28 @@ def chat_stream(draw):
             whole = draw(st.booleans())
             indexed = draw(st.booleans())  # Mistral sends no index: a new id starts a call, no id continues it
             by_index = {"index": index} if indexed else {}
-            first = {**by_index, "id": f"call_{index}", "type": "function",
-                     "function": {"name": "tool", "arguments": text if whole else ""}}
+            first = {
+                **by_index,
+                "id": f"call_{index}",
+                "type": "function",
+                "function": {"name": "tool", "arguments": text if whole else ""},
+            }
             wire.append(_chunk({"tool_calls": [first]}))
             if not whole:
-                wire += [_chunk({"tool_calls": [{**by_index, "function": {"arguments": f}}]}) for f in utf16_split(draw, text)]
+                wire += [
+                    _chunk({"tool_calls": [{**by_index, "function": {"arguments": f}}]})
+                    for f in utf16_split(draw, text)
+                ]
             expected.append({"type": "toolCall", "id": f"call_{index}", "name": "tool", "arguments": args})
             index += 1
     prompt, completion = draw(st.integers(0, 5000)), draw(st.integers(0, 5000))
     cached = draw(st.integers(0, prompt))
-    usage = {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion,
-             "prompt_tokens_details": {"cached_tokens": cached}}
+    usage = {
+        "prompt_tokens": prompt,
+        "completion_tokens": completion,
+        "total_tokens": prompt + completion,
+        "prompt_tokens_details": {"cached_tokens": cached},
+    }
     finish = draw(st.sampled_from(["stop", "length"])) if not index else "tool_calls"
     if draw(st.booleans()):
         wire.append(_chunk({}, finish, usage=usage))
@@ -107,8 +120,20 @@ def test_valid_streams_normalize_exactly(stream, throttle):
     assert [a.outcome for a in job.attempts] == ["done"]
 
 
-MUTATIONS = ["drop", "duplicate", "swap", "unknown", "truncate", "garble", "late", "transport", "error_event", "interleave",
-             "bad_finish", "retype"]
+MUTATIONS = [
+    "drop",
+    "duplicate",
+    "swap",
+    "unknown",
+    "truncate",
+    "garble",
+    "late",
+    "transport",
+    "error_event",
+    "interleave",
+    "bad_finish",
+    "retype",
+]
 ERROR_FINISHES = ["content_filter", "mystery_reason"]
 
 
@@ -128,7 +153,9 @@ def test_corrupted_streams_keep_every_invariant(stream, mutation, seed, throttle
     elif mutation == "interleave":  # a fragment for call 0 after call 1 began
         wire.insert(len(wire) - 1, _chunk({"tool_calls": [{"index": 0, "function": {"arguments": "1"}}]}))
     elif mutation == "bad_finish":  # a finish reason that cannot be success, with usage so it settles there
-        wire.insert(at, _chunk({"content": "x"}, ERROR_FINISHES[seed % 2], usage={"prompt_tokens": 1, "completion_tokens": 1}))
+        wire.insert(
+            at, _chunk({"content": "x"}, ERROR_FINISHES[seed % 2], usage={"prompt_tokens": 1, "completion_tokens": 1})
+        )
     provider = ScriptedProvider("compat", "openai-completions", ChatCompletionsTranslator, wire, fail_with)
     terminal, job = run_corrupted(provider, throttle_ms=throttle)
     if mutation in ("truncate", "transport") and not any(
@@ -144,6 +171,14 @@ def test_corrupted_streams_keep_every_invariant(stream, mutation, seed, throttle
             assert terminal["type"] == "error"
     if terminal["type"] == "done":  # never a call with invented arguments
         made = [b for b in terminal["message"]["content"] if b["type"] == "toolCall"]
-        assert all(b in expected for b in made) or mutation in ("duplicate", "swap", "drop", "garble", "interleave", "bad_finish", "retype")
+        assert all(b in expected for b in made) or mutation in (
+            "duplicate",
+            "swap",
+            "drop",
+            "garble",
+            "interleave",
+            "bad_finish",
+            "retype",
+        )
     assert provider.closed
     assert job.turn.settled and job.attempts and job.attempts[-1].outcome == job.turn.outcome

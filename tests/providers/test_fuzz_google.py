@@ -79,7 +79,12 @@ def expected_content(all_parts: list[dict[str, Any]]) -> list[dict[str, Any]]:
         if "functionCall" in part:
             open_kind = None
             call = part["functionCall"]
-            block = {"type": "toolCall", "id": call.get("id"), "name": call["name"], "arguments": call.get("args") or {}}
+            block = {
+                "type": "toolCall",
+                "id": call.get("id"),
+                "name": call["name"],
+                "arguments": call.get("args") or {},
+            }
             if signature:
                 block["thoughtSignature"] = signature
             content.append(block)
@@ -127,8 +132,13 @@ def google_stream(draw):
     prompt = draw(st.integers(0, 5000))
     cached = draw(st.integers(0, prompt))
     output, thoughts = draw(st.integers(0, 5000)), draw(st.integers(0, 500))
-    usage = {"promptTokenCount": prompt, "candidatesTokenCount": output, "thoughtsTokenCount": thoughts,
-             "cachedContentTokenCount": cached, "totalTokenCount": prompt + output + thoughts}
+    usage = {
+        "promptTokenCount": prompt,
+        "candidatesTokenCount": output,
+        "thoughtsTokenCount": thoughts,
+        "cachedContentTokenCount": cached,
+        "totalTokenCount": prompt + output + thoughts,
+    }
     finish = draw(st.sampled_from(sorted(FINISHES)))
     if not chunks or draw(st.booleans()):
         chunks.append([{"text": ""}])  # the finish on a chunk of its own (as Gemini 3 sends it)
@@ -137,8 +147,14 @@ def google_stream(draw):
         candidate: dict[str, Any] = {"content": {"parts": chunk_parts, "role": "model"}, "index": 0}
         if i == len(chunks) - 1:
             candidate["finishReason"] = finish
-        wire.append({"candidates": [candidate], "usageMetadata": usage if i == len(chunks) - 1 else {"promptTokenCount": prompt},
-                     "modelVersion": "fuzz-model", "responseId": "r1"})
+        wire.append(
+            {
+                "candidates": [candidate],
+                "usageMetadata": usage if i == len(chunks) - 1 else {"promptTokenCount": prompt},
+                "modelVersion": "fuzz-model",
+                "responseId": "r1",
+            }
+        )
     return wire, expected_content(all_parts), FINISHES[finish], (prompt - cached, output + thoughts, cached)
 
 
@@ -166,8 +182,20 @@ def test_valid_streams_normalize_exactly(stream, as_sdk, throttle):
     assert [a.outcome for a in job.attempts] == ["done"]
 
 
-MUTATIONS = ["drop", "duplicate", "swap", "unknown", "truncate", "odd_parts", "bad_finish", "blocked", "late", "transport",
-             "error_chunk", "retype"]
+MUTATIONS = [
+    "drop",
+    "duplicate",
+    "swap",
+    "unknown",
+    "truncate",
+    "odd_parts",
+    "bad_finish",
+    "blocked",
+    "late",
+    "transport",
+    "error_chunk",
+    "retype",
+]
 
 
 @fuzz_corrupt
@@ -176,15 +204,48 @@ def test_corrupted_streams_keep_every_invariant(stream, mutation, seed, as_sdk, 
     wire, _, _, _ = stream
     wire, fail_with, at = corrupt(wire, mutation, seed)
     if mutation == "unknown":
-        wire.insert(at, {"candidates": [{"content": {"parts": [{"futurePart": {"x": 1}}, {"executableCode": {"code": "1"}}]}}],
-                         "futureField": True})
+        wire.insert(
+            at,
+            {
+                "candidates": [{"content": {"parts": [{"futurePart": {"x": 1}}, {"executableCode": {"code": "1"}}]}}],
+                "futureField": True,
+            },
+        )
     elif mutation == "odd_parts":  # valid to the SDK, odd for a client: empty candidates, nameless calls, no content
-        wire.insert(at, [{"candidates": []}, {"candidates": [{"index": 0}]}, {"candidates": [{"content": {"parts": [
-            {"functionCall": {}}, {"text": "", "thought": True, "thoughtSignature": "c2ln"}]}}]}, {}][seed % 4])
+        wire.insert(
+            at,
+            [
+                {"candidates": []},
+                {"candidates": [{"index": 0}]},
+                {
+                    "candidates": [
+                        {
+                            "content": {
+                                "parts": [
+                                    {"functionCall": {}},
+                                    {"text": "", "thought": True, "thoughtSignature": "c2ln"},
+                                ]
+                            }
+                        }
+                    ]
+                },
+                {},
+            ][seed % 4],
+        )
     elif mutation == "bad_finish":
-        wire.insert(at, {"candidates": [{"content": {"parts": [{"text": "x"}]}, "index": 0,
-                                         "finishReason": ["SAFETY", "RECITATION", "MALFORMED_FUNCTION_CALL", "OTHER"][seed % 4],
-                                         "finishMessage": "stopped"}]})
+        wire.insert(
+            at,
+            {
+                "candidates": [
+                    {
+                        "content": {"parts": [{"text": "x"}]},
+                        "index": 0,
+                        "finishReason": ["SAFETY", "RECITATION", "MALFORMED_FUNCTION_CALL", "OTHER"][seed % 4],
+                        "finishMessage": "stopped",
+                    }
+                ]
+            },
+        )
     elif mutation == "blocked":
         wire.insert(at, {"promptFeedback": {"blockReason": "SAFETY"}, "usageMetadata": {"promptTokenCount": 3}})
     elif mutation == "late":

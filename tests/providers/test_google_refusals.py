@@ -7,7 +7,13 @@ import pytest
 
 from tests.conftest import marker, turn
 
-TOOL_RESULT = {"role": "toolResult", "toolCallId": "call_1", "toolName": "get_weather", "content": [{"type": "text", "text": "21C"}], "isError": False}
+TOOL_RESULT = {
+    "role": "toolResult",
+    "toolCallId": "call_1",
+    "toolName": "get_weather",
+    "content": [{"type": "text", "text": "21C"}],
+    "isError": False,
+}
 
 
 def _body(model: str, messages: list[dict]) -> dict:
@@ -19,7 +25,11 @@ def _body(model: str, messages: list[dict]) -> dict:
 CASES = {
     "only-tool-results": ("google/gemini-2.5-flash", [TOOL_RESULT], "context.messages"),
     "empty-content-list": ("google/gemini-2.5-flash", [{"role": "user", "content": []}], "context.messages"),
-    "only-empty-texts": ("google/gemini-2.5-flash", [{"role": "user", "content": [{"type": "text", "text": ""}]}], "context.messages"),
+    "only-empty-texts": (
+        "google/gemini-2.5-flash",
+        [{"role": "user", "content": [{"type": "text", "text": ""}]}],
+        "context.messages",
+    ),
     "model-dotdot": ("google/gemini..flash", None, "model"),
     "model-query": ("google/gemini-2.5-flash?alt=json", None, "model"),
     "model-amp": ("google/gemini&x", None, "model"),

@@ -27,8 +27,13 @@ def test_text_turn(gateway):
     result = gateway.stream(turn("google/text", f"hello {m}", options=FAST))
     pieces = reply(f"hello {m}")
     assert result.types() == ["start", "text_start", *["text_delta"] * len(pieces), "text_end", "done"]
-    assert result.events[0] | {"requestId": None} == {"type": "start", "requestId": None, "provider": "google",
-                                                      "api": "google-generative-ai", "model": "text"}
+    assert result.events[0] | {"requestId": None} == {
+        "type": "start",
+        "requestId": None,
+        "provider": "google",
+        "api": "google-generative-ai",
+        "model": "text",
+    }
     assert [e["delta"] for e in result.events if e["type"] == "text_delta"] == pieces
     assert result.message["content"] == [{"type": "text", "text": "".join(pieces)}]
     assert result.terminal["reason"] == "stop"
@@ -50,12 +55,27 @@ def test_cache_read_is_not_counted_twice(gateway):
 def test_thinking_with_signature(gateway):
     result = gateway.stream(turn("google/thinking", options=FAST))
     signature = base64.b64encode(b"sig-sim-thinking-42").decode()  # a thoughtSignature is base64 on the wire
-    assert result.types()[:7] == ["start", "thinking_start", "thinking_delta", "thinking_delta", "thinking_delta",
-                                  "thinking_end", "text_start"]
+    assert result.types()[:7] == [
+        "start",
+        "thinking_start",
+        "thinking_delta",
+        "thinking_delta",
+        "thinking_delta",
+        "thinking_end",
+        "text_start",
+    ]
     end = result.events[5]
-    assert end == {"type": "thinking_end", "contentIndex": 0, "content": "The user greets me. I should greet back.",
-                   "contentSignature": signature}
-    assert result.message["content"][0] == {"type": "thinking", "thinking": end["content"], "thinkingSignature": signature}
+    assert end == {
+        "type": "thinking_end",
+        "contentIndex": 0,
+        "content": "The user greets me. I should greet back.",
+        "contentSignature": signature,
+    }
+    assert result.message["content"][0] == {
+        "type": "thinking",
+        "thinking": end["content"],
+        "thinkingSignature": signature,
+    }
     assert result.message["content"][1]["type"] == "text"
     usage = result.terminal["usage"]
     assert usage["output"] == result.message["usage"]["output"] > 3  # candidates + 3 thought chunks
@@ -64,14 +84,29 @@ def test_thinking_with_signature(gateway):
 
 def test_parallel_tool_calls_without_ids_get_unique_ids(gateway):
     result = gateway.stream(turn("google/tools", options=FAST))
-    assert result.types() == ["start", "text_start", "text_delta", "text_delta", "text_end",
-                              "toolcall_start", "toolcall_delta", "toolcall_end",
-                              "toolcall_start", "toolcall_delta", "toolcall_end", "done"]
+    assert result.types() == [
+        "start",
+        "text_start",
+        "text_delta",
+        "text_delta",
+        "text_end",
+        "toolcall_start",
+        "toolcall_delta",
+        "toolcall_end",
+        "toolcall_start",
+        "toolcall_delta",
+        "toolcall_end",
+        "done",
+    ]
     assert [e["delta"] for e in result.events if e["type"] == "toolcall_delta"] == [
-        '{"city":"Paris","unit":"celsius"}', '{"timezone":"Europe/Paris"}']  # ONE delta per call
+        '{"city":"Paris","unit":"celsius"}',
+        '{"timezone":"Europe/Paris"}',
+    ]  # ONE delta per call
     calls = [e["toolCall"] for e in result.events if e["type"] == "toolcall_end"]
     assert [(c["name"], c["arguments"]) for c in calls] == [
-        ("get_weather", {"city": "Paris", "unit": "celsius"}), ("get_time", {"timezone": "Europe/Paris"})]
+        ("get_weather", {"city": "Paris", "unit": "celsius"}),
+        ("get_time", {"timezone": "Europe/Paris"}),
+    ]
     assert re.fullmatch(r"get_weather_1_[0-9a-f]{8}", calls[0]["id"])
     assert re.fullmatch(r"get_time_2_[0-9a-f]{8}", calls[1]["id"])
     starts = [e["id"] for e in result.events if e["type"] == "toolcall_start"]
@@ -109,7 +144,9 @@ def test_malformed_function_call_is_an_error(gateway):
     m = marker()
     result = gateway.stream(turn("google/tools-malformed", m))
     assert result.types() == ["error"]
-    assert result.terminal["errorMessage"].startswith("google/tools-malformed stopped: finishReason=MALFORMED_FUNCTION_CALL")
+    assert result.terminal["errorMessage"].startswith(
+        "google/tools-malformed stopped: finishReason=MALFORMED_FUNCTION_CALL"
+    )
     assert len(gateway.sim.seen(m)) == 1  # not retried
 
 
@@ -153,7 +190,9 @@ def test_http_429_surfaces_retry_after_ms(gateway):
 def test_http_400_is_not_retried(gateway):
     m = marker()
     result = gateway.stream(turn("google/http-400", m))
-    assert result.terminal["errorMessage"] == "google/http-400 returned HTTP 400: INVALID_ARGUMENT: simulated bad request"
+    assert (
+        result.terminal["errorMessage"] == "google/http-400 returned HTTP 400: INVALID_ARGUMENT: simulated bad request"
+    )
     assert len(gateway.sim.seen(m)) == 1
 
 
@@ -171,8 +210,12 @@ def test_connection_reset_is_an_error(gateway):
 
 def sample_parts(name: str) -> list[dict]:
     raw = (HERE / "wire_samples" / f"gemini-{name}.sse").read_bytes().decode()
-    return [p for f in raw.split("\r\n\r\n") if f.startswith("data: ")
-            for p in json.loads(f[6:])["candidates"][0]["content"]["parts"]]
+    return [
+        p
+        for f in raw.split("\r\n\r\n")
+        if f.startswith("data: ")
+        for p in json.loads(f[6:])["candidates"][0]["content"]["parts"]
+    ]
 
 
 def replay(gateway, name: str):
@@ -202,7 +245,9 @@ def test_replay_thought_parts_then_text(gateway):
     thinking, text = result.message["content"]
     assert len(thinking["thinking"]) == 1575 and "thinkingSignature" not in thinking
     assert len(text["text"]) == 1938
-    assert text["text"].startswith("This is a great question! Safely crossing the street is all about being aware and predictable.")
+    assert text["text"].startswith(
+        "This is a great question! Safely crossing the street is all about being aware and predictable."
+    )
     assert text["text"].endswith("Always assume a driver might not see you.")
     signed = [p["thoughtSignature"] for p in sample_parts("thought-parts-text") if "thoughtSignature" in p]
     assert len(signed) == 1 and len(signed[0]) == 6152 and text["textSignature"] == signed[0]
@@ -239,7 +284,13 @@ def test_replay_gemini3_call_with_id_and_empty_args(gateway):
     assert result.types() == ["start", "toolcall_start", "toolcall_delta", "toolcall_end", "done"]
     call = result.message["content"][0]
     signature = sample_parts("3-tool-id-empty-args")[0]["thoughtSignature"]
-    assert call == {"type": "toolCall", "id": "96c1su3s", "name": "get_user_country", "arguments": {}, "thoughtSignature": signature}
+    assert call == {
+        "type": "toolCall",
+        "id": "96c1su3s",
+        "name": "get_user_country",
+        "arguments": {},
+        "thoughtSignature": signature,
+    }
     assert len(signature) == 540
     assert result.terminal["reason"] == "toolUse"
     assert usage_of(result) == (29, 12 + 69, 0) and result.terminal["usage"]["totalTokens"] == 110
@@ -249,8 +300,10 @@ def test_replay_gemini3_signature_on_a_final_empty_part(gateway):
     result = replay(gateway, "3-text-thought-signature")
     assert result.types() == ["start", "text_start", "text_delta", "text_delta", "text_delta", "text_end", "done"]
     text = result.message["content"][0]
-    expected = ('"Hi" in Portuguese is **"Oi"** (pronounced like "oy"). \n\nYou can also use **"Olá"** '
-                '(pronounced oh-LAH), which means "Hello".')
+    expected = (
+        '"Hi" in Portuguese is **"Oi"** (pronounced like "oy"). \n\nYou can also use **"Olá"** '
+        '(pronounced oh-LAH), which means "Hello".'
+    )
     assert text["text"] == expected and len(expected) == 125
     signature = sample_parts("3-text-thought-signature")[-1]["thoughtSignature"]
     assert len(signature) == 1228 and text["textSignature"] == signature
@@ -277,22 +330,54 @@ def test_request_body_sent_to_gemini(gateway):
         "context": {
             "systemPrompt": "You are terse.",
             "messages": [
-                {"role": "user", "content": [{"type": "text", "text": "Weather in Paris?"},
-                                             {"type": "image", "data": "aGVsbG8=", "mimeType": "image/png"}]},
-                {"role": "assistant", "provider": "google", "api": "google-generative-ai", "model": "gemini-2.5-flash",
-                 "content": [{"type": "thinking", "thinking": "Use the tool.", "thinkingSignature": "c2lnLTE="},
-                             {"type": "toolCall", "id": "get_weather_1_ab", "name": "get_weather",
-                              "arguments": {"city": "Paris"}, "thoughtSignature": "c2lnLTI="},
-                             {"type": "toolCall", "id": "get_time_2_cd", "name": "get_time", "arguments": {}}],
-                 "stopReason": "toolUse"},
-                {"role": "toolResult", "toolCallId": "get_weather_1_ab", "toolName": "get_weather",
-                 "content": [{"type": "text", "text": "18C"}], "isError": False},
-                {"role": "toolResult", "toolCallId": "get_time_2_cd", "toolName": "get_time",
-                 "content": [{"type": "text", "text": "no clock"}], "isError": True},
+                {
+                    "role": "user",
+                    "content": [
+                        {"type": "text", "text": "Weather in Paris?"},
+                        {"type": "image", "data": "aGVsbG8=", "mimeType": "image/png"},
+                    ],
+                },
+                {
+                    "role": "assistant",
+                    "provider": "google",
+                    "api": "google-generative-ai",
+                    "model": "gemini-2.5-flash",
+                    "content": [
+                        {"type": "thinking", "thinking": "Use the tool.", "thinkingSignature": "c2lnLTE="},
+                        {
+                            "type": "toolCall",
+                            "id": "get_weather_1_ab",
+                            "name": "get_weather",
+                            "arguments": {"city": "Paris"},
+                            "thoughtSignature": "c2lnLTI=",
+                        },
+                        {"type": "toolCall", "id": "get_time_2_cd", "name": "get_time", "arguments": {}},
+                    ],
+                    "stopReason": "toolUse",
+                },
+                {
+                    "role": "toolResult",
+                    "toolCallId": "get_weather_1_ab",
+                    "toolName": "get_weather",
+                    "content": [{"type": "text", "text": "18C"}],
+                    "isError": False,
+                },
+                {
+                    "role": "toolResult",
+                    "toolCallId": "get_time_2_cd",
+                    "toolName": "get_time",
+                    "content": [{"type": "text", "text": "no clock"}],
+                    "isError": True,
+                },
                 {"role": "user", "content": m},
             ],
-            "tools": [{"name": "get_weather", "description": "Weather",
-                       "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}],
+            "tools": [
+                {
+                    "name": "get_weather",
+                    "description": "Weather",
+                    "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
+                }
+            ],
         },
         "options": {"maxTokens": 500, "temperature": 0.3, "reasoning": "medium"},
     }
@@ -301,22 +386,50 @@ def test_request_body_sent_to_gemini(gateway):
     assert len(seen) == 1 and seen[0]["model"] == "gemini-2.5-flash"
     sent = camel(seen[0]["body"])
     assert sent["systemInstruction"] == {"parts": [{"text": "You are terse."}]}
-    assert sent["generationConfig"] == {"maxOutputTokens": 500, "temperature": 0.3,
-                                        "thinkingConfig": {"includeThoughts": True, "thinkingBudget": 8192}}
-    assert sent["tools"] == [{"functionDeclarations": [{
-        "name": "get_weather", "description": "Weather",
-        "parametersJsonSchema": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}]}]
+    assert sent["generationConfig"] == {
+        "maxOutputTokens": 500,
+        "temperature": 0.3,
+        "thinkingConfig": {"includeThoughts": True, "thinkingBudget": 8192},
+    }
+    assert sent["tools"] == [
+        {
+            "functionDeclarations": [
+                {
+                    "name": "get_weather",
+                    "description": "Weather",
+                    "parametersJsonSchema": {
+                        "type": "object",
+                        "properties": {"city": {"type": "string"}},
+                        "required": ["city"],
+                    },
+                }
+            ]
+        }
+    ]
     user, model, results, last = sent["contents"]
-    assert user == {"role": "user", "parts": [{"text": "Weather in Paris?"}, {"inlineData": {"mimeType": "image/png", "data": "aGVsbG8="}}]}
-    assert model == {"role": "model", "parts": [
-        {"text": "Use the tool.", "thought": True, "thoughtSignature": "c2lnLTE="},  # same model: thinking kept, signed
-        {"functionCall": {"name": "get_weather", "args": {"city": "Paris"}}, "thoughtSignature": "c2lnLTI="},
-        {"functionCall": {"name": "get_time", "args": {}}},  # Gemini 2.5: an unsigned call stays unsigned
-    ]}
-    assert results == {"role": "user", "parts": [  # consecutive results merged into one user turn
-        {"functionResponse": {"name": "get_weather", "response": {"output": "18C"}}},
-        {"functionResponse": {"name": "get_time", "response": {"error": "no clock"}}},
-    ]}
+    assert user == {
+        "role": "user",
+        "parts": [{"text": "Weather in Paris?"}, {"inlineData": {"mimeType": "image/png", "data": "aGVsbG8="}}],
+    }
+    assert model == {
+        "role": "model",
+        "parts": [
+            {
+                "text": "Use the tool.",
+                "thought": True,
+                "thoughtSignature": "c2lnLTE=",
+            },  # same model: thinking kept, signed
+            {"functionCall": {"name": "get_weather", "args": {"city": "Paris"}}, "thoughtSignature": "c2lnLTI="},
+            {"functionCall": {"name": "get_time", "args": {}}},  # Gemini 2.5: an unsigned call stays unsigned
+        ],
+    }
+    assert results == {
+        "role": "user",
+        "parts": [  # consecutive results merged into one user turn
+            {"functionResponse": {"name": "get_weather", "response": {"output": "18C"}}},
+            {"functionResponse": {"name": "get_time", "response": {"error": "no clock"}}},
+        ],
+    }
     assert last == {"role": "user", "parts": [{"text": m}]}
 
 
@@ -324,15 +437,29 @@ def test_gemini3_request_uses_levels_and_signs_foreign_calls(gateway):
     m = marker()
     body = {
         "model": "google/gemini-3-flash-preview",
-        "context": {"messages": [
-            {"role": "user", "content": "go"},
-            {"role": "assistant", "provider": "anthropic", "api": "anthropic-messages", "model": "claude-x",
-             "content": [{"type": "thinking", "thinking": "Think.", "thinkingSignature": "anthropic-sig"},
-                         {"type": "toolCall", "id": "toolu_01", "name": "lookup", "arguments": {"q": 1}}],
-             "stopReason": "toolUse"},
-            {"role": "toolResult", "toolCallId": "toolu_01", "toolName": "lookup", "content": [{"type": "text", "text": "1"}]},
-            {"role": "user", "content": m},
-        ]},
+        "context": {
+            "messages": [
+                {"role": "user", "content": "go"},
+                {
+                    "role": "assistant",
+                    "provider": "anthropic",
+                    "api": "anthropic-messages",
+                    "model": "claude-x",
+                    "content": [
+                        {"type": "thinking", "thinking": "Think.", "thinkingSignature": "anthropic-sig"},
+                        {"type": "toolCall", "id": "toolu_01", "name": "lookup", "arguments": {"q": 1}},
+                    ],
+                    "stopReason": "toolUse",
+                },
+                {
+                    "role": "toolResult",
+                    "toolCallId": "toolu_01",
+                    "toolName": "lookup",
+                    "content": [{"type": "text", "text": "1"}],
+                },
+                {"role": "user", "content": m},
+            ]
+        },
         "options": {"reasoning": "low"},
     }
     assert gateway.stream(body).terminal["type"] == "done"

@@ -14,7 +14,14 @@ import re
 
 import pytest
 
-from app.contract.messages import AssistantMessage, TextContent, ThinkingContent, ToolCall, ToolResultMessage, UserMessage
+from app.contract.messages import (
+    AssistantMessage,
+    TextContent,
+    ThinkingContent,
+    ToolCall,
+    ToolResultMessage,
+    UserMessage,
+)
 from app.providers.handoff import NO_RESULT, Target, prepare_history
 from tests.conftest import marker, turn
 
@@ -40,9 +47,15 @@ def conversations(gateway):
         tools = gateway.stream(turn(f"{provider}/tools", "now use tools")).message
         assert tools["stopReason"] == "toolUse", tools
         results = [
-            {"role": "toolResult", "toolCallId": b["id"], "toolName": b["name"],
-             "content": [{"type": "text", "text": f"result of {b['name']}"}], "isError": False}
-            for b in tools["content"] if b["type"] == "toolCall"
+            {
+                "role": "toolResult",
+                "toolCallId": b["id"],
+                "toolName": b["name"],
+                "content": [{"type": "text", "text": f"result of {b['name']}"}],
+                "isError": False,
+            }
+            for b in tools["content"]
+            if b["type"] == "toolCall"
         ]
         aborted = {**thinking, "content": [{"type": "text", "text": "ABORTED-TURN-TEXT"}], "stopReason": "aborted"}
         out[provider] = [
@@ -145,9 +158,11 @@ def test_conversation_moves_between_providers(gateway, conversations, source, ta
             assert thinking == [source_thinking["thinking"]]
         elif target == "google":
             assert thinking[0][0] == source_thinking["thinking"]
-            assert base64.b64decode(thinking[0][1].replace("-", "+").replace("_", "/") + "==") == base64.b64decode(
-                source_thinking["thinkingSignature"] + "=="
-            ) or thinking[0][1] == source_thinking["thinkingSignature"]
+            assert (
+                base64.b64decode(thinking[0][1].replace("-", "+").replace("_", "/") + "==")
+                == base64.b64decode(source_thinking["thinkingSignature"] + "==")
+                or thinking[0][1] == source_thinking["thinkingSignature"]
+            )
         else:
             assert thinking[0] == (source_thinking["thinking"], source_thinking["thinkingSignature"])
     else:
@@ -166,14 +181,18 @@ def test_prepare_history_rules():
     other = dict(provider="openai", api="openai-responses", model="gpt-x")
     messages = [
         UserMessage(content="hi \ud800 there"),
-        AssistantMessage(**other, stop_reason="toolUse", content=[
-            ThinkingContent(thinking="", thinking_signature="{}"),
-            ThinkingContent(thinking="secret", thinking_signature="x", redacted=True),
-            ThinkingContent(thinking="plan", thinking_signature='{"type":"reasoning"}'),
-            TextContent(text="ok", text_signature='{"v":1,"id":"msg_1"}'),
-            ToolCall(id="call_1|fc_1", name="a", arguments={}),
-            ToolCall(id="call_2|fc_2", name="b", arguments={}),
-        ]),
+        AssistantMessage(
+            **other,
+            stop_reason="toolUse",
+            content=[
+                ThinkingContent(thinking="", thinking_signature="{}"),
+                ThinkingContent(thinking="secret", thinking_signature="x", redacted=True),
+                ThinkingContent(thinking="plan", thinking_signature='{"type":"reasoning"}'),
+                TextContent(text="ok", text_signature='{"v":1,"id":"msg_1"}'),
+                ToolCall(id="call_1|fc_1", name="a", arguments={}),
+                ToolCall(id="call_2|fc_2", name="b", arguments={}),
+            ],
+        ),
         ToolResultMessage(tool_call_id="call_1|fc_1", tool_name="a", content=[TextContent(text="r1")]),
         AssistantMessage(**other, stop_reason="error", content=[ToolCall(id="call_9|fc_9", name="z", arguments={})]),
         ToolResultMessage(tool_call_id="call_9|fc_9", tool_name="z", content=[TextContent(text="orphaned")]),
@@ -195,6 +214,8 @@ def test_prepare_history_rules():
 def test_signed_content_is_not_touched_by_surrogate_cleaning():
     target = Target("anthropic", "anthropic-messages", "m1")
     signed = ThinkingContent(thinking="keep \udc00 as signed", thinking_signature="sig")
-    message = AssistantMessage(provider="anthropic", api="anthropic-messages", model="m1", stop_reason="stop", content=[signed])
+    message = AssistantMessage(
+        provider="anthropic", api="anthropic-messages", model="m1", stop_reason="stop", content=[signed]
+    )
     out = prepare_history([UserMessage(content="q"), message], target)
     assert out[1].content[0].thinking == "keep \udc00 as signed"

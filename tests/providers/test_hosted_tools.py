@@ -72,7 +72,11 @@ def vendor_tools(gw: Any, m: str) -> list[dict[str, Any]]:
 
 def search_tools(gw: Any, m: str) -> list[dict[str, Any]]:
     """The vendor's own search tools among what it was sent (no function tools)."""
-    return [t for t in vendor_tools(gw, m) if t.get("type") not in ("function", None) or "googleSearch" in t or "google_search" in t]
+    return [
+        t
+        for t in vendor_tools(gw, m)
+        if t.get("type") not in ("function", None) or "googleSearch" in t or "google_search" in t
+    ]
 
 
 EXPECTED = {
@@ -184,7 +188,11 @@ def test_the_vendors_search_streams_as_a_web_search_call_item(vendor: str, clien
                                      include=["web_search_call.action.sources"])  # fmt: skip
     events = list(stream)
     assert [e.sequence_number for e in events] == list(range(len(events)))
-    search = [e for e in events if "web_search_call" in e.type or getattr(getattr(e, "item", None), "type", "") == "web_search_call"]
+    search = [
+        e
+        for e in events
+        if "web_search_call" in e.type or getattr(getattr(e, "item", None), "type", "") == "web_search_call"
+    ]
     assert [e.type for e in search] == [
         "response.output_item.added", "response.web_search_call.in_progress", "response.web_search_call.searching",
         "response.web_search_call.completed", "response.output_item.done",
@@ -214,7 +222,10 @@ def test_without_include_the_search_has_no_sources_and_the_client_sends_it_back(
 
 def test_clients_that_did_not_ask_for_hosted_tools_see_no_search(gw: Any) -> None:
     """The vendor's search blocks (a recorded Anthropic answer with a web search) reach nobody who did not ask."""
-    body = {"model": "anthropic/replay-web-search-citations", "context": {"messages": [{"role": "user", "content": marker()}]}}
+    body = {
+        "model": "anthropic/replay-web-search-citations",
+        "context": {"messages": [{"role": "user", "content": marker()}]},
+    }
     result = gw.stream(body, headers={"Authorization": f"Bearer {KEY}"})
     assert not any(e["type"].startswith("websearch") for e in result.events)
     assert not any(b["type"] == "webSearch" for b in result.terminal["message"]["content"])
@@ -245,7 +256,9 @@ def model(allowed: HostedTools | None) -> ModelInfo:
     return ModelInfo("p", "m", Pricing(), hosted_tools=allowed)
 
 
-@pytest.mark.parametrize("api", ["anthropic-messages", "openai-responses", "google-generative-ai", "openai-completions"])
+@pytest.mark.parametrize(
+    "api", ["anthropic-messages", "openai-responses", "google-generative-ai", "openai-completions"]
+)
 def test_the_decision(api: str) -> None:
     allowed = model(HostedTools(web_search=True, web_search_max_uses=2))
     assert hosted.plan(api, allowed, StreamOptions()) == hosted.NOTHING  # nothing asked, nothing dropped
@@ -266,7 +279,9 @@ def test_each_adapter_maps_an_allowed_search_and_only_then() -> None:
         {"type": "web_search_20250305", "name": "web_search", "max_uses": 5}
     ]
     assert "tools" not in anthropic_request(model(None), CONTEXT, ASKED)
-    assert responses_request(allowed, CONTEXT, CACHED)["tools"] == [{"type": "web_search", "external_web_access": False}]
+    assert responses_request(allowed, CONTEXT, CACHED)["tools"] == [
+        {"type": "web_search", "external_web_access": False}
+    ]
     assert responses_request(allowed, CONTEXT, ASKED)["tools"] == [{"type": "web_search"}]
     assert google_request(allowed, CONTEXT, ASKED)["config"]["tools"] == [{"google_search": {}}]
     assert "tools" not in google_request(allowed, CONTEXT, CACHED)["config"]
@@ -288,7 +303,10 @@ def test_the_catalog_setting_off_by_default_a_models_own_over_its_providers() ->
 @pytest.mark.parametrize(
     ("entry", "words"),
     [
-        ({"webSearch": {"maxUses": 0}}, "models[0] (anthropic/x): hostedTools.webSearch.maxUses must be a positive integer"),
+        (
+            {"webSearch": {"maxUses": 0}},
+            "models[0] (anthropic/x): hostedTools.webSearch.maxUses must be a positive integer",
+        ),
         ({"webSearch": {"max_uses": 2}}, "models[0] (anthropic/x): hostedTools.webSearch: unknown key 'max_uses'"),
         ({"fileSearch": True}, "models[0] (anthropic/x): hostedTools: unknown key 'fileSearch'"),
         ({"webSearch": "yes"}, "models[0] (anthropic/x): hostedTools.webSearch: expected an object"),

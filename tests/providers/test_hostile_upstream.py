@@ -38,39 +38,81 @@ def _sse(*events: dict[str, Any], named: bool = False) -> bytes:
 
 
 def _chunk(delta: dict[str, Any]) -> dict[str, Any]:
-    return {"id": "chatcmpl-1", "object": "chat.completion.chunk", "choices": [{"index": 0, "delta": delta, "finish_reason": None}]}
+    return {
+        "id": "chatcmpl-1",
+        "object": "chat.completion.chunk",
+        "choices": [{"index": 0, "delta": delta, "finish_reason": None}],
+    }
 
 
-_MESSAGE_START = {"type": "message_start", "message": {"id": "msg_1", "type": "message", "role": "assistant", "content": [],
-                                                       "model": "m", "usage": {"input_tokens": 3, "output_tokens": 1}}}
+_MESSAGE_START = {
+    "type": "message_start",
+    "message": {
+        "id": "msg_1",
+        "type": "message",
+        "role": "assistant",
+        "content": [],
+        "model": "m",
+        "usage": {"input_tokens": 3, "output_tokens": 1},
+    },
+}
 _CREATED = {"type": "response.created", "response": {"id": "resp_1", "status": "in_progress", "output": []}}
 
 # What each malformed case streams, and what the error must say it sent.
 MALFORMED = {
     "tool-index-list": (
-        _sse(_chunk({"role": "assistant"}), _chunk({"tool_calls": [{"index": [0], "id": "c1", "function": {"name": "f", "arguments": "{}"}}]})),
+        _sse(
+            _chunk({"role": "assistant"}),
+            _chunk({"tool_calls": [{"index": [0], "id": "c1", "function": {"name": "f", "arguments": "{}"}}]}),
+        ),
         "sent a tool call index that is not an integer: [0]",
     ),
     "tool-index-dict": (
-        _sse(_chunk({"role": "assistant"}), _chunk({"tool_calls": [{"index": {"i": 0}, "id": "c1", "function": {"name": "f"}}]})),
+        _sse(
+            _chunk({"role": "assistant"}),
+            _chunk({"tool_calls": [{"index": {"i": 0}, "id": "c1", "function": {"name": "f"}}]}),
+        ),
         "sent a tool call index that is not an integer: {'i': 0}",
     ),
     "thinking-int": (
-        _sse(_MESSAGE_START, {"type": "content_block_start", "index": 0, "content_block": {"type": "thinking", "thinking": 5}}, named=True),
+        _sse(
+            _MESSAGE_START,
+            {"type": "content_block_start", "index": 0, "content_block": {"type": "thinking", "thinking": 5}},
+            named=True,
+        ),
         "sent a thinking block's thinking that is not a string: 5",
     ),
     "call-name-list": (
-        _sse(_CREATED, {"type": "response.output_item.added", "output_index": 0, "item": {
-            "id": "fc_1", "type": "function_call", "status": "in_progress", "call_id": "c1", "name": ["f"], "arguments": ""}}),
+        _sse(
+            _CREATED,
+            {
+                "type": "response.output_item.added",
+                "output_index": 0,
+                "item": {
+                    "id": "fc_1",
+                    "type": "function_call",
+                    "status": "in_progress",
+                    "call_id": "c1",
+                    "name": ["f"],
+                    "arguments": "",
+                },
+            },
+        ),
         "sent a function_call's name that is not a string: ['f']",
     ),
     "digits-5000": (  # valid JSON that Python's json module will not read (a 5,000-digit integer)
-        b'data: {"id": "c", "object": "chat.completion.chunk", "choices": [], "usage": {"prompt_tokens": ' + b"9" * 5000 + b"}}\n\n",
+        b'data: {"id": "c", "object": "chat.completion.chunk", "choices": [], "usage": {"prompt_tokens": '
+        + b"9" * 5000
+        + b"}}\n\n",
         "sent JSON the gateway could not read: Exceeds the limit (4300 digits) for integer string conversion",
     ),
     "stop-reason-list": (  # a value no check names: still an upstream error saying what failed, never internal
-        _sse(_MESSAGE_START, {"type": "message_delta", "delta": {"stop_reason": ["end_turn"]}, "usage": {"output_tokens": 1}},
-             {"type": "message_stop"}, named=True),
+        _sse(
+            _MESSAGE_START,
+            {"type": "message_delta", "delta": {"stop_reason": ["end_turn"]}, "usage": {"output_tokens": 1}},
+            {"type": "message_stop"},
+            named=True,
+        ),
         "sent a message_stop event the gateway could not read (TypeError",
     ),
 }
@@ -94,13 +136,17 @@ def _raw_app(state: RawVendor) -> Starlette:
         seen = {k: v for k, v in request.headers.items() if k in ("authorization", "x-api-key", "x-goog-api-key")}
         seen["key"] = request.query_params.get("key", "")
         text = f"invalid credentials: {json.dumps(seen)}"
-        return JSONResponse({"error": {"type": "authentication_error", "code": 401, "status": "UNAUTHENTICATED",
-                                       "message": text}}, status_code=401)
+        return JSONResponse(
+            {"error": {"type": "authentication_error", "code": 401, "status": "UNAUTHENTICATED", "message": text}},
+            status_code=401,
+        )
 
-    return Starlette(routes=[
-        Route("/malformed/{case}/{path:path}", malformed, methods=["POST"]),
-        Route("/echo/{path:path}", echo, methods=["POST"]),
-    ])
+    return Starlette(
+        routes=[
+            Route("/malformed/{case}/{path:path}", malformed, methods=["POST"]),
+            Route("/echo/{path:path}", echo, methods=["POST"]),
+        ]
+    )
 
 
 @pytest.fixture(scope="module")
@@ -114,8 +160,14 @@ def raw():
 
 # ------------------------------------------------------------------------------------------------ item 12
 
-CASE_PROVIDER = {"tool-index-list": "compat", "tool-index-dict": "compat", "digits-5000": "compat", "thinking-int": "anthropic",
-                 "call-name-list": "openai", "stop-reason-list": "anthropic"}
+CASE_PROVIDER = {
+    "tool-index-list": "compat",
+    "tool-index-dict": "compat",
+    "digits-5000": "compat",
+    "thinking-int": "anthropic",
+    "call-name-list": "openai",
+    "stop-reason-list": "anthropic",
+}
 
 
 def _pointed_at(provider: str, base: str) -> dict[str, Any]:
@@ -187,16 +239,27 @@ def echo_gateway(gateway_factory, raw, tmp_path_factory):
     """Every provider, a catalog one with a `keyEnv` key included, behind a proxy that echoes credentials."""
     catalog = json.loads((HERE / "catalog.json").read_text())
     catalog["providers"].append({"name": "groq", "api": "openai-completions", "keyEnv": "HOSTILE_TEST_GROQ_API_KEY"})
-    catalog["models"].append({"provider": "groq", "id": "llama", "contextWindow": 8192, "maxTokens": 1024,
-                              "cost": {"input": 0.1, "output": 0.1}})
+    catalog["models"].append(
+        {
+            "provider": "groq",
+            "id": "llama",
+            "contextWindow": 8192,
+            "maxTokens": 1024,
+            "cost": {"input": 0.1, "output": 0.1},
+        }
+    )
     path = tmp_path_factory.mktemp("catalog") / "catalog.json"
     path.write_text(json.dumps(catalog))
     monkeypatch = pytest.MonkeyPatch()
     monkeypatch.setenv("HOSTILE_TEST_GROQ_API_KEY", GROQ_KEY)
     echo = f"{raw.url}/echo"
     gw = gateway_factory(
-        retries=0, catalog=str(path), api_keys="tenant:tenant-key-SECRET",
-        anthropic_base_url=echo, openai_base_url=f"{echo}/v1", google_base_url=echo,
+        retries=0,
+        catalog=str(path),
+        api_keys="tenant:tenant-key-SECRET",
+        anthropic_base_url=echo,
+        openai_base_url=f"{echo}/v1",
+        google_base_url=echo,
         base_urls={"compat": f"{echo}/v1", "groq": f"{echo}/v1"},
     )
     yield gw
@@ -216,15 +279,23 @@ def test_a_provider_key_echoed_in_an_error_is_redacted_everywhere(echo_gateway, 
     request_id = result.headers["x-request-id"]
     gw.job(request_id)
     complete = gw.http.post("/v1/complete", json=turn(model, marker()), headers=TENANT)
-    chat = gw.http.post("/v1/chat/completions", headers=TENANT,
-                        json={"model": model, "messages": [{"role": "user", "content": "hi"}]})
-    messages = gw.http.post("/v1/messages", headers=TENANT,
-                            json={"model": model, "max_tokens": 16, "messages": [{"role": "user", "content": "hi"}]})
+    chat = gw.http.post(
+        "/v1/chat/completions", headers=TENANT, json={"model": model, "messages": [{"role": "user", "content": "hi"}]}
+    )
+    messages = gw.http.post(
+        "/v1/messages",
+        headers=TENANT,
+        json={"model": model, "max_tokens": 16, "messages": [{"role": "user", "content": "hi"}]},
+    )
     record = gw.http.get(f"/v1/requests/{request_id}", headers=TENANT)
     assert record.status_code == 200 and "[redacted]" in record.text
     emitted = {
-        "error event": result.text, "/v1/complete": complete.text, "chat completions door": chat.text,
-        "messages door": messages.text, "record": record.text, "metrics": gw.http.get("/metrics").text,
+        "error event": result.text,
+        "/v1/complete": complete.text,
+        "chat completions door": chat.text,
+        "messages door": messages.text,
+        "record": record.text,
+        "metrics": gw.http.get("/metrics").text,
         "logs": "\n".join(log_lines),
     }
     assert "[redacted]" in emitted["logs"]
@@ -234,6 +305,7 @@ def test_a_provider_key_echoed_in_an_error_is_redacted_everywhere(echo_gateway, 
 
 
 # ------------------------------------------------------------------------------------------------ item 13
+
 
 class HugeLineVendor:
     """A raw HTTP/1.1 server on loopback (its own thread and loop) answering every POST with a 200 event stream
@@ -258,10 +330,23 @@ class HugeLineVendor:
         sent = 0
         try:
             head = await reader.readuntil(b"\r\n\r\n")
-            length = next((int(line.split(b":")[1]) for line in head.split(b"\r\n") if line.lower().startswith(b"content-length:")), 0)
+            length = next(
+                (
+                    int(line.split(b":")[1])
+                    for line in head.split(b"\r\n")
+                    if line.lower().startswith(b"content-length:")
+                ),
+                0,
+            )
             await reader.readexactly(length)
             encoding = b"content-encoding: gzip\r\n" if self.gzip else b""
-            writer.write(b"HTTP/1.1 200 OK\r\ncontent-type: " + self.content_type + b"\r\n" + encoding + b"connection: close\r\n\r\n")
+            writer.write(
+                b"HTTP/1.1 200 OK\r\ncontent-type: "
+                + self.content_type
+                + b"\r\n"
+                + encoding
+                + b"connection: close\r\n\r\n"
+            )
             compress = zlib.compressobj(wbits=31) if self.gzip else None
             piece = b'data: {"pad": "' + b"a" * (self.CHUNK - 15)
             while sent < self.line_bytes:
@@ -289,8 +374,12 @@ BOUND = 1024 * 1024  # the gateway's GATEWAY_MAX_UPSTREAM_EVENT_BYTES in these t
 
 @pytest.mark.parametrize("body", ["plain", "gzip", "unlabelled"])  # unlabelled: served as application/json
 @pytest.mark.parametrize("provider", ["anthropic", "openai", "google", "compat"])
-def test_an_sse_line_that_never_ends_fails_the_turn_at_the_bound_and_memory_does_not_follow_it(gateway_factory, provider, body):
-    vendor = HugeLineVendor(LINE, gzip=body == "gzip", content_type=b"application/json" if body == "unlabelled" else b"text/event-stream")
+def test_an_sse_line_that_never_ends_fails_the_turn_at_the_bound_and_memory_does_not_follow_it(
+    gateway_factory, provider, body
+):
+    vendor = HugeLineVendor(
+        LINE, gzip=body == "gzip", content_type=b"application/json" if body == "unlabelled" else b"text/event-stream"
+    )
     try:
         gw = gateway_factory(retries=0, max_upstream_event_bytes=BOUND, **_pointed_at(provider, vendor.url))
         tracemalloc.start()
@@ -303,7 +392,9 @@ def test_an_sse_line_that_never_ends_fails_the_turn_at_the_bound_and_memory_does
             tracemalloc.stop()
         terminal = result.terminal
         assert terminal["type"] == "error"
-        assert f"{provider}/some-model sent an SSE event longer than {BOUND} bytes" in terminal["errorMessage"], terminal["errorMessage"]
+        assert f"{provider}/some-model sent an SSE event longer than {BOUND} bytes" in terminal["errorMessage"], (
+            terminal["errorMessage"]
+        )
         job = gw.job(result.headers["x-request-id"])
         assert job.attempts[-1].kind == "event_too_large"
         # What the gateway took of the line before it hung up, and the most Python memory it held meanwhile:

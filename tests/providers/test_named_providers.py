@@ -26,8 +26,12 @@ NAMED = {
 def named(gateway_factory, sim, tmp_path_factory):
     path = tmp_path_factory.mktemp("named") / "catalog.json"
     path.write_text(json.dumps(NAMED))
-    base_urls = {"anthropic-eu": f"{sim.url}/anthropic", "openai-eu": f"{sim.url}/openai/v1",
-                 "google-eu": f"{sim.url}/google", "compat-eu": f"{sim.url}/compat/v1"}
+    base_urls = {
+        "anthropic-eu": f"{sim.url}/anthropic",
+        "openai-eu": f"{sim.url}/openai/v1",
+        "google-eu": f"{sim.url}/google",
+        "compat-eu": f"{sim.url}/compat/v1",
+    }
     with pytest.MonkeyPatch.context() as env:
         env.setenv("ANTHROPIC_EU_TEST_KEY", PROVIDER_KEYS["anthropic"])
         env.setenv("OPENAI_EU_TEST_KEY", PROVIDER_KEYS["openai"])
@@ -42,8 +46,10 @@ def second_turn(gateway, model: str) -> tuple[dict, dict]:
     message = first.message
     assert message["provider"] == model.partition("/")[0]
     m = marker()
-    body = {"model": model, "context": {"messages": [
-        {"role": "user", "content": "hi"}, message, {"role": "user", "content": m}]}}
+    body = {
+        "model": model,
+        "context": {"messages": [{"role": "user", "content": "hi"}, message, {"role": "user", "content": m}]},
+    }
     second = gateway.stream(body)
     assert second.terminal["type"] == "done", second.text
     [seen] = gateway.sim.seen(m)
@@ -56,8 +62,11 @@ def test_anthropic_eu_replays_signed_thinking(named):
     assert thinking["type"] == "thinking" and thinking["thinkingSignature"]
     assistant = body["messages"][1]
     assert assistant["role"] == "assistant"
-    assert assistant["content"][0] == {"type": "thinking", "thinking": thinking["thinking"],
-                                       "signature": thinking["thinkingSignature"]}
+    assert assistant["content"][0] == {
+        "type": "thinking",
+        "thinking": thinking["thinking"],
+        "signature": thinking["thinkingSignature"],
+    }
 
 
 def test_openai_eu_replays_reasoning_items_and_text_ids(named):
@@ -74,8 +83,11 @@ def test_google_eu_replays_thought_signatures(named):
     assert thinking["type"] == "thinking" and thinking["thinkingSignature"]
     model_turn = body["contents"][1]
     assert model_turn["role"] == "model"
-    assert model_turn["parts"][0] == {"text": thinking["thinking"], "thought": True,
-                                      "thoughtSignature": thinking["thinkingSignature"]}
+    assert model_turn["parts"][0] == {
+        "text": thinking["thinking"],
+        "thought": True,
+        "thoughtSignature": thinking["thinkingSignature"],
+    }
     assert base64.b64decode(model_turn["parts"][0]["thoughtSignature"]) == b"sig-sim-thinking-42"
 
 
@@ -91,8 +103,10 @@ def test_another_provider_on_the_same_api_is_another_model(named):
     """The same model id on `anthropic` and `anthropic-eu` are different models: signatures do not cross."""
     first = named.stream(turn("anthropic-eu/thinking", options={"throttleMs": 0}))
     m = marker()
-    body = {"model": "anthropic/thinking", "context": {"messages": [
-        {"role": "user", "content": "hi"}, first.message, {"role": "user", "content": m}]}}
+    body = {
+        "model": "anthropic/thinking",
+        "context": {"messages": [{"role": "user", "content": "hi"}, first.message, {"role": "user", "content": m}]},
+    }
     assert named.stream(body).terminal["type"] == "done"
     assistant = named.sim.seen(m)[0]["body"]["messages"][1]
     assert assistant["content"][0] == {"type": "text", "text": first.message["content"][0]["thinking"]}
@@ -102,7 +116,11 @@ def test_a_keyless_provider_with_a_catalog_base_url_is_served_from_the_catalog_a
     """docs/adapters/openai-completions.md: a catalog entry and no code. A local server's entry with its
     `baseUrl` needs no `GATEWAY_<NAME>_BASE_URL` repeating it."""
     path = tmp_path / "catalog.json"
-    path.write_text(json.dumps({"providers": [{"name": "local-box", "api": "openai-completions", "baseUrl": f"{sim.url}/compat/v1"}]}))
+    path.write_text(
+        json.dumps(
+            {"providers": [{"name": "local-box", "api": "openai-completions", "baseUrl": f"{sim.url}/compat/v1"}]}
+        )
+    )
     gateway = gateway_factory(catalog=str(path))
     result = gateway.stream(turn("local-box/text", options={"throttleMs": 0}))
     assert result.terminal["type"] == "done", result.text

@@ -26,7 +26,12 @@ def test_text_turn(gateway):
     assert (start["provider"], start["api"], start["model"]) == ("openai", "openai-responses", "text")
     assert "".join(deltas(result, "text_delta")) == text and n > 1
     end = result.events[-2]
-    assert end == {"type": "text_end", "contentIndex": 0, "content": text, "contentSignature": '{"v":1,"id":"msg_sim_0000"}'}
+    assert end == {
+        "type": "text_end",
+        "contentIndex": 0,
+        "content": text,
+        "contentSignature": '{"v":1,"id":"msg_sim_0000"}',
+    }
     assert result.message["content"] == [{"type": "text", "text": text, "textSignature": '{"v":1,"id":"msg_sim_0000"}'}]
     assert result.terminal["reason"] == "stop" and result.message["stopReason"] == "stop"
     usage = result.terminal["usage"]
@@ -43,19 +48,32 @@ def test_cached_tokens_are_not_counted_as_input(gateway):
 
 def test_thinking_summary_with_a_replayable_signature(gateway):
     result = gateway.stream(turn("openai/thinking", options={"throttleMs": 0}))
-    assert result.types()[:6] == ["start", "thinking_start", "thinking_delta", "thinking_delta", "thinking_delta", "thinking_end"]
+    assert result.types()[:6] == [
+        "start",
+        "thinking_start",
+        "thinking_delta",
+        "thinking_delta",
+        "thinking_delta",
+        "thinking_end",
+    ]
     assert deltas(result, "thinking_delta") == ["The user greets me. ", "I should ", "greet back."]
     thinking = result.message["content"][0]
     assert thinking["thinking"] == "The user greets me. I should greet back."
     item = json.loads(thinking["thinkingSignature"])
-    assert item == {"id": "rs_sim_0000", "type": "reasoning", "encrypted_content": "sig-sim-thinking-42",
-                    "summary": [{"type": "summary_text", "text": "The user greets me. I should greet back."}]}
+    assert item == {
+        "id": "rs_sim_0000",
+        "type": "reasoning",
+        "encrypted_content": "sig-sim-thinking-42",
+        "summary": [{"type": "summary_text", "text": "The user greets me. I should greet back."}],
+    }
     assert result.message["content"][1]["type"] == "text"
 
     # Replayed to the same model, the thinking block goes back as that very reasoning item.
     m = marker()
-    body = {"model": "openai/thinking", "context": {"messages": [
-        {"role": "user", "content": "hi"}, result.message, {"role": "user", "content": m}]}}
+    body = {
+        "model": "openai/thinking",
+        "context": {"messages": [{"role": "user", "content": "hi"}, result.message, {"role": "user", "content": m}]},
+    }
     assert gateway.stream(body).terminal["type"] == "done"
     sent = gateway.sim.seen(m)[0]["body"]["input"]
     assert sent[1] == item
@@ -67,7 +85,11 @@ def test_redacted_reasoning_is_an_empty_signed_thinking_block(gateway):
     thinking = result.message["content"][0]
     assert thinking["thinking"] == ""
     assert json.loads(thinking["thinkingSignature"]) == {
-        "id": "rs_sim_0000", "type": "reasoning", "summary": [], "encrypted_content": "EncryptedBlob=="}
+        "id": "rs_sim_0000",
+        "type": "reasoning",
+        "summary": [],
+        "encrypted_content": "EncryptedBlob==",
+    }
     assert result.terminal["type"] == "done"
 
 
@@ -76,7 +98,11 @@ def test_parallel_tool_calls_with_fragmented_arguments(gateway):
     assert result.terminal["reason"] == "toolUse"
     calls = [e["toolCall"] for e in result.events if e["type"] == "toolcall_end"]
     assert calls == [
-        {"id": "toolu_sim_weather|fc_toolu_sim_weather", "name": "get_weather", "arguments": {"city": "Paris", "unit": "celsius"}},
+        {
+            "id": "toolu_sim_weather|fc_toolu_sim_weather",
+            "name": "get_weather",
+            "arguments": {"city": "Paris", "unit": "celsius"},
+        },
         {"id": "toolu_sim_time|fc_toolu_sim_time", "name": "get_time", "arguments": {"timezone": "Europe/Paris"}},
     ]
     assert deltas(result, "toolcall_delta", 1) == ['{"ci', 'ty": "Pa', 'ris", "unit', '": "celsius"}']
@@ -86,13 +112,30 @@ def test_parallel_tool_calls_with_fragmented_arguments(gateway):
 
 def test_arguments_sent_only_whole_are_one_delta(gateway):
     result = gateway.stream(turn("openai/args-only-done", options={"throttleMs": 0}))
-    assert result.types() == ["start", "toolcall_start", "toolcall_delta", "toolcall_end",
-                              "toolcall_start", "toolcall_delta", "toolcall_end", "done"]
+    assert result.types() == [
+        "start",
+        "toolcall_start",
+        "toolcall_delta",
+        "toolcall_end",
+        "toolcall_start",
+        "toolcall_delta",
+        "toolcall_end",
+        "done",
+    ]
     assert deltas(result, "toolcall_delta") == ['{"city": "Paris", "unit": "celsius"}', '{"timezone": "Europe/Paris"}']
     assert result.message["content"] == [
-        {"type": "toolCall", "id": "call_sim_weather|fc_call_sim_weather", "name": "get_weather",
-         "arguments": {"city": "Paris", "unit": "celsius"}},
-        {"type": "toolCall", "id": "call_sim_time|fc_call_sim_time", "name": "get_time", "arguments": {"timezone": "Europe/Paris"}},
+        {
+            "type": "toolCall",
+            "id": "call_sim_weather|fc_call_sim_weather",
+            "name": "get_weather",
+            "arguments": {"city": "Paris", "unit": "celsius"},
+        },
+        {
+            "type": "toolCall",
+            "id": "call_sim_time|fc_call_sim_time",
+            "name": "get_time",
+            "arguments": {"timezone": "Europe/Paris"},
+        },
     ]
     assert result.terminal["reason"] == "toolUse"
 
@@ -131,7 +174,9 @@ def test_provider_error_mid_stream(gateway):
     m = marker()
     result = gateway.stream(turn("openai/error-mid-stream", m))
     assert result.terminal["type"] == "error"
-    assert result.terminal["errorMessage"] == "openai/error-mid-stream sent an error event: overloaded_error: Overloaded"
+    assert (
+        result.terminal["errorMessage"] == "openai/error-mid-stream sent an error event: overloaded_error: Overloaded"
+    )
     assert result.message["content"][0]["type"] == "text" and result.message["content"][0]["text"]
     assert len(gateway.sim.seen(m)) == 1  # content was sent: no retry
 
@@ -140,7 +185,9 @@ def test_response_failed_before_content_is_retried_then_an_error(gateway):
     m = marker()
     result = gateway.stream(turn("openai/error-before-content", m))
     assert result.types() == ["error"]
-    assert "openai/error-before-content response failed: overloaded_error: Overloaded" in result.terminal["errorMessage"]
+    assert (
+        "openai/error-before-content response failed: overloaded_error: Overloaded" in result.terminal["errorMessage"]
+    )
     assert len(gateway.sim.seen(m)) == 2
 
 
@@ -195,8 +242,13 @@ def test_connection_refused_is_a_transport_error(gateway_factory):
 def test_replay_text_nonascii(gateway):
     result = gateway.stream(turn("openai/replay-text-nonascii"))
     assert result.types()[0] == "start" and result.terminal["reason"] == "stop"
-    assert result.message["content"] == [{"type": "text", "text": "Olá!",
-                                          "textSignature": '{"v":1,"id":"msg_099d6c816b4d9f35016a3c11fb338081a289266547cae6ff41"}'}]
+    assert result.message["content"] == [
+        {
+            "type": "text",
+            "text": "Olá!",
+            "textSignature": '{"v":1,"id":"msg_099d6c816b4d9f35016a3c11fb338081a289266547cae6ff41"}',
+        }
+    ]
     usage = result.terminal["usage"]
     assert (usage["input"], usage["output"], usage["cacheRead"], usage["totalTokens"]) == (20, 3, 0, 23)
 
@@ -207,7 +259,9 @@ def test_replay_reasoning_summary_text(gateway):
     assert thinking["type"] == "thinking" and len(thinking["thinking"]) == 468
     assert thinking["thinking"].startswith("**Summarizing Florence's weather**")
     item = json.loads(thinking["thinkingSignature"])
-    assert item["id"] == "rs_027ec5e155f266ec016a3c12675f308191aa4cbc320785b520" and len(item["encrypted_content"]) == 1676
+    assert (
+        item["id"] == "rs_027ec5e155f266ec016a3c12675f308191aa4cbc320785b520" and len(item["encrypted_content"]) == 1676
+    )
     assert item["summary"] == [{"type": "summary_text", "text": thinking["thinking"]}]
     assert len(text["text"]) == 297 and len(text["text"].encode()) == 312
     assert text["text"].startswith("The current temperature in Florence, Italy is 40 °C — it’s very hot.")
@@ -221,8 +275,12 @@ def test_replay_reasoning_tool(gateway):
     result = gateway.stream(turn("openai/replay-reasoning-tool"))
     thinking, call = result.message["content"]
     assert thinking["thinking"] == "" and len(json.loads(thinking["thinkingSignature"])["encrypted_content"]) == 2212
-    assert call == {"type": "toolCall", "name": "weather", "arguments": {"location": "Florence, Italy"},
-                    "id": "call_EDay3PkaZNpmYHDVyeY69wF9|fc_0c6e197b73d08e53016a3c1266504c8191975a5dba87645ec1"}
+    assert call == {
+        "type": "toolCall",
+        "name": "weather",
+        "arguments": {"location": "Florence, Italy"},
+        "id": "call_EDay3PkaZNpmYHDVyeY69wF9|fc_0c6e197b73d08e53016a3c1266504c8191975a5dba87645ec1",
+    }
     assert result.terminal["reason"] == "toolUse"
     usage = result.terminal["usage"]
     assert (usage["input"], usage["output"]) == (60, 225)
@@ -243,9 +301,14 @@ def test_replay_tools_parallel(gateway):
 
 def test_replay_tool_fragmented_early_format(gateway):
     result = gateway.stream(turn("openai/replay-tool-fragmented", options={"throttleMs": 0}))
-    assert result.message["content"] == [{
-        "type": "toolCall", "name": "get_capital", "arguments": {"country": "France"},
-        "id": "call_kL0PCQV7M2WMoVX8V8OtYSAL|fc_67e554a1de488191af0831d35cbe082e0794405d35281ae2"}]
+    assert result.message["content"] == [
+        {
+            "type": "toolCall",
+            "name": "get_capital",
+            "arguments": {"country": "France"},
+            "id": "call_kL0PCQV7M2WMoVX8V8OtYSAL|fc_67e554a1de488191af0831d35cbe082e0794405d35281ae2",
+        }
+    ]
     assert deltas(result, "toolcall_delta") == ['{"', "country", '":"', "France", '"}']
     assert result.terminal["reason"] == "toolUse"
     usage = result.terminal["usage"]
@@ -257,32 +320,79 @@ def test_replay_tool_fragmented_early_format(gateway):
 
 def test_request_body_sent_to_openai(gateway):
     m = marker()
-    reasoning_item = {"id": "rs_prev", "type": "reasoning", "summary": [{"type": "summary_text", "text": "Use the tool."}],
-                      "encrypted_content": "ENC=="}
+    reasoning_item = {
+        "id": "rs_prev",
+        "type": "reasoning",
+        "summary": [{"type": "summary_text", "text": "Use the tool."}],
+        "encrypted_content": "ENC==",
+    }
     body = {
         "model": "openai/text",
         "context": {
             "systemPrompt": "You are terse.",
             "messages": [
-                {"role": "user", "content": [{"type": "text", "text": "Weather in Paris?"},
-                                             {"type": "image", "data": "aGVsbG8=", "mimeType": "image/png"}]},
-                {"role": "assistant", "provider": "openai", "api": "openai-responses", "model": "text",
-                 "content": [{"type": "thinking", "thinking": "Use the tool.", "thinkingSignature": json.dumps(reasoning_item)},
-                             {"type": "text", "text": "Checking.", "textSignature": '{"v":1,"id":"msg_prev"}'},
-                             {"type": "toolCall", "id": "call_1|fc_1", "name": "get_weather", "arguments": {"city": "Paris"}}],
-                 "stopReason": "toolUse"},
-                {"role": "toolResult", "toolCallId": "call_1|fc_1", "toolName": "get_weather",
-                 "content": [{"type": "text", "text": "18C"}, {"type": "text", "text": "cloudy"}], "isError": False},
-                {"role": "assistant", "provider": "anthropic", "api": "anthropic-messages", "model": "claude-sonnet-4-5",
-                 "content": [{"type": "thinking", "thinking": "Now the time.", "thinkingSignature": "anthropic-sig"},
-                             {"type": "toolCall", "id": "toolu_01.x", "name": "get_time", "arguments": {}}],
-                 "stopReason": "toolUse"},
-                {"role": "toolResult", "toolCallId": "toolu_01.x", "toolName": "get_time",
-                 "content": [{"type": "text", "text": "noon"}], "isError": False},
+                {
+                    "role": "user",
+                    "content": [
+                        {"type": "text", "text": "Weather in Paris?"},
+                        {"type": "image", "data": "aGVsbG8=", "mimeType": "image/png"},
+                    ],
+                },
+                {
+                    "role": "assistant",
+                    "provider": "openai",
+                    "api": "openai-responses",
+                    "model": "text",
+                    "content": [
+                        {
+                            "type": "thinking",
+                            "thinking": "Use the tool.",
+                            "thinkingSignature": json.dumps(reasoning_item),
+                        },
+                        {"type": "text", "text": "Checking.", "textSignature": '{"v":1,"id":"msg_prev"}'},
+                        {
+                            "type": "toolCall",
+                            "id": "call_1|fc_1",
+                            "name": "get_weather",
+                            "arguments": {"city": "Paris"},
+                        },
+                    ],
+                    "stopReason": "toolUse",
+                },
+                {
+                    "role": "toolResult",
+                    "toolCallId": "call_1|fc_1",
+                    "toolName": "get_weather",
+                    "content": [{"type": "text", "text": "18C"}, {"type": "text", "text": "cloudy"}],
+                    "isError": False,
+                },
+                {
+                    "role": "assistant",
+                    "provider": "anthropic",
+                    "api": "anthropic-messages",
+                    "model": "claude-sonnet-4-5",
+                    "content": [
+                        {"type": "thinking", "thinking": "Now the time.", "thinkingSignature": "anthropic-sig"},
+                        {"type": "toolCall", "id": "toolu_01.x", "name": "get_time", "arguments": {}},
+                    ],
+                    "stopReason": "toolUse",
+                },
+                {
+                    "role": "toolResult",
+                    "toolCallId": "toolu_01.x",
+                    "toolName": "get_time",
+                    "content": [{"type": "text", "text": "noon"}],
+                    "isError": False,
+                },
                 {"role": "user", "content": m},
             ],
-            "tools": [{"name": "get_weather", "description": "Weather",
-                       "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}],
+            "tools": [
+                {
+                    "name": "get_weather",
+                    "description": "Weather",
+                    "parameters": {"type": "object", "properties": {"city": {"type": "string"}}},
+                }
+            ],
         },
         "options": {"maxTokens": 500, "temperature": 0.3, "reasoning": "xhigh", "sessionId": "sess-1"},
     }
@@ -294,15 +404,38 @@ def test_request_body_sent_to_openai(gateway):
     assert sent["reasoning"] == {"effort": "high", "summary": "auto"}  # xhigh is high for a model without it
     assert sent["include"] == ["reasoning.encrypted_content"]
     assert sent["prompt_cache_key"] == "sess-1"
-    assert sent["tools"] == [{"type": "function", "name": "get_weather", "description": "Weather", "strict": False,
-                              "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}]
+    assert sent["tools"] == [
+        {
+            "type": "function",
+            "name": "get_weather",
+            "description": "Weather",
+            "strict": False,
+            "parameters": {"type": "object", "properties": {"city": {"type": "string"}}},
+        }
+    ]
     assert sent["input"] == [
-        {"role": "user", "content": [{"type": "input_text", "text": "Weather in Paris?"},
-                                     {"type": "input_image", "detail": "auto", "image_url": "data:image/png;base64,aGVsbG8="}]},
+        {
+            "role": "user",
+            "content": [
+                {"type": "input_text", "text": "Weather in Paris?"},
+                {"type": "input_image", "detail": "auto", "image_url": "data:image/png;base64,aGVsbG8="},
+            ],
+        },
         reasoning_item,
-        {"type": "message", "role": "assistant", "id": "msg_prev", "status": "completed",
-         "content": [{"type": "output_text", "text": "Checking.", "annotations": []}]},
-        {"type": "function_call", "call_id": "call_1", "id": "fc_1", "name": "get_weather", "arguments": '{"city": "Paris"}'},
+        {
+            "type": "message",
+            "role": "assistant",
+            "id": "msg_prev",
+            "status": "completed",
+            "content": [{"type": "output_text", "text": "Checking.", "annotations": []}],
+        },
+        {
+            "type": "function_call",
+            "call_id": "call_1",
+            "id": "fc_1",
+            "name": "get_weather",
+            "arguments": '{"city": "Paris"}',
+        },
         {"type": "function_call_output", "call_id": "call_1", "output": "18C\ncloudy"},
         # Another model's turn: its thinking becomes text, its call id is normalised and sent without an item id.
         {"role": "assistant", "content": "Now the time."},

@@ -7,8 +7,11 @@ import pytest
 
 from tests.conftest import marker, turn
 
-WEATHER = {"name": "get_weather", "description": "Current weather",
-           "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}
+WEATHER = {
+    "name": "get_weather",
+    "description": "Current weather",
+    "parameters": {"type": "object", "properties": {"city": {"type": "string"}}},
+}
 CLOCK = {"name": "get_time", "description": "Current time", "parameters": {"type": "object", "properties": {}}}
 NAMED = {"type": "tool", "name": "get_weather"}
 
@@ -45,8 +48,12 @@ def refused(gateway, model: str, param: str, words: str, tools: bool = True, **o
 
 @pytest.mark.parametrize(
     "choice, wire",
-    [("auto", {"type": "auto"}), ("none", {"type": "none"}), ("required", {"type": "any"}),
-     (NAMED, {"type": "tool", "name": "get_weather"})],
+    [
+        ("auto", {"type": "auto"}),
+        ("none", {"type": "none"}),
+        ("required", {"type": "any"}),
+        (NAMED, {"type": "tool", "name": "get_weather"}),
+    ],
 )
 def test_anthropic_tool_choice(gateway, choice, wire):
     assert sent(gateway, "anthropic/text", toolChoice=choice)["tool_choice"] == wire
@@ -77,7 +84,12 @@ def test_anthropic_refuses_a_low_top_p_while_thinking(gateway):
 
 @pytest.mark.parametrize(
     "choice, wire",
-    [("auto", "auto"), ("none", "none"), ("required", "required"), (NAMED, {"type": "function", "name": "get_weather"})],
+    [
+        ("auto", "auto"),
+        ("none", "none"),
+        ("required", "required"),
+        (NAMED, {"type": "function", "name": "get_weather"}),
+    ],
 )
 def test_openai_tool_choice(gateway, choice, wire):
     assert sent(gateway, "openai/text", toolChoice=choice)["tool_choice"] == wire
@@ -101,8 +113,12 @@ def test_openai_refuses_top_p_while_reasoning(gateway):
 
 @pytest.mark.parametrize(
     "choice, wire",
-    [("auto", {"mode": "AUTO"}), ("none", {"mode": "NONE"}), ("required", {"mode": "ANY"}),
-     (NAMED, {"mode": "ANY", "allowedFunctionNames": ["get_weather"]})],
+    [
+        ("auto", {"mode": "AUTO"}),
+        ("none", {"mode": "NONE"}),
+        ("required", {"mode": "ANY"}),
+        (NAMED, {"mode": "ANY", "allowedFunctionNames": ["get_weather"]}),
+    ],
 )
 def test_google_tool_choice(gateway, choice, wire):
     assert sent(gateway, "google/text", toolChoice=choice)["toolConfig"] == {"functionCallingConfig": wire}
@@ -122,8 +138,12 @@ def test_google_refuses_more_than_five_stop_sequences(gateway):
 
 @pytest.mark.parametrize(
     "choice, wire",
-    [("auto", "auto"), ("none", "none"), ("required", "required"),
-     (NAMED, {"type": "function", "function": {"name": "get_weather"}})],
+    [
+        ("auto", "auto"),
+        ("none", "none"),
+        ("required", "required"),
+        (NAMED, {"type": "function", "function": {"name": "get_weather"}}),
+    ],
 )
 def test_completions_tool_choice(gateway, choice, wire):
     assert sent(gateway, "compat/text", toolChoice=choice)["tool_choice"] == wire

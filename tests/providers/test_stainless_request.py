@@ -25,8 +25,14 @@ SSE = b'event: message_stop\ndata: {"type": "message_stop"}\n\n'
 
 async def _server(seen: list[dict[str, Any]], sse: bytes = SSE) -> tuple[web.AppRunner, int]:
     async def record(request: web.Request) -> web.StreamResponse:
-        seen.append({"method": request.method, "url": str(request.rel_url), "headers": dict(request.headers),
-                     "body": await request.read()})
+        seen.append(
+            {
+                "method": request.method,
+                "url": str(request.rel_url),
+                "headers": dict(request.headers),
+                "body": await request.read(),
+            }
+        )
         return web.Response(body=sse, content_type="text/event-stream", headers={"request-id": "req_42"})
 
     app = web.Application()
@@ -52,7 +58,9 @@ async def _server(seen: list[dict[str, Any]], sse: bytes = SSE) -> tuple[web.App
 async def test_the_request_is_the_one_client_post_sends(provider_class, base_path, endpoint):
     seen: list[dict[str, Any]] = []
     runner, port = await _server(seen)
-    provider = provider_class(ProviderConfig(name="p", api_key="secret-key", base_url=f"http://127.0.0.1:{port}{base_path}"))
+    provider = provider_class(
+        ProviderConfig(name="p", api_key="secret-key", base_url=f"http://127.0.0.1:{port}{base_path}")
+    )
     try:
         model = ModelInfo(provider="p", id="m", pricing=Pricing())
         context = Context.model_validate({"messages": [{"role": "user", "content": "hi"}]})
@@ -61,8 +69,9 @@ async def test_the_request_is_the_one_client_post_sends(provider_class, base_pat
             [event async for event in upstream]
             await upstream.aclose()
         body = provider.encoded_body(model, context, StreamOptions())
-        stream = await provider.client.post(provider.path, content=body, cast_to=object, stream=True,
-                                            stream_cls=provider.sdk.AsyncStream[object])
+        stream = await provider.client.post(
+            provider.path, content=body, cast_to=object, stream=True, stream_cls=provider.sdk.AsyncStream[object]
+        )
         await stream.close()
     finally:
         await provider.aclose()

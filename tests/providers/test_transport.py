@@ -30,7 +30,12 @@ REFUSED = aiohttp.ClientConnectorError(
         (httpx2.ConnectTimeout, REFUSED, "connection failed: Cannot connect to host 127.0.0.1:9", "connect"),
         (httpx2.ConnectError, aiohttp.ConnectionTimeoutError(), "connect timeout", "connect_timeout"),
         (httpx2.ConnectError, aiohttp.ServerDisconnectedError(), "connection lost: Server disconnected", "transport"),
-        (httpx2.ReadError, aiohttp.ClientPayloadError("Response payload is not completed"), "connection lost: Response payload", "transport"),
+        (
+            httpx2.ReadError,
+            aiohttp.ClientPayloadError("Response payload is not completed"),
+            "connection lost: Response payload",
+            "transport",
+        ),
         (httpx2.ReadTimeout, aiohttp.SocketTimeoutError(), "timed out: ReadTimeout", "timeout"),
     ],
 )
@@ -52,9 +57,15 @@ from app.providers.base import RETRY_AFTER_MAX_MS, ProviderError, retry_after_ms
 
 @pytest.mark.parametrize(
     "headers, expected",
-    [({"retry-after": "inf"}, RETRY_AFTER_MAX_MS), ({"retry-after-ms": "1e400"}, RETRY_AFTER_MAX_MS),
-     ({"retry-after": "1e300"}, RETRY_AFTER_MAX_MS), ({"retry-after": "nan"}, None), ({"retry-after-ms": "-inf"}, None),
-     ({"x-ratelimit-reset-ms": "inf"}, RETRY_AFTER_MAX_MS), ({"retry-after": "2"}, 2000)],
+    [
+        ({"retry-after": "inf"}, RETRY_AFTER_MAX_MS),
+        ({"retry-after-ms": "1e400"}, RETRY_AFTER_MAX_MS),
+        ({"retry-after": "1e300"}, RETRY_AFTER_MAX_MS),
+        ({"retry-after": "nan"}, None),
+        ({"retry-after-ms": "-inf"}, None),
+        ({"x-ratelimit-reset-ms": "inf"}, RETRY_AFTER_MAX_MS),
+        ({"retry-after": "2"}, 2000),
+    ],
 )
 def test_retry_after_beyond_a_day_or_not_finite_is_capped_or_ignored(headers, expected):
     assert retry_after_ms(headers) == expected

@@ -15,7 +15,9 @@ from tests.servers import ServerThread
 TITLED = (
     "<!DOCTYPE html>\n<html lang=en><head><meta charset=utf-8><title>502 Bad Gateway</title>"
     "<style>body { font-family: sans-serif; }</style><script>var x = '<b>';</script></head>\n"
-    "<body><center><h1>502 Bad Gateway</h1></center><hr><center>nginx</center>" + "<!-- padding -->" * 2000 + "</body></html>"
+    "<body><center><h1>502 Bad Gateway</h1></center><hr><center>nginx</center>"
+    + "<!-- padding -->" * 2000
+    + "</body></html>"
 )
 UNTITLED = (
     "<html><body>\n  <h1>Service   Unavailable</h1>\n  <p>The server is temporarily unable to service your request "
@@ -29,20 +31,32 @@ async def _page(request: Request):
         return HTMLResponse(TITLED, status_code=502)
     if kind == "untitled":
         return HTMLResponse(UNTITLED, status_code=503)
-    return PlainTextResponse("upstream connect error or disconnect/reset before headers. reset reason: overflow", status_code=503)
+    return PlainTextResponse(
+        "upstream connect error or disconnect/reset before headers. reset reason: overflow", status_code=503
+    )
 
 
 @pytest.fixture(scope="module")
 def pages():
-    server = ServerThread(Starlette(routes=[Route("/{kind}/{path:path}", _page, methods=["POST", "GET"])]), "html-pages").start()
+    server = ServerThread(
+        Starlette(routes=[Route("/{kind}/{path:path}", _page, methods=["POST", "GET"])]), "html-pages"
+    ).start()
     yield server
     server.stop()
 
 
-PROVIDERS = {"anthropic": "anthropic_base_url", "openai": "openai_base_url", "google": "google_base_url", "compat": "compat"}
+PROVIDERS = {
+    "anthropic": "anthropic_base_url",
+    "openai": "openai_base_url",
+    "google": "google_base_url",
+    "compat": "compat",
+}
 EXPECTED = {
     "titled": (502, "502 Bad Gateway"),
-    "untitled": (503, "Service Unavailable The server is temporarily unable to service your request & will be back soon."),
+    "untitled": (
+        503,
+        "Service Unavailable The server is temporarily unable to service your request & will be back soon.",
+    ),
     "text": (503, "upstream connect error or disconnect/reset before headers. reset reason: overflow"),
 }
 

@@ -128,7 +128,9 @@ def test_redis_down_resumable_stream_still_streams(pair):
     redis_server.stop()
     try:
         started = time.monotonic()
-        response = httpx.post(f"{a.url}/v1/stream", json=resumable("anthropic/slow;n=20;delay_ms=5", marker()), headers=ALPHA, timeout=30)
+        response = httpx.post(
+            f"{a.url}/v1/stream", json=resumable("anthropic/slow;n=20;delay_ms=5", marker()), headers=ALPHA, timeout=30
+        )
         assert response.status_code == 200
         events = check_frames(parse_sse(response.text))
         assert events[-1]["type"] == "done"
@@ -165,7 +167,12 @@ def test_redis_keeps_what_the_origin_keeps_within_the_byte_bounds(sim, tmp_path)
 
         small = []
         for _ in range(3):
-            result = httpx.post(f"{a.url}/v1/stream", json=resumable("anthropic/slow;n=50;delay_ms=1", marker()), headers=ALPHA, timeout=60)
+            result = httpx.post(
+                f"{a.url}/v1/stream",
+                json=resumable("anthropic/slow;n=50;delay_ms=1", marker()),
+                headers=ALPHA,
+                timeout=60,
+            )
             assert result.status_code == 200 and 5000 < len(result.text.encode()) < 8000
             small.append((result.headers["x-request-id"], parse_sse(result.text)))
         dropped = [big_id, small[0][0]]
@@ -188,8 +195,10 @@ def test_resumptions_count_against_the_keys_concurrency_and_the_stream_limits(si
     (the turn itself does not count against its own resumptions), 18 get 429 concurrency_limit, and while they
     are open the key starts no turn; closed, their leases are released. GATEWAY_MAX_STREAMS_PER_KEY 3 and
     GATEWAY_MAX_STREAMS 5 hold for resumptions too (429 too_many_streams)."""
-    keys = [{"name": name, "sha256": digest(f"sk-{name}"), **policy} for name, policy in
-            {"capped": {"concurrent_streams": 2}, "plain": {}, "other": {}}.items()]
+    keys = [
+        {"name": name, "sha256": digest(f"sk-{name}"), **policy}
+        for name, policy in {"capped": {"concurrent_streams": 2}, "plain": {}, "other": {}}.items()
+    ]
     (tmp_path / "keys.json").write_text(json.dumps({"keys": keys}))
     env = {
         "GATEWAY_KEYS_FILE": str(tmp_path / "keys.json"),
@@ -203,7 +212,9 @@ def test_resumptions_count_against_the_keys_concurrency_and_the_stream_limits(si
 
         async def while_capped_reads(answers: list[str]) -> None:
             assert answers.count("200") == 2 and answers.count("concurrency_limit") == 18, answers
-            refused = httpx.post(f"{a.url}/v1/stream", json=turn("anthropic/text"), headers=bearer("sk-capped"), timeout=30)
+            refused = httpx.post(
+                f"{a.url}/v1/stream", json=turn("anthropic/text"), headers=bearer("sk-capped"), timeout=30
+            )
             assert refused.status_code == 429 and refused.json()["error"]["type"] == "concurrency_limit"
 
         asyncio.run(holding_resumptions(b.url, capped_id, bearer("sk-capped"), 20, while_capped_reads))

@@ -128,10 +128,14 @@ def test_openai_chat_door_resumes_with_the_header(gw):
     # The official SDK reads a resumable stream (frames with `id:` lines) like any other.
     sdk = openai.OpenAI(base_url=f"{gw.url}/v1", api_key="sk-resume-alpha-01", max_retries=0)
     stream = sdk.chat.completions.create(
-        model="anthropic/slow;n=5;delay_ms=1", messages=[{"role": "user", "content": marker()}], stream=True,
+        model="anthropic/slow;n=5;delay_ms=1",
+        messages=[{"role": "user", "content": marker()}],
+        stream=True,
         extra_headers={"X-Gateway-Resumable": "true"},
     )
-    assert "".join(c.choices[0].delta.content or "" for c in stream if c.choices) == "".join(f"{i:07d} " for i in range(5))
+    assert "".join(c.choices[0].delta.content or "" for c in stream if c.choices) == "".join(
+        f"{i:07d} " for i in range(5)
+    )
 
 
 def test_a_last_event_id_of_non_ascii_digits_is_a_400(gw):

@@ -77,9 +77,7 @@ class Stalls:
     def __init__(self, client, *stalls: Stall) -> None:
         self.stalls = stalls
         command = client.execute_command
-        client.execute_command = lambda *args, **options: self._round_trip(
-            [args[0]], lambda: command(*args, **options)
-        )
+        client.execute_command = lambda *args, **options: self._round_trip([args[0]], lambda: command(*args, **options))
         client.client = _SilentWatchConnection
         pipeline = client.pipeline
 
@@ -122,9 +120,7 @@ async def store():
     def hub(*stalls: Stall, stall: StallRetry = RIDE_OUT, cap: int = 10_000) -> ResumeHub:
         client = redis_client(REDIS_URL, 2.0, decode=False)
         Stalls(client, *stalls)
-        made = ResumeHub(
-            grace_s=30, ttl_s=60, cap=cap, redis=RedisEvents(client, prefix, 60), timeout=2.0, stall=stall
-        )
+        made = ResumeHub(grace_s=30, ttl_s=60, cap=cap, redis=RedisEvents(client, prefix, 60), timeout=2.0, stall=stall)
         opened.append(made)
         return made
 

@@ -35,7 +35,12 @@ def test_stainless_names(sdk_name):
     assert parameters(options.model_copy) == ["self", "update", "deep"]
     template = options.construct(method="post", url="http://127.0.0.1:9/v1/x")
     copy = template.model_copy(update={"content": b"{}", "idempotency_key": "k", "headers": {"a": "b"}})
-    assert (copy.method, copy.url, copy.content, copy.idempotency_key) == ("post", "http://127.0.0.1:9/v1/x", b"{}", "k")
+    assert (copy.method, copy.url, copy.content, copy.idempotency_key) == (
+        "post",
+        "http://127.0.0.1:9/v1/x",
+        b"{}",
+        "k",
+    )
     assert template.content is None
     assert parameters(client_class._prepare_url) == ["self", "url"]
     assert parameters(client_class.request) == ["self", "cast_to", "options", "stream", "stream_cls"]
@@ -62,13 +67,17 @@ def test_genai_names():
     for method in (seam.ApiClient.async_request_streamed, seam.ApiClient.async_request):
         assert parameters(method) == ["self", "http_method", "path", "request_dict", "http_options"]
     client = genai.Client(
-        api_key="k", vertexai=False, http_options=types.HttpOptions(base_url="http://127.0.0.1:9/", api_version="v1beta")
+        api_key="k",
+        vertexai=False,
+        http_options=types.HttpOptions(base_url="http://127.0.0.1:9/", api_version="v1beta"),
     )
     try:
         assert isinstance(seam.api_client(client), seam.ApiClient)
         assert seam.api_base_url(client) == "http://127.0.0.1:9/"
         # The conversion runs end to end on this SDK version.
-        parameters_ = seam.GenerateContentParameters(model="gemini-x", contents="hi", config=types.GenerateContentConfig())
+        parameters_ = seam.GenerateContentParameters(
+            model="gemini-x", contents="hi", config=types.GenerateContentConfig()
+        )
         body = seam.parameters_to_wire(seam.api_client(client), parameters_, None, parameters_)
         body = seam.encode_unserializable_types(seam.convert_to_dict(body))
         assert body["_url"] == {"model": "models/gemini-x"} and body["contents"][0]["parts"] == [{"text": "hi"}]
@@ -140,7 +149,9 @@ def test_opentelemetry_names():
     assert parameters(_configuration._import_sampler) == ["sampler_name"]
     assert parameters(_configuration._get_sampler) == []
     assert parameters(_configuration._import_exporters) == [
-        "trace_exporter_names", "metric_exporter_names", "log_exporter_names"
+        "trace_exporter_names",
+        "metric_exporter_names",
+        "log_exporter_names",
     ]
     assert parameters(_configuration._get_exporter_entry_point) == ["exporter_name", "signal_type"]
     assert seam.OTLP_HTTP_EXPORTER == "otlp_proto_http"
@@ -151,7 +162,13 @@ def test_opentelemetry_names():
 # The fence itself
 
 PRIVATE_ATTRIBUTES = {
-    "_prepare_url", "_api_client", "_http_options", "_get_content_decoder", "_decoder", "_mounts", "_transport",
+    "_prepare_url",
+    "_api_client",
+    "_http_options",
+    "_get_content_decoder",
+    "_decoder",
+    "_mounts",
+    "_transport",
 }
 
 

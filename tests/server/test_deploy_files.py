@@ -126,7 +126,9 @@ def dockerignore_allows(path: str, patterns: list[str]) -> bool:
 
 def test_everything_the_dockerfile_copies_is_in_the_build_context() -> None:
     patterns = [
-        line.strip() for line in (ROOT / ".dockerignore").read_text().splitlines() if line.strip() and not line.startswith("#")
+        line.strip()
+        for line in (ROOT / ".dockerignore").read_text().splitlines()
+        if line.strip() and not line.startswith("#")
     ]
     copies = [args for word, args in dockerfile_instructions((ROOT / "Dockerfile").read_text()) if word == "COPY"]
     sources = [
@@ -135,9 +137,9 @@ def test_everything_the_dockerfile_copies_is_in_the_build_context() -> None:
     assert sources
     for source in sources:
         assert (ROOT / source).exists(), f"COPY {source}: no such file"
-        files = [source] if (ROOT / source).is_file() else [
-            str(p.relative_to(ROOT)) for p in (ROOT / source).rglob("*.py")
-        ]
+        files = (
+            [source] if (ROOT / source).is_file() else [str(p.relative_to(ROOT)) for p in (ROOT / source).rglob("*.py")]
+        )
         for f in files:
             assert dockerignore_allows(f, patterns), f".dockerignore leaves {f} out of the build context"
     assert not dockerignore_allows("tests/conftest.py", patterns)
@@ -180,7 +182,9 @@ def test_entrypoint_single_worker_keeps_metrics_in_memory(tmp_path: Path) -> Non
     assert argv[:3] == ["-m", "uvicorn", "app.main:app"]
     assert option(argv, "--host") == "0.0.0.0" and option(argv, "--port") == "9123"
     assert option(argv, "--workers") == "1"
-    assert option(argv, "--loop") == "uvloop" and option(argv, "--http") == "app.server.hosting:BoundedHttpToolsProtocol"
+    assert (
+        option(argv, "--loop") == "uvloop" and option(argv, "--http") == "app.server.hosting:BoundedHttpToolsProtocol"
+    )
     assert option(argv, "--timeout-graceful-shutdown") == "30"  # drain default 20 s + 10
     assert "PROMETHEUS_MULTIPROC_DIR" not in env
 
@@ -283,7 +287,9 @@ def test_compose_wires_demo_gateway_postgres_prometheus_grafana() -> None:
     mounted = {v.split(":")[1]: v.split(":")[0] for v in grafana["volumes"] if v.startswith("./")}
     dashboard_targets = [t for t, s in mounted.items() if s.endswith("gateway-dashboard.json")]
     assert dashboard_targets and dashboard_targets[0].startswith(provider["options"]["path"].rstrip("/") + "/")
-    datasource = yaml.safe_load((DEPLOY / "grafana/provisioning/datasources/prometheus.yaml").read_text())["datasources"][0]
+    datasource = yaml.safe_load((DEPLOY / "grafana/provisioning/datasources/prometheus.yaml").read_text())[
+        "datasources"
+    ][0]
     assert datasource["type"] == "prometheus" and datasource["url"].startswith("http://prometheus:")
 
 
@@ -296,7 +302,9 @@ def test_compose_tracing_profile_sends_the_gateways_traces_through_a_collector_t
     # Tracing is off unless the documented endpoint is passed: the variable defaults to empty.
     env = services["gateway"]["environment"]
     assert env["OTEL_EXPORTER_OTLP_ENDPOINT"] == "${OTEL_EXPORTER_OTLP_ENDPOINT:-}"
-    documented = re.search(r"OTEL_EXPORTER_OTLP_ENDPOINT=http://([a-z0-9-]+):(\d+) docker compose --profile tracing up", text)
+    documented = re.search(
+        r"OTEL_EXPORTER_OTLP_ENDPOINT=http://([a-z0-9-]+):(\d+) docker compose --profile tracing up", text
+    )
     assert documented and documented.group(1) == "otel-collector"
     config_path = next(v.split(":")[0] for v in collector["volumes"] if v.startswith("./"))
     config = yaml.safe_load((ROOT / config_path).read_text())
@@ -476,7 +484,10 @@ def test_secret_example_holds_placeholders_only(manifests: list[dict[str, Any]])
     k = yaml.safe_load((DEPLOY / "kustomization.yaml").read_text())
     assert "secret.example.yaml" not in k["resources"], "the example Secret must not be applied over real keys"
     deployment = by_kind(manifests, "Deployment")
-    refs = {src.get("secretRef", {}).get("name") for src in deployment["spec"]["template"]["spec"]["containers"][0]["envFrom"]}
+    refs = {
+        src.get("secretRef", {}).get("name")
+        for src in deployment["spec"]["template"]["spec"]["containers"][0]["envFrom"]
+    }
     assert secret["metadata"]["name"] in refs
 
 
@@ -511,8 +522,13 @@ def test_dashboard_parses_and_has_the_operations_panels() -> None:
     names = dashboard_metric_names()
     exprs = " ".join(dashboard_exprs())
     assert "histogram_quantile" in exprs and "gateway_time_to_first_token_seconds_bucket" in names
-    assert {"gateway_overhead_seconds_bucket", "gateway_active_streams", "gateway_requests_total", "gateway_tokens_total",
-            "gateway_cost_usd_total"} <= names
+    assert {
+        "gateway_overhead_seconds_bucket",
+        "gateway_active_streams",
+        "gateway_requests_total",
+        "gateway_tokens_total",
+        "gateway_cost_usd_total",
+    } <= names
     assert 'outcome!="done"' in exprs
 
 

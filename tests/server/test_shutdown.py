@@ -21,7 +21,10 @@ SLOW = "anthropic/slow;n=300;delay_ms=20"  # about 6 s: cannot finish inside a 1
 
 def test_sigterm_settles_every_stream(sim, tmp_path):
     proc = GatewayProcess(
-        sim.url, GATEWAY_DRAIN_TIMEOUT="1", GATEWAY_KEEPALIVE_INTERVAL="0.5", database_url=f"sqlite:///{tmp_path}/gateway.db"
+        sim.url,
+        GATEWAY_DRAIN_TIMEOUT="1",
+        GATEWAY_KEEPALIVE_INTERVAL="0.5",
+        database_url=f"sqlite:///{tmp_path}/gateway.db",
     )
     try:
         proc.wait_ready()
@@ -79,8 +82,21 @@ def test_draining_gateway_is_unready_and_refuses_turns(gateway_factory):
 def _uvicorn_command_line(port: int) -> list[str]:
     """The server command of the container's entrypoint (deploy/docker-entrypoint.sh), on a test port."""
     return [
-        "-m", "uvicorn", "app.main:app", "--host", "127.0.0.1", "--port", str(port), "--workers", "1",
-        "--loop", "uvloop", "--http", "app.server.hosting:BoundedHttpToolsProtocol", "--timeout-graceful-shutdown", "70",
+        "-m",
+        "uvicorn",
+        "app.main:app",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--workers",
+        "1",
+        "--loop",
+        "uvloop",
+        "--http",
+        "app.server.hosting:BoundedHttpToolsProtocol",
+        "--timeout-graceful-shutdown",
+        "70",
     ]
 
 

@@ -36,7 +36,10 @@ def _failed_start(sim_url: str, database_url: str) -> tuple[int, list[dict], str
         ),
         pytest.param("mysql://gw:s3cret-pw@db.example/gw", "mysql://gw@db.example/gw", "sqlite:///", id="bad-scheme"),
         pytest.param(
-            "sqlite:////proc/no-such-dir/gateway.db", "sqlite:////proc/no-such-dir/gateway.db", "writable", id="sqlite-unwritable"
+            "sqlite:////proc/no-such-dir/gateway.db",
+            "sqlite:////proc/no-such-dir/gateway.db",
+            "writable",
+            id="sqlite-unwritable",
         ),
     ],
 )
@@ -138,13 +141,29 @@ def _keys_file(tmp_path, *entries: tuple[str, str]) -> str:
     "api_keys, file_entries, named",
     [
         pytest.param("team:", None, "GATEWAY_API_KEYS item 1 ('team') has no key", id="item-without-a-key"),
-        pytest.param("ops:sk-ops-1,team: ", None, "GATEWAY_API_KEYS item 2 ('team') has no key", id="second-item-without-a-key"),
-        pytest.param("alice:sk-alice-env", [("alice", "sk-alice-file")], "key name 'alice' is given twice", id="name-in-both"),
-        pytest.param("bob:sk-shared-key", [("carol", "sk-shared-key")], "one key is named both 'bob' and 'carol'", id="one-key-two-names"),
-        pytest.param("", [("dave", "sk-dave"), ("erin", "sk-dave")], "one key is named both 'dave' and 'erin'", id="one-key-two-names-in-the-file"),
+        pytest.param(
+            "ops:sk-ops-1,team: ", None, "GATEWAY_API_KEYS item 2 ('team') has no key", id="second-item-without-a-key"
+        ),
+        pytest.param(
+            "alice:sk-alice-env", [("alice", "sk-alice-file")], "key name 'alice' is given twice", id="name-in-both"
+        ),
+        pytest.param(
+            "bob:sk-shared-key",
+            [("carol", "sk-shared-key")],
+            "one key is named both 'bob' and 'carol'",
+            id="one-key-two-names",
+        ),
+        pytest.param(
+            "",
+            [("dave", "sk-dave"), ("erin", "sk-dave")],
+            "one key is named both 'dave' and 'erin'",
+            id="one-key-two-names-in-the-file",
+        ),
     ],
 )
-def test_key_names_that_would_merge_identities_or_turn_auth_off_stop_the_start_in_one_line(sim, tmp_path, api_keys, file_entries, named):
+def test_key_names_that_would_merge_identities_or_turn_auth_off_stop_the_start_in_one_line(
+    sim, tmp_path, api_keys, file_entries, named
+):
     env = {"GATEWAY_API_KEYS": api_keys}
     if file_entries is not None:
         env["GATEWAY_KEYS_FILE"] = _keys_file(tmp_path, *file_entries)
@@ -174,12 +193,22 @@ def _one_failure_line(proc: GatewayProcess) -> str:
 @pytest.mark.parametrize(
     "env, named",
     [
-        pytest.param({"GATEWAY_PORT": "83620"}, ["GATEWAY_PORT", "less than or equal to 65535"], id="port-out-of-range"),
-        pytest.param({"GATEWAY_GC_THRESHOLD": "foo"}, ["GATEWAY_GC_THRESHOLD", "not JSON", "[20000, 20, 100]"], id="gc-not-json"),
+        pytest.param(
+            {"GATEWAY_PORT": "83620"}, ["GATEWAY_PORT", "less than or equal to 65535"], id="port-out-of-range"
+        ),
+        pytest.param(
+            {"GATEWAY_GC_THRESHOLD": "foo"}, ["GATEWAY_GC_THRESHOLD", "not JSON", "[20000, 20, 100]"], id="gc-not-json"
+        ),
         pytest.param({"GATEWAY_BASE_URLS": "foo"}, ["GATEWAY_BASE_URLS", "not JSON"], id="base-urls-not-json"),
         pytest.param({"GATEWAY_LOG_LEVEL": "loud"}, ["GATEWAY_LOG_LEVEL", "debug, trace"], id="unknown-log-level"),
-        pytest.param({"GATEWAY_REDIS_URL": "localhost:6379"}, ["GATEWAY_REDIS_URL", "not a Redis URL"], id="redis-url-without-scheme"),
-        pytest.param({"GATEWAY_WORKERS": "2"}, ["GATEWAY_WORKERS=2", "entrypoint", "unset GATEWAY_WORKERS"], id="workers"),
+        pytest.param(
+            {"GATEWAY_REDIS_URL": "localhost:6379"},
+            ["GATEWAY_REDIS_URL", "not a Redis URL"],
+            id="redis-url-without-scheme",
+        ),
+        pytest.param(
+            {"GATEWAY_WORKERS": "2"}, ["GATEWAY_WORKERS=2", "entrypoint", "unset GATEWAY_WORKERS"], id="workers"
+        ),
     ],
 )
 def test_a_bad_setting_stops_the_start_in_one_line_naming_the_variable(sim, env, named):
@@ -208,8 +237,18 @@ def test_a_host_that_does_not_resolve_is_named_as_the_setting_to_change(sim):
         pytest.param("missing.json", None, "No such file", id="missing"),
         pytest.param("a-directory", "", "Is a directory", id="directory"),
         pytest.param("keys.toml", "keys = [", "keys.toml", id="bad-toml"),
-        pytest.param("keys.json", '{"keys": [{"name": "a", "key": "sk-in-the-file"}]}', "keys.0.key: Extra inputs", id="unknown-field"),
-        pytest.param("keys.json", '{"keys": [{"name": "a", "sha256": "sk-not-a-digest"}]}', "keys.0.sha256: String should match", id="bad-digest"),
+        pytest.param(
+            "keys.json",
+            '{"keys": [{"name": "a", "key": "sk-in-the-file"}]}',
+            "keys.0.key: Extra inputs",
+            id="unknown-field",
+        ),
+        pytest.param(
+            "keys.json",
+            '{"keys": [{"name": "a", "sha256": "sk-not-a-digest"}]}',
+            "keys.0.sha256: String should match",
+            id="bad-digest",
+        ),
     ],
 )
 def test_a_bad_keys_file_stops_the_start_in_one_line_naming_the_file(sim, tmp_path, name, content, named):
@@ -245,7 +284,9 @@ def test_start_up_says_how_many_client_keys_and_where_redis_is_and_that_it_answe
     assert keys["apiKeys"] == 1 and keys["keysFileKeys"] == 2
     assert "1 from GATEWAY_API_KEYS" in keys["msg"] and "2 from the keys file" in keys["msg"]
     [redis] = [line for line in lines if "GATEWAY_REDIS_URL" in line["msg"]]
-    assert redis["level"] == "info" and redis["redisReachable"] is True and redis["redisUrl"] == "redis://127.0.0.1:6379/0"
+    assert (
+        redis["level"] == "info" and redis["redisReachable"] is True and redis["redisUrl"] == "redis://127.0.0.1:6379/0"
+    )
     assert "sk-" not in stderr
 
 
@@ -254,5 +295,8 @@ def test_redis_that_does_not_answer_at_start_up_is_a_warning_naming_its_url(sim)
     lines, stderr = _start_up_lines(sim.url, GATEWAY_REDIS_URL=f"redis://gw:s3cret-pw@127.0.0.1:{port}/0")
     [redis] = [line for line in lines if "GATEWAY_REDIS_URL" in line["msg"]]
     assert redis["level"] == "warning" and redis["redisReachable"] is False
-    assert f"redis://gw@127.0.0.1:{port}/0 does not answer" in redis["msg"] and "GATEWAY_REDIS_FAIL_OPEN=true" in redis["msg"]
+    assert (
+        f"redis://gw@127.0.0.1:{port}/0 does not answer" in redis["msg"]
+        and "GATEWAY_REDIS_FAIL_OPEN=true" in redis["msg"]
+    )
     assert "s3cret-pw" not in stderr

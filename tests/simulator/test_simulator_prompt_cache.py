@@ -8,7 +8,10 @@ from simulator.prompt_cache import PromptCache, blocks, tokens, wanted
 
 def anthropic_body(*texts: str, system: str = "You are terse.") -> dict:
     """A Messages request whose last message carries the cache breakpoint (as clients move it each turn)."""
-    messages = [{"role": "user" if i % 2 == 0 else "assistant", "content": [{"type": "text", "text": t}]} for i, t in enumerate(texts)]
+    messages = [
+        {"role": "user" if i % 2 == 0 else "assistant", "content": [{"type": "text", "text": t}]}
+        for i, t in enumerate(texts)
+    ]
     messages[-1]["content"][0]["cache_control"] = {"type": "ephemeral"}
     return {"model": "text;prompt_cache=1", "system": system, "messages": messages}
 

@@ -64,7 +64,9 @@ def scope() -> dict[str, Any]:
 
 async def test_a_quiet_stream_gets_keepalive_frames_then_a_clean_end() -> None:
     client, release, closed = Client(), asyncio.Event(), []
-    response = EventStreamResponse(frames_until(release, closed), {"X-Request-Id": "r"}, ping_interval=0.02, ping=PING, streams=None)
+    response = EventStreamResponse(
+        frames_until(release, closed), {"X-Request-Id": "r"}, ping_interval=0.02, ping=PING, streams=None
+    )
     call = asyncio.create_task(response(scope(), client.receive, client.send))
     await client.until(lambda: client.bodies.count(PING) >= 2)
     release.set()

@@ -35,16 +35,25 @@ def one_shot(text: str) -> Any:
 @pytest.mark.parametrize(
     ("fragments", "expected"),
     [
-        (['{"city": "Par', 'is", "days": 3', "}"], [{"city": "Par"}, {"city": "Paris", "days": 3}, {"city": "Paris", "days": 3}]),
+        (
+            ['{"city": "Par', 'is", "days": 3', "}"],
+            [{"city": "Par"}, {"city": "Paris", "days": 3}, {"city": "Paris", "days": 3}],
+        ),
         (['{"ci', 'ty"', ": ", '"x"'], [{}, {}, {}, {"city": "x"}]),
-        (['{"a": [1, 2', ', {"b": tr', "ue}]}"], [{"a": [1, 2]}, {"a": [1, 2, {"b": True}]}, {"a": [1, 2, {"b": True}]}]),
+        (
+            ['{"a": [1, 2', ', {"b": tr', "ue}]}"],
+            [{"a": [1, 2]}, {"a": [1, 2, {"b": True}]}, {"a": [1, 2, {"b": True}]}],
+        ),
         (['{"n": -', "1.", "5e", "+3}"], [{}, {"n": -1}, {"n": -1.5}, {"n": -1500.0}]),
         (['{"n": nu', "ll, ", '"f": f'], [{"n": None}, {"n": None}, {"n": None, "f": False}]),
         # escapes: a fragment ends after the backslash, inside \uXXXX, after a quote escape
-        (['{"q": "say \\', '"hi\\', '" \\u00', "e9\\u20", 'ac"}'], [{"q": "say "}, {"q": 'say "hi'}, {"q": 'say "hi" '}, {"q": 'say "hi" é'}, {"q": 'say "hi" é€'}]),
+        (
+            ['{"q": "say \\', '"hi\\', '" \\u00', "e9\\u20", 'ac"}'],
+            [{"q": "say "}, {"q": 'say "hi'}, {"q": 'say "hi" '}, {"q": 'say "hi" é'}, {"q": 'say "hi" é€'}],
+        ),
         # a surrogate pair split between the halves, and inside the low half
         (['{"e": "\\ud83d', "\\ude", '00!"}'], [{"e": ""}, {"e": ""}, {"e": "😀!"}]),
-        (['{"e": "a\\ud8', '3d\\', 'ude00"}'], [{"e": "a"}, {"e": "a"}, {"e": "a😀"}]),
+        (['{"e": "a\\ud8', "3d\\", 'ude00"}'], [{"e": "a"}, {"e": "a"}, {"e": "a😀"}]),
         # raw (unescaped) unicode passes through, astral characters included
         (['{"t": "日本', '語 🎉"}'], [{"t": "日本"}, {"t": "日本語 🎉"}]),
         (["{}"], [{}]),
@@ -121,7 +130,9 @@ scalars = (
     | st.text(alphabet=st.sampled_from('"\\/\b\f\n\r\té€😀𝄞\x00\x1f '), max_size=8)
 )
 values = st.recursive(
-    scalars, lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=6), inner, max_size=4), max_leaves=12
+    scalars,
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=6), inner, max_size=4),
+    max_leaves=12,
 )
 argument_objects = st.dictionaries(st.text(max_size=8), values, max_size=5)
 styles = st.sampled_from(

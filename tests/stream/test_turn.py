@@ -135,7 +135,9 @@ def test_usage_is_priced_and_summed():
     assert usage["cost"]["output"] == pytest.approx(500 * 2 / 1e6)
     assert usage["cost"]["cacheRead"] == pytest.approx(200 * 0.5 / 1e6)
     assert usage["cost"]["cacheWrite"] == pytest.approx(100 * 4 / 1e6)
-    assert usage["cost"]["total"] == pytest.approx(sum(usage["cost"][k] for k in ("input", "output", "cacheRead", "cacheWrite")))
+    assert usage["cost"]["total"] == pytest.approx(
+        sum(usage["cost"][k] for k in ("input", "output", "cacheRead", "cacheWrite"))
+    )
 
 
 # ---------------------------------------------------------------- coalescing (CONTRACT invariant 10)
@@ -390,7 +392,10 @@ def test_the_token_limit_inside_a_tool_call_is_a_tool_arguments_error():
     turn.apply({"type": "toolcall_delta", "delta": '{"city": "Pa'})
     with pytest.raises(ToolArgumentsError) as raised:
         turn.settle_done("length")
-    assert str(raised.value) == "tool call toolu_1 (get_weather): arguments were cut off by the token limit (stop reason length)"
+    assert (
+        str(raised.value)
+        == "tool call toolu_1 (get_weather): arguments were cut off by the token limit (stop reason length)"
+    )
     assert (raised.value.call_id, raised.value.name) == ("toolu_1", "get_weather")
     assert not turn.settled and [b["type"] for b in turn.message["content"]] == ["text"]
     assert turn.settle_error(f"p/m {raised.value}")
@@ -476,7 +481,9 @@ def test_a_search_that_never_ended_stays_searching():
     turn = _search_turn(hosted=True)
     turn.apply({"type": "websearch_start", "id": "s1"})
     turn.settle_error("connection lost")
-    assert turn.message["content"] == [{"type": "webSearch", "id": "s1", "query": "", "status": "searching", "sources": []}]
+    assert turn.message["content"] == [
+        {"type": "webSearch", "id": "s1", "query": "", "status": "searching", "sources": []}
+    ]
 
 
 def test_a_web_search_may_not_start_inside_another_block():

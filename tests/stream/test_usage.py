@@ -66,7 +66,8 @@ def keyed_gateway(gateway_factory, tmp_path_factory):
     price = {"input": 3, "output": 15}
     catalog["models"] += [
         {"provider": p, "id": f"text;input={n}", "contextWindow": 200000, "maxTokens": 8192, "cost": price}
-        for p in PROVIDERS for n in HUGE
+        for p in PROVIDERS
+        for n in HUGE
     ]
     path = tmp_path_factory.mktemp("catalog") / "catalog.json"
     path.write_text(json.dumps(catalog))
@@ -92,11 +93,21 @@ def test_usage_beyond_64_bits_is_clamped_and_the_turn_settles_with_a_record(keye
     complete = gw.http.post("/v1/complete", json=turn(f"{provider}/text;input={count}", marker()), headers=KEYED)
     assert complete.status_code == 200 and complete.json()["usage"]["input"] == MAX_USAGE_TOKENS
     # The doors: Chat Completions (it looked normal without usage) and Messages (an empty 200), whole bodies.
-    chat = gw.http.post("/v1/chat/completions", headers=KEYED, json={
-        "model": f"{provider}/text;input={count}", "messages": [{"role": "user", "content": marker()}]})
+    chat = gw.http.post(
+        "/v1/chat/completions",
+        headers=KEYED,
+        json={"model": f"{provider}/text;input={count}", "messages": [{"role": "user", "content": marker()}]},
+    )
     assert chat.status_code == 200 and chat.json()["usage"]["prompt_tokens"] == MAX_USAGE_TOKENS, chat.text
-    messages = gw.http.post("/v1/messages", headers=KEYED, json={
-        "model": f"{provider}/text;input={count}", "max_tokens": 64, "messages": [{"role": "user", "content": marker()}]})
+    messages = gw.http.post(
+        "/v1/messages",
+        headers=KEYED,
+        json={
+            "model": f"{provider}/text;input={count}",
+            "max_tokens": 64,
+            "messages": [{"role": "user", "content": marker()}],
+        },
+    )
     assert messages.status_code == 200 and messages.json()["usage"]["input_tokens"] == MAX_USAGE_TOKENS, messages.text
     metrics = gw.http.get("/metrics").text
     spend = [line for line in metrics.splitlines() if line.startswith('gateway_key_spend_usd_total{key="usage"}')]
@@ -105,8 +116,16 @@ def test_usage_beyond_64_bits_is_clamped_and_the_turn_settles_with_a_record(keye
 
 @pytest.mark.parametrize(
     "value, expected",
-    [(None, 0), (0, 0), (7, 7), (-3, 0), (12.0, 12), (10**20, MAX_USAGE_TOKENS), (1e400, MAX_USAGE_TOKENS),
-     (MAX_USAGE_TOKENS, MAX_USAGE_TOKENS)],
+    [
+        (None, 0),
+        (0, 0),
+        (7, 7),
+        (-3, 0),
+        (12.0, 12),
+        (10**20, MAX_USAGE_TOKENS),
+        (1e400, MAX_USAGE_TOKENS),
+        (MAX_USAGE_TOKENS, MAX_USAGE_TOKENS),
+    ],
 )
 def test_token_count_clamps_whole_numbers_to_the_plausible_range(value, expected):
     assert token_count(value, "prompt_tokens") == expected

@@ -59,7 +59,9 @@ def test_content_only_when_enabled(gateway_factory, caplog):
 
 
 def test_formatter_redacts_keys_that_slip_into_messages(plain):
-    record = logging.LogRecord("gateway", logging.ERROR, __file__, 1, "upstream said %s", (PROVIDER_KEYS["anthropic"],), None)
+    record = logging.LogRecord(
+        "gateway", logging.ERROR, __file__, 1, "upstream said %s", (PROVIDER_KEYS["anthropic"],), None
+    )
     line = JsonFormatter().format(record)
     assert PROVIDER_KEYS["anthropic"] not in line and "[redacted]" in line
 
@@ -69,6 +71,8 @@ def test_a_provider_error_never_carries_a_registered_key():
     from app.redaction import register_secrets
 
     register_secrets("sk-echoed-back-0123456789", "short")
-    error = ProviderError('returned HTTP 401: invalid credentials: {"authorization": "Bearer sk-echoed-back-0123456789"} short')
+    error = ProviderError(
+        'returned HTTP 401: invalid credentials: {"authorization": "Bearer sk-echoed-back-0123456789"} short'
+    )
     assert "sk-echoed-back-0123456789" not in error.message and "[redacted]" in error.message
     assert str(error) == error.message and error.message.endswith(" short")  # too short to be a key: kept

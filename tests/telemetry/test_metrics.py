@@ -56,7 +56,9 @@ def test_requests_by_outcome(scripted):
     assert value(m, "gateway_requests_total", provider="anthropic", model="text", outcome="done", door="unified") == 2
     # Model ids the catalog does not list share the `other` label (bounded cardinality).
     assert value(m, "gateway_requests_total", provider="anthropic", model="other", outcome="error", door="unified") == 1
-    assert value(m, "gateway_requests_total", provider="anthropic", model="other", outcome="aborted", door="unified") == 1
+    assert (
+        value(m, "gateway_requests_total", provider="anthropic", model="other", outcome="aborted", door="unified") == 1
+    )
     assert not any("error-mid-stream" in str(key) or "req_" in str(key) for key in m)
     assert value(m, "gateway_active_streams") == 0
 
@@ -81,8 +83,12 @@ def test_latency_tokens_cost_and_events(scripted):
     assert value(m, "gateway_overhead_seconds_count", provider="anthropic", model="other") == 2
     assert value(m, "gateway_upstream_latency_seconds_sum", provider="anthropic", model="other") > 0
     usage = [r.terminal["usage"] for r in (done, fallback)]
-    assert value(m, "gateway_tokens_total", provider="anthropic", model="text", kind="input") == sum(u["input"] for u in usage)
-    assert value(m, "gateway_tokens_total", provider="anthropic", model="text", kind="output") == sum(u["output"] for u in usage)
+    assert value(m, "gateway_tokens_total", provider="anthropic", model="text", kind="input") == sum(
+        u["input"] for u in usage
+    )
+    assert value(m, "gateway_tokens_total", provider="anthropic", model="text", kind="output") == sum(
+        u["output"] for u in usage
+    )
     assert value(m, "gateway_cost_usd_total", provider="anthropic", model="text") == pytest.approx(
         sum(u["cost"]["total"] for u in usage)
     )
@@ -114,9 +120,14 @@ def test_multiprocess_mode(sim, tmp_path):
         deadline = time.monotonic() + 10
         while True:
             m = scrape(proc.url)
-            if value(m, "gateway_requests_total", provider="anthropic", model="text", outcome="done", door="unified") or time.monotonic() > deadline:
+            if (
+                value(m, "gateway_requests_total", provider="anthropic", model="text", outcome="done", door="unified")
+                or time.monotonic() > deadline
+            ):
                 break
-        assert value(m, "gateway_requests_total", provider="anthropic", model="text", outcome="done", door="unified") == 1
+        assert (
+            value(m, "gateway_requests_total", provider="anthropic", model="text", outcome="done", door="unified") == 1
+        )
         assert value(m, "gateway_active_streams") == 0
         assert any(p.name.startswith("counter_") for p in metrics_dir.iterdir())
         assert any(p.name.startswith("gauge_livesum_") for p in metrics_dir.iterdir())
@@ -142,6 +153,6 @@ def test_per_key_spend_labels_can_be_dropped(gateway_factory):
     assert served.status == 200 and served.terminal["usage"]["cost"]["total"] > 0
     gw.job(served.headers["x-request-id"])
     text = gw.http.get("/metrics").text
-    assert "tenant-a" not in text and 'gateway_key_spend_usd_total{' not in text
+    assert "tenant-a" not in text and "gateway_key_spend_usd_total{" not in text
     spent = [line for line in text.splitlines() if line.startswith("gateway_key_spend_usd_total ")]
     assert len(spent) == 1 and float(spent[0].split()[1]) > 0

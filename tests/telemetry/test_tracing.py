@@ -78,11 +78,18 @@ class Door:
     def body(self, model: str, prompt: str) -> dict[str, Any]:
         messages = [{"role": "user", "content": prompt}]
         if self.name == "unified":
-            return {"model": model, "context": {"messages": messages}, "options": {"maxTokens": 100, "temperature": 0.5}}
+            return {
+                "model": model,
+                "context": {"messages": messages},
+                "options": {"maxTokens": 100, "temperature": 0.5},
+            }
         if self.name == "pi":
             provider, model_id = model.split("/", 1)
-            return {"model": {"provider": provider, "id": model_id}, "context": {"messages": messages},
-                    "options": {"maxTokens": 100, "temperature": 0.5}}
+            return {
+                "model": {"provider": provider, "id": model_id},
+                "context": {"messages": messages},
+                "options": {"maxTokens": 100, "temperature": 0.5},
+            }
         return {"model": model, "messages": messages, "stream": True, "max_tokens": 100, "temperature": 0.5}
 
 
@@ -104,13 +111,17 @@ def _headers(traceparent: str) -> dict[str, str]:
 
 
 def _turn(proc: GatewayProcess, door: Door, model: str, prompt: str, traceparent: str) -> httpx.Response:
-    response = httpx.post(f"{proc.url}{door.path}", json=door.body(model, prompt), headers=_headers(traceparent), timeout=60)
+    response = httpx.post(
+        f"{proc.url}{door.path}", json=door.body(model, prompt), headers=_headers(traceparent), timeout=60
+    )
     return response
 
 
 def _aborted_turn(proc: GatewayProcess, door: Door, prompt: str, traceparent: str) -> str:
     """Stream a long turn, leave after its first content; the request id."""
-    with httpx.stream("POST", f"{proc.url}{door.path}", json=door.body(SLOW, prompt), headers=_headers(traceparent), timeout=60) as r:
+    with httpx.stream(
+        "POST", f"{proc.url}{door.path}", json=door.body(SLOW, prompt), headers=_headers(traceparent), timeout=60
+    ) as r:
         assert r.status_code == 200
         for line in r.iter_lines():
             if "delta" in line:  # a content event, in every door's format
@@ -233,7 +244,9 @@ def test_an_aborted_turn_ends_its_spans_saying_the_client_left(traced, receiver,
     "model, provider_name",
     [("openai/text", "openai"), ("google/text", "gcp.gemini"), ("compat/text", "compat")],
 )
-def test_every_adapter_sends_its_attempts_traceparent_and_names_the_vendors_response(traced, receiver, sim, model, provider_name):
+def test_every_adapter_sends_its_attempts_traceparent_and_names_the_vendors_response(
+    traced, receiver, sim, model, provider_name
+):
     traceparent, trace_id, _ = _traceparent()
     prompt = marker()
     assert _turn(traced, DOORS[0], model, prompt, traceparent).status_code == 200
@@ -258,8 +271,12 @@ def test_an_ordinary_fastapi_route_gets_its_server_span_too(traced, receiver):
 
 def test_a_request_without_traceparent_starts_a_trace_of_its_own(traced, receiver, sim):
     prompt = marker()
-    response = httpx.post(f"{traced.url}/v1/stream", json=DOORS[0].body(DONE, prompt),
-                          headers={"authorization": f"Bearer {CLIENT_KEY}"}, timeout=30)
+    response = httpx.post(
+        f"{traced.url}/v1/stream",
+        json=DOORS[0].body(DONE, prompt),
+        headers={"authorization": f"Bearer {CLIENT_KEY}"},
+        timeout=30,
+    )
     (traceparent,) = _upstream_traceparents(sim, prompt)
     trace_id = traceparent.split("-")[1]
     server = _server(_trace(receiver, trace_id, clients=1))
@@ -279,7 +296,11 @@ def test_no_key_and_no_message_text_in_any_exported_attribute(traced, receiver, 
     exported = json.dumps([[s["attributes"], s["events"], s["resource"], s["status_message"]] for s in receiver.spans])
     for secret in (CLIENT_KEY, *PROVIDER_KEYS.values(), prompt, reply.strip()):
         assert secret not in exported
-    assert not any(name.startswith(("gen_ai.input", "gen_ai.output", "gen_ai.system")) for s in receiver.spans for name in s["attributes"])
+    assert not any(
+        name.startswith(("gen_ai.input", "gen_ai.output", "gen_ai.system"))
+        for s in receiver.spans
+        for name in s["attributes"]
+    )
 
 
 def test_a_receiver_that_does_not_answer_never_holds_a_turn_up(traced, receiver):
@@ -317,14 +338,21 @@ def test_message_content_is_exported_in_the_conventions_shape_only_when_asked(si
         proc.wait_ready()
         traceparent, trace_id, _ = _traceparent()
         prompt = marker()
-        body = {"model": DONE, "context": {"systemPrompt": "be brief", "messages": [{"role": "user", "content": prompt}]}}
-        assert httpx.post(f"{proc.url}/v1/stream", json=body, headers=_headers(traceparent), timeout=30).status_code == 200
+        body = {
+            "model": DONE,
+            "context": {"systemPrompt": "be brief", "messages": [{"role": "user", "content": prompt}]},
+        }
+        assert (
+            httpx.post(f"{proc.url}/v1/stream", json=body, headers=_headers(traceparent), timeout=30).status_code == 200
+        )
         (client,) = _clients(_trace(receiver, trace_id, clients=1))
     finally:
         proc.stop()
         receiver.stop()
     attributes = client["attributes"]
-    assert json.loads(attributes["gen_ai.input.messages"]) == [{"role": "user", "parts": [{"type": "text", "content": prompt}]}]
+    assert json.loads(attributes["gen_ai.input.messages"]) == [
+        {"role": "user", "parts": [{"type": "text", "content": prompt}]}
+    ]
     assert json.loads(attributes["gen_ai.system_instructions"]) == [{"type": "text", "content": "be brief"}]
     (output,) = json.loads(attributes["gen_ai.output.messages"])
     assert output["role"] == "assistant" and output["finish_reason"] == "stop"
@@ -333,11 +361,13 @@ def test_message_content_is_exported_in_the_conventions_shape_only_when_asked(si
 
 def test_a_system_message_inside_the_conversation_is_exported_with_the_system_role():
     context = Context.model_validate(
-        {"messages": [
-            {"role": "user", "content": "hi"},
-            {"role": "system", "content": [{"type": "text", "text": "answer in French"}]},
-            {"role": "user", "content": "and now?"},
-        ]},
+        {
+            "messages": [
+                {"role": "user", "content": "hi"},
+                {"role": "system", "content": [{"type": "text", "text": "answer in French"}]},
+                {"role": "user", "content": "and now?"},
+            ]
+        },
         context=DOOR_VALIDATION,
     )
     assert json.loads(input_attributes(context)["gen_ai.input.messages"]) == [
@@ -366,7 +396,10 @@ def test_tracing_is_off_unless_configured_and_then_costs_no_wrapper_or_observer(
     [
         ({}, ["otlp_proto_http"]),  # the specification's default (the Python SDK alone would pick gRPC)
         ({"OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"}, ["otlp_proto_grpc"]),
-        ({"OTEL_EXPORTER_OTLP_PROTOCOL": "grpc", "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL": "http/protobuf"}, ["otlp_proto_http"]),
+        (
+            {"OTEL_EXPORTER_OTLP_PROTOCOL": "grpc", "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL": "http/protobuf"},
+            ["otlp_proto_http"],
+        ),
         ({"OTEL_TRACES_EXPORTER": "console,otlp"}, ["console", "otlp_proto_http"]),
     ],
 )

@@ -24,8 +24,10 @@ PROSE_PATHS: tuple[tuple[str, ...], ...] = (
 
 COUNT = TokenCountDoor(
     route=DoorRoute(
-        count_tokens.PATH, "count_message_tokens",
-        "Anthropic Messages door: the serving vendor's own count of a request's input tokens", ("doors",),
+        count_tokens.PATH,
+        "count_message_tokens",
+        "Anthropic Messages door: the serving vendor's own count of a request's input tokens",
+        ("doors",),
         openapi.count_operation,
     ),
     decode=count_tokens.decode,
@@ -39,8 +41,11 @@ DOOR = Door(
     name="anthropic-messages",
     routes=(
         DoorRoute(
-            openapi.PATH, "messages", "Anthropic Messages door: Anthropic's event stream or one message object",
-            ("doors",), openapi.operation,
+            openapi.PATH,
+            "messages",
+            "Anthropic Messages door: Anthropic's event stream or one message object",
+            ("doors",),
+            openapi.operation,
         ),
     ),
     decode=decode,

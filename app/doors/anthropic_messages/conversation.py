@@ -71,9 +71,7 @@ def _tool_reference(block: dict[str, Any], path: str) -> tuple[TextContent, str]
     """A `tool_reference` (what a tool search tool returns to load a deferred tool): for Anthropic the block
     as it came; for the other vendors a line of text, while the tool itself joins the tools they are sent."""
     name = string_at(block.get("tool_name"), f"{path}.tool_name", empty=False)
-    text = TextContent.model_validate(
-        {"text": f"Tool loaded: {name}", "anthropic": block}, context=DOOR_VALIDATION
-    )
+    text = TextContent.model_validate({"text": f"Tool loaded: {name}", "anthropic": block}, context=DOOR_VALIDATION)
     return text, name
 
 
@@ -95,7 +93,10 @@ def _result_content(value: Any, path: str, loaded: set[str]) -> list[TextContent
             blocks.append(text)
             loaded.add(name)
         else:
-            fail(f"{where}.type", f"{kind!r} blocks are not supported in a tool result (text, image and tool_reference are)")
+            fail(
+                f"{where}.type",
+                f"{kind!r} blocks are not supported in a tool result (text, image and tool_reference are)",
+            )
     return blocks
 
 
@@ -166,11 +167,11 @@ class Conversation:
                 results.append(
                     ToolResultMessage.model_validate(
                         dict(
-                        tool_call_id=call_id,
-                        tool_name=answered.pop(call_id),
-                        content=_result_content(block.get("content"), f"{where}.content", self.loaded_tools),
-                        is_error=bool_at(block.get("is_error", False), f"{where}.is_error"),
-                        cache_control=cache_control(block, where),
+                            tool_call_id=call_id,
+                            tool_name=answered.pop(call_id),
+                            content=_result_content(block.get("content"), f"{where}.content", self.loaded_tools),
+                            is_error=bool_at(block.get("is_error", False), f"{where}.is_error"),
+                            cache_control=cache_control(block, where),
                         ),
                         context=DOOR_VALIDATION,
                     )
@@ -202,7 +203,9 @@ class Conversation:
                 self.seen_calls.add(call_id)
                 self.open_calls[call_id] = name
                 blocks.append(ToolCall(id=call_id, name=name, arguments=arguments))
-            elif kind == "thinking" and (own := unwrap_call(string_at(block.get("signature", ""), f"{where}.signature"))):
+            elif kind == "thinking" and (
+                own := unwrap_call(string_at(block.get("signature", ""), f"{where}.signature"))
+            ):
                 # A tool call's own signature (Gemini's), handed out right after that call's tool_use.
                 if origin is None:
                     origin = own.origin
@@ -219,8 +222,11 @@ class Conversation:
                 fail(f"{where}.type", f"{kind!r} blocks are not supported in an assistant message")
         self.messages.append(
             AssistantMessage(
-                content=[b for b in (b if isinstance(b, (TextContent, ToolCall)) else b.block(origin) for b in blocks)
-                         if b is not None],
+                content=[
+                    b
+                    for b in (b if isinstance(b, (TextContent, ToolCall)) else b.block(origin) for b in blocks)
+                    if b is not None
+                ],
                 provider=origin.provider if origin else None,
                 api=origin.api if origin else None,
                 model=origin.model if origin else None,
@@ -265,11 +271,16 @@ def system_blocks(value: Any, path: str) -> list[TextContent]:
 def clear_thinking(messages: list[Message], kept: int) -> list[Message]:
     """`messages` without the thinking of all but the last `kept` assistant turns that have some (what Anthropic
     does for `clear_thinking`; done here so that every vendor sees the same history)."""
-    with_thinking = [i for i, m in enumerate(messages) if isinstance(m, AssistantMessage)
-                     and any(isinstance(b, ThinkingContent) for b in m.content)]
+    with_thinking = [
+        i
+        for i, m in enumerate(messages)
+        if isinstance(m, AssistantMessage) and any(isinstance(b, ThinkingContent) for b in m.content)
+    ]
     clear = set(with_thinking[: max(0, len(with_thinking) - kept)])
     return [
-        m.model_copy(update={"content": [b for b in m.content if not isinstance(b, ThinkingContent)]}) if i in clear else m
+        m.model_copy(update={"content": [b for b in m.content if not isinstance(b, ThinkingContent)]})
+        if i in clear
+        else m
         for i, m in enumerate(messages)
     ]
 

@@ -127,7 +127,9 @@ class MessagesEncoder:
         return frame("content_block_start", block_start)
 
     def _delta(self, index: int, delta: dict[str, Any]) -> bytes:
-        return frame("content_block_delta", {"type": "content_block_delta", "index": index + self._shift, "delta": delta})
+        return frame(
+            "content_block_delta", {"type": "content_block_delta", "index": index + self._shift, "delta": delta}
+        )
 
     def _stop(self, index: int) -> bytes:
         return frame("content_block_stop", {"type": "content_block_stop", "index": index + self._shift})

@@ -20,15 +20,17 @@ def model_list(entries: list[dict[str, Any]]) -> dict[str, Any]:
     for entry in entries:
         created = datetime.fromtimestamp(entry["created"], timezone.utc).isoformat().replace("+00:00", "Z")
         extra = {k: v for k, v in entry.items() if k not in ("object", "created", "owned_by")}
-        data.append({
-            **extra,
-            "type": "model",
-            "display_name": entry.get("description") or entry["id"],
-            "created_at": created,
-            "lifecycle": "active",
-            "max_input_tokens": entry.get("contextWindow"),
-            "max_tokens": entry.get("maxTokens"),
-        })
+        data.append(
+            {
+                **extra,
+                "type": "model",
+                "display_name": entry.get("description") or entry["id"],
+                "created_at": created,
+                "lifecycle": "active",
+                "max_input_tokens": entry.get("contextWindow"),
+                "max_tokens": entry.get("maxTokens"),
+            }
+        )
     return {
         "data": data,
         "has_more": False,

@@ -56,7 +56,10 @@ SCHEMAS: dict[str, Any] = {
             },
             "tools": {"type": "array", "items": {"type": "object"}},
             "tool_choice": {"type": "object"},
-            "thinking": {"type": "object", "description": "{type: enabled, budget_tokens} | {type: adaptive} | {type: disabled}"},
+            "thinking": {
+                "type": "object",
+                "description": "{type: enabled, budget_tokens} | {type: adaptive} | {type: disabled}",
+            },
             "temperature": {"type": "number", "minimum": 0, "maximum": 1},
             "top_p": {"type": "number", "minimum": 0, "maximum": 1},
             "stop_sequences": {"type": "array", "items": {"type": "string"}, "maxItems": 16},
@@ -122,8 +125,12 @@ _DESCRIPTIONS = {
 def operation() -> dict[str, Any]:
     return door_operation(
         request_schema="MessagesRequest",
-        example={"model": "anthropic/claude-sonnet-4-5", "max_tokens": 1024, "stream": True,
-                 "messages": [{"role": "user", "content": "Hello"}]},
+        example={
+            "model": "anthropic/claude-sonnet-4-5",
+            "max_tokens": 1024,
+            "stream": True,
+            "messages": [{"role": "user", "content": "Hello"}],
+        },
         ok_description="With `stream: true`, Anthropic's events (`message_start`, `content_block_*`, "
         "`message_delta`, `message_stop`, `ping` while idle; an error after the start is one "
         "`event: error`); otherwise one `message`",
@@ -165,8 +172,10 @@ def count_operation() -> dict[str, Any]:
             "content": {"application/json": {"schema": ref("MessagesCountTokensRequest"), "example": example}},
         },
         "responses": {
-            "200": {"description": "The serving vendor's count (never an estimate)",
-                    "content": {"application/json": {"schema": ref("MessageTokensCount")}}},
+            "200": {
+                "description": "The serving vendor's count (never an estimate)",
+                "content": {"application/json": {"schema": ref("MessageTokensCount")}},
+            },
             **{code: error(code) for code in _COUNT_DESCRIPTIONS},
         },
     }

@@ -40,7 +40,13 @@ ADAPTIVE_LEVEL: Reasoning = "medium"
 # The unified request's bounds (`app.contract.request.StreamOptions`), checked here to name Anthropic's fields.
 MAX_TOKENS = 1_000_000
 MAX_STOP, MAX_STOP_LENGTH = 16, 1000
-EFFORT_LEVELS: dict[str, Reasoning] = {"low": "low", "medium": "medium", "high": "high", "xhigh": "xhigh", "max": "xhigh"}
+EFFORT_LEVELS: dict[str, Reasoning] = {
+    "low": "low",
+    "medium": "medium",
+    "high": "high",
+    "xhigh": "xhigh",
+    "max": "xhigh",
+}
 # Top-level fields that would change the answer and that the gateway cannot honour on every vendor.
 UNSUPPORTED_FIELDS = {
     "top_k": "top_k is not supported by the gateway (not every vendor has it)",
@@ -53,7 +59,13 @@ UNSUPPORTED_FIELDS = {
 # other vendors get their translation (thinking, effort) or nothing where nothing changes in the answer
 # (docs/doors/anthropic-messages.md).
 ANTHROPIC_ONLY_FIELDS = (
-    "thinking", "output_config", "context_management", "cache_control", "service_tier", "speed", "inference_geo"
+    "thinking",
+    "output_config",
+    "context_management",
+    "cache_control",
+    "service_tier",
+    "speed",
+    "inference_geo",
 )
 PASSTHROUGH_API = "anthropic-messages"  # the api whose adapter sends them as they came
 # `context_management` edits (docs/doors/anthropic-messages.md): Anthropic applies them itself; for the other
@@ -206,7 +218,10 @@ def _options(body: dict[str, Any], tools: list[Tool], headers: Mapping[str, str]
     if body.get("top_p") is not None:
         options["top_p"] = number_at(body["top_p"], "top_p", 0.0, 1.0)
     if body.get("stop_sequences") is not None:
-        stops = [string_at(s, f"stop_sequences.{i}", empty=False) for i, s in enumerate(list_at(body["stop_sequences"], "stop_sequences"))]
+        stops = [
+            string_at(s, f"stop_sequences.{i}", empty=False)
+            for i, s in enumerate(list_at(body["stop_sequences"], "stop_sequences"))
+        ]
         if len(stops) > MAX_STOP:
             fail("stop_sequences", f"at most {MAX_STOP} stop sequences are supported")
         for index, stop in enumerate(stops):
@@ -245,6 +260,7 @@ def _thinking_turns_kept(body: dict[str, Any]) -> int | None:
         return integer_at(keep.get("value"), f"{path}.keep.value", 0)
     return None
 
+
 # ----------------------------------------------------------------------------- the request
 
 
@@ -281,7 +297,12 @@ def decode(body: dict[str, Any], headers: Mapping[str, str] | None = None) -> Do
     system = "\n\n".join(b.text for b in system_prompt if b.text) or None
     try:
         context = Context.model_validate(
-            {"system_prompt": system, "system_blocks": system_prompt or None, "messages": messages, "tools": tools or None},
+            {
+                "system_prompt": system,
+                "system_blocks": system_prompt or None,
+                "messages": messages,
+                "tools": tools or None,
+            },
             context=DOOR_VALIDATION,
         )
         unified = StreamRequest(model=model, context=context, options=options)

@@ -42,8 +42,14 @@ def _route(path: str, stream: bool) -> DoorRoute:
 
 COUNT = TokenCountDoor(
     route=DoorRoute(
-        openapi.COUNT_PATHS[0], "gemini_count_tokens", "Gemini door: the serving vendor's own count of a request's tokens",
-        ("doors",), openapi.count_operation, from_url=bind_url, key_in_query=True, more_paths=openapi.COUNT_PATHS[1:],
+        openapi.COUNT_PATHS[0],
+        "gemini_count_tokens",
+        "Gemini door: the serving vendor's own count of a request's tokens",
+        ("doors",),
+        openapi.count_operation,
+        from_url=bind_url,
+        key_in_query=True,
+        more_paths=openapi.COUNT_PATHS[1:],
     ),
     decode=count_tokens.decode,
     answer=count_tokens.answer,
@@ -57,17 +63,24 @@ MODELS = ModelListing(
     asked=models.asked,
     routes=(
         ModelRoute(
-            openapi.LIST_PATH, "list_gemini_models", "Models and routes this gateway serves (Gemini's list shape)",
+            openapi.LIST_PATH,
+            "list_gemini_models",
+            "Models and routes this gateway serves (Gemini's list shape)",
             "`{\"models\": [Model]}` as Gemini's `GET /v1beta/models` answers (the Google GenAI SDKs' `models.list()`),\n"
             "each `name` a gateway model name after `models/`; the key may come as `?key=` as on the Gemini door.",
             openapi.LIST_RESPONSES,
         ),
-        *(ModelRoute(
-            path, f"get_gemini_model_{path.split('/')[1]}", "One model this gateway serves (Gemini's Model shape)",
-            "Gemini's `GET /v1beta/models/{model}` (the SDKs' `models.get()`, also under `/v1/`); errors in Google's\n"
-            "shape.",
-            openapi.MODEL_RESPONSES,
-        ) for path in openapi.GET_PATHS),
+        *(
+            ModelRoute(
+                path,
+                f"get_gemini_model_{path.split('/')[1]}",
+                "One model this gateway serves (Gemini's Model shape)",
+                "Gemini's `GET /v1beta/models/{model}` (the SDKs' `models.get()`, also under `/v1/`); errors in Google's\n"
+                "shape.",
+                openapi.MODEL_RESPONSES,
+            )
+            for path in openapi.GET_PATHS
+        ),
     ),
     model=models.model_of,
     key_in_query=True,

@@ -65,7 +65,9 @@ def _image(part: dict[str, Any], path: str) -> ImageContent:
 
 
 def _refuse_part(part: dict[str, Any], path: str) -> NoReturn:
-    kinds = sorted(field_names(part) - {"thought", "thoughtSignature", "partMetadata", "videoMetadata", "mediaResolution"})
+    kinds = sorted(
+        field_names(part) - {"thought", "thoughtSignature", "partMetadata", "videoMetadata", "mediaResolution"}
+    )
     kind = kinds[0] if kinds else "?"
     if kind == "fileData":
         fail(f"{path}.fileData", "file URIs are not supported: the gateway never fetches files; send inlineData")
@@ -178,7 +180,11 @@ class Conversation:
             call = value_of(part, "functionCall")
             if call is not None:
                 open_block = None
-                blocks.append(self._call(object_at(call, f"{where}.functionCall"), signed, f"{where}.functionCall", content_path, index))
+                blocks.append(
+                    self._call(
+                        object_at(call, f"{where}.functionCall"), signed, f"{where}.functionCall", content_path, index
+                    )
+                )
                 continue
             if part.get("text") is None:
                 if value_of(part, "thoughtSignature") is not None and len(field_names(part) - {"thought"}) == 1:
@@ -204,7 +210,9 @@ class Conversation:
             stop_reason="toolUse" if self.open_calls else "stop",
         ))  # fmt: skip
 
-    def _call(self, call: dict[str, Any], signed: Unwrapped | None, path: str, content_path: str, index: int) -> _SignedCall:
+    def _call(
+        self, call: dict[str, Any], signed: Unwrapped | None, path: str, content_path: str, index: int
+    ) -> _SignedCall:
         name = string_at(call.get("name"), f"{path}.name", empty=False)
         call_id = call.get("id")
         call_id = string_at(call_id, f"{path}.id") if call_id is not None else ""

@@ -46,7 +46,11 @@ def usage_metadata(usage: dict[str, Any] | None) -> dict[str, int]:
     prompt = usage.get("input", 0) + cached + usage.get("cacheWrite", 0)
     output = usage.get("output", 0)
     thoughts = min(usage.get("reasoning") or 0, output)  # of `output`: Gemini counts them apart from candidates
-    metadata = {"promptTokenCount": prompt, "candidatesTokenCount": output - thoughts, "totalTokenCount": prompt + output}
+    metadata = {
+        "promptTokenCount": prompt,
+        "candidatesTokenCount": output - thoughts,
+        "totalTokenCount": prompt + output,
+    }
     if thoughts:
         metadata["thoughtsTokenCount"] = thoughts
     if cached:
@@ -142,13 +146,19 @@ class GeminiEncoder:
         return self._parts(self._call_part(event["toolCall"]))
 
     def _call_part(self, call: dict[str, Any]) -> dict[str, Any]:
-        part: dict[str, Any] = {"functionCall": {"id": call["id"], "name": call["name"], "args": call.get("arguments") or {}}}
+        part: dict[str, Any] = {
+            "functionCall": {"id": call["id"], "name": call["name"], "args": call.get("arguments") or {}}
+        }
         if call.get("thoughtSignature"):
             part["thoughtSignature"] = wrap_signature(self._origin, call["thoughtSignature"])
         return part
 
     def _done(self, event: dict[str, Any]) -> bytes:
-        candidate = {"content": {"parts": [{"text": ""}], "role": "model"}, "finishReason": FINISH_REASONS[event["reason"]], "index": 0}
+        candidate = {
+            "content": {"parts": [{"text": ""}], "role": "model"},
+            "finishReason": FINISH_REASONS[event["reason"]],
+            "index": 0,
+        }
         chunk = {"candidates": [candidate], "usageMetadata": usage_metadata(event.get("usage")),
                  "modelVersion": self.model, "responseId": self.request_id}  # fmt: skip
         return self.LEAD + orjson.dumps(chunk) + self.END

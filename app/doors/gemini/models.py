@@ -47,7 +47,7 @@ def model_list(entries: list[dict[str, Any]]) -> dict[str, Any]:
 def model_of(entries: list[dict[str, Any]], name: str) -> dict[str, Any]:
     """The `Model` a path's `{model}` names (with or without `models/`, by its name or one of its aliases); a
     404 in Google's shape when none does."""
-    wanted = name[len(MODEL_PREFIX):] if name.startswith(MODEL_PREFIX) else name
+    wanted = name[len(MODEL_PREFIX) :] if name.startswith(MODEL_PREFIX) else name
     for entry in entries:
         if wanted == entry["id"] or wanted in (entry.get("aliases") or ()):
             return gemini_model(entry)

@@ -33,41 +33,76 @@ SCHEMAS: dict[str, Any] = {
         "required": ["contents"],
         "properties": {
             "contents": {
-                "type": "array", "minItems": 1,
-                "items": {"type": "object", "properties": {
-                    "role": {"type": "string", "enum": ["user", "model"]},
-                    "parts": {"type": "array", "items": {"type": "object", "description":
-                              "text (thought, thoughtSignature), inlineData (images), functionCall, functionResponse"}},
-                }},
+                "type": "array",
+                "minItems": 1,
+                "items": {
+                    "type": "object",
+                    "properties": {
+                        "role": {"type": "string", "enum": ["user", "model"]},
+                        "parts": {
+                            "type": "array",
+                            "items": {
+                                "type": "object",
+                                "description": "text (thought, thoughtSignature), inlineData (images), functionCall, functionResponse",
+                            },
+                        },
+                    },
+                },
             },
             "systemInstruction": {"type": "object", "description": "a content of text parts"},
             "tools": {"type": "array", "items": {"type": "object", "description": "{functionDeclarations: [...]}"}},
             "toolConfig": {"type": "object", "description": "{functionCallingConfig: {mode, allowedFunctionNames}}"},
-            "generationConfig": {"type": "object", "description": "maxOutputTokens, temperature, topP, stopSequences, "
-                                 "responseMimeType, responseSchema, responseJsonSchema, thinkingConfig"},
+            "generationConfig": {
+                "type": "object",
+                "description": "maxOutputTokens, temperature, topP, stopSequences, "
+                "responseMimeType, responseSchema, responseJsonSchema, thinkingConfig",
+            },
             "safetySettings": {"type": "array", "items": {"type": "object"}, "description": "sent to Gemini only"},
         },
     },
     "GenerateContentResponse": {
         "type": "object",
         "properties": {
-            "candidates": {"type": "array", "items": {"type": "object", "properties": {
-                "content": {"type": "object"}, "finishReason": {"type": "string"}, "index": {"type": "integer"}}}},
-            "usageMetadata": {"type": "object", "properties": {
-                "promptTokenCount": {"type": "integer"}, "cachedContentTokenCount": {"type": "integer"},
-                "candidatesTokenCount": {"type": "integer"}, "totalTokenCount": {"type": "integer"}}},
+            "candidates": {
+                "type": "array",
+                "items": {
+                    "type": "object",
+                    "properties": {
+                        "content": {"type": "object"},
+                        "finishReason": {"type": "string"},
+                        "index": {"type": "integer"},
+                    },
+                },
+            },
+            "usageMetadata": {
+                "type": "object",
+                "properties": {
+                    "promptTokenCount": {"type": "integer"},
+                    "cachedContentTokenCount": {"type": "integer"},
+                    "candidatesTokenCount": {"type": "integer"},
+                    "totalTokenCount": {"type": "integer"},
+                },
+            },
             "modelVersion": {"type": "string"},
             "responseId": {"type": "string"},
         },
     },
-    "CountTokensResponse": {"type": "object", "required": ["totalTokens"], "properties": {"totalTokens": {"type": "integer"}}},
+    "CountTokensResponse": {
+        "type": "object",
+        "required": ["totalTokens"],
+        "properties": {"totalTokens": {"type": "integer"}},
+    },
     "GeminiModel": {
         "type": "object",
         "properties": {
             "name": {"type": "string", "description": '"models/<gateway model name>"'},
-            "baseModelId": {"type": "string"}, "version": {"type": "string"}, "displayName": {"type": "string"},
-            "description": {"type": "string"}, "inputTokenLimit": {"type": "integer"},
-            "outputTokenLimit": {"type": "integer"}, "supportedGenerationMethods": {"type": "array", "items": {"type": "string"}},
+            "baseModelId": {"type": "string"},
+            "version": {"type": "string"},
+            "displayName": {"type": "string"},
+            "description": {"type": "string"},
+            "inputTokenLimit": {"type": "integer"},
+            "outputTokenLimit": {"type": "integer"},
+            "supportedGenerationMethods": {"type": "array", "items": {"type": "string"}},
             "thinking": {"type": "boolean"},
         },
     },
@@ -75,13 +110,25 @@ SCHEMAS: dict[str, Any] = {
     "GeminiErrorBody": {
         "type": "object",
         "required": ["error"],
-        "properties": {"error": {"type": "object", "required": ["code", "message", "status"], "properties": {
-            "code": {"type": "integer"},
-            "message": {"type": "string", "description": "starts with the field at fault for a refused request"},
-            "status": {"type": "string", "description": "INVALID_ARGUMENT, UNAUTHENTICATED, PERMISSION_DENIED, NOT_FOUND, "
-                       "RESOURCE_EXHAUSTED, INTERNAL, UNAVAILABLE, DEADLINE_EXCEEDED"},
-            "details": {"type": "array", "items": {"type": "object"}},
-        }}},
+        "properties": {
+            "error": {
+                "type": "object",
+                "required": ["code", "message", "status"],
+                "properties": {
+                    "code": {"type": "integer"},
+                    "message": {
+                        "type": "string",
+                        "description": "starts with the field at fault for a refused request",
+                    },
+                    "status": {
+                        "type": "string",
+                        "description": "INVALID_ARGUMENT, UNAUTHENTICATED, PERMISSION_DENIED, NOT_FOUND, "
+                        "RESOURCE_EXHAUSTED, INTERNAL, UNAVAILABLE, DEADLINE_EXCEEDED",
+                    },
+                    "details": {"type": "array", "items": {"type": "object"}},
+                },
+            }
+        },
     },
 }
 
@@ -101,7 +148,10 @@ _EXAMPLE = {"contents": [{"role": "user", "parts": [{"text": "Hello"}]}],
             "generationConfig": {"maxOutputTokens": 256}}  # fmt: skip
 # The model routes' answers (`ModelRoute.responses`).
 LIST_RESPONSES: dict[int | str, dict[str, Any]] = {
-    200: {"description": "Gemini's ListModelsResponse", "content": {"application/json": {"schema": ref("GeminiModelList")}}},
+    200: {
+        "description": "Gemini's ListModelsResponse",
+        "content": {"application/json": {"schema": ref("GeminiModelList")}},
+    },
 }
 MODEL_RESPONSES: dict[int | str, dict[str, Any]] = {
     200: {"description": "Gemini's Model", "content": {"application/json": {"schema": ref("GeminiModel")}}},
@@ -118,7 +168,8 @@ def _operation(stream: bool) -> dict[str, Any]:
     )  # fmt: skip
     if stream:
         operation["responses"]["200"]["content"]["application/json"] = {
-            "schema": {"type": "array", "items": ref("GenerateContentResponse")}}
+            "schema": {"type": "array", "items": ref("GenerateContentResponse")}
+        }
     operation["parameters"] = [_MODEL_PARAMETER, *([_ALT_PARAMETER] if stream else []), _KEY_PARAMETER]
     return operation
 

@@ -78,6 +78,7 @@ class GeminiRequest(DoorRequest):
     include_thoughts: bool = False
     array: bool = False  # `streamGenerateContent` without `alt=sse`: the chunks as one streamed JSON array
 
+
 # ----------------------------------------------------------------------------- schemas
 
 
@@ -102,7 +103,9 @@ def json_schema(schema: Any, path: str) -> dict[str, Any]:
         out["type"] = [out["type"], "null"]
     return out
 
+
 # ----------------------------------------------------------------------------- tools and options
+
 
 def _tools(value: Any) -> list[Tool]:
     tools: list[Tool] = []
@@ -112,7 +115,9 @@ def _tools(value: Any) -> list[Tool]:
         tool = object_at(raw, path)
         for kind in sorted(field_names(tool) - {"functionDeclarations"}):
             fail(f"{path}.{kind}", "Google's built-in tools are not offered by the gateway; declare functions")
-        for number, raw_decl in enumerate(list_at(value_of(tool, "functionDeclarations") or [], f"{path}.functionDeclarations")):
+        for number, raw_decl in enumerate(
+            list_at(value_of(tool, "functionDeclarations") or [], f"{path}.functionDeclarations")
+        ):
             where = f"{path}.functionDeclarations.{number}"
             decl = object_at(raw_decl, where)
             name = string_at(decl.get("name"), f"{where}.name", empty=False)
@@ -173,7 +178,11 @@ def _reasoning(config: Any, path: str) -> tuple[Reasoning | None, bool]:
     """`thinkingConfig` → the unified reasoning level and whether the client wants thought parts."""
     thinking = object_at(config, path)
     refuse_unknown(thinking, frozenset({"thinkingBudget", "thinkingLevel", "includeThoughts"}), path)
-    include = bool_at(value_of(thinking, "includeThoughts"), f"{path}.includeThoughts") if value_of(thinking, "includeThoughts") is not None else False
+    include = (
+        bool_at(value_of(thinking, "includeThoughts"), f"{path}.includeThoughts")
+        if value_of(thinking, "includeThoughts") is not None
+        else False
+    )
     level = value_of(thinking, "thinkingLevel")
     budget = value_of(thinking, "thinkingBudget")
     if level is not None and budget is not None:
@@ -222,7 +231,10 @@ def _generation(config: dict[str, Any], options: dict[str, Any], native: dict[st
         if value is not None and value not in defaults:
             fail(f"{path}.{name}", reason)
     modalities = value_of(config, "responseModalities")
-    if modalities is not None and [str(m).upper() for m in list_at(modalities, f"{path}.responseModalities")] not in ([], ["TEXT"]):
+    if modalities is not None and [str(m).upper() for m in list_at(modalities, f"{path}.responseModalities")] not in (
+        [],
+        ["TEXT"],
+    ):
         fail(f"{path}.responseModalities", "only TEXT answers are offered")
     if (value := value_of(config, "maxOutputTokens")) is not None:
         options["max_tokens"] = integer_of(value, f"{path}.maxOutputTokens", 1)
@@ -235,7 +247,10 @@ def _generation(config: dict[str, Any], options: dict[str, Any], native: dict[st
     if (value := value_of(config, "topK")) is not None:
         native["topK"] = number_at(value, f"{path}.topK", 1, 1_000_000)  # (the Python SDK sends a float)
     if (value := value_of(config, "stopSequences")) is not None:
-        stops = [string_at(s, f"{path}.stopSequences.{i}", empty=False) for i, s in enumerate(list_at(value, f"{path}.stopSequences"))]
+        stops = [
+            string_at(s, f"{path}.stopSequences.{i}", empty=False)
+            for i, s in enumerate(list_at(value, f"{path}.stopSequences"))
+        ]
         if len(stops) > MAX_STOP:
             fail(f"{path}.stopSequences", f"at most {MAX_STOP} stop sequences are supported")
         for index, stop in enumerate(stops):
@@ -277,7 +292,9 @@ def conversation_key(system: str | None, first: Any) -> str:
 # ----------------------------------------------------------------------------- the URL and the request
 
 
-def bind_url(body: dict[str, Any], path: Mapping[str, str], query: Mapping[str, str], *, stream: bool = False) -> dict[str, Any]:
+def bind_url(
+    body: dict[str, Any], path: Mapping[str, str], query: Mapping[str, str], *, stream: bool = False
+) -> dict[str, Any]:
     """The body with what the request's URL says (`DoorRoute.from_url`): the model of the path, `alt`, and
     whether the route streams (`:streamGenerateContent`)."""
     return {**body, URL_FIELDS: {"model": path.get("model", ""), "alt": query.get("alt"), "stream": stream}}
@@ -286,7 +303,7 @@ def bind_url(body: dict[str, Any], path: Mapping[str, str], query: Mapping[str, 
 def model_name(raw: str) -> str:
     """The gateway model name in a path's `{model}`: what follows `models/` (a route, an alias, a bare id or
     `<provider>/<model>`, its `/` sent as is or URL-encoded)."""
-    name = raw[len(MODEL_PREFIX):] if raw.startswith(MODEL_PREFIX) else raw
+    name = raw[len(MODEL_PREFIX) :] if raw.startswith(MODEL_PREFIX) else raw
     if not name:
         fail("model", "the path names no model", 404)
     return name
@@ -300,7 +317,10 @@ def decode(body: dict[str, Any], headers: Mapping[str, str] | None = None) -> Ge
     stream = url.get("stream") is True
     alt = url.get("alt")
     if stream and alt not in STREAM_FORMS:
-        fail("alt", "streamGenerateContent answers as server-sent events (alt=sse) or as a JSON array (alt=json, the default)")
+        fail(
+            "alt",
+            "streamGenerateContent answers as server-sent events (alt=sse) or as a JSON array (alt=json, the default)",
+        )
     array = stream and alt != "sse"
     refuse_unknown(body, TOP_LEVEL, "")
     conversation = Conversation()
@@ -313,7 +333,11 @@ def decode(body: dict[str, Any], headers: Mapping[str, str] | None = None) -> Ge
     if last_role == "model":
         fail(f"contents.{len(raw_contents) - 1}.role", "a final model turn (prefill) is not supported")
     messages = conversation.messages
-    system = system_instruction(value_of(body, "systemInstruction")) if value_of(body, "systemInstruction") is not None else None
+    system = (
+        system_instruction(value_of(body, "systemInstruction"))
+        if value_of(body, "systemInstruction") is not None
+        else None
+    )
     tools = _tools(body["tools"]) if body.get("tools") is not None else []
     options: dict[str, Any] = {}
     native: dict[str, Any] = {}
@@ -346,4 +370,3 @@ def decode(body: dict[str, Any], headers: Mapping[str, str] | None = None) -> Ge
         return GeminiRequest(unified=unified, stream=stream, client_model=model, include_thoughts=include, array=True,
                              response_headers={"Content-Type": "application/json"}, resume_refused=ARRAY_NOT_RESUMABLE)  # fmt: skip
     return GeminiRequest(unified=unified, stream=stream, client_model=model, include_thoughts=include)
-

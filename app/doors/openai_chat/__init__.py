@@ -17,8 +17,10 @@ DOOR = Door(
     name="openai-chat",
     routes=(
         DoorRoute(
-            openapi.PATH, "chat_completions",
-            "OpenAI Chat Completions door: streamed chat.completion.chunk lines or one chat.completion", ("doors",),
+            openapi.PATH,
+            "chat_completions",
+            "OpenAI Chat Completions door: streamed chat.completion.chunk lines or one chat.completion",
+            ("doors",),
             openapi.operation,
         ),
     ),

@@ -40,9 +40,13 @@ def messages(value: Any) -> tuple[str | None, list[Any]]:
             if not isinstance(call_id, str) or not call_id:
                 raise invalid(f"{param}.tool_call_id", "is required (the id of the tool call this answers)")
             if call_id not in calls:
-                raise invalid(f"{param}.tool_call_id", f"{call_id!r} answers no tool call of an earlier assistant message")
+                raise invalid(
+                    f"{param}.tool_call_id", f"{call_id!r} answers no tool call of an earlier assistant message"
+                )
             text = _text_only(message.get("content"), f"{param}.content", allow_empty=True)
-            out.append(ToolResultMessage(tool_call_id=call_id, tool_name=calls.pop(call_id), content=[TextContent(text=text)]))
+            out.append(
+                ToolResultMessage(tool_call_id=call_id, tool_name=calls.pop(call_id), content=[TextContent(text=text)])
+            )
         elif role == "function":
             raise unsupported(f"{param}.role", "the deprecated function role is not supported: use tool")
         else:

@@ -63,8 +63,16 @@ class ChatEncoder:
     hold_until_start = True
 
     __slots__ = (
-        "completion_id", "created", "model", "include_usage", "stream_tool_arguments", "_head", "_tail",
-        "_tool_index", "_usage_null", "_turn",
+        "completion_id",
+        "created",
+        "model",
+        "include_usage",
+        "stream_tool_arguments",
+        "_head",
+        "_tail",
+        "_tool_index",
+        "_usage_null",
+        "_turn",
     )
 
     def __init__(
@@ -117,7 +125,9 @@ class ChatEncoder:
             if self.stream_tool_arguments:
                 return b""
             call = event["toolCall"]
-            return self._call_chunk(event["contentIndex"], call["id"], call["name"], orjson.dumps(call["arguments"]).decode())
+            return self._call_chunk(
+                event["contentIndex"], call["id"], call["name"], orjson.dumps(call["arguments"]).decode()
+            )
         if kind == "start":
             self.model = f"{event['provider']}/{event['model']}"
             self._set_frame()
@@ -156,7 +166,9 @@ class ChatEncoder:
             return result.status, {"error": error_of(result.failure, result.error_message)}
         message = result.message
         text = "".join(b["text"] for b in message["content"] if b["type"] == "text")
-        thinking = "".join(b["thinking"] for b in message["content"] if b["type"] == "thinking" and not b.get("redacted"))
+        thinking = "".join(
+            b["thinking"] for b in message["content"] if b["type"] == "thinking" and not b.get("redacted")
+        )
         calls = [
             {"id": b["id"], "type": "function",
              "function": {"name": b["name"], "arguments": orjson.dumps(b["arguments"]).decode()}}

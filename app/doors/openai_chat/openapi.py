@@ -79,10 +79,13 @@ _DESCRIPTIONS = {
 def operation() -> dict[str, Any]:
     return door_operation(
         request_schema="ChatCompletionRequest",
-        example={"model": "anthropic/claude-sonnet-4-5", "stream": True,
-                 "messages": [{"role": "user", "content": "Hello"}]},
+        example={
+            "model": "anthropic/claude-sonnet-4-5",
+            "stream": True,
+            "messages": [{"role": "user", "content": "Hello"}],
+        },
         ok_description="With `stream: true`, `data:` lines of `chat.completion.chunk` objects, then "
-        "`data: [DONE]` (an error after the start is one `data: {\"error\": …}` line instead); "
+        '`data: [DONE]` (an error after the start is one `data: {"error": …}` line instead); '
         "otherwise one `chat.completion`",
         ok_schema="ChatCompletion",
         error_schema="OpenAIErrorBody",

@@ -101,8 +101,11 @@ STREAM_OPTIONS = ("include_usage", "include_obfuscation")
 def decode(body: dict[str, Any], headers: Mapping[str, str]) -> ChatRequest:
     mode = headers.get(TOOL_ARGUMENTS_HEADER, "whole").strip().lower()
     if mode not in TOOL_ARGUMENTS_MODES:
-        raise invalid("X-Gateway-Tool-Arguments", "must be 'whole' (the default: each tool call sent once its "
-                      "arguments are complete) or 'stream' (argument fragments as they arrive)")
+        raise invalid(
+            "X-Gateway-Tool-Arguments",
+            "must be 'whole' (the default: each tool call sent once its "
+            "arguments are complete) or 'stream' (argument fragments as they arrive)",
+        )
     try:
         request = _decode(body)
     except ValidationError as exc:  # a limit of the unified request the checks here did not name first
@@ -185,7 +188,10 @@ def _options(body: dict[str, Any], tools: list[Tool]) -> StreamOptions:
     reasoning = body.get("reasoning_effort")
     if reasoning is not None and reasoning not in REASONING_EFFORTS:
         if isinstance(reasoning, str) and reasoning in ("none", "max"):
-            raise unsupported("reasoning_effort", f"{reasoning!r} is not offered across vendors; use one of {', '.join(REASONING_EFFORTS)}")
+            raise unsupported(
+                "reasoning_effort",
+                f"{reasoning!r} is not offered across vendors; use one of {', '.join(REASONING_EFFORTS)}",
+            )
         raise invalid("reasoning_effort", f"must be one of {', '.join(REASONING_EFFORTS)}")
     json_schema = _json_schema(body.get("response_format"))
     return StreamOptions.model_validate(

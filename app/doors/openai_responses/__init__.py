@@ -22,7 +22,9 @@ def _encoder(request_id: str, request: ResponsesRequest, turn: TurnView) -> Resp
     return ResponsesEncoder(request_id, request, turn)
 
 
-def _keep(request: ResponsesRequest, encoder: ResponsesEncoder, result: SettledTurn) -> tuple[str, StoredResponse] | None:
+def _keep(
+    request: ResponsesRequest, encoder: ResponsesEncoder, result: SettledTurn
+) -> tuple[str, StoredResponse] | None:
     """With `store` (the default), a turn that settled `done` is kept: the response object as the client got it
     (completed or incomplete) and the conversation — the request's items and the response's output."""
     if not request.store or result.outcome != "done":
@@ -38,8 +40,10 @@ def _deleted(response_id: str) -> dict[str, Any]:
 
 COUNT = TokenCountDoor(
     route=DoorRoute(
-        count_tokens.PATH, "count_response_input_tokens",
-        "OpenAI Responses door: the serving vendor's own count of a request's input tokens", ("doors",),
+        count_tokens.PATH,
+        "count_response_input_tokens",
+        "OpenAI Responses door: the serving vendor's own count of a request's input tokens",
+        ("doors",),
         openapi.input_tokens_operation,
     ),
     decode=count_tokens.decode,
@@ -53,7 +57,8 @@ COUNT = TokenCountDoor(
 # provider does, also with `openai_base_url` pointing here). A 426 makes it fall back to HTTP at once; a 403,
 # 404 or 405 makes it try the upgrade again with back-off (7 attempts over 7 s) before it falls back.
 WEBSOCKET_REFUSED = BadRequest(
-    426, "websocket_not_supported",
+    426,
+    "websocket_not_supported",
     "This gateway does not offer the Responses WebSocket transport: POST /v1/responses (with stream: true) instead.",
 )
 
@@ -61,13 +66,20 @@ DOOR = Door(
     name="openai-responses",
     routes=(
         DoorRoute(
-            openapi.PATH, "responses", "OpenAI Responses door: the Responses event stream or one response object",
-            ("doors",), openapi.operation,
+            openapi.PATH,
+            "responses",
+            "OpenAI Responses door: the Responses event stream or one response object",
+            ("doors",),
+            openapi.operation,
         ),
         DoorRoute(
-            compact.PATH, "compact_response",
+            compact.PATH,
+            "compact_response",
             "OpenAI Responses door: a conversation compacted by its model (the user messages and one compaction item)",
-            ("doors",), openapi.compact_operation, stream=False, decode=compact.decode,
+            ("doors",),
+            openapi.compact_operation,
+            stream=False,
+            decode=compact.decode,
         ),
     ),
     decode=decode,
@@ -78,9 +90,17 @@ DOOR = Door(
     schemas=openapi.SCHEMAS,
     count_tokens=COUNT,
     stored=StoredResponses(
-        wanted=wanted, response_id=response_id, decode=decode, keep=_keep, not_found=response_not_found,
-        path=openapi.STORED_PATH, deleted=_deleted, operation=openapi.stored_operation,
-        items_path=openapi.ITEMS_PATH, input_items=input_items.listing, items_operation=openapi.items_operation,
+        wanted=wanted,
+        response_id=response_id,
+        decode=decode,
+        keep=_keep,
+        not_found=response_not_found,
+        path=openapi.STORED_PATH,
+        deleted=_deleted,
+        operation=openapi.stored_operation,
+        items_path=openapi.ITEMS_PATH,
+        input_items=input_items.listing,
+        items_operation=openapi.items_operation,
     ),
     websocket_refused=(openapi.PATH, WEBSOCKET_REFUSED),
 )

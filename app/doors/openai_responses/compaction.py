@@ -57,4 +57,3 @@ def unwrap_summary(encrypted: str) -> str | None:
 
 def compaction_item(item_id: str, summary: str) -> dict[str, str]:
     return {"id": item_id, "type": "compaction", "encrypted_content": wrap_summary(summary)}
-

@@ -44,7 +44,9 @@ class Conversation:
     compaction."""
 
     def __init__(
-        self, stored: Mapping[str, StoredResponse] | None = None, namespaced: Mapping[str, tuple[str, str]] | None = None
+        self,
+        stored: Mapping[str, StoredResponse] | None = None,
+        namespaced: Mapping[str, tuple[str, str]] | None = None,
     ) -> None:
         self.stored = stored or {}
         self.namespaces = {pair: flat for flat, pair in (namespaced or {}).items()}  # (namespace, name) → flat
@@ -230,7 +232,11 @@ class Conversation:
         texts = [_typed_text(p, f"{param}.content.{j}", "reasoning_text")
                  for j, p in enumerate(list_at(content, f"{param}.content"))] if content is not None else []  # fmt: skip
         encrypted = item.get("encrypted_content")
-        opaque = unwrap_reasoning(string_at(encrypted, f"{param}.encrypted_content", max_length=10_000_000)) if encrypted is not None else None
+        opaque = (
+            unwrap_reasoning(string_at(encrypted, f"{param}.encrypted_content", max_length=10_000_000))
+            if encrypted is not None
+            else None
+        )
         blocks = self._assistant_blocks()
         if opaque is not None and self._origin is None:
             self._origin = opaque.origin

@@ -61,7 +61,10 @@ from app.doors.signatures import Origin, origin_of, wrap_call
 PING = b": ping\n\n"
 RAW_REASONING_APIS = frozenset({"openai-completions"})  # vendors whose thinking is the raw reasoning, not a summary
 # `response.error.code` (the SDK's closed set) for what ended the turn; anything else is a server error.
-FAILED_CODES: dict[Failure | None, str] = {Failure.RATE_LIMITED: "rate_limit_exceeded", Failure.REFUSED: "invalid_prompt"}
+FAILED_CODES: dict[Failure | None, str] = {
+    Failure.RATE_LIMITED: "rate_limit_exceeded",
+    Failure.REFUSED: "invalid_prompt",
+}
 _PREFIX = {"text": "msg", "thinking": "rs", "toolCall": "fc", "compaction": "cmp", "webSearch": "ws"}
 _BLOCK_EVENTS = ("text_start", "text_delta", "text_end", "thinking_start", "thinking_delta", "thinking_end",
                  "toolcall_start", "toolcall_delta", "toolcall_end")  # fmt: skip
@@ -236,11 +239,15 @@ class ResponsesEncoder:
             if self._raw:
                 ids = {"item_id": item_id, "output_index": index, "content_index": 0}
                 out += self._event("response.reasoning_text.done", {**ids, "text": text})
-                out += self._event("response.content_part.done", {**ids, "part": {"type": "reasoning_text", "text": text}})
+                out += self._event(
+                    "response.content_part.done", {**ids, "part": {"type": "reasoning_text", "text": text}}
+                )
             else:
                 ids = {"item_id": item_id, "output_index": index, "summary_index": 0}
                 out += self._event("response.reasoning_summary_text.done", {**ids, "text": text})
-                out += self._event("response.reasoning_summary_part.done", {**ids, "part": {"type": "summary_text", "text": text}})
+                out += self._event(
+                    "response.reasoning_summary_part.done", {**ids, "part": {"type": "summary_text", "text": text}}
+                )
         item = self._reasoning_item(block, index, self._origin, self._raw, "completed")
         return out + self._event("response.output_item.done", {"output_index": index, "item": item})
 
@@ -272,7 +279,9 @@ class ResponsesEncoder:
             "response.output_item.done", {"output_index": index, "item": item})  # fmt: skip
         signed = self._call_signature_item(call, index, self._origin, "completed")
         if signed is not None:  # a call signed on its own (Gemini): its item follows, later items move one on
-            out += self._event("response.output_item.added", {"output_index": index + 1, "item": {**signed, "status": "in_progress"}})
+            out += self._event(
+                "response.output_item.added", {"output_index": index + 1, "item": {**signed, "status": "in_progress"}}
+            )
             out += self._event("response.output_item.done", {"output_index": index + 1, "item": signed})
             self._shift += 1
         return out
@@ -325,7 +334,8 @@ class ResponsesEncoder:
         item_id = self._item_id("compaction", 0)
         item = {"id": item_id, "type": "compaction", "encrypted_content": ""}
         return self._event("response.output_item.added", {"output_index": 0, "item": item}) + self._event(
-            "response.compaction.compacting", {"item_id": item_id, "output_index": 0})
+            "response.compaction.compacting", {"item_id": item_id, "output_index": 0}
+        )
 
     def _done(self, event: dict[str, Any]) -> bytes:
         message = event.get("message") or {}
@@ -335,8 +345,11 @@ class ResponsesEncoder:
             opened = self._compaction_progress(event)
             self._finished.add(0)
             item = response["output"][0]
-            return opened + self._event("response.output_item.done", {"output_index": 0, "item": item}) + self._event(
-                kind, {"response": response})
+            return (
+                opened
+                + self._event("response.output_item.done", {"output_index": 0, "item": item})
+                + self._event(kind, {"response": response})
+            )
         return self._event(kind, {"response": response})
 
     def _error(self, event: dict[str, Any]) -> bytes:
@@ -375,7 +388,9 @@ class ResponsesEncoder:
             self.model = f"{message['provider']}/{message['model']}"
         output = self._output(message, open_status="completed")
         if message.get("stopReason") == "length":
-            return self._response("incomplete", output, usage=usage_of(usage), incomplete_details={"reason": "max_output_tokens"})
+            return self._response(
+                "incomplete", output, usage=usage_of(usage), incomplete_details={"reason": "max_output_tokens"}
+            )
         return self._response("completed", output, usage=usage_of(usage), completed_at=int(time.time()))
 
     def stored_output(self, message: dict[str, Any]) -> list[dict[str, Any]]:

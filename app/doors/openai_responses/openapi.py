@@ -20,28 +20,40 @@ SCHEMAS: dict[str, Any] = {
         "required": ["model", "input"],
         "properties": {
             "model": {"type": "string", "description": '"<provider>/<model id>", a route or an alias'},
-            "input": {"description": "a string, or items: message (user / assistant / system / developer), "
-                      "function_call, function_call_output, reasoning, item_reference (an item of a stored "
-                      "response of the key)"},
+            "input": {
+                "description": "a string, or items: message (user / assistant / system / developer), "
+                "function_call, function_call_output, reasoning, item_reference (an item of a stored "
+                "response of the key)"
+            },
             "instructions": {"type": "string"},
             "stream": {"type": "boolean"},
             "tools": {"type": "array", "items": {"type": "object"}},
             "tool_choice": {},
             "parallel_tool_calls": {"type": "boolean"},
             "max_output_tokens": {"type": "integer", "minimum": 1},
-            "reasoning": {"type": "object", "properties": {
-                "effort": {"type": "string", "enum": ["none", "minimal", "low", "medium", "high", "xhigh"]},
-                "summary": {"type": "string", "enum": ["auto", "concise", "detailed"]}}},
+            "reasoning": {
+                "type": "object",
+                "properties": {
+                    "effort": {"type": "string", "enum": ["none", "minimal", "low", "medium", "high", "xhigh"]},
+                    "summary": {"type": "string", "enum": ["auto", "concise", "detailed"]},
+                },
+            },
             "text": {"type": "object", "description": "format: text or json_schema"},
             "temperature": {"type": "number", "minimum": 0, "maximum": 2},
             "top_p": {"type": "number", "minimum": 0, "maximum": 1},
             "metadata": {"type": "object", "additionalProperties": {"type": "string"}},
             "prompt_cache_key": {"type": "string"},
             "include": {"type": "array", "items": {"type": "string"}},
-            "store": {"type": "boolean", "description": "keep the response for previous_response_id, item_reference "
-                      "and GET (default true), per key, for GATEWAY_RESPONSES_RETENTION_DAYS"},
-            "previous_response_id": {"type": "string", "description": "continue a stored response of the key: its "
-                                     "conversation comes before input (404 when not found)"},
+            "store": {
+                "type": "boolean",
+                "description": "keep the response for previous_response_id, item_reference "
+                "and GET (default true), per key, for GATEWAY_RESPONSES_RETENTION_DAYS",
+            },
+            "previous_response_id": {
+                "type": "string",
+                "description": "continue a stored response of the key: its "
+                "conversation comes before input (404 when not found)",
+            },
         },
     },
     "Response": {
@@ -64,9 +76,15 @@ SCHEMAS: dict[str, Any] = {
         "type": "object",
         "description": "a Responses request without its output settings; previous_response_id is refused (400)",
         "required": ["model"],
-        "properties": {"model": {"type": "string"}, "input": {}, "instructions": {"type": "string"},
-                       "tools": {"type": "array", "items": {"type": "object"}}, "tool_choice": {},
-                       "reasoning": {"type": "object"}, "text": {"type": "object"}},
+        "properties": {
+            "model": {"type": "string"},
+            "input": {},
+            "instructions": {"type": "string"},
+            "tools": {"type": "array", "items": {"type": "object"}},
+            "tool_choice": {},
+            "reasoning": {"type": "object"},
+            "text": {"type": "object"},
+        },
     },
     "ResponsesInputTokens": {
         "type": "object",
@@ -77,9 +95,13 @@ SCHEMAS: dict[str, Any] = {
         "type": "object",
         "description": "a page of a stored response's input items (the conversation it continued and its input)",
         "required": ["object", "data", "has_more"],
-        "properties": {"object": {"const": "list"}, "data": {"type": "array", "items": {"type": "object"}},
-                       "first_id": {"type": ["string", "null"]}, "last_id": {"type": ["string", "null"]},
-                       "has_more": {"type": "boolean"}},
+        "properties": {
+            "object": {"const": "list"},
+            "data": {"type": "array", "items": {"type": "object"}},
+            "first_id": {"type": ["string", "null"]},
+            "last_id": {"type": ["string", "null"]},
+            "has_more": {"type": "boolean"},
+        },
     },
     "ResponsesCompactRequest": {
         "type": "object",
@@ -92,9 +114,15 @@ SCHEMAS: dict[str, Any] = {
         "type": "object",
         "required": ["id", "object", "created_at", "output", "usage"],
         "properties": {
-            "id": {"type": "string"}, "object": {"const": "response.compaction"}, "created_at": {"type": "integer"},
-            "output": {"type": "array", "items": {"type": "object"}, "description": "the user messages of input, "
-                       "then one compaction item whose encrypted_content holds the model's summary"},
+            "id": {"type": "string"},
+            "object": {"const": "response.compaction"},
+            "created_at": {"type": "integer"},
+            "output": {
+                "type": "array",
+                "items": {"type": "object"},
+                "description": "the user messages of input, "
+                "then one compaction item whose encrypted_content holds the model's summary",
+            },
             "usage": {"type": "object"},
         },
     },
@@ -147,7 +175,11 @@ def items_operation() -> dict[str, Any]:
         ("before", {"type": "string"}, "an item id: the page before it"),
         ("limit", {"type": "integer", "minimum": 1, "maximum": 100, "default": 20}, "items per page"),
         ("order", {"type": "string", "enum": ["asc", "desc"], "default": "desc"}, "oldest or newest first"),
-        ("include", {"type": "array", "items": {"type": "string"}}, "reasoning.encrypted_content: show reasoning state"),
+        (
+            "include",
+            {"type": "array", "items": {"type": "string"}},
+            "reasoning.encrypted_content: show reasoning state",
+        ),
     ]
     return {
         "parameters": [{"name": name, "in": "query", "required": False, "schema": schema, "description": text}
@@ -196,7 +228,10 @@ def compact_operation() -> dict[str, Any]:
 
 
 def json_body(schema: str, description: str) -> dict[str, Any]:
-    return {"description": description, "content": {"application/json": {"schema": {"$ref": f"#/components/schemas/{schema}"}}}}
+    return {
+        "description": description,
+        "content": {"application/json": {"schema": {"$ref": f"#/components/schemas/{schema}"}}},
+    }
 
 
 def operation() -> dict[str, Any]:

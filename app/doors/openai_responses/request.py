@@ -118,13 +118,17 @@ FIELDS: dict[str, Callable[[str, Any], None] | None] = {
     "store": None,  # kept for later requests by the HTTP glue (app/api/stored_responses.py)
     "previous_response_id": None,
     "service_tier": ignore_typed(str),
-    "client_metadata": ignore_typed(dict),  # the client's own telemetry tags (Codex CLI sends them); never shown to the model
+    "client_metadata": ignore_typed(
+        dict
+    ),  # the client's own telemetry tags (Codex CLI sends them); never shown to the model
     "truncation": accept_default("disabled", "auto"),
     "prompt_cache_retention": ignore_typed(str),
     "max_tool_calls": ignore_typed(int),  # bounds hosted tool calls: the catalog bounds the vendor's searches instead
     "top_logprobs": accept_default(0),
     "background": accept_default(False),
-    "conversation": refuse("server-held conversations are not kept by this gateway: send the whole conversation in input"),
+    "conversation": refuse(
+        "server-held conversations are not kept by this gateway: send the whole conversation in input"
+    ),
     "prompt": refuse("stored prompt templates are not supported: send instructions and input"),
     "context_management": refuse("server-side compaction is not supported yet"),
 }
@@ -314,7 +318,9 @@ def _tool_choice(value: Any, tools: list[Tool]) -> str | ToolChoiceTool | None:
             raise invalid("tool_choice.name", f"no function tool named {name!r} in tools")
         return ToolChoiceTool(type="tool", name=name)
     if isinstance(value, dict) and isinstance(value.get("type"), str):
-        raise unsupported("tool_choice.type", f"{value['type']!r} is not supported: choose auto, none, required or a function")
+        raise unsupported(
+            "tool_choice.type", f"{value['type']!r} is not supported: choose auto, none, required or a function"
+        )
     raise invalid("tool_choice", 'must be "auto", "none", "required" or {"type": "function", "name"}')
 
 

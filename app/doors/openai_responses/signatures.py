@@ -37,7 +37,7 @@ class Opaque:
 
 def wrap_reasoning(origin: Origin, signature: str | None, *, redacted: bool = False) -> str:
     wrapped = wrap(origin, signature)
-    return REDACTED_PREFIX + wrapped[len(PREFIX):] if redacted else wrapped
+    return REDACTED_PREFIX + wrapped[len(PREFIX) :] if redacted else wrapped
 
 
 def unwrap_reasoning(value: str) -> Opaque | None:
@@ -46,7 +46,7 @@ def unwrap_reasoning(value: str) -> Opaque | None:
     if (call := unwrap_call(value)) is not None:
         return Opaque(call.origin, call.signature, call=True)
     redacted = value.startswith(REDACTED_PREFIX)
-    unwrapped = unwrap(PREFIX + value[len(REDACTED_PREFIX):] if redacted else value)
+    unwrapped = unwrap(PREFIX + value[len(REDACTED_PREFIX) :] if redacted else value)
     if unwrapped is None:
         return None
     return Opaque(unwrapped.origin, unwrapped.signature, redacted)

@@ -16,7 +16,9 @@ def response_not_found(param: str | None, response_id: str) -> BadRequest:
     OpenAI's words; `error_body` makes the type `invalid_request_error` and the code the kind given here."""
     if param is None:  # GET / DELETE /v1/responses/{id}
         return BadRequest(404, "not_found", f"Response with id {response_id!r} not found.")
-    return BadRequest(404, "previous_response_not_found", f"Previous response with id {response_id!r} not found.", param)
+    return BadRequest(
+        404, "previous_response_not_found", f"Previous response with id {response_id!r} not found.", param
+    )
 
 
 def response_id(request_id: str) -> str:

@@ -10,8 +10,13 @@ DOOR = Door(
     name="pi",
     routes=(
         DoorRoute(
-            "/api/stream", "pi_stream", "pi-compatible stream (pi's streamProxy client)", ("turns",),
-            openapi.operation, stream=True, listed=1,
+            "/api/stream",
+            "pi_stream",
+            "pi-compatible stream (pi's streamProxy client)",
+            ("turns",),
+            openapi.operation,
+            stream=True,
+            listed=1,
         ),
     ),
     decode=decode,

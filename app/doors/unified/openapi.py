@@ -18,7 +18,10 @@ EXAMPLE = {
 
 
 def stream_operation() -> dict[str, Any]:
-    return {"requestBody": request_body("StreamRequest", EXAMPLE), "responses": {"200": stream_ok(), **errors(TURN_CODES)}}
+    return {
+        "requestBody": request_body("StreamRequest", EXAMPLE),
+        "responses": {"200": stream_ok(), **errors(TURN_CODES)},
+    }
 
 
 def complete_operation() -> dict[str, Any]:

@@ -88,7 +88,9 @@ class AnthropicTranslator:
 
     def end(self) -> list[AdapterEvent]:
         if not self.finished:
-            raise ProviderError("stream ended before message_stop (truncated)", retryable=True, kind=ErrorKind.TRUNCATED)
+            raise ProviderError(
+                "stream ended before message_stop (truncated)", retryable=True, kind=ErrorKind.TRUNCATED
+            )
         return []
 
     def _usage(self, usage: Any) -> list[AdapterEvent]:
@@ -105,13 +107,15 @@ class AnthropicTranslator:
                 if value is not None:
                     self.usage[name] = token_count(value, wire_name)
         counts = self.usage
-        return [{
-            "type": "usage",
-            "input": counts["input"],
-            "output": counts["output"],
-            "cacheRead": counts["cacheRead"],
-            "cacheWrite": counts["cacheWrite"],
-        }]
+        return [
+            {
+                "type": "usage",
+                "input": counts["input"],
+                "output": counts["output"],
+                "cacheRead": counts["cacheRead"],
+                "cacheWrite": counts["cacheWrite"],
+            }
+        ]
 
     def _start(self, wire: Any) -> list[AdapterEvent]:
         index = wire_index(_get(wire, "index"), "a content block index")
@@ -136,11 +140,13 @@ class AnthropicTranslator:
             return [{"type": "thinking_start"}]
         if block_type == "tool_use":
             self._blocks[index] = "toolcall"
-            return [{
-                "type": "toolcall_start",
-                "id": wire_name(_get(block, "id"), "a tool_use block's id"),
-                "toolName": wire_name(_get(block, "name"), "a tool_use block's name"),
-            }]
+            return [
+                {
+                    "type": "toolcall_start",
+                    "id": wire_name(_get(block, "id"), "a tool_use block's id"),
+                    "toolName": wire_name(_get(block, "name"), "a tool_use block's name"),
+                }
+            ]
         if block_type == "server_tool_use" and _get(block, "name") == "web_search":
             self._blocks[index] = "search"  # the vendor's own search (a hosted tool): its query streams as input
             search_id = wire_name(_get(block, "id"), "a server_tool_use block's id")
@@ -168,8 +174,13 @@ class AnthropicTranslator:
             return {"type": "websearch_end", "id": search_id, "query": query, "status": "failed", "sources": []}
         sources = [{"url": wire_text(_get(r, "url"), "a web search result's url"),
                     "title": wire_text(_get(r, "title"), "a web search result's title")} for r in content]  # fmt: skip
-        return {"type": "websearch_end", "id": search_id, "query": wire_text(query, "a web search's query"),
-                "status": "completed", "sources": [s for s in sources if s["url"]]}
+        return {
+            "type": "websearch_end",
+            "id": search_id,
+            "query": wire_text(query, "a web search's query"),
+            "status": "completed",
+            "sources": [s for s in sources if s["url"]],
+        }
 
     def _delta(self, wire: Any) -> list[AdapterEvent]:
         block = self._blocks.get(wire_index(_get(wire, "index"), "a content block index"))
@@ -178,9 +189,16 @@ class AnthropicTranslator:
         if delta_type == "text_delta" and block == "text":
             return [{"type": "text_delta", "delta": wire_text(_get(delta, "text"), "a text_delta's text")}]
         if delta_type == "input_json_delta" and block == "toolcall":
-            return [{"type": "toolcall_delta", "delta": wire_text(_get(delta, "partial_json"), "an input_json_delta's partial_json")}]
+            return [
+                {
+                    "type": "toolcall_delta",
+                    "delta": wire_text(_get(delta, "partial_json"), "an input_json_delta's partial_json"),
+                }
+            ]
         if delta_type == "thinking_delta" and block == "thinking":
-            return [{"type": "thinking_delta", "delta": wire_text(_get(delta, "thinking"), "a thinking_delta's thinking")}]
+            return [
+                {"type": "thinking_delta", "delta": wire_text(_get(delta, "thinking"), "a thinking_delta's thinking")}
+            ]
         if delta_type == "input_json_delta" and block == "search" and self._search is not None:
             self._search[1].append(wire_text(_get(delta, "partial_json"), "an input_json_delta's partial_json"))
             return []

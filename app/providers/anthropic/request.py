@@ -108,12 +108,15 @@ def convert_messages(context: Context, target: Target, own_breakpoints: bool = T
             system.update(message.anthropic or {})
             out.append(system)
         elif isinstance(message, ToolResultMessage):
-            result = _cached({
-                "type": "tool_result",
-                "tool_use_id": message.tool_call_id,
-                "content": [_user_block(b) for b in message.content] or [{"type": "text", "text": ""}],
-                "is_error": message.is_error,
-            }, message.cache_control)
+            result = _cached(
+                {
+                    "type": "tool_result",
+                    "tool_use_id": message.tool_call_id,
+                    "content": [_user_block(b) for b in message.content] or [{"type": "text", "text": ""}],
+                    "is_error": message.is_error,
+                },
+                message.cache_control,
+            )
             previous = out[-1] if out else None
             if previous and previous["role"] == "user" and previous.get("_tool_results"):
                 previous["content"].append(result)  # consecutive results go in one user turn
@@ -144,8 +147,9 @@ def check_request(model: ModelInfo, context: Context, options: StreamOptions) ->
     check_no_gemini_cache(options, "Anthropic")
     check_no_json_object(options, "Anthropic")
     if options.reasoning and forces_a_tool(options):
-        raise RequestRejected("Anthropic does not force a tool while thinking: drop options.reasoning or toolChoice",
-                              param=TOOL_CHOICE)
+        raise RequestRejected(
+            "Anthropic does not force a tool while thinking: drop options.reasoning or toolChoice", param=TOOL_CHOICE
+        )
     if options.reasoning and options.top_p is not None and options.top_p < THINKING_MIN_TOP_P:
         raise RequestRejected(f"Anthropic takes topP between {THINKING_MIN_TOP_P} and 1 while thinking", param=TOP_P)
 
@@ -190,7 +194,8 @@ def build_request(model: ModelInfo, context: Context, options: StreamOptions) ->
         params["system"][-1] = {**params["system"][-1], "cache_control": _CACHE}
     if context.tools:
         params["tools"] = [
-            t.anthropic or {"name": t.name, "description": t.description, "input_schema": t.parameters or {"type": "object"}}
+            t.anthropic
+            or {"name": t.name, "description": t.description, "input_schema": t.parameters or {"type": "object"}}
             for t in context.tools
         ]
         if (choice := tool_choice(options)) is not None:

@@ -32,7 +32,15 @@ from app.contract.failures import ErrorKind
 from app.contract.messages import Context
 from app.contract.request import StreamOptions
 from app.providers.base import (
-    RETRYABLE_STATUS, Placement, ProviderError, Upstream, build_off_loop, counted_tokens, error_text, retry_after_ms, retry_delay_ms,
+    RETRYABLE_STATUS,
+    Placement,
+    ProviderError,
+    Upstream,
+    build_off_loop,
+    counted_tokens,
+    error_text,
+    retry_after_ms,
+    retry_delay_ms,
 )
 from app.providers.config import ProviderConfig
 from app.providers.google.events import GoogleTranslator
@@ -42,7 +50,9 @@ from app.providers.transport import UPSTREAM_HEADERS, http_client, tag_demo_call
 from app.seams.genai import api_base_url, api_client
 
 # The HTTP responses opened for the current task's turn (set by `open`, filled by the response hook).
-_RESPONSES: contextvars.ContextVar[list[httpx2.Response] | None] = contextvars.ContextVar("google_responses", default=None)
+_RESPONSES: contextvars.ContextVar[list[httpx2.Response] | None] = contextvars.ContextVar(
+    "google_responses", default=None
+)
 
 
 async def _remember_response(response: httpx2.Response) -> None:
@@ -74,7 +84,9 @@ class GoogleProvider:
         return genai.Client(
             api_key=config.api_key,
             vertexai=False,
-            http_options=types.HttpOptions(base_url=config.base_url or None, api_version="v1beta", httpx_async_client=http),
+            http_options=types.HttpOptions(
+                base_url=config.base_url or None, api_version="v1beta", httpx_async_client=http
+            ),
         )
 
     @property
@@ -117,7 +129,8 @@ class GoogleProvider:
             return sdk_request(api_client(self.client), params)
         except ValueError as exc:  # the SDK checks the call before sending it (pydantic errors are ValueErrors)
             raise ProviderError(
-                f"cannot be sent this request: the google-genai SDK refused it ({error_text(str(exc))})", kind=ErrorKind.REQUEST
+                f"cannot be sent this request: the google-genai SDK refused it ({error_text(str(exc))})",
+                kind=ErrorKind.REQUEST,
             ) from None
 
     def translator(self, model: ModelInfo) -> GoogleTranslator:
@@ -154,7 +167,9 @@ class GoogleProvider:
                 retryable=exc.code is None or exc.code in RETRYABLE_STATUS,
             )
         if isinstance(exc, (genai_errors.UnknownApiResponseError, pydantic.ValidationError)):
-            return ProviderError(f"sent a chunk the SDK could not read: {str(exc)[:300]}", retryable=True, kind="malformed")
+            return ProviderError(
+                f"sent a chunk the SDK could not read: {str(exc)[:300]}", retryable=True, kind="malformed"
+            )
         return transport_error(exc)
 
     async def aclose(self) -> None:

@@ -130,7 +130,9 @@ class GoogleTranslator:
         if self._failure is not None:
             raise self._failure
         if not self.finished:
-            raise ProviderError("stream ended without a finishReason (truncated)", retryable=True, kind=ErrorKind.TRUNCATED)
+            raise ProviderError(
+                "stream ended without a finishReason (truncated)", retryable=True, kind=ErrorKind.TRUNCATED
+            )
         return []
 
     # ------------------------------------------------------------------ parts
@@ -144,7 +146,9 @@ class GoogleTranslator:
         if text is None:
             return []  # inline data, executable code and part kinds this gateway does not know
         if not isinstance(text, str):
-            raise ProviderError("sent a malformed chunk: a part's text is not a string", retryable=True, kind=ErrorKind.MALFORMED)
+            raise ProviderError(
+                "sent a malformed chunk: a part's text is not a string", retryable=True, kind=ErrorKind.MALFORMED
+            )
         kind = "thinking" if _get(part, "thought") is True else "text"
         events: list[AdapterEvent] = []
         if text:
@@ -175,7 +179,10 @@ class GoogleTranslator:
             end["thoughtSignature"] = signature
         events += [
             {"type": "toolcall_start", "id": call_id, "toolName": name},
-            {"type": "toolcall_delta", "delta": json.dumps(args if args is not None else {}, ensure_ascii=False, separators=(",", ":"))},
+            {
+                "type": "toolcall_delta",
+                "delta": json.dumps(args if args is not None else {}, ensure_ascii=False, separators=(",", ":")),
+            },
             end,
         ]
         return events
@@ -194,7 +201,9 @@ class GoogleTranslator:
 
     def _usage(self, usage: Any) -> UsageEvent:
         prompt = token_count(_get(usage, "prompt_token_count", "promptTokenCount"), "promptTokenCount")
-        cached = token_count(_get(usage, "cached_content_token_count", "cachedContentTokenCount"), "cachedContentTokenCount")
+        cached = token_count(
+            _get(usage, "cached_content_token_count", "cachedContentTokenCount"), "cachedContentTokenCount"
+        )
         candidates = token_count(_get(usage, "candidates_token_count", "candidatesTokenCount"), "candidatesTokenCount")
         thoughts = token_count(_get(usage, "thoughts_token_count", "thoughtsTokenCount"), "thoughtsTokenCount")
         event: UsageEvent = {

@@ -168,7 +168,8 @@ def check_request(model: ModelInfo, context: Context, options: StreamOptions) ->
     model_id = model.id
     if not model_id or any(part in model_id for part in _MODEL_ID_REFUSED):
         raise RequestRejected(
-            f"Gemini model id {model_id!r} cannot be sent: it may not be empty or contain '..', '?' or '&'", param="model"
+            f"Gemini model id {model_id!r} cannot be sent: it may not be empty or contain '..', '?' or '&'",
+            param="model",
         )
     if not any(_yields_content(message) for message in context.messages):
         raise RequestRejected(NOTHING_TO_SEND, param="context.messages")
@@ -242,12 +243,18 @@ def build_request(model: ModelInfo, context: Context, options: StreamOptions) ->
     if instruction := system_instruction(context):
         config["system_instruction"] = {"parts": [{"text": text} for text in instruction]}
     if tools := shown_tools(context.tools):
-        config["tools"] = [{
-            "function_declarations": [
-                {"name": t.name, "description": t.description, "parameters_json_schema": t.parameters or {"type": "object"}}
-                for t in tools
-            ]
-        }]
+        config["tools"] = [
+            {
+                "function_declarations": [
+                    {
+                        "name": t.name,
+                        "description": t.description,
+                        "parameters_json_schema": t.parameters or {"type": "object"},
+                    }
+                    for t in tools
+                ]
+            }
+        ]
         if (calling := tool_config(options)) is not None:
             config["tool_config"] = calling
     if hosted.plan(API, model, options).web_search is not None:

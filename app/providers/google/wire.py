@@ -24,7 +24,11 @@ from urllib.parse import urlencode
 from google.genai import types
 
 from app.seams.genai import (
-    ApiClient, GenerateContentParameters, convert_to_dict, encode_unserializable_types, parameters_to_wire,
+    ApiClient,
+    GenerateContentParameters,
+    convert_to_dict,
+    encode_unserializable_types,
+    parameters_to_wire,
 )
 
 _PATH = "{model}:streamGenerateContent?alt=sse"
@@ -77,7 +81,9 @@ async def send(client: ApiClient, request: SdkRequest) -> AsyncGenerator[Any, No
 async def count(client: ApiClient, request: SdkRequest) -> Any:
     """`countTokens` for a converted request, in the shape of the client's API (`count_body`), through the SDK's
     own request method, like the stream. The answer's decoded JSON."""
-    model = request.path.partition(":")[0]  # `models/<id>` (Vertex AI: `publishers/google/models/<id>`), as the SDK put it
+    model = request.path.partition(":")[
+        0
+    ]  # `models/<id>` (Vertex AI: `publishers/google/models/<id>`), as the SDK put it
     payload = count_body(model, request.body, vertex=bool(client.vertexai))
     response = await client.async_request("post", _COUNT_PATH.format(model=model), payload, request.http_options)
     return json.loads(response.body) if response.body else {}
@@ -98,4 +104,9 @@ def count_body(model: str, body: dict[str, Any], *, vertex: bool) -> dict[str, A
       sends them (`VERTEX_COUNTED`)."""
     if vertex:
         return {key: body[key] for key in VERTEX_COUNTED if key in body}
-    return {"generateContentRequest": {"model": model, **{key: value for key, value in body.items() if not key.startswith("_")}}}
+    return {
+        "generateContentRequest": {
+            "model": model,
+            **{key: value for key, value in body.items() if not key.startswith("_")},
+        }
+    }

@@ -49,11 +49,17 @@ class Compat:
             values[name] = tuple(value) if isinstance(value, list) else value
         compat = cls(**values)
         if compat.max_tokens_field not in ("max_completion_tokens", "max_tokens"):
-            raise ValueError(f"compat maxTokensField must be max_completion_tokens or max_tokens, not {compat.max_tokens_field!r}")
+            raise ValueError(
+                f"compat maxTokensField must be max_completion_tokens or max_tokens, not {compat.max_tokens_field!r}"
+            )
         if compat.reasoning_param not in ("reasoning_effort", "openrouter", "none"):
-            raise ValueError(f"compat reasoningParam must be reasoning_effort, openrouter or none, not {compat.reasoning_param!r}")
+            raise ValueError(
+                f"compat reasoningParam must be reasoning_effort, openrouter or none, not {compat.reasoning_param!r}"
+            )
         if compat.reasoning_field not in ("reasoning_content", "reasoning"):
-            raise ValueError(f"compat reasoningField must be reasoning_content or reasoning, not {compat.reasoning_field!r}")
+            raise ValueError(
+                f"compat reasoningField must be reasoning_content or reasoning, not {compat.reasoning_field!r}"
+            )
         if compat.thinking_replay not in ("field", "text", "drop"):
             raise ValueError(f"compat thinkingReplay must be field, text or drop, not {compat.thinking_replay!r}")
         return compat

@@ -38,8 +38,16 @@ from app.contract.failures import ErrorKind
 from app.providers.base import ProviderError, error_detail, token_count, wire_index
 
 _REASONING_FIELDS = ("reasoning_content", "reasoning")
-STOP_REASONS: dict[str, StopReason] = {"stop": "stop", "eos": "stop", "end_turn": "stop", "stop_sequence": "stop", "length": "length",
-                "max_tokens": "length", "tool_calls": "toolUse", "function_call": "toolUse"}
+STOP_REASONS: dict[str, StopReason] = {
+    "stop": "stop",
+    "eos": "stop",
+    "end_turn": "stop",
+    "stop_sequence": "stop",
+    "length": "length",
+    "max_tokens": "length",
+    "tool_calls": "toolUse",
+    "function_call": "toolUse",
+}
 
 
 def synthesized_id(response_id: str, index: Any) -> str:
@@ -129,7 +137,9 @@ class ChatCompletionsTranslator:
         if self.refused:
             raise ProviderError("refused: the answer is a refusal", kind=ErrorKind.REFUSAL)
         if reason is None:
-            raise ProviderError("stream ended without a finish_reason (truncated)", retryable=True, kind=ErrorKind.TRUNCATED)
+            raise ProviderError(
+                "stream ended without a finish_reason (truncated)", retryable=True, kind=ErrorKind.TRUNCATED
+            )
         if reason == "content_filter":
             raise ProviderError("stopped by the content filter: finish_reason=content_filter", kind=ErrorKind.REFUSAL)
         # The event stream makes it toolUse when a call completed, stop when none did; `length` stays, so that a
@@ -290,7 +300,11 @@ class ChatCompletionsTranslator:
         cached = token_count(details.get("cached_tokens"), "cached_tokens") if isinstance(details, dict) else 0
         cached = cached or token_count(usage.get("prompt_cache_hit_tokens"), "prompt_cache_hit_tokens")
         output_details = usage.get("completion_tokens_details")
-        reasoning = token_count(output_details.get("reasoning_tokens"), "reasoning_tokens") if isinstance(output_details, dict) else 0
+        reasoning = (
+            token_count(output_details.get("reasoning_tokens"), "reasoning_tokens")
+            if isinstance(output_details, dict)
+            else 0
+        )
         total = usage.get("total_tokens")
         if reasoning and total == prompt + completion + reasoning:
             completion += reasoning  # reasoning counted outside completion_tokens (xAI)
@@ -306,4 +320,3 @@ class ChatCompletionsTranslator:
         if tokens != self._usage:
             self._usage = tokens
             events.append(tokens)
-

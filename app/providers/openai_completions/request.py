@@ -107,11 +107,13 @@ def _assistant(message: AssistantMessage, compat: Compat) -> dict[str, Any] | No
             if block.text:
                 texts.append(block.text)
         elif isinstance(block, ToolCall):
-            calls.append({
-                "id": block.id,
-                "type": "function",
-                "function": {"name": block.name, "arguments": json.dumps(block.arguments, ensure_ascii=False)},
-            })
+            calls.append(
+                {
+                    "id": block.id,
+                    "type": "function",
+                    "function": {"name": block.name, "arguments": json.dumps(block.arguments, ensure_ascii=False)},
+                }
+            )
     if not texts and not calls and not reasoning and not details:
         return None
     content: Any = None
@@ -131,13 +133,22 @@ def _assistant(message: AssistantMessage, compat: Compat) -> dict[str, Any] | No
 
 def _tool_results(message: ToolResultMessage, compat: Compat) -> list[dict[str, Any]]:
     text = "\n".join(b.text for b in message.content if isinstance(b, TextContent))
-    result: dict[str, Any] = {"role": "tool", "tool_call_id": message.tool_call_id, "content": text or ("(see image)" if message.content else "")}
+    result: dict[str, Any] = {
+        "role": "tool",
+        "tool_call_id": message.tool_call_id,
+        "content": text or ("(see image)" if message.content else ""),
+    }
     if compat.tool_result_name:
         result["name"] = message.tool_name
     out = [result]
     images = [b for b in message.content if isinstance(b, ImageContent)]
     if images:
-        out.append({"role": "user", "content": [{"type": "text", "text": "Images returned by the tool:"}, *map(_image_part, images)]})
+        out.append(
+            {
+                "role": "user",
+                "content": [{"type": "text", "text": "Images returned by the tool:"}, *map(_image_part, images)],
+            }
+        )
     return out
 
 
@@ -182,7 +193,9 @@ def check_request(model: ModelInfo, context: Context, options: StreamOptions, co
         if not compat.stop:
             raise RequestRejected("this provider does not accept stop sequences", param="options.stop")
         if len(options.stop) > compat.max_stop:
-            raise RequestRejected(f"this provider accepts at most {compat.max_stop} stop sequences", param="options.stop")
+            raise RequestRejected(
+                f"this provider accepts at most {compat.max_stop} stop sequences", param="options.stop"
+            )
     choice = options.tool_choice
     if choice is not None and choice != "auto":
         if not compat.tool_choice:
@@ -190,8 +203,15 @@ def check_request(model: ModelInfo, context: Context, options: StreamOptions, co
         if choice == "required" and not compat.tool_choice_required:
             raise RequestRejected('this provider does not accept toolChoice "required"', param=TOOL_CHOICE)
     check_tool_choice(context, options)
-    if options.top_p is not None and options.reasoning and compat.reasoning_param != "none" and not compat.temperature_with_reasoning:
-        raise RequestRejected("this provider takes no topP while reasoning: drop options.topP or options.reasoning", param=TOP_P)
+    if (
+        options.top_p is not None
+        and options.reasoning
+        and compat.reasoning_param != "none"
+        and not compat.temperature_with_reasoning
+    ):
+        raise RequestRejected(
+            "this provider takes no topP while reasoning: drop options.topP or options.reasoning", param=TOP_P
+        )
     if not compat.images and has_images(context):
         raise RequestRejected("this provider does not accept images", param="context.messages")
 
@@ -207,9 +227,14 @@ def build_request(model: ModelInfo, context: Context, options: StreamOptions, co
         params["stream_options"] = {"include_usage": True}
     if tools := shown_tools(context.tools):
         params["tools"] = [
-            {"type": "function", "function": {
-                "name": t.name, "description": t.description,
-                "parameters": t.parameters or {"type": "object", "properties": {}}}}
+            {
+                "type": "function",
+                "function": {
+                    "name": t.name,
+                    "description": t.description,
+                    "parameters": t.parameters or {"type": "object", "properties": {}},
+                },
+            }
             for t in tools
         ]
         if options.tool_choice is not None:
@@ -230,7 +255,10 @@ def build_request(model: ModelInfo, context: Context, options: StreamOptions, co
     if options.stop:
         params["stop"] = list(options.stop)
     if options.json_schema is not None:
-        params["response_format"] = {"type": "json_schema", "json_schema": {"name": "output", "schema": options.json_schema}}
+        params["response_format"] = {
+            "type": "json_schema",
+            "json_schema": {"name": "output", "schema": options.json_schema},
+        }
     elif options.json_object:
         params["response_format"] = {"type": "json_object"}
     return params

@@ -84,8 +84,13 @@ def web_search_end(item: Any) -> WebSearchEnd:
     query = _get(action, "query") or next(iter(_get(action, "queries") or ()), "")
     sources = [{"url": wire_text(_get(s, "url"), "a web search source's url")} for s in _get(action, "sources") or ()]
     status: Literal["completed", "failed"] = "failed" if _get(item, "status") == "failed" else "completed"
-    return {"type": "websearch_end", "id": wire_text(_get(item, "id"), "a web_search_call's id"),
-            "query": wire_text(query, "a web search's query"), "status": status, "sources": [s for s in sources if s["url"]]}
+    return {
+        "type": "websearch_end",
+        "id": wire_text(_get(item, "id"), "a web_search_call's id"),
+        "query": wire_text(query, "a web search's query"),
+        "status": status,
+        "sources": [s for s in sources if s["url"]],
+    }
 
 
 class OpenAIResponsesTranslator:
@@ -324,9 +329,13 @@ class OpenAIResponsesTranslator:
         if reason == "max_output_tokens" and not self.refused:
             return events + [{"type": "finish", "reason": "length"}]
         if reason == "content_filter":
-            self._pending = ProviderError("stopped by the content filter: incomplete reason=content_filter", kind=ErrorKind.REFUSAL)
+            self._pending = ProviderError(
+                "stopped by the content filter: incomplete reason=content_filter", kind=ErrorKind.REFUSAL
+            )
         elif self.refused:
-            self._pending = ProviderError(f"refused: the response is a refusal (incomplete reason={reason})", kind=ErrorKind.REFUSAL)
+            self._pending = ProviderError(
+                f"refused: the response is a refusal (incomplete reason={reason})", kind=ErrorKind.REFUSAL
+            )
         else:
             self._pending = ProviderError(f"response incomplete: reason={reason}", kind=ErrorKind.STOP_REASON)
         return events

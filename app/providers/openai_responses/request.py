@@ -181,8 +181,9 @@ def convert_input(context: Context, target: Target) -> list[dict[str, Any]]:
 def check_request(model: ModelInfo, context: Context, options: StreamOptions) -> None:
     """Raise RequestRejected for what the Responses API cannot do."""
     if options.stop:
-        raise RequestRejected("OpenAI's Responses API has no stop sequences: drop options.stop or choose another model",
-                              param=STOP)
+        raise RequestRejected(
+            "OpenAI's Responses API has no stop sequences: drop options.stop or choose another model", param=STOP
+        )
     if options.top_p is not None and (options.reasoning or model.reasoning):
         raise RequestRejected(
             f"OpenAI reasoning models take no topP ({model.id} {'is one' if model.reasoning else 'reasons here'})",
@@ -246,8 +247,14 @@ def build_request(model: ModelInfo, context: Context, options: StreamOptions) ->
     if options.session_id:
         params["prompt_cache_key"] = options.session_id
     if options.json_schema is not None:
-        params["text"] = {"format": {"type": "json_schema", "name": STRUCTURED_OUTPUT_NAME, "schema": options.json_schema,
-                                     "strict": False}}
+        params["text"] = {
+            "format": {
+                "type": "json_schema",
+                "name": STRUCTURED_OUTPUT_NAME,
+                "schema": options.json_schema,
+                "strict": False,
+            }
+        }
     elif options.json_object:
         params["text"] = {"format": {"type": "json_object"}}
     return params

@@ -62,7 +62,12 @@ def _output_part(block: dict[str, Any]) -> dict[str, Any]:
     if kind == "thinking":
         return {"type": "reasoning", "content": block.get("thinking", "")}
     if kind == "toolCall":
-        return {"type": "tool_call", "id": block.get("id"), "name": block.get("name"), "arguments": block.get("arguments")}
+        return {
+            "type": "tool_call",
+            "id": block.get("id"),
+            "name": block.get("name"),
+            "arguments": block.get("arguments"),
+        }
     return {"type": str(kind)}
 
 

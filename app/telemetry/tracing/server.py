@@ -48,7 +48,9 @@ class RequestSpan:
 
 
 # The SERVER span of the request the current task serves (inherited by the task of the turn it starts).
-CURRENT_REQUEST: contextvars.ContextVar[RequestSpan | None] = contextvars.ContextVar("gateway_request_span", default=None)
+CURRENT_REQUEST: contextvars.ContextVar[RequestSpan | None] = contextvars.ContextVar(
+    "gateway_request_span", default=None
+)
 
 
 class SendNotingStatus:

@@ -29,7 +29,11 @@ creds = json.load(open(sys.argv[1]))
 expires = datetime.now(timezone.utc) + timedelta(minutes=5)
 print(json.dumps({"Version": 1, **creds, "Expiration": expires.strftime("%Y-%m-%dT%H:%M:%SZ")}))
 """
-ROTATED_KEY_ID, ROTATED_SECRET, ROTATED_TOKEN = "ASIASIMULATORROTATED2", "rotated-secret-not-a-real-key", "rotated-session-token"
+ROTATED_KEY_ID, ROTATED_SECRET, ROTATED_TOKEN = (
+    "ASIASIMULATORROTATED2",
+    "rotated-secret-not-a-real-key",
+    "rotated-session-token",
+)
 
 
 class AwsChain:
@@ -39,7 +43,9 @@ class AwsChain:
         self.current = root / "current.json"
         (root / "process.py").write_text(CREDENTIAL_PROCESS)
         self.config = root / "config"
-        self.config.write_text(f"[default]\ncredential_process = {sys.executable} {root / 'process.py'} {self.current}\n")
+        self.config.write_text(
+            f"[default]\ncredential_process = {sys.executable} {root / 'process.py'} {self.current}\n"
+        )
         (root / "credentials").write_text("")
         self.use(TEST_ACCESS_KEY_ID, TEST_SECRET_ACCESS_KEY)
 
@@ -53,8 +59,17 @@ def chain(tmp_path_factory):
     root = tmp_path_factory.mktemp("aws")
     aws = AwsChain(root)
     patch = pytest.MonkeyPatch()
-    for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE", "AWS_DEFAULT_PROFILE",
-                 "AWS_WEB_IDENTITY_TOKEN_FILE", "AWS_ROLE_ARN", "AWS_BEARER_TOKEN_BEDROCK", "ANTHROPIC_BEDROCK_BASE_URL"):
+    for name in (
+        "AWS_ACCESS_KEY_ID",
+        "AWS_SECRET_ACCESS_KEY",
+        "AWS_SESSION_TOKEN",
+        "AWS_PROFILE",
+        "AWS_DEFAULT_PROFILE",
+        "AWS_WEB_IDENTITY_TOKEN_FILE",
+        "AWS_ROLE_ARN",
+        "AWS_BEARER_TOKEN_BEDROCK",
+        "ANTHROPIC_BEDROCK_BASE_URL",
+    ):
         patch.delenv(name, raising=False)
     patch.setenv("AWS_CONFIG_FILE", str(aws.config))
     patch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(root / "credentials"))
@@ -66,15 +81,26 @@ def chain(tmp_path_factory):
 @pytest.fixture(scope="module")
 def bedrock(gateway_factory, sim, chain, tmp_path_factory):
     catalog = {
-        "providers": [{"name": "bedrock", "api": "anthropic-messages", "cloud": {"kind": "bedrock", "region": "us-east-1"}}],
+        "providers": [
+            {"name": "bedrock", "api": "anthropic-messages", "cloud": {"kind": "bedrock", "region": "us-east-1"}}
+        ],
         "models": [
             {"provider": "bedrock", "id": SONNET, "contextWindow": 200000, "maxTokens": 64000, "cost": PRICE},
-            {"provider": "bedrock", "id": "thinking", "reasoning": True, "contextWindow": 200000, "maxTokens": 8192, "cost": PRICE},
+            {
+                "provider": "bedrock",
+                "id": "thinking",
+                "reasoning": True,
+                "contextWindow": 200000,
+                "maxTokens": 8192,
+                "cost": PRICE,
+            },
         ],
     }
     path = tmp_path_factory.mktemp("catalog") / "catalog.json"
     path.write_text(json.dumps(catalog))
-    return gateway_factory(catalog=str(path), base_urls={"bedrock": f"{sim.url}/bedrock"}, retries=2, retry_after_cap_ms=20)
+    return gateway_factory(
+        catalog=str(path), base_urls={"bedrock": f"{sim.url}/bedrock"}, retries=2, retry_after_cap_ms=20
+    )
 
 
 @pytest.fixture
@@ -107,10 +133,19 @@ def test_thinking_streams_and_its_signature_goes_back_to_the_same_provider(bedro
     first = bedrock.stream(turn("bedrock/thinking", marker(), options={"throttleMs": 0, "reasoning": "low"}))
     assert first.terminal["type"] == "done", first.terminal.get("errorMessage")
     thinking = next(b for b in first.message["content"] if b["type"] == "thinking")
-    assert thinking["thinking"] == "The user greets me. I should greet back." and thinking["thinkingSignature"] == "sig-sim-thinking-42"
+    assert (
+        thinking["thinking"] == "The user greets me. I should greet back."
+        and thinking["thinkingSignature"] == "sig-sim-thinking-42"
+    )
     follow_up = marker()
     messages = [{"role": "user", "content": "hi"}, first.message, {"role": "user", "content": follow_up}]
-    second = bedrock.stream({"model": "bedrock/thinking", "context": {"messages": messages}, "options": {"throttleMs": 0, "reasoning": "low"}})
+    second = bedrock.stream(
+        {
+            "model": "bedrock/thinking",
+            "context": {"messages": messages},
+            "options": {"throttleMs": 0, "reasoning": "low"},
+        }
+    )
     assert second.terminal["type"] == "done", second.terminal.get("errorMessage")
     sent = sim.seen(follow_up)[-1]["body"]["messages"][1]["content"]
     assert {"type": "thinking", "thinking": thinking["thinking"], "signature": "sig-sim-thinking-42"} in sent
@@ -121,7 +156,9 @@ def test_parallel_tool_calls(bedrock):
     assert result.terminal["type"] == "done" and result.terminal["reason"] == "toolUse"
     calls = [b for b in result.message["content"] if b["type"] == "toolCall"]
     assert [(c["name"], c["arguments"]) for c in calls] == [
-        ("get_weather", {"city": "Paris", "unit": "celsius"}), ("get_time", {"timezone": "Europe/Paris"})]
+        ("get_weather", {"city": "Paris", "unit": "celsius"}),
+        ("get_time", {"timezone": "Europe/Paris"}),
+    ]
 
 
 def test_a_throttling_exception_is_retried_then_served(bedrock, sim):
@@ -132,7 +169,10 @@ def test_a_throttling_exception_is_retried_then_served(bedrock, sim):
     job = bedrock.job(result.headers["x-request-id"])
     throttled, served = job.attempts
     assert (throttled.kind, throttled.http_status, served.outcome) == ("http", 429, "done")
-    assert "ThrottlingException: Too many requests" in throttled.error_message and "(request id " in throttled.error_message
+    assert (
+        "ThrottlingException: Too many requests" in throttled.error_message
+        and "(request id " in throttled.error_message
+    )
 
 
 def test_a_throttling_exception_inside_the_stream_is_a_rate_limit_with_the_clouds_reason(bedrock):
@@ -141,8 +181,13 @@ def test_a_throttling_exception_inside_the_stream_is_a_rate_limit_with_the_cloud
     job = bedrock.job(result.headers["x-request-id"])
     assert len(job.attempts) == 3 and all(a.http_status == 429 for a in job.attempts)  # retried, as a 429 is
     assert "sent throttlingException: Overloaded (request id " in result.terminal["errorMessage"]
-    response = bedrock.http.post("/v1/chat/completions", json={
-        "model": "bedrock/error-before-content;exception=throttlingException", "messages": [{"role": "user", "content": "hi"}]})
+    response = bedrock.http.post(
+        "/v1/chat/completions",
+        json={
+            "model": "bedrock/error-before-content;exception=throttlingException",
+            "messages": [{"role": "user", "content": "hi"}],
+        },
+    )
     assert response.status_code == 429  # the rate-limit failure, as the doors answer it
 
 
@@ -154,7 +199,9 @@ def test_a_bad_signature_is_refused_by_the_cloud_and_reported_clearly(bedrock, c
         chain.use(TEST_ACCESS_KEY_ID, TEST_SECRET_ACCESS_KEY)
     message = result.terminal["errorMessage"]
     assert result.terminal["type"] == "error"
-    assert message.startswith(f"bedrock/{SONNET} returned HTTP 403 InvalidSignatureException: The request signature we calculated")
+    assert message.startswith(
+        f"bedrock/{SONNET} returned HTTP 403 InvalidSignatureException: The request signature we calculated"
+    )
     assert "(request id " in message and "a-wrong-secret" not in message and TEST_ACCESS_KEY_ID not in message
     job = bedrock.job(result.headers["x-request-id"])
     assert len(job.attempts) == 1 and job.attempts[0].http_status == 403  # not retried: it would fail the same
@@ -185,7 +232,10 @@ def test_expired_credentials_are_reported_with_the_clouds_reason(bedrock, wire):
     wire.expired = {TEST_ACCESS_KEY_ID}
     result = bedrock.stream(turn(f"bedrock/{SONNET}", marker()))
     assert result.terminal["type"] == "error"
-    assert "returned HTTP 403 ExpiredTokenException: The security token included in the request is expired" in result.terminal["errorMessage"]
+    assert (
+        "returned HTTP 403 ExpiredTokenException: The security token included in the request is expired"
+        in result.terminal["errorMessage"]
+    )
 
 
 def test_a_client_disconnect_closes_the_cloud_stream(bedrock, sim):
@@ -205,7 +255,9 @@ def test_a_non_streaming_turn_is_served(bedrock):
 
 def _another_gateway(gateway_factory, bedrock, sim):
     """A gateway like `bedrock` whose provider reads the AWS chain afresh (a provider resolves it once)."""
-    return gateway_factory(catalog=bedrock.state.settings.catalog, base_urls={"bedrock": f"{sim.url}/bedrock"}, retries=0)
+    return gateway_factory(
+        catalog=bedrock.state.settings.catalog, base_urls={"bedrock": f"{sim.url}/bedrock"}, retries=0
+    )
 
 
 def test_no_credentials_in_the_chain_fail_the_turn_clearly(gateway_factory, bedrock, sim, chain, monkeypatch):
@@ -230,9 +282,15 @@ def test_a_token_count_is_bedrocks_count_tokens_of_the_turns_invoke_body_signed_
     """The Messages door's count on an inference profile: `CountTokens` on its foundation model (the simulator
     refuses a profile id there, as the service does) of the very InvokeModel body a turn sends."""
     m = marker()
-    response = bedrock.http.post("/v1/messages/count_tokens", json={
-        "model": f"bedrock/{SONNET}", "system": "You are terse.", "messages": [{"role": "user", "content": f"hi {m}"}],
-        "tools": [{"name": "get_weather", "input_schema": {"type": "object", "properties": {}}}]})
+    response = bedrock.http.post(
+        "/v1/messages/count_tokens",
+        json={
+            "model": f"bedrock/{SONNET}",
+            "system": "You are terse.",
+            "messages": [{"role": "user", "content": f"hi {m}"}],
+            "tools": [{"name": "get_weather", "input_schema": {"type": "object", "properties": {}}}],
+        },
+    )
     assert response.status_code == 200, response.text
     [seen] = counted(sim, m)
     assert (seen["vendor"], seen["model"], seen["status"]) == ("bedrock", FOUNDATION, 200)
@@ -248,30 +306,40 @@ def test_a_token_count_is_bedrocks_count_tokens_of_the_turns_invoke_body_signed_
 def test_every_doors_count_route_reaches_bedrocks_count(bedrock, sim, door):
     m = marker()
     if door == "responses":
-        response = bedrock.http.post("/v1/responses/input_tokens", json={"model": f"bedrock/{SONNET}", "input": f"hi {m}"})
+        response = bedrock.http.post(
+            "/v1/responses/input_tokens", json={"model": f"bedrock/{SONNET}", "input": f"hi {m}"}
+        )
         field = "input_tokens"
     else:
-        response = bedrock.http.post(f"/v1beta/models/bedrock/{SONNET}:countTokens",
-                                     json={"contents": [{"role": "user", "parts": [{"text": f"hi {m}"}]}]})
+        response = bedrock.http.post(
+            f"/v1beta/models/bedrock/{SONNET}:countTokens",
+            json={"contents": [{"role": "user", "parts": [{"text": f"hi {m}"}]}]},
+        )
         field = "totalTokens"
     assert response.status_code == 200, response.text
     [seen] = counted(sim, m)
     assert response.json()[field] == token_count(seen["body"]) and seen["model"] == FOUNDATION
 
 
-@pytest.mark.parametrize("model, status, reason", [
-    ("http-400", 400, "ValidationException"),
-    ("text;throttle=1", 429, "ThrottlingException"),
-    ("text;deny=1", 502, "AccessDeniedException"),
-    ("http-500", 502, "InternalServerException"),
-])
+@pytest.mark.parametrize(
+    "model, status, reason",
+    [
+        ("http-400", 400, "ValidationException"),
+        ("text;throttle=1", 429, "ThrottlingException"),
+        ("text;deny=1", 502, "AccessDeniedException"),
+        ("http-500", 502, "InternalServerException"),
+    ],
+)
 def test_a_failed_count_is_typed_with_bedrocks_reason_and_no_arn(bedrock, sim, model, status, reason):
     m = marker()
-    response = bedrock.http.post("/v1/messages/count_tokens", json={
-        "model": f"bedrock/{model}", "messages": [{"role": "user", "content": m}]})
+    response = bedrock.http.post(
+        "/v1/messages/count_tokens", json={"model": f"bedrock/{model}", "messages": [{"role": "user", "content": m}]}
+    )
     assert response.status_code == status, response.text
     message = response.json()["error"]["message"]
-    assert message.startswith(f"bedrock/{model} returned HTTP ") and reason in message and "(request id " in message, message
+    assert message.startswith(f"bedrock/{model} returned HTTP ") and reason in message and "(request id " in message, (
+        message
+    )
     assert "123456789012" not in response.text and "arn:aws" not in response.text
     assert len(counted(sim, m)) == 1, "asked once: a count is not retried"
 
@@ -288,9 +356,16 @@ def test_the_foundation_model_of_a_bedrock_model_id():
 
 
 @pytest.mark.parametrize("scenario, timeout", [("hang-before-headers", "first_event"), ("hang-mid-stream", "idle")])
-def test_a_bedrock_stream_that_stops_sending_times_out_and_is_closed(gateway_factory, sim, chain, bedrock, scenario, timeout):
-    quick = gateway_factory(catalog=bedrock.state.settings.catalog, base_urls={"bedrock": f"{sim.url}/bedrock"},
-                            first_event_timeout=0.5, idle_timeout=0.5, retries=0)
+def test_a_bedrock_stream_that_stops_sending_times_out_and_is_closed(
+    gateway_factory, sim, chain, bedrock, scenario, timeout
+):
+    quick = gateway_factory(
+        catalog=bedrock.state.settings.catalog,
+        base_urls={"bedrock": f"{sim.url}/bedrock"},
+        first_event_timeout=0.5,
+        idle_timeout=0.5,
+        retries=0,
+    )
     prompt = marker()
     result = quick.stream(turn(f"bedrock/{scenario}", prompt))
     assert result.terminal["type"] == "error"
@@ -298,7 +373,9 @@ def test_a_bedrock_stream_that_stops_sending_times_out_and_is_closed(gateway_fac
     assert sim.wait(prompt, until="closed")["clientClosed"]  # the cloud stream was closed
 
 
-def test_web_identity_credentials_irsa_are_refreshed_from_sts_as_the_token_rotates(gateway_factory, bedrock, sim, chain, wire, tmp_path, monkeypatch):
+def test_web_identity_credentials_irsa_are_refreshed_from_sts_as_the_token_rotates(
+    gateway_factory, bedrock, sim, chain, wire, tmp_path, monkeypatch
+):
     """IRSA's chain: `AWS_ROLE_ARN` and a projected service account token file; botocore calls STS
     `AssumeRoleWithWebIdentity` (the simulator's, `AWS_ENDPOINT_URL_STS`) for credentials that last 5 minutes, so
     it refreshes them before signing; the kubelet rotates the token file, and STS takes only the new token."""
@@ -323,33 +400,50 @@ def test_web_identity_credentials_irsa_are_refreshed_from_sts_as_the_token_rotat
     assert first.terminal["type"] == "done", first.terminal.get("errorMessage")
     assert second.terminal["type"] == "done", second.terminal.get("errorMessage")
     first_key, second_key = (sim.seen(m)[-1]["headers"]["aws-access-key-id"] for m in (before, after))
-    assert first_key in wire.issued[issued_before:] and second_key in wire.issued[issued_before:] and first_key != second_key
+    assert (
+        first_key in wire.issued[issued_before:]
+        and second_key in wire.issued[issued_before:]
+        and first_key != second_key
+    )
 
 
 def test_an_access_denied_keeps_the_clouds_reason_and_request_id_but_no_arn(bedrock):
     result = bedrock.stream(turn(f"bedrock/{SONNET};deny=1", marker()))
     message = result.terminal["errorMessage"]
-    assert message.startswith(f"bedrock/{SONNET};deny=1 returned HTTP 403 AccessDeniedException: User: [arn] is not authorized "
-                              "to perform: bedrock:InvokeModelWithResponseStream on resource: [arn] because"), message
+    assert message.startswith(
+        f"bedrock/{SONNET};deny=1 returned HTTP 403 AccessDeniedException: User: [arn] is not authorized "
+        "to perform: bedrock:InvokeModelWithResponseStream on resource: [arn] because"
+    ), message
     assert "(request id " in message
     request_id = result.headers["x-request-id"]
     bedrock.job(request_id)
-    emitted = {"error event": result.text, "record": bedrock.http.get(f"/v1/requests/{request_id}").text,
-               "metrics": bedrock.http.get("/metrics").text}
+    emitted = {
+        "error event": result.text,
+        "record": bedrock.http.get(f"/v1/requests/{request_id}").text,
+        "metrics": bedrock.http.get("/metrics").text,
+    }
     for where, text in emitted.items():
         assert "123456789012" not in text and "llm-gateway-bedrock" not in text, where
 
 
-def test_an_error_body_past_the_upstream_bound_ends_the_turn_with_one_clean_error_and_a_record(gateway_factory, bedrock, sim):
+def test_an_error_body_past_the_upstream_bound_ends_the_turn_with_one_clean_error_and_a_record(
+    gateway_factory, bedrock, sim
+):
     """Bedrock's error bodies are read whole by the SDK: an 8 MiB one stops at GATEWAY_MAX_UPSTREAM_EVENT_BYTES."""
-    bounded = gateway_factory(catalog=bedrock.state.settings.catalog, base_urls={"bedrock": f"{sim.url}/bedrock"},
-                              retries=0, max_upstream_event_bytes=1024 * 1024)
+    bounded = gateway_factory(
+        catalog=bedrock.state.settings.catalog,
+        base_urls={"bedrock": f"{sim.url}/bedrock"},
+        retries=0,
+        max_upstream_event_bytes=1024 * 1024,
+    )
     model = f"bedrock/text;error_bytes={8 * 1024 * 1024}"
     prompt = marker()
     result = bounded.stream(turn(model, prompt))
     assert [e["type"] for e in result.events if e["type"] in ("done", "error")] == ["error"]
     message = result.terminal["errorMessage"]
-    assert message == f"{model} answered HTTP 500 with a body longer than 1048576 bytes (GATEWAY_MAX_UPSTREAM_EVENT_BYTES)"
+    assert (
+        message == f"{model} answered HTTP 500 with a body longer than 1048576 bytes (GATEWAY_MAX_UPSTREAM_EVENT_BYTES)"
+    )
     request_id = result.headers["x-request-id"]
     [attempt] = bounded.job(request_id).attempts
     assert (attempt.kind, attempt.http_status) == ("event_too_large", 500)
@@ -360,9 +454,17 @@ def test_an_error_body_past_the_upstream_bound_ends_the_turn_with_one_clean_erro
 
 
 def test_a_count_whose_error_body_passes_the_bound_is_a_clean_502(gateway_factory, bedrock, sim):
-    bounded = gateway_factory(catalog=bedrock.state.settings.catalog, base_urls={"bedrock": f"{sim.url}/bedrock"},
-                              max_upstream_event_bytes=1024 * 1024)
-    response = bounded.http.post("/v1/messages/count_tokens", json={
-        "model": f"bedrock/text;error_bytes={8 * 1024 * 1024}", "messages": [{"role": "user", "content": marker()}]})
+    bounded = gateway_factory(
+        catalog=bedrock.state.settings.catalog,
+        base_urls={"bedrock": f"{sim.url}/bedrock"},
+        max_upstream_event_bytes=1024 * 1024,
+    )
+    response = bounded.http.post(
+        "/v1/messages/count_tokens",
+        json={
+            "model": f"bedrock/text;error_bytes={8 * 1024 * 1024}",
+            "messages": [{"role": "user", "content": marker()}],
+        },
+    )
     assert response.status_code == 502 and len(response.content) < 4096, response.text[:300]
     assert "with a body longer than 1048576 bytes" in response.json()["error"]["message"]

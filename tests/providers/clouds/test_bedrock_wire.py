@@ -36,7 +36,11 @@ def test_the_simulators_frames_are_what_botocore_decodes():
     messages = _decode(b"".join(frames))
     assert len(messages) == len(frames)
     first = messages[0].to_response_dict()
-    assert messages[0].headers == {":event-type": "chunk", ":content-type": "application/json", ":message-type": "event"}
+    assert messages[0].headers == {
+        ":event-type": "chunk",
+        ":content-type": "application/json",
+        ":message-type": "event",
+    }
     assert json.loads(base64.b64decode(json.loads(first["body"])["bytes"]))["type"] == "message_start"
     error = _decode(wire.exception("throttlingException", "slow down"))[0]
     assert error.headers[":message-type"] == "exception" and error.headers[":exception-type"] == "throttlingException"
@@ -50,10 +54,14 @@ def _signed(url: str, body: bytes, key_id: str, secret: str) -> dict[str, str]:
     return dict(request.headers)
 
 
-@pytest.mark.parametrize("secret, reason", [(wire.TEST_SECRET_ACCESS_KEY, None), ("another-secret", "InvalidSignatureException")])
+@pytest.mark.parametrize(
+    "secret, reason", [(wire.TEST_SECRET_ACCESS_KEY, None), ("another-secret", "InvalidSignatureException")]
+)
 def test_the_simulator_recomputes_the_signature(sim, secret, reason):
     url = f"{sim.url}/bedrock/model/{SONNET}/invoke"
-    body = json.dumps({"anthropic_version": "bedrock-2023-05-31", "max_tokens": 10, "messages": [{"role": "user", "content": "hi"}]}).encode()
+    body = json.dumps(
+        {"anthropic_version": "bedrock-2023-05-31", "max_tokens": 10, "messages": [{"role": "user", "content": "hi"}]}
+    ).encode()
     headers = _signed(url, body, wire.TEST_ACCESS_KEY_ID, secret)
     response = httpx.post(url, content=body, headers=headers)
     if reason is None:
@@ -68,12 +76,16 @@ def test_the_simulator_recomputes_the_signature(sim, secret, reason):
 
 
 def test_arns_and_access_key_ids_are_kept_out_of_error_text():
-    text = ("User: arn:aws:sts::123456789012:assumed-role/gateway/i-0abc is not authorized to perform: "
-            "bedrock:InvokeModelWithResponseStream on resource: arn:aws:bedrock:us-east-1:123456789012:inference-profile/x "
-            "with AKIAIOSFODNN7EXAMPLE")
+    text = (
+        "User: arn:aws:sts::123456789012:assumed-role/gateway/i-0abc is not authorized to perform: "
+        "bedrock:InvokeModelWithResponseStream on resource: arn:aws:bedrock:us-east-1:123456789012:inference-profile/x "
+        "with AKIAIOSFODNN7EXAMPLE"
+    )
     clean = cloud_text(text)
     assert "123456789012" not in clean and "AKIAIOSFODNN7EXAMPLE" not in clean
-    assert clean.startswith("User: [arn] is not authorized to perform: bedrock:InvokeModelWithResponseStream on resource: [arn]")
+    assert clean.startswith(
+        "User: [arn] is not authorized to perform: bedrock:InvokeModelWithResponseStream on resource: [arn]"
+    )
 
 
 # ------------------------------------------------------------------------------------------------- fuzz
@@ -81,7 +93,9 @@ def test_arns_and_access_key_ids_are_kept_out_of_error_text():
 FAULTS = ["torn", "split", "bad_crc", "bad_prelude_crc", "huge_headers", "huge_payload", "bad_base64"]
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture]
+)
 @given(scenario=st.sampled_from(["text", "thinking", "tools"]), fault=st.sampled_from(FAULTS), at=st.integers(0, 12))
 def test_a_broken_event_stream_ends_each_turn_with_one_terminal_event_and_a_record(bedrock, scenario, fault, at):  # noqa: F811
     model = f"bedrock/{scenario};eventstream={fault};at={at}"

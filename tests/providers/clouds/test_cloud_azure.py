@@ -17,8 +17,18 @@ VERSION = "2025-04-01-preview"
 
 
 def provider(name: str, api: str, key_env: str = "AZURE_SIM_TEST_KEY", **cloud: object) -> dict[str, object]:
-    return {"name": name, "api": api, "baseUrl": "@SIMULATOR@/azure", "keyEnv": key_env,
-            "cloud": {"kind": "azure", "region": "eastus", "deployments": {"gpt-5": "thinking", "gpt-4o": "tools"}, **cloud}}
+    return {
+        "name": name,
+        "api": api,
+        "baseUrl": "@SIMULATOR@/azure",
+        "keyEnv": key_env,
+        "cloud": {
+            "kind": "azure",
+            "region": "eastus",
+            "deployments": {"gpt-5": "thinking", "gpt-4o": "tools"},
+            **cloud,
+        },
+    }
 
 
 PROVIDERS = {
@@ -41,7 +51,10 @@ SERVED = list(PATHS)
 def azure(gateway_factory, sim, tmp_path_factory):
     path = tmp_path_factory.mktemp("azure") / "catalog.json"
     entries = [json.loads(json.dumps(p).replace("@SIMULATOR@", sim.url)) for p in PROVIDERS.values()]
-    models = [{"provider": name, "id": "gpt-5", "reasoning": True, "cost": {"input": 1.25, "output": 10}} for name in PROVIDERS]
+    models = [
+        {"provider": name, "id": "gpt-5", "reasoning": True, "cost": {"input": 1.25, "output": 10}}
+        for name in PROVIDERS
+    ]
     path.write_text(json.dumps({"providers": entries, "models": models}))
     with pytest.MonkeyPatch.context() as env:
         env.setenv("AZURE_SIM_TEST_KEY", AZURE_KEY)
@@ -135,7 +148,9 @@ def test_a_client_that_leaves_closes_the_azure_stream(azure, name):
 # simulator plays (`simulator/entra.py`, the App Service protocol: IDENTITY_ENDPOINT + IDENTITY_HEADER).
 ENTRA = {
     "az-entra": provider("az-entra", "openai-responses", key_env="AZURE_SIM_NO_KEY", auth="entra"),
-    "az-entra-dated": provider("az-entra-dated", "openai-completions", key_env="AZURE_SIM_NO_KEY", auth="entra", apiVersion=VERSION),
+    "az-entra-dated": provider(
+        "az-entra-dated", "openai-completions", key_env="AZURE_SIM_NO_KEY", auth="entra", apiVersion=VERSION
+    ),
     "az-entra-expiry": provider("az-entra-expiry", "openai-responses", key_env="AZURE_SIM_NO_KEY", auth="entra"),
 }
 
@@ -152,7 +167,13 @@ def entra(gateway_factory, sim, tmp_path_factory):
         entries.append(entry)
     path.write_text(json.dumps({"providers": entries}))
     with pytest.MonkeyPatch.context() as env:
-        for name in ("AZURE_CLIENT_ID", "AZURE_TENANT_ID", "AZURE_CLIENT_SECRET", "AZURE_FEDERATED_TOKEN_FILE", "MSI_ENDPOINT"):
+        for name in (
+            "AZURE_CLIENT_ID",
+            "AZURE_TENANT_ID",
+            "AZURE_CLIENT_SECRET",
+            "AZURE_FEDERATED_TOKEN_FILE",
+            "MSI_ENDPOINT",
+        ):
             env.delenv(name, raising=False)
         env.setenv("IDENTITY_ENDPOINT", f"{sim.url}/entra/msi/token")
         env.setenv("IDENTITY_HEADER", IDENTITY_HEADER)
@@ -167,7 +188,9 @@ def test_entra_id_tokens_from_the_managed_identity_authenticate_both_paths(entra
     assert result.terminal["type"] == "done", result.text
     [seen] = azure_seen(entra.sim, deployment)
     assert seen["auth"] == "bearer-entra"
-    assert "entra-sim-" not in result.text and "entra-sim-" not in json.dumps(record(entra, result.headers["x-request-id"]))
+    assert "entra-sim-" not in result.text and "entra-sim-" not in json.dumps(
+        record(entra, result.headers["x-request-id"])
+    )
 
 
 def test_an_expired_entra_token_is_renewed_for_the_next_turn_while_an_open_stream_goes_on(entra):
@@ -196,9 +219,15 @@ def test_an_expired_entra_token_is_renewed_for_the_next_turn_while_an_open_strea
 
 
 COUNT_ROUTES = {  # each door's count route, and how its answer names the model
-    "messages": ("/v1/messages/count_tokens", lambda model, m: {"model": model, "messages": [{"role": "user", "content": m}]}),
+    "messages": (
+        "/v1/messages/count_tokens",
+        lambda model, m: {"model": model, "messages": [{"role": "user", "content": m}]},
+    ),
     "responses": ("/v1/responses/input_tokens", lambda model, m: {"model": model, "input": m}),
-    "gemini": ("/v1beta/models/{model}:countTokens", lambda model, m: {"contents": [{"role": "user", "parts": [{"text": m}]}]}),
+    "gemini": (
+        "/v1beta/models/{model}:countTokens",
+        lambda model, m: {"contents": [{"role": "user", "parts": [{"text": m}]}]},
+    ),
 }
 
 

@@ -36,7 +36,9 @@ def test_demo_mode_serves_each_cloud_entry_from_the_simulator(demo, model, cloud
     with httpx.Client(base_url=demo.url, timeout=30) as client:
         models = {m["id"] for m in client.get("/v1/models").json()["data"]}
         assert model in models
-        response = client.post("/v1/stream", json={"model": model, "context": {"messages": [{"role": "user", "content": "hi"}]}})
+        response = client.post(
+            "/v1/stream", json={"model": model, "context": {"messages": [{"role": "user", "content": "hi"}]}}
+        )
         assert response.status_code == 200
         events = [json.loads(line[5:]) for line in response.text.splitlines() if line.startswith("data:")]
         assert events[-1]["type"] == "done", response.text

@@ -26,9 +26,24 @@ from tests.conftest import marker, turn
 from tests.providers.test_handoff import SAFE_ID, VIEWS
 
 # provider → the view of its upstream body (`tests.providers.test_handoff.VIEWS`: by api family)
-VIEW_OF = {"bedrock": "anthropic", "vertex-claude": "anthropic", "anthropic": "anthropic", "vertex-gemini": "google",
-           "azure-openai": "openai", "azure-chat": "compat"}
-HOPS = ["bedrock", "vertex-gemini", "azure-openai", "azure-chat", "bedrock", "vertex-claude", "anthropic", "vertex-gemini"]
+VIEW_OF = {
+    "bedrock": "anthropic",
+    "vertex-claude": "anthropic",
+    "anthropic": "anthropic",
+    "vertex-gemini": "google",
+    "azure-openai": "openai",
+    "azure-chat": "compat",
+}
+HOPS = [
+    "bedrock",
+    "vertex-gemini",
+    "azure-openai",
+    "azure-chat",
+    "bedrock",
+    "vertex-claude",
+    "anthropic",
+    "vertex-gemini",
+]
 
 
 @pytest.fixture(scope="module")
@@ -45,8 +60,15 @@ def clouds(gateway_factory, sim, tmp_path_factory):
         env.setenv("GOOGLE_APPLICATION_CREDENTIALS", str(account))
         env.delenv("GOOGLE_CLOUD_PROJECT", raising=False)
         env.setenv(DEMO_KEY_ENV, AZURE_KEY)
-        for name in ("AWS_SESSION_TOKEN", "AWS_PROFILE", "AWS_DEFAULT_PROFILE", "AWS_BEARER_TOKEN_BEDROCK", "ANTHROPIC_BEDROCK_BASE_URL",
-                     "AWS_WEB_IDENTITY_TOKEN_FILE", "AWS_ROLE_ARN"):
+        for name in (
+            "AWS_SESSION_TOKEN",
+            "AWS_PROFILE",
+            "AWS_DEFAULT_PROFILE",
+            "AWS_BEARER_TOKEN_BEDROCK",
+            "ANTHROPIC_BEDROCK_BASE_URL",
+            "AWS_WEB_IDENTITY_TOKEN_FILE",
+            "AWS_ROLE_ARN",
+        ):
             env.delenv(name, raising=False)
         env.setenv("AWS_ACCESS_KEY_ID", TEST_ACCESS_KEY_ID)
         env.setenv("AWS_SECRET_ACCESS_KEY", TEST_SECRET_ACCESS_KEY)
@@ -56,8 +78,13 @@ def clouds(gateway_factory, sim, tmp_path_factory):
 
 def _thinking_blocks(history: list[dict[str, Any]]) -> list[tuple[str, str, dict[str, Any]]]:
     """(provider, model, block) of each signed thinking block of the history's assistant turns."""
-    return [(m["provider"], m["model"], b) for m in history if m["role"] == "assistant"
-            for b in m["content"] if b["type"] == "thinking" and b.get("thinkingSignature")]
+    return [
+        (m["provider"], m["model"], b)
+        for m in history
+        if m["role"] == "assistant"
+        for b in m["content"]
+        if b["type"] == "thinking" and b.get("thinkingSignature")
+    ]
 
 
 def _check_upstream(sent: dict[str, Any], provider: str, model: str, history: list[dict[str, Any]]) -> None:
@@ -73,7 +100,9 @@ def _check_upstream(sent: dict[str, Any], provider: str, model: str, history: li
         assert block["thinking"] in texts, (provider, block["thinking"])
         if block["thinkingSignature"] not in own_signatures:
             assert block["thinkingSignature"] not in text, (provider, model, block["thinkingSignature"])
-    expected_calls = sum(1 for m in history if m["role"] == "assistant" for b in m["content"] if b["type"] == "toolCall")
+    expected_calls = sum(
+        1 for m in history if m["role"] == "assistant" for b in m["content"] if b["type"] == "toolCall"
+    )
     assert len(calls) == expected_calls and sorted(results) == sorted(calls), (provider, calls, results)
     if VIEW_OF[provider] != "google":  # Gemini matches calls by name
         assert all(SAFE_ID.match(c) for c in calls), calls
@@ -95,13 +124,23 @@ def test_one_conversation_crosses_every_cloud_with_valid_histories_and_signature
     history: list[dict[str, Any]] = []
     for provider in HOPS:
         thought = _step(clouds, history, provider, "thinking")
-        assert any(b["type"] == "thinking" and b.get("thinkingSignature") for b in thought["content"]), (provider, thought)
+        assert any(b["type"] == "thinking" and b.get("thinkingSignature") for b in thought["content"]), (
+            provider,
+            thought,
+        )
         called = _step(clouds, history, provider, "tools")
         calls = [b for b in called["content"] if b["type"] == "toolCall"]
         assert called["stopReason"] == "toolUse" and len(calls) == 2, (provider, called)
-        history.extend({"role": "toolResult", "toolCallId": c["id"], "toolName": c["name"],
-                        "content": [{"type": "text", "text": f"{c['name']} answered on {provider}"}], "isError": False}
-                       for c in calls)
+        history.extend(
+            {
+                "role": "toolResult",
+                "toolCallId": c["id"],
+                "toolName": c["name"],
+                "content": [{"type": "text", "text": f"{c['name']} answered on {provider}"}],
+                "isError": False,
+            }
+            for c in calls
+        )
     # The second visits found their first visit's thinking: Bedrock and Vertex Gemini each got one back, signed.
     assert [p for p, _, _ in _thinking_blocks(history)].count("bedrock") == 2
     assert [p for p, _, _ in _thinking_blocks(history)].count("vertex-gemini") == 2

@@ -18,7 +18,10 @@ from app.settings import Settings
 from tests.harness import ScriptedProvider, run_script
 
 WIRE = [
-    {"type": "message_start", "message": {"id": "msg_1", "model": "m", "usage": {"input_tokens": 3, "output_tokens": 0}}},
+    {
+        "type": "message_start",
+        "message": {"id": "msg_1", "model": "m", "usage": {"input_tokens": 3, "output_tokens": 0}},
+    },
     {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
     {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "hi"}},
     {"type": "content_block_stop", "index": 0},
@@ -68,8 +71,17 @@ def test_start_up_lines_say_the_cloud_region_and_where_credentials_come_from(cap
     azure = Cloud("azure", region="eastus", api_version="2025-04-01-preview", auth="api-key")
     setups = [
         ProviderSetup("vertex-claude", "anthropic-messages", None, None, None, "SDK default", True, None, vertex),
-        ProviderSetup("azure-east", "openai-responses", "secret-azure-key", "AZURE_OPENAI_API_KEY",
-                      "https://east.openai.azure.com", "catalog", True, None, azure),
+        ProviderSetup(
+            "azure-east",
+            "openai-responses",
+            "secret-azure-key",
+            "AZURE_OPENAI_API_KEY",
+            "https://east.openai.azure.com",
+            "catalog",
+            True,
+            None,
+            azure,
+        ),
     ]
     with caplog.at_level(logging.INFO, logger="gateway.providers"):
         log_providers(setups, Settings(demo=False))

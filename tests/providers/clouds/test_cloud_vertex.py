@@ -24,7 +24,9 @@ def providers(base: str) -> list[dict]:
     out = []
     for suffix in ("", "-expiry", "-bad"):
         for kind, api in KINDS.items():
-            out.append({"name": f"vx-{kind}{suffix}", "api": api, "baseUrl": base, "cloud": {**CLOUD, "region": REGION[kind]}})
+            out.append(
+                {"name": f"vx-{kind}{suffix}", "api": api, "baseUrl": base, "cloud": {**CLOUD, "region": REGION[kind]}}
+            )
     return out
 
 
@@ -156,15 +158,24 @@ def test_a_claude_count_goes_to_vertexs_count_tokens_raw_predict(vertex):
     `…/publishers/anthropic/models/count-tokens:rawPredict` with the model and `anthropic_version` in the body."""
     m = marker()
     model = f"text;t={m}"
-    response = vertex.http.post("/v1/messages/count_tokens", json={
-        "model": f"vx-claude/{model}", "system": "You are terse.", "messages": [{"role": "user", "content": f"hi {m}"}],
-        "tools": [{"name": "get_weather", "input_schema": {"type": "object", "properties": {}}}]})
+    response = vertex.http.post(
+        "/v1/messages/count_tokens",
+        json={
+            "model": f"vx-claude/{model}",
+            "system": "You are terse.",
+            "messages": [{"role": "user", "content": f"hi {m}"}],
+            "tools": [{"name": "get_weather", "input_schema": {"type": "object", "properties": {}}}],
+        },
+    )
     assert response.status_code == 200, response.text
     [seen] = counted(vertex.sim, m)
     assert response.json() == {"input_tokens": token_count(seen["body"])}  # Vertex's number, unchanged
     assert seen["body"]["model"] == model and seen["body"]["anthropic_version"] and seen["body"]["system"]
     [call] = vertex_seen(vertex.sim, model)
-    assert call["path"] == f"/vertex/v1/projects/sim-project/locations/{REGION['claude']}/publishers/anthropic/models/count-tokens:rawPredict"
+    assert (
+        call["path"]
+        == f"/vertex/v1/projects/sim-project/locations/{REGION['claude']}/publishers/anthropic/models/count-tokens:rawPredict"
+    )
 
 
 @pytest.mark.parametrize("door", ["gemini", "messages"])
@@ -174,22 +185,44 @@ def test_a_gemini_count_is_sent_in_vertexs_count_tokens_shape(vertex, door):
     m = marker()
     model = f"text;t={m}"
     if door == "gemini":
-        response = vertex.http.post(f"/v1beta/models/vx-gemini/{model}:countTokens", json={"generateContentRequest": {
-            "contents": [{"role": "user", "parts": [{"text": f"hi {m}"}]}],
-            "systemInstruction": {"parts": [{"text": "You are terse."}]},
-            "tools": [{"functionDeclarations": [{"name": "get_weather", "parameters": {"type": "object", "properties": {}}}]}],
-            "toolConfig": {"functionCallingConfig": {"mode": "AUTO"}}}})
+        response = vertex.http.post(
+            f"/v1beta/models/vx-gemini/{model}:countTokens",
+            json={
+                "generateContentRequest": {
+                    "contents": [{"role": "user", "parts": [{"text": f"hi {m}"}]}],
+                    "systemInstruction": {"parts": [{"text": "You are terse."}]},
+                    "tools": [
+                        {
+                            "functionDeclarations": [
+                                {"name": "get_weather", "parameters": {"type": "object", "properties": {}}}
+                            ]
+                        }
+                    ],
+                    "toolConfig": {"functionCallingConfig": {"mode": "AUTO"}},
+                }
+            },
+        )
         field = "totalTokens"
     else:
-        response = vertex.http.post("/v1/messages/count_tokens", json={
-            "model": f"vx-gemini/{model}", "system": "You are terse.", "messages": [{"role": "user", "content": f"hi {m}"}],
-            "tools": [{"name": "get_weather", "input_schema": {"type": "object", "properties": {}}}], "tool_choice": {"type": "auto"}})
+        response = vertex.http.post(
+            "/v1/messages/count_tokens",
+            json={
+                "model": f"vx-gemini/{model}",
+                "system": "You are terse.",
+                "messages": [{"role": "user", "content": f"hi {m}"}],
+                "tools": [{"name": "get_weather", "input_schema": {"type": "object", "properties": {}}}],
+                "tool_choice": {"type": "auto"},
+            },
+        )
         field = "input_tokens"
     assert response.status_code == 200, response.text
     [seen] = counted(vertex.sim, m)
     assert response.json()[field] == token_count(seen["body"])
     body = seen["body"]
-    assert set(body) <= {"contents", "systemInstruction", "tools", "generationConfig"} and "generateContentRequest" not in body
+    assert (
+        set(body) <= {"contents", "systemInstruction", "tools", "generationConfig"}
+        and "generateContentRequest" not in body
+    )
     assert body["systemInstruction"] and body["tools"][0]["functionDeclarations"][0]["name"] == "get_weather"
     [call] = vertex_seen(vertex.sim, model)
     assert call["path"].endswith(f"/publishers/google/models/{model}:countTokens")
@@ -201,12 +234,15 @@ def test_vertex_refuses_the_gemini_apis_count_shape(vertex):
     import google.auth.transport.requests
 
     info = service_account_info(f"{vertex.sim.url}/vertex/token")
-    credentials = service_account.Credentials.from_service_account_info(info, scopes=["https://www.googleapis.com/auth/cloud-platform"])
+    credentials = service_account.Credentials.from_service_account_info(
+        info, scopes=["https://www.googleapis.com/auth/cloud-platform"]
+    )
     credentials.refresh(google.auth.transport.requests.Request())
     response = vertex.sim.http.post(
         "/vertex/v1/projects/sim-project/locations/global/publishers/google/models/text:countTokens",
         json={"generateContentRequest": {"model": "publishers/google/models/text", "contents": []}},
-        headers={"Authorization": f"Bearer {credentials.token}"})
+        headers={"Authorization": f"Bearer {credentials.token}"},
+    )
     assert response.status_code == 400 and response.json()["error"]["status"] == "INVALID_ARGUMENT"
     assert 'Unknown name "generateContentRequest"' in response.json()["error"]["message"]
 
@@ -215,7 +251,9 @@ def test_vertex_refuses_the_gemini_apis_count_shape(vertex):
 def test_a_throttled_vertex_count_is_a_429_asked_once(vertex, kind):
     m = marker()
     model = f"text;throttle=1;t={m}"
-    response = vertex.http.post("/v1/messages/count_tokens", json={"model": f"vx-{kind}/{model}", "messages": [{"role": "user", "content": m}]})
+    response = vertex.http.post(
+        "/v1/messages/count_tokens", json={"model": f"vx-{kind}/{model}", "messages": [{"role": "user", "content": m}]}
+    )
     assert response.status_code == 429, response.text
     assert "Resource exhausted" in response.json()["error"]["message"]
     assert len(vertex_seen(vertex.sim, model)) == 1

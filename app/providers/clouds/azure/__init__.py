@@ -32,8 +32,13 @@ def _completions(config: ProviderConfig) -> Provider:
 def _demo_entries(simulator: str) -> dict[str, list[dict[str, Any]]]:
     return {
         "providers": [
-            {"name": "azure-openai", "api": "openai-responses", "baseUrl": f"{simulator}/azure", "keyEnv": DEMO_KEY_ENV,
-             "cloud": {"kind": "azure", "region": "eastus", "deployments": {"gpt-5": "gpt-5-demo"}}},
+            {
+                "name": "azure-openai",
+                "api": "openai-responses",
+                "baseUrl": f"{simulator}/azure",
+                "keyEnv": DEMO_KEY_ENV,
+                "cloud": {"kind": "azure", "region": "eastus", "deployments": {"gpt-5": "gpt-5-demo"}},
+            },
         ],
         "models": [
             {"provider": "azure-openai", "id": "gpt-5", "reasoning": True, "cost": {"input": 1.25, "output": 10}},

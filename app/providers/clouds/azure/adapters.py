@@ -52,7 +52,7 @@ def entra_token_provider() -> Callable[[], Any]:
         from azure.identity.aio import DefaultAzureCredential, get_bearer_token_provider
     except ImportError:
         raise AzureConfigError(
-            "cloud.auth \"entra\" needs the azure-identity package (install the gateway with its `azure` extra)"
+            'cloud.auth "entra" needs the azure-identity package (install the gateway with its `azure` extra)'
         ) from None
     return get_bearer_token_provider(DefaultAzureCredential(), ENTRA_SCOPE)
 
@@ -83,7 +83,9 @@ class AzureOpenAI:
     def new_client(self, **options: Any) -> Any:
         if self.cloud.api_version:
             auth: dict[str, Any] = (
-                {"azure_ad_token_provider": self._token_provider} if self._token_provider else {"api_key": options["api_key"]}
+                {"azure_ad_token_provider": self._token_provider}
+                if self._token_provider
+                else {"api_key": options["api_key"]}
             )
             options.pop("api_key")
             return openai.AsyncAzureOpenAI(api_version=self.cloud.api_version, **auth, **options)
@@ -104,7 +106,11 @@ class AzureOpenAI:
         params = await build_off_loop(self.build_request, model, context, options)
         headers = {**(self.request_headers(options) or {}), **(UPSTREAM_HEADERS.get() or {})}  # type: ignore[attr-defined]
         stream = await self.client.post(
-            self.path, body=params, cast_to=object, stream=True, stream_cls=self._stream_cls,
+            self.path,
+            body=params,
+            cast_to=object,
+            stream=True,
+            stream_cls=self._stream_cls,
             options={"headers": headers} if headers else {},
         )
         stream.response.request.headers = httpx2.Headers()
@@ -127,8 +133,11 @@ class AzureOpenAI:
         if error is None or not request_id:
             return error
         return ProviderError(
-            f"{error.message} (Azure request id {request_id})", status=error.status,
-            retry_after_ms=error.retry_after_ms, retryable=error.retryable, kind=error.kind,
+            f"{error.message} (Azure request id {request_id})",
+            status=error.status,
+            retry_after_ms=error.retry_after_ms,
+            retryable=error.retryable,
+            kind=error.kind,
         )
 
 

@@ -15,7 +15,11 @@ if TYPE_CHECKING:
 
 # Taken out of the environment in demo mode: what the AWS chain would read before or beside the test keys.
 DEMO_OTHER_SOURCES = (
-    "AWS_SESSION_TOKEN", "AWS_PROFILE", "AWS_DEFAULT_PROFILE", "AWS_BEARER_TOKEN_BEDROCK", "ANTHROPIC_BEDROCK_BASE_URL",
+    "AWS_SESSION_TOKEN",
+    "AWS_PROFILE",
+    "AWS_DEFAULT_PROFILE",
+    "AWS_BEARER_TOKEN_BEDROCK",
+    "ANTHROPIC_BEDROCK_BASE_URL",
 )
 
 
@@ -28,13 +32,22 @@ def _claude(config: ProviderConfig) -> Provider:
 def _demo_entries(simulator: str) -> dict[str, list[dict[str, Any]]]:
     return {
         "providers": [
-            {"name": "bedrock", "api": "anthropic-messages", "baseUrl": f"{simulator}/bedrock",
-             "cloud": {"kind": "bedrock", "region": "us-east-1"}},
+            {
+                "name": "bedrock",
+                "api": "anthropic-messages",
+                "baseUrl": f"{simulator}/bedrock",
+                "cloud": {"kind": "bedrock", "region": "us-east-1"},
+            },
         ],
         "models": [
-            {"provider": "bedrock", "id": "us.anthropic.claude-sonnet-4-5-20250929-v1:0", "reasoning": True,
-             "contextWindow": 200000, "maxTokens": 64000,
-             "cost": {"input": 3, "output": 15, "cacheRead": 0.3, "cacheWrite": 3.75}},
+            {
+                "provider": "bedrock",
+                "id": "us.anthropic.claude-sonnet-4-5-20250929-v1:0",
+                "reasoning": True,
+                "contextWindow": 200000,
+                "maxTokens": 64000,
+                "cost": {"input": 3, "output": 15, "cacheRead": 0.3, "cacheWrite": 3.75},
+            },
         ],
     }
 

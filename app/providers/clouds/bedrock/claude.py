@@ -52,7 +52,14 @@ from app.contract.failures import ErrorKind
 from app.contract.messages import Context
 from app.contract.request import StreamOptions
 from app.providers.anthropic import AnthropicProvider
-from app.providers.base import RETRYABLE_STATUS, ProviderError, build_off_loop, counted_tokens, error_detail, retry_after_ms
+from app.providers.base import (
+    RETRYABLE_STATUS,
+    ProviderError,
+    build_off_loop,
+    counted_tokens,
+    error_detail,
+    retry_after_ms,
+)
 from app.providers.config import ProviderConfig
 from app.providers.transport import bound_whole_bodies, client_options
 from app.seams.bedrock import SigningBedrockClient
@@ -81,7 +88,9 @@ _ACCESS_KEY_ID = re.compile(r"\b(?:AKIA|ASIA|AROA|AIDA)[A-Z0-9]{12,}\b")
 
 # A cross-region inference profile is a foundation model id behind a geography (`us.anthropic.…`, also inside
 # a system inference profile's ARN); `CountTokens` takes the foundation model.
-_PROFILE = re.compile(r"^(?:arn:aws[a-z-]*:bedrock:[a-z0-9-]*:\d{12}:inference-profile/)?(?:us|us-gov|eu|apac|jp|au|ca|global)\.(?=anthropic\.)")
+_PROFILE = re.compile(
+    r"^(?:arn:aws[a-z-]*:bedrock:[a-z0-9-]*:\d{12}:inference-profile/)?(?:us|us-gov|eu|apac|jp|au|ca|global)\.(?=anthropic\.)"
+)
 
 
 def foundation_model(model_id: str) -> str:
@@ -110,7 +119,9 @@ class BedrockProvider(AnthropicProvider):
             base_url=config.base_url,
             max_retries=0,  # the dispatcher retries
             http_client=bound_whole_bodies(
-                httpx2.AsyncClient(**client_options(config.transport)), config.transport.max_event_bytes, EVENT_STREAM,
+                httpx2.AsyncClient(**client_options(config.transport)),
+                config.transport.max_event_bytes,
+                EVENT_STREAM,
             ),
         )
         # A relative path: the SDK's Bedrock client turns `/v1/messages` with a JSON body into its invoke path.
@@ -143,17 +154,24 @@ class BedrockProvider(AnthropicProvider):
         if isinstance(exc, anthropic.APIStatusError):
             return _status_error(exc)
         if isinstance(exc, botocore.eventstream.ParserError):
-            too_large = isinstance(exc, (botocore.eventstream.InvalidHeadersLength, botocore.eventstream.InvalidPayloadLength))
+            too_large = isinstance(
+                exc, (botocore.eventstream.InvalidHeadersLength, botocore.eventstream.InvalidPayloadLength)
+            )
             return ProviderError(
                 f"sent an event-stream frame the gateway could not read: {type(exc).__name__}: {exc}",
                 retryable=True,
                 kind=ErrorKind.EVENT_TOO_LARGE if too_large else ErrorKind.MALFORMED,
             )
         if isinstance(exc, botocore.exceptions.BotoCoreError):  # the credential chain failed (or found nothing)
-            return ProviderError(f"could not sign the request for Bedrock: {cloud_text(str(exc))}", kind=ErrorKind.REQUEST)
+            return ProviderError(
+                f"could not sign the request for Bedrock: {cloud_text(str(exc))}", kind=ErrorKind.REQUEST
+            )
         if isinstance(exc, (KeyError, ValueError)) and _raised_in(exc, "botocore", "base64", "binascii"):
-            return ProviderError(f"sent an event-stream frame the gateway could not read: {type(exc).__name__}: {exc}",
-                                 retryable=True, kind=ErrorKind.MALFORMED)
+            return ProviderError(
+                f"sent an event-stream frame the gateway could not read: {type(exc).__name__}: {exc}",
+                retryable=True,
+                kind=ErrorKind.MALFORMED,
+            )
         return super().error(exc)
 
 
@@ -173,7 +191,9 @@ def _status_error(exc: Any) -> ProviderError:
     reason = (headers.get("x-amzn-errortype") or "").split(":")[0]
     detail = _message(exc.body) if reason else error_detail(exc.body)
     return ProviderError(
-        cloud_text(f"returned HTTP {exc.status_code} {reason or ''}{': ' if reason else ''}{detail}{_request_id(request_id)}"),
+        cloud_text(
+            f"returned HTTP {exc.status_code} {reason or ''}{': ' if reason else ''}{detail}{_request_id(request_id)}"
+        ),
         status=exc.status_code,
         retry_after_ms=retry_after_ms(headers),
         retryable=exc.status_code in RETRYABLE_STATUS,
@@ -206,4 +226,3 @@ def _raised_in(exc: BaseException, *modules: str) -> bool:
         tb = tb.tb_next
     name = str(tb.tb_frame.f_globals.get("__name__", ""))
     return any(name == m or name.startswith(m + ".") for m in modules)
-

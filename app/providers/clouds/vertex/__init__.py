@@ -33,15 +33,32 @@ def _gemini(config: ProviderConfig) -> Provider:
 def _demo_entries(simulator: str) -> dict[str, list[dict[str, Any]]]:
     return {
         "providers": [
-            {"name": "vertex-claude", "api": "anthropic-messages", "baseUrl": f"{simulator}/vertex",
-             "cloud": {"kind": "vertex", "project": DEMO_PROJECT, "region": "us-east5"}},
-            {"name": "vertex-gemini", "api": "google-generative-ai", "baseUrl": f"{simulator}/vertex",
-             "cloud": {"kind": "vertex", "project": DEMO_PROJECT, "region": "global"}},
+            {
+                "name": "vertex-claude",
+                "api": "anthropic-messages",
+                "baseUrl": f"{simulator}/vertex",
+                "cloud": {"kind": "vertex", "project": DEMO_PROJECT, "region": "us-east5"},
+            },
+            {
+                "name": "vertex-gemini",
+                "api": "google-generative-ai",
+                "baseUrl": f"{simulator}/vertex",
+                "cloud": {"kind": "vertex", "project": DEMO_PROJECT, "region": "global"},
+            },
         ],
         "models": [
-            {"provider": "vertex-claude", "id": "claude-sonnet-4-5@20250929", "reasoning": True,
-             "cost": {"input": 3.3, "output": 16.5, "cacheRead": 0.33, "cacheWrite": 4.125}},
-            {"provider": "vertex-gemini", "id": "gemini-2.5-pro", "reasoning": True, "cost": {"input": 1.25, "output": 10}},
+            {
+                "provider": "vertex-claude",
+                "id": "claude-sonnet-4-5@20250929",
+                "reasoning": True,
+                "cost": {"input": 3.3, "output": 16.5, "cacheRead": 0.33, "cacheWrite": 4.125},
+            },
+            {
+                "provider": "vertex-gemini",
+                "id": "gemini-2.5-pro",
+                "reasoning": True,
+                "cost": {"input": 1.25, "output": 10},
+            },
         ],
     }
 

@@ -22,7 +22,9 @@ def credentials_error(exc: BaseException) -> ProviderError | None:
     if isinstance(exc, auth_errors.RefreshError) and getattr(exc, "retryable", False):  # its 5xx or 429
         return ProviderError(f"Google's token endpoint failed: {_reason(exc)}", retryable=True, kind="upstream")
     if isinstance(exc, (auth_errors.RefreshError, auth_errors.DefaultCredentialsError)):
-        return ProviderError(f"returned HTTP 401: Google credentials refused or missing: {_reason(exc)}", status=401, kind="http")
+        return ProviderError(
+            f"returned HTTP 401: Google credentials refused or missing: {_reason(exc)}", status=401, kind="http"
+        )
     return None
 
 

@@ -29,7 +29,9 @@ class VertexAnthropicProvider(AnthropicProvider):
         options.pop("api_key")
         base = options.pop("base_url")  # a configured base URL is the service root; the SDK's ends in /v1
         return anthropic.AsyncAnthropicVertex(
-            region=cloud.region or DEFAULT_REGION, project_id=cloud.project, base_url=f"{base.rstrip('/')}/v1" if base else None,
+            region=cloud.region or DEFAULT_REGION,
+            project_id=cloud.project,
+            base_url=f"{base.rstrip('/')}/v1" if base else None,
             **options,
         )
 
@@ -39,7 +41,11 @@ class VertexAnthropicProvider(AnthropicProvider):
         params = await build_off_loop(self.build_request, model, context, options)
         headers = {**(self.request_headers(options) or {}), **(UPSTREAM_HEADERS.get() or {})}
         stream = await self.client.post(
-            "/v1/messages", body=params, cast_to=object, stream=True, stream_cls=self._stream_cls,
+            "/v1/messages",
+            body=params,
+            cast_to=object,
+            stream=True,
+            stream_cls=self._stream_cls,
             options={"headers": headers} if headers else {},
         )
         return Upstream(stream, stream.close)
