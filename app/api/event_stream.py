@@ -126,7 +126,7 @@ class EventStreamResponse(Response):
                 await self.body_iterator.aclose()  # type: ignore[attr-defined]
             await self._close(send, last)
         except asyncio.CancelledError:
-            if self.stopped is None or self._task.uncancel() > 0:
+            if self.stopped is None or self._task is None or self._task.uncancel() > 0:
                 raise  # not (only) ours: the server cancels the request
             if self.stopped is StopReason.SERVER_EXIT:
                 await self._close(send)

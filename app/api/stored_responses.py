@@ -110,7 +110,7 @@ class Keeping:
 
     async def _after_the_turn(self) -> None:
         try:
-            await asyncio.shield(self.job.task)
+            await asyncio.shield(self.job.pump)
             await self.settled()
         finally:
             _PENDING.get(self.gateway, {}).pop(self.response_id, None)

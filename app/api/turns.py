@@ -95,7 +95,7 @@ async def serve(request: Request, door: Door, route: DoorRoute) -> Response:
             return Response(status_code=CLIENT_CLOSED_STATUS, headers=headers)
         if first["type"] == "error":
             job.turn.close_reader()
-            await asyncio.shield(job.task)
+            await asyncio.shield(job.pump)
             refused = encoder.refuse(job.result())
             if refused is not None:
                 status, body = refused
@@ -125,9 +125,9 @@ async def _complete(
     """Wait for the turn to settle (a client that hangs up cancels it) and answer with the door's body (once
     what the door keeps of it, `keeping`, is written: the client may build on it at once)."""
     job.turn.close_reader()
-    if await _until_disconnect(request, asyncio.shield(job.task)) is DISCONNECTED and not job.task.done():
+    if await _until_disconnect(request, asyncio.shield(job.pump)) is DISCONNECTED and not job.pump.done():
         job.interrupt(Interrupt.CLIENT)
-    await asyncio.shield(job.task)
+    await asyncio.shield(job.pump)
     if keeping is not None:
         await keeping.settled()
     result = job.result()

@@ -77,6 +77,12 @@ class TurnJob:
     hosted_dropped: tuple[str, ...] = field(default=(), init=False)
     settled: SettledTurn | None = field(default=None, init=False)  # once the turn settled and its last attempt ended
 
+    @property
+    def pump(self) -> asyncio.Task[None]:
+        """The turn's task, once `Dispatcher.start` started it (every job the gateway hands out)."""
+        assert self.task is not None, "the turn was not started"
+        return self.task
+
     def interrupt(self, reason: Interrupt) -> None:
         """Cancel the running pump for `reason`. Never lost: a reason that outranks one still pending (not yet
         seen by the pump) replaces it; a weaker one is ignored (`Interrupt` gives the precedence)."""

@@ -190,11 +190,12 @@ class ResumeHub:
 
     async def _refresh_resumed(self, job: TurnJob, final: bool = False) -> bool:
         """Update `times_resumed` from Redis; True when a reader on another replica is attached."""
-        if self.redis is None:
+        redis = self.redis
+        if redis is None:
             return False
         request_id = job.turn.request_id
         try:
-            resumes, reader = await through_stall(lambda: self.redis.status(request_id), self.timeout, self.stall)
+            resumes, reader = await through_stall(lambda: redis.status(request_id), self.timeout, self.stall)
         except Exception as exc:  # polled several times a second: the mirror already logged that Redis fails
             log.debug("resume status of %s unavailable (%s)", job.turn.request_id, type(exc).__name__)
             return False

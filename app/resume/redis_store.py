@@ -4,6 +4,7 @@ store's client (`events_client`)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from redis.asyncio import Redis
 
@@ -65,7 +66,7 @@ class RedisEvents:
             if written is None:
                 await pipe.watch(events)
                 recorded = await pipe.hget(meta, "last")
-                newest = await pipe.xrevrange(events, count=1)
+                newest: Any = await pipe.xrevrange(events, count=1)
                 written = max(int(recorded or 0), _seq(newest[0][0]) if newest else 0)
                 pipe.multi()
             for frame in frames:
@@ -97,7 +98,7 @@ class RedisEvents:
 
     async def owner(self, request_id: str) -> str | None:
         """The key id that made the request ('' when auth was off); None when Redis does not know it."""
-        value = await self.redis.hget(self._key(request_id), "key")
+        value: Any = await self.redis.hget(self._key(request_id), "key")  # bytes (the client does not decode)
         return None if value is None else value.decode()
 
     async def attach(self, request_id: str) -> None:

@@ -6,7 +6,7 @@ import asyncio
 import logging
 import uuid
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Any, Callable
 
 from app.redis_client import raise_dropped_cancellation
 from app.resume.frames import Frame
@@ -112,13 +112,13 @@ class StreamWatch:
                         async with asyncio.timeout(self.timeout):
                             await self.events.still_reading(list(self.turns))
                         leases_renewed = loop.time()
-                    streams: dict[str, bytes | str] = {
+                    streams: dict[Any, Any] = {  # redis-py's own types for XREAD's streams are narrower
                         self.events.events_key(request_id): f"{watched.tail}-1"
                         for request_id, watched in self.turns.items()
                     }
                     streams[self.wake_key] = wake_id
                     raise_dropped_cancellation()  # before a read that blocks up to BLOCK_MS
-                    answer = await client.xread(streams, count=FETCH_COUNT, block=BLOCK_MS)
+                    answer: Any = await client.xread(streams, count=FETCH_COUNT, block=BLOCK_MS)
                 except Exception as exc:  # the readers' own reads say what failed
                     log.debug("resume watch read failed (%s)", type(exc).__name__)
                     for watched in self.turns.values():
@@ -129,8 +129,8 @@ class StreamWatch:
                     if key.decode() == self.wake_key:
                         wake_id = entries[-1][0]
                         continue
-                    watched = self.turns.get(self.events.request_of(key))
-                    if watched is not None and entries:
-                        watched.got(frames_of(entries))
+                    reader = self.turns.get(self.events.request_of(key))
+                    if reader is not None and entries:
+                        reader.got(frames_of(entries))
         finally:
             await client.aclose()

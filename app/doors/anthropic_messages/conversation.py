@@ -247,8 +247,8 @@ class _Thinking:
     def block(self, origin: Origin | None) -> ThinkingContent | None:
         """The vendor signature stays only when it comes from the message's origin; redacted thinking from
         anywhere else cannot be replayed to anyone and is left out."""
-        own = self.signed is not None and self.signed.origin == origin
-        signature = self.signed.signature if own and self.signed.signature else None
+        signed = self.signed
+        signature = signed.signature if signed is not None and signed.origin == origin and signed.signature else None
         if self.redacted:
             return ThinkingContent(thinking="", thinking_signature=signature, redacted=True) if signature else None
         return ThinkingContent(thinking=self.text, thinking_signature=signature)

@@ -110,7 +110,7 @@ class MessagesEncoder:
 
     def _start(self, event: dict[str, Any]) -> bytes:
         self._origin = origin_of(event)
-        message = {
+        message: dict[str, Any] = {
             "id": message_id(self.request_id),
             "type": "message",
             "role": "assistant",

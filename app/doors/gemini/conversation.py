@@ -248,8 +248,8 @@ class _Block:
     signed: Unwrapped | None = None
 
     def block(self, origin: Origin | None) -> TextContent | ThinkingContent | None:
-        own = self.signed is not None and self.signed.origin == origin and self.signed.signature
-        signature = self.signed.signature if own else None
+        signed = self.signed
+        signature = signed.signature if signed is not None and signed.origin == origin and signed.signature else None
         text = "".join(self.text)
         if self.thought:
             return ThinkingContent(thinking=text, thinking_signature=signature) if text or signature else None

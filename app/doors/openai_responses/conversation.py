@@ -17,6 +17,7 @@ from typing import Any, Mapping
 
 from app.contract.messages import (
     DOOR_VALIDATION,
+    AssistantBlock,
     AssistantMessage,
     ImageContent,
     Message,
@@ -143,7 +144,7 @@ class Conversation:
         self._assistant = None
         if blocks is None:
             return
-        content = []
+        content: list[AssistantBlock] = []
         for block in blocks:
             if isinstance(block, (_Reasoning, SignedCall)):
                 thinking = block.block(origin)
@@ -259,8 +260,8 @@ class _Reasoning:
     def block(self, origin: Origin | None) -> ThinkingContent | None:
         """The vendor's state stays only when it comes from the message's origin; redacted reasoning from
         anywhere else cannot be replayed to anyone and is left out."""
-        own = self.opaque is not None and self.opaque.origin == origin
-        signature = self.opaque.signature if own and self.opaque.signature else None
+        opaque = self.opaque
+        signature = opaque.signature if opaque is not None and opaque.origin == origin and opaque.signature else None
         if self.opaque is not None and self.opaque.redacted:
             return ThinkingContent(thinking="", thinking_signature=signature, redacted=True) if signature else None
         if not self.text and signature is None:

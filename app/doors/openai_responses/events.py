@@ -176,7 +176,7 @@ class ResponsesEncoder:
         index = event["contentIndex"]
         item_id = self._item_id("text", index)
         item = {"id": item_id, "type": "message", "status": "in_progress", "content": [], "role": "assistant"}
-        part = {"type": "output_text", "annotations": [], "logprobs": [], "text": ""}
+        part: dict[str, Any] = {"type": "output_text", "annotations": [], "logprobs": [], "text": ""}
         ids = {"item_id": item_id, "output_index": index, "content_index": 0}
         self._delta_frames(index, "response.output_text.delta", ids, b',"logprobs":[]')
         return self._event("response.output_item.added", {"output_index": index, "item": item}) + self._event(
@@ -191,7 +191,7 @@ class ResponsesEncoder:
         self._finished.add(index)
         item_id = self._item_id("text", index)
         text = event.get("content") or ""
-        part = {"type": "output_text", "annotations": [], "logprobs": [], "text": text}
+        part: dict[str, Any] = {"type": "output_text", "annotations": [], "logprobs": [], "text": text}
         ids = {"item_id": item_id, "output_index": index, "content_index": 0}
         item = {"id": item_id, "type": "message", "status": "completed", "content": [part], "role": "assistant"}
         return (

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from types import ModuleType
-from typing import Any, ClassVar
+from typing import Any, Callable, ClassVar
 
 import anthropic
 
@@ -24,7 +24,7 @@ COUNTED_FIELDS = ("system", "tools", "tool_choice", "thinking", "output_config",
 class AnthropicProvider(StainlessProvider):
     api = API
     sdk: ClassVar[ModuleType] = anthropic  # (a module assigned bare is an instance variable to mypy)
-    client_class = anthropic.AsyncAnthropic
+    client_class: ClassVar[Callable[..., Any]] = anthropic.AsyncAnthropic
     options_class = AnthropicRequestOptions
     path = "/v1/messages"
 

@@ -60,6 +60,7 @@ def entra_token_provider() -> Callable[[], Any]:
 class AzureOpenAI:
     """The Azure part of an OpenAI adapter; listed first in the bases of the classes below."""
 
+    name: str
     path: str
     client: Any
     _stream_cls: Any

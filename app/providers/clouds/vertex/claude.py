@@ -30,7 +30,7 @@ class VertexAnthropicProvider(AnthropicProvider):
         base = options.pop("base_url")  # a configured base URL is the service root; the SDK's ends in /v1
         return anthropic.AsyncAnthropicVertex(
             region=cloud.region or DEFAULT_REGION,
-            project_id=cloud.project,
+            project_id=cloud.project,  # type: ignore[arg-type]  # None: the credentials' project, not the SDK's env default
             base_url=f"{base.rstrip('/')}/v1" if base else None,
             **options,
         )
