@@ -22,8 +22,12 @@ check: venv
 	$(VENV)/bin/ruff format --check
 	$(VENV)/bin/mypy
 
+# The suite runs on PYTEST_WORKERS pytest-xdist workers (0: in this process). Most of it waits on loopback I/O and
+# timers, so more workers than CPUs pays; worksteal hands a worker that is done a share of another's tests, so the
+# slow ones (gateway processes, replicas) do not leave one worker running alone at the end.
+PYTEST_WORKERS ?= 4
 test: venv npm-packages
-	$(PY) -m pytest $(PYTEST_ARGS)
+	$(PY) -m pytest -n $(PYTEST_WORKERS) --dist worksteal $(PYTEST_ARGS)
 
 # The npm packages the tests run, each folder pinned by its package-lock.json and installed again only when
 # that lock file changes (skipped without npm): examples/js, the official openai and Anthropic SDKs of the
