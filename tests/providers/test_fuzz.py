@@ -78,32 +78,87 @@ def anthropic_stream(draw: Any) -> Script:
             text = draw(wire_text)
             chunks = utf16_split(draw, text) if text else []
             wire.append({"type": "content_block_start", "index": index, "content_block": {"type": "text", "text": ""}})
-            wire += [{"type": "content_block_delta", "index": index, "delta": {"type": "text_delta", "text": c}} for c in chunks]
+            wire += [
+                {"type": "content_block_delta", "index": index, "delta": {"type": "text_delta", "text": c}}
+                for c in chunks
+            ]
             expected.append({"type": "text", "text": valid_text(text)})
         elif kind == "thinking":
             text = draw(wire_text)
             chunks = utf16_split(draw, text) if text else []
             signature = draw(st.text(alphabet="abcdef0123456789", min_size=1, max_size=12))
-            wire.append({"type": "content_block_start", "index": index, "content_block": {"type": "thinking", "thinking": "", "signature": ""}})
-            wire += [{"type": "content_block_delta", "index": index, "delta": {"type": "thinking_delta", "thinking": c}} for c in chunks]
-            wire.append({"type": "content_block_delta", "index": index, "delta": {"type": "signature_delta", "signature": signature}})
+            wire.append(
+                {
+                    "type": "content_block_start",
+                    "index": index,
+                    "content_block": {"type": "thinking", "thinking": "", "signature": ""},
+                }
+            )
+            wire += [
+                {"type": "content_block_delta", "index": index, "delta": {"type": "thinking_delta", "thinking": c}}
+                for c in chunks
+            ]
+            wire.append(
+                {
+                    "type": "content_block_delta",
+                    "index": index,
+                    "delta": {"type": "signature_delta", "signature": signature},
+                }
+            )
             expected.append({"type": "thinking", "thinking": valid_text(text), "thinkingSignature": signature})
         elif kind == "redacted":
-            wire.append({"type": "content_block_start", "index": index, "content_block": {"type": "redacted_thinking", "data": "blob"}})
+            wire.append(
+                {
+                    "type": "content_block_start",
+                    "index": index,
+                    "content_block": {"type": "redacted_thinking", "data": "blob"},
+                }
+            )
             expected.append({"type": "thinking", "thinking": "", "thinkingSignature": "blob", "redacted": True})
         elif kind == "tool":
             args = draw(arguments)
             text = json.dumps(args, ensure_ascii=False) if args or draw(st.booleans()) else ""
             call_id = f"toolu_{index}"
-            wire.append({"type": "content_block_start", "index": index, "content_block": {"type": "tool_use", "id": call_id, "name": "tool", "input": {}}})
-            wire += [{"type": "content_block_delta", "index": index, "delta": {"type": "input_json_delta", "partial_json": f}} for f in utf16_split(draw, text)]
+            wire.append(
+                {
+                    "type": "content_block_start",
+                    "index": index,
+                    "content_block": {"type": "tool_use", "id": call_id, "name": "tool", "input": {}},
+                }
+            )
+            wire += [
+                {
+                    "type": "content_block_delta",
+                    "index": index,
+                    "delta": {"type": "input_json_delta", "partial_json": f},
+                }
+                for f in utf16_split(draw, text)
+            ]
             expected.append({"type": "toolCall", "id": call_id, "name": "tool", "arguments": args})
         else:
-            wire.append({"type": "content_block_start", "index": index, "content_block": {"type": "server_tool_use", "id": "srv", "name": "web_search", "input": {}}})
-            wire.append({"type": "content_block_delta", "index": index, "delta": {"type": "input_json_delta", "partial_json": '{"q": 1}'}})
+            wire.append(
+                {
+                    "type": "content_block_start",
+                    "index": index,
+                    "content_block": {"type": "server_tool_use", "id": "srv", "name": "web_search", "input": {}},
+                }
+            )
+            wire.append(
+                {
+                    "type": "content_block_delta",
+                    "index": index,
+                    "delta": {"type": "input_json_delta", "partial_json": '{"q": 1}'},
+                }
+            )
         wire.append({"type": "content_block_stop", "index": index})
     stop = draw(st.sampled_from(sorted(ANTHROPIC_STOPS)))
-    wire.append({"type": "message_delta", "delta": {"stop_reason": stop}, "usage": {"output_tokens": draw(st.integers(0, 5000))}})
+    wire.append(
+        {
+            "type": "message_delta",
+            "delta": {"stop_reason": stop},
+            "usage": {"output_tokens": draw(st.integers(0, 5000))},
+        }
+    )
     wire.append({"type": "message_stop"})
     has_calls = any(b["type"] == "toolCall" for b in expected)
     reason = "toolUse" if has_calls else "stop" if ANTHROPIC_STOPS[stop] == "toolUse" else ANTHROPIC_STOPS[stop]
@@ -114,9 +169,19 @@ def anthropic_frames(c: Corrupted) -> None:
     if c.mutation == "unknown":
         c.wire.insert(c.at, {"type": "mystery_event", "payload": [1, 2]})
     elif c.mutation == "garble":
-        c.wire.insert(c.at, {"type": "content_block_delta", "index": c.seed % 4, "delta": {"type": "input_json_delta", "partial_json": "}{"}})
+        c.wire.insert(
+            c.at,
+            {
+                "type": "content_block_delta",
+                "index": c.seed % 4,
+                "delta": {"type": "input_json_delta", "partial_json": "}{"},
+            },
+        )
     elif c.mutation == "late":
-        c.wire += [{"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "late"}}, {"type": "message_stop"}]
+        c.wire += [
+            {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "late"}},
+            {"type": "message_stop"},
+        ]
     elif c.mutation == "error_event":
         c.wire.insert(c.at, {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}})
 
@@ -133,8 +198,10 @@ def openai_stream(draw: Any) -> Script:
     """Message, reasoning and function_call items; arguments streamed, sent only whole in
     `function_call_arguments.done` or only with the finished item; text the deltas did not carry; several
     summary parts."""
-    wire: list[dict] = [{"type": "response.created", "response": {"id": "resp_1", "status": "in_progress", "output": []}},
-                        {"type": "response.in_progress", "response": {"id": "resp_1", "status": "in_progress"}}]
+    wire: list[dict] = [
+        {"type": "response.created", "response": {"id": "resp_1", "status": "in_progress", "output": []}},
+        {"type": "response.in_progress", "response": {"id": "resp_1", "status": "in_progress"}},
+    ]
     expected: list[dict] = []
     kinds = draw(st.lists(st.sampled_from(["text", "reasoning", "call", "builtin"]), max_size=5))
     for index, kind in enumerate(kinds):
@@ -144,60 +211,156 @@ def openai_stream(draw: Any) -> Script:
             chunks = utf16_split(draw, text)
             streamed = chunks[: draw(st.integers(0, len(chunks)))]  # the rest arrives only in the finished item
             ids = {"item_id": item_id, "output_index": index, "content_index": 0}
-            wire.append({"type": "response.output_item.added", "output_index": index,
-                         "item": {"id": item_id, "type": "message", "status": "in_progress", "role": "assistant", "content": []}})
+            wire.append(
+                {
+                    "type": "response.output_item.added",
+                    "output_index": index,
+                    "item": {
+                        "id": item_id,
+                        "type": "message",
+                        "status": "in_progress",
+                        "role": "assistant",
+                        "content": [],
+                    },
+                }
+            )
             wire.append({"type": "response.content_part.added", "part": {"type": "output_text", "text": ""}, **ids})
             wire += [{"type": "response.output_text.delta", "delta": c, **ids} for c in streamed]
             wire.append({"type": "response.output_text.done", "text": text, **ids})
-            item = {"id": item_id, "type": "message", "status": "completed", "role": "assistant",
-                    "content": [{"type": "output_text", "text": text, "annotations": []}]}
+            item = {
+                "id": item_id,
+                "type": "message",
+                "status": "completed",
+                "role": "assistant",
+                "content": [{"type": "output_text", "text": text, "annotations": []}],
+            }
             wire.append({"type": "response.output_item.done", "output_index": index, "item": item})
-            expected.append({"type": "text", "text": valid_text(text), "textSignature": json.dumps({"v": 1, "id": item_id}, separators=(",", ":"))})
+            expected.append(
+                {
+                    "type": "text",
+                    "text": valid_text(text),
+                    "textSignature": json.dumps({"v": 1, "id": item_id}, separators=(",", ":")),
+                }
+            )
         elif kind == "reasoning":
             item_id = f"rs_{index}"
             summaries = draw(st.lists(st.text(min_size=1, max_size=10), max_size=3))
-            wire.append({"type": "response.output_item.added", "output_index": index,
-                         "item": {"id": item_id, "type": "reasoning", "summary": []}})
+            wire.append(
+                {
+                    "type": "response.output_item.added",
+                    "output_index": index,
+                    "item": {"id": item_id, "type": "reasoning", "summary": []},
+                }
+            )
             for s_index, summary in enumerate(summaries):
                 ids = {"item_id": item_id, "output_index": index, "summary_index": s_index}
-                wire.append({"type": "response.reasoning_summary_part.added", "part": {"type": "summary_text", "text": ""}, **ids})
-                wire += [{"type": "response.reasoning_summary_text.delta", "delta": c, **ids} for c in split(draw, summary)]
+                wire.append(
+                    {
+                        "type": "response.reasoning_summary_part.added",
+                        "part": {"type": "summary_text", "text": ""},
+                        **ids,
+                    }
+                )
+                wire += [
+                    {"type": "response.reasoning_summary_text.delta", "delta": c, **ids} for c in split(draw, summary)
+                ]
                 wire.append({"type": "response.reasoning_summary_text.done", "text": summary, **ids})
-                wire.append({"type": "response.reasoning_summary_part.done", "part": {"type": "summary_text", "text": summary}, **ids})
-            item = {"id": item_id, "type": "reasoning", "summary": [{"type": "summary_text", "text": s} for s in summaries],
-                    "encrypted_content": draw(st.text(alphabet="abcdef0123456789", max_size=8)) or None}
+                wire.append(
+                    {
+                        "type": "response.reasoning_summary_part.done",
+                        "part": {"type": "summary_text", "text": summary},
+                        **ids,
+                    }
+                )
+            item = {
+                "id": item_id,
+                "type": "reasoning",
+                "summary": [{"type": "summary_text", "text": s} for s in summaries],
+                "encrypted_content": draw(st.text(alphabet="abcdef0123456789", max_size=8)) or None,
+            }
             wire.append({"type": "response.output_item.done", "output_index": index, "item": item})
-            expected.append({"type": "thinking", "thinking": "\n\n".join(summaries),
-                             "thinkingSignature": json.dumps(item, ensure_ascii=False, separators=(",", ":"))})
+            expected.append(
+                {
+                    "type": "thinking",
+                    "thinking": "\n\n".join(summaries),
+                    "thinkingSignature": json.dumps(item, ensure_ascii=False, separators=(",", ":")),
+                }
+            )
         elif kind == "call":
             item_id, call_id = f"fc_{index}", f"call_{index}"
             args = draw(arguments)
             text = json.dumps(args, ensure_ascii=False) if args or draw(st.booleans()) else ""
             how = draw(st.sampled_from(["deltas", "done", "item"]))
             ids = {"item_id": item_id, "output_index": index}
-            wire.append({"type": "response.output_item.added", "output_index": index,
-                         "item": {"id": item_id, "type": "function_call", "status": "in_progress", "call_id": call_id,
-                                  "name": "tool", "arguments": ""}})
+            wire.append(
+                {
+                    "type": "response.output_item.added",
+                    "output_index": index,
+                    "item": {
+                        "id": item_id,
+                        "type": "function_call",
+                        "status": "in_progress",
+                        "call_id": call_id,
+                        "name": "tool",
+                        "arguments": "",
+                    },
+                }
+            )
             if how == "deltas":
-                wire += [{"type": "response.function_call_arguments.delta", "delta": f, **ids} for f in utf16_split(draw, text)]
+                wire += [
+                    {"type": "response.function_call_arguments.delta", "delta": f, **ids}
+                    for f in utf16_split(draw, text)
+                ]
             if how != "item":
                 wire.append({"type": "response.function_call_arguments.done", "arguments": text, **ids})
-            wire.append({"type": "response.output_item.done", "output_index": index,
-                         "item": {"id": item_id, "type": "function_call", "status": "completed", "call_id": call_id,
-                                  "name": "tool", "arguments": text}})
+            wire.append(
+                {
+                    "type": "response.output_item.done",
+                    "output_index": index,
+                    "item": {
+                        "id": item_id,
+                        "type": "function_call",
+                        "status": "completed",
+                        "call_id": call_id,
+                        "name": "tool",
+                        "arguments": text,
+                    },
+                }
+            )
             expected.append({"type": "toolCall", "id": f"{call_id}|{item_id}", "name": "tool", "arguments": args})
         else:  # a built-in tool item: not client content, skipped with its events
             item_id = f"ws_{index}"
-            wire.append({"type": "response.output_item.added", "output_index": index, "item": {"id": item_id, "type": "web_search_call"}})
+            wire.append(
+                {
+                    "type": "response.output_item.added",
+                    "output_index": index,
+                    "item": {"id": item_id, "type": "web_search_call"},
+                }
+            )
             wire.append({"type": "response.web_search_call.searching", "item_id": item_id, "output_index": index})
-            wire.append({"type": "response.output_item.done", "output_index": index, "item": {"id": item_id, "type": "web_search_call"}})
+            wire.append(
+                {
+                    "type": "response.output_item.done",
+                    "output_index": index,
+                    "item": {"id": item_id, "type": "web_search_call"},
+                }
+            )
     usage = {"input_tokens": draw(st.integers(0, 5000)), "output_tokens": draw(st.integers(0, 5000))}
     cached = draw(st.integers(0, usage["input_tokens"]))
     usage["input_tokens_details"] = {"cached_tokens": cached}
     length = draw(st.booleans())
     if length:
-        wire.append({"type": "response.incomplete", "response": {"id": "resp_1", "status": "incomplete", "usage": usage,
-                                                                 "incomplete_details": {"reason": "max_output_tokens"}}})
+        wire.append(
+            {
+                "type": "response.incomplete",
+                "response": {
+                    "id": "resp_1",
+                    "status": "incomplete",
+                    "usage": usage,
+                    "incomplete_details": {"reason": "max_output_tokens"},
+                },
+            }
+        )
     else:
         wire.append({"type": "response.completed", "response": {"id": "resp_1", "status": "completed", "usage": usage}})
     has_calls = any(b["type"] == "toolCall" for b in expected)
@@ -209,18 +372,48 @@ def openai_frames(c: Corrupted) -> None:
     if c.mutation == "unknown":
         c.wire.insert(c.at, {"type": "response.mystery_event", "payload": [1, 2]})
     elif c.mutation == "garble":
-        c.wire.insert(c.at, {"type": "response.function_call_arguments.delta", "item_id": f"fc_{c.seed % 5}", "output_index": c.seed % 5, "delta": "}{"})
+        c.wire.insert(
+            c.at,
+            {
+                "type": "response.function_call_arguments.delta",
+                "item_id": f"fc_{c.seed % 5}",
+                "output_index": c.seed % 5,
+                "delta": "}{",
+            },
+        )
     elif c.mutation == "late":
-        c.wire += [{"type": "response.output_text.delta", "item_id": "msg_0", "output_index": 0, "content_index": 0, "delta": "late"},
-                   {"type": "response.completed", "response": {"id": "resp_1", "status": "completed"}}]
+        c.wire += [
+            {
+                "type": "response.output_text.delta",
+                "item_id": "msg_0",
+                "output_index": 0,
+                "content_index": 0,
+                "delta": "late",
+            },
+            {"type": "response.completed", "response": {"id": "resp_1", "status": "completed"}},
+        ]
     elif c.mutation == "error_event":
-        c.wire.insert(c.at, {"type": "error", "code": "server_error", "message": "The server had an error", "param": None})
+        c.wire.insert(
+            c.at, {"type": "error", "code": "server_error", "message": "The server had an error", "param": None}
+        )
     elif c.mutation == "orphan":  # an item finished that was never added, with odd contents
         seed = c.seed
-        c.wire.insert(c.at, {"type": "response.output_item.done", "output_index": 9, "item": {
-            "id": f"x_{seed}", "type": ["message", "function_call", "reasoning"][seed % 3], "call_id": "c", "name": "n",
-            "arguments": ["{}", "[1]", "", "{\"a\":"][seed % 4], "content": [{"type": "refusal", "refusal": "no"}] if seed % 2 else [],
-            "summary": [{"type": "summary_text", "text": "s"}]}})
+        c.wire.insert(
+            c.at,
+            {
+                "type": "response.output_item.done",
+                "output_index": 9,
+                "item": {
+                    "id": f"x_{seed}",
+                    "type": ["message", "function_call", "reasoning"][seed % 3],
+                    "call_id": "c",
+                    "name": "n",
+                    "arguments": ["{}", "[1]", "", '{"a":'][seed % 4],
+                    "content": [{"type": "refusal", "refusal": "no"}] if seed % 2 else [],
+                    "summary": [{"type": "summary_text", "text": "s"}],
+                },
+            },
+        )
 
 
 def openai_ended(wire: list[Any]) -> bool:
@@ -276,7 +469,12 @@ def google_content(all_parts: list[dict[str, Any]]) -> list[dict[str, Any]]:
         if "functionCall" in part:
             open_kind = None
             call = part["functionCall"]
-            block = {"type": "toolCall", "id": call.get("id"), "name": call["name"], "arguments": call.get("args") or {}}
+            block = {
+                "type": "toolCall",
+                "id": call.get("id"),
+                "name": call["name"],
+                "arguments": call.get("args") or {},
+            }
             if signature:
                 block["thoughtSignature"] = signature
             content.append(block)
@@ -313,8 +511,13 @@ def google_stream(draw: Any) -> Script:
     prompt = draw(st.integers(0, 5000))
     cached = draw(st.integers(0, prompt))
     output, thoughts = draw(st.integers(0, 5000)), draw(st.integers(0, 500))
-    usage = {"promptTokenCount": prompt, "candidatesTokenCount": output, "thoughtsTokenCount": thoughts,
-             "cachedContentTokenCount": cached, "totalTokenCount": prompt + output + thoughts}
+    usage = {
+        "promptTokenCount": prompt,
+        "candidatesTokenCount": output,
+        "thoughtsTokenCount": thoughts,
+        "cachedContentTokenCount": cached,
+        "totalTokenCount": prompt + output + thoughts,
+    }
     finish = draw(st.sampled_from(sorted(GOOGLE_FINISHES)))
     if not chunks or draw(st.booleans()):
         chunks.append([{"text": ""}])  # the finish on a chunk of its own (as Gemini 3 sends it)
@@ -323,8 +526,14 @@ def google_stream(draw: Any) -> Script:
         candidate: dict[str, Any] = {"content": {"parts": chunk_parts, "role": "model"}, "index": 0}
         if i == len(chunks) - 1:
             candidate["finishReason"] = finish
-        wire.append({"candidates": [candidate], "usageMetadata": usage if i == len(chunks) - 1 else {"promptTokenCount": prompt},
-                     "modelVersion": "fuzz-model", "responseId": "r1"})
+        wire.append(
+            {
+                "candidates": [candidate],
+                "usageMetadata": usage if i == len(chunks) - 1 else {"promptTokenCount": prompt},
+                "modelVersion": "fuzz-model",
+                "responseId": "r1",
+            }
+        )
     content = google_content(all_parts)
     reason = "toolUse" if any(b["type"] == "toolCall" for b in content) else GOOGLE_FINISHES[finish]
     return Script(wire, content, reason, (prompt - cached, output + thoughts, cached))
@@ -333,15 +542,48 @@ def google_stream(draw: Any) -> Script:
 def google_frames(c: Corrupted) -> None:
     seed, at = c.seed, c.at
     if c.mutation == "unknown":
-        c.wire.insert(at, {"candidates": [{"content": {"parts": [{"futurePart": {"x": 1}}, {"executableCode": {"code": "1"}}]}}],
-                           "futureField": True})
+        c.wire.insert(
+            at,
+            {
+                "candidates": [{"content": {"parts": [{"futurePart": {"x": 1}}, {"executableCode": {"code": "1"}}]}}],
+                "futureField": True,
+            },
+        )
     elif c.mutation == "odd_parts":  # valid to the SDK, odd for a client: empty candidates, nameless calls, no content
-        c.wire.insert(at, [{"candidates": []}, {"candidates": [{"index": 0}]}, {"candidates": [{"content": {"parts": [
-            {"functionCall": {}}, {"text": "", "thought": True, "thoughtSignature": "c2ln"}]}}]}, {}][seed % 4])
+        c.wire.insert(
+            at,
+            [
+                {"candidates": []},
+                {"candidates": [{"index": 0}]},
+                {
+                    "candidates": [
+                        {
+                            "content": {
+                                "parts": [
+                                    {"functionCall": {}},
+                                    {"text": "", "thought": True, "thoughtSignature": "c2ln"},
+                                ]
+                            }
+                        }
+                    ]
+                },
+                {},
+            ][seed % 4],
+        )
     elif c.mutation == "bad_finish":
-        c.wire.insert(at, {"candidates": [{"content": {"parts": [{"text": "x"}]}, "index": 0,
-                                           "finishReason": ["SAFETY", "RECITATION", "MALFORMED_FUNCTION_CALL", "OTHER"][seed % 4],
-                                           "finishMessage": "stopped"}]})
+        c.wire.insert(
+            at,
+            {
+                "candidates": [
+                    {
+                        "content": {"parts": [{"text": "x"}]},
+                        "index": 0,
+                        "finishReason": ["SAFETY", "RECITATION", "MALFORMED_FUNCTION_CALL", "OTHER"][seed % 4],
+                        "finishMessage": "stopped",
+                    }
+                ]
+            },
+        )
     elif c.mutation == "blocked":
         c.wire.insert(at, {"promptFeedback": {"blockReason": "SAFETY"}, "usageMetadata": {"promptTokenCount": 3}})
     elif c.mutation == "late":
@@ -387,7 +629,9 @@ def chat_stream(draw: Any) -> Script:
         if kind == "text":
             text = draw(wire_text.filter(bool))
             typed = draw(st.booleans())  # Mistral's typed content parts, else a plain string
-            wire += [_chunk({"content": [{"type": "text", "text": c}] if typed else c}) for c in utf16_split(draw, text) if c]
+            wire += [
+                _chunk({"content": [{"type": "text", "text": c}] if typed else c}) for c in utf16_split(draw, text) if c
+            ]
             expected.append({"type": "text", "text": valid_text(text)})
         elif kind == "thinking":
             text = draw(wire_text.filter(bool))
@@ -407,17 +651,28 @@ def chat_stream(draw: Any) -> Script:
             whole = draw(st.booleans())
             indexed = draw(st.booleans())  # Mistral sends no index: a new id starts a call, no id continues it
             by_index = {"index": index} if indexed else {}
-            first = {**by_index, "id": f"call_{index}", "type": "function",
-                     "function": {"name": "tool", "arguments": text if whole else ""}}
+            first = {
+                **by_index,
+                "id": f"call_{index}",
+                "type": "function",
+                "function": {"name": "tool", "arguments": text if whole else ""},
+            }
             wire.append(_chunk({"tool_calls": [first]}))
             if not whole:
-                wire += [_chunk({"tool_calls": [{**by_index, "function": {"arguments": f}}]}) for f in utf16_split(draw, text)]
+                wire += [
+                    _chunk({"tool_calls": [{**by_index, "function": {"arguments": f}}]})
+                    for f in utf16_split(draw, text)
+                ]
             expected.append({"type": "toolCall", "id": f"call_{index}", "name": "tool", "arguments": args})
             index += 1
     prompt, completion = draw(st.integers(0, 5000)), draw(st.integers(0, 5000))
     cached = draw(st.integers(0, prompt))
-    usage = {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion,
-             "prompt_tokens_details": {"cached_tokens": cached}}
+    usage = {
+        "prompt_tokens": prompt,
+        "completion_tokens": completion,
+        "total_tokens": prompt + completion,
+        "prompt_tokens_details": {"cached_tokens": cached},
+    }
     finish = draw(st.sampled_from(["stop", "length"])) if not index else "tool_calls"
     if draw(st.booleans()):
         wire.append(_chunk({}, finish, usage=usage))
@@ -442,7 +697,12 @@ def chat_frames(c: Corrupted) -> None:
     elif c.mutation == "interleave":  # a fragment for call 0 after call 1 began
         c.wire.insert(len(c.wire) - 1, _chunk({"tool_calls": [{"index": 0, "function": {"arguments": "1"}}]}))
     elif c.mutation == "bad_finish":  # a finish reason that cannot be success, with usage so it settles there
-        c.wire.insert(c.at, _chunk({"content": "x"}, CHAT_ERROR_FINISHES[c.seed % 2], usage={"prompt_tokens": 1, "completion_tokens": 1}))
+        c.wire.insert(
+            c.at,
+            _chunk(
+                {"content": "x"}, CHAT_ERROR_FINISHES[c.seed % 2], usage={"prompt_tokens": 1, "completion_tokens": 1}
+            ),
+        )
 
 
 def chat_ended(wire: list[Any]) -> bool:
@@ -460,7 +720,14 @@ def chat_rules(terminal: dict[str, Any], c: Corrupted, script: Script) -> None:
     if terminal["type"] == "done":  # never a call with invented arguments
         made = [b for b in terminal["message"]["content"] if b["type"] == "toolCall"]
         assert all(b in script.content for b in made) or c.mutation in (
-            "duplicate", "swap", "drop", "garble", "interleave", "bad_finish", "retype")
+            "duplicate",
+            "swap",
+            "drop",
+            "garble",
+            "interleave",
+            "bad_finish",
+            "retype",
+        )
 
 
 # ------------------------------------------------------------------------------------ every vendor api
@@ -485,26 +752,82 @@ class Vendor:
 
 VENDORS = {
     "anthropic": Vendor(
-        "anthropic", "anthropic-messages", AnthropicTranslator, anthropic_stream(),
+        "anthropic",
+        "anthropic-messages",
+        AnthropicTranslator,
+        anthropic_stream(),
         ("drop", "duplicate", "swap", "unknown", "truncate", "garble", "late", "transport", "error_event", "retype"),
-        anthropic_frames, anthropic_ended, throttles=(0, 50),
+        anthropic_frames,
+        anthropic_ended,
+        throttles=(0, 50),
     ),
     "openai": Vendor(
-        "openai", "openai-responses", OpenAIResponsesTranslator, openai_stream(),
-        ("drop", "duplicate", "swap", "unknown", "truncate", "garble", "late", "transport", "error_event", "orphan", "retype"),
-        openai_frames, openai_ended,
+        "openai",
+        "openai-responses",
+        OpenAIResponsesTranslator,
+        openai_stream(),
+        (
+            "drop",
+            "duplicate",
+            "swap",
+            "unknown",
+            "truncate",
+            "garble",
+            "late",
+            "transport",
+            "error_event",
+            "orphan",
+            "retype",
+        ),
+        openai_frames,
+        openai_ended,
     ),
     "google": Vendor(
-        "google", "google-generative-ai", GoogleTranslator, google_stream(),
-        ("drop", "duplicate", "swap", "unknown", "truncate", "odd_parts", "bad_finish", "blocked", "late", "transport",
-         "error_chunk", "retype"),
-        google_frames, google_ended, as_sdk=(False, True), rules=google_rules,
+        "google",
+        "google-generative-ai",
+        GoogleTranslator,
+        google_stream(),
+        (
+            "drop",
+            "duplicate",
+            "swap",
+            "unknown",
+            "truncate",
+            "odd_parts",
+            "bad_finish",
+            "blocked",
+            "late",
+            "transport",
+            "error_chunk",
+            "retype",
+        ),
+        google_frames,
+        google_ended,
+        as_sdk=(False, True),
+        rules=google_rules,
     ),
     "completions": Vendor(
-        "compat", "openai-completions", ChatCompletionsTranslator, chat_stream(),
-        ("drop", "duplicate", "swap", "unknown", "truncate", "garble", "late", "transport", "error_event", "interleave",
-         "bad_finish", "retype"),
-        chat_frames, chat_ended, rules=chat_rules,
+        "compat",
+        "openai-completions",
+        ChatCompletionsTranslator,
+        chat_stream(),
+        (
+            "drop",
+            "duplicate",
+            "swap",
+            "unknown",
+            "truncate",
+            "garble",
+            "late",
+            "transport",
+            "error_event",
+            "interleave",
+            "bad_finish",
+            "retype",
+        ),
+        chat_frames,
+        chat_ended,
+        rules=chat_rules,
     ),
 }
 

@@ -43,7 +43,9 @@ def vendors(*names: str) -> pytest.MarkDecorator:
 
 @vendors("anthropic", "openai", "google", "compat")
 def test_an_http_400_is_an_error_and_not_retried(gateway, vendor):
-    detail = {"google": "INVALID_ARGUMENT: simulated bad request"}.get(vendor, "invalid_request_error: simulated bad request")
+    detail = {"google": "INVALID_ARGUMENT: simulated bad request"}.get(
+        vendor, "invalid_request_error: simulated bad request"
+    )
     m = marker()
     result = gateway.stream(turn(f"{vendor}/http-400", m))
     assert result.types() == ["error"]
@@ -62,7 +64,9 @@ RETRY_AFTER = {  # the scenario's Retry-After (seconds or milliseconds), in mill
 @vendors(*RETRY_AFTER)
 def test_an_http_429_is_retried_after_its_retry_after_then_an_error_that_carries_it(gateway, vendor):
     scenario, retry_after_ms = RETRY_AFTER[vendor]
-    detail = {"google": "RESOURCE_EXHAUSTED: simulated rate limit"}.get(vendor, "rate_limit_error: simulated rate limit")
+    detail = {"google": "RESOURCE_EXHAUSTED: simulated rate limit"}.get(
+        vendor, "rate_limit_error: simulated rate limit"
+    )
     m = marker()
     result = gateway.stream(turn(f"{vendor}/{scenario}", m))
     assert result.types() == ["error"]
@@ -231,7 +235,10 @@ def test_anthropic_text_turn(gateway):
 def test_anthropic_thinking_with_signature(gateway):
     result = gateway.stream(turn("anthropic/thinking"))
     types = result.types()
-    assert types[:5] == ["start", "thinking_start", "thinking_delta", "thinking_delta", "thinking_delta"] or types[1] == "thinking_start"
+    assert (
+        types[:5] == ["start", "thinking_start", "thinking_delta", "thinking_delta", "thinking_delta"]
+        or types[1] == "thinking_start"
+    )
     end = next(e for e in result.events if e["type"] == "thinking_end")
     assert end["content"] == "The user greets me. I should greet back."
     assert end["contentSignature"] == "sig-sim-thinking-42"
@@ -244,7 +251,12 @@ def test_anthropic_redacted_thinking(gateway):
     result = gateway.stream(turn("anthropic/redacted-thinking"))
     end = next(e for e in result.events if e["type"] == "thinking_end")
     assert end["redacted"] is True and end["contentSignature"] == "EncryptedBlob==" and end["content"] == ""
-    assert result.message["content"][0] == {"type": "thinking", "thinking": "", "thinkingSignature": "EncryptedBlob==", "redacted": True}
+    assert result.message["content"][0] == {
+        "type": "thinking",
+        "thinking": "",
+        "thinkingSignature": "EncryptedBlob==",
+        "redacted": True,
+    }
 
 
 def test_anthropic_fragmented_parallel_tool_calls(gateway):
@@ -252,7 +264,11 @@ def test_anthropic_fragmented_parallel_tool_calls(gateway):
     assert result.terminal["reason"] == "toolUse"
     calls = [e["toolCall"] for e in result.events if e["type"] == "toolcall_end"]
     assert [c["name"] for c in calls] == ["get_weather", "get_time"]
-    assert calls[0] == {"id": "toolu_sim_weather", "name": "get_weather", "arguments": {"city": "Paris", "unit": "celsius"}}
+    assert calls[0] == {
+        "id": "toolu_sim_weather",
+        "name": "get_weather",
+        "arguments": {"city": "Paris", "unit": "celsius"},
+    }
     assert calls[1]["arguments"] == {"timezone": "Europe/Paris"}
     # With coalescing off every wire fragment is its own delta.
     weather_deltas = [e["delta"] for e in result.events if e["type"] == "toolcall_delta" and e["contentIndex"] == 1]
@@ -281,20 +297,48 @@ def test_anthropic_replayed_history_is_sent_in_anthropic_format(gateway):
         "context": {
             "systemPrompt": "You are terse.",
             "messages": [
-                {"role": "user", "content": [{"type": "text", "text": "Weather in Paris?"},
-                                             {"type": "image", "data": "aGVsbG8=", "mimeType": "image/png"}]},
-                {"role": "assistant", "provider": "anthropic", "api": "anthropic-messages", "model": "text",
-                 "content": [{"type": "thinking", "thinking": "Use the tool.", "thinkingSignature": "sig-1"},
-                             {"type": "toolCall", "id": "toolu_01", "name": "get_weather", "arguments": {"city": "Paris"}},
-                             {"type": "toolCall", "id": "toolu_02", "name": "get_time", "arguments": {}}],
-                 "stopReason": "toolUse"},
-                {"role": "toolResult", "toolCallId": "toolu_01", "toolName": "get_weather",
-                 "content": [{"type": "text", "text": "18C"}], "isError": False},
-                {"role": "toolResult", "toolCallId": "toolu_02", "toolName": "get_time",
-                 "content": [{"type": "text", "text": "noon"}], "isError": False},
+                {
+                    "role": "user",
+                    "content": [
+                        {"type": "text", "text": "Weather in Paris?"},
+                        {"type": "image", "data": "aGVsbG8=", "mimeType": "image/png"},
+                    ],
+                },
+                {
+                    "role": "assistant",
+                    "provider": "anthropic",
+                    "api": "anthropic-messages",
+                    "model": "text",
+                    "content": [
+                        {"type": "thinking", "thinking": "Use the tool.", "thinkingSignature": "sig-1"},
+                        {"type": "toolCall", "id": "toolu_01", "name": "get_weather", "arguments": {"city": "Paris"}},
+                        {"type": "toolCall", "id": "toolu_02", "name": "get_time", "arguments": {}},
+                    ],
+                    "stopReason": "toolUse",
+                },
+                {
+                    "role": "toolResult",
+                    "toolCallId": "toolu_01",
+                    "toolName": "get_weather",
+                    "content": [{"type": "text", "text": "18C"}],
+                    "isError": False,
+                },
+                {
+                    "role": "toolResult",
+                    "toolCallId": "toolu_02",
+                    "toolName": "get_time",
+                    "content": [{"type": "text", "text": "noon"}],
+                    "isError": False,
+                },
                 {"role": "user", "content": m},
             ],
-            "tools": [{"name": "get_weather", "description": "Weather", "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}],
+            "tools": [
+                {
+                    "name": "get_weather",
+                    "description": "Weather",
+                    "parameters": {"type": "object", "properties": {"city": {"type": "string"}}},
+                }
+            ],
         },
         "options": {"maxTokens": 500, "temperature": 0.3},
     }
@@ -304,9 +348,17 @@ def test_anthropic_replayed_history_is_sent_in_anthropic_format(gateway):
     assert sent["max_tokens"] == 500 and sent["temperature"] == 0.3 and sent["stream"] is True
     assert sent["tools"][0]["input_schema"]["properties"]["city"] == {"type": "string"}
     user, assistant, results, last = sent["messages"]
-    assert user["content"][1] == {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "aGVsbG8="}}
+    assert user["content"][1] == {
+        "type": "image",
+        "source": {"type": "base64", "media_type": "image/png", "data": "aGVsbG8="},
+    }
     assert assistant["content"][0] == {"type": "thinking", "thinking": "Use the tool.", "signature": "sig-1"}
-    assert assistant["content"][1] == {"type": "tool_use", "id": "toolu_01", "name": "get_weather", "input": {"city": "Paris"}}
+    assert assistant["content"][1] == {
+        "type": "tool_use",
+        "id": "toolu_01",
+        "name": "get_weather",
+        "input": {"city": "Paris"},
+    }
     assert [r["tool_use_id"] for r in results["content"]] == ["toolu_01", "toolu_02"]  # merged into one user turn
     assert last["content"][-1]["text"] == m
     key_hash = gateway.sim.seen(m)[0]["authSha256"]
@@ -342,8 +394,13 @@ def test_anthropic_complete_answers_502_with_the_partial_message(gateway):
 def test_anthropic_pi_door_ignores_client_base_url_and_headers(gateway, sim):
     m = marker()
     body = {
-        "model": {"id": "text", "provider": "anthropic", "api": "anthropic-messages",
-                  "baseUrl": "http://127.0.0.1:9/steal", "headers": {"x-api-key": "attacker"}},
+        "model": {
+            "id": "text",
+            "provider": "anthropic",
+            "api": "anthropic-messages",
+            "baseUrl": "http://127.0.0.1:9/steal",
+            "headers": {"x-api-key": "attacker"},
+        },
         "context": {"messages": [{"role": "user", "content": m}]},
         "options": {"maxTokens": 100},
     }
@@ -353,7 +410,10 @@ def test_anthropic_pi_door_ignores_client_base_url_and_headers(gateway, sim):
         # pi's client reads `data: ` lines of one-line JSON.
         assert all(line.startswith("data: {") for line in result.text.splitlines() if line.startswith("data:"))
     assert len(sim.seen(m)) == 2  # served by the configured upstream, not the client's baseUrl
-    bad = gateway.http.post("/api/stream", json={"model": {"id": "x", "provider": "nope"}, "context": {"messages": [{"role": "user", "content": "x"}]}})
+    bad = gateway.http.post(
+        "/api/stream",
+        json={"model": {"id": "x", "provider": "nope"}, "context": {"messages": [{"role": "user", "content": "x"}]}},
+    )
     assert bad.status_code == 404 and isinstance(bad.json()["error"], str)
 
 
@@ -392,7 +452,12 @@ def test_openai_text_turn(gateway):
     assert (start["provider"], start["api"], start["model"]) == ("openai", "openai-responses", "text")
     assert "".join(deltas(result, "text_delta")) == text and n > 1
     end = result.events[-2]
-    assert end == {"type": "text_end", "contentIndex": 0, "content": text, "contentSignature": '{"v":1,"id":"msg_sim_0000"}'}
+    assert end == {
+        "type": "text_end",
+        "contentIndex": 0,
+        "content": text,
+        "contentSignature": '{"v":1,"id":"msg_sim_0000"}',
+    }
     assert result.message["content"] == [{"type": "text", "text": text, "textSignature": '{"v":1,"id":"msg_sim_0000"}'}]
     assert result.terminal["reason"] == "stop" and result.message["stopReason"] == "stop"
     usage = result.terminal["usage"]
@@ -402,19 +467,32 @@ def test_openai_text_turn(gateway):
 
 def test_openai_thinking_summary_with_a_replayable_signature(gateway):
     result = gateway.stream(turn("openai/thinking", options={"throttleMs": 0}))
-    assert result.types()[:6] == ["start", "thinking_start", "thinking_delta", "thinking_delta", "thinking_delta", "thinking_end"]
+    assert result.types()[:6] == [
+        "start",
+        "thinking_start",
+        "thinking_delta",
+        "thinking_delta",
+        "thinking_delta",
+        "thinking_end",
+    ]
     assert deltas(result, "thinking_delta") == ["The user greets me. ", "I should ", "greet back."]
     thinking = result.message["content"][0]
     assert thinking["thinking"] == "The user greets me. I should greet back."
     item = json.loads(thinking["thinkingSignature"])
-    assert item == {"id": "rs_sim_0000", "type": "reasoning", "encrypted_content": "sig-sim-thinking-42",
-                    "summary": [{"type": "summary_text", "text": "The user greets me. I should greet back."}]}
+    assert item == {
+        "id": "rs_sim_0000",
+        "type": "reasoning",
+        "encrypted_content": "sig-sim-thinking-42",
+        "summary": [{"type": "summary_text", "text": "The user greets me. I should greet back."}],
+    }
     assert result.message["content"][1]["type"] == "text"
 
     # Replayed to the same model, the thinking block goes back as that very reasoning item.
     m = marker()
-    body = {"model": "openai/thinking", "context": {"messages": [
-        {"role": "user", "content": "hi"}, result.message, {"role": "user", "content": m}]}}
+    body = {
+        "model": "openai/thinking",
+        "context": {"messages": [{"role": "user", "content": "hi"}, result.message, {"role": "user", "content": m}]},
+    }
     assert gateway.stream(body).terminal["type"] == "done"
     sent = gateway.sim.seen(m)[0]["body"]["input"]
     assert sent[1] == item
@@ -426,7 +504,11 @@ def test_openai_redacted_reasoning_is_an_empty_signed_thinking_block(gateway):
     thinking = result.message["content"][0]
     assert thinking["thinking"] == ""
     assert json.loads(thinking["thinkingSignature"]) == {
-        "id": "rs_sim_0000", "type": "reasoning", "summary": [], "encrypted_content": "EncryptedBlob=="}
+        "id": "rs_sim_0000",
+        "type": "reasoning",
+        "summary": [],
+        "encrypted_content": "EncryptedBlob==",
+    }
     assert result.terminal["type"] == "done"
 
 
@@ -435,7 +517,11 @@ def test_openai_parallel_tool_calls_with_fragmented_arguments(gateway):
     assert result.terminal["reason"] == "toolUse"
     calls = [e["toolCall"] for e in result.events if e["type"] == "toolcall_end"]
     assert calls == [
-        {"id": "toolu_sim_weather|fc_toolu_sim_weather", "name": "get_weather", "arguments": {"city": "Paris", "unit": "celsius"}},
+        {
+            "id": "toolu_sim_weather|fc_toolu_sim_weather",
+            "name": "get_weather",
+            "arguments": {"city": "Paris", "unit": "celsius"},
+        },
         {"id": "toolu_sim_time|fc_toolu_sim_time", "name": "get_time", "arguments": {"timezone": "Europe/Paris"}},
     ]
     assert deltas(result, "toolcall_delta", 1) == ['{"ci', 'ty": "Pa', 'ris", "unit', '": "celsius"}']
@@ -445,13 +531,30 @@ def test_openai_parallel_tool_calls_with_fragmented_arguments(gateway):
 
 def test_openai_arguments_sent_only_whole_are_one_delta(gateway):
     result = gateway.stream(turn("openai/args-only-done", options={"throttleMs": 0}))
-    assert result.types() == ["start", "toolcall_start", "toolcall_delta", "toolcall_end",
-                              "toolcall_start", "toolcall_delta", "toolcall_end", "done"]
+    assert result.types() == [
+        "start",
+        "toolcall_start",
+        "toolcall_delta",
+        "toolcall_end",
+        "toolcall_start",
+        "toolcall_delta",
+        "toolcall_end",
+        "done",
+    ]
     assert deltas(result, "toolcall_delta") == ['{"city": "Paris", "unit": "celsius"}', '{"timezone": "Europe/Paris"}']
     assert result.message["content"] == [
-        {"type": "toolCall", "id": "call_sim_weather|fc_call_sim_weather", "name": "get_weather",
-         "arguments": {"city": "Paris", "unit": "celsius"}},
-        {"type": "toolCall", "id": "call_sim_time|fc_call_sim_time", "name": "get_time", "arguments": {"timezone": "Europe/Paris"}},
+        {
+            "type": "toolCall",
+            "id": "call_sim_weather|fc_call_sim_weather",
+            "name": "get_weather",
+            "arguments": {"city": "Paris", "unit": "celsius"},
+        },
+        {
+            "type": "toolCall",
+            "id": "call_sim_time|fc_call_sim_time",
+            "name": "get_time",
+            "arguments": {"timezone": "Europe/Paris"},
+        },
     ]
     assert result.terminal["reason"] == "toolUse"
 
@@ -483,8 +586,13 @@ def test_openai_connection_refused_is_a_transport_error(gateway_factory):
 def test_openai_replay_text_nonascii(gateway):
     result = gateway.stream(turn("openai/replay-text-nonascii"))
     assert result.types()[0] == "start" and result.terminal["reason"] == "stop"
-    assert result.message["content"] == [{"type": "text", "text": "Olá!",
-                                          "textSignature": '{"v":1,"id":"msg_099d6c816b4d9f35016a3c11fb338081a289266547cae6ff41"}'}]
+    assert result.message["content"] == [
+        {
+            "type": "text",
+            "text": "Olá!",
+            "textSignature": '{"v":1,"id":"msg_099d6c816b4d9f35016a3c11fb338081a289266547cae6ff41"}',
+        }
+    ]
     usage = result.terminal["usage"]
     assert (usage["input"], usage["output"], usage["cacheRead"], usage["totalTokens"]) == (20, 3, 0, 23)
 
@@ -495,7 +603,9 @@ def test_openai_replay_reasoning_summary_text(gateway):
     assert thinking["type"] == "thinking" and len(thinking["thinking"]) == 468
     assert thinking["thinking"].startswith("**Summarizing Florence's weather**")
     item = json.loads(thinking["thinkingSignature"])
-    assert item["id"] == "rs_027ec5e155f266ec016a3c12675f308191aa4cbc320785b520" and len(item["encrypted_content"]) == 1676
+    assert (
+        item["id"] == "rs_027ec5e155f266ec016a3c12675f308191aa4cbc320785b520" and len(item["encrypted_content"]) == 1676
+    )
     assert item["summary"] == [{"type": "summary_text", "text": thinking["thinking"]}]
     assert len(text["text"]) == 297 and len(text["text"].encode()) == 312
     assert text["text"].startswith("The current temperature in Florence, Italy is 40 °C — it’s very hot.")
@@ -509,8 +619,12 @@ def test_openai_replay_reasoning_tool(gateway):
     result = gateway.stream(turn("openai/replay-reasoning-tool"))
     thinking, call = result.message["content"]
     assert thinking["thinking"] == "" and len(json.loads(thinking["thinkingSignature"])["encrypted_content"]) == 2212
-    assert call == {"type": "toolCall", "name": "weather", "arguments": {"location": "Florence, Italy"},
-                    "id": "call_EDay3PkaZNpmYHDVyeY69wF9|fc_0c6e197b73d08e53016a3c1266504c8191975a5dba87645ec1"}
+    assert call == {
+        "type": "toolCall",
+        "name": "weather",
+        "arguments": {"location": "Florence, Italy"},
+        "id": "call_EDay3PkaZNpmYHDVyeY69wF9|fc_0c6e197b73d08e53016a3c1266504c8191975a5dba87645ec1",
+    }
     assert result.terminal["reason"] == "toolUse"
     usage = result.terminal["usage"]
     assert (usage["input"], usage["output"]) == (60, 225)
@@ -531,9 +645,14 @@ def test_openai_replay_tools_parallel(gateway):
 
 def test_openai_replay_tool_fragmented_early_format(gateway):
     result = gateway.stream(turn("openai/replay-tool-fragmented", options={"throttleMs": 0}))
-    assert result.message["content"] == [{
-        "type": "toolCall", "name": "get_capital", "arguments": {"country": "France"},
-        "id": "call_kL0PCQV7M2WMoVX8V8OtYSAL|fc_67e554a1de488191af0831d35cbe082e0794405d35281ae2"}]
+    assert result.message["content"] == [
+        {
+            "type": "toolCall",
+            "name": "get_capital",
+            "arguments": {"country": "France"},
+            "id": "call_kL0PCQV7M2WMoVX8V8OtYSAL|fc_67e554a1de488191af0831d35cbe082e0794405d35281ae2",
+        }
+    ]
     assert deltas(result, "toolcall_delta") == ['{"', "country", '":"', "France", '"}']
     assert result.terminal["reason"] == "toolUse"
     usage = result.terminal["usage"]
@@ -542,32 +661,79 @@ def test_openai_replay_tool_fragmented_early_format(gateway):
 
 def test_openai_request_body(gateway):
     m = marker()
-    reasoning_item = {"id": "rs_prev", "type": "reasoning", "summary": [{"type": "summary_text", "text": "Use the tool."}],
-                      "encrypted_content": "ENC=="}
+    reasoning_item = {
+        "id": "rs_prev",
+        "type": "reasoning",
+        "summary": [{"type": "summary_text", "text": "Use the tool."}],
+        "encrypted_content": "ENC==",
+    }
     body = {
         "model": "openai/text",
         "context": {
             "systemPrompt": "You are terse.",
             "messages": [
-                {"role": "user", "content": [{"type": "text", "text": "Weather in Paris?"},
-                                             {"type": "image", "data": "aGVsbG8=", "mimeType": "image/png"}]},
-                {"role": "assistant", "provider": "openai", "api": "openai-responses", "model": "text",
-                 "content": [{"type": "thinking", "thinking": "Use the tool.", "thinkingSignature": json.dumps(reasoning_item)},
-                             {"type": "text", "text": "Checking.", "textSignature": '{"v":1,"id":"msg_prev"}'},
-                             {"type": "toolCall", "id": "call_1|fc_1", "name": "get_weather", "arguments": {"city": "Paris"}}],
-                 "stopReason": "toolUse"},
-                {"role": "toolResult", "toolCallId": "call_1|fc_1", "toolName": "get_weather",
-                 "content": [{"type": "text", "text": "18C"}, {"type": "text", "text": "cloudy"}], "isError": False},
-                {"role": "assistant", "provider": "anthropic", "api": "anthropic-messages", "model": "claude-sonnet-4-5",
-                 "content": [{"type": "thinking", "thinking": "Now the time.", "thinkingSignature": "anthropic-sig"},
-                             {"type": "toolCall", "id": "toolu_01.x", "name": "get_time", "arguments": {}}],
-                 "stopReason": "toolUse"},
-                {"role": "toolResult", "toolCallId": "toolu_01.x", "toolName": "get_time",
-                 "content": [{"type": "text", "text": "noon"}], "isError": False},
+                {
+                    "role": "user",
+                    "content": [
+                        {"type": "text", "text": "Weather in Paris?"},
+                        {"type": "image", "data": "aGVsbG8=", "mimeType": "image/png"},
+                    ],
+                },
+                {
+                    "role": "assistant",
+                    "provider": "openai",
+                    "api": "openai-responses",
+                    "model": "text",
+                    "content": [
+                        {
+                            "type": "thinking",
+                            "thinking": "Use the tool.",
+                            "thinkingSignature": json.dumps(reasoning_item),
+                        },
+                        {"type": "text", "text": "Checking.", "textSignature": '{"v":1,"id":"msg_prev"}'},
+                        {
+                            "type": "toolCall",
+                            "id": "call_1|fc_1",
+                            "name": "get_weather",
+                            "arguments": {"city": "Paris"},
+                        },
+                    ],
+                    "stopReason": "toolUse",
+                },
+                {
+                    "role": "toolResult",
+                    "toolCallId": "call_1|fc_1",
+                    "toolName": "get_weather",
+                    "content": [{"type": "text", "text": "18C"}, {"type": "text", "text": "cloudy"}],
+                    "isError": False,
+                },
+                {
+                    "role": "assistant",
+                    "provider": "anthropic",
+                    "api": "anthropic-messages",
+                    "model": "claude-sonnet-4-5",
+                    "content": [
+                        {"type": "thinking", "thinking": "Now the time.", "thinkingSignature": "anthropic-sig"},
+                        {"type": "toolCall", "id": "toolu_01.x", "name": "get_time", "arguments": {}},
+                    ],
+                    "stopReason": "toolUse",
+                },
+                {
+                    "role": "toolResult",
+                    "toolCallId": "toolu_01.x",
+                    "toolName": "get_time",
+                    "content": [{"type": "text", "text": "noon"}],
+                    "isError": False,
+                },
                 {"role": "user", "content": m},
             ],
-            "tools": [{"name": "get_weather", "description": "Weather",
-                       "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}],
+            "tools": [
+                {
+                    "name": "get_weather",
+                    "description": "Weather",
+                    "parameters": {"type": "object", "properties": {"city": {"type": "string"}}},
+                }
+            ],
         },
         "options": {"maxTokens": 500, "temperature": 0.3, "reasoning": "xhigh", "sessionId": "sess-1"},
     }
@@ -579,15 +745,38 @@ def test_openai_request_body(gateway):
     assert sent["reasoning"] == {"effort": "high", "summary": "auto"}  # xhigh is high for a model without it
     assert sent["include"] == ["reasoning.encrypted_content"]
     assert sent["prompt_cache_key"] == "sess-1"
-    assert sent["tools"] == [{"type": "function", "name": "get_weather", "description": "Weather", "strict": False,
-                              "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}]
+    assert sent["tools"] == [
+        {
+            "type": "function",
+            "name": "get_weather",
+            "description": "Weather",
+            "strict": False,
+            "parameters": {"type": "object", "properties": {"city": {"type": "string"}}},
+        }
+    ]
     assert sent["input"] == [
-        {"role": "user", "content": [{"type": "input_text", "text": "Weather in Paris?"},
-                                     {"type": "input_image", "detail": "auto", "image_url": "data:image/png;base64,aGVsbG8="}]},
+        {
+            "role": "user",
+            "content": [
+                {"type": "input_text", "text": "Weather in Paris?"},
+                {"type": "input_image", "detail": "auto", "image_url": "data:image/png;base64,aGVsbG8="},
+            ],
+        },
         reasoning_item,
-        {"type": "message", "role": "assistant", "id": "msg_prev", "status": "completed",
-         "content": [{"type": "output_text", "text": "Checking.", "annotations": []}]},
-        {"type": "function_call", "call_id": "call_1", "id": "fc_1", "name": "get_weather", "arguments": '{"city": "Paris"}'},
+        {
+            "type": "message",
+            "role": "assistant",
+            "id": "msg_prev",
+            "status": "completed",
+            "content": [{"type": "output_text", "text": "Checking.", "annotations": []}],
+        },
+        {
+            "type": "function_call",
+            "call_id": "call_1",
+            "id": "fc_1",
+            "name": "get_weather",
+            "arguments": '{"city": "Paris"}',
+        },
         {"type": "function_call_output", "call_id": "call_1", "output": "18C\ncloudy"},
         # Another model's turn: its thinking becomes text, its call id is normalised and sent without an item id.
         {"role": "assistant", "content": "Now the time."},
@@ -605,8 +794,13 @@ def test_google_text_turn(gateway):
     result = gateway.stream(turn("google/text", f"hello {m}", options=FAST))
     pieces = reply(f"hello {m}")
     assert result.types() == ["start", "text_start", *["text_delta"] * len(pieces), "text_end", "done"]
-    assert result.events[0] | {"requestId": None} == {"type": "start", "requestId": None, "provider": "google",
-                                                      "api": "google-generative-ai", "model": "text"}
+    assert result.events[0] | {"requestId": None} == {
+        "type": "start",
+        "requestId": None,
+        "provider": "google",
+        "api": "google-generative-ai",
+        "model": "text",
+    }
     assert [e["delta"] for e in result.events if e["type"] == "text_delta"] == pieces
     assert result.message["content"] == [{"type": "text", "text": "".join(pieces)}]
     assert result.terminal["reason"] == "stop"
@@ -621,12 +815,27 @@ def test_google_text_turn(gateway):
 def test_google_thinking_with_signature(gateway):
     result = gateway.stream(turn("google/thinking", options=FAST))
     signature = base64.b64encode(b"sig-sim-thinking-42").decode()  # a thoughtSignature is base64 on the wire
-    assert result.types()[:7] == ["start", "thinking_start", "thinking_delta", "thinking_delta", "thinking_delta",
-                                  "thinking_end", "text_start"]
+    assert result.types()[:7] == [
+        "start",
+        "thinking_start",
+        "thinking_delta",
+        "thinking_delta",
+        "thinking_delta",
+        "thinking_end",
+        "text_start",
+    ]
     end = result.events[5]
-    assert end == {"type": "thinking_end", "contentIndex": 0, "content": "The user greets me. I should greet back.",
-                   "contentSignature": signature}
-    assert result.message["content"][0] == {"type": "thinking", "thinking": end["content"], "thinkingSignature": signature}
+    assert end == {
+        "type": "thinking_end",
+        "contentIndex": 0,
+        "content": "The user greets me. I should greet back.",
+        "contentSignature": signature,
+    }
+    assert result.message["content"][0] == {
+        "type": "thinking",
+        "thinking": end["content"],
+        "thinkingSignature": signature,
+    }
     assert result.message["content"][1]["type"] == "text"
     usage = result.terminal["usage"]
     assert usage["output"] == result.message["usage"]["output"] > 3  # candidates + 3 thought chunks
@@ -635,14 +844,29 @@ def test_google_thinking_with_signature(gateway):
 
 def test_google_parallel_tool_calls_without_ids_get_unique_ids(gateway):
     result = gateway.stream(turn("google/tools", options=FAST))
-    assert result.types() == ["start", "text_start", "text_delta", "text_delta", "text_end",
-                              "toolcall_start", "toolcall_delta", "toolcall_end",
-                              "toolcall_start", "toolcall_delta", "toolcall_end", "done"]
+    assert result.types() == [
+        "start",
+        "text_start",
+        "text_delta",
+        "text_delta",
+        "text_end",
+        "toolcall_start",
+        "toolcall_delta",
+        "toolcall_end",
+        "toolcall_start",
+        "toolcall_delta",
+        "toolcall_end",
+        "done",
+    ]
     assert [e["delta"] for e in result.events if e["type"] == "toolcall_delta"] == [
-        '{"city":"Paris","unit":"celsius"}', '{"timezone":"Europe/Paris"}']  # ONE delta per call
+        '{"city":"Paris","unit":"celsius"}',
+        '{"timezone":"Europe/Paris"}',
+    ]  # ONE delta per call
     calls = [e["toolCall"] for e in result.events if e["type"] == "toolcall_end"]
     assert [(c["name"], c["arguments"]) for c in calls] == [
-        ("get_weather", {"city": "Paris", "unit": "celsius"}), ("get_time", {"timezone": "Europe/Paris"})]
+        ("get_weather", {"city": "Paris", "unit": "celsius"}),
+        ("get_time", {"timezone": "Europe/Paris"}),
+    ]
     assert re.fullmatch(r"get_weather_1_[0-9a-f]{8}", calls[0]["id"])
     assert re.fullmatch(r"get_time_2_[0-9a-f]{8}", calls[1]["id"])
     starts = [e["id"] for e in result.events if e["type"] == "toolcall_start"]
@@ -663,14 +887,20 @@ def test_google_malformed_function_call_is_an_error(gateway):
     m = marker()
     result = gateway.stream(turn("google/tools-malformed", m))
     assert result.types() == ["error"]
-    assert result.terminal["errorMessage"].startswith("google/tools-malformed stopped: finishReason=MALFORMED_FUNCTION_CALL")
+    assert result.terminal["errorMessage"].startswith(
+        "google/tools-malformed stopped: finishReason=MALFORMED_FUNCTION_CALL"
+    )
     assert len(gateway.sim.seen(m)) == 1  # not retried
 
 
 def sample_parts(name: str) -> list[dict]:
     raw = (HERE / "wire_samples" / f"gemini-{name}.sse").read_bytes().decode()
-    return [p for f in raw.split("\r\n\r\n") if f.startswith("data: ")
-            for p in json.loads(f[6:])["candidates"][0]["content"]["parts"]]
+    return [
+        p
+        for f in raw.split("\r\n\r\n")
+        if f.startswith("data: ")
+        for p in json.loads(f[6:])["candidates"][0]["content"]["parts"]
+    ]
 
 
 def replay(gateway, name: str):
@@ -700,7 +930,9 @@ def test_google_replay_thought_parts_then_text(gateway):
     thinking, text = result.message["content"]
     assert len(thinking["thinking"]) == 1575 and "thinkingSignature" not in thinking
     assert len(text["text"]) == 1938
-    assert text["text"].startswith("This is a great question! Safely crossing the street is all about being aware and predictable.")
+    assert text["text"].startswith(
+        "This is a great question! Safely crossing the street is all about being aware and predictable."
+    )
     assert text["text"].endswith("Always assume a driver might not see you.")
     signed = [p["thoughtSignature"] for p in sample_parts("thought-parts-text") if "thoughtSignature" in p]
     assert len(signed) == 1 and len(signed[0]) == 6152 and text["textSignature"] == signed[0]
@@ -737,7 +969,13 @@ def test_google_replay_gemini3_call_with_id_and_empty_args(gateway):
     assert result.types() == ["start", "toolcall_start", "toolcall_delta", "toolcall_end", "done"]
     call = result.message["content"][0]
     signature = sample_parts("3-tool-id-empty-args")[0]["thoughtSignature"]
-    assert call == {"type": "toolCall", "id": "96c1su3s", "name": "get_user_country", "arguments": {}, "thoughtSignature": signature}
+    assert call == {
+        "type": "toolCall",
+        "id": "96c1su3s",
+        "name": "get_user_country",
+        "arguments": {},
+        "thoughtSignature": signature,
+    }
     assert len(signature) == 540
     assert result.terminal["reason"] == "toolUse"
     assert usage_of(result) == (29, 12 + 69, 0) and result.terminal["usage"]["totalTokens"] == 110
@@ -747,8 +985,10 @@ def test_google_replay_gemini3_signature_on_a_final_empty_part(gateway):
     result = replay(gateway, "3-text-thought-signature")
     assert result.types() == ["start", "text_start", "text_delta", "text_delta", "text_delta", "text_end", "done"]
     text = result.message["content"][0]
-    expected = ('"Hi" in Portuguese is **"Oi"** (pronounced like "oy"). \n\nYou can also use **"Olá"** '
-                '(pronounced oh-LAH), which means "Hello".')
+    expected = (
+        '"Hi" in Portuguese is **"Oi"** (pronounced like "oy"). \n\nYou can also use **"Olá"** '
+        '(pronounced oh-LAH), which means "Hello".'
+    )
     assert text["text"] == expected and len(expected) == 125
     signature = sample_parts("3-text-thought-signature")[-1]["thoughtSignature"]
     assert len(signature) == 1228 and text["textSignature"] == signature
@@ -772,22 +1012,54 @@ def test_google_request_body(gateway):
         "context": {
             "systemPrompt": "You are terse.",
             "messages": [
-                {"role": "user", "content": [{"type": "text", "text": "Weather in Paris?"},
-                                             {"type": "image", "data": "aGVsbG8=", "mimeType": "image/png"}]},
-                {"role": "assistant", "provider": "google", "api": "google-generative-ai", "model": "gemini-2.5-flash",
-                 "content": [{"type": "thinking", "thinking": "Use the tool.", "thinkingSignature": "c2lnLTE="},
-                             {"type": "toolCall", "id": "get_weather_1_ab", "name": "get_weather",
-                              "arguments": {"city": "Paris"}, "thoughtSignature": "c2lnLTI="},
-                             {"type": "toolCall", "id": "get_time_2_cd", "name": "get_time", "arguments": {}}],
-                 "stopReason": "toolUse"},
-                {"role": "toolResult", "toolCallId": "get_weather_1_ab", "toolName": "get_weather",
-                 "content": [{"type": "text", "text": "18C"}], "isError": False},
-                {"role": "toolResult", "toolCallId": "get_time_2_cd", "toolName": "get_time",
-                 "content": [{"type": "text", "text": "no clock"}], "isError": True},
+                {
+                    "role": "user",
+                    "content": [
+                        {"type": "text", "text": "Weather in Paris?"},
+                        {"type": "image", "data": "aGVsbG8=", "mimeType": "image/png"},
+                    ],
+                },
+                {
+                    "role": "assistant",
+                    "provider": "google",
+                    "api": "google-generative-ai",
+                    "model": "gemini-2.5-flash",
+                    "content": [
+                        {"type": "thinking", "thinking": "Use the tool.", "thinkingSignature": "c2lnLTE="},
+                        {
+                            "type": "toolCall",
+                            "id": "get_weather_1_ab",
+                            "name": "get_weather",
+                            "arguments": {"city": "Paris"},
+                            "thoughtSignature": "c2lnLTI=",
+                        },
+                        {"type": "toolCall", "id": "get_time_2_cd", "name": "get_time", "arguments": {}},
+                    ],
+                    "stopReason": "toolUse",
+                },
+                {
+                    "role": "toolResult",
+                    "toolCallId": "get_weather_1_ab",
+                    "toolName": "get_weather",
+                    "content": [{"type": "text", "text": "18C"}],
+                    "isError": False,
+                },
+                {
+                    "role": "toolResult",
+                    "toolCallId": "get_time_2_cd",
+                    "toolName": "get_time",
+                    "content": [{"type": "text", "text": "no clock"}],
+                    "isError": True,
+                },
                 {"role": "user", "content": m},
             ],
-            "tools": [{"name": "get_weather", "description": "Weather",
-                       "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}],
+            "tools": [
+                {
+                    "name": "get_weather",
+                    "description": "Weather",
+                    "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
+                }
+            ],
         },
         "options": {"maxTokens": 500, "temperature": 0.3, "reasoning": "medium"},
     }
@@ -796,22 +1068,50 @@ def test_google_request_body(gateway):
     assert len(seen) == 1 and seen[0]["model"] == "gemini-2.5-flash"
     sent = camel(seen[0]["body"])
     assert sent["systemInstruction"] == {"parts": [{"text": "You are terse."}]}
-    assert sent["generationConfig"] == {"maxOutputTokens": 500, "temperature": 0.3,
-                                        "thinkingConfig": {"includeThoughts": True, "thinkingBudget": 8192}}
-    assert sent["tools"] == [{"functionDeclarations": [{
-        "name": "get_weather", "description": "Weather",
-        "parametersJsonSchema": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}]}]
+    assert sent["generationConfig"] == {
+        "maxOutputTokens": 500,
+        "temperature": 0.3,
+        "thinkingConfig": {"includeThoughts": True, "thinkingBudget": 8192},
+    }
+    assert sent["tools"] == [
+        {
+            "functionDeclarations": [
+                {
+                    "name": "get_weather",
+                    "description": "Weather",
+                    "parametersJsonSchema": {
+                        "type": "object",
+                        "properties": {"city": {"type": "string"}},
+                        "required": ["city"],
+                    },
+                }
+            ]
+        }
+    ]
     user, model, results, last = sent["contents"]
-    assert user == {"role": "user", "parts": [{"text": "Weather in Paris?"}, {"inlineData": {"mimeType": "image/png", "data": "aGVsbG8="}}]}
-    assert model == {"role": "model", "parts": [
-        {"text": "Use the tool.", "thought": True, "thoughtSignature": "c2lnLTE="},  # same model: thinking kept, signed
-        {"functionCall": {"name": "get_weather", "args": {"city": "Paris"}}, "thoughtSignature": "c2lnLTI="},
-        {"functionCall": {"name": "get_time", "args": {}}},  # Gemini 2.5: an unsigned call stays unsigned
-    ]}
-    assert results == {"role": "user", "parts": [  # consecutive results merged into one user turn
-        {"functionResponse": {"name": "get_weather", "response": {"output": "18C"}}},
-        {"functionResponse": {"name": "get_time", "response": {"error": "no clock"}}},
-    ]}
+    assert user == {
+        "role": "user",
+        "parts": [{"text": "Weather in Paris?"}, {"inlineData": {"mimeType": "image/png", "data": "aGVsbG8="}}],
+    }
+    assert model == {
+        "role": "model",
+        "parts": [
+            {
+                "text": "Use the tool.",
+                "thought": True,
+                "thoughtSignature": "c2lnLTE=",
+            },  # same model: thinking kept, signed
+            {"functionCall": {"name": "get_weather", "args": {"city": "Paris"}}, "thoughtSignature": "c2lnLTI="},
+            {"functionCall": {"name": "get_time", "args": {}}},  # Gemini 2.5: an unsigned call stays unsigned
+        ],
+    }
+    assert results == {
+        "role": "user",
+        "parts": [  # consecutive results merged into one user turn
+            {"functionResponse": {"name": "get_weather", "response": {"output": "18C"}}},
+            {"functionResponse": {"name": "get_time", "response": {"error": "no clock"}}},
+        ],
+    }
     assert last == {"role": "user", "parts": [{"text": m}]}
 
 
@@ -819,15 +1119,29 @@ def test_google_gemini3_request_uses_levels_and_signs_foreign_calls(gateway):
     m = marker()
     body = {
         "model": "google/gemini-3-flash-preview",
-        "context": {"messages": [
-            {"role": "user", "content": "go"},
-            {"role": "assistant", "provider": "anthropic", "api": "anthropic-messages", "model": "claude-x",
-             "content": [{"type": "thinking", "thinking": "Think.", "thinkingSignature": "anthropic-sig"},
-                         {"type": "toolCall", "id": "toolu_01", "name": "lookup", "arguments": {"q": 1}}],
-             "stopReason": "toolUse"},
-            {"role": "toolResult", "toolCallId": "toolu_01", "toolName": "lookup", "content": [{"type": "text", "text": "1"}]},
-            {"role": "user", "content": m},
-        ]},
+        "context": {
+            "messages": [
+                {"role": "user", "content": "go"},
+                {
+                    "role": "assistant",
+                    "provider": "anthropic",
+                    "api": "anthropic-messages",
+                    "model": "claude-x",
+                    "content": [
+                        {"type": "thinking", "thinking": "Think.", "thinkingSignature": "anthropic-sig"},
+                        {"type": "toolCall", "id": "toolu_01", "name": "lookup", "arguments": {"q": 1}},
+                    ],
+                    "stopReason": "toolUse",
+                },
+                {
+                    "role": "toolResult",
+                    "toolCallId": "toolu_01",
+                    "toolName": "lookup",
+                    "content": [{"type": "text", "text": "1"}],
+                },
+                {"role": "user", "content": m},
+            ]
+        },
         "options": {"reasoning": "low"},
     }
     assert gateway.stream(body).terminal["type"] == "done"
@@ -848,12 +1162,18 @@ def calls(result):
 
 def test_compat_text_turn_and_request_body(gateway):
     m = marker()
-    body = turn("compat/meta-llama/Llama-3.3-70B-Instruct", m, options={"throttleMs": 0, "maxTokens": 100, "temperature": 0.2})
+    body = turn(
+        "compat/meta-llama/Llama-3.3-70B-Instruct", m, options={"throttleMs": 0, "maxTokens": 100, "temperature": 0.2}
+    )
     body["context"]["systemPrompt"] = "Be brief."
     result = gateway.stream(body)
     assert result.terminal["type"] == "done" and result.terminal["reason"] == "stop"
     start = result.events[0]
-    assert (start["provider"], start["api"], start["model"]) == ("compat", "openai-completions", "meta-llama/Llama-3.3-70B-Instruct")
+    assert (start["provider"], start["api"], start["model"]) == (
+        "compat",
+        "openai-completions",
+        "meta-llama/Llama-3.3-70B-Instruct",
+    )
     assert result.message["content"] == [{"type": "text", "text": f"Hello from the simulator. You said: {m}"}]
     sent = gateway.sim.seen(m)[0]["body"]
     assert sent["model"] == "meta-llama/Llama-3.3-70B-Instruct"  # the id with its "/" reaches the vendor whole
@@ -866,7 +1186,11 @@ def test_compat_thinking_from_reasoning_content_or_reasoning(gateway):
     for field in ("reasoning_content", "reasoning"):
         result = gateway.stream(turn(f"compat/thinking;reasoning_field={field}"))
         thinking = result.message["content"][0]
-        assert thinking == {"type": "thinking", "thinking": "The user greets me. I should greet back.", "thinkingSignature": field}
+        assert thinking == {
+            "type": "thinking",
+            "thinking": "The user greets me. I should greet back.",
+            "thinkingSignature": field,
+        }
 
 
 def test_compat_encrypted_reasoning_details_are_the_signature(gateway):
@@ -875,8 +1199,10 @@ def test_compat_encrypted_reasoning_details_are_the_signature(gateway):
 
 
 def test_compat_tool_calls_by_index_and_without_index(gateway):
-    expected = [("toolu_sim_weather", "get_weather", {"city": "Paris", "unit": "celsius"}),
-                ("toolu_sim_time", "get_time", {"timezone": "Europe/Paris"})]
+    expected = [
+        ("toolu_sim_weather", "get_weather", {"city": "Paris", "unit": "celsius"}),
+        ("toolu_sim_time", "get_time", {"timezone": "Europe/Paris"}),
+    ]
     for model in ("compat/tools", "compat/tools;quirk=no_index"):
         result = gateway.stream(turn(model))
         assert result.terminal["reason"] == "toolUse" and calls(result) == expected

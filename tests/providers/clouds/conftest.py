@@ -29,8 +29,18 @@ VERSION = "2025-04-01-preview"
 
 
 def provider(name: str, api: str, key_env: str = "AZURE_SIM_TEST_KEY", **cloud: object) -> dict[str, object]:
-    return {"name": name, "api": api, "baseUrl": "@SIMULATOR@/azure", "keyEnv": key_env,
-            "cloud": {"kind": "azure", "region": "eastus", "deployments": {"gpt-5": "thinking", "gpt-4o": "tools"}, **cloud}}
+    return {
+        "name": name,
+        "api": api,
+        "baseUrl": "@SIMULATOR@/azure",
+        "keyEnv": key_env,
+        "cloud": {
+            "kind": "azure",
+            "region": "eastus",
+            "deployments": {"gpt-5": "thinking", "gpt-4o": "tools"},
+            **cloud,
+        },
+    }
 
 
 PROVIDERS = {
@@ -53,7 +63,10 @@ SERVED = list(PATHS)
 def azure(gateway_factory, sim, tmp_path_factory):
     path = tmp_path_factory.mktemp("azure") / "catalog.json"
     entries = [json.loads(json.dumps(p).replace("@SIMULATOR@", sim.url)) for p in PROVIDERS.values()]
-    models = [{"provider": name, "id": "gpt-5", "reasoning": True, "cost": {"input": 1.25, "output": 10}} for name in PROVIDERS]
+    models = [
+        {"provider": name, "id": "gpt-5", "reasoning": True, "cost": {"input": 1.25, "output": 10}}
+        for name in PROVIDERS
+    ]
     path.write_text(json.dumps({"providers": entries, "models": models}))
     with pytest.MonkeyPatch.context() as env:
         env.setenv("AZURE_SIM_TEST_KEY", AZURE_KEY)
@@ -69,7 +82,9 @@ def azure_seen(sim, deployment: str) -> list[dict]:
 # simulator plays (`simulator/entra.py`, the App Service protocol: IDENTITY_ENDPOINT + IDENTITY_HEADER).
 ENTRA = {
     "az-entra": provider("az-entra", "openai-responses", key_env="AZURE_SIM_NO_KEY", auth="entra"),
-    "az-entra-dated": provider("az-entra-dated", "openai-completions", key_env="AZURE_SIM_NO_KEY", auth="entra", apiVersion=VERSION),
+    "az-entra-dated": provider(
+        "az-entra-dated", "openai-completions", key_env="AZURE_SIM_NO_KEY", auth="entra", apiVersion=VERSION
+    ),
     "az-entra-expiry": provider("az-entra-expiry", "openai-responses", key_env="AZURE_SIM_NO_KEY", auth="entra"),
 }
 
@@ -86,7 +101,13 @@ def entra(gateway_factory, sim, tmp_path_factory):
         entries.append(entry)
     path.write_text(json.dumps({"providers": entries}))
     with pytest.MonkeyPatch.context() as env:
-        for name in ("AZURE_CLIENT_ID", "AZURE_TENANT_ID", "AZURE_CLIENT_SECRET", "AZURE_FEDERATED_TOKEN_FILE", "MSI_ENDPOINT"):
+        for name in (
+            "AZURE_CLIENT_ID",
+            "AZURE_TENANT_ID",
+            "AZURE_CLIENT_SECRET",
+            "AZURE_FEDERATED_TOKEN_FILE",
+            "MSI_ENDPOINT",
+        ):
             env.delenv(name, raising=False)
         env.setenv("IDENTITY_ENDPOINT", f"{sim.url}/entra/msi/token")
         env.setenv("IDENTITY_HEADER", IDENTITY_HEADER)
@@ -105,7 +126,9 @@ def providers(base: str) -> list[dict]:
     out = []
     for suffix in ("", "-expiry", "-bad"):
         for kind, api in KINDS.items():
-            out.append({"name": f"vx-{kind}{suffix}", "api": api, "baseUrl": base, "cloud": {**CLOUD, "region": REGION[kind]}})
+            out.append(
+                {"name": f"vx-{kind}{suffix}", "api": api, "baseUrl": base, "cloud": {**CLOUD, "region": REGION[kind]}}
+            )
     return out
 
 
@@ -141,7 +164,11 @@ creds = json.load(open(sys.argv[1]))
 expires = datetime.now(timezone.utc) + timedelta(minutes=5)
 print(json.dumps({"Version": 1, **creds, "Expiration": expires.strftime("%Y-%m-%dT%H:%M:%SZ")}))
 """
-ROTATED_KEY_ID, ROTATED_SECRET, ROTATED_TOKEN = "ASIASIMULATORROTATED2", "rotated-secret-not-a-real-key", "rotated-session-token"
+ROTATED_KEY_ID, ROTATED_SECRET, ROTATED_TOKEN = (
+    "ASIASIMULATORROTATED2",
+    "rotated-secret-not-a-real-key",
+    "rotated-session-token",
+)
 
 
 class AwsChain:
@@ -151,7 +178,9 @@ class AwsChain:
         self.current = root / "current.json"
         (root / "process.py").write_text(CREDENTIAL_PROCESS)
         self.config = root / "config"
-        self.config.write_text(f"[default]\ncredential_process = {sys.executable} {root / 'process.py'} {self.current}\n")
+        self.config.write_text(
+            f"[default]\ncredential_process = {sys.executable} {root / 'process.py'} {self.current}\n"
+        )
         (root / "credentials").write_text("")
         self.use(TEST_ACCESS_KEY_ID, TEST_SECRET_ACCESS_KEY)
 
@@ -165,8 +194,17 @@ def chain(tmp_path_factory):
     root = tmp_path_factory.mktemp("aws")
     aws = AwsChain(root)
     patch = pytest.MonkeyPatch()
-    for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE", "AWS_DEFAULT_PROFILE",
-                 "AWS_WEB_IDENTITY_TOKEN_FILE", "AWS_ROLE_ARN", "AWS_BEARER_TOKEN_BEDROCK", "ANTHROPIC_BEDROCK_BASE_URL"):
+    for name in (
+        "AWS_ACCESS_KEY_ID",
+        "AWS_SECRET_ACCESS_KEY",
+        "AWS_SESSION_TOKEN",
+        "AWS_PROFILE",
+        "AWS_DEFAULT_PROFILE",
+        "AWS_WEB_IDENTITY_TOKEN_FILE",
+        "AWS_ROLE_ARN",
+        "AWS_BEARER_TOKEN_BEDROCK",
+        "ANTHROPIC_BEDROCK_BASE_URL",
+    ):
         patch.delenv(name, raising=False)
     patch.setenv("AWS_CONFIG_FILE", str(aws.config))
     patch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(root / "credentials"))
@@ -178,15 +216,26 @@ def chain(tmp_path_factory):
 @pytest.fixture(scope="module")
 def bedrock(gateway_factory, sim, chain, tmp_path_factory):
     catalog = {
-        "providers": [{"name": "bedrock", "api": "anthropic-messages", "cloud": {"kind": "bedrock", "region": "us-east-1"}}],
+        "providers": [
+            {"name": "bedrock", "api": "anthropic-messages", "cloud": {"kind": "bedrock", "region": "us-east-1"}}
+        ],
         "models": [
             {"provider": "bedrock", "id": SONNET, "contextWindow": 200000, "maxTokens": 64000, "cost": PRICE},
-            {"provider": "bedrock", "id": "thinking", "reasoning": True, "contextWindow": 200000, "maxTokens": 8192, "cost": PRICE},
+            {
+                "provider": "bedrock",
+                "id": "thinking",
+                "reasoning": True,
+                "contextWindow": 200000,
+                "maxTokens": 8192,
+                "cost": PRICE,
+            },
         ],
     }
     path = tmp_path_factory.mktemp("catalog") / "catalog.json"
     path.write_text(json.dumps(catalog))
-    return gateway_factory(catalog=str(path), base_urls={"bedrock": f"{sim.url}/bedrock"}, retries=2, retry_after_cap_ms=20)
+    return gateway_factory(
+        catalog=str(path), base_urls={"bedrock": f"{sim.url}/bedrock"}, retries=2, retry_after_cap_ms=20
+    )
 
 
 @pytest.fixture

@@ -35,8 +35,12 @@ def _by_model(seen: Callable[[Any, str], list[dict]]) -> Callable[[Any, str, str
 AZURE = Route("azure", "azure", _by_model(azure_seen), ("Azure request id",))
 VERTEX = Route("vertex", "vertex", _by_model(vertex_seen), ("Resource exhausted",))
 BEDROCK = Route(
-    "bedrock", "bedrock", lambda sim, model, prompt: sim.seen(prompt), ("ThrottlingException: Too many requests", "(request id "),
-    tagged=False, leave_during="hang-mid-stream",
+    "bedrock",
+    "bedrock",
+    lambda sim, model, prompt: sim.seen(prompt),
+    ("ThrottlingException: Too many requests", "(request id "),
+    tagged=False,
+    leave_during="hang-mid-stream",
 )
 ROUTES = {**{name: AZURE for name in SERVED}, "vx-claude": VERTEX, "vx-gemini": VERTEX, "bedrock": BEDROCK}
 
