@@ -26,6 +26,12 @@ from tests.servers import ServerThread
 
 HERE = Path(__file__).parent
 
+PROVIDER_KEYS = {
+    "anthropic": "sk-ant-test-PROVIDERKEY-0123456789",
+    "openai": "sk-openai-test-PROVIDERKEY-0123456789",
+    "google": "AIza-test-PROVIDERKEY-0123456789",
+}
+
 # Hypothesis profiles: `ci` runs every property-based test at its full size; `dev`, the default outside CI (CI
 # runs `.ci/run` with CI=true), at a tenth of it, so a developer can run the suite often. HYPOTHESIS_PROFILE
 # names one explicitly (`HYPOTHESIS_PROFILE=ci make test` runs the full size locally).
@@ -45,16 +51,16 @@ def examples(full: int) -> int:
 # pyproject.toml registers the markers. A test's place or kind says its tier, so a new file joins its tier
 # without a list to update:
 #   agents    tests/agents/: the agent CLIs and SDKs (node) against the doors
-#   browser   test_*_browser.py: Chromium driven by Playwright
+#   browser   a test that takes the `browser` fixture: Chromium driven by Playwright
 #   replicas  test_*replicas*.py: several gateway processes sharing a redis-server of their own
 #   deploy    test_deploy_*.py: the container and Kubernetes files, checked offline
 #   fuzz      every property-based (Hypothesis) test
 def _tiers(item: pytest.Item) -> list[str]:
-    path = Path(str(item.fspath))
+    path = item.path
     tiers = []
     if HERE / "agents" in path.parents:
         tiers.append("agents")
-    if path.name.endswith("_browser.py"):
+    if "browser" in getattr(item, "fixturenames", ()):
         tiers.append("browser")
     if "replicas" in path.name:
         tiers.append("replicas")
@@ -69,11 +75,6 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         for tier in _tiers(item):
             item.add_marker(tier)
-PROVIDER_KEYS = {
-    "anthropic": "sk-ant-test-PROVIDERKEY-0123456789",
-    "openai": "sk-openai-test-PROVIDERKEY-0123456789",
-    "google": "AIza-test-PROVIDERKEY-0123456789",
-}
 
 
 @dataclass
