@@ -22,7 +22,7 @@ from app.main import create_app
 from app.settings import Settings
 from simulator.app import create_simulator
 from tests.conformance import Frame, check_frames, parse_sse
-from tests.servers import ServerThread
+from tests.servers import ServerThread, stop_all
 
 HERE = Path(__file__).parent
 
@@ -201,8 +201,7 @@ def _gateways(sim: Simulator, **defaults: Any) -> Iterator[Any]:
         return gateway
 
     yield make
-    for server in started:
-        server.stop()
+    stop_all(started)
 
 
 @pytest.fixture(scope="session")
