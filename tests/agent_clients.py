@@ -43,7 +43,9 @@ def npm_folder(folder: Path, probe: str) -> Path:
             if NPM is None:
                 missing(f"npm is not installed: run `npm ci --prefix {folder.relative_to(ROOT)}`")
             subprocess.run(
-                [NPM, "ci", "--prefix", str(folder), "--no-audit", "--no-fund", "--loglevel=error"], check=True, timeout=600
+                [NPM, "ci", "--prefix", str(folder), "--no-audit", "--no-fund", "--loglevel=error"],
+                check=True,
+                timeout=600,
             )
     return folder
 
