@@ -22,9 +22,10 @@ check: venv
 	$(VENV)/bin/ruff format --check
 	$(VENV)/bin/mypy
 
-# The suite runs on PYTEST_WORKERS pytest-xdist workers (0: in this process). Most of it waits on loopback I/O and
-# timers, so more workers than CPUs pays; worksteal hands a worker that is done a share of another's tests, so the
-# slow ones (gateway processes, replicas) do not leave one worker running alone at the end.
+# The suite runs on PYTEST_WORKERS pytest-xdist workers (0: in this process). On the 2-CPU machine 2, 4 and 6 workers
+# finish within noise of each other (the gateway processes tests start are CPU-bound, the rest waits on loopback and
+# timers); 4 keeps both CPUs busy while tests wait. worksteal: a worker that is done takes half of the longest queue,
+# so a slow test does not leave one worker running alone at the end.
 PYTEST_WORKERS ?= 4
 test: venv npm-packages
 	$(PY) -m pytest -n $(PYTEST_WORKERS) --dist worksteal $(PYTEST_ARGS)
