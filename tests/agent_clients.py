@@ -8,10 +8,12 @@ fail instead, so a machine that lost its install step cannot pass by skipping.
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import shutil
 import subprocess
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -34,12 +36,17 @@ def npm_folder(folder: Path, probe: str) -> Path:
     `node_modules/<probe>` is absent. Skips (fails in CI) without node or npm."""
     if NODE is None:
         missing("node is not installed")
-    if not (folder / "node_modules" / probe).exists():
-        if NPM is None:
-            missing(f"npm is not installed: run `npm ci --prefix {folder.relative_to(ROOT)}`")
-        subprocess.run(
-            [NPM, "ci", "--prefix", str(folder), "--no-audit", "--no-fund", "--loglevel=error"], check=True, timeout=600
-        )
+    # Under a lock: the pytest-xdist workers may all get here at once, and one of them may be installing.
+    with open(Path(tempfile.gettempdir()) / f"gateway-tests-npm-{folder.name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not (folder / "node_modules" / probe).exists():
+            if NPM is None:
+                missing(f"npm is not installed: run `npm ci --prefix {folder.relative_to(ROOT)}`")
+            subprocess.run(
+                [NPM, "ci", "--prefix", str(folder), "--no-audit", "--no-fund", "--loglevel=error"],
+                check=True,
+                timeout=600,
+            )
     return folder
 
 

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 import httpx
+import hypothesis
 import pytest
 
 from app.core.job import TurnObserver
@@ -21,14 +22,59 @@ from app.main import create_app
 from app.settings import Settings
 from simulator.app import create_simulator
 from tests.conformance import Frame, check_frames, parse_sse
-from tests.servers import ServerThread
+from tests.servers import ServerThread, stop_all
 
 HERE = Path(__file__).parent
+
 PROVIDER_KEYS = {
     "anthropic": "sk-ant-test-PROVIDERKEY-0123456789",
     "openai": "sk-openai-test-PROVIDERKEY-0123456789",
     "google": "AIza-test-PROVIDERKEY-0123456789",
 }
+
+# Hypothesis profiles: `ci` runs every property-based test at its full size; `dev`, the default outside CI (CI
+# runs `.ci/run` with CI=true), at a tenth of it, so a developer can run the suite often. HYPOTHESIS_PROFILE
+# names one explicitly (`HYPOTHESIS_PROFILE=ci make test` runs the full size locally).
+HYPOTHESIS_PROFILE = os.environ.get("HYPOTHESIS_PROFILE") or ("ci" if os.environ.get("CI") else "dev")
+hypothesis.settings.register_profile("ci", print_blob=True)
+hypothesis.settings.register_profile("dev", max_examples=10)
+hypothesis.settings.load_profile(HYPOTHESIS_PROFILE)
+
+
+def examples(full: int) -> int:
+    """The number of examples a property-based test with its own size runs: `full` under the `ci` profile,
+    a tenth of it (at least 10) under `dev`."""
+    return full if HYPOTHESIS_PROFILE == "ci" else max(10, full // 10)
+
+
+# Tiers a developer can run alone (`pytest -m agents`) or leave out (`pytest -m "not agents and not browser"`);
+# pyproject.toml registers the markers. A test's place or kind says its tier, so a new file joins its tier
+# without a list to update:
+#   agents    tests/agents/: the agent CLIs and SDKs (node) against the doors
+#   browser   a test that takes the `browser` fixture: Chromium driven by Playwright
+#   replicas  test_*replicas*.py: several gateway processes sharing a redis-server of their own
+#   deploy    test_deploy_*.py: the container and Kubernetes files, checked offline
+#   fuzz      every property-based (Hypothesis) test
+def _tiers(item: pytest.Item) -> list[str]:
+    path = item.path
+    tiers = []
+    if HERE / "agents" in path.parents:
+        tiers.append("agents")
+    if "browser" in getattr(item, "fixturenames", ()):
+        tiers.append("browser")
+    if "replicas" in path.name:
+        tiers.append("replicas")
+    if path.name.startswith("test_deploy_"):
+        tiers.append("deploy")
+    if hypothesis.is_hypothesis_test(getattr(item, "obj", None)):
+        tiers.append("fuzz")
+    return tiers
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        for tier in _tiers(item):
+            item.add_marker(tier)
 
 
 @dataclass
@@ -155,8 +201,7 @@ def _gateways(sim: Simulator, **defaults: Any) -> Iterator[Any]:
         return gateway
 
     yield make
-    for server in started:
-        server.stop()
+    stop_all(started)
 
 
 @pytest.fixture(scope="session")

@@ -25,6 +25,7 @@ from app.providers.base import Placement, ProviderError, Upstream
 from app.settings import Settings
 from app.stream.turn import Turn
 from tests.conformance import check_events
+from tests.conftest import examples
 
 
 class ScriptedProvider:
@@ -145,8 +146,8 @@ def retyped(event: Any, seed: int) -> Any:
 # ---------------------------------------------------------------- shared pieces of the property-based tests
 
 EXAMPLES = int(os.environ.get("FUZZ_EXAMPLES", "0"))  # the soak raises it; `make test` runs the defaults
-VALID_EXAMPLES = EXAMPLES or 400
-CORRUPT_EXAMPLES = EXAMPLES or 1200
+VALID_EXAMPLES = EXAMPLES or examples(400)
+CORRUPT_EXAMPLES = EXAMPLES or examples(1200)
 fuzz_valid = settings(max_examples=VALID_EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 fuzz_corrupt = settings(max_examples=CORRUPT_EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

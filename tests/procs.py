@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import itertools
 import os
+import random
 import socket
 import subprocess
 import sys
 import tempfile
 import time
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -17,7 +20,40 @@ from tests.conftest import HERE, PROVIDER_KEYS
 ROOT = HERE.parent
 
 
+def _port_block() -> range:
+    """The loopback ports this test process hands out: a block of its own per pytest-xdist worker (`gw0`, `gw1`,
+    …), below the kernel's ephemeral range. So a port `free_port` gives is never the one another worker hands
+    out, nor one the kernel gives meanwhile to a `port=0` server or an outgoing connection. Empty when the
+    ephemeral range leaves no room below it (then the kernel picks)."""
+    try:
+        ephemeral_low = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        ephemeral_low = 32768
+    low, size = 20000, 500
+    blocks = max(0, (ephemeral_low - low) // size)
+    if blocks == 0:
+        return range(0)
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "gw0").removeprefix("gw")
+    start = low + (int(worker) if worker.isdigit() else 0) % blocks * size
+    return range(start, start + size)
+
+
+_BLOCK = _port_block()
+_OFFSET = random.randrange(len(_BLOCK)) if _BLOCK else 0  # another test session on the machine starts elsewhere
+_IN_TURN = itertools.cycle([*_BLOCK[_OFFSET:], *_BLOCK[:_OFFSET]])
+
+
 def free_port() -> int:
+    """A loopback port nobody listens on now: for a server a test starts in another process, or as a closed
+    port. Taken in turn from this worker's block (`_port_block`), skipping ports something holds."""
+    for _ in range(len(_BLOCK)):
+        port = next(_IN_TURN)
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]

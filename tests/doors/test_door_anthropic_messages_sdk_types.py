@@ -32,6 +32,7 @@ from app.providers.openai_completions.compat import Compat
 from app.providers.openai_completions.request import build_request as completions_request
 from app.contract.refusals import RequestRejected
 from app.providers.base import ProviderError
+from tests.conftest import examples
 
 MAX_DEPTH = 6
 JSON = st.recursive(
@@ -114,7 +115,9 @@ MODELS = [
 ]
 
 
-@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@settings(
+    max_examples=examples(400), deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large]
+)
 @given(BODIES)
 def test_any_body_the_sdk_types_allow_is_decoded_or_a_400_naming_a_field(body):
     try:
@@ -146,7 +149,9 @@ CLAUDE_CODE = json.loads((Path(__file__).parents[1] / "claude_code" / "claude-co
 MUTATED = st.sampled_from(sorted(FIELDS)).flatmap(lambda k: FIELDS[k].map(lambda v: (k, v)))
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@settings(
+    max_examples=examples(300), deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large]
+)
 @given(MUTATED, st.sampled_from(["anthropic/text", "openai/text", "google/text"]))
 def test_a_claude_code_request_with_any_field_the_sdk_allows_is_decoded_or_a_400(field_value, model):
     field, value = field_value

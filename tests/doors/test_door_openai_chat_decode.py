@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from app.doors.errors import BadRequest
 from app.doors.openai_chat.request import PARAMETERS, decode
+from tests.conftest import examples
 
 JSON = st.recursive(
     st.none() | st.booleans() | st.integers(-(2**40), 2**40) | st.floats(allow_nan=False, allow_infinity=False)
@@ -58,13 +59,13 @@ def test_boundary_values_of_every_parameter(key):
         _check({**VALID, key: value})
 
 
-@settings(max_examples=500, deadline=None)
+@settings(max_examples=examples(500), deadline=None)
 @given(key=st.sampled_from(sorted(PARAMETERS)), value=JSON)
 def test_any_value_of_any_parameter(key, value):
     _check({**VALID, key: value})
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(
     index=st.integers(0, 3),
     field=st.sampled_from(["role", "content", "tool_calls", "tool_call_id", "refusal"]),
@@ -76,7 +77,7 @@ def test_any_value_inside_a_message(index, field, value):
     _check({**VALID, "messages": messages})
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(messages=st.lists(JSON, min_size=1, max_size=4))
 def test_any_list_of_messages(messages):
     _check({**VALID, "messages": messages})

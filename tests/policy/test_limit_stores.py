@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from app.policy.keys import KeyPolicy
 from app.policy.memory_store import MemoryLimitStore
 from app.policy.store import ADMITTED, IN_FLIGHT_RETRY_MS, VOID, Periods, Verdict
-from tests.conftest import run_async
+from tests.conftest import examples, run_async
 
 REDIS_URL = "redis://127.0.0.1:6379/0"
 START = 1_796_342_400.0  # a UTC midnight, 2026-12-03 … (days and months roll over within a run)
@@ -59,7 +59,7 @@ step = st.one_of(
 
 
 @pytest.mark.skipif(not _redis_up(), reason="no Redis on 127.0.0.1:6379")
-@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(100), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(step, min_size=1, max_size=40))
 @example([("charge", "e", 10, 0), ("admit", "e")])  # tokens exactly at the limit
 @example([("admit", "b"), ("seed", "b", 3, 3, 0), ("admit", "b")])  # spend exactly at the day budget

@@ -17,6 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from app.stream.partial_arguments import PartialArguments, PartialJson
+from tests.conftest import examples
 
 
 def values_per_fragment(fragments: list[str]) -> list[Any]:
@@ -145,7 +146,7 @@ styles = st.sampled_from(
 )
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(argument_objects, styles, st.data())
 def test_every_prefix_matches_partial_json_parser(arguments, style, data):
     text = json.dumps(arguments, **style)
@@ -159,7 +160,7 @@ def test_every_prefix_matches_partial_json_parser(arguments, style, data):
     assert seen[-1] == arguments
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(argument_objects, styles)
 def test_character_by_character_matches(arguments, style):
     text = json.dumps(arguments, **style)

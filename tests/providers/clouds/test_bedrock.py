@@ -4,14 +4,11 @@ simulator's Bedrock wire, which checks each signature the way the service does.
 
 Credentials come from a real chain mechanism: an AWS config file whose profile has a `credential_process`
 (a small script printing the credentials in a JSON file, with an `Expiration` a few minutes ahead, so botocore
-refreshes them before each signing). Rotating them is writing new ones into that file.
+refreshes them before each signing). Rotating them is writing new ones into that file. The gateway and that chain:
+conftest.py; what every cloud does alike (throttling, a client that leaves): test_clouds.py.
 """
 
 from __future__ import annotations
-
-import json
-import sys
-from pathlib import Path
 
 import httpx
 import pytest
@@ -19,97 +16,7 @@ import pytest
 from simulator.bedrock import TEST_ACCESS_KEY_ID, TEST_SECRET_ACCESS_KEY, Key
 from simulator.scenarios import token_count
 from tests.conftest import marker, turn
-
-SONNET = "us.anthropic.claude-sonnet-4-5-20250929-v1:0"  # an inference profile id, as Bedrock names it
-PRICE = {"input": 3.3, "output": 16.5, "cacheRead": 0.33, "cacheWrite": 4.125}
-CREDENTIAL_PROCESS = """\
-import json, sys
-from datetime import datetime, timedelta, timezone
-creds = json.load(open(sys.argv[1]))
-expires = datetime.now(timezone.utc) + timedelta(minutes=5)
-print(json.dumps({"Version": 1, **creds, "Expiration": expires.strftime("%Y-%m-%dT%H:%M:%SZ")}))
-"""
-ROTATED_KEY_ID, ROTATED_SECRET, ROTATED_TOKEN = (
-    "ASIASIMULATORROTATED2",
-    "rotated-secret-not-a-real-key",
-    "rotated-session-token",
-)
-
-
-class AwsChain:
-    """The AWS config the gateway's chain reads, with the credentials its `credential_process` prints."""
-
-    def __init__(self, root: Path) -> None:
-        self.current = root / "current.json"
-        (root / "process.py").write_text(CREDENTIAL_PROCESS)
-        self.config = root / "config"
-        self.config.write_text(
-            f"[default]\ncredential_process = {sys.executable} {root / 'process.py'} {self.current}\n"
-        )
-        (root / "credentials").write_text("")
-        self.use(TEST_ACCESS_KEY_ID, TEST_SECRET_ACCESS_KEY)
-
-    def use(self, key_id: str, secret: str, token: str | None = None) -> None:
-        creds = {"AccessKeyId": key_id, "SecretAccessKey": secret, **({"SessionToken": token} if token else {})}
-        self.current.write_text(json.dumps(creds))
-
-
-@pytest.fixture(scope="module")
-def chain(tmp_path_factory):
-    root = tmp_path_factory.mktemp("aws")
-    aws = AwsChain(root)
-    patch = pytest.MonkeyPatch()
-    for name in (
-        "AWS_ACCESS_KEY_ID",
-        "AWS_SECRET_ACCESS_KEY",
-        "AWS_SESSION_TOKEN",
-        "AWS_PROFILE",
-        "AWS_DEFAULT_PROFILE",
-        "AWS_WEB_IDENTITY_TOKEN_FILE",
-        "AWS_ROLE_ARN",
-        "AWS_BEARER_TOKEN_BEDROCK",
-        "ANTHROPIC_BEDROCK_BASE_URL",
-    ):
-        patch.delenv(name, raising=False)
-    patch.setenv("AWS_CONFIG_FILE", str(aws.config))
-    patch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(root / "credentials"))
-    patch.setenv("AWS_EC2_METADATA_DISABLED", "true")
-    yield aws
-    patch.undo()
-
-
-@pytest.fixture(scope="module")
-def bedrock(gateway_factory, sim, chain, tmp_path_factory):
-    catalog = {
-        "providers": [
-            {"name": "bedrock", "api": "anthropic-messages", "cloud": {"kind": "bedrock", "region": "us-east-1"}}
-        ],
-        "models": [
-            {"provider": "bedrock", "id": SONNET, "contextWindow": 200000, "maxTokens": 64000, "cost": PRICE},
-            {
-                "provider": "bedrock",
-                "id": "thinking",
-                "reasoning": True,
-                "contextWindow": 200000,
-                "maxTokens": 8192,
-                "cost": PRICE,
-            },
-        ],
-    }
-    path = tmp_path_factory.mktemp("catalog") / "catalog.json"
-    path.write_text(json.dumps(catalog))
-    return gateway_factory(
-        catalog=str(path), base_urls={"bedrock": f"{sim.url}/bedrock"}, retries=2, retry_after_cap_ms=20
-    )
-
-
-@pytest.fixture
-def wire(sim):
-    """The simulator's Bedrock routes: the credentials they accept (restored after the test)."""
-    state = sim.server.app.state.bedrock
-    keys, expired = dict(state.keys), set(state.expired)
-    yield state
-    state.keys, state.expired = keys, expired
+from tests.providers.clouds.conftest import ROTATED_KEY_ID, ROTATED_SECRET, ROTATED_TOKEN, SONNET
 
 
 def test_a_text_turn_is_signed_framed_and_priced(bedrock, sim):
@@ -159,20 +66,6 @@ def test_parallel_tool_calls(bedrock):
         ("get_weather", {"city": "Paris", "unit": "celsius"}),
         ("get_time", {"timezone": "Europe/Paris"}),
     ]
-
-
-def test_a_throttling_exception_is_retried_then_served(bedrock, sim):
-    prompt = marker()
-    result = bedrock.stream(turn("bedrock/text;throttle=1", prompt))
-    assert result.terminal["type"] == "done", result.terminal.get("errorMessage")
-    assert [e["status"] for e in sim.seen(prompt)] == [429, 200]
-    job = bedrock.job(result.headers["x-request-id"])
-    throttled, served = job.attempts
-    assert (throttled.kind, throttled.http_status, served.outcome) == ("http", 429, "done")
-    assert (
-        "ThrottlingException: Too many requests" in throttled.error_message
-        and "(request id " in throttled.error_message
-    )
 
 
 def test_a_throttling_exception_inside_the_stream_is_a_rate_limit_with_the_clouds_reason(bedrock):
@@ -236,15 +129,6 @@ def test_expired_credentials_are_reported_with_the_clouds_reason(bedrock, wire):
         "returned HTTP 403 ExpiredTokenException: The security token included in the request is expired"
         in result.terminal["errorMessage"]
     )
-
-
-def test_a_client_disconnect_closes_the_cloud_stream(bedrock, sim):
-    prompt = marker()
-    with httpx.Client(base_url=bedrock.url, timeout=30) as client:
-        with client.stream("POST", "/v1/stream", json=turn("bedrock/hang-mid-stream", prompt)) as response:
-            assert any("text_delta" in line for line in response.iter_lines())
-    entry = sim.wait(prompt, until="closed")
-    assert entry["clientClosed"] and not entry["completed"]
 
 
 def test_a_non_streaming_turn_is_served(bedrock):

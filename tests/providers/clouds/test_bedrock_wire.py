@@ -21,8 +21,8 @@ from app.providers.clouds.bedrock.claude import cloud_text
 from simulator import bedrock as wire
 from simulator import scenarios as s
 from tests.conformance import check_frames, parse_sse
-from tests.conftest import marker, turn
-from tests.providers.clouds.test_bedrock import SONNET, bedrock, chain  # noqa: F401  (the Bedrock gateway and its AWS chain)
+from tests.conftest import examples, marker, turn
+from tests.providers.clouds.conftest import SONNET
 
 
 def _decode(data: bytes) -> list:
@@ -94,10 +94,12 @@ FAULTS = ["torn", "split", "bad_crc", "bad_prelude_crc", "huge_headers", "huge_p
 
 
 @settings(
-    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture]
+    max_examples=examples(40),
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
 )
 @given(scenario=st.sampled_from(["text", "thinking", "tools"]), fault=st.sampled_from(FAULTS), at=st.integers(0, 12))
-def test_a_broken_event_stream_ends_each_turn_with_one_terminal_event_and_a_record(bedrock, scenario, fault, at):  # noqa: F811
+def test_a_broken_event_stream_ends_each_turn_with_one_terminal_event_and_a_record(bedrock, scenario, fault, at):
     model = f"bedrock/{scenario};eventstream={fault};at={at}"
     response = bedrock.http.post("/v1/stream", json=turn(model, marker()))
     assert response.status_code == 200

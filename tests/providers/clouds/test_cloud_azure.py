@@ -1,76 +1,17 @@
 """Azure OpenAI (CONTRACT §9a, docs/clouds/azure.md): `openai-responses` and `openai-completions` on an Azure
 resource through the official `openai` SDK inside the gateway, on the v1 path and the dated `api-version`
-path, against the simulator's Azure (`simulator/azure.py`) over loopback HTTP."""
+path, against the simulator's Azure (`simulator/azure.py`) over loopback HTTP. The gateways: conftest.py; what
+every cloud does alike (throttling, a client that leaves, expiring tokens): test_clouds.py."""
 
 from __future__ import annotations
 
 import json
 
-import httpx
 import pytest
 
 from simulator.azure import AZURE_KEY
 from tests.conftest import marker, turn
-
-BAD_KEY = "azure-wrong-key-0000000000"
-VERSION = "2025-04-01-preview"
-
-
-def provider(name: str, api: str, key_env: str = "AZURE_SIM_TEST_KEY", **cloud: object) -> dict[str, object]:
-    return {
-        "name": name,
-        "api": api,
-        "baseUrl": "@SIMULATOR@/azure",
-        "keyEnv": key_env,
-        "cloud": {
-            "kind": "azure",
-            "region": "eastus",
-            "deployments": {"gpt-5": "thinking", "gpt-4o": "tools"},
-            **cloud,
-        },
-    }
-
-
-PROVIDERS = {
-    "az-resp": provider("az-resp", "openai-responses"),
-    "az-resp-dated": provider("az-resp-dated", "openai-responses", apiVersion=VERSION),
-    "az-chat": provider("az-chat", "openai-completions"),
-    "az-chat-dated": provider("az-chat-dated", "openai-completions", apiVersion=VERSION),
-    "az-bad": provider("az-bad", "openai-responses", key_env="AZURE_SIM_BAD_KEY", apiVersion=VERSION),
-}
-PATHS = {  # where each provider's turns must land on the resource
-    "az-resp": "/azure/openai/v1/responses",
-    "az-resp-dated": "/azure/openai/responses",
-    "az-chat": "/azure/openai/v1/chat/completions",
-    "az-chat-dated": "/azure/openai/deployments/{deployment}/chat/completions",
-}
-SERVED = list(PATHS)
-
-
-@pytest.fixture(scope="module")
-def azure(gateway_factory, sim, tmp_path_factory):
-    path = tmp_path_factory.mktemp("azure") / "catalog.json"
-    entries = [json.loads(json.dumps(p).replace("@SIMULATOR@", sim.url)) for p in PROVIDERS.values()]
-    models = [
-        {"provider": name, "id": "gpt-5", "reasoning": True, "cost": {"input": 1.25, "output": 10}}
-        for name in PROVIDERS
-    ]
-    path.write_text(json.dumps({"providers": entries, "models": models}))
-    with pytest.MonkeyPatch.context() as env:
-        env.setenv("AZURE_SIM_TEST_KEY", AZURE_KEY)
-        env.setenv("AZURE_SIM_BAD_KEY", BAD_KEY)
-        return gateway_factory(catalog=str(path))
-
-
-def azure_seen(sim, deployment: str) -> list[dict]:
-    return [e for e in sim.http.get("/azure/_sim/requests").json() if e["deployment"] == deployment]
-
-
-def record(gateway, request_id: str) -> dict:
-    gateway.job(request_id)
-    response = gateway.http.get(f"/v1/requests/{request_id}")
-    assert response.status_code == 200, response.text
-    return response.json()
+from tests.providers.clouds.conftest import BAD_KEY, PATHS, SERVED, VERSION, azure_seen, record
 
 
 @pytest.mark.parametrize("name", SERVED)
@@ -106,19 +47,6 @@ def test_catalog_model_ids_are_sent_as_their_deployment_names(azure, name):
     assert tools.message["stopReason"] == "toolUse"
 
 
-@pytest.mark.parametrize("name", SERVED)
-def test_a_429_with_retry_after_ms_is_retried_then_served(azure, name):
-    m = marker()
-    deployment = f"text;throttle=1;t={m}"
-    result = azure.stream(turn(f"{name}/{deployment}", m))
-    assert result.terminal["type"] == "done", result.text
-    assert len(azure_seen(azure.sim, deployment)) == 2
-    rec = record(azure, result.headers["x-request-id"])
-    first, second = rec["attempts"]
-    assert first["httpStatus"] == 429 and first["outcome"] == "error" and "Azure request id" in first["errorMessage"]
-    assert second["outcome"] == "done" and second["cloud"] == "azure"
-
-
 def test_a_key_azure_refuses_is_reported_with_azures_reason_and_request_id_never_the_key(azure):
     result = azure.stream(turn("az-bad/text"))
     assert result.terminal["type"] == "error"
@@ -129,55 +57,6 @@ def test_a_key_azure_refuses_is_reported_with_azures_reason_and_request_id_never
     rec = record(azure, result.headers["x-request-id"])
     assert len(rec["attempts"]) == 1  # a refused credential is not retried
     assert BAD_KEY not in json.dumps(rec)
-
-
-@pytest.mark.parametrize("name", SERVED)
-def test_a_client_that_leaves_closes_the_azure_stream(azure, name):
-    m = marker()
-    body = turn(f"{name}/slow;n=200;delay_ms=20;t={m}", m)
-    with httpx.Client(base_url=azure.url, timeout=30) as client:
-        with client.stream("POST", "/v1/stream", json=body) as response:
-            for line in response.iter_lines():
-                if line.startswith("data:") and "text_delta" in line:
-                    break
-    entry = azure.sim.wait(m, until="closed")
-    assert entry["clientClosed"] is True and entry["completed"] is False
-
-
-# Microsoft Entra ID: `DefaultAzureCredential` (azure-identity, the real class) finds the managed identity the
-# simulator plays (`simulator/entra.py`, the App Service protocol: IDENTITY_ENDPOINT + IDENTITY_HEADER).
-ENTRA = {
-    "az-entra": provider("az-entra", "openai-responses", key_env="AZURE_SIM_NO_KEY", auth="entra"),
-    "az-entra-dated": provider(
-        "az-entra-dated", "openai-completions", key_env="AZURE_SIM_NO_KEY", auth="entra", apiVersion=VERSION
-    ),
-    "az-entra-expiry": provider("az-entra-expiry", "openai-responses", key_env="AZURE_SIM_NO_KEY", auth="entra"),
-}
-
-
-@pytest.fixture(scope="module")
-def entra(gateway_factory, sim, tmp_path_factory):
-    from simulator.entra import IDENTITY_HEADER
-
-    path = tmp_path_factory.mktemp("entra") / "catalog.json"
-    entries = []
-    for template in ENTRA.values():
-        entry = json.loads(json.dumps(template).replace("@SIMULATOR@", sim.url))
-        del entry["keyEnv"]  # credentials from Entra ID only
-        entries.append(entry)
-    path.write_text(json.dumps({"providers": entries}))
-    with pytest.MonkeyPatch.context() as env:
-        for name in (
-            "AZURE_CLIENT_ID",
-            "AZURE_TENANT_ID",
-            "AZURE_CLIENT_SECRET",
-            "AZURE_FEDERATED_TOKEN_FILE",
-            "MSI_ENDPOINT",
-        ):
-            env.delenv(name, raising=False)
-        env.setenv("IDENTITY_ENDPOINT", f"{sim.url}/entra/msi/token")
-        env.setenv("IDENTITY_HEADER", IDENTITY_HEADER)
-        yield gateway_factory(catalog=str(path))
 
 
 @pytest.mark.parametrize("name", ["az-entra", "az-entra-dated"])
@@ -191,31 +70,6 @@ def test_entra_id_tokens_from_the_managed_identity_authenticate_both_paths(entra
     assert "entra-sim-" not in result.text and "entra-sim-" not in json.dumps(
         record(entra, result.headers["x-request-id"])
     )
-
-
-def test_an_expired_entra_token_is_renewed_for_the_next_turn_while_an_open_stream_goes_on(entra):
-    """Tokens issued at their expiry: the second turn, sent while the first still streams, gets a new token
-    (azure-identity renews it before the request) and the first stream, opened with the old one, ends done."""
-    sim = entra.sim
-    sim.http.post("/entra/_sim/lifetime", params={"seconds": 0})
-    try:
-        before = sim.http.get("/entra/_sim/issued").json()["issued"]
-        first_marker, second_marker = marker(), marker()
-        body = turn(f"az-entra-expiry/slow;n=40;delay_ms=10;t={first_marker}", first_marker)
-        with httpx.Client(base_url=entra.url, timeout=30) as client:
-            with client.stream("POST", "/v1/stream", json=body) as response:
-                lines = response.iter_lines()
-                next(line for line in lines if "text_delta" in line)  # the first stream is open and streaming
-                second = entra.stream(turn(f"az-entra-expiry/text;t={second_marker}", second_marker))
-                rest = list(lines)
-        assert second.terminal["type"] == "done", second.text
-        assert any('"type":"done"' in line.replace(" ", "") for line in rest)
-        assert sim.http.get("/entra/_sim/issued").json()["issued"] - before == 2
-        [first_seen], [second_seen] = sim.seen(first_marker), sim.seen(second_marker)
-        assert first_seen["authSha256"] != second_seen["authSha256"]  # the second turn went with a new token
-        assert first_seen["completed"] is True
-    finally:
-        sim.http.post("/entra/_sim/lifetime", params={"seconds": 3600})
 
 
 COUNT_ROUTES = {  # each door's count route, and how its answer names the model

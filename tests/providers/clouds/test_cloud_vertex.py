@@ -1,61 +1,19 @@
 """Google Vertex AI (CONTRACT §9a, docs/clouds/vertex.md): Claude through `anthropic`'s `AsyncAnthropicVertex`
 and Gemini through `google-genai` with `vertexai=True`, inside the gateway, credentials from Application
 Default Credentials (a service-account file whose `token_uri` is the simulator's token endpoint, which
-checks the signed JWT assertion), against the simulator's Vertex paths over loopback HTTP."""
+checks the signed JWT assertion), against the simulator's Vertex paths over loopback HTTP. The gateway: conftest.py;
+what every cloud does alike (throttling, a client that leaves, expiring tokens): test_clouds.py."""
 
 from __future__ import annotations
 
 import json
 
-import httpx
 import pytest
 
 from simulator.scenarios import token_count
 from simulator.vertex import service_account_info
 from tests.conftest import marker, turn
-
-CLOUD = {"kind": "vertex", "project": "sim-project"}
-KINDS = {"claude": "anthropic-messages", "gemini": "google-generative-ai"}
-PUBLISHER = {"claude": "anthropic", "gemini": "google"}
-REGION = {"claude": "us-east5", "gemini": "global"}
-
-
-def providers(base: str) -> list[dict]:
-    out = []
-    for suffix in ("", "-expiry", "-bad"):
-        for kind, api in KINDS.items():
-            out.append(
-                {"name": f"vx-{kind}{suffix}", "api": api, "baseUrl": base, "cloud": {**CLOUD, "region": REGION[kind]}}
-            )
-    return out
-
-
-@pytest.fixture(scope="module")
-def vertex(gateway_factory, sim, tmp_path_factory):
-    folder = tmp_path_factory.mktemp("vertex")
-    token_uri = f"{sim.url}/vertex/token"
-    good, bad = folder / "sa.json", folder / "sa-unknown-key.json"
-    good.write_text(json.dumps(service_account_info(token_uri)))
-    bad.write_text(json.dumps(service_account_info(token_uri, registered=False)))
-    path = folder / "catalog.json"
-    path.write_text(json.dumps({"providers": providers(f"{sim.url}/vertex")}))
-    with pytest.MonkeyPatch.context() as env:
-        env.setenv("GOOGLE_APPLICATION_CREDENTIALS", str(good))
-        env.delenv("GOOGLE_CLOUD_PROJECT", raising=False)
-        gateway = gateway_factory(catalog=str(path))
-        gateway.bad_credentials = bad
-        yield gateway
-
-
-def vertex_seen(sim, model: str) -> list[dict]:
-    return [e for e in sim.http.get("/vertex/_sim/requests").json() if e["model"] == model]
-
-
-def record(gateway, request_id: str) -> dict:
-    gateway.job(request_id)
-    response = gateway.http.get(f"/v1/requests/{request_id}")
-    assert response.status_code == 200, response.text
-    return response.json()
+from tests.providers.clouds.conftest import KINDS, PUBLISHER, REGION, record, vertex_seen
 
 
 @pytest.mark.parametrize("kind", KINDS)
@@ -88,43 +46,6 @@ def test_thinking_and_parallel_tool_calls(vertex, kind):
 
 
 @pytest.mark.parametrize("kind", KINDS)
-def test_a_429_resource_exhausted_is_retried_then_served(vertex, kind):
-    m = marker()
-    model = f"text;throttle=1;t={m}"
-    result = vertex.stream(turn(f"vx-{kind}/{model}", m))
-    assert result.terminal["type"] == "done", result.text
-    assert len(vertex_seen(vertex.sim, model)) == 2
-    first, second = record(vertex, result.headers["x-request-id"])["attempts"]
-    assert first["httpStatus"] == 429 and "Resource exhausted" in first["errorMessage"]
-    assert second["outcome"] == "done"
-
-
-@pytest.mark.parametrize("kind", KINDS)
-def test_an_expired_token_is_refreshed_for_the_next_turn_while_an_open_stream_goes_on(vertex, kind):
-    """Tokens issued already inside google-auth's refresh margin: the turn sent while a first one streams
-    gets a new token (refreshed off the event loop), and the first stream, opened with the old one, ends done."""
-    sim = vertex.sim
-    sim.http.post("/vertex/_sim/lifetime", params={"seconds": 0})
-    try:
-        before = sim.http.get("/vertex/_sim/issued").json()["issued"]
-        first_marker, second_marker = marker(), marker()
-        body = turn(f"vx-{kind}-expiry/slow;n=40;delay_ms=10;t={first_marker}", first_marker)
-        with httpx.Client(base_url=vertex.url, timeout=30) as client:
-            with client.stream("POST", "/v1/stream", json=body) as response:
-                lines = response.iter_lines()
-                next(line for line in lines if "text_delta" in line)
-                second = vertex.stream(turn(f"vx-{kind}-expiry/text;t={second_marker}", second_marker))
-                rest = list(lines)
-        assert second.terminal["type"] == "done", second.text
-        assert any('"type":"done"' in line.replace(" ", "") for line in rest)
-        assert sim.http.get("/vertex/_sim/issued").json()["issued"] - before >= 2  # one per turn at least
-        [first_seen], [second_seen] = sim.seen(first_marker), sim.seen(second_marker)
-        assert first_seen["authSha256"] != second_seen["authSha256"] and first_seen["completed"] is True
-    finally:
-        sim.http.post("/vertex/_sim/lifetime", params={"seconds": 3600})
-
-
-@pytest.mark.parametrize("kind", KINDS)
 def test_a_service_account_google_refuses_is_reported_clearly_without_the_key(vertex, kind, monkeypatch):
     monkeypatch.setenv("GOOGLE_APPLICATION_CREDENTIALS", str(vertex.bad_credentials))  # read at the first request
     result = vertex.stream(turn(f"vx-{kind}-bad/text"))
@@ -134,19 +55,6 @@ def test_a_service_account_google_refuses_is_reported_clearly_without_the_key(ve
     assert "Invalid JWT Signature." in message
     rec = record(vertex, result.headers["x-request-id"])
     assert len(rec["attempts"]) == 1 and "PRIVATE KEY" not in json.dumps(rec) and "PRIVATE KEY" not in result.text
-
-
-@pytest.mark.parametrize("kind", KINDS)
-def test_a_client_that_leaves_closes_the_vertex_stream(vertex, kind):
-    m = marker()
-    body = turn(f"vx-{kind}/slow;n=200;delay_ms=20;t={m}", m)
-    with httpx.Client(base_url=vertex.url, timeout=30) as client:
-        with client.stream("POST", "/v1/stream", json=body) as response:
-            for line in response.iter_lines():
-                if line.startswith("data:") and "text_delta" in line:
-                    break
-    entry = vertex.sim.wait(m, until="closed")
-    assert entry["clientClosed"] is True and entry["completed"] is False
 
 
 def counted(sim, m: str) -> list[dict]:
