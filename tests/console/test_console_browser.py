@@ -63,7 +63,7 @@ def demo_gateway(catalog: Path) -> Iterator[GatewayProcess]:
 
 @pytest.fixture(scope="module")
 def demo() -> Iterator[GatewayProcess]:
-    with demo_gateway(ROOT / "app" / "catalog.json") as gateway:
+    with demo_gateway(ROOT / "app" / "catalog" / "catalog.json") as gateway:
         yield gateway
 
 
