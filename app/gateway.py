@@ -66,6 +66,7 @@ class Gateway:
         self.serving = asyncio.Event()
         self.streams_per_key: Counter[str] = Counter()  # turns and resumptions
         self.resumptions = 0  # open resumption responses (`admit_resumption`)
+        self.counting = 0  # token counts running (`count_tokens`)
         self.metrics = Metrics(self.catalog, key_labels=settings.metrics_key_labels)
         self.pools.metrics = self.metrics
         self.dispatcher.observers.append(self.metrics)
@@ -168,13 +169,24 @@ class Gateway:
             task.add_done_callback(lambda _: self._release_key(key_id))
         return job
 
-    async def count_tokens(self, request: StreamRequest, key_id: str | None) -> int:
+    async def count_tokens(self, request: StreamRequest, key_id: str | None, request_id: str) -> int:
         """The serving vendor's count of `request`'s input tokens (`app.core.counting`): the model it names
-        resolved as a turn's first attempt would be, the key's allowed models checked, then one call within the
-        first-event timeout."""
+        resolved as a turn's first attempt would be, admitted as a count (`Admission.admit_count`: the stream
+        caps, the key's allowed models, requests per minute and concurrent streams), then one call within the
+        first-event timeout, counted as one of the key's streams while it runs."""
         route = self.dispatcher.plan(request.model, [])[0]
-        self.limits.check_models(key_id, [self.dispatcher.resolver.policy_name(request.model)])
-        return await count_tokens(route, request, self.settings.first_event_timeout)
+        lease = f"{request_id}~count"
+        await self.admission.admit_count(key_id, [self.dispatcher.resolver.policy_name(request.model)], lease)
+        self.counting += 1
+        if key_id is not None:
+            self.streams_per_key[key_id] += 1
+        try:
+            return await count_tokens(route, request, self.settings.first_event_timeout)
+        finally:
+            self.counting -= 1
+            if key_id is not None:
+                self._release_key(key_id)
+            self.limits.release_stream(lease)
 
     def _honouring(self, routes: list[Route], request: StreamRequest) -> list[Route]:
         """The plan without the fallbacks that cannot honour the request (`Provider.check_request`), checked

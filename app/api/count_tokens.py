@@ -1,6 +1,7 @@
 """The HTTP glue of a door's token counting endpoint (`POST /v1/messages/count_tokens`): authenticate, read and
-decode the body as the door decodes a turn's, ask the serving vendor (`app.core.counting`), answer in the door's
-shape. Errors before the call are rendered as the door renders a turn's; a vendor failure is classified as a
+decode the body as the door decodes a turn's (within the same `GATEWAY_MAX_BODY_BYTES`), admit it as a count
+against the key's limits (`Gateway.count_tokens`: 429s as a turn's), ask the serving vendor
+(`app.core.counting`), answer in the door's shape. Errors before the call are rendered as the door renders a turn's; a vendor failure is classified as a
 turn's would be (`app.core.settled.upstream_failure`), a timeout as 504."""
 
 from __future__ import annotations
@@ -40,7 +41,7 @@ async def serve_count(request: Request, door: TokenCountDoor) -> Response:
                 url_body(route, request, parse_json(body, depth, door.prose_paths)), request.headers
             ),
         )
-        tokens = await gateway.count_tokens(decoded.unified, key_id)
+        tokens = await gateway.count_tokens(decoded.unified, key_id, request_id)
     except BadRequest as error:
         return json_response(door.error_body(error), error.status, {**headers, **error.headers})
     except Refusal as refusal:

@@ -20,6 +20,10 @@ A turn (`Gateway.start_turn`), in this order:
 A resumption (`Gateway.admit_resumption`) passes 2, 3 and the key's `concurrent_streams` (no draining check,
 no rpm, tpm or budget: it starts no turn).
 
+A token count (`Gateway.count_tokens`, which holds an upstream connection while it runs) passes 1, 2, 3, the
+key's allowed models, then its requests per minute and `concurrent_streams` (no tpm or budget: it spends
+nothing); while it runs it counts as one of the key's streams and of the replica's.
+
 Per-key concurrency is one setting per key: its `concurrent_streams` when the keys file gives one, counted
 across replicas by the limit store; otherwise `GATEWAY_MAX_STREAMS_PER_KEY`, counted by each replica.
 """
@@ -52,6 +56,10 @@ class StreamCounts(Protocol):
 
     @property
     def resumptions(self) -> int:  # the resumption responses open
+        ...
+
+    @property
+    def counting(self) -> int:  # the token counts running
         ...
 
     @property
@@ -107,14 +115,22 @@ class Admission:
         self.check_streams(key_id, not_counted=int(turn_here))
         await self.limits.admit_stream(key_id, lease, alongside_turn=turn_running)
 
+    # ------------------------------------------------------------------ a token count
+
+    async def admit_count(self, key_id: str | None, policy_names: list[str], lease: str) -> None:
+        """Steps 1-3, the key's allowed models, then its rpm and `concurrent_streams` for a token count, which
+        holds `lease` (released by `Limits.release_stream`)."""
+        self.check_capacity(key_id)
+        await self.limits.admit_count(key_id, policy_names, lease)
+
     # ------------------------------------------------------------------ the checks
 
     def check_streams(self, key_id: str | None, not_counted: int = 0) -> None:
         """Steps 2 and 3: refuse one more stream at `GATEWAY_MAX_STREAMS`, or at `GATEWAY_MAX_STREAMS_PER_KEY`
-        for a key without `concurrent_streams` of its own (turns and open resumptions; `not_counted` of them
-        left out)."""
+        for a key without `concurrent_streams` of its own (turns, open resumptions and token counts running;
+        `not_counted` of them left out)."""
         counts = self.counts
-        if len(counts.jobs) + counts.resumptions - not_counted >= self.max_streams:
+        if len(counts.jobs) + counts.resumptions + counts.counting - not_counted >= self.max_streams:
             self.metrics.rejected_request(StreamCap.MAX_STREAMS)
             raise AtCapacity(
                 f"too many concurrent streams on this gateway (limit {self.max_streams})", StreamCap.MAX_STREAMS

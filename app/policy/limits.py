@@ -124,16 +124,20 @@ class Limits(TurnObserver):
         except Exception as exc:  # the store is down, slow or broken
             self._unavailable(key_id, request_id, exc)
             return
-        if verdict.kind is not None:
-            kind = verdict.kind.answered_as
-            self._rejected(kind)
-            wait_ms = max(verdict.retry_after_ms, 0)
-            if verdict.kind.per_minute:  # another replica's clock may run a few ms ahead of ours
-                wait_ms = min(wait_ms, WINDOW_MS)
-            retry_after = math.ceil(wait_ms / 1000)
-            raise LimitExceeded(_describe(verdict.kind, key_id, policy), kind, retry_after)
+        self._refuse(verdict, key_id, policy)
         if policy.concurrent_streams or policy.has_budget:
             self.leases[request_id] = key_id
+
+    def _refuse(self, verdict: Verdict, key_id: str, policy: KeyPolicy) -> None:
+        """Raise the store's refusal (429 naming the limit, Retry-After), if it refused."""
+        if verdict.kind is None:
+            return
+        kind = verdict.kind.answered_as
+        self._rejected(kind)
+        wait_ms = max(verdict.retry_after_ms, 0)
+        if verdict.kind.per_minute:  # another replica's clock may run a few ms ahead of ours
+            wait_ms = min(wait_ms, WINDOW_MS)
+        raise LimitExceeded(_describe(verdict.kind, key_id, policy), kind, math.ceil(wait_ms / 1000))
 
     def _unavailable(self, key_id: str, lease: str, exc: BaseException) -> None:
         """The store could not answer an admission: undo whatever it may have taken, then admit without limits
@@ -146,7 +150,7 @@ class Limits(TurnObserver):
 
     def check_models(self, key_id: str | None, refs: list[str]) -> None:
         """Raise ModelNotAllowed (naming the field) when the key's policy does not allow one of `refs` (the
-        request's model, then its fallbacks). Counts nothing: token counts are checked with this alone."""
+        request's model, then its fallbacks). Counts nothing."""
         if key_id is None:
             return
         policy = self.keys.policy(key_id)
@@ -166,9 +170,29 @@ class Limits(TurnObserver):
         if not policy.concurrent_streams:
             return
         streams_only = KeyPolicy(concurrent_streams=policy.concurrent_streams + int(alongside_turn))
+        await self._admit_lease(key_id, policy, streams_only, lease)
+
+    async def admit_count(self, key_id: str | None, refs: list[str], lease: str) -> None:
+        """A token count: the model allowance, then the key's requests per minute and concurrent streams (a count
+        holds an upstream connection while it runs), with a lease of its own (`lease`, released by
+        `release_stream`). No tpm or budget: a count spends nothing."""
+        if key_id is None:
+            return
+        self.check_models(key_id, refs)
+        policy = self.keys.policy(key_id)
+        if not (policy.requests_per_minute or policy.concurrent_streams):
+            return
+        counted = KeyPolicy(
+            requests_per_minute=policy.requests_per_minute, concurrent_streams=policy.concurrent_streams
+        )
+        await self._admit_lease(key_id, policy, counted, lease)
+
+    async def _admit_lease(self, key_id: str, policy: KeyPolicy, counted: KeyPolicy, lease: str) -> None:
+        """One store admission of `counted` (a part of the key's `policy`) under `lease`; its hold, when it takes
+        one, is released by `release_stream`."""
         try:
             verdict = await self._bounded(
-                self.store.admit(key_id, streams_only, lease, Periods.at(time.time()), self.lease_ttl_ms)
+                self.store.admit(key_id, counted, lease, Periods.at(time.time()), self.lease_ttl_ms)
             )
         except asyncio.CancelledError:
             self._abandon(key_id, lease)
@@ -176,15 +200,12 @@ class Limits(TurnObserver):
         except Exception as exc:
             self._unavailable(key_id, lease, exc)
             return
-        if verdict.kind is not None:
-            self._rejected(verdict.kind)
-            raise LimitExceeded(
-                _describe(verdict.kind, key_id, policy), verdict.kind, math.ceil(verdict.retry_after_ms / 1000)
-            )
-        self.leases[lease] = key_id
+        self._refuse(verdict, key_id, policy)
+        if counted.concurrent_streams:
+            self.leases[lease] = key_id
 
     def release_stream(self, lease: str) -> None:
-        """A resumption admitted by `admit_stream` ended."""
+        """A resumption admitted by `admit_stream`, or a count by `admit_count`, ended."""
         key_id = self.leases.pop(lease, None)
         if key_id is not None:
             now = Periods.at(time.time())

@@ -6,12 +6,15 @@ allowed models apply as for turns."""
 
 from __future__ import annotations
 
+import concurrent.futures
 import hashlib
 import json
+import time
 from pathlib import Path
 from typing import Any
 
 import anthropic
+import httpx
 import pytest
 
 from simulator.scenarios import token_count
@@ -147,3 +150,104 @@ def test_a_vendor_that_does_not_answer_the_count_in_time_is_a_504(gateway_factor
     assert raised.value.status_code == 504 and raised.value.body["error"]["type"] == "timeout_error"
     assert raised.value.body["error"]["message"] == "openai/hang-before-headers token count timed out after 0.5s"
     gw.sim.wait(m, until="closed")  # the vendor's connection is closed, not left hanging
+
+
+def _keys_file(tmp_path: Path, **policy: Any) -> str:
+    path = tmp_path / "keys.json"
+    digest = hashlib.sha256(b"sk-team").hexdigest()
+    path.write_text(json.dumps({"keys": [{"name": "team", "sha256": digest, **policy}]}))
+    return str(path)
+
+
+TEAM = {"x-api-key": "sk-team"}
+
+
+def _count_on_each_door(gw: Any, m: str) -> list[httpx.Response]:
+    """One count through each door's counting route (Messages, Responses, Gemini), as the key `team`."""
+    messages = [{"role": "user", "content": m}]
+    return [
+        gw.http.post("/v1/messages/count_tokens", json={"model": "anthropic/text", "messages": messages}, headers=TEAM),
+        gw.http.post("/v1/responses/input_tokens", json={"model": "openai/text", "input": m}, headers=TEAM),
+        gw.http.post(
+            "/v1beta/models/google/text:countTokens", json={"contents": [{"parts": [{"text": m}]}]}, headers=TEAM
+        ),
+    ]
+
+
+def test_counts_count_against_the_keys_requests_per_minute_on_every_door(gateway_factory, tmp_path: Path):
+    gw = gateway_factory(keys_file=_keys_file(tmp_path, requests_per_minute=2))
+    team = client_for(gw, api_key="sk-team")
+    for _ in range(2):
+        assert team.messages.count_tokens(model="anthropic/text", **request(marker())).input_tokens > 0
+    m = marker()
+    refused = _count_on_each_door(gw, m)
+    assert [r.status_code for r in refused] == [429, 429, 429]
+    for response in refused:
+        assert int(response.headers["retry-after"]) >= 1
+        assert "requests per minute limit reached (limit 2)" in json.dumps(response.json())
+    assert refused[0].json()["type"] == "error" and refused[0].json()["error"]["type"] == "rate_limit_error"
+    turn_refused = gw.http.post(
+        "/v1/messages",
+        json={"model": "anthropic/text", "max_tokens": 8, "messages": [{"role": "user", "content": m}]},
+        headers=TEAM,
+    )
+    assert turn_refused.status_code == 429, "counts and turns share the key's window"
+    assert gw.sim.seen(m) == [], "no vendor was asked"
+
+
+def test_a_key_at_its_concurrency_is_refused_a_count_while_a_count_hangs(gateway_factory, tmp_path: Path):
+    gw = gateway_factory(keys_file=_keys_file(tmp_path, concurrent_streams=1), first_event_timeout=5)
+    hanging = marker()
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        held = pool.submit(
+            gw.http.post,
+            "/v1/messages/count_tokens",
+            json={"model": "openai/hang-before-headers", "messages": [{"role": "user", "content": hanging}]},
+            headers=TEAM,
+        )
+        _until_the_vendor_sees(gw, hanging)
+        m = marker()
+        refused = _count_on_each_door(gw, m)
+        assert [r.status_code for r in refused] == [429, 429, 429]
+        assert "concurrent streams limit reached (limit 1)" in refused[0].json()["error"]["message"]
+        assert refused[0].headers["retry-after"] == "1"
+        assert gw.sim.seen(m) == []
+        assert held.result().status_code == 504
+    gw.server.call(gw.state.limits.idle())
+    assert [r.status_code for r in _count_on_each_door(gw, marker())][:1] == [200], "the hold was released"
+
+
+def test_counts_without_a_concurrency_of_the_keys_own_are_capped_per_key_by_the_replica(gateway_factory):
+    gw = gateway_factory(api_keys="team:sk-team", max_streams_per_key=1, first_event_timeout=5)
+    hanging = marker()
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        held = pool.submit(
+            gw.http.post,
+            "/v1/messages/count_tokens",
+            json={"model": "openai/hang-before-headers", "messages": [{"role": "user", "content": hanging}]},
+            headers=TEAM,
+        )
+        _until_the_vendor_sees(gw, hanging)
+        refused = _count_on_each_door(gw, marker())
+        assert [r.status_code for r in refused] == [429, 429, 429]
+        assert refused[0].json()["error"]["type"] == "rate_limit_error"
+        assert "too many concurrent streams for API key team (limit 1)" in refused[0].json()["error"]["message"]
+        assert held.result().status_code == 504
+    assert gw.state.counting == 0 and not gw.state.streams_per_key
+
+
+def test_a_count_body_past_the_body_bound_is_refused_like_a_turns(gateway_factory):
+    gw = gateway_factory(max_body_bytes=2000)
+    m = marker()
+    big = {"model": "anthropic/text", "messages": [{"role": "user", "content": m + "x" * 5000}]}
+    response = gw.http.post("/v1/messages/count_tokens", json=big)
+    assert response.status_code == 413 and "2000 bytes" in json.dumps(response.json())
+    assert gw.sim.seen(m) == []
+
+
+def _until_the_vendor_sees(gw: Any, m: str) -> None:
+    """Wait until the simulator has received the count carrying `m` (its request is then in flight)."""
+    deadline = time.monotonic() + 10
+    while not counted(gw, m):
+        assert time.monotonic() < deadline, f"the vendor never received {m}"
+        time.sleep(0.01)
