@@ -66,7 +66,9 @@ class Gateway:
         self.serving = asyncio.Event()
         self.streams_per_key: Counter[str] = Counter()  # turns and resumptions
         self.resumptions = 0  # open resumption responses (`admit_resumption`)
-        self.counting = 0  # token counts running (`count_tokens`)
+        # Admitted requests that are not (yet) a turn: token counts running (`count_tokens`) and turns admitted
+        # before their stored state is read (`admit_ahead`). The stream caps count them.
+        self.pending = 0
         self.metrics = Metrics(self.catalog, key_labels=settings.metrics_key_labels)
         self.pools.metrics = self.metrics
         self.dispatcher.observers.append(self.metrics)
@@ -131,17 +133,26 @@ class Gateway:
         door: str = "unified",
         session: str | None = None,
         resumable: bool = False,
+        ahead: "AdmittedAhead | None" = None,
     ) -> TurnJob:
         """Resolve the model and its fallbacks, apply the key's policy, then start the turn's pump. `door`
         names the client wire format the request came through (records and metrics show it). Admission's
         steps (`app.policy.admission`) run in order, with the routes planned between its stream caps and the
         key's policy. `session`: the agent session header the request carried (a pool's conversation key);
-        `resumable`: its events are kept for resumption (`app.resume`)."""
-        self.admission.check_capacity(key_id)
+        `resumable`: its events are kept for resumption (`app.resume`); `ahead`: the turn's admission, done
+        before its request was decoded (`admit_ahead`), taken over when it admitted the same models."""
+        requested = [request.model, *request.fallback]
+        if ahead is not None and ahead.requested != requested:
+            ahead.release()
+        if ahead is None or not ahead.open:
+            self.admission.check_capacity(key_id)
         options = request.options
         routes = self._honouring(self.dispatcher.plan(request.model, request.fallback), request)
-        names = [self.dispatcher.resolver.policy_name(name) for name in (request.model, *request.fallback)]
-        await self.admission.admit_turn(key_id, [request.model, *request.fallback], names, request_id)
+        if ahead is not None and ahead.open:
+            ahead.taken()
+        else:
+            names = [self.dispatcher.resolver.policy_name(name) for name in requested]
+            await self.admission.admit_turn(key_id, requested, names, request_id)
         throttle = self.settings.throttle_ms if options.throttle_ms is None else options.throttle_ms
         turn = Turn(request_id, throttle_ms=throttle, max_pending_bytes=self.settings.max_pending_bytes)
         turn.builder.hosted = options.hosted_tools is not None  # the vendor's own searches reach the client
@@ -177,16 +188,35 @@ class Gateway:
         route = self.dispatcher.plan(request.model, [])[0]
         lease = f"{request_id}~count"
         await self.admission.admit_count(key_id, [self.dispatcher.resolver.policy_name(request.model)], lease)
-        self.counting += 1
-        if key_id is not None:
-            self.streams_per_key[key_id] += 1
+        self._hold(key_id)
         try:
             return await count_tokens(route, request, self.settings.first_event_timeout)
         finally:
-            self.counting -= 1
-            if key_id is not None:
-                self._release_key(key_id)
+            self._unhold(key_id)
             self.limits.release_stream(lease)
+
+    async def admit_ahead(self, key_id: str | None, requested: list[str], request_id: str) -> "AdmittedAhead":
+        """Admit a turn before its request is decoded: a body that builds on stored responses is admitted (the
+        stream caps, the model's plan, the key's policy and limits) before any of them is read, so reading them
+        is never done for a key its limits refuse. `requested`: its model, then its fallbacks. Until
+        `start_turn` takes it (`ahead=`) it counts as one of the key's streams; `AdmittedAhead.release` gives
+        back what it took if the turn does not start."""
+        self.admission.check_capacity(key_id)
+        self.dispatcher.plan(requested[0], requested[1:])  # an unknown model is a 404 before anything is read
+        names = [self.dispatcher.resolver.policy_name(name) for name in requested]
+        await self.admission.admit_turn(key_id, requested, names, request_id)
+        self._hold(key_id)
+        return AdmittedAhead(self, key_id, request_id, requested)
+
+    def _hold(self, key_id: str | None) -> None:
+        self.pending += 1
+        if key_id is not None:
+            self.streams_per_key[key_id] += 1
+
+    def _unhold(self, key_id: str | None) -> None:
+        self.pending -= 1
+        if key_id is not None:
+            self._release_key(key_id)
 
     def _honouring(self, routes: list[Route], request: StreamRequest) -> list[Route]:
         """The plan without the fallbacks that cannot honour the request (`Provider.check_request`), checked
@@ -258,6 +288,28 @@ class Gateway:
         await self.pools.aclose()
         for provider in self.dispatcher.providers.values():
             await provider.aclose()
+
+
+class AdmittedAhead:
+    """A turn admitted before its request was decoded (`Gateway.admit_ahead`): counted as one of the key's
+    streams and holding what the key's limits took, until `start_turn` takes it over (`taken`) or `release`
+    gives that back (the request stays counted in the key's requests per minute)."""
+
+    def __init__(self, gateway: Gateway, key_id: str | None, request_id: str, requested: list[str]) -> None:
+        self.gateway, self.key_id, self.request_id, self.requested = gateway, key_id, request_id, requested
+        self.open = True
+
+    def taken(self) -> None:
+        """The turn starts: from now its job counts it and settles its limits."""
+        if self.open:
+            self.open = False
+            self.gateway._unhold(self.key_id)
+
+    def release(self) -> None:
+        """The turn will not start (a 4xx, or the client left): give back what its admission took. Idempotent."""
+        if self.open:
+            self.taken()
+            self.gateway.limits.release_stream(self.request_id)
 
 
 class ExitingStream(Protocol):

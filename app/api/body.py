@@ -195,11 +195,18 @@ async def parse_off_loop(raw: bytes, parse: Callable[[bytes], T]) -> T:
     paused (its rescans of the objects just built were two thirds of the time spent validating 120,000
     messages), so that no request holds the other streams while it is parsed. What a large body costs is the
     client's business; that it costs the other streams nothing is the gateway's."""
-    if len(raw) < OFF_LOOP_BYTES:
-        return parse(raw)
-    return await asyncio.to_thread(_paused, parse, raw)
+    return await off_loop(len(raw), lambda: parse(raw))
 
 
-def _paused(parse: Callable[[bytes], T], raw: bytes) -> T:
+async def off_loop(size: int, work: Callable[[], T]) -> T:
+    """`work()`, in a worker thread with the cyclic collector paused when what it reads or builds is `size` bytes,
+    `OFF_LOOP_BYTES` or more (a body, a stored conversation), else at once: no request holds the event loop
+    (and so the other streams, and every admission's Redis deadline) for longer than a small body takes."""
+    if size < OFF_LOOP_BYTES:
+        return work()
+    return await asyncio.to_thread(_paused, work)
+
+
+def _paused(work: Callable[[], T]) -> T:
     with gc_paused():
-        return parse(raw)
+        return work()

@@ -12,14 +12,14 @@ from __future__ import annotations
 import asyncio
 import logging
 import weakref
-from typing import Any, Callable, Mapping
+from typing import Any, Awaitable, Callable, Mapping
 
 import orjson
 from starlette.requests import Request
 from starlette.responses import Response
 
 from app.api.auth import authorization
-from app.api.body import parse_off_loop
+from app.api.body import off_loop, parse_off_loop
 from app.api.error_responses import json_response, refusal_error
 from app.core.job import TurnJob
 from app.doors.base import Door, DoorRequest, EventEncoder, StoredResponse, StoredResponses
@@ -41,14 +41,15 @@ def _since(gateway: Gateway) -> int:
 
 
 async def _load(gateway: Gateway, response_id: str, key_id: str | None) -> StoredResponse | None:
+    """The key's stored response, parsed off the event loop when its document is large (`off_loop`)."""
     pending = _PENDING.get(gateway, {}).get(response_id)
     if pending is not None:
         await asyncio.wait({pending})
     document = await gateway.ledger.load_response(response_id, key_id, _since(gateway))
     if document is None:
         return None
-    stored = orjson.loads(document)
-    return StoredResponse(response=stored["response"], items=stored["items"])
+    stored = await off_loop(len(document), lambda: orjson.loads(document))
+    return StoredResponse(response=stored["response"], items=stored["items"], size=len(document))
 
 
 async def decode(
@@ -58,20 +59,26 @@ async def decode(
     parse: Callable[[bytes], dict[str, Any]],
     headers: Mapping[str, str],
     key_id: str | None,
+    admit: Callable[[list[str]], Awaitable[object]],
 ) -> DoorRequest:
     """The door's decode of `raw`, with the stored responses the body builds on (a 404 when the one it
     continues is not there: another key's, expired, deleted, never stored). The store is read only when the
-    body names a stored response."""
+    body names a stored response, and only once the turn is admitted: `admit(models)` (`Gateway.admit_ahead`)
+    runs first, so a key its limits refuse costs no read, and reading and decoding a large conversation runs
+    off the event loop."""
     body = await parse_off_loop(raw, parse)
     previous, referred = stored.wanted(body)
     found: dict[str, StoredResponse] = {}
+    if previous is not None or referred:
+        await admit(stored.models(body))
     for response_id in ([previous] if previous else []) + sorted(referred):
         response = await _load(gateway, response_id, key_id)
         if response is not None:
             found[response_id] = response
     if previous is not None and previous not in found:
         raise stored.not_found("previous_response_id", previous)
-    return await parse_off_loop(raw, lambda _: stored.decode(body, headers, found))
+    size = len(raw) + sum(response.size for response in found.values())
+    return await off_loop(size, lambda: stored.decode(body, headers, found))
 
 
 class Keeping:
@@ -165,7 +172,10 @@ async def input_items(request: Request, door: Door, response_id: str) -> Respons
 
     async def listed(gateway: Gateway, key_id: str | None) -> Any:
         response = await _load(gateway, response_id, key_id)
-        return None if response is None else stored.input_items(response, list(request.query_params.multi_items()))
+        if response is None:
+            return None
+        query = list(request.query_params.multi_items())
+        return await off_loop(response.size, lambda: stored.input_items(response, query))
 
     return await _stored_route(request, door, response_id, listed)
 

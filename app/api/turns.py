@@ -20,7 +20,7 @@ from app.contract.failures import Interrupt
 from app.core.job import TurnJob
 from app.doors.base import Door, DoorRoute, EventEncoder, with_dropped_tools
 from app.doors.errors import BadRequest
-from app.gateway import Gateway
+from app.gateway import AdmittedAhead, Gateway
 from app.pools.balancer import session_header
 from app.contract.refusals import Refusal
 from app.core.settled import CLIENT_CLOSED_STATUS
@@ -33,6 +33,11 @@ async def serve(request: Request, door: Door, route: DoorRoute) -> Response:
     gateway: Gateway = request.app.state.gateway
     request_id: str = request.scope["state"]["request_id"]
     stream = route.stream
+    ahead: list[AdmittedAhead] = []  # the turn's admission, when it had to come before its stored state is read
+
+    async def admit_ahead(models: list[str]) -> None:
+        ahead.append(await gateway.admit_ahead(key_id, models, request_id))
+
     try:
         key_id = gateway.keys.identify(
             authorization(request.headers, request.query_params if route.key_in_query else None)
@@ -51,7 +56,13 @@ async def serve(request: Request, door: Door, route: DoorRoute) -> Response:
             )
         else:  # a door that builds on stored responses (app.api.stored_responses)
             decoded = await stored_responses.decode(
-                gateway, stored, raw, lambda body: parse_json(body, depth, door.prose_paths), request.headers, key_id
+                gateway,
+                stored,
+                raw,
+                lambda body: parse_json(body, depth, door.prose_paths),
+                request.headers,
+                key_id,
+                admit_ahead,
             )
         asked_resumable = decoded.unified.options.resumable or asks_resumable(request.headers)
         if decoded.resume_refused is not None and asked_resumable:
@@ -66,12 +77,16 @@ async def serve(request: Request, door: Door, route: DoorRoute) -> Response:
             door=door.name,
             session=session_header(request.headers),
             resumable=streaming and asked_resumable,
+            ahead=ahead[0] if ahead else None,
         )
     except BadRequest as error:
         return json_response(door.error_body(error), error.status, error.headers)
     except Refusal as refusal:
         api_error = refusal_error(refusal)
         return json_response(door.error_body(api_error), api_error.status, api_error.headers)
+    finally:
+        for admitted in ahead:  # the turn did not start (a 4xx, the client left): give its admission back
+            admitted.release()
     # Let the turn's task run to its first wait, which sends the upstream request, before this request's
     # response is set up: the vendor starts working (and the time to first token runs) a little sooner.
     await asyncio.sleep(0)

@@ -129,10 +129,12 @@ class TokenCountDoor:
 @dataclass(frozen=True, slots=True)
 class StoredResponse:
     """A response kept for later requests (the Responses door's `store: true`): the response object `GET`
-    answers with, and the conversation up to and including its output, as the door's wire items."""
+    answers with, and the conversation up to and including its output, as the door's wire items; `size`, the
+    bytes of its stored document (what reading it costs: the edge works on a large one off the event loop)."""
 
     response: dict[str, Any]
     items: list[dict[str, Any]]
+    size: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,6 +144,8 @@ class StoredResponses:
 
     - `wanted(body)`: the stored response the body continues (None for none) and the ids of the other stored
       responses it refers to (items it names by id); a malformed reference raises `BadRequest`;
+    - `models(body)`: the model names the body asks for (its model, then its fallbacks), or a `BadRequest`: a
+      body that builds on stored responses is admitted with them before any stored response is read;
     - `decode(body, headers, loaded)`: the door's decode, with the stored responses found (by id, the key's
       own only); the one the body continues is always among them;
     - `keep(request, encoder, result)`: what to store of a settled turn (with its response id), None for nothing;
@@ -155,6 +159,7 @@ class StoredResponses:
       its OpenAPI description."""
 
     wanted: Callable[[dict[str, Any]], tuple[str | None, frozenset[str]]]
+    models: Callable[[dict[str, Any]], list[str]]
     response_id: Callable[[str], str]
     decode: Callable[[dict[str, Any], Mapping[str, str], Mapping[str, StoredResponse]], DoorRequest]
     keep: Callable[[Any, Any, SettledTurn], tuple[str, StoredResponse] | None]

@@ -59,7 +59,7 @@ class StreamCounts(Protocol):
         ...
 
     @property
-    def counting(self) -> int:  # the token counts running
+    def pending(self) -> int:  # admitted requests not (yet) a turn: token counts, turns reading stored state
         ...
 
     @property
@@ -127,10 +127,10 @@ class Admission:
 
     def check_streams(self, key_id: str | None, not_counted: int = 0) -> None:
         """Steps 2 and 3: refuse one more stream at `GATEWAY_MAX_STREAMS`, or at `GATEWAY_MAX_STREAMS_PER_KEY`
-        for a key without `concurrent_streams` of its own (turns, open resumptions and token counts running;
-        `not_counted` of them left out)."""
+        for a key without `concurrent_streams` of its own (turns, open resumptions, token counts running and turns
+        admitted ahead of their stored state; `not_counted` of them left out)."""
         counts = self.counts
-        if len(counts.jobs) + counts.resumptions + counts.counting - not_counted >= self.max_streams:
+        if len(counts.jobs) + counts.resumptions + counts.pending - not_counted >= self.max_streams:
             self.metrics.rejected_request(StreamCap.MAX_STREAMS)
             raise AtCapacity(
                 f"too many concurrent streams on this gateway (limit {self.max_streams})", StreamCap.MAX_STREAMS

@@ -233,7 +233,7 @@ def test_counts_without_a_concurrency_of_the_keys_own_are_capped_per_key_by_the_
         assert refused[0].json()["error"]["type"] == "rate_limit_error"
         assert "too many concurrent streams for API key team (limit 1)" in refused[0].json()["error"]["message"]
         assert held.result().status_code == 504
-    assert gw.state.counting == 0 and not gw.state.streams_per_key
+    assert gw.state.pending == 0 and not gw.state.streams_per_key
 
 
 def test_a_count_body_past_the_body_bound_is_refused_like_a_turns(gateway_factory):

@@ -15,6 +15,7 @@ from app.doors.openai_errors import error_body
 from app.doors.openai_responses import compact, count_tokens, input_items, openapi
 from app.doors.openai_responses.events import ResponsesEncoder
 from app.doors.openai_responses.request import PROSE_PATHS, ResponsesRequest, decode
+from app.doors.openai_responses.stored import models as stored_models
 from app.doors.openai_responses.stored import response_id, response_not_found, wanted
 
 
@@ -91,6 +92,7 @@ DOOR = Door(
     count_tokens=COUNT,
     stored=StoredResponses(
         wanted=wanted,
+        models=stored_models,
         response_id=response_id,
         decode=decode,
         keep=_keep,

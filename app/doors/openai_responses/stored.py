@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from app.doors.errors import BadRequest
-from app.doors.fields import string_at
+from app.doors.fields import invalid, string_at
 
 
 def response_not_found(param: str | None, response_id: str) -> BadRequest:
@@ -49,3 +49,11 @@ def wanted(body: dict[str, Any]) -> tuple[str | None, frozenset[str]]:
                 if response_id is not None:
                     referred.add(response_id)
     return previous, frozenset(referred - {previous})
+
+
+def models(body: dict[str, Any]) -> list[str]:
+    """The model a body asks for (this door has no fallbacks), checked as `request.decode` checks it."""
+    model = body.get("model")
+    if not isinstance(model, str) or not model:
+        raise invalid("model", "a model name is required (a string)")
+    return [model]

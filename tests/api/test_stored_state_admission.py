@@ -1,0 +1,114 @@
+"""A body that builds on stored responses (`previous_response_id`, `item_reference`) is admitted before any stored
+response is read (`app.api.stored_responses.decode`, `Gateway.admit_ahead`): a key its limits refuse costs no
+read, and a continuation whose stored state is slow to read already holds its slot of the key's limits, so the
+key is refused meanwhile instead of running past them. Over loopback with the official `openai` SDK; the
+ledger's `load_response` is held by the test to make the read slow."""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import hashlib
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import openai
+import pytest
+
+from tests.conftest import marker
+
+KEY = "sk-team"
+
+
+def _keys_file(tmp_path: Path, **policy: Any) -> str:
+    path = tmp_path / "keys.json"
+    path.write_text(
+        json.dumps({"keys": [{"name": "team", "sha256": hashlib.sha256(KEY.encode()).hexdigest(), **policy}]})
+    )
+    return str(path)
+
+
+def _client(gw: Any) -> openai.OpenAI:
+    return openai.OpenAI(base_url=f"{gw.url}/v1", api_key=KEY, max_retries=0, timeout=10)
+
+
+class HeldReads:
+    """Replaces the gateway's `ledger.load_response` with one that records each read and waits until `release`."""
+
+    def __init__(self, gw: Any) -> None:
+        self.gw = gw
+        self.reads: list[str] = []
+        self.gate: asyncio.Event = gw.server.call(self._event())
+        ledger = gw.state.ledger
+        original = ledger.load_response
+
+        async def held(response_id: str, key_id: str | None, since_ms: int) -> str | None:
+            self.reads.append(response_id)
+            await self.gate.wait()
+            return await original(response_id, key_id, since_ms)
+
+        ledger.load_response = held
+
+    @staticmethod
+    async def _event() -> asyncio.Event:
+        return asyncio.Event()
+
+    def until_reading(self, count: int) -> None:
+        deadline = time.monotonic() + 10
+        while len(self.reads) < count:
+            assert time.monotonic() < deadline, f"{count} stored reads never started ({self.reads})"
+            time.sleep(0.01)
+
+    def release(self) -> None:
+        async def opened() -> None:
+            self.gate.set()
+
+        self.gw.server.call(opened())
+
+
+def test_a_key_at_its_concurrency_is_refused_while_its_continuation_reads_stored_state(gateway_factory, tmp_path):
+    gw = gateway_factory(keys_file=_keys_file(tmp_path, concurrent_streams=1), throttle_ms=0)
+    client = _client(gw)
+    first = client.responses.create(model="anthropic/text", input=f"hello {marker()}")
+    reads = HeldReads(gw)
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        continuation = pool.submit(
+            client.responses.create, model="anthropic/text", previous_response_id=first.id, input="and then?"
+        )
+        reads.until_reading(1)
+        # The continuation holds the key's one slot while its stored state is read: a new turn is refused.
+        with pytest.raises(openai.RateLimitError) as refused:
+            client.responses.create(model="anthropic/text", input=f"meanwhile {marker()}")
+        assert refused.value.body["code"] == "concurrency_limit"  # type: ignore[index]
+        # So is another continuation, before anything of it is read.
+        with pytest.raises(openai.RateLimitError):
+            client.responses.create(model="anthropic/text", previous_response_id=first.id, input="me too")
+        assert reads.reads == [first.id], "a refused continuation reads nothing"
+        reads.release()
+        assert continuation.result().status == "completed"
+
+
+def test_a_continuation_its_keys_limits_refuse_reads_no_stored_state(gateway_factory, tmp_path):
+    gw = gateway_factory(keys_file=_keys_file(tmp_path, requests_per_minute=1), throttle_ms=0)
+    client = _client(gw)
+    first = client.responses.create(model="anthropic/text", input=f"hello {marker()}")
+    reads = HeldReads(gw)
+    reads.release()
+    with pytest.raises(openai.RateLimitError) as refused:
+        client.responses.create(model="anthropic/text", previous_response_id=first.id, input="again")
+    assert refused.value.body["code"] == "rate_limit_rpm"  # type: ignore[index]
+    assert reads.reads == []
+
+
+def test_a_continuation_that_does_not_start_gives_its_admission_back(gateway_factory, tmp_path):
+    """A continuation admitted ahead of its read and then refused (its stored response is not there) frees its
+    slot of the key's concurrency at once: the next turn is served."""
+    gw = gateway_factory(keys_file=_keys_file(tmp_path, concurrent_streams=1), throttle_ms=0)
+    client = _client(gw)
+    with pytest.raises(openai.NotFoundError):
+        client.responses.create(model="anthropic/text", previous_response_id="resp_nothing_here", input="hi")
+    gw.server.call(gw.state.limits.idle())
+    assert client.responses.create(model="anthropic/text", input=f"next {marker()}").status == "completed"
+    assert gw.state.pending == 0 and not gw.state.streams_per_key
