@@ -9,7 +9,8 @@ A name is, in this order:
    none is);
 2. `"<provider>/<model id>"` when `<provider>` is a catalog provider; the id may contain `/` and may be an
    alias. An id the catalog does not list is still served (its prices then count as 0), except to a key with
-   a budget (`Gateway.start_turn`, docs/replicas.md);
+   a budget (`Gateway.start_turn`, docs/replicas.md), when it can be sent as it is (`check_model_id`: a
+   model id may end up in the vendor's URL, where it must stay one path segment);
 3. a bare model id or alias that exactly one configured provider lists (`claude-sonnet-4-5`,
    `meta-llama/Llama-3.3-70B-Instruct-Turbo`). When several do, the request is refused naming them.
 
@@ -21,13 +22,40 @@ fallback contributes its model and fallback list).
 
 from __future__ import annotations
 
+import re
 from collections import defaultdict
 from dataclasses import dataclass, replace
 from typing import Collection, Sequence
 
 from app.catalog import Catalog
 from app.contract.catalog_entries import Deployment, ModelInfo, Pool
-from app.contract.refusals import AmbiguousModel, UnknownModel
+from app.contract.refusals import AmbiguousModel, RequestRejected, UnknownModel
+
+# What no model id holds, on any vendor: a URL's query, fragment or escape, a backslash, whitespace and control
+# characters (NUL included). The path adapters send the id inside the URL's path (Gemini and Vertex AI
+# `…/models/<id>:streamGenerateContent`, Vertex AI's Claude `…/models/<id>:streamRawPredict`, Azure's
+# `/deployments/<id>/…`), where any of these would end the path or change it.
+_NEVER_IN_A_MODEL_ID = re.compile(r"[#?%\\\s\x00-\x1f\x7f]")
+# Where the id is a path segment ahead of a `:verb` (Gemini, Vertex AI) or is one (Azure), `/` and `:` would
+# change the resource or the method (`gemini-x:countTokens` asks for a count).
+_PATH_SEGMENT_APIS = frozenset({"google-generative-ai"})
+_PATH_SEGMENT_CLOUDS = frozenset({"vertex", "azure"})
+
+
+def check_model_id(model_id: str, api: str, cloud: str | None) -> None:
+    """Refuse (400, naming the model) a client's model id that cannot be sent as one: one that holds what no
+    model id holds, has a `.` or `..` segment (a URL parser removes those, with the segment before), or, on an
+    api or cloud that puts the id in its URL's path, a `/` or `:`. Bedrock's SDK percent-encodes the id itself;
+    the other apis send it in the body."""
+    problem = None
+    if match := _NEVER_IN_A_MODEL_ID.search(model_id):
+        problem = f"cannot contain {match.group()!r}"
+    elif {".", ".."} & set(model_id.split("/")):
+        problem = "cannot have a '.' or '..' segment"
+    elif (api in _PATH_SEGMENT_APIS or cloud in _PATH_SEGMENT_CLOUDS) and (bad := set(model_id) & {"/", ":"}):
+        problem = f"is one segment of the vendor's URL path and cannot contain {sorted(bad)[0]!r}"
+    if problem is not None:
+        raise RequestRejected(f"model {model_id!r}: a model id {problem}", param="model")
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,7 +85,7 @@ class ModelResolver:
         for index, name in enumerate([model, *fallback]):
             try:
                 served.extend(self.resolve(name))
-            except (UnknownModel, AmbiguousModel) as refusal:
+            except (UnknownModel, AmbiguousModel, RequestRejected) as refusal:
                 refusal.param = "model" if index == 0 else f"fallback.{index - 1}"
                 raise
         return served
@@ -136,6 +164,9 @@ class ModelResolver:
 
     def _provider_model(self, ref: str) -> Served:
         provider, _, model_id = ref.partition("/")
+        if self.catalog.model(provider, model_id) is None:  # a client's id: the catalog's are the operator's
+            info = self.catalog.providers[provider]
+            check_model_id(model_id, info.api, info.cloud.kind if info.cloud is not None else None)
         return self._served(provider, model_id)
 
     def _served(self, provider: str, model_id: str) -> Served:

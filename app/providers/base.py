@@ -184,12 +184,16 @@ def error_text(text: str, limit: int = ERROR_TEXT_MAX) -> str:
 
 
 def retry_after_ms(headers: Mapping[str, str] | None, now: float | None = None) -> int | None:
-    """Milliseconds until the vendor wants a retry, from `retry-after-ms`, `retry-after` (seconds or HTTP date)
-    or `x-ratelimit-reset(-ms)`; None when the headers say nothing usable."""
+    """Milliseconds until the vendor wants a retry; None when the headers say nothing usable.
+
+    The most precise header the vendor sent wins, not the largest: `retry-after-ms`, else `retry-after`
+    (seconds or an HTTP date), else the rate limit's reset, `x-ratelimit-reset-ms`, else `x-ratelimit-reset`
+    (seconds, or an epoch in seconds or milliseconds). Azure sends `retry-after-ms: 600` with `retry-after: 1`,
+    the second rounded up: the wait is 600 ms. A header whose value is not a usable number (negative, NaN, not
+    a number) is skipped for the next one."""
     if not headers:
         return None
     now = time.time() if now is None else now
-    candidates: list[float] = []
 
     def number(name: str) -> float | None:
         value = headers.get(name)
@@ -200,28 +204,33 @@ def retry_after_ms(headers: Mapping[str, str] | None, now: float | None = None) 
         except ValueError:
             return None
 
-    if (ms := number("retry-after-ms")) is not None:
-        candidates.append(ms)
-    raw = headers.get("retry-after")
-    if raw is not None:
+    def retry_after() -> float | None:
+        raw = headers.get("retry-after")
+        if raw is None:
+            return None
         try:
-            candidates.append(float(raw) * 1000)
+            return float(raw) * 1000
         except ValueError:
             try:
-                candidates.append((email.utils.parsedate_to_datetime(raw).timestamp() - now) * 1000)
+                return (email.utils.parsedate_to_datetime(raw).timestamp() - now) * 1000
             except (TypeError, ValueError, IndexError):
-                pass
-    if (ms := number("x-ratelimit-reset-ms")) is not None:
-        candidates.append(ms)
-    if (reset := number("x-ratelimit-reset")) is not None:
-        if reset > 1e12:
-            candidates.append(reset - now * 1000)
-        elif reset > 1e9:
-            candidates.append((reset - now) * 1000)
-        else:
-            candidates.append(reset * 1000)
-    valid = [c for c in candidates if c >= 0]  # NaN is never >= 0
-    return int(min(max(valid), RETRY_AFTER_MAX_MS)) if valid else None
+                return None
+
+    def reset() -> float | None:
+        value = number("x-ratelimit-reset")
+        if value is None:
+            return None
+        if value > 1e12:
+            return value - now * 1000
+        if value > 1e9:
+            return (value - now) * 1000
+        return value * 1000
+
+    for candidate in (lambda: number("retry-after-ms"), retry_after, lambda: number("x-ratelimit-reset-ms"), reset):
+        value = candidate()
+        if value is not None and value >= 0:  # NaN is never >= 0
+            return int(min(value, RETRY_AFTER_MAX_MS))
+    return None
 
 
 RETRY_AFTER_MAX_MS = 86_400_000  # a vendor's retry-after beyond a day (`inf`, `1e400`) reads as a day

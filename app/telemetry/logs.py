@@ -4,7 +4,7 @@
 dict for uvicorn, so its own lines are JSON too. `RequestLog` is a turn observer that writes the per-request
 line (logger `gateway.requests`). Keys never appear: the request line names a key by its id, and the
 formatter replaces any registered secret (provider and client keys, `app.redaction`) that slips into a
-message. Message content is logged only when `GATEWAY_LOG_CONTENT=true`.
+message, and the value of any `key` query parameter (the access log's `?key=`, any key, known or not). Message content is logged only when `GATEWAY_LOG_CONTENT=true`.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import orjson
 
 from app.core.job import TurnJob, TurnObserver
 from app.core.settled import SettledTurn
-from app.redaction import has_secrets, redact, register_secrets
+from app.redaction import redact, register_secrets
 
 __all__ = ["JsonFormatter", "RequestLog", "configure_logging", "redact", "register_secrets", "request_fields"]
 
@@ -41,8 +41,7 @@ class JsonFormatter(logging.Formatter):
                 entry[key] = value
         if record.exc_info:
             entry["exc"] = self.formatException(record.exc_info)
-        line = orjson.dumps(entry, default=str).decode()
-        return redact(line) if has_secrets() else line
+        return redact(orjson.dumps(entry, default=str).decode())
 
 
 def logging_config(level: str = "info") -> dict[str, Any]:

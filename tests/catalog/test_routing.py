@@ -11,7 +11,7 @@ import pytest
 
 from app.catalog import BUILTIN, Catalog, CatalogError
 from app.contract.catalog import ModelList
-from app.contract.refusals import AmbiguousModel, UnknownModel
+from app.contract.refusals import AmbiguousModel, RequestRejected, UnknownModel
 from app.catalog.resolve import ModelResolver
 from tests.conftest import PROVIDER_KEYS, marker, settings_for, turn
 from tests.ledger.test_ledger import record_of
@@ -58,6 +58,35 @@ def test_provider_slash_model_with_slashes_and_aliases(catalog):
     assert names(resolver.resolve("openai/gpt-oss-120b")) == ["openai/gpt-oss-120b"]  # `openai` is configured
     unlisted = resolver.resolve("anthropic/not-in-the-catalog")[0]
     assert unlisted.model.id == "not-in-the-catalog" and unlisted.model.pricing.input == 0
+
+
+def test_a_clients_model_id_that_cannot_be_one_path_segment_is_refused_on_every_api_and_cloud(tmp_path):
+    """Issue 39 item 5: what would end or change a vendor URL's path is refused (400 naming the model) before
+    any call; `/` and `:` only where the id is a path segment (Gemini, Vertex AI, Azure), not where it travels
+    in the body (Chat Completions' `org/model`) or Bedrock's SDK encodes it (`…-v1:0`). The catalog's own ids
+    are the operator's and are not checked."""
+    clouds = [
+        {"name": "vertex-claude", "api": "anthropic-messages", "cloud": {"kind": "vertex", "project": "p", "region": "global"}},
+        {"name": "bedrock-claude", "api": "anthropic-messages", "cloud": {"kind": "bedrock", "region": "us-east-1"}},
+        {"name": "azure-east", "api": "openai-responses", "baseUrl": "https://east.example/openai/v1",
+         "keyEnv": "AZ_KEY", "cloud": {"kind": "azure", "region": "eastus"}},
+        {"name": "groq", "api": "openai-completions", "baseUrl": "https://groq.example/v1", "keyEnv": "GROQ_KEY"},
+    ]  # fmt: skip
+    catalog = Catalog.load(write(tmp_path, {"providers": clouds, "models": [{"provider": "google", "id": "a:b"}]}))
+    names_ = ["anthropic", "openai", "google", *(c["name"] for c in clouds)]
+    resolver = ModelResolver(catalog, names_)
+    for name in ("google/gemini-x:countTokens", "google/x/y", "vertex-claude/claude:streamRawPredict",
+                 "azure-east/prod/gpt", "google/gemini-x#", "anthropic/x?y", "openai/gpt%2e", "groq/../x",
+                 "groq/a/./b", "openai/a\x00b", "anthropic/a b", "openai/a\\b"):  # fmt: skip
+        with pytest.raises(RequestRejected) as refused:
+            resolver.plan(name)
+        assert refused.value.param == "model" and refused.value.message.startswith(f"model {name.partition('/')[2]!r}")
+    for name in ("groq/openai/gpt-oss-120b", "bedrock-claude/anthropic.claude-v2:1", "vertex-claude/claude@2025",
+                 "google/a:b", "openai/gpt-5.1"):  # fmt: skip
+        assert names(resolver.plan(name)) == [name]
+    with pytest.raises(RequestRejected) as refused:
+        resolver.plan("anthropic/text", ["google/x#y"])
+    assert refused.value.param == "fallback.0"
 
 
 def test_routes_give_model_then_fallback_and_skip_unconfigured_providers(catalog):

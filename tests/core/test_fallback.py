@@ -87,6 +87,15 @@ def test_retry_after_ms_header_is_preferred_precision(gateway):
     assert result.terminal["errorMessage"].endswith("retry-after-ms=250")
 
 
+def test_retry_after_ms_wins_over_a_larger_retry_after_sent_with_it(gateway):
+    """Azure's throttling answer carries `retry-after-ms: 600` and `retry-after: 1` (issue 39 item 10): the
+    retry waits what the precise header says, and the client's error names it."""
+    m = marker()
+    result = gateway.stream(turn("anthropic/http-429;retry_after_ms=600;retry_after=1", m))
+    assert result.terminal["errorMessage"].endswith("retry-after-ms=600")
+    assert len(gateway.sim.seen(m)) == 2
+
+
 def test_unknown_fallback_model_is_a_404_naming_the_param(gateway):
     response = gateway.http.post("/v1/stream", json=turn("anthropic/text", fallback=["nope/x"]))
     assert response.status_code == 404

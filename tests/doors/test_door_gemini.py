@@ -593,6 +593,31 @@ def test_count_tokens_errors_are_in_googles_shape(gw):
         assert response.status_code == 400 and response.json()["error"]["message"].startswith(f"{field}:")
 
 
+@pytest.mark.parametrize(
+    "model_in_path, refused",
+    [
+        ("google/gemini-x:countTokens%23", "'#'"),  # the fragment would cut the vendor's URL at `countTokens`
+        ("google/gemini-x:countTokens", "':'"),  # Gemini's method follows the one `:` of the segment
+        ("google/gemini-x%3FcountTokens", "'?'"),
+        ("google/%2e%2e/%2e%2e/gemini-x", "'.' or '..' segment"),
+        ("google/gemini-x%00", "'\\x00'"),
+        ("google/tunedModels/x", "'/'"),
+        ("anthropic/text%23x", "'#'"),  # an id in the body holds none of these either
+    ],
+)
+@pytest.mark.parametrize("method", ["generateContent", "streamGenerateContent", "countTokens"])
+def test_a_model_id_that_is_not_one_path_segment_is_a_400_naming_it_and_never_reaches_the_vendor(
+    gw, model_in_path, refused, method
+):
+    m = marker()
+    body = {"contents": [{"parts": [{"text": m}]}]}
+    response = gw.http.post(f"/v1beta/models/{model_in_path}:{method}", json=body, headers=AUTH)
+    assert response.status_code == 400, response.text
+    message = response.json()["error"]["message"]
+    assert message.startswith("model: model '") and refused in message, message
+    assert gw.sim.seen(m) == []
+
+
 def test_models_list_and_get_in_geminis_shape(gw, client):
     models = list(client.models.list())
     names = [model.name for model in models]

@@ -71,6 +71,20 @@ def test_retry_after_beyond_a_day_or_not_finite_is_capped_or_ignored(headers, ex
     assert retry_after_ms(headers) == expected
 
 
+@pytest.mark.parametrize(
+    "headers, expected",
+    [
+        ({"retry-after-ms": "600", "retry-after": "1"}, 600),  # Azure's pair: the milliseconds, not the rounded second
+        ({"retry-after-ms": "2500", "retry-after": "1"}, 2500),
+        ({"retry-after": "3", "x-ratelimit-reset-ms": "200"}, 3000),
+        ({"x-ratelimit-reset-ms": "250", "x-ratelimit-reset": "1"}, 250),
+        ({"retry-after-ms": "nan", "retry-after": "1"}, 1000),  # an unusable header gives way to the next
+    ],
+)
+def test_the_most_precise_retry_header_wins_not_the_largest(headers, expected):
+    assert retry_after_ms(headers, now=0) == expected
+
+
 def test_retry_delay_of_gemini_retry_info_is_capped():
     assert retry_delay_ms(float("9" * 400)) == RETRY_AFTER_MAX_MS and retry_delay_ms(37.5) == 37_500
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 import logging
 
@@ -76,3 +77,32 @@ def test_a_provider_error_never_carries_a_registered_key():
     )
     assert "sk-echoed-back-0123456789" not in error.message and "[redacted]" in error.message
     assert str(error) == error.message and error.message.endswith(" short")  # too short to be a key: kept
+
+
+def test_the_access_log_blanks_every_key_query_parameter_known_or_not(gateway_factory):
+    """A Gemini client's `?key=` never reaches the access log (issue 39 item 4): not a key the gateway knows,
+    not a wrong one, not one whose parameter name is percent-encoded (which Starlette reads as `key` too).
+    uvicorn's access lines go through the gateway's formatter, as `python -m app` configures them."""
+    known, wrong, encoded = "sk-client-known-0123456789", "sk-wrong-unknown-0123456789", "sk-wrong-encoded-0123456789"
+    gw = gateway_factory(api_keys=f"gemini:{known}")
+    stream = io.StringIO()
+    handler = logging.StreamHandler(stream)
+    handler.setFormatter(JsonFormatter())
+    access = logging.getLogger("uvicorn.access")
+    level = access.level
+    access.addHandler(handler)
+    access.setLevel(logging.INFO)
+    try:
+        path = "/v1beta/models/anthropic/text:generateContent"
+        body = {"contents": [{"parts": [{"text": marker()}]}]}
+        assert gw.http.post(path, json=body, params={"key": known}).status_code == 200
+        assert gw.http.post(path, json=body, params={"key": wrong}).status_code == 401
+        assert gw.http.post(f"{path}?alt=sse&%6Bey={encoded}", json=body).status_code == 401
+    finally:
+        access.removeHandler(handler)
+        access.setLevel(level)
+    lines = [json.loads(line)["msg"] for line in stream.getvalue().splitlines()]
+    assert len([line for line in lines if "generateContent" in line]) == 3, lines
+    for key in (known, wrong, encoded):
+        assert not [line for line in lines if key in line]
+    assert [line.count("ey=[redacted]") for line in lines if "generateContent" in line] == [1, 1, 1]
