@@ -37,7 +37,7 @@ from app.contract.failures import Attempt, AttemptOutcome, ErrorKind, Interrupt
 from app.core.job import Route, TurnJob, TurnObserver
 from app.core.settled import settled_turn
 from app.core.watchdog import Watchdog
-from app.pools.balancer import Pools, conversation_key, cooling_reason
+from app.pools.balancer import Pools, conversation_key, cooling_reason, fails_over
 from app.pools.state import Acquired, Finished
 from app.providers import hosted
 from app.providers.base import Provider, ProviderError, Upstream
@@ -167,7 +167,8 @@ class Dispatcher:
     async def _run_pool(self, job: TurnJob, routes: list[Route], watchdog: Watchdog) -> Settled | Failed | None:
         """A pool's deployments: each tried at most once, in the order `app.pools` picks per attempt (cooled
         ones and those at a quota skipped; when all are, the soonest waited for up to the first-event timeout).
-        A deployment that fails with a 429, a 5xx, a connect error or a first-event timeout is cooled down.
+        A deployment that fails with a 429, a 5xx, a refused key or missing model (401/403/404: these fail over
+        here, where a plain route ends the turn), a connect error or a first-event timeout is cooled down.
         Settled, failed with the last deployment's error, or None when no deployment was tried (all cooling or
         at a quota: `TurnJob.pools_busy_ms` says for how long)."""
         pool = routes[0].pool
@@ -194,7 +195,7 @@ class Dispatcher:
             attempt = self._new_attempt(job, route)
             result = Finished(ok=False)
             try:
-                outcome = await self._try(job, route, watchdog, attempt)
+                outcome = await self._try(job, route, watchdog, attempt, pooled=True)
                 if isinstance(outcome, Settled):
                     result = _finished(job, attempt, watchdog, conversation)
                     return outcome
@@ -202,6 +203,7 @@ class Dispatcher:
                 last = outcome
                 reason = cooling_reason(attempt)
                 if reason is not None:
+                    attempt.cooled = reason
                     await self.pools.cool(pool, grant.name, reason, attempt.retry_after_ms)
             finally:
                 await _shielded(self.pools.finish(pool, grant, result))
@@ -218,9 +220,12 @@ class Dispatcher:
             _notify(observer.attempt_started, job, route)
         return attempt
 
-    async def _try(self, job: TurnJob, route: Route, watchdog: Watchdog, attempt: Attempt) -> Settled | Failed:
+    async def _try(
+        self, job: TurnJob, route: Route, watchdog: Watchdog, attempt: Attempt, pooled: bool = False
+    ) -> Settled | Failed:
         """One attempt: settled when it settled the turn (served it, or failed so that nothing may follow),
-        else failed with its retryable error."""
+        else failed with its retryable error (or, on a pool's deployment (`pooled`), an error that says the
+        deployment is at fault: `app.pools.balancer.fails_over`)."""
         turn = job.turn
         try:
             await self._attempt(job, route, watchdog, attempt)
@@ -231,7 +236,7 @@ class Dispatcher:
             attempt.failed_with(error.kind, http_status=error.status, retry_after_ms=error.retry_after_ms)
             # Settled already: a failure after the terminal event, which leaves the outcome as it was.
             attempt.end(turn.outcome if turn.settled and turn.outcome else AttemptOutcome.ERROR, message)
-            if turn.started or not error.retryable:
+            if turn.started or not (error.retryable or (pooled and fails_over(error.status))):
                 attempt.after_content = turn.started and not turn.settled
                 turn.settle_error(message)
                 return SETTLED

@@ -51,6 +51,10 @@ def pooled(gateway_factory, deployments, tmp_path_factory) -> Any:
                 {"provider": b, "model": "text", "weight": 1},
             ]
         },
+        **{
+            name: {"deployments": [{"provider": a, "model": "text", "weight": 1000}, {"provider": b, "model": "text"}]}
+            for name in ("refused401", "refused403", "missing404")
+        },
         "sticky3": {"deployments": [{"provider": d.name, "model": "text"} for d in deployments]},
         "alone": {"deployments": [{"provider": c, "model": "text"}]},
         "cheap": {
@@ -64,7 +68,9 @@ def pooled(gateway_factory, deployments, tmp_path_factory) -> Any:
     path = pool_catalog(tmp_path_factory.mktemp("pools") / "catalog.json", pools, deployments)
     with pytest.MonkeyPatch.context() as env:
         env.setenv(KEY_ENV, PROVIDER_KEY)
-        return gateway_factory(catalog=str(path), base_urls=base_urls(deployments), first_event_timeout=1.5)
+        return gateway_factory(
+            catalog=str(path), base_urls=base_urls(deployments), first_event_timeout=1.5, console=True
+        )
 
 
 @pytest.fixture(autouse=True)
@@ -206,6 +212,36 @@ def test_a_stall_before_the_first_byte_moves_to_another_deployment_in_one_clean_
         'gateway_pool_cooldowns_total{deployment="dep-a/text",pool="stall2",reason="first_event_timeout"} 1.0'
         in metrics
     )
+
+
+@pytest.mark.parametrize(
+    ("pool", "status", "reason"),
+    [("refused401", 401, "credentials"), ("refused403", 403, "credentials"), ("missing404", 404, "model_not_found")],
+)
+def test_a_refused_key_or_missing_model_fails_over_and_cools_the_deployment_longer(
+    pooled, deployments, pool, status, reason
+):
+    deployments[0].set(f";fault=http;at=before_headers;status={status}")
+    body = complete(pooled, pool)  # dep-a (weight 1000 to 1) refuses: dep-b serves the turn
+    record = pooled.http.get(f"/v1/requests/{body['requestId']}").json()
+    assert [(a["deployment"], a.get("httpStatus"), a.get("cooled")) for a in record["attempts"]] == [
+        ("dep-a/text", status, reason),
+        ("dep-b/text", None, None),
+    ]
+    deployments[0].set("")
+    seen = counts(deployments)["dep-a"]
+    assert {served_by(pooled, pool) for _ in range(5)} == {"dep-b/text"}  # dep-a sits out its cooldown
+    assert counts(deployments)["dep-a"] == seen
+    [state] = [d for d in pooled.http.get("/v1/console/pools").json()["pools"] if d["name"] == pool]
+    until = {d["name"]: d["cooldown"]["until"] for d in state["deployments"]}["dep-a/text"]
+    assert until - body_time(record) >= 25_000  # the long backoff (30 s), not a 5xx's first second
+    metrics = pooled.http.get("/metrics").text
+    assert f'gateway_pool_cooldowns_total{{deployment="dep-a/text",pool="{pool}",reason="{reason}"}} 1.0' in metrics
+
+
+def body_time(record: dict[str, Any]) -> int:
+    """When a record's first attempt ended (epoch ms)."""
+    return int(record["attempts"][0]["endedAt"])
 
 
 def test_every_deployment_cooled_answers_429_with_the_soonest_retry_after(pooled, deployments):
