@@ -165,8 +165,11 @@ class Dispatcher:
         return outcome
 
     async def _run_pool(self, job: TurnJob, routes: list[Route], watchdog: Watchdog) -> Settled | Failed | None:
-        """A pool's deployments: each tried at most once, in the order `app.pools` picks per attempt (cooled
-        ones and those at a quota skipped; when all are, the soonest waited for up to the first-event timeout).
+        """A pool's deployments, in the order `app.pools` picks per attempt (cooled ones and those at a quota
+        skipped; when all are, the soonest waited for up to the first-event timeout). Each is tried once, and
+        the route's retry budget (`GATEWAY_RETRIES`) is kept: a retryable failure while the budget lasts lets
+        its deployment be tried again (once its cooldown, if it has one, is over: a cooled deployment comes after
+        the others, and is waited for up to `GATEWAY_RETRY_AFTER_CAP_MS`, as a plain route's retry waits).
         A deployment that fails with a 429, a 5xx, a refused key or missing model (401/403/404: these fail over
         here, where a plain route ends the turn), a connect error or a first-event timeout is cooled down.
         Settled, failed with the last deployment's error, or None when no deployment was tried (all cooling or
@@ -177,13 +180,18 @@ class Dispatcher:
         prices = {name: r.model.pricing.input + r.model.pricing.output for name, r in remaining.items()}
         conversation = conversation_key(job.request.options, job.request.session)
         lease_ms = int(self.settings.total_timeout * 1000) + 60_000
+        retries = self.settings.retries
         last: Failed | None = None
         waited = False
         while remaining:
             candidates = [route.deployment for route in remaining.values() if route.deployment is not None]
             grant = await self.pools.acquire(pool, candidates, prices, conversation, lease_ms)
             if not isinstance(grant, Acquired):
-                if waited or grant.ms > self.settings.first_event_timeout * 1000:
+                retrying = retries < self.settings.retries
+                allowance_ms = (
+                    self.settings.retry_after_cap_ms if retrying else self.settings.first_event_timeout * 1000
+                )
+                if waited or grant.ms > allowance_ms:
                     if last is None:
                         job.pools_busy_ms = grant.ms if job.pools_busy_ms is None else min(job.pools_busy_ms, grant.ms)
                     return last
@@ -191,6 +199,7 @@ class Dispatcher:
                 watchdog.between_attempts()
                 await asyncio.sleep(grant.ms / 1000)
                 continue
+            waited = False
             route = remaining.pop(grant.name)
             attempt = self._new_attempt(job, route)
             result = Finished(ok=False)
@@ -205,6 +214,9 @@ class Dispatcher:
                 if reason is not None:
                     attempt.cooled = reason
                     await self.pools.cool(pool, grant.name, reason, attempt.retry_after_ms)
+                if retries > 0 and outcome.error.retryable:
+                    retries -= 1
+                    remaining[grant.name] = route  # may be tried again, after the others and its cooldown
             finally:
                 await _shielded(self.pools.finish(pool, grant, result))
         return last

@@ -13,7 +13,17 @@ import pytest
 
 from app.catalog import Catalog, CatalogError
 from tests.conftest import marker, turn
-from tests.pool_rig import KEY_ENV, PROVIDER_KEY, SLOW, STALLED, THROTTLED, Deployment, base_urls, pool_catalog
+from tests.pool_rig import (
+    KEY_ENV,
+    PROVIDER_KEY,
+    SERVER_ERROR,
+    SLOW,
+    STALLED,
+    THROTTLED,
+    Deployment,
+    base_urls,
+    pool_catalog,
+)
 
 
 @pytest.fixture(scope="module")
@@ -55,6 +65,7 @@ def pooled(gateway_factory, deployments, tmp_path_factory) -> Any:
             name: {"deployments": [{"provider": a, "model": "text", "weight": 1000}, {"provider": b, "model": "text"}]}
             for name in ("refused401", "refused403", "missing404")
         },
+        "flaky2": {"deployments": [{"provider": a, "model": "text"}, {"provider": b, "model": "text"}]},
         "sticky3": {"deployments": [{"provider": d.name, "model": "text"} for d in deployments]},
         "alone": {"deployments": [{"provider": c, "model": "text"}]},
         "cheap": {
@@ -242,6 +253,22 @@ def test_a_refused_key_or_missing_model_fails_over_and_cools_the_deployment_long
 def body_time(record: dict[str, Any]) -> int:
     """When a record's first attempt ended (epoch ms)."""
     return int(record["attempts"][0]["endedAt"])
+
+
+def test_a_transient_5xx_on_a_pool_of_one_is_retried_and_served(pooled, deployments):
+    deployments[2].next(SERVER_ERROR)  # one 500, then healthy
+    body = complete(pooled, "alone")
+    attempts = pooled.job(body["requestId"]).attempts
+    assert [(a.deployment, a.http_status) for a in attempts] == [("dep-c/text", 500), ("dep-c/text", None)]
+
+
+def test_a_pool_of_two_where_each_fails_once_keeps_the_route_retry_budget(pooled, deployments):
+    deployments[0].next(SERVER_ERROR)
+    deployments[1].next(SERVER_ERROR)
+    body = complete(pooled, "flaky2")  # GATEWAY_RETRIES=1 here: one deployment is tried again
+    attempts = pooled.job(body["requestId"]).attempts
+    assert [a.http_status for a in attempts] == [500, 500, None]
+    assert attempts[2].deployment == attempts[0].deployment
 
 
 def test_every_deployment_cooled_answers_429_with_the_soonest_retry_after(pooled, deployments):
