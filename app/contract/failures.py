@@ -19,6 +19,10 @@ class ErrorKind(enum.StrEnum):
     """Why an upstream attempt failed (`ProviderError.kind`)."""
 
     HTTP = "http"  # the vendor answered with an HTTP error status
+    # The vendor answered a 429 or 5xx that its body says is about this request itself, not its own health (too
+    # large for the tokens-per-minute limit: OpenAI's "Request too large"; Anthropic's `request_too_large`; an
+    # `invalid_request_error` under a 5xx): a pool does not cool the deployment for it (docs/pools.md).
+    REQUEST_AT_FAULT = "request_at_fault"
     UPSTREAM = "upstream"  # an in-band error event from the vendor
     CONNECT = "connect"  # the connection could not be made
     CONNECT_TIMEOUT = "connect_timeout"

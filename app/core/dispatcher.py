@@ -248,7 +248,7 @@ class Dispatcher:
             attempt.failed_with(error.kind, http_status=error.status, retry_after_ms=error.retry_after_ms)
             # Settled already: a failure after the terminal event, which leaves the outcome as it was.
             attempt.end(turn.outcome if turn.settled and turn.outcome else AttemptOutcome.ERROR, message)
-            if turn.started or not (error.retryable or (pooled and fails_over(error.status))):
+            if turn.started or not (error.retryable or (pooled and fails_over(error.kind, error.status))):
                 attempt.after_content = turn.started and not turn.settled
                 turn.settle_error(message)
                 return SETTLED

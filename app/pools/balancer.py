@@ -60,17 +60,22 @@ DEPLOYMENT_STATUS = {401: "credentials", 403: "credentials", 404: "model_not_fou
 LONG_COOLING = frozenset(DEPLOYMENT_STATUS.values())  # reasons cooled by `LONG_BACKOFF`, Retry-After ignored
 
 
-def fails_over(status: int | None) -> bool:
+def fails_over(kind: ErrorKind | str, status: int | None) -> bool:
     """Whether a failure that would end a plain route's turn (not retryable) moves a pool's turn on to its
-    next deployment: a refused key or a missing model (`DEPLOYMENT_STATUS`)."""
-    return status in DEPLOYMENT_STATUS
+    next deployment: a refused key or a missing model (`DEPLOYMENT_STATUS`), or a 429/5xx about the request
+    itself (`ErrorKind.REQUEST_AT_FAULT`: too large for this deployment's tokens-per-minute limit may fit
+    another's; the deployment is not cooled for it)."""
+    return status in DEPLOYMENT_STATUS or kind == ErrorKind.REQUEST_AT_FAULT
 
 
 def cooling_reason(attempt: Attempt) -> str | None:
     """Why a failed attempt cools its deployment (the `reason` label of `gateway_pool_cooldowns_total`), or None
     for a failure that says nothing about the deployment's health (a bad request, a refusal, a malformed
-    stream): a 429, a 5xx, a refused key (401/403), a missing model (404), a connection that could not be made,
-    or no first event within its timeout."""
+    stream, a 429 or 5xx about the request itself: `ErrorKind.REQUEST_AT_FAULT`, which one tenant's request
+    must not cool a shared deployment for): a 429, a 5xx, a refused key (401/403), a missing model (404), a
+    connection that could not be made, or no first event within its timeout."""
+    if attempt.kind is ErrorKind.REQUEST_AT_FAULT:
+        return None
     if attempt.http_status == 429:
         return "rate_limited"
     if attempt.http_status is not None and attempt.http_status >= 500:

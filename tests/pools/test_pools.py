@@ -65,6 +65,10 @@ def pooled(gateway_factory, deployments, tmp_path_factory) -> Any:
             name: {"deployments": [{"provider": a, "model": "text", "weight": 1000}, {"provider": b, "model": "text"}]}
             for name in ("refused401", "refused403", "missing404")
         },
+        **{
+            name: {"deployments": [{"provider": a, "model": "text", "weight": 1000}, {"provider": b, "model": "text"}]}
+            for name in ("toolarge429", "malformed500", "toolarge413")
+        },
         "flaky2": {"deployments": [{"provider": a, "model": "text"}, {"provider": b, "model": "text"}]},
         "sticky3": {"deployments": [{"provider": d.name, "model": "text"} for d in deployments]},
         "alone": {"deployments": [{"provider": c, "model": "text"}]},
@@ -253,6 +257,29 @@ def test_a_refused_key_or_missing_model_fails_over_and_cools_the_deployment_long
 def body_time(record: dict[str, Any]) -> int:
     """When a record's first attempt ended (epoch ms)."""
     return int(record["attempts"][0]["endedAt"])
+
+
+@pytest.mark.parametrize(
+    ("pool", "fault", "fails_over"),
+    [
+        ("toolarge429", "status=429;message=Request too large for text on tokens per min (TPM): Limit 9", True),
+        ("malformed500", "status=500;type=invalid_request_error", True),
+        ("toolarge413", "status=413;type=request_too_large", False),
+    ],
+)
+def test_a_failure_about_the_request_itself_does_not_cool_the_deployment(pooled, deployments, pool, fault, fails_over):
+    deployments[0].set(f";fault=http;at=before_headers;{fault}")
+    response = pooled.http.post("/v1/complete", json=turn(pool))  # dep-a weighs 1000 to dep-b's 1
+    record = pooled.http.get(f"/v1/requests/{response.headers['x-request-id']}").json()
+    tried = [(a["deployment"], "cooled" in a) for a in record["attempts"]]
+    if fails_over:  # too large for dep-a's limit may fit dep-b's: the turn moves on, without cooling dep-a
+        assert response.status_code == 200 and tried == [("dep-a/text", False), ("dep-b/text", False)], tried
+    else:
+        assert response.status_code != 200 and tried == [("dep-a/text", False)], tried
+    deployments[0].set("")
+    assert served_by(pooled, pool) == "dep-a/text"  # the next tenant's turn goes to dep-a as ever
+    metrics = pooled.http.get("/metrics").text.splitlines()
+    assert not [x for x in metrics if x.startswith("gateway_pool_cooldowns_total") and f'pool="{pool}"' in x]
 
 
 def test_a_transient_5xx_on_a_pool_of_one_is_retried_and_served(pooled, deployments):
