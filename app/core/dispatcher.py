@@ -166,7 +166,7 @@ class Dispatcher:
 
     async def _run_pool(self, job: TurnJob, routes: list[Route], watchdog: Watchdog) -> Settled | Failed | None:
         """A pool's deployments, in the order `app.pools` picks per attempt (cooled ones and those at a quota
-        skipped; when all are, the soonest waited for up to the first-event timeout). Each is tried once, and
+        skipped; when all are, the soonest waited for only within the pool's `waitMs`). Each is tried once, and
         the route's retry budget (`GATEWAY_RETRIES`) is kept: a retryable failure while the budget lasts lets
         its deployment be tried again (once its cooldown, if it has one, is over: a cooled deployment comes after
         the others, and is waited for up to `GATEWAY_RETRY_AFTER_CAP_MS`, as a plain route's retry waits).
@@ -187,10 +187,10 @@ class Dispatcher:
             candidates = [route.deployment for route in remaining.values() if route.deployment is not None]
             grant = await self.pools.acquire(pool, candidates, prices, conversation, lease_ms)
             if not isinstance(grant, Acquired):
+                # A deployment this turn may try again (the retry budget) is waited for as a retry waits; else
+                # only as long as the pool's operator asked (`waitMs`, none by default: 429 at once).
                 retrying = retries < self.settings.retries
-                allowance_ms = (
-                    self.settings.retry_after_cap_ms if retrying else self.settings.first_event_timeout * 1000
-                )
+                allowance_ms = self.settings.retry_after_cap_ms if retrying else pool.wait_ms
                 if waited or grant.ms > allowance_ms:
                     if last is None:
                         job.pools_busy_ms = grant.ms if job.pools_busy_ms is None else min(job.pools_busy_ms, grant.ms)

@@ -69,6 +69,8 @@ def pooled(gateway_factory, deployments, tmp_path_factory) -> Any:
             name: {"deployments": [{"provider": a, "model": "text", "weight": 1000}, {"provider": b, "model": "text"}]}
             for name in ("toolarge429", "malformed500", "toolarge413")
         },
+        "brief1": {"deployments": [{"provider": c, "model": "text"}]},
+        "patient1": {"waitMs": 5000, "deployments": [{"provider": b, "model": "text"}]},
         "flaky2": {"deployments": [{"provider": a, "model": "text"}, {"provider": b, "model": "text"}]},
         "sticky3": {"deployments": [{"provider": d.name, "model": "text"} for d in deployments]},
         "alone": {"deployments": [{"provider": c, "model": "text"}]},
@@ -140,6 +142,10 @@ def _catalog_error(route: dict[str, Any]) -> str:
             "pool.deployments[1] (anthropic/m): two deployments named 'anthropic/m'",
         ),
         ({"deployments": [{"provider": "anthropic", "model": "m", "region": "eu"}]}, "unknown key 'region'"),
+        (
+            {"waitMs": -1, "deployments": [{"provider": "anthropic", "model": "m"}]},
+            "pool.waitMs must be a whole number of milliseconds",
+        ),
         ({"deployments": [{"provider": "antropic", "model": "m"}]}, "names unknown provider 'antropic'"),
     ],
 )
@@ -314,6 +320,34 @@ def test_every_deployment_cooled_answers_429_with_the_soonest_retry_after(pooled
     assert deployments[2].count == sent  # nothing was sent to the cooled deployment
     record = pooled.http.get(f"/v1/requests/{second.headers['x-request-id']}").json()
     assert record["attempts"] == [] and record["outcome"] == "error"
+
+
+def cool_for_a_second(gateway, pool: str, deployment: Deployment) -> None:
+    """Make `deployment` answer 429 with Retry-After 1 s to a turn of `pool` (and its retry), then heal it:
+    it is cooled for about a second from now."""
+    deployment.set(THROTTLED.format(seconds=1))
+    response = gateway.http.post("/v1/complete", json=turn(pool))
+    assert "retry-after-ms=1000" in response.json()["error"]["message"], response.text
+    deployment.set("")
+
+
+def test_a_pool_cooling_for_less_than_the_first_event_timeout_answers_429_at_once(pooled, deployments):
+    cool_for_a_second(pooled, "brief1", deployments[2])  # shorter than the 1.5 s first-event timeout
+    sent = deployments[2].count
+    response = pooled.http.post(
+        "/v1/chat/completions", json={"model": "brief1", "messages": [{"role": "user", "content": "hi"}]}
+    )
+    assert response.status_code == 429, response.text  # not a silent wait for the cooldown
+    assert response.headers["retry-after"] == "1" and "cooling down" in response.json()["error"]["message"]
+    assert deployments[2].count == sent
+
+
+def test_a_pool_with_wait_ms_waits_for_the_soonest_recovery_and_serves(pooled, deployments):
+    cool_for_a_second(pooled, "patient1", deployments[1])  # patient1 asks for waits up to 5 s
+    sent = deployments[1].count
+    body = complete(pooled, "patient1")
+    assert [a.http_status for a in pooled.job(body["requestId"]).attempts] == [None]
+    assert deployments[1].count == sent + 1
 
 
 def test_a_failure_after_content_never_switches_and_the_record_says_why(pooled, deployments):
