@@ -22,8 +22,9 @@ Faults (what happens at the point):
                    chunked body); at `before_headers`: the headers, then the abort before any body byte
 - `close`          the body ends cleanly before the target frame (no terminal event); at `before_headers`:
                    a 200 with an empty body
-- `http`           (before_headers only) `status=` (default 503) with the vendor's error body, and a
-                   `retry-after` header when `retry_after=` (seconds) is given
+- `http`           (before_headers only) `status=` (default 503) with the vendor's error body (its error
+                   type `type=` and text `message=` when given), and a `retry-after` header when
+                   `retry_after=` (seconds) is given
 - `error_event`    the vendor's in-band error frame (Anthropic `error`, Responses `response.failed`, Gemini
                    an `{"error": …}` chunk) instead of the target frame; the body then ends
 - `bad_framing`    a garbage line, then the target frame with its data line split inside a JSON string
@@ -150,7 +151,10 @@ def prepare(fault: Fault | None, scenario: s.Scenario) -> None:
         status = int(fault.number("status", 503))
         headers = {"retry-after": fault.params["retry_after"]} if "retry_after" in fault.params else {}
         scenario.http_error = s.HttpError(
-            status, _ERROR_TYPES.get(status, "api_error"), f"simulated HTTP {status}", headers
+            status,
+            fault.params.get("type") or _ERROR_TYPES.get(status, "api_error"),
+            fault.params.get("message") or f"simulated HTTP {status}",
+            headers,
         )
     elif fault.kind == "hang":
         scenario.hang_before_headers = True

@@ -23,11 +23,13 @@ SERVER_ERROR = ";fault=http;at=before_headers;status=500"
 
 
 class Knob:
-    """ASGI wrapper: appends `suffix` to the `model` of every JSON body it passes on, and counts them."""
+    """ASGI wrapper: appends `suffix` to the `model` of every JSON body it passes on (or, while `once` holds
+    any, the first of `once`, used up), and counts them."""
 
     def __init__(self, app: Any) -> None:
         self.app = app
         self.suffix = ""
+        self.once: list[str] = []
         self.count = 0
         self.lock = threading.Lock()
 
@@ -43,7 +45,7 @@ class Knob:
                 break
         with self.lock:
             self.count += 1
-            suffix = self.suffix
+            suffix = self.once.pop(0) if self.once else self.suffix
         if suffix:
             data = json.loads(body)
             data["model"] = data["model"] + suffix
@@ -77,8 +79,15 @@ class Deployment:
             return self.knob.count
 
     def set(self, suffix: str) -> None:
+        """Every request from now on gets `suffix` (and any one-shot suffixes still pending are dropped)."""
         with self.knob.lock:
             self.knob.suffix = suffix
+            self.knob.once = []
+
+    def next(self, *suffixes: str) -> None:
+        """The next requests get `suffixes`, one each, before the steady suffix applies again."""
+        with self.knob.lock:
+            self.knob.once = list(suffixes)
 
     def stop(self) -> None:
         self.server.stop()

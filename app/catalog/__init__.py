@@ -54,7 +54,7 @@ _KEYS = {
     "webSearch": {"maxUses"},
     "cost": {"input", "output", "cacheRead", "cacheWrite"},
     "route": {"name", "model", "pool", "fallback", "description"},
-    "pool": {"strategy", "deployments"},
+    "pool": {"strategy", "deployments", "waitMs"},
     "deployment": {"provider", "model", "name", "weight", "rpm", "tpm", "cost"},
 }
 POOL_STRATEGIES = ("weighted", "least-in-flight", "lowest-latency", "cost")
@@ -271,6 +271,7 @@ class Catalog:
             if route.pool is not None:
                 shape["pool"] = {
                     "strategy": route.pool.strategy,
+                    "waitMs": route.pool.wait_ms,
                     "deployments": [
                         {"name": d.name, "provider": d.provider, "model": d.model, "weight": d.weight}
                         for d in route.pool.deployments
@@ -343,4 +344,7 @@ def _pool(route: str, entry: Any, where: str) -> Pool:
                 pricing=_pricing(d["cost"], f"{at}: cost") if "cost" in d else None,
             )
         )
-    return Pool(route, tuple(deployments), strategy)
+    wait = entry.get("waitMs", 0)
+    if isinstance(wait, bool) or not isinstance(wait, int) or wait < 0:
+        raise CatalogError(f"{where}: pool.waitMs must be a whole number of milliseconds, 0 or more, got {wait!r}")
+    return Pool(route, tuple(deployments), strategy, wait_ms=wait)

@@ -126,3 +126,6 @@ class Pool:
     name: str  # the route's name
     deployments: tuple[Deployment, ...]
     strategy: str = "weighted"
+    # When every deployment is cooling or at a quota: wait for the soonest if it is ready within this many ms,
+    # else (and by default) answer at once with 429 and Retry-After.
+    wait_ms: int = 0

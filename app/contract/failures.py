@@ -19,6 +19,10 @@ class ErrorKind(enum.StrEnum):
     """Why an upstream attempt failed (`ProviderError.kind`)."""
 
     HTTP = "http"  # the vendor answered with an HTTP error status
+    # The vendor answered a 429 or 5xx that its body says is about this request itself, not its own health (too
+    # large for the tokens-per-minute limit: OpenAI's "Request too large"; Anthropic's `request_too_large`; an
+    # `invalid_request_error` under a 5xx): a pool does not cool the deployment for it (docs/pools.md).
+    REQUEST_AT_FAULT = "request_at_fault"
     UPSTREAM = "upstream"  # an in-band error event from the vendor
     CONNECT = "connect"  # the connection could not be made
     CONNECT_TIMEOUT = "connect_timeout"
@@ -105,6 +109,7 @@ class Attempt:
     response_model: str | None = None
     deployment: str | None = None  # the pool's deployment this attempt went to (docs/pools.md)
     after_content: bool = False  # failed after content had reached the client: no other attempt could follow
+    cooled: str | None = None  # why this attempt's failure cooled its pool deployment (docs/pools.md), if it did
     cloud: str | None = None  # the cloud the provider runs its api on (bedrock | vertex | azure), None at the maker
     region: str | None = None  # that cloud's region (AWS region, Vertex AI location, Azure region)
 
@@ -144,7 +149,7 @@ class Attempt:
     def record(self) -> dict[str, Any]:
         """The record's camelCase shape (epoch milliseconds), without unset optional fields:
         `{provider, api, model, cloud?, region?, startedAt, endedAt, outcome, deployment?, httpStatus?, errorMessage?,
-        failover?}`."""
+        failover?, cooled?}`."""
         out: dict[str, Any] = {
             "provider": self.provider,
             "api": self.api,
@@ -162,6 +167,8 @@ class Attempt:
             out["errorMessage"] = self.error_message
         if self.after_content:
             out["failover"] = "content_sent"  # why the turn did not move on to another deployment or fallback
+        if self.cooled is not None:
+            out["cooled"] = self.cooled  # why its pool deployment was cooled down (`cooling_reason`)
         return out
 
 

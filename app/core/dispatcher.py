@@ -37,7 +37,7 @@ from app.contract.failures import Attempt, AttemptOutcome, ErrorKind, Interrupt
 from app.core.job import Route, TurnJob, TurnObserver
 from app.core.settled import settled_turn
 from app.core.watchdog import Watchdog
-from app.pools.balancer import Pools, conversation_key, cooling_reason
+from app.pools.balancer import Pools, conversation_key, cooling_reason, fails_over
 from app.pools.state import Acquired, Finished
 from app.providers import hosted
 from app.providers.base import Provider, ProviderError, Upstream
@@ -165,9 +165,13 @@ class Dispatcher:
         return outcome
 
     async def _run_pool(self, job: TurnJob, routes: list[Route], watchdog: Watchdog) -> Settled | Failed | None:
-        """A pool's deployments: each tried at most once, in the order `app.pools` picks per attempt (cooled
-        ones and those at a quota skipped; when all are, the soonest waited for up to the first-event timeout).
-        A deployment that fails with a 429, a 5xx, a connect error or a first-event timeout is cooled down.
+        """A pool's deployments, in the order `app.pools` picks per attempt (cooled ones and those at a quota
+        skipped; when all are, the soonest waited for only within the pool's `waitMs`). Each is tried once, and
+        the route's retry budget (`GATEWAY_RETRIES`) is kept: a retryable failure while the budget lasts lets
+        its deployment be tried again (once its cooldown, if it has one, is over: a cooled deployment comes after
+        the others, and is waited for up to `GATEWAY_RETRY_AFTER_CAP_MS`, as a plain route's retry waits).
+        A deployment that fails with a 429, a 5xx, a refused key or missing model (401/403/404: these fail over
+        here, where a plain route ends the turn), a connect error or a first-event timeout is cooled down.
         Settled, failed with the last deployment's error, or None when no deployment was tried (all cooling or
         at a quota: `TurnJob.pools_busy_ms` says for how long)."""
         pool = routes[0].pool
@@ -176,13 +180,18 @@ class Dispatcher:
         prices = {name: r.model.pricing.input + r.model.pricing.output for name, r in remaining.items()}
         conversation = conversation_key(job.request.options, job.request.session)
         lease_ms = int(self.settings.total_timeout * 1000) + 60_000
+        retries = self.settings.retries
         last: Failed | None = None
         waited = False
         while remaining:
             candidates = [route.deployment for route in remaining.values() if route.deployment is not None]
             grant = await self.pools.acquire(pool, candidates, prices, conversation, lease_ms)
             if not isinstance(grant, Acquired):
-                if waited or grant.ms > self.settings.first_event_timeout * 1000:
+                # A deployment this turn may try again (the retry budget) is waited for as a retry waits; else
+                # only as long as the pool's operator asked (`waitMs`, none by default: 429 at once).
+                retrying = retries < self.settings.retries
+                allowance_ms = self.settings.retry_after_cap_ms if retrying else pool.wait_ms
+                if waited or grant.ms > allowance_ms:
                     if last is None:
                         job.pools_busy_ms = grant.ms if job.pools_busy_ms is None else min(job.pools_busy_ms, grant.ms)
                     return last
@@ -190,11 +199,12 @@ class Dispatcher:
                 watchdog.between_attempts()
                 await asyncio.sleep(grant.ms / 1000)
                 continue
+            waited = False
             route = remaining.pop(grant.name)
             attempt = self._new_attempt(job, route)
             result = Finished(ok=False)
             try:
-                outcome = await self._try(job, route, watchdog, attempt)
+                outcome = await self._try(job, route, watchdog, attempt, pooled=True)
                 if isinstance(outcome, Settled):
                     result = _finished(job, attempt, watchdog, conversation)
                     return outcome
@@ -202,7 +212,11 @@ class Dispatcher:
                 last = outcome
                 reason = cooling_reason(attempt)
                 if reason is not None:
+                    attempt.cooled = reason
                     await self.pools.cool(pool, grant.name, reason, attempt.retry_after_ms)
+                if retries > 0 and outcome.error.retryable:
+                    retries -= 1
+                    remaining[grant.name] = route  # may be tried again, after the others and its cooldown
             finally:
                 await _shielded(self.pools.finish(pool, grant, result))
         return last
@@ -218,9 +232,12 @@ class Dispatcher:
             _notify(observer.attempt_started, job, route)
         return attempt
 
-    async def _try(self, job: TurnJob, route: Route, watchdog: Watchdog, attempt: Attempt) -> Settled | Failed:
+    async def _try(
+        self, job: TurnJob, route: Route, watchdog: Watchdog, attempt: Attempt, pooled: bool = False
+    ) -> Settled | Failed:
         """One attempt: settled when it settled the turn (served it, or failed so that nothing may follow),
-        else failed with its retryable error."""
+        else failed with its retryable error (or, on a pool's deployment (`pooled`), an error that says the
+        deployment is at fault: `app.pools.balancer.fails_over`)."""
         turn = job.turn
         try:
             await self._attempt(job, route, watchdog, attempt)
@@ -231,7 +248,7 @@ class Dispatcher:
             attempt.failed_with(error.kind, http_status=error.status, retry_after_ms=error.retry_after_ms)
             # Settled already: a failure after the terminal event, which leaves the outcome as it was.
             attempt.end(turn.outcome if turn.settled and turn.outcome else AttemptOutcome.ERROR, message)
-            if turn.started or not error.retryable:
+            if turn.started or not (error.retryable or (pooled and fails_over(error.kind, error.status))):
                 attempt.after_content = turn.started and not turn.settled
                 turn.settle_error(message)
                 return SETTLED

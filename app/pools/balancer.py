@@ -13,7 +13,7 @@ from app.contract.catalog_entries import Deployment, Pool
 from app.contract.failures import Attempt, ErrorKind, Interrupt
 from app.contract.request import StreamOptions
 from app.pools.choice import order
-from app.pools.state import Acquired, Busy, Finished, MemoryPoolStore, PoolStore, Snapshot
+from app.pools.state import LONG_BACKOFF, Acquired, Busy, Finished, MemoryPoolStore, PoolStore, Snapshot
 
 log = logging.getLogger("gateway.pools")
 
@@ -54,14 +54,34 @@ def conversation_key(options: StreamOptions, session: str | None = None) -> str 
     return user if isinstance(user, str) and user else None
 
 
+# Statuses before content that say the deployment, not the request, is at fault: a key it refuses (401, 403)
+# or a model it does not have (404). A plain route ends the turn on them; a pool moves to another deployment.
+DEPLOYMENT_STATUS = {401: "credentials", 403: "credentials", 404: "model_not_found"}
+LONG_COOLING = frozenset(DEPLOYMENT_STATUS.values())  # reasons cooled by `LONG_BACKOFF`, Retry-After ignored
+
+
+def fails_over(kind: ErrorKind | str, status: int | None) -> bool:
+    """Whether a failure that would end a plain route's turn (not retryable) moves a pool's turn on to its
+    next deployment: a refused key or a missing model (`DEPLOYMENT_STATUS`), or a 429/5xx about the request
+    itself (`ErrorKind.REQUEST_AT_FAULT`: too large for this deployment's tokens-per-minute limit may fit
+    another's; the deployment is not cooled for it)."""
+    return status in DEPLOYMENT_STATUS or kind == ErrorKind.REQUEST_AT_FAULT
+
+
 def cooling_reason(attempt: Attempt) -> str | None:
     """Why a failed attempt cools its deployment (the `reason` label of `gateway_pool_cooldowns_total`), or None
     for a failure that says nothing about the deployment's health (a bad request, a refusal, a malformed
-    stream): a 429, a 5xx, a connection that could not be made, or no first event within its timeout."""
+    stream, a 429 or 5xx about the request itself: `ErrorKind.REQUEST_AT_FAULT`, which one tenant's request
+    must not cool a shared deployment for): a 429, a 5xx, a refused key (401/403), a missing model (404), a
+    connection that could not be made, or no first event within its timeout."""
+    if attempt.kind is ErrorKind.REQUEST_AT_FAULT:
+        return None
     if attempt.http_status == 429:
         return "rate_limited"
     if attempt.http_status is not None and attempt.http_status >= 500:
         return "server_error"
+    if attempt.http_status in DEPLOYMENT_STATUS:
+        return DEPLOYMENT_STATUS[attempt.http_status]
     if attempt.kind in (ErrorKind.CONNECT, ErrorKind.CONNECT_TIMEOUT):
         return "connect"
     if attempt.interrupt is Interrupt.FIRST_EVENT:
@@ -103,7 +123,12 @@ class Pools:
         await self.store.finish(pool.name, grant.name, grant.lease, result, now_ms())
 
     async def cool(self, pool: Pool, name: str, reason: str, retry_after_ms: int | None) -> int:
-        ms = await self.store.cool(pool.name, name, retry_after_ms, now_ms(), reason)
+        """Cool `name` down for `reason`: a refused key or a missing model for `LONG_BACKOFF` (30 s doubling
+        up to ten minutes), anything else for the vendor's Retry-After or `BACKOFF` (1 s up to a minute)."""
+        if reason in LONG_COOLING:
+            ms = await self.store.cool(pool.name, name, None, now_ms(), reason, LONG_BACKOFF)
+        else:
+            ms = await self.store.cool(pool.name, name, retry_after_ms, now_ms(), reason)
         if self.metrics is not None:
             self.metrics.pool_cooldown(pool.name, name, reason)
         log.info("pool %s: deployment %s cooled for %d ms (%s)", pool.name, name, ms, reason)

@@ -28,13 +28,13 @@ from redis.exceptions import RedisError
 from app.contract.catalog_entries import Deployment
 from app.pools.state import (
     AFFINITY_TTL_MS,
-    COOL_BASE_MS,
-    COOL_CAP_MS,
+    BACKOFF,
     EWMA_ALPHA,
     RETRY_AFTER_CAP_MS,
     STATE_TTL_MS,
     WINDOW_MS,
     Acquired,
+    Backoff,
     Busy,
     DeploymentState,
     Finished,
@@ -248,14 +248,20 @@ class RedisPoolStore:
             await self.local.finish(pool, name, lease, result, now_ms)
 
     async def cool(
-        self, pool: str, name: str, retry_after_ms: int | None, now_ms: int, reason: str | None = None
+        self,
+        pool: str,
+        name: str,
+        retry_after_ms: int | None,
+        now_ms: int,
+        reason: str | None = None,
+        backoff: Backoff = BACKOFF,
     ) -> int:
         retry = -1 if retry_after_ms is None else retry_after_ms
         args: list[str | int] = [
             now_ms,
             retry,
-            COOL_BASE_MS,
-            COOL_CAP_MS,
+            backoff.base_ms,
+            backoff.cap_ms,
             RETRY_AFTER_CAP_MS,
             STATE_TTL_MS,
             reason or "",
@@ -265,7 +271,7 @@ class RedisPoolStore:
                 return int(await self._cool(keys=[self._keys(pool, name, now_ms)[0]], args=args))
         except (RedisError, OSError, TimeoutError) as exc:
             self._down("cool", exc)
-            return await self.local.cool(pool, name, retry_after_ms, now_ms, reason)
+            return await self.local.cool(pool, name, retry_after_ms, now_ms, reason, backoff)
 
     async def aclose(self) -> None:
         await self.redis.aclose()

@@ -26,6 +26,8 @@ from app.contract.catalog_entries import Deployment
 EWMA_ALPHA = 0.3  # weight of a new latency sample
 COOL_BASE_MS = 1_000  # the first cooldown without a Retry-After; doubles with each repeat
 COOL_CAP_MS = 60_000  # the longest backoff cooldown
+LONG_COOL_BASE_MS = 30_000  # the first cooldown of a deployment that refused the key or lacks the model
+LONG_COOL_CAP_MS = 600_000  # ... doubling up to ten minutes
 RETRY_AFTER_CAP_MS = 300_000  # a vendor's Retry-After is honoured up to five minutes
 STATE_TTL_MS = 86_400_000  # a deployment's state (cooldown streak, latency) forgotten after a day unused
 AFFINITY_TTL_MS = 3_600_000  # a conversation's deployment forgotten after an hour without a turn
@@ -95,13 +97,26 @@ def next_minute_ms(now_ms: int) -> int:
     return (now_ms // WINDOW_MS + 1) * WINDOW_MS
 
 
-def cool_ms(streak: int, retry_after_ms: int | None) -> int:
+@dataclass(frozen=True, slots=True)
+class Backoff:
+    """A cooldown without a Retry-After: `base_ms` after the first failure, doubling with each failure in a
+    row up to `cap_ms`."""
+
+    base_ms: int
+    cap_ms: int
+
+
+BACKOFF = Backoff(COOL_BASE_MS, COOL_CAP_MS)  # throttling, server errors, connect failures, timeouts
+LONG_BACKOFF = Backoff(LONG_COOL_BASE_MS, LONG_COOL_CAP_MS)  # a refused key, a model the deployment lacks
+
+
+def cool_ms(streak: int, retry_after_ms: int | None, backoff: Backoff = BACKOFF) -> int:
     """How long a deployment cools after its `streak`-th failure in a row: the vendor's Retry-After (capped),
-    else a backoff doubling from one second up to a minute."""
+    else `backoff` (by default doubling from one second up to a minute)."""
     if retry_after_ms is not None:
         return max(0, min(retry_after_ms, RETRY_AFTER_CAP_MS))
-    backoff: int = COOL_BASE_MS * 2 ** max(streak - 1, 0)
-    return min(backoff, COOL_CAP_MS)
+    ms: int = backoff.base_ms * 2 ** max(streak - 1, 0)
+    return min(ms, backoff.cap_ms)
 
 
 def ewma(old: float | None, sample: float) -> float:
@@ -118,9 +133,16 @@ class PoolStore(Protocol):
     async def finish(self, pool: str, name: str, lease: str, result: Finished, now_ms: int) -> None: ...
 
     async def cool(
-        self, pool: str, name: str, retry_after_ms: int | None, now_ms: int, reason: str | None = None
+        self,
+        pool: str,
+        name: str,
+        retry_after_ms: int | None,
+        now_ms: int,
+        reason: str | None = None,
+        backoff: Backoff = BACKOFF,
     ) -> int:
-        """Cool `name` down (`reason`: why, shown by the console); returns the cooldown's length in ms."""
+        """Cool `name` down (`reason`: why, shown by the console; `backoff` without a Retry-After); returns the
+        cooldown's length in ms."""
         ...
 
     async def aclose(self) -> None: ...
@@ -222,12 +244,18 @@ class MemoryPoolStore:
             local.tokens[minute] = local.tokens.get(minute, 0) + result.tokens
 
     async def cool(
-        self, pool: str, name: str, retry_after_ms: int | None, now_ms: int, reason: str | None = None
+        self,
+        pool: str,
+        name: str,
+        retry_after_ms: int | None,
+        now_ms: int,
+        reason: str | None = None,
+        backoff: Backoff = BACKOFF,
     ) -> int:
         local = self._local(pool, name)
         local.streak += 1
         local.cool_reason = reason
-        ms = cool_ms(local.streak, retry_after_ms)
+        ms = cool_ms(local.streak, retry_after_ms, backoff)
         local.cooled_until_ms = max(local.cooled_until_ms, now_ms + ms)
         return ms
 

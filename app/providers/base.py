@@ -142,6 +142,33 @@ def counted_tokens(answer: Any, field: str) -> int:
     return tokens
 
 
+# Vendor error types that blame the request itself (Anthropic and OpenAI use these names).
+_REQUEST_ERROR_TYPES = frozenset({"request_too_large", "invalid_request_error"})
+_REQUEST_TOO_LARGE = "request too large"  # OpenAI's 429 about one request over the tokens-per-minute limit
+
+
+def http_error_kind(status: int, body: Any) -> ErrorKind:
+    """The kind of a vendor's HTTP error answer: `REQUEST_AT_FAULT` for a 429 or 5xx whose body says the request
+    itself is at fault (its error type `request_too_large` or `invalid_request_error`, or OpenAI's 429 message
+    "Request too large for … on tokens per min"), which says nothing of the deployment's health; else `HTTP`."""
+    if status != 429 and status < 500:
+        return ErrorKind.HTTP
+    if isinstance(body, str):
+        try:
+            body = json.loads(body)
+        except ValueError:
+            return ErrorKind.HTTP
+    error = body.get("error", body) if isinstance(body, dict) else None
+    if not isinstance(error, dict):
+        return ErrorKind.HTTP
+    kind, message = error.get("type"), error.get("message")
+    if kind in _REQUEST_ERROR_TYPES:
+        return ErrorKind.REQUEST_AT_FAULT
+    if status == 429 and isinstance(message, str) and message[:40].lower().startswith(_REQUEST_TOO_LARGE):
+        return ErrorKind.REQUEST_AT_FAULT
+    return ErrorKind.HTTP
+
+
 def error_detail(body: Any) -> str:
     """`<error type or code>: <message>` from a vendor's JSON error body, whatever shape it came in; a body
     that is not JSON (an HTML error page, plain text) becomes `error_text` of it."""

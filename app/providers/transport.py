@@ -27,7 +27,7 @@ import aiohttp
 import httpx2
 
 from app.contract.failures import ErrorKind
-from app.providers.base import RETRYABLE_STATUS, ProviderError, error_detail, retry_after_ms
+from app.providers.base import RETRYABLE_STATUS, ProviderError, error_detail, http_error_kind, retry_after_ms
 from app.seams.httpx2 import take_content_decoder, wrap_transports
 
 MAX_EVENT_BYTES = 32 * 1024 * 1024
@@ -306,12 +306,14 @@ def stainless_error(exc: BaseException, sdk: ModuleType) -> ProviderError | None
         detail = error_detail(exc.body)
         if exc.status_code == 200:  # an in-band error event inside a 200 stream, raised by the SDK
             return ProviderError(f"sent an error event: {detail}", retryable=True)
+        kind = http_error_kind(exc.status_code, exc.body)
         return ProviderError(
             f"returned HTTP {exc.status_code}: {detail}",
             status=exc.status_code,
             retry_after_ms=retry_after_ms(exc.response.headers),
-            retryable=exc.status_code in RETRYABLE_STATUS,
-            kind="http",
+            # the same request sent again gets the same answer when the request itself is at fault
+            retryable=exc.status_code in RETRYABLE_STATUS and kind is not ErrorKind.REQUEST_AT_FAULT,
+            kind=kind,
         )
     if isinstance(exc, sdk.APIConnectionError):
         cause = transport_error(exc.__cause__) if exc.__cause__ is not None else None

@@ -13,7 +13,17 @@ import pytest
 
 from app.catalog import Catalog, CatalogError
 from tests.conftest import marker, turn
-from tests.pool_rig import KEY_ENV, PROVIDER_KEY, SLOW, STALLED, THROTTLED, Deployment, base_urls, pool_catalog
+from tests.pool_rig import (
+    KEY_ENV,
+    PROVIDER_KEY,
+    SERVER_ERROR,
+    SLOW,
+    STALLED,
+    THROTTLED,
+    Deployment,
+    base_urls,
+    pool_catalog,
+)
 
 
 @pytest.fixture(scope="module")
@@ -51,6 +61,17 @@ def pooled(gateway_factory, deployments, tmp_path_factory) -> Any:
                 {"provider": b, "model": "text", "weight": 1},
             ]
         },
+        **{
+            name: {"deployments": [{"provider": a, "model": "text", "weight": 1000}, {"provider": b, "model": "text"}]}
+            for name in ("refused401", "refused403", "missing404")
+        },
+        **{
+            name: {"deployments": [{"provider": a, "model": "text", "weight": 1000}, {"provider": b, "model": "text"}]}
+            for name in ("toolarge429", "malformed500", "toolarge413")
+        },
+        "brief1": {"deployments": [{"provider": c, "model": "text"}]},
+        "patient1": {"waitMs": 5000, "deployments": [{"provider": b, "model": "text"}]},
+        "flaky2": {"deployments": [{"provider": a, "model": "text"}, {"provider": b, "model": "text"}]},
         "sticky3": {"deployments": [{"provider": d.name, "model": "text"} for d in deployments]},
         "alone": {"deployments": [{"provider": c, "model": "text"}]},
         "cheap": {
@@ -64,7 +85,9 @@ def pooled(gateway_factory, deployments, tmp_path_factory) -> Any:
     path = pool_catalog(tmp_path_factory.mktemp("pools") / "catalog.json", pools, deployments)
     with pytest.MonkeyPatch.context() as env:
         env.setenv(KEY_ENV, PROVIDER_KEY)
-        return gateway_factory(catalog=str(path), base_urls=base_urls(deployments), first_event_timeout=1.5)
+        return gateway_factory(
+            catalog=str(path), base_urls=base_urls(deployments), first_event_timeout=1.5, console=True
+        )
 
 
 @pytest.fixture(autouse=True)
@@ -119,6 +142,10 @@ def _catalog_error(route: dict[str, Any]) -> str:
             "pool.deployments[1] (anthropic/m): two deployments named 'anthropic/m'",
         ),
         ({"deployments": [{"provider": "anthropic", "model": "m", "region": "eu"}]}, "unknown key 'region'"),
+        (
+            {"waitMs": -1, "deployments": [{"provider": "anthropic", "model": "m"}]},
+            "pool.waitMs must be a whole number of milliseconds",
+        ),
         ({"deployments": [{"provider": "antropic", "model": "m"}]}, "names unknown provider 'antropic'"),
     ],
 )
@@ -208,6 +235,75 @@ def test_a_stall_before_the_first_byte_moves_to_another_deployment_in_one_clean_
     )
 
 
+@pytest.mark.parametrize(
+    ("pool", "status", "reason"),
+    [("refused401", 401, "credentials"), ("refused403", 403, "credentials"), ("missing404", 404, "model_not_found")],
+)
+def test_a_refused_key_or_missing_model_fails_over_and_cools_the_deployment_longer(
+    pooled, deployments, pool, status, reason
+):
+    deployments[0].set(f";fault=http;at=before_headers;status={status}")
+    body = complete(pooled, pool)  # dep-a (weight 1000 to 1) refuses: dep-b serves the turn
+    record = pooled.http.get(f"/v1/requests/{body['requestId']}").json()
+    assert [(a["deployment"], a.get("httpStatus"), a.get("cooled")) for a in record["attempts"]] == [
+        ("dep-a/text", status, reason),
+        ("dep-b/text", None, None),
+    ]
+    deployments[0].set("")
+    seen = counts(deployments)["dep-a"]
+    assert {served_by(pooled, pool) for _ in range(5)} == {"dep-b/text"}  # dep-a sits out its cooldown
+    assert counts(deployments)["dep-a"] == seen
+    [state] = [d for d in pooled.http.get("/v1/console/pools").json()["pools"] if d["name"] == pool]
+    until = {d["name"]: d["cooldown"]["until"] for d in state["deployments"]}["dep-a/text"]
+    assert until - body_time(record) >= 25_000  # the long backoff (30 s), not a 5xx's first second
+    metrics = pooled.http.get("/metrics").text
+    assert f'gateway_pool_cooldowns_total{{deployment="dep-a/text",pool="{pool}",reason="{reason}"}} 1.0' in metrics
+
+
+def body_time(record: dict[str, Any]) -> int:
+    """When a record's first attempt ended (epoch ms)."""
+    return int(record["attempts"][0]["endedAt"])
+
+
+@pytest.mark.parametrize(
+    ("pool", "fault", "fails_over"),
+    [
+        ("toolarge429", "status=429;message=Request too large for text on tokens per min (TPM): Limit 9", True),
+        ("malformed500", "status=500;type=invalid_request_error", True),
+        ("toolarge413", "status=413;type=request_too_large", False),
+    ],
+)
+def test_a_failure_about_the_request_itself_does_not_cool_the_deployment(pooled, deployments, pool, fault, fails_over):
+    deployments[0].set(f";fault=http;at=before_headers;{fault}")
+    response = pooled.http.post("/v1/complete", json=turn(pool))  # dep-a weighs 1000 to dep-b's 1
+    record = pooled.http.get(f"/v1/requests/{response.headers['x-request-id']}").json()
+    tried = [(a["deployment"], "cooled" in a) for a in record["attempts"]]
+    if fails_over:  # too large for dep-a's limit may fit dep-b's: the turn moves on, without cooling dep-a
+        assert response.status_code == 200 and tried == [("dep-a/text", False), ("dep-b/text", False)], tried
+    else:
+        assert response.status_code != 200 and tried == [("dep-a/text", False)], tried
+    deployments[0].set("")
+    assert served_by(pooled, pool) == "dep-a/text"  # the next tenant's turn goes to dep-a as ever
+    metrics = pooled.http.get("/metrics").text.splitlines()
+    assert not [x for x in metrics if x.startswith("gateway_pool_cooldowns_total") and f'pool="{pool}"' in x]
+
+
+def test_a_transient_5xx_on_a_pool_of_one_is_retried_and_served(pooled, deployments):
+    deployments[2].next(SERVER_ERROR)  # one 500, then healthy
+    body = complete(pooled, "alone")
+    attempts = pooled.job(body["requestId"]).attempts
+    assert [(a.deployment, a.http_status) for a in attempts] == [("dep-c/text", 500), ("dep-c/text", None)]
+
+
+def test_a_pool_of_two_where_each_fails_once_keeps_the_route_retry_budget(pooled, deployments):
+    deployments[0].next(SERVER_ERROR)
+    deployments[1].next(SERVER_ERROR)
+    body = complete(pooled, "flaky2")  # GATEWAY_RETRIES=1 here: one deployment is tried again
+    attempts = pooled.job(body["requestId"]).attempts
+    assert [a.http_status for a in attempts] == [500, 500, None]
+    assert attempts[2].deployment == attempts[0].deployment
+
+
 def test_every_deployment_cooled_answers_429_with_the_soonest_retry_after(pooled, deployments):
     deployments[2].set(THROTTLED.format(seconds=40))
     first = pooled.http.post("/v1/complete", json=turn("alone"))  # the vendor's 429: the deployment cools for 40 s
@@ -224,6 +320,34 @@ def test_every_deployment_cooled_answers_429_with_the_soonest_retry_after(pooled
     assert deployments[2].count == sent  # nothing was sent to the cooled deployment
     record = pooled.http.get(f"/v1/requests/{second.headers['x-request-id']}").json()
     assert record["attempts"] == [] and record["outcome"] == "error"
+
+
+def cool_for_a_second(gateway, pool: str, deployment: Deployment) -> None:
+    """Make `deployment` answer 429 with Retry-After 1 s to a turn of `pool` (and its retry), then heal it:
+    it is cooled for about a second from now."""
+    deployment.set(THROTTLED.format(seconds=1))
+    response = gateway.http.post("/v1/complete", json=turn(pool))
+    assert "retry-after-ms=1000" in response.json()["error"]["message"], response.text
+    deployment.set("")
+
+
+def test_a_pool_cooling_for_less_than_the_first_event_timeout_answers_429_at_once(pooled, deployments):
+    cool_for_a_second(pooled, "brief1", deployments[2])  # shorter than the 1.5 s first-event timeout
+    sent = deployments[2].count
+    response = pooled.http.post(
+        "/v1/chat/completions", json={"model": "brief1", "messages": [{"role": "user", "content": "hi"}]}
+    )
+    assert response.status_code == 429, response.text  # not a silent wait for the cooldown
+    assert response.headers["retry-after"] == "1" and "cooling down" in response.json()["error"]["message"]
+    assert deployments[2].count == sent
+
+
+def test_a_pool_with_wait_ms_waits_for_the_soonest_recovery_and_serves(pooled, deployments):
+    cool_for_a_second(pooled, "patient1", deployments[1])  # patient1 asks for waits up to 5 s
+    sent = deployments[1].count
+    body = complete(pooled, "patient1")
+    assert [a.http_status for a in pooled.job(body["requestId"]).attempts] == [None]
+    assert deployments[1].count == sent + 1
 
 
 def test_a_failure_after_content_never_switches_and_the_record_says_why(pooled, deployments):
