@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import gc
 import logging
+import os
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any, Sequence
 
@@ -43,6 +44,7 @@ from app.server.startup_messages import (
     log_client_keys,
     log_providers,
     log_redis,
+    unknown_variables_refused,
 )
 from app.telemetry.tracing import start_tracing
 
@@ -109,7 +111,9 @@ def _simulator_log_guard(app: FastAPI, request: Request) -> "Response | LogScope
 def create_app(
     settings: Settings | None = None, gateway: Gateway | None = None, doors: Sequence[Door] = DOORS
 ) -> GatewayApp:
-    """`doors`: the doors the app serves (`app.doors.registry.DOORS`; a test adds one of its own)."""
+    """`doors`: the doors the app serves (`app.doors.registry.DOORS`; a test adds one of its own). Without
+    `settings` they come from the environment, whose unknown `GATEWAY_*` variables then stop the start."""
+    from_environment = settings is None
     settings = settings or Settings()
     if settings.demo:
         settings = demo_settings(settings)
@@ -127,6 +131,10 @@ def create_app(
             raise ledger_url_refused(exc, settings.database_url) from exc
         except KeysConfigError as exc:
             raise keys_refused(exc) from exc
+        if from_environment and not settings.allow_unknown_variables:
+            unknown = unknown_variables_refused(os.environ, gw.catalog.providers)
+            if unknown is not None:
+                raise unknown
         log_providers(provider_setups(settings, gw.catalog.providers), settings)
         log_client_keys(gw.keys)
         await log_redis(settings)
