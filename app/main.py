@@ -12,17 +12,17 @@ from typing import TYPE_CHECKING, Any, Sequence
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from starlette.exceptions import HTTPException
-from starlette.responses import Response
+from starlette.responses import RedirectResponse, Response
 
 from app.api.auth import authorization
 from app.api.apidocs import install_api_docs
 from app.api.edge import GatewayApp, RequestIdMiddleware, route_path
-from app.api.console import install_console
+from app.api.console import console_enabled, install_console
 from app.api.error_responses import error_response, json_response, refusal_error
 from app.api.records import router as records_router
 from app.api.resume import router as resume_router
 from app.api.openapi import build_openapi
-from app.api.routes import door_routes, install_error_handlers, router
+from app.api.routes import door_routes, install_error_handlers, path_hint, router
 from app.catalog.demo_clouds import with_demo_clouds
 from app.gateway import Gateway
 from app.doors.base import Door
@@ -198,7 +198,18 @@ def create_app(
 
     async def http_error(request: Request, exc: HTTPException) -> Response:
         kind = {404: "not_found", 405: "method_not_allowed"}.get(exc.status_code, "http_error")
-        return json_response({"error": {"type": kind, "message": str(exc.detail), "param": None}}, exc.status_code)
+        message = str(exc.detail)
+        hint = path_hint(request) if exc.status_code == 404 else None
+        if hint is not None:  # the client's base URL lacks the API's prefix (or repeats it)
+            message = (
+                f"no route {request.method} {request.url.path}; did you mean {hint}? (check the client's base URL)"
+            )
+        return json_response({"error": {"type": kind, "message": message, "param": None}}, exc.status_code)
+
+    @app.get("/", include_in_schema=False)
+    async def root() -> Response:
+        """A browser at the gateway's address: the console when it is served, else the API's reference."""
+        return RedirectResponse("/console" if console_enabled(settings) else "/docs", status_code=302)
 
     async def validation_error(request: Request, exc: RequestValidationError) -> Response:
         return error_response(invalid_request(list(exc.errors())), table.door_at(route_path(request.scope)))
