@@ -5,23 +5,24 @@ from __future__ import annotations
 import asyncio
 import gc
 import logging
+import os
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any, Sequence
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from starlette.exceptions import HTTPException
-from starlette.responses import Response
+from starlette.responses import RedirectResponse, Response
 
 from app.api.auth import authorization
 from app.api.apidocs import install_api_docs
 from app.api.edge import GatewayApp, RequestIdMiddleware, route_path
-from app.api.console import install_console
+from app.api.console import console_enabled, install_console
 from app.api.error_responses import error_response, json_response, refusal_error
 from app.api.records import router as records_router
 from app.api.resume import router as resume_router
 from app.api.openapi import build_openapi
-from app.api.routes import door_routes, install_error_handlers, router
+from app.api.routes import door_routes, install_error_handlers, path_hint, router
 from app.catalog.demo_clouds import with_demo_clouds
 from app.gateway import Gateway
 from app.doors.base import Door
@@ -43,6 +44,7 @@ from app.server.startup_messages import (
     log_client_keys,
     log_providers,
     log_redis,
+    unknown_variables_refused,
 )
 from app.telemetry.tracing import start_tracing
 
@@ -109,7 +111,9 @@ def _simulator_log_guard(app: FastAPI, request: Request) -> "Response | LogScope
 def create_app(
     settings: Settings | None = None, gateway: Gateway | None = None, doors: Sequence[Door] = DOORS
 ) -> GatewayApp:
-    """`doors`: the doors the app serves (`app.doors.registry.DOORS`; a test adds one of its own)."""
+    """`doors`: the doors the app serves (`app.doors.registry.DOORS`; a test adds one of its own). Without
+    `settings` they come from the environment, whose unknown `GATEWAY_*` variables then stop the start."""
+    from_environment = settings is None
     settings = settings or Settings()
     if settings.demo:
         settings = demo_settings(settings)
@@ -127,6 +131,10 @@ def create_app(
             raise ledger_url_refused(exc, settings.database_url) from exc
         except KeysConfigError as exc:
             raise keys_refused(exc) from exc
+        if from_environment and not settings.allow_unknown_variables:
+            unknown = unknown_variables_refused(os.environ, gw.catalog.providers)
+            if unknown is not None:
+                raise unknown
         log_providers(provider_setups(settings, gw.catalog.providers), settings)
         log_client_keys(gw.keys)
         await log_redis(settings)
@@ -190,7 +198,18 @@ def create_app(
 
     async def http_error(request: Request, exc: HTTPException) -> Response:
         kind = {404: "not_found", 405: "method_not_allowed"}.get(exc.status_code, "http_error")
-        return json_response({"error": {"type": kind, "message": str(exc.detail), "param": None}}, exc.status_code)
+        message = str(exc.detail)
+        hint = path_hint(request) if exc.status_code == 404 else None
+        if hint is not None:  # the client's base URL lacks the API's prefix (or repeats it)
+            message = (
+                f"no route {request.method} {request.url.path}; did you mean {hint}? (check the client's base URL)"
+            )
+        return json_response({"error": {"type": kind, "message": message, "param": None}}, exc.status_code)
+
+    @app.get("/", include_in_schema=False)
+    async def root() -> Response:
+        """A browser at the gateway's address: the console when it is served, else the API's reference."""
+        return RedirectResponse("/console" if console_enabled(settings) else "/docs", status_code=302)
 
     async def validation_error(request: Request, exc: RequestValidationError) -> Response:
         return error_response(invalid_request(list(exc.errors())), table.door_at(route_path(request.scope)))

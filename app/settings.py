@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import difflib
 import json
 import os
-from typing import Annotated, Any
+from typing import Annotated, Any, Collection, Mapping
 
 from pydantic import AliasChoices, Field, NonNegativeInt, SecretStr, ValidationInfo, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
@@ -12,6 +13,11 @@ from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1"})
 LOG_LEVELS = ("critical", "error", "warning", "info", "debug", "trace")
+# `GATEWAY_*` names the gateway never reads and never flags as unknown (`unknown_variables`): the test suite's own
+# (`GATEWAY_TEST_POSTGRES_URL`, `GATEWAY_TEST_BROWSER`, … under one reserved prefix) and what the clients in
+# examples/ read (where the gateway is, which model to ask for).
+RESERVED_PREFIX = "GATEWAY_TEST_"
+CLIENT_VARIABLES = frozenset({"GATEWAY_URL", "GATEWAY_MODEL"})
 
 
 class Settings(BaseSettings):
@@ -181,6 +187,11 @@ class Settings(BaseSettings):
 
     log_level: str = Field(default="info", description="one of " + ", ".join(LOG_LEVELS))
     log_content: bool = False
+    allow_unknown_variables: bool = Field(
+        default=False,
+        description="start even though the environment holds `GATEWAY_*` variables that name no setting "
+        "(by default such a variable, most likely a typo, stops the start naming the closest setting)",
+    )
 
     @field_validator("base_urls", "gc_threshold", mode="before")
     @classmethod
@@ -234,5 +245,44 @@ class Settings(BaseSettings):
 
     def provider_base_url(self, name: str) -> str | None:
         builtin = {"anthropic": self.anthropic_base_url, "openai": self.openai_base_url, "google": self.google_base_url}
-        env_name = "GATEWAY_" + name.upper().replace("-", "_").replace(".", "_") + "_BASE_URL"
-        return builtin.get(name) or self.base_urls.get(name) or os.environ.get(env_name) or None
+        return builtin.get(name) or self.base_urls.get(name) or os.environ.get(base_url_variable(name)) or None
+
+
+def base_url_variable(name: str) -> str:
+    """`GATEWAY_<NAME>_BASE_URL`: the variable that gives catalog provider `name` its base URL."""
+    return "GATEWAY_" + name.upper().replace("-", "_").replace(".", "_") + "_BASE_URL"
+
+
+def setting_variables() -> frozenset[str]:
+    """Every environment variable a `Settings` field reads (derived from the model: a setting added anywhere is
+    known here)."""
+    prefix = str(Settings.model_config.get("env_prefix", ""))
+    names: set[str] = set()
+    for field_name, field in Settings.model_fields.items():
+        choices = getattr(field.validation_alias, "choices", None)
+        if choices:
+            names.update(str(choice).upper() for choice in choices)
+        else:
+            names.add(f"{prefix}{field_name}".upper())
+    return frozenset(names)
+
+
+def unknown_variables(environ: Mapping[str, str], also_known: Collection[str] = ()) -> list[str]:
+    """The `GATEWAY_*` variables of `environ` that no setting reads: not a `Settings` field, not in `also_known`
+    (the catalog's `GATEWAY_<NAME>_BASE_URL` and `keyEnv` names), not reserved (`RESERVED_PREFIX`,
+    `CLIENT_VARIABLES`). Names compare without case, as pydantic-settings reads them."""
+    known = setting_variables() | CLIENT_VARIABLES | {name.upper() for name in also_known}
+    return sorted(
+        name
+        for name in environ
+        if name.upper().startswith("GATEWAY_")
+        and name.upper() not in known
+        and not name.upper().startswith(RESERVED_PREFIX)
+    )
+
+
+def closest_variable(name: str, known: Collection[str]) -> str | None:
+    """The known variable `name` is most likely a typo of (`GATEWAY_API_KEY` → `GATEWAY_API_KEYS`), or None."""
+    suffixes = {known_name.upper().removeprefix("GATEWAY_"): known_name for known_name in known}
+    match = difflib.get_close_matches(name.upper().removeprefix("GATEWAY_"), list(suffixes), n=1, cutoff=0.6)
+    return suffixes[match[0]] if match else None

@@ -226,4 +226,22 @@ def install_error_handlers(app, doors: DoorTable) -> None:
     app.add_exception_handler(Refusal, refusal)
 
 
-__all__ = ["router", "door_routes", "install_error_handlers", "ApiError"]
+def path_hint(request: Request) -> str | None:
+    """For a request no route answers: the path it most likely meant, when the client left out the API's
+    prefix (`POST /chat/completions` for `/v1/chat/completions`, a Gemini client's `/models/…` for
+    `/v1beta/models/…`) or gave it twice (`/v1/v1/…`, a base URL that already ended in `/v1`)."""
+    from starlette.routing import Match
+
+    path = request.url.path
+    candidates = [f"/v1{path}", f"/v1beta{path}"]
+    if path.startswith("/v1/v1/"):
+        candidates.insert(0, path[len("/v1") :])
+    for candidate in candidates:
+        scope = {**request.scope, "path": candidate}
+        for route in request.app.router.routes:
+            if route.matches(scope)[0] == Match.FULL:
+                return f"{request.method} {candidate}"
+    return None
+
+
+__all__ = ["router", "door_routes", "install_error_handlers", "path_hint", "ApiError"]

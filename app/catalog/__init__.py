@@ -14,7 +14,7 @@ A file has up to three lists:
   each `fallback` entry are `"<provider>/<model id>"` (a fallback may also name another route, a pool's
   included); `pool` serves the route from a pool of deployments (`{strategy?, deployments: [{provider, model,
   name?, weight?, rpm?, tpm?, cost?}]}`, see `Pool` and docs/pools.md).
-A key the gateway does not know, a route naming an unknown provider or a model of an unknown provider fails
+A key the gateway does not know, an `api` no adapter speaks, a route naming an unknown provider or a model of an unknown provider fails
 at start-up with a `CatalogError` that names the file and the entry, so a typo never silently changes what
 serves a request.
 
@@ -71,6 +71,20 @@ def _check_keys(kind: str, entry: Any, where: str) -> None:
     if unknown:
         known = ", ".join(sorted(_KEYS[kind]))
         raise CatalogError(f"{where}: unknown key {', '.join(map(repr, unknown))} (known: {known})")
+
+
+def _check_api(api: Any, where: str) -> None:
+    """A provider's `api` must name an adapter (`app.providers.registry.ADAPTERS`): a typo would otherwise leave
+    the provider unserved and its requests with a 404 that blames its key."""
+    import difflib
+
+    from app.providers.registry import ADAPTERS
+
+    if api in ADAPTERS:
+        return
+    closest = difflib.get_close_matches(str(api), list(ADAPTERS), n=1)
+    hint = f"did you mean {closest[0]!r}? " if closest else ""
+    raise CatalogError(f"{where}: api {api!r} has no adapter ({hint}known: {', '.join(sorted(ADAPTERS))})")
 
 
 def _cloud(entry: Any, api: str, where: str) -> Cloud:
@@ -151,6 +165,7 @@ class Catalog:
         for index, p in enumerate(data.get("providers", [])):
             where = f"catalog {source}: providers[{index}]"
             _check_keys("provider", p, where)
+            _check_api(p["api"], f"{where} ({p['name']})")
             key_env = p.get("keyEnv", [])
             self.providers[p["name"]] = ProviderInfo(
                 name=p["name"],

@@ -18,7 +18,7 @@ from app.providers.openai_responses import OpenAIResponsesProvider
 from app.providers.openai_completions import OpenAICompletionsProvider
 from app.providers.transport import TransportSettings
 from app.redaction import register_secrets
-from app.settings import Settings
+from app.settings import Settings, base_url_variable
 
 log = logging.getLogger("gateway.providers")
 
@@ -76,10 +76,10 @@ def provider_setups(settings: Settings, providers: Mapping[str, ProviderInfo]) -
             served, missing = True, None
         else:  # keyless: a local server
             served = configured_url is not None or info.base_url is not None
-            missing = None if served else f"set {_base_url_env(info.name)}"
+            missing = None if served else f"set {base_url_variable(info.name)}"
         endpoint = CLOUDS[info.cloud.kind].endpoint if info.cloud is not None else None
         if served and endpoint is not None and not (configured_url or info.base_url):  # the cloud has no default URL
-            served, missing = False, f"set its catalog baseUrl ({endpoint}) or {_base_url_env(info.name)}"
+            served, missing = False, f"set its catalog baseUrl ({endpoint}) or {base_url_variable(info.name)}"
         base_url = configured_url or info.base_url
         if configured_url is None:
             url_from = "catalog" if info.base_url else "SDK default"
@@ -100,10 +100,6 @@ def _key(settings: Settings, info: ProviderInfo) -> tuple[str | None, str | None
     return None, None
 
 
-def _base_url_env(name: str) -> str:
-    return "GATEWAY_" + name.upper().replace("-", "_").replace(".", "_") + "_BASE_URL"
-
-
 def _base_url(settings: Settings, name: str) -> tuple[str | None, str]:
     """The configured base URL (None: none configured) and where it came from."""
     url = settings.provider_base_url(name)
@@ -112,7 +108,7 @@ def _base_url(settings: Settings, name: str) -> tuple[str | None, str]:
     simulator = settings.simulator_url()
     if simulator is not None and url.startswith(simulator):
         return url, DEMO
-    env = _base_url_env(name)
+    env = base_url_variable(name)
     if os.environ.get(env) == url:
         return url, env
     return url, "GATEWAY_BASE_URLS" if settings.base_urls.get(name) == url else env

@@ -16,7 +16,7 @@ import logging
 import socket
 import sqlite3
 import sys
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Mapping
 from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     import pydantic_settings
 
     from app.policy.keyring import KeysConfigError
+    from app.contract.catalog_entries import ProviderInfo
     from app.policy.keys import ClientKeys
     from app.providers.registry import ProviderSetup
     from app.settings import Settings
@@ -249,6 +250,32 @@ def _variable(settings_class: type[pydantic.BaseModel], field_name: str) -> str:
     if field is None and field_name.isupper():
         return field_name  # already the variable's name (an alias)
     return "GATEWAY_" + field_name.upper()
+
+
+def unknown_variables_refused(
+    environ: Mapping[str, str], providers: "Mapping[str, ProviderInfo]"
+) -> StartupError | None:
+    """`GATEWAY_*` variables that no setting reads, most likely typos (`GATEWAY_API_KEY` for `GATEWAY_API_KEYS`
+    would otherwise start a gateway without auth): each named with the closest known one, never its value.
+    Known besides the settings: each catalog provider's `GATEWAY_<NAME>_BASE_URL` and `keyEnv` variables."""
+    from app.settings import base_url_variable, closest_variable, setting_variables, unknown_variables
+
+    catalog_names = {base_url_variable(name) for name in providers}
+    catalog_names.update(name for info in providers.values() for name in info.key_env)
+    unknown = unknown_variables(environ, catalog_names)
+    if not unknown:
+        return None
+    known = setting_variables() | catalog_names
+    named = []
+    for name in unknown:
+        closest = closest_variable(name, known)
+        named.append(f"{name} (did you mean {closest}?)" if closest else name)
+    return StartupError(
+        f"{', '.join(named)} {'is not a setting' if len(named) == 1 else 'are not settings'} of the gateway",
+        "rename or unset "
+        + ("it" if len(named) == 1 else "them")
+        + " (the settings: README.md, Configuration), or set GATEWAY_ALLOW_UNKNOWN_VARIABLES=true to start anyway",
+    )
 
 
 def workers_refused(workers: int) -> StartupError:

@@ -270,3 +270,19 @@ def test_problems_in_a_long_history_name_their_message():
     assert caught.value.param == "model"
     assert message.count("context.messages.0:") == 1 and "systemPrompt" in message
     assert f"context.messages.{2 * SLICE + 1}.assistant.content.0.text.text: Field required" in message
+
+
+def test_a_path_without_its_api_prefix_names_the_path_it_meant(gateway):
+    error = error_of(gateway.http.post("/chat/completions", json={}), 404)
+    assert "did you mean POST /v1/chat/completions?" in error["message"] and error["type"] == "not_found"
+    assert "did you mean POST /v1/messages?" in error_of(gateway.http.post("/v1/v1/messages", json={}), 404)["message"]
+    assert "did you mean GET /v1/models?" in error_of(gateway.http.get("/models"), 404)["message"]
+    assert "did you mean" not in error_of(gateway.http.get("/v2/nothing"), 404)["message"]
+
+
+def test_the_root_sends_a_browser_to_the_console_when_served_else_to_the_api_reference(gateway, gateway_factory):
+    response = gateway.http.get("/")
+    assert response.status_code == 302 and response.headers["location"] == "/docs"
+    with_console = gateway_factory(console=True)
+    response = with_console.http.get("/")
+    assert response.status_code == 302 and response.headers["location"] == "/console"

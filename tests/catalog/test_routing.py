@@ -145,6 +145,11 @@ def test_unknown_names_say_why(catalog):
     "data, complaint",
     [
         ({"provider": []}, "unknown key 'provider'"),
+        (
+            {"providers": [{"name": "x", "api": "anthropic-message"}]},
+            r"providers\[0\] \(x\): api 'anthropic-message' has no adapter \(did you mean 'anthropic-messages'\? known: "
+            "anthropic-messages, google-generative-ai, openai-completions, openai-responses",
+        ),
         ({"providers": [{"name": "x", "api": "anthropic-messages", "baseURL": "http://x"}]}, "unknown key 'baseURL'"),
         ({"models": [{"provider": "anthropic", "id": "m", "context_window": 5}]}, "unknown key 'context_window'"),
         ({"models": [{"provider": "anthropic", "id": "m", "cost": {"inputs": 1}}]}, "unknown key 'inputs'"),

@@ -335,10 +335,10 @@ def shoot(page: Any, path: Path, **options: Any) -> None:
 
 
 def test_screenshots(page, demo):
-    """Screenshots of each view for docs/console/ (written only with GATEWAY_CONSOLE_SCREENSHOTS=<dir>)."""
-    out = os.environ.get("GATEWAY_CONSOLE_SCREENSHOTS")
+    """Screenshots of each view for docs/console/ (written only with GATEWAY_TEST_CONSOLE_SCREENSHOTS=<dir>)."""
+    out = os.environ.get("GATEWAY_TEST_CONSOLE_SCREENSHOTS")
     if not out:
-        pytest.skip("set GATEWAY_CONSOLE_SCREENSHOTS=<dir> to write the docs' screenshots")
+        pytest.skip("set GATEWAY_TEST_CONSOLE_SCREENSHOTS=<dir> to write the docs' screenshots")
     target = Path(out)
     target.mkdir(parents=True, exist_ok=True)
     page.set_viewport_size({"width": 1280, "height": 820})
@@ -435,6 +435,8 @@ def test_pools_view_lists_the_deployments_and_shows_a_cooldown(browser, pool_dem
         assert cells[6] == "1", cells
         served = panel.locator("tr.pool-ready td:nth-child(8)").all_inner_texts()  # TTFT of those that served
         assert any(text != "–" for text in served), served
-        if os.environ.get("GATEWAY_CONSOLE_SCREENSHOTS"):  # the docs' screenshot of this view (see test_screenshots)
+        if os.environ.get(
+            "GATEWAY_TEST_CONSOLE_SCREENSHOTS"
+        ):  # the docs' screenshot of this view (see test_screenshots)
             page.set_viewport_size({"width": 1280, "height": 420})
-            shoot(page, Path(os.environ["GATEWAY_CONSOLE_SCREENSHOTS"]) / "pools.png")
+            shoot(page, Path(os.environ["GATEWAY_TEST_CONSOLE_SCREENSHOTS"]) / "pools.png")

@@ -209,12 +209,55 @@ def _one_failure_line(proc: GatewayProcess) -> str:
         pytest.param(
             {"GATEWAY_WORKERS": "2"}, ["GATEWAY_WORKERS=2", "entrypoint", "unset GATEWAY_WORKERS"], id="workers"
         ),
+        pytest.param(
+            {"GATEWAY_API_KEY": "sk-typo-s3cret"},
+            ["GATEWAY_API_KEY (did you mean GATEWAY_API_KEYS?) is not a setting", "GATEWAY_ALLOW_UNKNOWN_VARIABLES"],
+            id="unknown-variable-api-key",
+        ),
+        pytest.param(
+            {"GATEWAY_KEY_FILE": "/tmp/keys.json", "GATEWAY_THROTLE_MS": "10"},
+            [
+                "GATEWAY_KEY_FILE (did you mean GATEWAY_KEYS_FILE?)",
+                "GATEWAY_THROTLE_MS (did you mean GATEWAY_THROTTLE_MS?)",
+            ],
+            id="unknown-variables-key-file-throttle",
+        ),
     ],
 )
 def test_a_bad_setting_stops_the_start_in_one_line_naming_the_variable(sim, env, named):
     message = _one_failure_line(GatewayProcess(sim.url, **env))
     for text in named:
         assert text in message
+
+
+def test_an_unknown_variable_never_shows_its_value_and_the_operator_may_allow_it(sim):
+    message = _one_failure_line(GatewayProcess(sim.url, GATEWAY_API_KEY="sk-typo-s3cret"))
+    assert "sk-typo-s3cret" not in message
+    lines, _ = _start_up_lines(sim.url, GATEWAY_API_KEY="sk-typo-s3cret", GATEWAY_ALLOW_UNKNOWN_VARIABLES="true")
+    assert any("accepts requests without a key" in line["msg"] for line in lines)
+
+
+def test_reserved_client_and_catalog_variables_are_not_unknown():
+    """The suite's `GATEWAY_TEST_*`, the examples' `GATEWAY_URL`/`GATEWAY_MODEL`, a catalog provider's
+    `GATEWAY_<NAME>_BASE_URL` and `keyEnv` are known; a provider name that is not in the catalog is not."""
+    from app.catalog import Catalog
+    from app.server.startup_messages import unknown_variables_refused
+
+    catalog = Catalog.load()
+    catalog.add({"providers": [{"name": "azure-west", "api": "openai-completions", "keyEnv": "GATEWAY_WEST_KEY"}]})
+    environ = {
+        "GATEWAY_TEST_POSTGRES_URL": "x",
+        "GATEWAY_TEST_ANYTHING_NEW": "x",
+        "GATEWAY_URL": "x",
+        "GATEWAY_MODEL": "x",
+        "GATEWAY_VLLM_BASE_URL": "x",
+        "GATEWAY_AZURE_WEST_BASE_URL": "x",
+        "GATEWAY_WEST_KEY": "x",
+        "gateway_demo": "1",
+    }
+    assert unknown_variables_refused(environ, catalog.providers) is None
+    refused = unknown_variables_refused({**environ, "GATEWAY_VLMM_BASE_URL": "x"}, catalog.providers)
+    assert refused is not None and "GATEWAY_VLMM_BASE_URL (did you mean GATEWAY_VLLM_BASE_URL?)" in str(refused)
 
 
 def test_a_port_in_use_is_named_as_the_setting_to_change(sim):
