@@ -463,12 +463,6 @@ BAD_INPUT = [
         "messages.0.content.1.source",
     ),
     (
-        "server tool",
-        dict(tools=[{"type": "web_search_20250305", "name": "web_search"}]),
-        anthropic.BadRequestError,
-        "tools.0.type",
-    ),
-    (
         "prefill",
         dict(messages=[user("{m}"), {"role": "assistant", "content": "The answer is ("}]),
         anthropic.BadRequestError,

@@ -332,7 +332,6 @@ BAD = [
     ({"system": [{"type": "image"}]}, "system.0.type"),
     ({"tools": {"name": "t"}}, "tools"),
     ({"tools": [{"name": "t"}]}, "tools.0.input_schema"),
-    ({"tools": [{"type": "web_search_20250305", "name": "web_search"}]}, "tools.0.type"),
     ({"tools": [{"name": "t", "input_schema": {}}, {"name": "t", "input_schema": {}}]}, "tools.1.name"),
     ({"tool_choice": {"type": "any"}}, "tool_choice"),
     ({"tool_choice": {"type": "sometimes"}}, "tool_choice.type"),

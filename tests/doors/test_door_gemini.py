@@ -443,7 +443,6 @@ BAD_INPUT = [
         lambda m: _body(m, generationConfig={"thinkingConfig": {"thinkingBudget": -5}}),
         "generationConfig.thinkingConfig.thinkingBudget",
     ),
-    ("built-in tool", lambda m: _body(m, tools=[{"googleSearch": {}}]), "tools.0.googleSearch"),
     (
         "function without a name",
         lambda m: _body(m, tools=[{"functionDeclarations": [{"description": "x"}]}]),

@@ -15,6 +15,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+import anthropic
 import openai
 import pytest
 
@@ -243,6 +244,89 @@ def test_the_unified_stream_has_websearch_events_and_a_webSearch_block(vendor: s
     assert searches[1]["webSearch"] == block and block["type"] == "webSearch" and block["status"] == "completed"
     assert block["query"] == "gateway simulator weather"
     assert [s["url"] for s in block["sources"]] == ["https://example.com/weather", "https://example.org/forecast"]
+
+
+# ------------------------------------------------------------------------------- every door's hosted tools
+
+SERVER_TOOLS = [
+    {"type": "web_search_20250305", "name": "web_search", "max_uses": 5},
+    {"type": "web_fetch_20250910", "name": "web_fetch"},
+    {"name": "get_time", "input_schema": {"type": "object", "properties": {}}},
+]
+
+
+def messages_client(gw: Any) -> anthropic.Anthropic:
+    return anthropic.Anthropic(base_url=gw.url, api_key=KEY, max_retries=0, timeout=30)
+
+
+@pytest.mark.parametrize("vendor", VENDORS)
+def test_the_messages_doors_server_tools_are_served_or_dropped_never_refused(vendor: str, gw: Any) -> None:
+    """Anthropic's server tools (an agent sends `web_search_20250305` with every request): the web search is the
+    vendor's own where the catalog allows it, the others are dropped and named."""
+    client = messages_client(gw)
+    m = marker()
+    raw = client.messages.with_raw_response.create(
+        model=f"{vendor}/web-search", max_tokens=100, messages=[{"role": "user", "content": m}], tools=SERVER_TOOLS
+    )
+    assert raw.http_response.status_code == 200
+    assert raw.headers["x-gateway-dropped-tools"] == "web_fetch_20250910"
+    assert search_tools(gw, m) == EXPECTED[vendor]
+    message = raw.parse()
+    assert {b.type for b in message.content} == {"text"}  # the search is not client content here
+    assert message.content[-1].text.endswith("It is sunny today.")
+    m = marker()
+    raw = client.messages.with_raw_response.create(
+        model=f"{vendor}/text", max_tokens=100, messages=[{"role": "user", "content": m}], tools=SERVER_TOOLS
+    )
+    assert raw.http_response.status_code == 200
+    assert raw.headers["x-gateway-dropped-tools"] == "web_fetch_20250910, web_search"
+    assert search_tools(gw, m) == [] and len(vendor_tools(gw, m)) == 1  # the custom tool still went
+
+
+@pytest.mark.parametrize("vendor", VENDORS)
+def test_the_messages_doors_stream_with_a_search_keeps_its_block_indexes_contiguous(vendor: str, gw: Any) -> None:
+    with messages_client(gw).messages.stream(
+        model=f"{vendor}/web-search", max_tokens=100, messages=[{"role": "user", "content": marker()}],
+        tools=SERVER_TOOLS,  # type: ignore[arg-type]
+    ) as stream:  # fmt: skip
+        indexes = [e.index for e in stream if e.type == "content_block_start"]
+        final = stream.get_final_message()
+    assert indexes == list(range(len(indexes))) == list(range(len(final.content)))
+    assert final.content[-1].type == "text" and final.content[-1].text.endswith("It is sunny today.")
+
+
+@pytest.mark.parametrize("vendor", VENDORS)
+def test_the_gemini_doors_built_in_tools_are_served_or_dropped_never_refused(vendor: str, gw: Any) -> None:
+    m = marker()
+    body = {
+        "contents": [{"role": "user", "parts": [{"text": m}]}],
+        "tools": [{"googleSearch": {}}, {"codeExecution": {}}],
+    }
+    response = gw.http.post(
+        f"/v1beta/models/{vendor}/web-search:generateContent", json=body, headers={"x-goog-api-key": KEY}
+    )
+    assert response.status_code == 200, response.text
+    assert response.headers["x-gateway-dropped-tools"] == "codeExecution"
+    assert search_tools(gw, m) == EXPECTED[vendor]
+    assert response.json()["candidates"][0]["content"]["parts"][-1]["text"].endswith("It is sunny today.")
+
+
+@pytest.mark.parametrize("vendor", VENDORS)
+def test_the_chat_doors_web_search_options_are_served_or_dropped_never_refused(
+    vendor: str, gw: Any, client: openai.OpenAI
+) -> None:
+    m = marker()
+    raw = client.chat.completions.with_raw_response.create(
+        model=f"{vendor}/web-search", messages=[{"role": "user", "content": m}], web_search_options={}
+    )
+    assert raw.http_response.status_code == 200
+    assert "x-gateway-dropped-tools" not in raw.headers
+    assert search_tools(gw, m) == EXPECTED[vendor]
+    m = marker()
+    raw = client.chat.completions.with_raw_response.create(
+        model=f"{vendor}/text", messages=[{"role": "user", "content": m}], web_search_options={}
+    )
+    assert raw.http_response.status_code == 200 and raw.headers["x-gateway-dropped-tools"] == "web_search"
 
 
 # ------------------------------------------------------------------------------------------------- units

@@ -12,6 +12,8 @@
                                with empty text and the call's signature (`app.doors.signatures.wrap_call`), and every later
                                block's index moves one on
     *_end                    → content_block_stop
+    websearch_start / _end   → nothing: the vendor's own search (a client's `web_search_…` server tool) is not
+                               client content here; every later block's index moves one back
     done                     → message_delta (stop_reason, usage) then message_stop
     error                    → event: error {"type": "error", "error": {"type": "api_error", "message"}}
 
@@ -88,6 +90,8 @@ class MessagesEncoder:
             "toolcall_start": self._toolcall_start,
             "toolcall_delta": self._toolcall_delta,
             "toolcall_end": self._toolcall_end,
+            "websearch_start": self._nothing,
+            "websearch_end": self._websearch_end,
             "done": self._done,
             "error": self._error,
         }
@@ -188,6 +192,14 @@ class MessagesEncoder:
         self._shift += 1
         return stop
 
+    def _nothing(self, event: dict[str, Any]) -> bytes:
+        return b""
+
+    def _websearch_end(self, event: dict[str, Any]) -> bytes:
+        """The search block is not sent: the wire's blocks after it keep their indexes contiguous."""
+        self._shift -= 1
+        return b""
+
     def _done(self, event: dict[str, Any]) -> bytes:
         delta = {"stop_reason": STOP_REASONS[event["reason"]], "stop_sequence": None}
         usage = anthropic_usage(event.get("usage"))
@@ -205,7 +217,9 @@ class MessagesEncoder:
 
 def _content_blocks(block: dict[str, Any], origin: Origin) -> list[dict[str, Any]]:
     """A block of the message as the wire's blocks: itself, and after a call signed on its own its signature's
-    thinking block (`MessagesEncoder._toolcall_end`)."""
+    thinking block (`MessagesEncoder._toolcall_end`); none for the vendor's web search."""
+    if block["type"] == "webSearch":
+        return []
     out = _content_block(block, origin)
     if out["type"] == "tool_use" and block.get("thoughtSignature"):
         return [out, {"type": "thinking", "thinking": "", "signature": wrap_call(origin, block["thoughtSignature"])}]

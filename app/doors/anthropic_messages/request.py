@@ -1,8 +1,11 @@
 """Decode an Anthropic Messages request body (`POST /v1/messages`) into the unified `StreamRequest`.
 
 Pure: a JSON object in, a `DoorRequest` out, or a `BadRequest` whose message starts with the field at fault. Everything
-the gateway cannot honour for every vendor it fronts (server tools, URL images, documents, prefill, `top_k`,
-…) is refused here, before any upstream call. What only Anthropic understands travels in the unified request's
+the gateway cannot honour for every vendor it fronts (URL images, documents, prefill, `top_k`, …) is refused
+here, before any upstream call. Server tools are never refused: a `web_search_…` tool becomes
+`options.hostedTools.webSearch` (the serving vendor's own search where the catalog allows it, else named dropped:
+`app.providers.hosted`); the others (`web_fetch_…`, `code_execution_…`, `bash_…`, …) are dropped here and named
+in the `X-Gateway-Dropped-Tools` response header. What only Anthropic understands travels in the unified request's
 door-only fields for the Anthropic adapter to send as it came (system messages inside the conversation,
 `cache_control` breakpoints, tool definitions with `defer_loading`, `thinking`, `output_config`,
 `context_management`, the `anthropic-beta` flags); the unified fields carry its translation for the other
@@ -12,17 +15,18 @@ vendors. docs/doors/anthropic-messages.md lists every field.
 from __future__ import annotations
 
 import hashlib
+from dataclasses import dataclass
 from typing import Any, Mapping
 
 import orjson
 from pydantic import ValidationError
 
 from app.contract.messages import DOOR_VALIDATION, AssistantMessage, Context, SystemMessage, TextContent, Tool
-from app.contract.request import Reasoning, StreamOptions, StreamRequest, ToolChoiceTool
+from app.contract.request import HostedToolsOption, Reasoning, StreamOptions, StreamRequest, ToolChoiceTool, WebSearch
 from app.doors.anthropic_messages.conversation import (
     Conversation, cache_control, clear_thinking, expire_system_messages, system_blocks,
 )  # fmt: skip
-from app.doors.base import DoorRequest
+from app.doors.base import DROPPED_TOOLS_HEADER, DoorRequest
 from app.doors.errors import BadRequest
 from app.doors.fields import bool_at, fail, integer_at, list_at, number_at, object_at, string_at
 
@@ -78,17 +82,38 @@ DEFAULT_THINKING_TURNS_KEPT = 1
 # ----------------------------------------------------------------------------- tools and options
 
 
-def _tools(value: Any, loaded: set[str]) -> list[Tool]:
+WEB_SEARCH_PREFIX = "web_search_"  # Anthropic's dated web search server tools (`web_search_20250305`, …)
+
+
+@dataclass(frozen=True, slots=True)
+class Tools:
+    """The tools of a Messages body: the custom ones, the web search asked for, the server tools dropped."""
+
+    custom: list[Tool]
+    web_search: WebSearch | None
+    dropped: list[str]
+
+
+def _tools(value: Any, loaded: set[str]) -> Tools:
     """Custom tools; each keeps its Anthropic definition as sent (`defer_loading`, `cache_control`, `strict`,
-    …) for an Anthropic upstream. A `defer_loading` tool no `tool_reference` has loaded is `deferred`."""
+    …) for an Anthropic upstream. A `defer_loading` tool no `tool_reference` has loaded is `deferred`. A web search
+    server tool is the hosted web search (its `max_uses`, domains and location are not carried: the catalog bounds
+    the searches); every other server tool is dropped, named by its `type`."""
     tools: list[Tool] = []
+    web_search: WebSearch | None = None
+    dropped: list[str] = []
     names: set[str] = set()
     for index, raw in enumerate(list_at(value, "tools")):
         path = f"tools.{index}"
         tool = object_at(raw, path)
         kind = tool.get("type")
         if kind not in (None, "custom"):
-            fail(f"{path}.type", f"server tool {kind!r} is not supported by the gateway; define a custom tool")
+            kind = string_at(kind, f"{path}.type", empty=False)
+            if kind.startswith(WEB_SEARCH_PREFIX):
+                web_search = WebSearch()
+            elif kind not in dropped:
+                dropped.append(kind)
+            continue
         name = string_at(tool.get("name"), f"{path}.name", empty=False)
         if len(name) > 128:
             fail(f"{path}.name", "must be at most 128 characters")
@@ -111,7 +136,10 @@ def _tools(value: Any, loaded: set[str]) -> list[Tool]:
                 context=DOOR_VALIDATION,
             )
         )
-    return tools
+    return Tools(tools, web_search, dropped)
+
+
+NO_TOOLS = Tools([], None, [])
 
 
 def _tool_choice(value: Any, tools: list[Tool]) -> str | ToolChoiceTool:
@@ -289,9 +317,12 @@ def decode(body: dict[str, Any], headers: Mapping[str, str] | None = None) -> Do
     if (kept := _thinking_turns_kept(body)) is not None:
         messages = clear_thinking(messages, kept)
     expire_system_messages(messages)
-    tools = _tools(body["tools"], conversation.loaded_tools) if body.get("tools") is not None else []
+    declared = _tools(body["tools"], conversation.loaded_tools) if body.get("tools") is not None else NO_TOOLS
+    tools = declared.custom
     stream = bool_at(body.get("stream", False), "stream")
     options = _options(body, tools, headers)
+    if declared.web_search is not None:
+        options.hosted_tools = HostedToolsOption(web_search=declared.web_search)
     system_prompt = conversation.system_blocks
     options.session_id = conversation_key(system_prompt, raw_messages[0])
     system = "\n\n".join(b.text for b in system_prompt if b.text) or None
@@ -312,4 +343,5 @@ def decode(body: dict[str, Any], headers: Mapping[str, str] | None = None) -> Do
         if where == "model":
             raise BadRequest(404, "not_found_error", f"model: {model!r} names no model", param="model") from None
         raise BadRequest(400, "invalid_request_error", f"{where}: {first['msg']}", param=where) from None
-    return DoorRequest(unified=unified, stream=stream)
+    dropped = {DROPPED_TOOLS_HEADER: ", ".join(declared.dropped)} if declared.dropped else None
+    return DoorRequest(unified=unified, stream=stream, response_headers=dropped)

@@ -190,7 +190,7 @@ class GeminiEncoder:
                     if block.get("thinkingSignature"):
                         part["thoughtSignature"] = wrap_signature(self._origin, block["thinkingSignature"])
                     parts.append(part)
-            else:
+            elif kind == "toolCall":
                 parts.append(self._call_part(block))
         reason = FINISH_REASONS.get(message.get("stopReason") or "stop", "STOP")
         candidate = {"content": {"parts": parts, "role": "model"}, "finishReason": reason, "index": 0}

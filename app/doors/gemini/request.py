@@ -19,8 +19,8 @@ import orjson
 from pydantic import ValidationError
 
 from app.contract.messages import DOOR_VALIDATION, Context, Tool
-from app.contract.request import Reasoning, StreamOptions, StreamRequest, ToolChoiceTool
-from app.doors.base import DoorRequest
+from app.contract.request import HostedToolsOption, Reasoning, StreamOptions, StreamRequest, ToolChoiceTool, WebSearch
+from app.doors.base import DROPPED_TOOLS_HEADER, DoorRequest
 from app.doors.fields import bool_at, fail, list_at, number_at, object_at, string_at
 from app.doors.gemini.conversation import Conversation, system_instruction
 from app.doors.gemini.proto_json import field_names, integer_of, refuse_unknown, value_of
@@ -107,14 +107,25 @@ def json_schema(schema: Any, path: str) -> dict[str, Any]:
 # ----------------------------------------------------------------------------- tools and options
 
 
-def _tools(value: Any) -> list[Tool]:
+# Google's built-in tools that are its web search: the hosted web search (`app.providers.hosted`).
+SEARCH_TOOLS = ("googleSearch", "googleSearchRetrieval")
+
+
+def _tools(value: Any) -> tuple[list[Tool], WebSearch | None, list[str]]:
+    """The declared functions, the web search asked for (`googleSearch`), and the other built-in tools
+    (`codeExecution`, `urlContext`, …), which are dropped and named in `X-Gateway-Dropped-Tools`."""
     tools: list[Tool] = []
+    web_search: WebSearch | None = None
+    dropped: list[str] = []
     names: set[str] = set()
     for index, raw in enumerate(list_at(value, "tools")):
         path = f"tools.{index}"
         tool = object_at(raw, path)
         for kind in sorted(field_names(tool) - {"functionDeclarations"}):
-            fail(f"{path}.{kind}", "Google's built-in tools are not offered by the gateway; declare functions")
+            if kind in SEARCH_TOOLS:
+                web_search = WebSearch()
+            elif kind not in dropped:
+                dropped.append(kind)
         for number, raw_decl in enumerate(
             list_at(value_of(tool, "functionDeclarations") or [], f"{path}.functionDeclarations")
         ):
@@ -137,7 +148,7 @@ def _tools(value: Any) -> list[Tool]:
                 name=name, description="" if description is None else string_at(description, f"{where}.description"),
                 parameters=parameters,
             ))  # fmt: skip
-    return tools
+    return tools, web_search, dropped
 
 
 def _tool_choice(value: Any, tools: list[Tool]) -> tuple[str | ToolChoiceTool | None, list[Tool]]:
@@ -338,8 +349,11 @@ def decode(body: dict[str, Any], headers: Mapping[str, str] | None = None) -> Ge
         if value_of(body, "systemInstruction") is not None
         else None
     )
-    tools = _tools(body["tools"]) if body.get("tools") is not None else []
+    tools, web_search, dropped = _tools(body["tools"]) if body.get("tools") is not None else ([], None, [])
     options: dict[str, Any] = {}
+    if web_search is not None:
+        options["hosted_tools"] = HostedToolsOption(web_search=web_search)
+    headers = {DROPPED_TOOLS_HEADER: ", ".join(dropped)} if dropped else {}
     native: dict[str, Any] = {}
     if value_of(body, "toolConfig") is not None:
         options["tool_choice"], tools = _tool_choice(value_of(body, "toolConfig"), tools)
@@ -368,5 +382,7 @@ def decode(body: dict[str, Any], headers: Mapping[str, str] | None = None) -> Ge
         fail(where, first["msg"])
     if array:  # Gemini's JSON-array stream: one array, no SSE lines, so nothing to resume with `id:` lines
         return GeminiRequest(unified=unified, stream=stream, client_model=model, include_thoughts=include, array=True,
-                             response_headers={"Content-Type": "application/json"}, resume_refused=ARRAY_NOT_RESUMABLE)  # fmt: skip
-    return GeminiRequest(unified=unified, stream=stream, client_model=model, include_thoughts=include)
+                             response_headers={"Content-Type": "application/json", **headers},
+                             resume_refused=ARRAY_NOT_RESUMABLE)  # fmt: skip
+    return GeminiRequest(unified=unified, stream=stream, client_model=model, include_thoughts=include,
+                         response_headers=headers or None)  # fmt: skip

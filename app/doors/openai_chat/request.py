@@ -16,10 +16,10 @@ from typing import Any, Callable, Mapping
 from pydantic import ValidationError
 
 from app.contract.messages import DOOR_VALIDATION, Context, Tool
-from app.contract.request import StreamOptions, StreamRequest, ToolChoiceTool
+from app.contract.request import HostedToolsOption, StreamOptions, StreamRequest, ToolChoiceTool, WebSearch
 from app.doors.base import DoorRequest
 from app.doors.errors import BadRequest
-from app.doors.fields import bool_or, integer_at, invalid, number_at, string_at, unsupported
+from app.doors.fields import bool_or, integer_at, invalid, number_at, object_at, string_at, unsupported
 from app.doors.openai_chat.conversation import messages
 from app.doors.openai_fields import accept_default, metadata, refuse, session_id, stream_options
 from app.doors.structured_output import JSON_OBJECT, structured_output
@@ -81,7 +81,7 @@ PARAMETERS: dict[str, Callable[[str, Any], None] | None] = {
     "modalities": accept_default(["text"]),
     "audio": refuse("audio output is not supported"),
     "prediction": refuse("predicted outputs are not supported"),
-    "web_search_options": refuse("web search is not supported"),
+    "web_search_options": None,  # the hosted web search (`app.providers.hosted`): served or dropped, never refused
     "verbosity": refuse("verbosity is not supported across vendors"),
     "service_tier": accept_default("auto", "default"),
     "store": ignore,  # the gateway keeps its own record of every request (GET /v1/requests/{id})
@@ -204,10 +204,21 @@ def _options(body: dict[str, Any], tools: list[Tool]) -> StreamOptions:
             "tool_choice": _tool_choice(body.get("tool_choice"), tools),
             "metadata": metadata(body),
             "session_id": session_id(body),
+            "hosted_tools": _web_search(body.get("web_search_options")),
             **structured_output(json_schema),
         },
         context=DOOR_VALIDATION,
     )
+
+
+def _web_search(value: Any) -> HostedToolsOption | None:
+    """`web_search_options`: the serving vendor's own web search where the catalog allows it, else the turn names
+    it dropped (`X-Gateway-Dropped-Tools: web_search`); its `search_context_size` and `user_location` are not
+    carried (docs/adapters/web-search.md)."""
+    if value is None:
+        return None
+    object_at(value, "web_search_options")
+    return HostedToolsOption(web_search=WebSearch())
 
 
 def _stop(value: Any) -> list[str] | None:
