@@ -393,11 +393,13 @@ def _signed_tools(usage: Usage, results: list[str]) -> Scenario:
     return Scenario("", [usage, call, Stop("toolUse", output=8)], signed_calls=True)
 
 
-# `agent-shell`: the same round trip with Gemini CLI's shell tool.
+# `agent-shell`: the same round trip with Gemini CLI's (and Qwen Code's) shell tool; `agent-bash`: with the
+# `bash` tool of pi's coding agent and OpenCode.
 AGENT_SCENARIOS: dict[str, Callable[[Usage, list[str]], Scenario]] = {
     "agent-tool": _agent_tool,
     "agent-exec": _agent_exec,
     "agent-shell": lambda usage, results: _agent_tool(usage, results, "run_shell_command"),
+    "agent-bash": lambda usage, results: _agent_tool(usage, results, "bash"),
     "signed-tools": _signed_tools,
 }
 
