@@ -18,7 +18,7 @@ from typing import Any
 
 import uvloop
 
-from bench import pools, report, scenarios as sc
+from bench import history, pools, report, scenarios as sc
 
 SCENARIOS = (
     "ttft",
@@ -74,6 +74,7 @@ async def _run(args: argparse.Namespace, out: str) -> dict[str, Any]:
     """Runs the chosen scenarios, writing the figures so far under the results name `out` after each."""
     chosen = args.scenarios or list(SCENARIOS)
     started = time.monotonic()
+    committed = history.committed_results()  # read before this run overwrites latest.json
     results: dict[str, Any] = {
         "meta": {
             "startedAt": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
@@ -83,6 +84,7 @@ async def _run(args: argparse.Namespace, out: str) -> dict[str, Any]:
             "platform": platform.platform(),
             "scenarios": chosen,
             "seed": args.seed,
+            "commit": history.commit(),
             "notes": [
                 "TTFT and inter-frame gap are measured with coalescing off (throttleMs 0): every upstream delta is "
                 "one frame on both paths. CPU is measured with coalescing at the default (50 ms) and off.",
@@ -131,6 +133,7 @@ async def _run(args: argparse.Namespace, out: str) -> dict[str, Any]:
             value["durationS"] = round(time.monotonic() - t0, 1)
             value["loadAverage1m"] = {"start": load0, "end": round(os.getloadavg()[0], 2)}
             results[KEYS.get(name, name)] = value
+            results["history"] = history.beside(results, committed)
             report.write(dict(results), out)  # a run stopped half way still leaves its figures
             print(f"[bench] {name} done in {value['durationS']} s", file=sys.stderr, flush=True)
     finally:

@@ -365,9 +365,38 @@ def markdown(results: dict[str, Any]) -> str:
             "",
             *table(results["pools"]),
         ]
+    lines += _history(results.get("history"))
     if "meta" in results and results["meta"].get("notes"):
         lines += ["", "## Notes", ""] + [f"- {n}" for n in results["meta"]["notes"]]
     return "\n".join(lines) + "\n"
+
+
+def _history(history: dict[str, Any] | None) -> list[str]:
+    """Each figure beside the last committed run's (bench/history.py)."""
+    if not history or not history["rows"]:
+        return []
+    found = history["committed"]
+    where = (
+        f"finished {found.get('finishedAt') or '?'}, commit {found.get('commit') or 'not recorded'}"
+        if found
+        else "none found"
+    )
+    lines = [
+        "",
+        f"## Beside the last committed run ({where})",
+        "",
+        "Ratios and added figures compare across hosts; absolute ones only on the same host. A change of more than "
+        "10 % in the worse direction is marked.",
+        "",
+        "| figure | committed | this run | this ÷ committed |",
+        "|---|---|---|---|",
+    ]
+    for row in history["rows"]:
+        change = "–" if row["change"] is None else f"{row['change']:.2f}×" + (" **worse**" if row["worse"] else "")
+        lines.append(
+            f"| {row['label']} | {_fmt(row['committed'], row['unit'])} | {_fmt(row['value'], row['unit'])} | {change} |"
+        )
+    return lines
 
 
 def plot(results: dict[str, Any], path: Path) -> Path | None:

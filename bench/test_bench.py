@@ -5,6 +5,11 @@ Run with `.venv/bin/python -m pytest bench/test_bench.py -q` (not part of `make 
 
 from __future__ import annotations
 
+import json
+import subprocess
+from pathlib import Path
+from typing import Any
+
 from bench.client import StreamResult, _Chunked
 from bench.report import targets
 from bench.scenarios import expected_text, lost_frames, sustained
@@ -147,3 +152,44 @@ def test_pools_targets_read_the_pools_scenario() -> None:
     assert (rows["pool_p99_ratio"]["value"], rows["pool_p99_ratio"]["met"]) == (0.33, True)
     assert (rows["pool_cache_share"]["value"], rows["pool_cache_share"]["met"]) == (82.6, True)
     assert rows["ttft_p50_c50"]["met"] is None  # not run
+
+
+def _turns(cpu_ms: float, gateway_per_s: float) -> dict[str, Any]:
+    level = {"concurrency": 1, "gatewayCpuMsPerTurn": cpu_ms, "gatewayTurnsPerS": gateway_per_s}
+    return {"workers": 1, "levels": [{**level, "directTurnsPerS": 1000.0, "added": {"ttftP50Ms": 1.0}}]}
+
+
+def test_history_puts_each_figure_beside_the_committed_one_and_marks_a_regression() -> None:
+    from bench.history import beside
+    from bench.report import markdown
+
+    committed = {"meta": {"finishedAt": "then", "commit": "abc1234"}, "turns": _turns(1.0, 500.0)}
+    history = beside({"turns": _turns(1.5, 500.0)}, committed)
+    rows = {row["id"]: row for row in history["rows"]}
+    assert (rows["turn_cpu_c1"]["committed"], rows["turn_cpu_c1"]["value"]) == (1.0, 1.5)
+    assert (rows["turn_cpu_c1"]["change"], rows["turn_cpu_c1"]["worse"]) == (1.5, True)
+    assert (rows["turns_ratio_c1"]["value"], rows["turns_ratio_c1"]["worse"]) == (0.5, False)
+    assert "cancel_p99" not in rows  # a figure this run did not measure is left out
+    text = markdown({"history": history})
+    assert "## Beside the last committed run (finished then, commit abc1234)" in text
+    assert "| gateway CPU per short turn, c=1 (absolute) | 1.00 ms | 1.50 ms | 1.50× **worse** |" in text
+
+
+def test_history_reads_the_committed_results_not_the_file_a_run_overwrote(tmp_path: Path) -> None:
+    from bench.history import COMMITTED, committed_results
+
+    repo, plain = tmp_path / "repo", tmp_path / "plain"
+
+    def git(*args: str) -> None:
+        subprocess.run(["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t", *args], check=True)
+
+    for root in (repo, plain):
+        (root / COMMITTED).parent.mkdir(parents=True)
+        (root / COMMITTED).write_text(json.dumps({"meta": {"commit": "committed"}}))
+    git("init", "-q")
+    git("add", "-A")
+    git("commit", "-q", "-m", "results")
+    (repo / COMMITTED).write_text(json.dumps({"meta": {"commit": "this run"}}))
+    assert committed_results(root=repo) == {"meta": {"commit": "committed"}}
+    assert committed_results(root=plain) == {"meta": {"commit": "committed"}}  # no git: the file on disk
+    assert committed_results(root=tmp_path) is None
