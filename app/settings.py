@@ -99,6 +99,12 @@ class Settings(BaseSettings):
     first_event_timeout: float = 60.0
     idle_timeout: float = 60.0
     total_timeout: float = 600.0
+    first_content_deadline: float = Field(
+        default=90.0,
+        ge=0,
+        description="seconds from a turn's arrival until its first event reaches the client, across retries and "
+        "fallbacks; past it the client gets its error even if retries remain (0: none)",
+    )
     keepalive_interval: float = 15.0
     late_frame_grace: float = Field(
         default=1.0, description="how long to keep counting upstream frames after settlement"

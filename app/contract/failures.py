@@ -65,6 +65,7 @@ class Interrupt(enum.StrEnum):
     CLIENT = "client disconnected"
     SHUTDOWN = "gateway shutting down"
     TOTAL = "total timeout"
+    FIRST_CONTENT = "first-content deadline"  # nothing reached the client in time: ends the turn, retries or not
     FIRST_EVENT = "first-event timeout"  # ends the attempt only (retryable while nothing was sent)
     IDLE = "idle timeout"  # ends the attempt only (retryable while nothing was sent)
     GRACE = "late-frame grace over"  # the turn has settled: stop counting late frames, close the upstream
@@ -137,7 +138,8 @@ class Attempt:
 
     @property
     def timeout(self) -> str | None:
-        """Which timeout ended the attempt, if one did: first_event | idle | total | connect | transport."""
+        """Which timeout ended the attempt, if one did: first_event | idle | total | first_content | connect |
+        transport."""
         if self.interrupt is not None and self.interrupt in _TIMEOUT_LABELS:
             return _TIMEOUT_LABELS[self.interrupt]
         if self.kind is ErrorKind.CONNECT_TIMEOUT:
@@ -172,4 +174,9 @@ class Attempt:
         return out
 
 
-_TIMEOUT_LABELS = {Interrupt.FIRST_EVENT: "first_event", Interrupt.IDLE: "idle", Interrupt.TOTAL: "total"}
+_TIMEOUT_LABELS = {
+    Interrupt.FIRST_EVENT: "first_event",
+    Interrupt.IDLE: "idle",
+    Interrupt.TOTAL: "total",
+    Interrupt.FIRST_CONTENT: "first_content",
+}

@@ -415,6 +415,7 @@ def _timeout_detail(reason: Interrupt, settings: Settings) -> str:
         Interrupt.FIRST_EVENT: settings.first_event_timeout,
         Interrupt.IDLE: settings.idle_timeout,
         Interrupt.TOTAL: settings.total_timeout,
+        Interrupt.FIRST_CONTENT: settings.first_content_deadline,
     }.get(reason)
     return f" fired after {seconds:g}s" if seconds is not None else ""
 

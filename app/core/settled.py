@@ -177,7 +177,9 @@ def _classify(job: "TurnJob", outcome: str, last: Attempt | None) -> tuple[Failu
         return Failure.ABORTED, CLIENT_CLOSED_STATUS
     if job.ended_by is Interrupt.SHUTDOWN:
         return Failure.SHUTTING_DOWN, 503
-    if job.ended_by is Interrupt.TOTAL or (last is not None and last.timeout in ("first_event", "idle", "transport")):
+    if job.ended_by in (Interrupt.TOTAL, Interrupt.FIRST_CONTENT) or (
+        last is not None and last.timeout in ("first_event", "idle", "transport")
+    ):
         return Failure.TIMEOUT, 504
     if last is None and job.pools_busy_ms is not None:  # every deployment of its pools cooling down
         return Failure.RATE_LIMITED, 429

@@ -1,4 +1,4 @@
-"""The turn's deadlines (first event, idle gap, total, late-frame grace) on one timer handle."""
+"""The turn's deadlines (first event, idle gap, total, first content, late-frame grace) on one timer handle."""
 
 from __future__ import annotations
 
@@ -22,13 +22,18 @@ class WatchPhase(enum.Enum):
 
 
 class Watchdog:
-    """The turn's deadlines (first event, idle gap, total, late-frame grace) on one timer handle.
+    """The turn's deadlines (first event, idle gap, total, first content, late-frame grace) on one timer handle.
 
     The dispatcher reports each transition (`attempt_started`, `between_attempts`, `paused`, `resumed`,
     `settled`), and each one re-arms the timer for the new phase's nearest deadline. Per upstream frame only
     a timestamp is stored (`frame`): the idle deadline only moves later, so a timer that fires early
     recomputes the deadline and re-arms itself. When a deadline passes, the job is interrupted with its
     reason (`TurnJob.interrupt`).
+
+    The first-content deadline (`GATEWAY_FIRST_CONTENT_DEADLINE`, from the turn's creation) runs in every phase
+    until the turn has started (its `start` went to the client): it bounds the retries and fallbacks before
+    content, which the first-event timeout bounds one attempt at a time. Once the turn has started it no longer
+    counts (a timer armed for it finds no deadline passed and re-arms for the next).
     """
 
     __slots__ = ("job", "settings", "loop", "created", "phase", "attempt_start", "last_frame", "settled_at", "_handle")
@@ -94,6 +99,8 @@ class Watchdog:
             assert self.settled_at is not None
             return self.settled_at + s.late_frame_grace, Interrupt.GRACE
         deadlines = [(self.created + s.total_timeout, Interrupt.TOTAL)]
+        if s.first_content_deadline > 0 and not self.job.turn.started:
+            deadlines.append((self.created + s.first_content_deadline, Interrupt.FIRST_CONTENT))
         if phase is WatchPhase.AWAITING_FIRST_EVENT:
             deadlines.append((self.attempt_start + s.first_event_timeout, Interrupt.FIRST_EVENT))
         elif phase is WatchPhase.STREAMING:

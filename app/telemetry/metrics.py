@@ -99,7 +99,7 @@ class Metrics(TurnObserver):
         )
         self.timeouts = counter(
             "gateway_timeouts_total",
-            "Attempts ended by a timeout (connect, first_event, idle, total, transport)",
+            "Attempts ended by a timeout (connect, first_event, idle, total, first_content, transport)",
             ("kind",),
         )
         self.late_frames = counter(

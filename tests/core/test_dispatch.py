@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import replace
+from types import SimpleNamespace
 from typing import Any, Callable
 
 import pytest
@@ -21,7 +22,9 @@ from app.providers.base import ProviderError
 from app.settings import Settings
 from tests.fake_provider import HANG, FakeProvider, Gate, new_job, text_frames
 
-TIMEOUTS = dict(first_event_timeout=10.0, idle_timeout=3.0, total_timeout=100.0, late_frame_grace=1.0)
+TIMEOUTS = dict(
+    first_event_timeout=10.0, idle_timeout=3.0, total_timeout=100.0, late_frame_grace=1.0, first_content_deadline=0
+)
 
 
 # ----------------------------------------------------------------- the watchdog, on a fake clock
@@ -64,14 +67,15 @@ class FakeLoop:
 class RecordingJob:
     def __init__(self) -> None:
         self.interrupts: list[Interrupt] = []
+        self.turn = SimpleNamespace(started=False)  # whether the turn's `start` went to the client
 
     def interrupt(self, reason: Interrupt) -> None:
         self.interrupts.append(reason)
 
 
-def new_watchdog() -> tuple[Watchdog, FakeLoop, RecordingJob]:
+def new_watchdog(**settings: float) -> tuple[Watchdog, FakeLoop, RecordingJob]:
     loop, job = FakeLoop(), RecordingJob()
-    return Watchdog(job, Settings(**TIMEOUTS), loop=loop), loop, job
+    return Watchdog(job, Settings(**{**TIMEOUTS, **settings}), loop=loop), loop, job
 
 
 def armed(watchdog: Watchdog) -> tuple[float, Interrupt]:
@@ -185,6 +189,33 @@ def test_the_total_timeout_fires_in_any_phase_but_settled():
         loop.advance(2.5)
         watchdog.frame()
     assert job.interrupts == [Interrupt.TOTAL]
+
+
+def test_the_first_content_deadline_ends_the_turn_across_attempts_until_the_turn_has_started():
+    """Issue 39 item 10: retries before content are bounded as a whole, not only one attempt at a time."""
+    watchdog, loop, job = new_watchdog(first_content_deadline=15.0)
+    assert armed(watchdog) == (loop.now + 15, Interrupt.FIRST_CONTENT)
+    watchdog.attempt_started()
+    loop.advance(10)  # the first attempt's first-event timeout: the turn retries
+    assert job.interrupts == [Interrupt.FIRST_EVENT]
+    watchdog.between_attempts()
+    assert armed(watchdog)[1] is Interrupt.FIRST_CONTENT
+    loop.advance(1)
+    watchdog.attempt_started()  # its first-event deadline (11 + 10) is past the turn's (15)
+    loop.advance(4)
+    assert job.interrupts == [Interrupt.FIRST_EVENT, Interrupt.FIRST_CONTENT]
+
+
+def test_the_first_content_deadline_no_longer_counts_once_the_turn_has_started():
+    watchdog, loop, job = new_watchdog(first_content_deadline=15.0)
+    watchdog.attempt_started()
+    loop.advance(5)
+    watchdog.frame()
+    job.turn.started = True  # its `start` went out: the deadline is met, the idle timeout runs on
+    for _ in range(10):
+        loop.advance(2)
+        watchdog.frame()
+    assert job.interrupts == [] and watchdog.deadline()[1] is Interrupt.IDLE
 
 
 def test_stop_disarms():

@@ -42,6 +42,20 @@ def test_total_timeout(gateway_factory):
     assert gw.sim.wait(m, until="closed")["completed"] is False
 
 
+def test_a_hung_upstream_gets_the_client_its_error_at_the_first_content_deadline_with_retries_left(gateway_factory):
+    """Issue 39 item 10: with three retries of a 0.6 s first-event timeout the client would wait 2.4 s; the
+    turn's first-content deadline (1 s) ends it during its second attempt, as a 504-class timeout."""
+    gw = gateway_factory(first_event_timeout=0.6, retries=3, retry_backoff_ms=1, first_content_deadline=1.0)
+    m = marker()
+    result = gw.stream(turn("anthropic/hang-before-headers", m))
+    assert result.types() == ["error"]
+    assert result.terminal["errorMessage"] == "anthropic/hang-before-headers first-content deadline fired after 1s"
+    job = gw.job(result.headers["x-request-id"])
+    assert [a.timeout for a in job.attempts] == ["first_event", "first_content"]
+    assert job.settled.status == 504
+    assert len(gw.sim.seen(m)) == 2
+
+
 def test_connect_timeout(gateway_factory):
     # A listening socket whose accept queue is full: the kernel drops further SYNs, so connecting hangs.
     listener = socket.socket()

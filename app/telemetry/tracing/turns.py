@@ -39,6 +39,7 @@ INTERRUPT_TYPES = {
     Interrupt.CLIENT: CLIENT_LEFT,
     Interrupt.SHUTDOWN: "gateway_shutdown",
     Interrupt.TOTAL: "total_timeout",
+    Interrupt.FIRST_CONTENT: "first_content_deadline",
     Interrupt.FIRST_EVENT: "first_event_timeout",
     Interrupt.IDLE: "idle_timeout",
     Interrupt.WRITER: "internal",
