@@ -178,7 +178,7 @@ class Dispatcher:
         assert pool is not None
         remaining = {route.deployment.name: route for route in routes if route.deployment is not None}
         prices = {name: r.model.pricing.input + r.model.pricing.output for name, r in remaining.items()}
-        conversation = conversation_key(job.request.options, job.request.session)
+        conversation = conversation_key(job.request.options, job.request.session, job.request.api_key_id)
         lease_ms = int(self.settings.total_timeout * 1000) + 60_000
         retries = self.settings.retries
         last: Failed | None = None

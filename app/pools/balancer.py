@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import random
 import time
@@ -41,17 +42,31 @@ def session_header(headers: Mapping[str, str]) -> str | None:
     return None
 
 
-def conversation_key(options: StreamOptions, session: str | None = None) -> str | None:
+KEY_TEXT_MAX = 64  # a client-supplied conversation key longer than this is stored as its SHA-256
+
+
+def conversation_key(options: StreamOptions, session: str | None = None, client: str | None = None) -> str | None:
     """The key that keeps a conversation on one deployment: `options.sessionId` (which the doors fill from
     OpenAI's `prompt_cache_key` and the Anthropic door's conversation hash), else the agent's session header
-    (`session`), else the end user's id (`options.metadata.userId`, Anthropic's `metadata.user_id`)."""
-    if options.session_id:
-        return options.session_id
-    if session:
-        return session
-    metadata = options.metadata
-    user = metadata.get("userId") if isinstance(metadata, dict) else None
-    return user if isinstance(user, str) and user else None
+    (`session`), else the end user's id (`options.metadata.userId`, Anthropic's `metadata.user_id`).
+
+    The key is scoped by the client key (`client`, the gateway API key's name: one tenant sending another's
+    `prompt_cache_key` neither joins nor finds that conversation) and bounded: a client string longer than
+    `KEY_TEXT_MAX` characters is stored as its SHA-256 (a 3 MB user id makes a 71-character key)."""
+    raw: str | None = options.session_id or session
+    if not raw:
+        metadata = options.metadata
+        user = metadata.get("userId") if isinstance(metadata, dict) else None
+        raw = user if isinstance(user, str) and user else None
+    if raw is None:
+        return None
+    return f"{_bounded(client or '-')}:{_bounded(raw)}"
+
+
+def _bounded(text: str) -> str:
+    if len(text) <= KEY_TEXT_MAX:
+        return text
+    return "sha256-" + hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 # Statuses before content that say the deployment, not the request, is at fault: a key it refuses (401, 403)

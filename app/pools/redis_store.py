@@ -8,7 +8,8 @@ Keys (under `GATEWAY_REDIS_PREFIX`, default `gw`; `<P>` the pool's name, `<D>` t
 - `<p>:pool:<P>:<D>:fly`: sorted set of the turns in flight's leases, scored by their expiry;
 - `<p>:pool:<P>:<D>:rpm`: sorted set of the leases of the last 60 s, scored by their time (deployments with rpm);
 - `<p>:pool:<P>:<D>:tpm:<minute>`: tokens settled in that minute (expires after two minutes);
-- `<p>:pool:<P>:aff:<conversation key>`: the deployment the conversation last succeeded on (an hour).
+- `<p>:pool:<P>:aff:<client key name>:<conversation key>`: the deployment the conversation last succeeded on
+  (an hour; either part longer than 64 characters as `sha256-<hex>`).
 
 Redis down or slow (`GATEWAY_REDIS_TIMEOUT`): the pool falls back to this process's own state
 (`MemoryPoolStore`) for that call and logs it; a pool never refuses a turn because Redis is away. Times come

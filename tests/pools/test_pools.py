@@ -378,6 +378,49 @@ def test_a_conversation_stays_on_its_deployment_and_moves_when_it_is_cooled(pool
     assert {served_by(pooled, "sticky3", options=session) for _ in range(8)} == {moved}
 
 
+TENANTS = "tenant-a:sk-tenant-a-0001,tenant-b:sk-tenant-b-0002"
+TENANT_A = {"Authorization": "Bearer sk-tenant-a-0001"}
+TENANT_B = {"Authorization": "Bearer sk-tenant-b-0002"}
+TOO_LARGE = ";fault=http;at=before_headers;status=429;message=Request too large for text on tokens per min"
+
+
+@pytest.fixture(scope="module")
+def keyed(gateway_factory, deployments, tmp_path_factory) -> Any:
+    """A gateway with two client keys in front of a `cost` pool: dep-b (cheaper) first, dep-a second."""
+    a, b = deployments[0].name, deployments[1].name
+    pools = {
+        "private2": {
+            "strategy": "cost",
+            "deployments": [
+                {"provider": a, "model": "text", "cost": {"input": 3, "output": 15}},
+                {"provider": b, "model": "text", "cost": {"input": 1, "output": 5}},
+            ],
+        }
+    }
+    path = pool_catalog(tmp_path_factory.mktemp("keyed") / "catalog.json", pools, deployments)
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv(KEY_ENV, PROVIDER_KEY)
+        return gateway_factory(catalog=str(path), base_urls=base_urls(deployments), api_keys=TENANTS)
+
+
+def test_a_conversation_key_is_scoped_by_client_key(keyed, deployments):
+    key = f"pck-{marker()}"
+
+    def chat(headers: dict[str, str]) -> str:
+        body = {"model": "private2", "prompt_cache_key": key, "messages": [{"role": "user", "content": "hi"}]}
+        response = keyed.http.post("/v1/chat/completions", json=body, headers=headers)
+        assert response.status_code == 200, response.text
+        return keyed.job(response.headers["x-request-id"]).attempts[-1].deployment
+
+    deployments[1].next(TOO_LARGE)  # dep-b refuses tenant A's first turn (without cooling): A lands on dep-a
+    assert chat(TENANT_A) == "dep-a/text"
+    assert chat(TENANT_A) == "dep-a/text"  # A's conversation stays on dep-a
+    # Tenant B sends A's key: B's own conversation, on the deployment the strategy picks (the cheaper dep-b),
+    # which tells B nothing of where A's conversation lives.
+    assert chat(TENANT_B) == "dep-b/text"
+    assert chat(TENANT_A) == "dep-a/text"
+
+
 def converse(gateway, model: str, turns: int, options: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
     """A conversation of `turns` turns through `/v1/complete`, each sending the whole conversation so far:
     per turn, the deployment that served it and its usage."""

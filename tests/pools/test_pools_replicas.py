@@ -177,3 +177,13 @@ def test_a_429_on_replica_a_shows_as_cooled_in_replica_b_console(cluster, deploy
     assert healthy["cooldown"]["cooling"] is False and healthy["weight"] == 2.0
     assert healthy["ttftMs"] is not None and healthy["ttftMs"] > 0 and healthy["inFlight"] == 0
     assert healthy["tpm"]["used"] > 0 and healthy["tpm"]["limit"] is None
+
+
+def test_a_long_user_id_is_stored_bounded_and_still_keeps_its_conversation(cluster):
+    urls, redis = [cluster["a"].url, cluster["b"].url], cluster["redis"].client()
+    options = {"throttleMs": 0, "metadata": {"userId": marker() + "u" * 300_000}}
+    home = {served(urls[i % 2], "sticky3", options=options) for i in range(4)}
+    assert len(home) == 1, home
+    keys = redis.keys("gw:pool:sticky3:aff:*")
+    assert keys and max(len(key) for key in keys) < 200  # the 300 kB id is stored as its hash
+    assert max(redis.memory_usage(key) for key in keys) < 1_000
