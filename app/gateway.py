@@ -30,6 +30,7 @@ from app.pools.state import MemoryPoolStore, PoolStore
 from app.redis_client import redis_client
 from app.resume.hub import ResumeHub
 from app.resume.redis_store import RedisEvents
+from app.providers import sampling
 from app.providers.base import Provider
 from app.providers.registry import build_providers
 from app.providers.transport import DEMO_CALLER
@@ -146,6 +147,8 @@ class Gateway:
             ahead.release()
         if ahead is None or not ahead.open:
             self.admission.check_capacity(key_id)
+        if not request.options.drop_params and self._drops_params(key_id, request.model):
+            request.options.drop_params = True
         options = request.options
         routes = self._honouring(self.dispatcher.plan(request.model, request.fallback), request)
         if ahead is not None and ahead.open:
@@ -218,6 +221,11 @@ class Gateway:
         if key_id is not None:
             self._release_key(key_id)
 
+    def _drops_params(self, key_id: str | None, model: str) -> bool:
+        """The operator's drop_params: the key's policy, or the catalog route the request names."""
+        route = self.dispatcher.resolver.catalog.routes.get(model)
+        return self.keys.policy(key_id).drop_params or (route is not None and route.drop_params)
+
     def _honouring(self, routes: list[Route], request: StreamRequest) -> list[Route]:
         """The plan without the fallbacks that cannot honour the request (`Provider.check_request`), checked
         before any upstream call. The first entry must honour it: otherwise its RequestRejected refuses the
@@ -227,6 +235,7 @@ class Gateway:
         for index, route in enumerate(routes):
             try:
                 route.provider.check_request(route.model, request.context, request.options)
+                sampling.check(route.provider.api, route.provider.name, request.options)
             except RequestRejected as refusal:
                 if index == 0:
                     raise

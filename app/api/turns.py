@@ -18,7 +18,9 @@ from app.api.resume import RESUMABLE_HEADER, asks_resumable, resumable_response
 from app.api.sse import TurnFrames, sse_response
 from app.contract.failures import Interrupt
 from app.core.job import TurnJob
-from app.doors.base import Door, DoorRoute, EventEncoder, with_dropped_tools
+from app.doors.base import (
+    Door, DoorRoute, EventEncoder, drop_params_asked, with_dropped_params, with_dropped_tools,
+)  # fmt: skip
 from app.doors.errors import BadRequest
 from app.gateway import AdmittedAhead, Gateway
 from app.pools.balancer import session_header
@@ -69,6 +71,8 @@ async def serve(request: Request, door: Door, route: DoorRoute) -> Response:
             raise BadRequest(
                 400, "invalid_request_error", f"{RESUMABLE_HEADER}: {decoded.resume_refused}", RESUMABLE_HEADER
             )
+        if drop_params_asked(request.headers):
+            decoded.unified.options.drop_params = True
         streaming = decoded.stream if stream is None else stream
         job = await gateway.start_turn(
             decoded.unified,
@@ -98,12 +102,13 @@ async def serve(request: Request, door: Door, route: DoorRoute) -> Response:
     if not streaming:
         return await _complete(job, encoder, request, headers, keeping)
     first = None
-    # Hosted tools the serving vendor does not run are named in a header, known once a provider served the
-    # turn's first event: such a stream waits for it even where the door's own stream would start at once.
-    hosted = decoded.unified.options.hosted_tools is not None
-    if encoder.hold_until_start or hosted:
+    # Hosted tools the serving vendor does not run and the fields it was sent without (`drop_params`) are named
+    # in headers, known once a provider served the turn's first event: such a stream waits for it even where the
+    # door's own stream would start at once.
+    options = decoded.unified.options
+    if encoder.hold_until_start or options.hosted_tools is not None or options.drop_params:
         first = await _until_disconnect(request, job.turn.next_event())
-        headers = with_dropped_tools(headers, job.dropped_tools())
+        headers = with_dropped_params(with_dropped_tools(headers, job.dropped_tools()), job.dropped_params())
         if first is DISCONNECTED or first is None:  # the client left before the turn started
             job.interrupt(Interrupt.CLIENT)
             job.turn.close_reader()
@@ -147,7 +152,7 @@ async def _complete(
         await keeping.settled()
     result = job.result()
     status, body = encoder.complete(result)
-    headers = with_dropped_tools(headers, job.dropped_tools())
+    headers = with_dropped_params(with_dropped_tools(headers, job.dropped_tools()), job.dropped_params())
     return json_response(body, status, {**headers, **(result.retry_headers() if status >= 400 else {})})
 
 

@@ -10,7 +10,7 @@ A file has up to three lists:
 - `models`: `{provider, id, reasoning?, contextWindow?, maxTokens?, cost? {input, output, cacheRead,
   cacheWrite}, aliases?, hostedTools?}`; `hostedTools` (`{webSearch: true | {maxUses}}`, see `HostedTools`) lets
   the vendor's own hosted tools serve a client's (off unless given; a model's replaces its provider's);
-- `routes`: `{name, model | pool, fallback?, description?}` — a name clients may use as their model; `model` and
+- `routes`: `{name, model | pool, fallback?, description?, dropParams?}` — a name clients may use as their model; `model` and
   each `fallback` entry are `"<provider>/<model id>"` (a fallback may also name another route, a pool's
   included); `pool` serves the route from a pool of deployments (`{strategy?, deployments: [{provider, model,
   name?, weight?, rpm?, tpm?, cost?}]}`, see `Pool` and docs/pools.md).
@@ -53,7 +53,7 @@ _KEYS = {
     "hostedTools": {"webSearch"},
     "webSearch": {"maxUses"},
     "cost": {"input", "output", "cacheRead", "cacheWrite"},
-    "route": {"name", "model", "pool", "fallback", "description"},
+    "route": {"name", "model", "pool", "fallback", "description", "dropParams"},
     "pool": {"strategy", "deployments", "waitMs"},
     "deployment": {"provider", "model", "name", "weight", "rpm", "tpm", "cost"},
 }
@@ -213,7 +213,10 @@ class Catalog:
             model = pool.deployments[0].ref if pool is not None else r["model"]
             if not isinstance(fallback, list) or not all(isinstance(f, str) for f in [model, *fallback]):
                 raise CatalogError(f"{where} ({name}): model must be a string and fallback a list of strings")
-            self.routes[name] = CatalogRoute(name, model, tuple(fallback), r.get("description"), pool)
+            drop = r.get("dropParams", False)
+            if not isinstance(drop, bool):
+                raise CatalogError(f"{where} ({name}): dropParams must be true or false")
+            self.routes[name] = CatalogRoute(name, model, tuple(fallback), r.get("description"), pool, drop)
 
     def validate(self, source: str = "catalog") -> None:
         """Every model's provider and every route entry's provider is in the catalog (checked after each file

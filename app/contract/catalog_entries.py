@@ -93,6 +93,9 @@ class CatalogRoute:
     fallback: tuple[str, ...] = ()
     description: str | None = None
     pool: "Pool | None" = None  # served by a pool of deployments (then `model` is only what /v1/models shows)
+    # Its turns drop the sampling fields the serving vendor cannot honour instead of refusing them
+    # (`app.providers.sampling`; docs/api.md, "Sampling fields and drop_params").
+    drop_params: bool = False
 
     @property
     def entries(self) -> tuple[str, ...]:

@@ -91,6 +91,24 @@ class StreamOptions(WireModel):
         description="hosted tools run by the vendor (web search) where the catalog allows them; "
         "what is not served is named in the X-Gateway-Dropped-Tools response header",
     )
+    # Sampling fields apps moving from the OpenAI API send (docs/api.md, "Sampling fields and drop_params"): each
+    # reaches the vendors whose api honours it with its meaning intact (`app.providers.sampling`); a vendor that
+    # cannot refuses the turn with 400, unless `dropParams` (or the key's or the route's setting) drops it.
+    seed: int | None = Field(default=None, description="deterministic sampling where the vendor offers it")
+    frequency_penalty: float | None = Field(default=None, ge=-2.0, le=2.0)
+    presence_penalty: float | None = Field(default=None, ge=-2.0, le=2.0)
+    logit_bias: dict[str, Annotated[float, Field(ge=-100, le=100)]] | None = Field(
+        default=None, description="token id → bias, OpenAI's meaning (Chat Completions vendors only)"
+    )
+    drop_params: bool = Field(
+        default=False,
+        description="send the turn without the fields the serving vendor cannot honour instead of refusing it; "
+        "they are named in the X-Gateway-Dropped-Params response header and the record",
+    )
+    # Door-only: fields the client sent that no vendor honours through the gateway (Chat Completions `n`,
+    # `logprobs`, …), in the client's own spelling: the gateway refuses the turn naming the first, unless the
+    # turn drops params, then they are named as dropped.
+    unhonoured: SkipJsonSchema[list[str] | None] = Field(default=None, exclude=True)
     # Door-only (absent from the public schema, never serialized): what a door's client sent that one api alone
     # reads, keyed by that api's name (the catalog's `api`), which its adapter sends as it came; every other
     # adapter works from the unified options, which the door derived from the same fields (`passthrough_for`):
@@ -109,7 +127,9 @@ class StreamOptions(WireModel):
     # `disable_parallel_tool_use`); Gemini has no such switch and gets nothing. None: the vendor's default.
     parallel_tool_calls: SkipJsonSchema[bool | None] = Field(default=None, exclude=True)
 
-    _door_fields = field_validator("passthrough", "json_schema", "parallel_tool_calls", mode="before")(door_only)
+    _door_fields = field_validator("passthrough", "json_schema", "parallel_tool_calls", "unhonoured", mode="before")(
+        door_only
+    )
 
     def passthrough_for(self, api: str) -> dict[str, Any]:
         """What a door passes through to `api`'s adapter as its client sent it ({} for nothing)."""

@@ -39,7 +39,7 @@ from app.core.settled import settled_turn
 from app.core.watchdog import Watchdog
 from app.pools.balancer import Pools, conversation_key, cooling_reason, fails_over
 from app.pools.state import Acquired, Finished
-from app.providers import hosted
+from app.providers import hosted, sampling
 from app.providers.base import Provider, ProviderError, Upstream
 from app.settings import Settings
 from app.stream.turn import ContractViolation, ToolArgumentsError
@@ -267,6 +267,8 @@ class Dispatcher:
         turn.prepare(provider.name, provider.api, model.id, model.pricing)
         if request.options.hosted_tools is not None:
             job.hosted_dropped = hosted.dropped(provider.api, model, request.options)
+        if request.options.drop_params:
+            job.params_dropped = sampling.dropped(provider.api, request.options)
         translator = provider.translator(model)
         watchdog.attempt_started()
         job.first_token_at = None

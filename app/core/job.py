@@ -75,6 +75,9 @@ class TurnJob:
     # The client's hosted tools the current attempt's vendor is sent without (`app.providers.hosted`): once the
     # turn started, those of the provider that serves it (`dropped_tools`).
     hosted_dropped: tuple[str, ...] = field(default=(), init=False)
+    # The request's fields the current attempt's vendor is sent without (`app.providers.sampling`, a turn that
+    # drops params): once the turn started, those of the provider that serves it (`dropped_params`).
+    params_dropped: tuple[str, ...] = field(default=(), init=False)
     settled: SettledTurn | None = field(default=None, init=False)  # once the turn settled and its last attempt ended
 
     @property
@@ -117,6 +120,10 @@ class TurnJob:
     def dropped_tools(self) -> tuple[str, ...]:
         """The client's hosted tools the serving vendor was sent without (known once the turn started)."""
         return self.hosted_dropped
+
+    def dropped_params(self) -> tuple[str, ...]:
+        """The request's fields the serving vendor was sent without (known once the turn started)."""
+        return self.params_dropped
 
 
 class TurnObserver(Protocol):

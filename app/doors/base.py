@@ -54,6 +54,9 @@ class TurnView(Protocol):
     def dropped_tools(self) -> tuple[str, ...]:
         """The client's hosted tools the serving vendor was sent without (known once the turn started)."""
 
+    def dropped_params(self) -> tuple[str, ...]:
+        """The request's fields the serving vendor was sent without (`drop_params`; known once the turn started)."""
+
 
 # Names the client's tools the turn was sent without: those a door drops itself (`DoorRequest.response_headers`)
 # and the hosted tools the serving vendor does not run (`TurnView.dropped_tools`), comma-separated.
@@ -67,6 +70,22 @@ def with_dropped_tools(headers: dict[str, str], dropped: Sequence[str]) -> dict[
     named = [n for n in headers.get(DROPPED_TOOLS_HEADER, "").split(", ") if n]
     named += [n for n in dropped if n not in named]
     return {**headers, DROPPED_TOOLS_HEADER: ", ".join(named)}
+
+
+# Names the request's fields the turn was sent without because it drops params (`TurnView.dropped_params`).
+DROPPED_PARAMS_HEADER = "X-Gateway-Dropped-Params"
+# A client asks any door to drop what the serving vendor cannot honour instead of a 400 (as `drop_params`).
+DROP_PARAMS_HEADER = "x-gateway-drop-params"
+
+
+def with_dropped_params(headers: dict[str, str], dropped: Sequence[str]) -> dict[str, str]:
+    """`headers` with `X-Gateway-Dropped-Params` naming `dropped` (none: unchanged)."""
+    return {**headers, DROPPED_PARAMS_HEADER: ", ".join(dropped)} if dropped else headers
+
+
+def drop_params_asked(headers: Mapping[str, str]) -> bool:
+    """`X-Gateway-Drop-Params: true`."""
+    return headers.get(DROP_PARAMS_HEADER, "").strip().lower() == "true"
 
 
 Decoder = Callable[[dict[str, Any], Mapping[str, str]], DoorRequest]

@@ -103,6 +103,7 @@ def build_record(
         "lateFramesDropped": turn.late_frames,
         "clientDisconnected": settled.client_disconnected if settled is not None else False,
         "resumable": request.resumable,
+        "droppedParams": list(job.params_dropped),
         "resumed": resumed,
     }
     if retain_content:

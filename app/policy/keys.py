@@ -61,6 +61,9 @@ class KeyPolicy(BaseModel):
     models: tuple[str, ...] = ()
     # With a budget: may this key be served models the catalog does not price (they then spend 0)?
     allow_unpriced_models: bool = False
+    # Its turns drop the sampling fields the serving vendor cannot honour instead of refusing them
+    # (`app.providers.sampling`; docs/api.md, "Sampling fields and drop_params").
+    drop_params: bool = False
 
     def allows_model(self, ref: str) -> bool:
         return not self.models or any(fnmatch.fnmatchcase(ref, pattern) for pattern in self.models)

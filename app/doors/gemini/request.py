@@ -55,9 +55,6 @@ GENERATION_FIELDS = frozenset({"maxOutputTokens", "temperature", "topP", "stopSe
                                "frequencyPenalty", "responseLogprobs", "logprobs"})  # fmt: skip
 REFUSED_UNLESS_DEFAULT: dict[str, tuple[tuple[Any, ...], str]] = {
     "candidateCount": ((1,), "one candidate only: the gateway streams one answer"),
-    "seed": ((), "deterministic sampling is not offered across vendors"),
-    "presencePenalty": ((0, 0.0), "penalties are not offered across vendors"),
-    "frequencyPenalty": ((0, 0.0), "penalties are not offered across vendors"),
     "responseLogprobs": ((False,), "log probabilities are not offered across vendors"),
     "logprobs": ((), "log probabilities are not offered across vendors"),
 }
@@ -241,6 +238,12 @@ def _generation(config: dict[str, Any], options: dict[str, Any], native: dict[st
         value = value_of(config, name)
         if value is not None and value not in defaults:
             fail(f"{path}.{name}", reason)
+    # The sampling fields (`app.providers.sampling`): to the vendors that honour them, else a 400 or dropped.
+    if (value := value_of(config, "seed")) is not None:
+        options["seed"] = integer_of(value, f"{path}.seed", -(2**31))
+    for name, unified in (("presencePenalty", "presence_penalty"), ("frequencyPenalty", "frequency_penalty")):
+        if (value := value_of(config, name)) is not None:
+            options[unified] = number_at(value, f"{path}.{name}", -2.0, 2.0) or None  # 0: unset
     modalities = value_of(config, "responseModalities")
     if modalities is not None and [str(m).upper() for m in list_at(modalities, f"{path}.responseModalities")] not in (
         [],

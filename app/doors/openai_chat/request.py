@@ -69,14 +69,16 @@ PARAMETERS: dict[str, Callable[[str, Any], None] | None] = {
     "metadata": None,
     "safety_identifier": None,
     "prompt_cache_key": None,
-    "n": accept_default(1),
+    "n": None,  # `UNHONOURED`
     "parallel_tool_calls": accept_default(True),
-    "logprobs": accept_default(False),
-    "top_logprobs": accept_default(0),
-    "frequency_penalty": accept_default(0, 0.0),
-    "presence_penalty": accept_default(0, 0.0),
-    "logit_bias": accept_default({}),
-    "seed": refuse("deterministic sampling is not offered across vendors"),
+    "logprobs": None,
+    "top_logprobs": None,
+    # The sampling fields (`app.providers.sampling`): to the vendors that honour them, else a 400 or dropped.
+    "frequency_penalty": None,
+    "presence_penalty": None,
+    "logit_bias": None,
+    "seed": None,
+    "drop_params": None,  # as LiteLLM's: drop what the serving vendor cannot honour instead of a 400
     "response_format": None,
     "modalities": accept_default(["text"]),
     "audio": refuse("audio output is not supported"),
@@ -91,6 +93,31 @@ PARAMETERS: dict[str, Callable[[str, Any], None] | None] = {
     "functions": refuse("the deprecated functions API is not supported: use tools"),
     "function_call": refuse("the deprecated functions API is not supported: use tool_choice"),
 }
+
+
+# Fields no vendor honours through the gateway (one answer per request; no token log-probabilities on the event
+# stream), with the value that asks for nothing: another is refused with a 400, or dropped with `drop_params`.
+UNHONOURED: dict[str, Any] = {"n": 1, "logprobs": False, "top_logprobs": 0}
+
+
+def _unhonoured(body: dict[str, Any]) -> list[str] | None:
+    asked = [
+        name
+        for name, default in UNHONOURED.items()
+        if body.get(name) is not None
+        and not (body[name] == default and isinstance(body[name], bool) == isinstance(default, bool))
+    ]
+    return asked or None
+
+
+def _logit_bias(value: Any) -> dict[str, float] | None:
+    if value is None:
+        return None
+    if not isinstance(value, dict) or not all(
+        isinstance(v, (int, float)) and not isinstance(v, bool) for v in value.values()
+    ):
+        raise invalid("logit_bias", "must be an object of token ids to numbers from -100 to 100")
+    return {str(k): float(v) for k, v in value.items()} or None
 
 
 TOOL_ARGUMENTS_HEADER = "x-gateway-tool-arguments"
@@ -204,6 +231,12 @@ def _options(body: dict[str, Any], tools: list[Tool]) -> StreamOptions:
             "tool_choice": _tool_choice(body.get("tool_choice"), tools),
             "metadata": metadata(body),
             "session_id": session_id(body),
+            "seed": None if body.get("seed") is None else integer_at(body["seed"], "seed", -(2**63)),
+            "frequency_penalty": _number(body, "frequency_penalty", -2, 2),
+            "presence_penalty": _number(body, "presence_penalty", -2, 2),
+            "logit_bias": _logit_bias(body.get("logit_bias")),
+            "drop_params": bool_or(body.get("drop_params"), "drop_params", False),
+            "unhonoured": _unhonoured(body),
             "hosted_tools": _web_search(body.get("web_search_options")),
             **structured_output(json_schema),
         },

@@ -29,7 +29,7 @@ from app.contract.failures import ErrorKind
 from app.contract.request import StreamOptions, ToolChoiceTool
 from app.providers.base import ProviderError
 from app.providers.checks import check_stop_count, check_tool_choice
-from app.providers import hosted
+from app.providers import hosted, sampling
 from app.providers.handoff import Target, prepare_history, shown_tools, user_blocks
 from app.contract.refusals import RequestRejected
 
@@ -267,6 +267,10 @@ def build_request(model: ModelInfo, context: Context, options: StreamOptions) ->
         config["max_output_tokens"] = options.max_tokens
     if options.temperature is not None:
         config["temperature"] = options.temperature
+    honoured = sampling.SAMPLING_APIS[API]
+    for name in sampling.asked(options):  # Gemini's seed and penalties mean what OpenAI's do (app.providers.sampling)
+        if name in honoured:
+            config[name] = getattr(options, name)
     if options.reasoning:
         config["thinking_config"] = thinking_config(model.id, options.reasoning)
     if options.json_schema is not None:

@@ -32,6 +32,7 @@ from app.contract.messages import (
     ToolResultMessage,
 )
 from app.contract.request import StreamOptions, ToolChoiceTool
+from app.providers import sampling
 from app.providers.checks import TOOL_CHOICE, TOP_P, check_no_gemini_cache, check_tool_choice
 from app.providers.handoff import Target, prepare_history, shown_tools, user_blocks
 from app.providers.openai_completions.compat import Compat
@@ -254,6 +255,8 @@ def build_request(model: ModelInfo, context: Context, options: StreamOptions, co
         params["top_p"] = options.top_p
     if options.stop:
         params["stop"] = list(options.stop)
+    for name in sampling.asked(options):  # each with OpenAI's own meaning (app.providers.sampling)
+        params[name] = getattr(options, name)
     if options.json_schema is not None:
         params["response_format"] = {
             "type": "json_schema",
