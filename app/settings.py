@@ -59,6 +59,15 @@ class Settings(BaseSettings):
     responses_retention_days: float = Field(
         default=30.0, gt=0, description="days a stored response (the Responses door's store: true) is kept"
     )
+    responses_max_bytes: int | None = Field(
+        default=None,
+        ge=1,
+        description="the largest conversation a request may build on stored responses with (the stored documents "
+        "it reads plus its body); beyond it: 413. Default: GATEWAY_MAX_BODY_BYTES",
+    )
+    responses_max_per_key: int = Field(
+        default=10_000, ge=1, description="stored responses kept per client key; a new one deletes the key's oldest"
+    )
 
     # Request ledger (app/ledger/). Record writes are queued and written in batches by one task.
     ledger_queue_bytes: int = Field(

@@ -40,16 +40,44 @@ def _since(gateway: Gateway) -> int:
     return now_ms() - int(gateway.settings.responses_retention_days * DAY_MS)
 
 
-async def _load(gateway: Gateway, response_id: str, key_id: str | None) -> StoredResponse | None:
-    """The key's stored response, parsed off the event loop when its document is large (`off_loop`)."""
+async def _document(gateway: Gateway, response_id: str, key_id: str | None) -> str | None:
+    """The key's stored response document (once a write of it still running on this process is done)."""
     pending = _PENDING.get(gateway, {}).get(response_id)
     if pending is not None:
         await asyncio.wait({pending})
-    document = await gateway.ledger.load_response(response_id, key_id, _since(gateway))
-    if document is None:
-        return None
+    return await gateway.ledger.load_response(response_id, key_id, _since(gateway))
+
+
+async def _parsed(document: str) -> StoredResponse:
+    """A stored document parsed, off the event loop when it is large (`off_loop`)."""
     stored = await off_loop(len(document), lambda: orjson.loads(document))
     return StoredResponse(response=stored["response"], items=stored["items"], size=len(document))
+
+
+async def _load(gateway: Gateway, response_id: str, key_id: str | None) -> StoredResponse | None:
+    document = await _document(gateway, response_id, key_id)
+    return None if document is None else await _parsed(document)
+
+
+def max_conversation_bytes(gateway: Gateway) -> int:
+    """`GATEWAY_RESPONSES_MAX_BYTES`, by default `GATEWAY_MAX_BODY_BYTES`."""
+    return gateway.settings.responses_max_bytes or gateway.settings.max_body_bytes
+
+
+def _too_large(gateway: Gateway, param: str, size: int, bound: int) -> BadRequest:
+    """The 413 of a request whose stored conversation and body together pass `bound` (naming both and the
+    setting), in the door's error shape."""
+    setting = "GATEWAY_RESPONSES_MAX_BYTES"
+    if gateway.settings.responses_max_bytes is None:
+        setting += ", unset: GATEWAY_MAX_BODY_BYTES"
+    return BadRequest(
+        413,
+        "conversation_too_large",
+        f"the stored conversation this request builds on and its body come to {size} bytes, more than the "
+        f"gateway's limit of {bound} bytes ({setting}): start a new conversation, or compact this one and send "
+        "it in full",
+        param,
+    )
 
 
 async def decode(
@@ -71,13 +99,17 @@ async def decode(
     found: dict[str, StoredResponse] = {}
     if previous is not None or referred:
         await admit(stored.models(body))
+    bound, size = max_conversation_bytes(gateway), len(raw)
     for response_id in ([previous] if previous else []) + sorted(referred):
-        response = await _load(gateway, response_id, key_id)
-        if response is not None:
-            found[response_id] = response
+        document = await _document(gateway, response_id, key_id)
+        if document is None:
+            continue
+        size += len(document)
+        if size > bound:  # refused before it is parsed: a chain of continuations stops growing here
+            raise _too_large(gateway, "previous_response_id" if response_id == previous else "input", size, bound)
+        found[response_id] = await _parsed(document)
     if previous is not None and previous not in found:
         raise stored.not_found("previous_response_id", previous)
-    size = len(raw) + sum(response.size for response in found.values())
     return await off_loop(size, lambda: stored.decode(body, headers, found))
 
 
@@ -130,7 +162,12 @@ class Keeping:
             kept_id, response = kept
             document = orjson.dumps({"response": response.response, "items": response.items}).decode()
             await self.gateway.ledger.save_response(
-                kept_id, self.key_id, now_ms(), document, expired_before=_since(self.gateway)
+                kept_id,
+                self.key_id,
+                now_ms(),
+                document,
+                expired_before=_since(self.gateway),
+                keep_per_key=self.gateway.settings.responses_max_per_key,
             )
         except Exception as exc:  # the answer stands; only its later use is lost
             log.warning("could not store response %s: %s", self.response_id, type(exc).__name__)

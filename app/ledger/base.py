@@ -219,13 +219,22 @@ class Ledger(ABC):
     # Stored responses of the OpenAI Responses door (`store: true`): one JSON document per response id, scoped
     # to the client key (None when authentication is off), written when the turn settles, read back by
     # `previous_response_id`, `item_reference` and `GET /v1/responses/{id}` on any replica. Documents created
-    # before `since_ms` count as gone (the retention); `save_response` deletes those of every key.
+    # before `since_ms` count as gone (the retention); `save_response` deletes those of every key, and the key's
+    # oldest beyond its `keep_per_key` newest (the bound of a key's storage).
 
     @abstractmethod
     async def save_response(
-        self, response_id: str, api_key_id: str | None, created_at: int, document: str, *, expired_before: int
+        self,
+        response_id: str,
+        api_key_id: str | None,
+        created_at: int,
+        document: str,
+        *,
+        expired_before: int,
+        keep_per_key: int | None = None,
     ) -> None:
-        """Keep (or replace) one stored response, and delete every stored response created before `expired_before`."""
+        """Keep (or replace) one stored response, delete every stored response created before `expired_before`
+        and, with `keep_per_key`, the key's stored responses beyond its `keep_per_key` newest."""
 
     @abstractmethod
     async def load_response(self, response_id: str, api_key_id: str | None, since_ms: int) -> str | None:

@@ -35,7 +35,7 @@ from app.ledger.liveness import InstanceRow, dead_instances, heartbeat_forever, 
 
 log = logging.getLogger("gateway.ledger")
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 MIGRATION_LOCK = 0x6C6C6D67_6C656467 & 0x7FFFFFFFFFFFFFFF  # "llmgledg": one advisory lock id for the DDL
 MIGRATIONS: dict[int, list[str]] = {
     1: [
@@ -69,6 +69,8 @@ MIGRATIONS: dict[int, list[str]] = {
             document TEXT NOT NULL)""",
         "CREATE INDEX IF NOT EXISTS gateway_responses_created ON gateway_responses (created_at)",
     ],
+    # A key's stored responses, newest first (`save_response`'s `keep_per_key`).
+    4: ["CREATE INDEX IF NOT EXISTS gateway_responses_key ON gateway_responses (api_key_id, created_at)"],
 }
 _SELECT = "SELECT record, outcome, settled_at FROM gateway_requests"
 _VALUES = "VALUES (" + ", ".join(f"${n}" for n in range(1, COLUMN_COUNT + 1)) + ")"
@@ -202,7 +204,14 @@ class PostgresLedger(Ledger):
         return float(value or 0)
 
     async def save_response(
-        self, response_id: str, api_key_id: str | None, created_at: int, document: str, *, expired_before: int
+        self,
+        response_id: str,
+        api_key_id: str | None,
+        created_at: int,
+        document: str,
+        *,
+        expired_before: int,
+        keep_per_key: int | None = None,
     ) -> None:
         async with self._require().acquire() as conn:
             async with conn.transaction():
@@ -213,6 +222,12 @@ class PostgresLedger(Ledger):
                     "created_at = excluded.created_at, document = excluded.document",
                     response_id, api_key_id, created_at, document,
                 )  # fmt: skip
+                if keep_per_key is not None:
+                    await conn.execute(
+                        "DELETE FROM gateway_responses WHERE response_id IN (SELECT response_id FROM gateway_responses "
+                        "WHERE api_key_id IS NOT DISTINCT FROM $1 ORDER BY created_at DESC, response_id DESC OFFSET $2)",
+                        api_key_id, keep_per_key,
+                    )  # fmt: skip
 
     async def load_response(self, response_id: str, api_key_id: str | None, since_ms: int) -> str | None:
         return await self._require().fetchval(

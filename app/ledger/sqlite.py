@@ -39,7 +39,7 @@ from app.ledger.liveness import InstanceRow, dead_instances, heartbeat_forever, 
 
 log = logging.getLogger("gateway.ledger")
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 MIGRATIONS: dict[int, list[str]] = {
     1: [
         """CREATE TABLE IF NOT EXISTS gateway_requests (
@@ -75,6 +75,8 @@ MIGRATIONS: dict[int, list[str]] = {
             document TEXT NOT NULL)""",
         "CREATE INDEX IF NOT EXISTS gateway_responses_created ON gateway_responses (created_at)",
     ],
+    # A key's stored responses, newest first (`save_response`'s `keep_per_key`).
+    5: ["CREATE INDEX IF NOT EXISTS gateway_responses_key ON gateway_responses (api_key_id, created_at)"],
 }
 _SELECT = "SELECT record, outcome, settled_at FROM gateway_requests"
 
@@ -250,7 +252,14 @@ class SqliteLedger(Ledger):
             return float(row[0] or 0) if row else 0.0
 
     async def save_response(
-        self, response_id: str, api_key_id: str | None, created_at: int, document: str, *, expired_before: int
+        self,
+        response_id: str,
+        api_key_id: str | None,
+        created_at: int,
+        document: str,
+        *,
+        expired_before: int,
+        keep_per_key: int | None = None,
     ) -> None:
         db = self._require(self._writer)
         async with self._transaction:
@@ -263,6 +272,12 @@ class SqliteLedger(Ledger):
                     "created_at = excluded.created_at, document = excluded.document",
                     (response_id, api_key_id, created_at, document),
                 )
+                if keep_per_key is not None:
+                    await db.execute(
+                        "DELETE FROM gateway_responses WHERE response_id IN (SELECT response_id FROM gateway_responses "
+                        "WHERE api_key_id IS ? ORDER BY created_at DESC, response_id DESC LIMIT -1 OFFSET ?)",
+                        (api_key_id, keep_per_key),
+                    )
                 await db.execute("COMMIT")
             except BaseException:
                 await db.execute("ROLLBACK")

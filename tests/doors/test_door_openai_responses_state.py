@@ -225,5 +225,13 @@ async def test_the_store_keeps_scopes_expires_and_deletes_on_each_database(ledge
         # Writing deletes what is past the retention, of every key.
         await ledger.save_response("resp_c", "key-2", 3_000, "{}", expired_before=2_500)
         assert await ledger.load_response("resp_a", None, 0) is None
+        # With `keep_per_key`, writing deletes the key's oldest beyond its newest (no other key's).
+        for n, response_id in enumerate(("resp_d", "resp_e", "resp_f")):
+            await ledger.save_response(response_id, "key-3", 4_000 + n, "{}", expired_before=0, keep_per_key=2)
+        assert await ledger.load_response("resp_d", "key-3", 0) is None
+        assert (
+            await ledger.load_response("resp_e", "key-3", 0) == "{}" == await ledger.load_response("resp_f", "key-3", 0)
+        )
+        assert await ledger.load_response("resp_c", "key-2", 0) == "{}"
     finally:
         await ledger.aclose()

@@ -112,3 +112,34 @@ def test_a_continuation_that_does_not_start_gives_its_admission_back(gateway_fac
     gw.server.call(gw.state.limits.idle())
     assert client.responses.create(model="anthropic/text", input=f"next {marker()}").status == "completed"
     assert gw.state.pending == 0 and not gw.state.streams_per_key
+
+
+def test_a_continuation_past_the_conversation_bound_is_a_413_naming_size_and_setting(gateway_factory):
+    gw = gateway_factory(responses_max_bytes=4000, throttle_ms=0)
+    client = openai.OpenAI(base_url=f"{gw.url}/v1", api_key="unused", max_retries=0, timeout=10)
+    first = client.responses.create(model="anthropic/text", input=f"{marker()} " + "long words " * 100)
+    m = marker()
+    with pytest.raises(openai.APIStatusError) as refused:
+        client.responses.create(model="anthropic/text", previous_response_id=first.id, input=f"{m} " + "x" * 3000)
+    assert refused.value.status_code == 413
+    error = refused.value.body
+    assert error["code"] == "conversation_too_large" and error["param"] == "previous_response_id"  # type: ignore[index]
+    message = error["message"]  # type: ignore[index]
+    assert "GATEWAY_RESPONSES_MAX_BYTES" in message and "limit of 4000 bytes" in message
+    size = int(message.split(" come to ")[1].split(" bytes")[0])
+    assert size > 4000
+    assert gw.sim.seen(m) == [], "nothing reached the vendor"
+    # A shorter continuation of the same response still fits.
+    assert client.responses.create(model="anthropic/text", previous_response_id=first.id, input="ok?").status
+
+
+def test_a_keys_stored_responses_are_bounded_by_responses_max_per_key(gateway_factory):
+    gw = gateway_factory(api_keys="mine:sk-mine,theirs:sk-theirs", responses_max_per_key=2, throttle_ms=0)
+    mine = openai.OpenAI(base_url=f"{gw.url}/v1", api_key="sk-mine", max_retries=0, timeout=10)
+    theirs = openai.OpenAI(base_url=f"{gw.url}/v1", api_key="sk-theirs", max_retries=0, timeout=10)
+    other = theirs.responses.create(model="anthropic/text", input=f"theirs {marker()}")
+    kept = [mine.responses.create(model="anthropic/text", input=f"mine {marker()}") for _ in range(3)]
+    with pytest.raises(openai.NotFoundError):
+        mine.responses.retrieve(kept[0].id)  # the key's oldest, beyond its newest two
+    assert [mine.responses.retrieve(r.id).id for r in kept[1:]] == [r.id for r in kept[1:]]
+    assert theirs.responses.retrieve(other.id).id == other.id, "another key's are its own"
