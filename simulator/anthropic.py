@@ -75,12 +75,17 @@ def encode(scenario: s.Scenario, model: str, steps: list[s.Step] | None = None) 
         # A block followed by a failure is cut inside the block (no content_block_stop), as real cuts are.
         cut_after = position + 1 < len(steps) and isinstance(steps[position + 1], _CUTS)
         if isinstance(step, s.Usage):
-            usage = {
+            usage: dict[str, Any] = {
                 "input_tokens": step.input,
                 "output_tokens": 1,
                 "cache_read_input_tokens": step.cache_read,
                 "cache_creation_input_tokens": step.cache_write,
             }
+            if step.cache_write:  # the writes by duration, as the Messages API reports them
+                usage["cache_creation"] = {
+                    "ephemeral_5m_input_tokens": step.cache_write - step.cache_write_1h,
+                    "ephemeral_1h_input_tokens": step.cache_write_1h,
+                }
             yield frame(
                 "message_start",
                 {

@@ -37,6 +37,7 @@ class Usage:
     output: int = 0
     cache_read: int = 0
     cache_write: int = 0
+    cache_write_1h: int = 0  # of `cache_write`, the tokens written to a 1-hour cache (Anthropic's wire only)
 
 
 @dataclass
@@ -190,6 +191,7 @@ def build(model: str, prompt: str, tool_results: list[str] | None = None) -> Sce
         input=_int(params, "input", 25),
         cache_read=_int(params, "cache_read", 0),
         cache_write=_int(params, "cache_write", 0),
+        cache_write_1h=_int(params, "cache_write_1h", 0),
     )
     reply = _words(f"Hello from the simulator. You said: {prompt[:200]}" if prompt else "Hello from the simulator.")
     text = TextBlock(reply)

@@ -8,7 +8,8 @@ A file has up to three lists:
   (`{kind: "bedrock" | "vertex" | "azure", region?, project?, apiVersion?, auth?, deployments?}`, see `Cloud`;
   the clouds are `app.providers.clouds.registry.CLOUDS`);
 - `models`: `{provider, id, reasoning?, contextWindow?, maxTokens?, cost? {input, output, cacheRead,
-  cacheWrite}, aliases?, hostedTools?}`; `hostedTools` (`{webSearch: true | {maxUses}}`, see `HostedTools`) lets
+  cacheWrite, cacheWrite1h?}, aliases?, hostedTools?}` (`cacheWrite1h`: a 1-hour cache write, by default
+  2 × input: `Pricing.one_hour_write`); `hostedTools` (`{webSearch: true | {maxUses}}`, see `HostedTools`) lets
   the vendor's own hosted tools serve a client's (off unless given; a model's replaces its provider's);
 - `routes`: `{name, model | pool, fallback?, description?, dropParams?}` — a name clients may use as their model; `model` and
   each `fallback` entry are `"<provider>/<model id>"` (a fallback may also name another route, a pool's
@@ -52,7 +53,7 @@ _KEYS = {
     "model": {"provider", "id", "reasoning", "contextWindow", "maxTokens", "cost", "aliases", "hostedTools"},
     "hostedTools": {"webSearch"},
     "webSearch": {"maxUses"},
-    "cost": {"input", "output", "cacheRead", "cacheWrite"},
+    "cost": {"input", "output", "cacheRead", "cacheWrite", "cacheWrite1h"},
     "route": {"name", "model", "pool", "fallback", "description", "dropParams"},
     "pool": {"strategy", "deployments", "waitMs"},
     "deployment": {"provider", "model", "name", "weight", "rpm", "tpm", "cost"},
@@ -319,6 +320,7 @@ def _pricing(cost: Any, where: str) -> Pricing:
         output=float(cost.get("output", 0)),
         cache_read=float(cost.get("cacheRead", 0)),
         cache_write=float(cost.get("cacheWrite", 0)),
+        cache_write_1h=float(cost["cacheWrite1h"]) if cost.get("cacheWrite1h") is not None else None,
     )
 
 

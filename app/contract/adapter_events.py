@@ -62,6 +62,7 @@ class UsageEvent(TypedDict):
     output: int
     cacheRead: int
     cacheWrite: int
+    cacheWrite1h: NotRequired[int]  # of `cacheWrite`, the tokens written to a 1-hour cache (absent: not reported)
     reasoning: NotRequired[int]  # of `output`, where the vendor counts reasoning tokens apart (absent: not counted)
 
 

@@ -10,10 +10,21 @@ from typing import Any
 
 @dataclass(frozen=True, slots=True)
 class Pricing:
+    """USD per million tokens. `cache_write` prices a prompt-cache write of the vendor's default duration
+    (Anthropic's 5 minutes: 1.25 × input); `cache_write_1h` a 1-hour write (Anthropic: 2 × input), None when
+    the catalog does not say (`one_hour_write`)."""
+
     input: float = 0.0
     output: float = 0.0
     cache_read: float = 0.0
     cache_write: float = 0.0
+    cache_write_1h: float | None = None
+
+    @property
+    def one_hour_write(self) -> float:
+        """The price of a 1-hour cache write: the catalog's `cacheWrite1h`, else twice the input price (what
+        Anthropic bills on its own API, Bedrock and Vertex AI)."""
+        return self.cache_write_1h if self.cache_write_1h is not None else 2 * self.input
 
 
 @dataclass(frozen=True, slots=True)

@@ -114,6 +114,12 @@ class Usage(WireModel):
     output: int = 0
     cache_read: int = 0
     cache_write: int = 0
+    cache_write_1h: int | None = Field(
+        default=None,
+        alias="cacheWrite1h",
+        description="of `cacheWrite`, the tokens written to a 1-hour prompt cache, where the vendor reports it "
+        "(Anthropic's `cache_creation.ephemeral_1h_input_tokens`; absent otherwise)",
+    )
     total_tokens: int = 0
     cost: Cost = Field(default_factory=Cost)
     reasoning: int | None = Field(

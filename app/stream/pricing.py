@@ -1,5 +1,7 @@
 """Usage arithmetic: `totalTokens` is the sum of the four counts, cost is tokens × catalog price per million;
-`reasoning` (how many of `output` are reasoning tokens) only where the adapter reported it.
+`reasoning` (how many of `output` are reasoning tokens) only where the adapter reported it, and `cacheWrite1h`
+(how many of `cacheWrite` went to a 1-hour cache) likewise: those are priced at the 1-hour write price
+(`Pricing.one_hour_write`), the rest of `cacheWrite` at `cacheWrite`'s.
 
 Costs are computed in decimal from the prices as the catalog writes them (`0.3`, not the binary float
 0.29999999999999998…), so each cost is the exact product and `total` the exact sum, and the floats sent out
@@ -31,21 +33,27 @@ def new_usage() -> dict[str, Any]:
 def priced_usage(tokens: Mapping[str, Any], pricing: Pricing | None) -> dict[str, Any]:
     """A full usage dict from token counts (missing kinds count 0, negative counts are clamped to 0)."""
     usage = new_usage()
-    cost = usage["cost"]
-    total_tokens = 0
-    total_cost = Decimal(0)
     for kind in _KINDS:
-        count = max(0, int(tokens.get(kind) or 0))
-        usage[kind] = count
-        total_tokens += count
-        if pricing is not None and count:  # a zero count costs 0.0 (the default): no decimal arithmetic
-            amount = count * _per_token(getattr(pricing, _PRICE_FIELD[kind]))
-            cost[kind] = float(amount)
-            total_cost += amount
-    usage["totalTokens"] = total_tokens
+        usage[kind] = max(0, int(tokens.get(kind) or 0))
+    usage["totalTokens"] = sum(usage[kind] for kind in _KINDS)
     reasoning = int(tokens.get("reasoning") or 0)
     if reasoning > 0:  # part of `output` (priced with it), where the vendor counts it apart
         usage["reasoning"] = min(reasoning, usage["output"])
+    one_hour = min(max(0, int(tokens.get("cacheWrite1h") or 0)), usage["cacheWrite"])
+    if one_hour > 0:  # part of `cacheWrite`, written for an hour (priced at the 1-hour write price)
+        usage["cacheWrite1h"] = one_hour
+    if pricing is None:
+        return usage
+    cost = usage["cost"]
+    total_cost = Decimal(0)
+    for kind in _KINDS:
+        count = usage[kind] - (one_hour if kind == "cacheWrite" else 0)
+        amount = count * _per_token(getattr(pricing, _PRICE_FIELD[kind])) if count else Decimal(0)
+        if kind == "cacheWrite" and one_hour:
+            amount += one_hour * _per_token(pricing.one_hour_write)
+        if amount:  # a zero count costs 0.0 (the default)
+            cost[kind] = float(amount)
+            total_cost += amount
     cost["total"] = float(total_cost)
     return usage
 

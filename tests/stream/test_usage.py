@@ -42,6 +42,34 @@ def test_each_cost_is_the_exact_product_and_the_total_their_exact_sum(counts, pr
     assert usage["cost"]["total"] == float(sum(parts))
 
 
+def test_one_hour_cache_writes_are_priced_at_the_one_hour_write_price():
+    """Issue 39 item 7: of `cacheWrite`, the 1-hour writes cost the catalog's `cacheWrite1h`, or twice the input
+    price when the catalog does not say (Anthropic: 2 × input for 1 hour, 1.25 × for 5 minutes)."""
+    tokens = {"input": 10, "cacheWrite": 1000, "cacheWrite1h": 600}
+    derived = priced_usage(tokens, Pricing(input=3, output=15, cache_read=0.3, cache_write=3.75))
+    assert derived["cacheWrite"] == 1000 and derived["cacheWrite1h"] == 600 and derived["totalTokens"] == 1010
+    assert derived["cost"]["cacheWrite"] == float(exact(400, 3.75) + exact(600, 6))
+    assert derived["cost"]["total"] == float(exact(10, 3) + exact(400, 3.75) + exact(600, 6))
+    listed = priced_usage(tokens, Pricing(input=3, cache_write=3.75, cache_write_1h=5))
+    assert listed["cost"]["cacheWrite"] == float(exact(400, 3.75) + exact(600, 5))
+    # More 1-hour writes than writes (a hostile vendor) count as all of them; none reported: as before.
+    assert priced_usage({"cacheWrite": 10, "cacheWrite1h": 99}, Pricing(input=1, cache_write=1))["cacheWrite1h"] == 10
+    assert "cacheWrite1h" not in priced_usage({"cacheWrite": 10}, Pricing(input=1, cache_write=1))
+
+
+def test_the_catalog_prices_a_one_hour_write_or_derives_it(tmp_path):
+    from app.catalog import Catalog
+
+    path = tmp_path / "catalog.json"
+    path.write_text(json.dumps({"models": [
+        {"provider": "anthropic", "id": "listed", "cost": {"input": 3, "cacheWrite": 3.75, "cacheWrite1h": 5.5}},
+        {"provider": "anthropic", "id": "derived", "cost": {"input": 3, "cacheWrite": 3.75}},
+    ]}))  # fmt: skip
+    catalog = Catalog.load(str(path))
+    assert catalog.model("anthropic", "listed").pricing.one_hour_write == 5.5
+    assert catalog.model("anthropic", "derived").pricing.one_hour_write == 6
+
+
 # ---------------------------------------------------------------------------------------------------------------
 # Hostile token counts (issue 24 item 11): a count past 64 bits, or past any float, from any vendor.
 
@@ -69,6 +97,7 @@ def keyed_gateway(gateway_factory, tmp_path_factory):
         for p in PROVIDERS
         for n in HUGE
     ]
+    catalog["models"].append({"provider": "anthropic", "id": ONE_HOUR, "cost": {"input": 3, "cacheWrite": 3.75}})
     path = tmp_path_factory.mktemp("catalog") / "catalog.json"
     path.write_text(json.dumps(catalog))
     return gateway_factory(api_keys="usage:usage-key-SECRET", retries=0, catalog=str(path))
@@ -136,3 +165,22 @@ def test_token_count_refuses_a_value_that_is_not_a_whole_number_as_malformed(val
     with pytest.raises(ProviderError) as caught:
         token_count(value, "prompt_tokens")
     assert caught.value.kind == "malformed" and "prompt_tokens=" in caught.value.message
+
+
+ONE_HOUR = "text;cache_write=1000;cache_write_1h=600"
+
+
+def test_anthropics_one_hour_cache_writes_reach_the_usage_and_the_record_at_their_price(keyed_gateway):
+    """Issue 39 item 7, over loopback: Anthropic's `usage.cache_creation.ephemeral_1h_input_tokens` is read from
+    the wire; the turn's cost, its record and the key's spend charge those writes 2 × input (the catalog's
+    `anthropic/text` lists no 1-hour price), not the 5-minute 1.25 ×, which under-counted them by 37.5 %."""
+    gw = keyed_gateway
+    result = gw.stream(turn(f"anthropic/{ONE_HOUR}", marker()), headers=KEYED)
+    usage = result.terminal["usage"]
+    assert (usage["cacheWrite"], usage["cacheWrite1h"]) == (1000, 600)
+    written = exact(400, 3.75) + exact(600, 6)
+    assert usage["cost"]["cacheWrite"] == float(written)
+    request_id = result.headers["x-request-id"]
+    gw.job(request_id)
+    record = gw.http.get(f"/v1/requests/{request_id}", headers=KEYED).json()
+    assert record["usage"]["cost"]["cacheWrite"] == float(written) and record["usage"]["cacheWrite1h"] == 600

@@ -1,7 +1,8 @@
 """Translate Anthropic Messages wire events (the SDK's raw stream) into adapter events.
 
 Mapping (reference: pi-ai's anthropic provider, with its bugs fixed):
-- `message_start` → usage (input, cacheRead, cacheWrite, output so far)
+- `message_start` → usage (input, cacheRead, cacheWrite, output so far; of cacheWrite, the 1-hour writes
+  `cacheWrite1h` from `cache_creation.ephemeral_1h_input_tokens` when the vendor reports them)
 - `content_block_start` text/thinking/redacted_thinking/tool_use → `*_start`; the `web_search` server tool's
   `server_tool_use` → `websearch_start` and its `web_search_tool_result` → `websearch_end` (query, sources);
   other server tools and unknown block types (compaction, …) are not client content and are skipped with
@@ -20,7 +21,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from app.contract.adapter_events import AdapterEvent, StopReason, WebSearchEnd
+from app.contract.adapter_events import AdapterEvent, StopReason, UsageEvent, WebSearchEnd
 from app.contract.failures import ErrorKind
 from app.providers.base import ProviderError, token_count, wire_index, wire_name, wire_text
 
@@ -50,9 +51,20 @@ def _get(obj: Any, name: str, default: Any = None) -> Any:
     return getattr(obj, name, default)
 
 
+_ONE_HOUR = "cache_creation.ephemeral_1h_input_tokens"
+
+
+def _one_hour_writes(usage: Any) -> int | None:
+    """Of a usage's cache writes, those with a 1-hour TTL (`cache_control.ttl: "1h"`), billed at twice the
+    input price rather than the 5-minute write's 1.25 ×; None when the usage does not break its writes down."""
+    value = _get(_get(usage, "cache_creation"), "ephemeral_1h_input_tokens")
+    return None if value is None else token_count(value, _ONE_HOUR)
+
+
 class AnthropicTranslator:
     def __init__(self) -> None:
         self.usage = {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0}
+        self.one_hour_writes: int | None = None  # `cache_creation.ephemeral_1h_input_tokens`, once reported
         self.stop_reason: str | None = None
         self.finished = False
         self.response_id: str | None = None  # the vendor's message id and model (`Translator`)
@@ -101,21 +113,27 @@ class AnthropicTranslator:
             for wire_name, name in _USAGE_FIELDS:
                 total = sum(token_count(_get(item, wire_name), wire_name) for item in iterations)
                 self.usage[name] = token_count(total, wire_name)
+            if any(_one_hour_writes(item) is not None for item in iterations):
+                total = sum(_one_hour_writes(item) or 0 for item in iterations)
+                self.one_hour_writes = token_count(total, _ONE_HOUR)
         else:
             for wire_name, name in _USAGE_FIELDS:
                 value = _get(usage, wire_name)
                 if value is not None:
                     self.usage[name] = token_count(value, wire_name)
+            if (one_hour := _one_hour_writes(usage)) is not None:
+                self.one_hour_writes = one_hour
         counts = self.usage
-        return [
-            {
-                "type": "usage",
-                "input": counts["input"],
-                "output": counts["output"],
-                "cacheRead": counts["cacheRead"],
-                "cacheWrite": counts["cacheWrite"],
-            }
-        ]
+        event: UsageEvent = {
+            "type": "usage",
+            "input": counts["input"],
+            "output": counts["output"],
+            "cacheRead": counts["cacheRead"],
+            "cacheWrite": counts["cacheWrite"],
+        }
+        if self.one_hour_writes is not None:
+            event["cacheWrite1h"] = self.one_hour_writes
+        return [event]
 
     def _start(self, wire: Any) -> list[AdapterEvent]:
         index = wire_index(_get(wire, "index"), "a content block index")
