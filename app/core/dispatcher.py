@@ -180,12 +180,13 @@ class Dispatcher:
         prices = {name: r.model.pricing.input + r.model.pricing.output for name, r in remaining.items()}
         conversation = conversation_key(job.request.options, job.request.session, job.request.api_key_id)
         lease_ms = int(self.settings.total_timeout * 1000) + 60_000
+        turn_seq = int(job.request.started_wall * 1000)  # a conversation's later turn places it over this one
         retries = self.settings.retries
         last: Failed | None = None
         waited = False
         while remaining:
             candidates = [route.deployment for route in remaining.values() if route.deployment is not None]
-            grant = await self.pools.acquire(pool, candidates, prices, conversation, lease_ms)
+            grant = await self.pools.acquire(pool, candidates, prices, conversation, lease_ms, turn_seq)
             if not isinstance(grant, Acquired):
                 # A deployment this turn may try again (the retry budget) is waited for as a retry waits; else
                 # only as long as the pool's operator asked (`waitMs`, none by default: 429 at once).
@@ -206,9 +207,9 @@ class Dispatcher:
             try:
                 outcome = await self._try(job, route, watchdog, attempt, pooled=True)
                 if isinstance(outcome, Settled):
-                    result = _finished(job, attempt, watchdog, conversation)
+                    result = _finished(job, attempt, watchdog)
                     return outcome
-                result = _finished(job, attempt, watchdog, None)
+                result = _finished(job, attempt, watchdog)
                 last = outcome
                 reason = cooling_reason(attempt)
                 if reason is not None:
@@ -460,10 +461,10 @@ class _TimedFrames:
         return frame
 
 
-def _finished(job: TurnJob, attempt: Attempt, watchdog: Watchdog, conversation: str | None) -> Finished:
+def _finished(job: TurnJob, attempt: Attempt, watchdog: Watchdog) -> Finished:
     """What a pool learns from an attempt that ended: whether it served the turn, its time to first content
     event and the mean gap between frames after it (a first-event timeout counts as a time to first token of
-    that timeout), the tokens it used and the conversation to keep on it."""
+    that timeout) and the tokens it used."""
     ok = attempt.outcome is AttemptOutcome.DONE
     ttft = gap = None
     if job.first_token_at is not None:
@@ -477,7 +478,7 @@ def _finished(job: TurnJob, attempt: Attempt, watchdog: Watchdog, conversation: 
     if ok:
         usage = job.turn.message.get("usage") or {}
         tokens = int(usage.get("input") or 0) + int(usage.get("output") or 0)
-    return Finished(ok=ok, ttft=ttft, gap=gap, tokens=tokens, affinity=conversation if ok else None)
+    return Finished(ok=ok, ttft=ttft, gap=gap, tokens=tokens)
 
 
 async def _shielded(awaitable: Any) -> None:

@@ -14,7 +14,16 @@ from app.contract.catalog_entries import Deployment, Pool
 from app.contract.failures import Attempt, ErrorKind, Interrupt
 from app.contract.request import StreamOptions
 from app.pools.choice import order
-from app.pools.state import LONG_BACKOFF, Acquired, Busy, Finished, MemoryPoolStore, PoolStore, Snapshot
+from app.pools.state import (
+    LONG_BACKOFF,
+    Acquired,
+    Busy,
+    Finished,
+    MemoryPoolStore,
+    Placement,
+    PoolStore,
+    Snapshot,
+)
 
 log = logging.getLogger("gateway.pools")
 
@@ -119,13 +128,18 @@ class Pools:
         prices: dict[str, float],
         conversation: str | None,
         lease_ms: int,
+        turn_seq: int = 0,
     ) -> Acquired | Busy:
         """A slot on the best of `candidates` that may be sent a request now (by the pool's strategy, the
-        conversation's deployment first), or how long until the soonest may."""
+        conversation's deployment first), or how long until the soonest may. The conversation is placed on
+        the granted deployment at once (before the vendor is called, so its next turn finds it on any replica
+        at any pace), unless a newer turn of it (a higher `turn_seq`: the turn's arrival, epoch ms) was
+        placed already."""
         at = now_ms()
         snapshot = await self.store.snapshot(pool.name, [d.name for d in candidates], conversation, at)
         ranked = order(pool, candidates, snapshot, at, self.rng, prices)
-        grant = await self.store.acquire(pool.name, ranked, uuid.uuid4().hex, lease_ms, now_ms())
+        placement = Placement(conversation, turn_seq) if conversation is not None else None
+        grant = await self.store.acquire(pool.name, ranked, uuid.uuid4().hex, lease_ms, now_ms(), placement)
         if isinstance(grant, Acquired) and self.metrics is not None:
             self.metrics.pool_in_flight(pool.name, grant.name, 1)
         return grant

@@ -8,8 +8,8 @@ Keys (under `GATEWAY_REDIS_PREFIX`, default `gw`; `<P>` the pool's name, `<D>` t
 - `<p>:pool:<P>:<D>:fly`: sorted set of the turns in flight's leases, scored by their expiry;
 - `<p>:pool:<P>:<D>:rpm`: sorted set of the leases of the last 60 s, scored by their time (deployments with rpm);
 - `<p>:pool:<P>:<D>:tpm:<minute>`: tokens settled in that minute (expires after two minutes);
-- `<p>:pool:<P>:aff:<client key name>:<conversation key>`: the deployment the conversation last succeeded on
-  (an hour; either part longer than 64 characters as `sha256-<hex>`).
+- `<p>:pool:<P>:aff:<client key name>:<conversation key>`: `<deployment>|<seq>`, where the conversation's
+  latest turn (`seq`: its arrival, epoch ms) was placed (an hour; either part longer than 64 characters as `sha256-<hex>`).
 
 Redis down or slow (`GATEWAY_REDIS_TIMEOUT`): the pool falls back to this process's own state
 (`MemoryPoolStore`) for that call and logs it; a pool never refuses a turn because Redis is away. Times come
@@ -40,7 +40,9 @@ from app.pools.state import (
     DeploymentState,
     Finished,
     MemoryPoolStore,
+    Placement,
     Snapshot,
+    next_minute_ms,
 )
 
 log = logging.getLogger("gateway.pools")
@@ -71,18 +73,22 @@ table.insert(out, redis.call('GET', KEYS[n*4+1]) or '')
 return out
 """
 
-# KEYS: per candidate in order (hash, fly, rpm, tpm). ARGV: now, lease ms, lease, next minute ms, then per
-# candidate its rpm and tpm quota (0: none). Returns {index (1-based; 0: none), ms until the soonest is ready}.
+# KEYS: per candidate in order (hash, fly, rpm, tpm), then the affinity key (or a dummy). ARGV: now, lease ms,
+# lease, next minute ms, candidates, placement seq (-1: none), affinity ttl, then per candidate its rpm and tpm
+# quota (0: none) and name. Returns {index (1-based; 0: none), ms until the soonest is ready}. A placement is
+# written `<deployment>|<seq>`, and never over one of a higher seq.
 _ACQUIRE = """
 local now = tonumber(ARGV[1])
 local lease_ms = tonumber(ARGV[2])
 local lease = ARGV[3]
 local next_minute = tonumber(ARGV[4])
+local n = tonumber(ARGV[5])
+local seq = tonumber(ARGV[6])
 local soonest = -1
 local function later(t) if soonest < 0 or t < soonest then soonest = t end end
-for i = 0, (#KEYS / 4) - 1 do
+for i = 0, n - 1 do
   local h, fly, rpm, tpm = KEYS[i*4+1], KEYS[i*4+2], KEYS[i*4+3], KEYS[i*4+4]
-  local rpm_quota, tpm_quota = tonumber(ARGV[5 + i*2]), tonumber(ARGV[6 + i*2])
+  local rpm_quota, tpm_quota = tonumber(ARGV[8 + i*3]), tonumber(ARGV[9 + i*3])
   local ready = tonumber(redis.call('HGET', h, 'cool') or '0')
   if rpm_quota > 0 then
     redis.call('ZREMRANGEBYSCORE', rpm, '-inf', now - 60000)
@@ -103,6 +109,13 @@ for i = 0, (#KEYS / 4) - 1 do
       redis.call('ZADD', rpm, now, lease)
       redis.call('PEXPIRE', rpm, 60000)
     end
+    if seq >= 0 then
+      local aff = KEYS[n*4+1]
+      local old = redis.call('GET', aff)
+      local old_seq = -1
+      if old then old_seq = tonumber(string.match(old, '|(%d+)$') or '-1') end
+      if seq >= old_seq then redis.call('SET', aff, ARGV[10 + i*3] .. '|' .. seq, 'PX', tonumber(ARGV[7])) end
+    end
     return {i + 1, 0}
   end
 end
@@ -110,8 +123,7 @@ if soonest < 0 then soonest = now end
 return {0, soonest - now}
 """
 
-# KEYS: hash, fly, tpm (this minute), affinity. ARGV: lease, ok, ttft, gap, tokens, alpha, state ttl, affinity
-# value ('' for none), affinity ttl, now.
+# KEYS: hash, fly, tpm (this minute). ARGV: lease, ok, ttft, gap, tokens, alpha, state ttl, now.
 _FINISH = """
 redis.call('ZREM', KEYS[2], ARGV[1])
 local alpha = tonumber(ARGV[6])
@@ -124,11 +136,8 @@ for i, field in ipairs({'ttft', 'gap'}) do
     redis.call('HSET', KEYS[1], field, tostring(value))
   end
 end
-if ARGV[3] ~= '' then redis.call('HSET', KEYS[1], 'at', ARGV[10]) end
-if ARGV[2] == '1' then
-  redis.call('HDEL', KEYS[1], 'streak')
-  if ARGV[8] ~= '' then redis.call('SET', KEYS[4], ARGV[8], 'PX', tonumber(ARGV[9])) end
-end
+if ARGV[3] ~= '' then redis.call('HSET', KEYS[1], 'at', ARGV[8]) end
+if ARGV[2] == '1' then redis.call('HDEL', KEYS[1], 'streak') end
 local tokens = tonumber(ARGV[5])
 if tokens > 0 then
   redis.call('INCRBY', KEYS[3], tokens)
@@ -207,22 +216,30 @@ class RedisPoolStore:
                 streak=int(streak),
                 cool_reason=reason or None,
             )
-        stuck = raw[-1] or None
+        stuck = str(raw[-1]).rpartition("|")[0] or raw[-1] or None  # `<deployment>|<seq>`
         return Snapshot(states, stuck if affinity is not None else None, shared=True)
 
     async def acquire(
-        self, pool: str, ordered: Sequence[Deployment], lease: str, lease_ms: int, now_ms: int
+        self,
+        pool: str,
+        ordered: Sequence[Deployment],
+        lease: str,
+        lease_ms: int,
+        now_ms: int,
+        placement: Placement | None = None,
     ) -> Acquired | Busy:
         keys = [key for d in ordered for key in self._keys(pool, d.name, now_ms)]
-        args: list[int | str] = [now_ms, lease_ms, lease, (now_ms // WINDOW_MS + 1) * WINDOW_MS]
+        keys.append(self._affinity_key(pool, placement.key if placement is not None else None))
+        seq = placement.seq if placement is not None else -1
+        args: list[int | str] = [now_ms, lease_ms, lease, next_minute_ms(now_ms), len(ordered), seq, AFFINITY_TTL_MS]
         for d in ordered:
-            args += [d.rpm or 0, d.tpm or 0]
+            args += [d.rpm or 0, d.tpm or 0, d.name]
         try:
             async with asyncio.timeout(self.timeout):
                 index, wait_ms = await self._acquire(keys=keys, args=args)
         except (RedisError, OSError, TimeoutError) as exc:
             self._down("acquire", exc)
-            return await self.local.acquire(pool, ordered, lease, lease_ms, now_ms)
+            return await self.local.acquire(pool, ordered, lease, lease_ms, now_ms, placement)
         if int(index) == 0:
             return Busy(int(wait_ms))
         return Acquired(ordered[int(index) - 1].name, lease)
@@ -237,13 +254,11 @@ class RedisPoolStore:
             result.tokens,
             EWMA_ALPHA,
             STATE_TTL_MS,
-            name if result.affinity is not None else "",
-            AFFINITY_TTL_MS,
             now_ms,
         ]
         try:
             async with asyncio.timeout(self.timeout):
-                await self._finish(keys=[hash_key, fly, tpm, self._affinity_key(pool, result.affinity)], args=args)
+                await self._finish(keys=[hash_key, fly, tpm], args=args)
         except (RedisError, OSError, TimeoutError) as exc:
             self._down("finish", exc)
             await self.local.finish(pool, name, lease, result, now_ms)

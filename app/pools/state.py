@@ -7,12 +7,13 @@ Per deployment (a pool's name and the deployment's name identify it):
 - its turns in flight: leases that expire on their own (a replica that dies leaks nothing for long);
 - its quotas' use: requests of the last 60 s (`rpm`), tokens of this minute (`tpm`);
 - its latency: EWMAs of the time to first token and of the gap between frames after it;
-- the deployment each conversation key last succeeded on (affinity), expiring after an hour unused.
+- the deployment each conversation key was last placed on (affinity), expiring after an hour unused.
 
 Three steps touch it per turn: `snapshot` (the pool's state, one read), `acquire` (take a slot on the first
 deployment of an ordered list that is neither cooled nor at a quota, atomically: two replicas never both
-take the last request of a quota) and `finish` (release the slot; note latency, tokens and affinity). A
-failure that cools a deployment adds `cool`.
+take the last request of a quota; and place the turn's conversation there, unless a newer turn of it was
+placed already) and `finish` (release the slot; note latency and tokens). A failure that cools a deployment
+adds `cool`.
 """
 
 from __future__ import annotations
@@ -63,7 +64,7 @@ class DeploymentState:
 @dataclass(frozen=True, slots=True)
 class Snapshot:
     states: dict[str, DeploymentState]  # deployment name -> state
-    affinity: str | None  # the deployment the conversation last succeeded on
+    affinity: str | None  # the deployment the conversation was last placed on
     shared: bool = False  # read from Redis (every replica's state), not this process's own
 
 
@@ -90,7 +91,16 @@ class Finished:
     ttft: float | None = None  # seconds from the attempt's start to its first content event
     gap: float | None = None  # mean seconds between frames after that
     tokens: int = 0  # input + output, counted against `tpm`
-    affinity: str | None = None  # the conversation key to keep on this deployment
+
+
+@dataclass(frozen=True, slots=True)
+class Placement:
+    """A turn's conversation, placed on the deployment `acquire` grants: `key` the conversation key, `seq` the
+    turn's order in it (its arrival, epoch ms). A placement never replaces one of a higher `seq`: a late turn
+    (a slow one, one that failed over) never moves its conversation back from where a newer turn went."""
+
+    key: str
+    seq: int
 
 
 def next_minute_ms(now_ms: int) -> int:
@@ -127,7 +137,13 @@ class PoolStore(Protocol):
     async def snapshot(self, pool: str, names: Sequence[str], affinity: str | None, now_ms: int) -> Snapshot: ...
 
     async def acquire(
-        self, pool: str, ordered: Sequence[Deployment], lease: str, lease_ms: int, now_ms: int
+        self,
+        pool: str,
+        ordered: Sequence[Deployment],
+        lease: str,
+        lease_ms: int,
+        now_ms: int,
+        placement: Placement | None = None,
     ) -> Acquired | Busy: ...
 
     async def finish(self, pool: str, name: str, lease: str, result: Finished, now_ms: int) -> None: ...
@@ -192,7 +208,8 @@ class MemoryPoolStore:
 
     def __init__(self) -> None:
         self._deployments: dict[tuple[str, str], _Local] = {}
-        self._affinity: dict[tuple[str, str], tuple[str, int]] = {}  # (pool, key) -> (deployment, expiry ms)
+        # (pool, key) -> (deployment, expiry ms, placement seq)
+        self._affinity: dict[tuple[str, str], tuple[str, int, int]] = {}
 
     def _local(self, pool: str, name: str) -> _Local:
         local = self._deployments.get((pool, name))
@@ -209,7 +226,13 @@ class MemoryPoolStore:
         return Snapshot({name: self._local(pool, name).state(now_ms) for name in names}, stuck)
 
     async def acquire(
-        self, pool: str, ordered: Sequence[Deployment], lease: str, lease_ms: int, now_ms: int
+        self,
+        pool: str,
+        ordered: Sequence[Deployment],
+        lease: str,
+        lease_ms: int,
+        now_ms: int,
+        placement: Placement | None = None,
     ) -> Acquired | Busy:
         soonest: int | None = None
         for deployment in ordered:
@@ -221,8 +244,19 @@ class MemoryPoolStore:
             local.leases[lease] = now_ms + lease_ms
             if deployment.rpm is not None:
                 local.requests.append(now_ms)
+            if placement is not None:
+                self._place(pool, deployment.name, placement, now_ms)
             return Acquired(deployment.name, lease)
         return Busy(max(0, (soonest or now_ms) - now_ms))
+
+    def _place(self, pool: str, name: str, placement: Placement, now_ms: int) -> None:
+        entry = self._affinity.get((pool, placement.key))
+        if entry is not None and entry[1] > now_ms and entry[2] > placement.seq:
+            return  # a newer turn of the conversation was placed already
+        self._affinity[(pool, placement.key)] = (name, now_ms + AFFINITY_TTL_MS, placement.seq)
+        if len(self._affinity) > 100_000:  # bounded: drop the expired, else the oldest half
+            live = {k: v for k, v in self._affinity.items() if v[1] > now_ms}
+            self._affinity = live if len(live) < 50_000 else dict(list(live.items())[len(live) // 2 :])
 
     async def finish(self, pool: str, name: str, lease: str, result: Finished, now_ms: int) -> None:
         local = self._local(pool, name)
@@ -234,11 +268,6 @@ class MemoryPoolStore:
             local.gap = ewma(local.gap, result.gap)
         if result.ok:
             local.streak = 0
-            if result.affinity is not None:
-                self._affinity[(pool, result.affinity)] = (name, now_ms + AFFINITY_TTL_MS)
-                if len(self._affinity) > 100_000:  # bounded: drop the expired, else the oldest half
-                    live = {k: v for k, v in self._affinity.items() if v[1] > now_ms}
-                    self._affinity = live if len(live) < 50_000 else dict(list(live.items())[len(live) // 2 :])
         if result.tokens:
             minute = now_ms // WINDOW_MS
             local.tokens[minute] = local.tokens.get(minute, 0) + result.tokens

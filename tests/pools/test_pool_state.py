@@ -1,8 +1,8 @@
 """The pool state stores (`app.pools.state.MemoryPoolStore`, `app.pools.redis_store.RedisPoolStore` on the real
 Redis at 127.0.0.1:6379 under a prefix of the test's own) keep the same rules, on explicit clocks: a cooldown
 lasts the Retry-After or a doubling backoff and ends; an rpm quota frees up as its window slides; a tpm quota
-holds for its minute; leases expire; a conversation's deployment is remembered after a success only; latency
-estimates are EWMAs. The choice of order by strategy is checked on snapshots."""
+holds for its minute; leases expire; a conversation is placed when its turn takes a slot, never over a newer
+turn's placement; latency estimates are EWMAs. The choice of order by strategy is checked on snapshots."""
 
 from __future__ import annotations
 
@@ -21,6 +21,7 @@ from app.pools.state import (
     DeploymentState,
     Finished,
     MemoryPoolStore,
+    Placement,
     Snapshot,
     cool_ms,
     next_minute_ms,
@@ -88,6 +89,22 @@ def test_quotas_are_counted_and_free_up(kind):
     run(main())
 
 
+def test_a_placement_never_replaces_a_newer_turns_placement(kind):
+    async def main() -> None:
+        store = await _store(kind)
+        assert (await store.snapshot("p", ["a", "b"], "conv", T0)).affinity is None
+        await store.acquire("p", [A], "l1", 60_000, T0, Placement("conv", 200))  # turn 2 placed on a
+        assert (await store.snapshot("p", ["a", "b"], "conv", T0)).affinity == "a"  # at once, not at its end
+        await store.acquire("p", [B], "l2", 60_000, T0 + 5, Placement("conv", 100))  # turn 1 fails over late
+        assert (await store.snapshot("p", ["a", "b"], "conv", T0 + 6)).affinity == "a"
+        await store.acquire("p", [B], "l3", 60_000, T0 + 7, Placement("conv", 300))  # turn 3 goes to b
+        assert (await store.snapshot("p", ["a", "b"], "conv", T0 + 8)).affinity == "b"
+        assert (await store.snapshot("p", ["a", "b"], "other", T0 + 8)).affinity is None
+        await store.aclose()
+
+    run(main())
+
+
 def test_leases_latency_and_affinity(kind):
     async def main() -> None:
         store = await _store(kind)
@@ -96,7 +113,8 @@ def test_leases_latency_and_affinity(kind):
         snap = await store.snapshot("p", ["a"], None, T0 + 1)
         assert snap.states["a"].in_flight == 2
         await store.finish("p", "a", "l1", Finished(ok=False, ttft=1.0, gap=0.1), T0 + 2)
-        await store.finish("p", "a", "l9", Finished(ok=True, ttft=2.0, affinity="conv"), T0 + 3)
+        await store.finish("p", "a", "l9", Finished(ok=True, ttft=2.0), T0 + 3)
+        await store.acquire("p", [A], "l3", 1, T0 + 3, Placement("conv", T0 + 3))  # a turn of "conv" placed on a
         snap = await store.snapshot("p", ["a"], "conv", T0 + 4)
         assert snap.states["a"].in_flight == 1 and snap.affinity == "a"
         assert snap.states["a"].ttft == pytest.approx(0.3 * 2.0 + 0.7 * 1.0) and snap.states["a"].gap == pytest.approx(

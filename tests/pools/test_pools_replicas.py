@@ -79,6 +79,25 @@ def served(url: str, model: str, **extra: Any) -> str:
     return response.json()["provider"]
 
 
+def streamed(url: str, model: str, **extra: Any) -> str:
+    """The deployment that served a turn streamed from the replica at `url` (`/v1/stream`), read up to its
+    terminal event."""
+    provider = None
+    with httpx.stream("POST", f"{url}/v1/stream", json=turn(model, **extra), timeout=60) as response:
+        assert response.status_code == 200
+        for line in response.iter_lines():
+            if not line.startswith("data:"):
+                continue
+            event = json.loads(line[5:])
+            if event["type"] == "start":
+                provider = event["provider"]
+            if event["type"] in ("done", "error"):
+                assert event["type"] == "done", event
+                break
+    assert provider is not None
+    return provider
+
+
 def throttle_until_tried(url: str, pool: str, rep_a: Deployment, seconds: int) -> None:
     """Make rep-a answer 429 (Retry-After `seconds`), then send turns of `pool` to the replica at `url` until
     one tries rep-a: that turn moves on to rep-b, and rep-a is cooled."""
@@ -146,6 +165,17 @@ def test_a_conversation_keeps_its_deployment_on_either_replica_and_moves_when_co
     assert moved != first
     by_name[first].set("")
     assert {served(urls[i % 2], "sticky3", options=options) for i in range(8)} == {moved}
+
+
+def test_a_conversation_keeps_its_deployment_at_agent_pace_across_replicas(cluster, deployments):
+    for d in deployments:  # each upstream stays open after its terminal event (the late-frame grace runs on)
+        d.set(";fault=hang;at=after_terminal")
+    urls = [cluster["a"].url, cluster["b"].url]
+    options = {"throttleMs": 0, "sessionId": f"agent-{marker()}"}
+    # An agent sends each turn the moment it has the previous answer (its stream's terminal event), to either
+    # replica.
+    placed = [streamed(urls[i % 2], "sticky3", options=options) for i in range(12)]
+    assert len(set(placed)) == 1, placed
 
 
 def pool_view(url: str, pool: str) -> dict[str, Any]:
