@@ -9,6 +9,8 @@ import uuid
 from collections import Counter
 from typing import Callable, Protocol
 
+from app.admin.service import Admin
+from app.admin.store import open_admin_store
 from app.catalog import Catalog
 from app.contract.request import StreamRequest
 from app.core.counting import count_tokens
@@ -46,7 +48,10 @@ class Gateway:
         self.settings = settings
         self.catalog = Catalog.load(settings.catalog)
         client_keys = parse_keys(settings.api_keys.get_secret_value())
-        self.keys = ClientKeys(client_keys, settings.keys_file)
+        admin_keys = parse_keys(settings.admin_keys.get_secret_value())
+        # With admin keys, client keys are handed out managed: auth stays on while there are none yet.
+        self.keys = ClientKeys(client_keys, settings.keys_file, required=bool(admin_keys))
+        self.admin = Admin(open_admin_store(settings.database_url), self.keys, admin_keys, settings.admin_sync_interval)
         # The one key that reads GET /metrics, when the operator protects it (`GATEWAY_METRICS_KEY`).
         self.metrics_ring = (
             KeyRing([ClientKey("metrics", settings.metrics_key.get_secret_value())]) if settings.metrics_key else None
@@ -106,11 +111,14 @@ class Gateway:
         register_secrets(
             *(settings.provider_key(name) for name in ("anthropic", "openai", "google")),
             *(key.secret for key in client_keys),
+            *(key.secret for key in admin_keys),
             settings.metrics_key.get_secret_value() if settings.metrics_key else None,
         )
 
     async def start(self) -> None:
-        """Background work besides the ledger: the limits' lease renewal and the keys file watch."""
+        """Background work besides the ledger: the limits' lease renewal, the keys file watch and the managed
+        keys (the admin store: migrated, loaded, then polled for changes)."""
+        await self.admin.start()
         await self.limits.start()
         self._keys_watch = asyncio.create_task(
             watch_keys(self.keys, self.settings.keys_reload_interval), name="gateway-keys-watch"
@@ -292,6 +300,7 @@ class Gateway:
         if self._keys_watch is not None:
             self._keys_watch.cancel()
             await asyncio.gather(self._keys_watch, return_exceptions=True)
+        await self.admin.aclose()
         await self.limits.aclose()
         await self.resume.aclose()
         await self.pools.aclose()

@@ -19,6 +19,7 @@ from app.api.apidocs import install_api_docs
 from app.api.edge import GatewayApp, RequestIdMiddleware, route_path
 from app.api.console import console_enabled, install_console
 from app.api.error_responses import error_response, json_response, refusal_error
+from app.api.admin import router as admin_router
 from app.api.records import router as records_router
 from app.api.resume import router as resume_router
 from app.api.openapi import build_openapi
@@ -190,6 +191,7 @@ def create_app(
     app.include_router(door_routes(table))
     app.include_router(router)
     app.include_router(records_router)
+    app.include_router(admin_router)
     app.include_router(resume_router)
     install_console(app, settings)
     install_api_docs(app)

@@ -157,6 +157,14 @@ class Settings(BaseSettings):
     keys_reload_interval: float = Field(
         default=2.0, gt=0, description="seconds between checks of the keys file's mtime"
     )
+    # The admin API and managed keys, teams, attribution (app/admin/, docs/admin.md).
+    admin_keys: SecretStr = Field(
+        default=SecretStr(""),
+        description="comma-separated admin keys for /v1/admin (`name:key`, or `name:sha256:<hex digest>`); empty: admin API off",
+    )
+    admin_sync_interval: float = Field(
+        default=0.25, gt=0, le=1.0, description="seconds between checks of the managed keys' version in the database"
+    )
     allow_unpriced_models: bool = Field(
         default=False,
         description="serve keys with a budget models the catalog has no price for (they then spend 0); per key: allow_unpriced_models",

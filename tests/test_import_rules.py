@@ -57,6 +57,7 @@ FLOORS = (
     ("app.doors",),
     ("app.telemetry", "app.ledger"),
     ("app.policy", "app.resume"),
+    ("app.admin",),
     ("app.gateway",),
     ("app.server",),
     ("app.api",),

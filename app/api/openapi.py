@@ -204,6 +204,16 @@ def build_openapi(app: GatewayApp) -> dict[str, Any]:
                         "schema": {"type": "string", "pattern": "^[0-9]+$"},
                     },
                 ]
+            elif path.startswith("/v1/admin/"):  # app/api/admin.py
+                responses = operation.setdefault("responses", {})
+                responses.update(errors(["400", "401"] if method in ("post", "patch") else ["401"]))
+                responses["404"] = json_body(
+                    ref("ErrorBody"), "The admin API is off (`GATEWAY_ADMIN_KEYS` is empty), or no such key or team"
+                )
+                if method in ("post", "patch", "delete"):
+                    responses["409"] = json_body(
+                        ref("ErrorBody"), "The name is taken, the key is an env or file key, or the team has keys"
+                    )
             elif path.startswith("/v1/"):
                 responses = operation.setdefault("responses", {})
                 responses.update(errors(["401"]))

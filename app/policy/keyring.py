@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import math
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
@@ -66,19 +68,33 @@ def parse_keys(spec: str) -> list[ClientKey]:
 class KeyRing:
     """The keys that may call, by name and SHA-256 digest; `identify` names the caller of a request."""
 
-    def __init__(self, keys: Iterable[ClientKey], digests: Iterable[tuple[str, bytes]] = ()) -> None:
-        """`keys`: from `GATEWAY_API_KEYS`; `digests`: more keys as (name, SHA-256 digest), e.g. the keys file."""
-        self._keys: list[tuple[str, bytes]] = [(key.name, hashlib.sha256(key.secret.encode()).digest()) for key in keys]
-        self._keys.extend(digests)
+    def __init__(
+        self,
+        keys: Iterable[ClientKey],
+        digests: Iterable[tuple[str, bytes]] = (),
+        expiring: Iterable[tuple[str, bytes, float]] = (),
+        *,
+        required: bool = False,
+    ) -> None:
+        """`keys`: from `GATEWAY_API_KEYS`; `digests`: more keys as (name, SHA-256 digest), e.g. the keys file;
+        `expiring`: keys valid until a wall-clock time (name, digest, epoch seconds; `math.inf`: no end), the
+        managed keys (`app.admin`). `required`: auth stays on even while no key is configured (an operator
+        who set `GATEWAY_ADMIN_KEYS` hands out managed keys; the gateway is not open meanwhile)."""
+        self._keys: list[tuple[str, bytes, float]] = [
+            (key.name, hashlib.sha256(key.secret.encode()).digest(), math.inf) for key in keys
+        ]
+        self._keys.extend((name, digest, math.inf) for name, digest in digests)
+        self._keys.extend(expiring)
+        self._required = required
 
     @property
     def enabled(self) -> bool:
-        return bool(self._keys)
+        return bool(self._keys) or self._required
 
     def identify(self, authorization: str | None) -> str | None:
         """The key id for an Authorization header value; None when auth is off. Raises NotAuthenticated for a
         missing or unknown key (the edge answers 401)."""
-        if not self._keys:
+        if not self.enabled:
             return None
         scheme, _, token = (authorization or "").partition(" ")
         if scheme.lower() != "bearer" or not token.strip():
@@ -86,8 +102,9 @@ class KeyRing:
         # Compare digests of equal length against every key, without stopping early.
         digest = hashlib.sha256(token.strip().encode()).digest()
         found: str | None = None
-        for name, key_digest in self._keys:
-            if hmac.compare_digest(digest, key_digest):
+        now = time.time()
+        for name, key_digest, until in self._keys:
+            if hmac.compare_digest(digest, key_digest) and now < until:
                 found = name
         if found is None:
             raise NotAuthenticated("invalid API key")

@@ -15,8 +15,11 @@ The file (JSON, or TOML when its name ends in `.toml`) names each client key and
     budget_usd_per_month = 100.0    # ... this UTC month
     models = ["anthropic/*", "fast"]   # glob patterns (empty: any); see docs/replicas.md
     allow_unpriced_models = false   # with a budget: serve models the catalog has no price for (at 0)
+    team = "platform"               # the key's team (records, spend; a managed team's limits: docs/admin.md)
+    tags = ["ci"]                   # the key's default tags (records, spend), when a request sends none
 
-JSON is `{"keys": [ {the same fields} ]}`. `GATEWAY_API_KEYS` keys keep working and have no policy. Every key
+JSON is `{"keys": [ {the same fields} ]}`. Keys managed through the admin API (`app.admin`, docs/admin.md) join
+them through `ClientKeys.set_managed`, with the same `KeyPolicy`; a managed key never takes a name of these. `GATEWAY_API_KEYS` keys keep working and have no policy. Every key
 has one name and every name one key: a name in both `GATEWAY_API_KEYS` and the file, or one key (digest) under
 two names, is refused (`KeysConfigError`; at start the gateway stops, on reload the previous keys stay). The file
 is read again when it changes (mtime polled every `GATEWAY_KEYS_RELOAD_INTERVAL` seconds) and on SIGHUP; a file
@@ -64,6 +67,8 @@ class KeyPolicy(BaseModel):
     # Its turns drop the sampling fields the serving vendor cannot honour instead of refusing them
     # (`app.providers.sampling`; docs/api.md, "Sampling fields and drop_params").
     drop_params: bool = False
+    team: str | None = Field(default=None, min_length=1, max_length=100)
+    tags: tuple[str, ...] = Field(default=(), max_length=10)
 
     def allows_model(self, ref: str) -> bool:
         return not self.models or any(fnmatch.fnmatchcase(ref, pattern) for pattern in self.models)
@@ -117,10 +122,23 @@ def load_keys_file(path: str | Path) -> KeysFile:
 
 
 @dataclass(frozen=True)
+class ManagedKey:
+    """A key administered through the admin API (`app.admin`), as authentication and the limits need it."""
+
+    name: str
+    policy: KeyPolicy
+    # Each accepted secret's SHA-256 digest and the wall-clock time it stops being valid (epoch seconds;
+    # `math.inf`: no end): the current secret, and after a rotation with overlap the previous one.
+    digests: tuple[tuple[bytes, float], ...]
+
+
+@dataclass(frozen=True)
 class _Loaded:
     ring: KeyRing
     policies: dict[str, KeyPolicy]
     mtime: tuple[int, int] | None
+    file_digests: tuple[tuple[str, bytes], ...] = ()
+    file_policies: tuple[tuple[str, KeyPolicy], ...] = ()
 
 
 class ClientKeys:
@@ -129,9 +147,12 @@ class ClientKeys:
     `reload()` swaps both atomically; a request sees either the old or the new set, never a mix.
     """
 
-    def __init__(self, api_keys: list[ClientKey], keys_file: str | None = None) -> None:
+    def __init__(self, api_keys: list[ClientKey], keys_file: str | None = None, *, required: bool = False) -> None:
+        """`required`: auth is on even with no key configured (`GATEWAY_ADMIN_KEYS` set: keys come managed)."""
         self.api_keys = api_keys  # from `GATEWAY_API_KEYS` (`app.policy.keyring.parse_keys`)
         self.keys_file = keys_file or None
+        self.required = required
+        self._managed: tuple[ManagedKey, ...] = ()
         self._loaded = self._load()
         self._refused_mtime: tuple[int, int] | None = None  # the last version of the file that did not load
 
@@ -147,7 +168,38 @@ class ClientKeys:
                     entry  # a KeyPolicy (with its name and digest); not copied: 5,000 copies took 0.1 s
                 )
         _refuse_clashes(self.api_keys, digests, self.keys_file)
-        return _Loaded(KeyRing(self.api_keys, digests), policies, mtime)
+        return self._with_managed(tuple(digests), tuple(policies.items()), mtime)
+
+    def _with_managed(
+        self,
+        file_digests: tuple[tuple[str, bytes], ...],
+        file_policies: tuple[tuple[str, KeyPolicy], ...],
+        mtime: tuple[int, int] | None,
+    ) -> _Loaded:
+        """The ring and policies of the env and file keys plus the managed keys (a managed key whose name an env
+        or file key has is left out, logged: the configured key wins)."""
+        taken = {key.name for key in self.api_keys} | {name for name, _ in file_digests}
+        managed = [key for key in self._managed if key.name not in taken]
+        for key in self._managed:
+            if key.name in taken:
+                log.warning("managed key %r is ignored: an env or file key has its name", key.name)
+        expiring = [(key.name, digest, until) for key in managed for digest, until in key.digests]
+        policies = dict(file_policies)
+        policies.update((key.name, key.policy) for key in managed)
+        ring = KeyRing(self.api_keys, file_digests, expiring, required=self.required)
+        return _Loaded(ring, policies, mtime, file_digests, file_policies)
+
+    def set_managed(self, keys: tuple[ManagedKey, ...]) -> None:
+        """Swap in the managed keys (`app.admin.sync`), keeping the env and file keys as loaded."""
+        self._managed = keys
+        loaded = self._loaded
+        self._loaded = self._with_managed(loaded.file_digests, loaded.file_policies, loaded.mtime)
+
+    def configured(self) -> list[tuple[str, str, KeyPolicy]]:
+        """The env and file keys as the admin API lists them: (name, source `env` | `file`, policy)."""
+        listed = [(key.name, "env", UNLIMITED) for key in self.api_keys]
+        listed += [(name, "file", policy) for name, policy in self._loaded.file_policies]
+        return listed
 
     @property
     def enabled(self) -> bool:
