@@ -34,8 +34,9 @@ from app.resume.hub import ResumeHub
 from app.resume.redis_store import RedisEvents
 from app.providers import sampling
 from app.providers.base import Provider
+from app.providers.lazy import load_adapters, warm_up
 from app.providers.registry import build_providers
-from app.providers.transport import DEMO_CALLER
+from app.providers.calls import DEMO_CALLER
 from app.contract.refusals import RequestRejected
 from app.settings import Settings
 from app.stream.turn import Turn
@@ -58,7 +59,7 @@ class Gateway:
         )
         self.pools = Pools(_pool_store(settings))
         self.dispatcher = Dispatcher(
-            providers if providers is not None else build_providers(settings, self.catalog.providers),
+            providers if providers is not None else build_providers(settings, self.catalog.providers, lazy=True),
             self.catalog,
             settings,
             self.pools,
@@ -124,6 +125,12 @@ class Gateway:
             watch_keys(self.keys, self.settings.keys_reload_interval), name="gateway-keys-watch"
         )
 
+    async def warm_up(self) -> None:
+        """Import every served provider's adapter and vendor SDK, one after the other and off the event loop
+        (`app.providers.lazy`): run once the server listens, so that start-up does not wait for them and the first
+        turn through a provider rarely does."""
+        await warm_up(self.dispatcher.providers.values())
+
     async def _ledger_spend(self, key_id: str, since_ms: int) -> float:
         """What the ledger says a key spent since `since_ms` (queued record writes flushed first)."""
         await self.recorder.flush(timeout=1.0)
@@ -158,7 +165,9 @@ class Gateway:
         if not request.options.drop_params and self._drops_params(key_id, request.model):
             request.options.drop_params = True
         options = request.options
-        routes = self._honouring(self.dispatcher.plan(request.model, request.fallback), request)
+        planned = self.dispatcher.plan(request.model, request.fallback)
+        await load_adapters(route.provider for route in planned)  # imported off the loop, the first time only
+        routes = self._honouring(planned, request)
         if ahead is not None and ahead.open:
             ahead.taken()
         else:

@@ -83,7 +83,8 @@ def _secret(value: str) -> Any:
 async def _set_up_listening(gateway: Gateway, settings: Settings) -> None:
     """Once the server listens: bound the client connections' send buffers, and mark the records of gateway
     processes that are gone `interrupted` (only a process that serves may change others' records: one that
-    fails with "address already in use" never gets here). Only then is the gateway ready."""
+    fails with "address already in use" never gets here). Only then is the gateway ready; then the providers'
+    adapters are imported in the background (`Gateway.warm_up`, unless `GATEWAY_WARM_UP=false`)."""
     if not await wait_listening():
         return
     await bound_send_buffers(settings.send_buffer_bytes)
@@ -95,6 +96,9 @@ async def _set_up_listening(gateway: Gateway, settings: Settings) -> None:
             type(exc).__name__,
         )
     gateway.serving.set()
+    if settings.warm_up:  # the served providers' adapters and SDKs, imported now that the server listens
+        await gateway.warm_up()
+        gc.freeze()  # what they imported lives as long as the process too (see the lifespan's `gc.freeze`)
 
 
 def _simulator_log_guard(app: FastAPI, request: Request) -> "Response | LogScope":

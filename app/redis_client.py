@@ -4,11 +4,10 @@ and the event store of resumable streams (`app.resume.redis_store`) both get the
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from redis.asyncio import BlockingConnectionPool, Redis
-from redis.asyncio.retry import Retry
-from redis.backoff import NoBackoff
+if TYPE_CHECKING:  # redis-py is imported by `redis_client`: a gateway without Redis never imports it
+    from redis.asyncio import Redis
 
 
 def redis_client(
@@ -23,6 +22,10 @@ def redis_client(
     that a Redis restart closed is replaced instead of failing the call. With `max_connections`, a call that
     finds every connection in use waits for one (at most `pool_timeout`, default `timeout`) instead of failing
     at once."""
+    from redis.asyncio import BlockingConnectionPool, Redis
+    from redis.asyncio.retry import Retry
+    from redis.backoff import NoBackoff
+
     options: dict[str, Any] = dict(
         socket_timeout=timeout,
         socket_connect_timeout=timeout,

@@ -194,6 +194,13 @@ class Settings(BaseSettings):
     )
     redis_lease_ttl: float = Field(default=30.0, gt=0, description="seconds a concurrency lease lives without renewal")
 
+    # Adapters and vendor SDKs are imported when first needed (docs/operations.md, Start-up and warm-up).
+    warm_up: bool = Field(
+        default=True,
+        description="once the server listens, import every served provider's adapter and SDK in the background "
+        "(false: only when a turn first needs each; less memory for vendors never used, that turn waits)",
+    )
+
     # The cyclic garbage collector (docs/performance.md, The garbage collector).
     gc_threshold: Annotated[tuple[NonNegativeInt, NonNegativeInt, NonNegativeInt], NoDecode] = Field(
         default=(20_000, 20, 100),

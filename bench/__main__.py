@@ -18,9 +18,10 @@ from typing import Any
 
 import uvloop
 
-from bench import history, pools, report, scenarios as sc
+from bench import coldstart, history, pools, report, scenarios as sc
 
 SCENARIOS = (
+    "coldstart",
     "ttft",
     "cpu",
     "cpu-apis",
@@ -35,7 +36,7 @@ SCENARIOS = (
     "pools",
 )
 EXTRA = ("rss", "idle")  # single scenarios, not part of a full run (`rss` is in `concurrency`)
-KEYS = {"slow-reader": "slowReader", "cpu-apis": "cpuApis", "agent-doors": "agentDoors"}
+KEYS = {"coldstart": "coldStart", "slow-reader": "slowReader", "cpu-apis": "cpuApis", "agent-doors": "agentDoors"}
 
 
 def _args(argv: list[str]) -> argparse.Namespace:
@@ -101,7 +102,9 @@ async def _run(args: argparse.Namespace, out: str) -> dict[str, Any]:
             t0 = time.monotonic()
             load0 = round(os.getloadavg()[0], 2)
             print(f"[bench] {name} …", file=sys.stderr, flush=True)
-            if name == "ttft":
+            if name == "coldstart":  # fresh processes of its own, beside the bench's
+                value = await coldstart.cold_start(bench.sim, 3 if args.quick else 7)
+            elif name == "ttft":
                 value = await sc.ttft(bench, args.concurrency)
             elif name == "cpu":
                 value = await sc.cpu(bench)

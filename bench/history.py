@@ -88,9 +88,9 @@ HISTORY: list[tuple[str, str, str, Extract, bool]] = [
     ("slow_reader", "RSS growth, slow reader (absolute)", "MB", _figure("slow_reader"), False),
     ("cancel_p99", "cancellation p99 (absolute)", "ms", _figure("cancel_p99"), False),
     ("workers_ratio", "two workers ÷ one, paced streams sustained", "×", _figure("workers_ratio"), True),
-    ("cold_start_ratio", "cold start to first turn ÷ bare uvicorn app to first response", "×", lambda r: _cold_start(r, "ratioToBare"), False),
+    ("cold_start_ratio", "cold start to first streamed turn, gateway ÷ simulator", "×", lambda r: _cold_start(r, "ratioToBare"), False),
     ("cold_start_s", "cold start to first streamed turn (absolute)", "s", lambda r: _cold_start(r, "firstTurnS"), False),
-    ("idle_rss", "idle RSS after start-up and one turn (absolute)", "MiB", lambda r: _cold_start(r, "idleRssMiB"), False),
+    ("idle_rss", "idle RSS after start-up and six turns (absolute)", "MiB", lambda r: _cold_start(r, "idleRssMiB"), False),
 ]  # fmt: skip
 
 

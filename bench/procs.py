@@ -44,6 +44,10 @@ class Server:
     workdir: str = ""
 
     def start(self) -> "Server":
+        return self.start_command(*self.uvicorn_command())
+
+    def uvicorn_command(self) -> tuple[list[str], int, dict[str, str]]:
+        """The command that serves `app` under uvicorn on a free port, the port, and its environment."""
         port = free_port()
         self.workdir = tempfile.mkdtemp(prefix=f"bench-{self.name}-")
         env = dict(self.env)
@@ -73,10 +77,26 @@ class Server:
             metrics_dir = Path(self.workdir) / "metrics"
             metrics_dir.mkdir()
             env["PROMETHEUS_MULTIPROC_DIR"] = str(metrics_dir)
-        return self.start_command(cmd, port, env)
+        return cmd, port, env
 
     def start_command(self, cmd: list[str], port: int, env: dict[str, str]) -> "Server":
         """Run `cmd` (a server that will listen on `port`) and wait until `health` answers 200."""
+        self.spawn(cmd, port, env)
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            assert self.popen is not None
+            if self.popen.poll() is not None:
+                raise RuntimeError(f"{self.name} exited: {self.stderr()[-2000:]}")
+            try:
+                if httpx.get(f"{self.url}{self.health}", timeout=1).status_code == 200:
+                    return self
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.1)
+        raise RuntimeError(f"{self.name} did not start")
+
+    def spawn(self, cmd: list[str], port: int, env: dict[str, str]) -> None:
+        """Run `cmd` (a server that will listen on `port`), not waiting for it."""
         self.port = port
         self.workdir = self.workdir or tempfile.mkdtemp(prefix=f"bench-{self.name}-")
         env = {**os.environ, "PYTHONPATH": str(ROOT), **env}
@@ -88,17 +108,6 @@ class Server:
             stderr=open(Path(self.workdir) / "stderr.log", "wb"),
         )
         self.proc = psutil.Process(self.popen.pid)
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline:
-            if self.popen.poll() is not None:
-                raise RuntimeError(f"{self.name} exited: {self.stderr()[-2000:]}")
-            try:
-                if httpx.get(f"{self.url}{self.health}", timeout=1).status_code == 200:
-                    return self
-            except httpx.HTTPError:
-                pass
-            time.sleep(0.1)
-        raise RuntimeError(f"{self.name} did not start")
 
     @property
     def url(self) -> str:

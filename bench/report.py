@@ -170,6 +170,23 @@ def markdown(results: dict[str, Any]) -> str:
                 f"| {row['label']} | {_fmt(row['before'], row['unit'])} | {_fmt(row['value'], row['unit'])} | "
                 f"{op} {row['target']} {row['unit']} | {met} |"
             )
+    if "coldStart" in results:
+        c = results["coldStart"]
+        lines += [
+            "",
+            f"## 0. Cold start to the first streamed turn (`{c['scenario']}`, {c['rounds']} rounds, a fresh process "
+            "each; the simulator's own cold start is the yardstick)",
+            "",
+            "| process | start to first turn done | first turn's TTFT | warm TTFT | first turn's extra TTFT | idle RSS |",
+            "|---|---|---|---|---|---|",
+        ]
+        for name, label in (("gateway", "gateway"), ("direct", "simulator (direct)")):
+            x = c[name]
+            lines.append(
+                f"| {label} | {_fmt(x['firstTurnS'], 's')} | {_fmt(x['firstTtftMs'], 'ms')} | "
+                f"{_fmt(x['warmTtftMs'], 'ms')} | {_fmt(x['firstTurnExtraTtftMs'], 'ms')} | {_fmt(x['idleRssMiB'], 'MiB')} |"
+            )
+        lines.append(f"\nGateway ÷ simulator, start to first turn done: {_fmt(c['ratioToBare'])}×.")
     if "ttft" in results:
         lines += [
             "",

@@ -85,7 +85,7 @@ def _serve_sink(port: int, exports: Any, received: Any) -> None:
     ThreadingHTTPServer(("127.0.0.1", port), Handler).serve_forever()
 
 
-def _checkout(rev: str, directory: str) -> str:
+def checkout(rev: str, directory: str) -> str:
     """The repository's `app/` (and its catalog) as of `rev`, extracted under `directory`; its PYTHONPATH."""
     archive = subprocess.run(["git", "archive", rev, "app"], cwd=ROOT, capture_output=True, check=True).stdout
     subprocess.run(["tar", "-x", "-C", directory], input=archive, check=True)
@@ -121,7 +121,7 @@ async def run(quick: bool, base: str | None) -> dict[str, Any]:
         gateways["off"] = procs.gateway(sim)
         gateways["on"] = procs.gateway(sim, OTEL_EXPORTER_OTLP_ENDPOINT=sink.url)
         if base is not None:
-            gateways["base"] = procs.gateway(sim, PYTHONPATH=_checkout(base, tempfile.mkdtemp(prefix="bench-base-")))
+            gateways["base"] = procs.gateway(sim, PYTHONPATH=checkout(base, tempfile.mkdtemp(prefix="bench-base-")))
         for gateway in gateways.values():  # warm up (imports, connection pools)
             await _batch(gateway, 5, 4)
         rounds = 3 if quick else 6

@@ -21,7 +21,7 @@ The counting endpoints answer `scenarios.token_count(body)` (deterministic), or 
 none. Every request is recorded; a count's `endpoint` is `count` (a turn's `stream`).
 Mounted with a `log_guard` (the gateway's demo mode with keys), the request log is scoped: each caller sees,
 waits for and clears only the requests sent on its behalf (`X-Gateway-Caller`, which the gateway adds to its
-upstream requests in demo mode: `app.providers.transport.DEMO_CALLER`).
+upstream requests in demo mode: `app.providers.calls.DEMO_CALLER`).
 
 For every request it records the body, the scenario, frames sent, whether the whole scenario was sent
 (`completed`) and whether the client closed the connection before the end (`clientClosed`, `closedAt`).

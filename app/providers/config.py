@@ -7,7 +7,18 @@ from typing import Any, Mapping
 
 from app.contract.catalog_entries import Cloud
 from app.providers.base import Placement
-from app.providers.transport import TransportSettings
+
+MAX_EVENT_BYTES = 32 * 1024 * 1024
+
+
+@dataclass(frozen=True, slots=True)
+class TransportSettings:
+    """The upstream clients' bounds (`app.providers.transport.client_options`), from the gateway's settings."""
+
+    connect_timeout: float = 10.0
+    total_timeout: float = 600.0
+    max_connections: int = 10_000
+    max_event_bytes: int = MAX_EVENT_BYTES  # one upstream SSE event (or line) at most; 0: unbounded
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -6,27 +6,26 @@ from __future__ import annotations
 import logging
 import os
 from dataclasses import dataclass, field
-from typing import Callable, Mapping
+from typing import Mapping
 
 from app.contract.catalog_entries import Cloud, ProviderInfo
-from app.providers.anthropic import AnthropicProvider
 from app.providers.base import Provider
 from app.providers.clouds.registry import CLOUDS
 from app.providers.config import ProviderConfig
-from app.providers.google import GoogleProvider
-from app.providers.openai_responses import OpenAIResponsesProvider
-from app.providers.openai_completions import OpenAICompletionsProvider
-from app.providers.transport import TransportSettings
+from app.providers.lazy import Adapter, LazyProvider
+from app.providers.config import TransportSettings
 from app.redaction import register_secrets
 from app.settings import Settings, base_url_variable
 
 log = logging.getLogger("gateway.providers")
 
-ADAPTERS: dict[str, Callable[[ProviderConfig], Provider]] = {
-    AnthropicProvider.api: AnthropicProvider,
-    OpenAIResponsesProvider.api: OpenAIResponsesProvider,
-    GoogleProvider.api: GoogleProvider,
-    OpenAICompletionsProvider.api: OpenAICompletionsProvider,
+# Each api -> its adapter at the api's maker, named rather than imported (`app.providers.lazy`): an adapter's module
+# imports its vendor's SDK. Each key is its adapter's `api` (tests/providers/test_provider_config.py checks).
+ADAPTERS: dict[str, Adapter] = {
+    "anthropic-messages": Adapter("app.providers.anthropic", "AnthropicProvider"),
+    "openai-responses": Adapter("app.providers.openai_responses", "OpenAIResponsesProvider"),
+    "google-generative-ai": Adapter("app.providers.google", "GoogleProvider"),
+    "openai-completions": Adapter("app.providers.openai_completions", "OpenAICompletionsProvider"),
 }
 
 
@@ -114,9 +113,12 @@ def _base_url(settings: Settings, name: str) -> tuple[str | None, str]:
     return url, "GATEWAY_BASE_URLS" if settings.base_urls.get(name) == url else env
 
 
-def build_providers(settings: Settings, catalog_providers: Mapping[str, ProviderInfo]) -> dict[str, Provider]:
+def build_providers(
+    settings: Settings, catalog_providers: Mapping[str, ProviderInfo], *, lazy: bool = False
+) -> dict[str, Provider]:
     """One SDK client per served provider (`provider_setups`). Each one's key is registered as a secret
-    (`app.redaction`): a catalog provider's key (`keyEnv`) is redacted like the built-in ones'."""
+    (`app.redaction`): a catalog provider's key (`keyEnv`) is redacted like the built-in ones'. `lazy` (the
+    gateway's): each is a `LazyProvider`, its adapter and SDK imported when first needed."""
     transport = TransportSettings(
         connect_timeout=settings.connect_timeout,
         total_timeout=settings.total_timeout,
@@ -135,6 +137,6 @@ def build_providers(settings: Settings, catalog_providers: Mapping[str, Provider
                 compat=info.compat,
                 cloud=info.cloud,
             )
-            build = CLOUDS[info.cloud.kind].adapters[setup.api] if info.cloud is not None else ADAPTERS[setup.api]
-            providers[setup.name] = build(config)
+            adapter = CLOUDS[info.cloud.kind].adapters[setup.api] if info.cloud is not None else ADAPTERS[setup.api]
+            providers[setup.name] = LazyProvider(adapter, setup.api, config) if lazy else adapter(config)
     return providers

@@ -22,7 +22,8 @@ from app.contract.messages import Context
 from app.contract.request import StreamOptions
 from app.providers.base import Placement, ProviderError, Translator, Upstream, build_off_loop
 from app.providers.config import ProviderConfig
-from app.providers.transport import UPSTREAM_HEADERS, bound_event_streams, client_options, stainless_error
+from app.providers.calls import UPSTREAM_HEADERS
+from app.providers.transport import bound_event_streams, client_options, stainless_error
 from app.contract.refusals import TokensNotCounted
 from app.seams.stainless import absolute_url
 

@@ -15,11 +15,7 @@ of kind `event_too_large`.
 
 from __future__ import annotations
 
-import contextvars
 import json
-from collections.abc import Mapping
-from contextvars import ContextVar
-from dataclasses import dataclass
 from types import ModuleType
 from typing import Any, AsyncIterator, Callable, cast
 
@@ -28,24 +24,9 @@ import httpx2
 
 from app.contract.failures import ErrorKind
 from app.providers.base import RETRYABLE_STATUS, ProviderError, error_detail, http_error_kind, retry_after_ms
+from app.providers.calls import DEMO_CALLER, DEMO_CALLER_HEADER
+from app.providers.config import TransportSettings
 from app.seams.httpx2 import take_content_decoder, wrap_transports
-
-MAX_EVENT_BYTES = 32 * 1024 * 1024
-
-
-# Headers the current task's next upstream request carries besides the SDK's own: the attempt's W3C trace
-# context (`traceparent`), set by `app.telemetry.tracing` before each attempt when tracing is on; None otherwise.
-UPSTREAM_HEADERS: contextvars.ContextVar[Mapping[str, str] | None] = contextvars.ContextVar(
-    "upstream_headers", default=None
-)
-
-
-@dataclass(frozen=True, slots=True)
-class TransportSettings:
-    connect_timeout: float = 10.0
-    total_timeout: float = 600.0
-    max_connections: int = 10_000
-    max_event_bytes: int = MAX_EVENT_BYTES  # one upstream SSE event (or line) at most; 0: unbounded
 
 
 class EventTooLarge(httpx2.ReadError):
@@ -207,14 +188,6 @@ def bound_whole_bodies(client: httpx2.AsyncClient, max_bytes: int, streamed_type
 
         wrap_transports(client, lambda transport: _BoundingTransport(transport, max_bytes, whole))
     return client
-
-
-# Demo mode only (`GATEWAY_DEMO=1`, the gateway's own simulator upstream): the client key name of the turn
-# whose upstream requests are being sent, set by the gateway for the turn's task. The request hook below sends it
-# as `X-Gateway-Caller`, so that the simulator's request log shows each key only its own requests. Outside
-# demo mode it is never set and nothing is added.
-DEMO_CALLER: ContextVar[str | None] = ContextVar("demo_caller", default=None)
-DEMO_CALLER_HEADER = "x-gateway-caller"
 
 
 async def tag_demo_caller(request: httpx2.Request) -> None:

@@ -4,12 +4,13 @@ store's client (`events_client`)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
-
-from redis.asyncio import Redis
+from typing import TYPE_CHECKING, Any
 
 from app.redis_client import redis_client
 from app.resume.frames import Frame
+
+if TYPE_CHECKING:  # redis-py is imported by `redis_client`, when Redis is configured
+    from redis.asyncio import Redis
 
 READER_LEASE_MS = 3000  # a reader on another replica renews its presence this often (well within)
 ORIGIN_LEASE_MS = 5000  # the origin replica renews "the turn is running here" this often (well within)

@@ -8,21 +8,26 @@ import logging
 from dataclasses import dataclass
 from typing import Awaitable, Callable, Iterator, TypeVar
 
-from redis.exceptions import ConnectionError as RedisConnectionError
-from redis.exceptions import TimeoutError as RedisTimeoutError
 
 log = logging.getLogger("gateway.resume")
 
 T = TypeVar("T")
 
-# What a stalled Redis looks like to a call: our bound on it ran out (asyncio's TimeoutError), the socket timed
-# out, or the connection failed (none free in the pool in time, reset, refused while Redis restarts).
-STALLS: tuple[type[BaseException], ...] = (TimeoutError, asyncio.TimeoutError, RedisTimeoutError, RedisConnectionError)
+
+def stalls() -> tuple[type[BaseException], ...]:
+    """What a stalled Redis looks like to a call: our bound on it ran out (asyncio's TimeoutError), the socket timed
+    out, or the connection failed (none free in the pool in time, reset, refused while Redis restarts). redis-py is
+    imported here, not with the module: only a gateway with `GATEWAY_REDIS_URL` calls the event store (start-up
+    time, docs/performance.md)."""
+    from redis.exceptions import ConnectionError as RedisConnectionError
+    from redis.exceptions import TimeoutError as RedisTimeoutError
+
+    return (TimeoutError, asyncio.TimeoutError, RedisTimeoutError, RedisConnectionError)
 
 
 @dataclass(frozen=True, slots=True)
 class StallRetry:
-    """How a call to the event store that stalls (one of STALLS) is tried again: after `first_s`, each pause
+    """How a call to the event store that stalls (one of `stalls()`) is tried again: after `first_s`, each pause
     twice the one before up to `max_s`, until `give_up_s` have passed since the first try (then the call's
     own failure stands: 503 before a resumption's response starts, a cut response after)."""
 
@@ -59,7 +64,7 @@ async def through_stall(call: Callable[[], Awaitable[T]], timeout: float, retry:
         try:
             async with asyncio.timeout(timeout):
                 return await call()
-        except STALLS as exc:
+        except stalls() as exc:
             left = deadline - loop.time()
             if left <= 0:
                 raise StoreStalled(type(exc), loop.time() - started) from exc

@@ -62,4 +62,4 @@ async def test_a_keyless_completions_server_gets_a_stand_in_key():
 def test_aclose_is_part_of_the_provider_protocol():
     assert "aclose" in Provider.__dict__ and inspect.iscoroutinefunction(Provider.aclose)
     for adapter in ADAPTERS.values():
-        assert inspect.iscoroutinefunction(adapter.aclose)
+        assert inspect.iscoroutinefunction(adapter.load().aclose)

@@ -9,8 +9,7 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 if TYPE_CHECKING:  # at run time nothing: the catalog imports this module
     from app.contract.catalog_entries import Cloud
-    from app.providers.base import Provider
-    from app.providers.config import ProviderConfig
+    from app.providers.lazy import Adapter
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -30,9 +29,9 @@ class CloudDescriptor:
     """One cloud: what a catalog entry on it may say, how its providers are built and what start-up says of them."""
 
     name: str  # the catalog's `cloud.kind`, and the `cloud` of records, log lines and metrics
-    # Each api the cloud runs -> a function building that api's adapter on the cloud from a provider's config; it
-    # imports the adapter (and so the cloud's SDK) when the first provider on the cloud is built.
-    adapters: Mapping[str, Callable[[ProviderConfig], Provider]]
+    # Each api the cloud runs -> that api's adapter on the cloud (`app.providers.lazy.Adapter`: named, imported with
+    # the cloud's SDK when a provider on the cloud is first needed).
+    adapters: Mapping[str, Adapter]
     auth: tuple[str, ...]  # the catalog's `cloud.auth` values; the first is the default
     required: Mapping[str, str]  # `cloud` fields an entry must give -> an example value (for the catalog's error)
     chain: str  # where credentials come from when the entry names no key (start-up lines)

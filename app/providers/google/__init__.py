@@ -46,7 +46,8 @@ from app.providers.config import ProviderConfig
 from app.providers.google.events import GoogleTranslator
 from app.providers.google.request import API, build_request, check_request
 from app.providers.google.wire import SdkRequest, count, sdk_request, send
-from app.providers.transport import UPSTREAM_HEADERS, http_client, tag_demo_caller, transport_error
+from app.providers.calls import UPSTREAM_HEADERS
+from app.providers.transport import http_client, tag_demo_caller, transport_error
 from app.seams.genai import api_base_url, api_client
 
 # The HTTP responses opened for the current task's turn (set by `open`, filled by the response hook).

@@ -24,7 +24,7 @@ from opentelemetry.trace import Span, SpanKind, Status, StatusCode
 from app.contract.failures import Attempt, AttemptOutcome, Interrupt
 from app.core.job import Route, TurnJob, TurnObserver
 from app.core.settled import SettledTurn, next_step
-from app.providers.transport import UPSTREAM_HEADERS
+from app.providers.calls import UPSTREAM_HEADERS
 from app.telemetry.tracing import content
 from app.telemetry.tracing.server import CURRENT_REQUEST, REQUEST_ID, RequestSpan
 from app.telemetry.tracing.setup import Tracing

@@ -6,27 +6,12 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from app.providers.clouds.base import CloudDescriptor, Demo
-
-if TYPE_CHECKING:
-    from app.providers.base import Provider
-    from app.providers.config import ProviderConfig
+from app.providers.lazy import Adapter
 
 DEMO_KEY_ENV = "GATEWAY_DEMO_AZURE_OPENAI_KEY"  # the demo entry's `keyEnv`
-
-
-def _responses(config: ProviderConfig) -> Provider:
-    from app.providers.clouds.azure.adapters import AzureResponsesProvider
-
-    return AzureResponsesProvider(config)
-
-
-def _completions(config: ProviderConfig) -> Provider:
-    from app.providers.clouds.azure.adapters import AzureCompletionsProvider
-
-    return AzureCompletionsProvider(config)
 
 
 def _demo_entries(simulator: str) -> dict[str, list[dict[str, Any]]]:
@@ -55,7 +40,10 @@ def _demo_credentials(simulator: str, folder: Path) -> None:
 
 CLOUD = CloudDescriptor(
     name="azure",
-    adapters={"openai-responses": _responses, "openai-completions": _completions},
+    adapters={
+        "openai-responses": Adapter("app.providers.clouds.azure.adapters", "AzureResponsesProvider"),
+        "openai-completions": Adapter("app.providers.clouds.azure.adapters", "AzureCompletionsProvider"),
+    },
     auth=("api-key", "entra"),
     required={},
     chain="Microsoft Entra ID (azure-identity)",

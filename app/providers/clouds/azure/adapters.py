@@ -34,7 +34,7 @@ from app.providers.base import ProviderError, Upstream, build_off_loop
 from app.providers.config import ProviderConfig
 from app.providers.openai_completions import OpenAICompletionsProvider
 from app.providers.openai_responses import OpenAIResponsesProvider
-from app.providers.transport import UPSTREAM_HEADERS
+from app.providers.calls import UPSTREAM_HEADERS
 from app.contract.refusals import TokensNotCounted
 
 ENTRA_SCOPE = "https://cognitiveservices.azure.com/.default"

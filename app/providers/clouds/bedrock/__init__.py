@@ -5,13 +5,10 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from app.providers.clouds.base import CloudDescriptor, Demo
-
-if TYPE_CHECKING:
-    from app.providers.base import Provider
-    from app.providers.config import ProviderConfig
+from app.providers.lazy import Adapter
 
 # Taken out of the environment in demo mode: what the AWS chain would read before or beside the test keys.
 DEMO_OTHER_SOURCES = (
@@ -21,12 +18,6 @@ DEMO_OTHER_SOURCES = (
     "AWS_BEARER_TOKEN_BEDROCK",
     "ANTHROPIC_BEDROCK_BASE_URL",
 )
-
-
-def _claude(config: ProviderConfig) -> Provider:
-    from app.providers.clouds.bedrock.claude import BedrockProvider
-
-    return BedrockProvider(config)
 
 
 def _demo_entries(simulator: str) -> dict[str, list[dict[str, Any]]]:
@@ -66,7 +57,7 @@ def _demo_credentials(simulator: str, folder: Path) -> None:
 
 CLOUD = CloudDescriptor(
     name="bedrock",
-    adapters={"anthropic-messages": _claude},
+    adapters={"anthropic-messages": Adapter("app.providers.clouds.bedrock.claude", "BedrockProvider")},
     auth=("aws",),
     required={"region": "us-east-1"},
     chain="the AWS credential chain",

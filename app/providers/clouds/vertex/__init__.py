@@ -7,27 +7,12 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from app.providers.clouds.base import CloudDescriptor, Demo
-
-if TYPE_CHECKING:
-    from app.providers.base import Provider
-    from app.providers.config import ProviderConfig
+from app.providers.lazy import Adapter
 
 DEMO_PROJECT = "demo-project"
-
-
-def _claude(config: ProviderConfig) -> Provider:
-    from app.providers.clouds.vertex.claude import VertexAnthropicProvider
-
-    return VertexAnthropicProvider(config)
-
-
-def _gemini(config: ProviderConfig) -> Provider:
-    from app.providers.clouds.vertex.gemini import VertexGoogleProvider
-
-    return VertexGoogleProvider(config)
 
 
 def _demo_entries(simulator: str) -> dict[str, list[dict[str, Any]]]:
@@ -76,7 +61,10 @@ def _demo_credentials(simulator: str, folder: Path) -> None:
 
 CLOUD = CloudDescriptor(
     name="vertex",
-    adapters={"anthropic-messages": _claude, "google-generative-ai": _gemini},
+    adapters={
+        "anthropic-messages": Adapter("app.providers.clouds.vertex.claude", "VertexAnthropicProvider"),
+        "google-generative-ai": Adapter("app.providers.clouds.vertex.gemini", "VertexGoogleProvider"),
+    },
     auth=("google",),
     required={},
     chain="Google Application Default Credentials",

@@ -16,7 +16,7 @@ from app.contract.messages import Context
 from app.contract.request import StreamOptions
 from app.providers.anthropic import AnthropicProvider
 from app.providers.base import ProviderError, Upstream, build_off_loop
-from app.providers.transport import UPSTREAM_HEADERS
+from app.providers.calls import UPSTREAM_HEADERS
 from app.providers.clouds.vertex.auth import credentials_error
 
 DEFAULT_REGION = "global"
