@@ -59,7 +59,10 @@ def demo_settings(settings: Settings) -> Settings:
     """Point every provider at the simulator mounted on this same server, with demo keys."""
     base = settings.model_copy(update={"demo": True}).simulator_url()
     assert base is not None  # in demo mode there is one
-    settings = with_demo_clouds(settings, base)  # Bedrock, Vertex AI and Azure OpenAI providers on the simulator
+    from simulator.scenarios import AGENT_SCENARIOS, SCENARIOS
+
+    # Bedrock, Vertex AI and Azure OpenAI providers on the simulator; its scenarios listed as models.
+    settings = with_demo_clouds(settings, base, [*SCENARIOS, *AGENT_SCENARIOS])
     return settings.model_copy(
         update={
             "anthropic_api_key": settings.anthropic_api_key or _secret("demo-anthropic-key"),
@@ -226,7 +229,10 @@ def create_app(
     if settings.demo:
         from simulator.app import create_simulator
 
-        app.mount("/_simulator", create_simulator(log_guard=lambda request: _simulator_log_guard(app, request)))
+        app.mount(
+            "/_simulator",
+            create_simulator(log_guard=lambda request: _simulator_log_guard(app, request), declared_tools_only=True),
+        )
     app.add_middleware(RequestIdMiddleware)
     app.add_middleware(StartupErrorMessages)  # outermost: a failed start-up is one readable line
     return app

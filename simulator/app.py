@@ -306,10 +306,12 @@ LogGuard = Callable[[Request], "Response | LogScope"]
 MAX_WAIT_S = 300.0
 
 
-def create_simulator(log_guard: LogGuard | None = None) -> Starlette:
+def create_simulator(log_guard: LogGuard | None = None, declared_tools_only: bool = False) -> Starlette:
     """`log_guard(request)` runs before the request log (`/_sim/*`) answers: a response it returns is sent
     instead, a `LogScope` limits what the reader sees, waits for and clears (the gateway's demo mode refuses
-    callers without a gateway key when auth is on, and shows each key its own requests)."""
+    callers without a gateway key when auth is on, and shows each key its own requests).
+    `declared_tools_only` (the gateway's demo mode): a scenario calls only the tools the request declares
+    (`scenarios.only_declared_tools`); the test suite's simulator calls its tools whatever was declared."""
     state = SimulatorState()
     entra = Entra()
     cache = PromptCache()  # this instance's prompt prefixes, for requests that ask (`prompt_cache=1`)
@@ -349,6 +351,8 @@ def create_simulator(log_guard: LogGuard | None = None) -> Starlette:
         raw, body = parsed
         model = model or str(body.get("model", ""))
         scenario = s.build(model, vendor.prompt_of(body), vendor.tool_results_of(body))
+        if declared_tools_only:
+            s.only_declared_tools(scenario, s.declared_tools(body))
         if vendor.name == "google" and (refused := google.request_error(scenario, body)) is not None:
             scenario.http_error = refused
         if prompt_cache_wanted(model):

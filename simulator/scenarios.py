@@ -1,7 +1,9 @@
 """Vendor-neutral scenarios: what the simulated model does, as a list of steps each vendor encoder renders.
 
 The scenario is chosen by the model id: `<name>` or `<name>;key=value;key=value`, e.g. `slow;n=64;delay_ms=20`.
-A model id that names no scenario (e.g. `claude-sonnet-4-5`) plays `text`.
+A model id that names no scenario (e.g. `claude-sonnet-4-5`) plays `text` (the gateway's demo mode serves only
+ids its catalog lists, scenarios included: `app.catalog.demo_clouds.demo_serves`). In demo mode a scenario calls
+only the tools the request declares (`only_declared_tools`).
 With any scenario, `prompt_cache=1` reports usage from the simulator instance's prompt cache: the prompt prefix
 this instance served before as cache read, the rest as input (`simulator/prompt_cache.py`).
 
@@ -211,6 +213,47 @@ def build(model: str, prompt: str, tool_results: list[str] | None = None) -> Sce
     scenario.name = name
     scenario.delay_ms = delay or scenario.delay_ms
     return scenario
+
+
+def declared_tools(body: dict[str, Any]) -> set[str]:
+    """The names of the function tools a request declares, in any vendor's shape: Anthropic's and OpenAI
+    Responses' `{name}`, Chat Completions' `{function: {name}}`, Gemini's `{functionDeclarations: [{name}]}`."""
+    names: set[str] = set()
+    for tool in body.get("tools") or []:
+        if not isinstance(tool, dict):
+            continue
+        function = tool.get("function")
+        if isinstance(function, dict) and isinstance(function.get("name"), str):
+            names.add(function["name"])
+        elif isinstance(tool.get("name"), str):
+            names.add(tool["name"])
+        for declaration in tool.get("functionDeclarations") or tool.get("function_declarations") or []:
+            if isinstance(declaration, dict) and isinstance(declaration.get("name"), str):
+                names.add(declaration["name"])
+    return names
+
+
+def only_declared_tools(scenario: Scenario, declared: set[str]) -> None:
+    """Drop the scenario's tool calls the request did not declare (a model calls only the tools it was given).
+    When none is left, the turn ends with a text that says which tools the scenario would call."""
+    calls = [step for step in scenario.steps if isinstance(step, ToolCallBlock)]
+    kept = [call for call in calls if call.name in declared]
+    if len(kept) == len(calls):
+        return
+    scenario.steps = [step for step in scenario.steps if not isinstance(step, ToolCallBlock) or step in kept]
+    if kept:
+        return
+    wanted = " or ".join(dict.fromkeys(call.name for call in calls))
+    note = _words(f" (This scenario calls {wanted} when the request declares it as a tool.)")
+    at = next((i for i, step in enumerate(scenario.steps) if isinstance(step, Stop)), len(scenario.steps))
+    stop = scenario.steps[at] if at < len(scenario.steps) else None
+    if isinstance(stop, Stop) and stop.reason == "toolUse":
+        scenario.steps[at] = Stop("stop", output=stop.output)
+    before = scenario.steps[at - 1] if at > 0 else None
+    if isinstance(before, TextBlock):
+        before.chunks = [*before.chunks, *note]
+    else:
+        scenario.steps.insert(at, TextBlock(note))
 
 
 def _http(status: int, type_: str, message: str) -> Callable[..., Scenario]:

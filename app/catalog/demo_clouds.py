@@ -11,8 +11,9 @@ from __future__ import annotations
 import json
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable, Collection
 
+from app.catalog import Catalog
 from app.providers.clouds.registry import CLOUDS
 from app.settings import Settings
 
@@ -27,9 +28,32 @@ def demo_cloud_catalog(simulator: str) -> dict[str, Any]:
     return catalog
 
 
-def with_demo_clouds(settings: Settings, simulator: str) -> Settings:
+# The built-in providers the simulator serves in demo mode; they and the demo's cloud providers list its scenarios
+# as models.
+SCENARIO_PROVIDERS = ("anthropic", "openai", "google", "compat")
+
+
+def demo_cloud_providers() -> frozenset[str]:
+    """The names of the demo's cloud providers: they answer only to `<provider>/<model id>`, so that a
+    vendor's plain id (`gpt-5`) is not made ambiguous by the demo's Azure `gpt-5`."""
+    return frozenset(p["name"] for p in demo_cloud_catalog("")["providers"])
+
+
+def demo_serves(catalog: Catalog) -> Callable[[str, str], bool]:
+    """Whether demo mode serves `<provider>/<model id>`: only an id the catalog lists (a scenario's parameters
+    may follow it after `;`, `slow;n=64`) or a recorded sample (`replay-<name>`); any other id gets the
+    unknown-model error, as a vendor would answer it, instead of a simulated reply."""
+
+    def served(provider: str, model_id: str) -> bool:
+        return model_id.startswith("replay-") or catalog.model(provider, model_id.partition(";")[0]) is not None
+
+    return served
+
+
+def with_demo_clouds(settings: Settings, simulator: str, scenarios: Collection[str] = ()) -> Settings:
     """`settings` with the demo's cloud providers added to its catalog (a file written for this process, the
-    operator's `GATEWAY_CATALOG` entries first) and their test credentials in this process's environment."""
+    operator's `GATEWAY_CATALOG` entries first) and their test credentials in this process's environment;
+    `scenarios` (the simulator's) listed as models of each of `SCENARIO_PROVIDERS` and of the cloud entries."""
     folder = Path(tempfile.mkdtemp(prefix="gateway-demo-clouds-"))
     for cloud in CLOUDS.values():
         cloud.demo.credentials(simulator, folder)
@@ -38,6 +62,9 @@ def with_demo_clouds(settings: Settings, simulator: str) -> Settings:
     named = {p.get("name") for p in data.get("providers", [])}
     data["providers"] = [*data.get("providers", []), *(p for p in demo["providers"] if p["name"] not in named)]
     data["models"] = [*data.get("models", []), *(m for m in demo["models"] if m["provider"] not in named)]
+    served = [*SCENARIO_PROVIDERS, *(p["name"] for p in demo["providers"])]
+    scenario_models = [{"provider": p, "id": name} for p in served for name in scenarios]
+    data["models"] = scenario_models + data["models"]  # a catalog entry of the same id comes later and wins
     catalog = folder / "catalog.json"
     catalog.write_text(json.dumps(data))
     return settings.model_copy(update={"catalog": str(catalog)})

@@ -14,6 +14,9 @@ A name is, in this order:
 3. a bare model id or alias that exactly one configured provider lists (`claude-sonnet-4-5`,
    `meta-llama/Llama-3.3-70B-Instruct-Turbo`). When several do, the request is refused naming them.
 
+In demo mode (`app.catalog.demo_clouds`) rule 2 serves only what the catalog lists (an unlisted id gets the
+unknown-model error a vendor would give, not a simulated reply), and the demo's own cloud providers answer only
+to `<provider>/<model id>`, so a vendor's plain id (`gpt-5`) stays unambiguous.
 Rule 3 also applies to a `<provider>/…` name whose provider is in the catalog but not configured, so
 `openai/gpt-oss-120b` reaches the one configured provider that lists that id when `openai` has no key.
 The plan of a request is its model's entries, then each of its own `fallback` entries' (a route used as a
@@ -25,7 +28,7 @@ from __future__ import annotations
 import re
 from collections import defaultdict
 from dataclasses import dataclass, replace
-from typing import Collection, Sequence
+from typing import Callable, Collection, Sequence
 
 from app.catalog import Catalog
 from app.contract.catalog_entries import Deployment, ModelInfo, Pool
@@ -69,13 +72,24 @@ class Served:
 
 
 class ModelResolver:
-    def __init__(self, catalog: Catalog, configured: Collection[str]) -> None:
+    """`served_unlisted(provider, model_id)`: whether rule 2 serves an id of a catalog provider; None: any id
+    (demo mode: only what the catalog lists). `not_bare`: providers whose models answer only to
+    `<provider>/<model id>` (demo mode: its own cloud entries)."""
+
+    def __init__(
+        self,
+        catalog: Catalog,
+        configured: Collection[str],
+        served_unlisted: Callable[[str, str], bool] | None = None,
+        not_bare: Collection[str] = (),
+    ) -> None:
         self.catalog = catalog
         self.configured = frozenset(configured)
+        self.served_unlisted = served_unlisted
         # bare id or alias → the configured providers that list it
         self._bare: dict[str, set[str]] = defaultdict(set)
         for provider, model_id in catalog.models:
-            if provider in self.configured:
+            if provider in self.configured and provider not in not_bare:
                 self._bare[model_id].add(provider)
 
     def plan(self, model: str, fallback: Sequence[str] = ()) -> list[Served]:
@@ -101,6 +115,11 @@ class ModelResolver:
             return served
         provider, _, model_id = name.partition("/")
         if model_id and provider in self.configured:
+            if self.served_unlisted is not None and not self.served_unlisted(provider, model_id):
+                raise UnknownModel(
+                    f"{name}: provider '{provider}' does not list the model '{model_id}' "
+                    "(GET /v1/models lists what is served; in demo mode also the simulator's scenarios)"
+                )
             return [self._provider_model(name)]
         candidates = sorted(self._bare.get(name, ()))
         if len(candidates) == 1:

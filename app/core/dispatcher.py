@@ -72,7 +72,12 @@ class Dispatcher:
         self.catalog = catalog
         self.settings = settings
         self.observers: list[TurnObserver] = []
-        self.resolver = ModelResolver(catalog, providers)
+        if settings.demo:  # only what the catalog lists; the demo's cloud entries only by `<provider>/<id>`
+            from app.catalog.demo_clouds import demo_cloud_providers, demo_serves
+
+            self.resolver = ModelResolver(catalog, providers, demo_serves(catalog), demo_cloud_providers())
+        else:
+            self.resolver = ModelResolver(catalog, providers)
         self.pools = pools if pools is not None else Pools()
 
     def plan(self, model: str, fallback: list[str]) -> list[Route]:
