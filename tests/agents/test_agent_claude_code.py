@@ -139,3 +139,17 @@ def test_the_agent_tool_scenario_answers_the_tool_result_it_is_sent(vendor: str,
         if e["type"] == "content_block_delta" and e["delta"]["type"] == "text_delta"
     )
     assert text == f"The tool said: {proof}"
+
+
+@pytest.mark.parametrize("vendor", ["anthropic", "openai"])  # Gemini sends whole calls: it cuts none
+def test_claude_code_names_the_tool_call_the_upstream_cut(
+    vendor: str, gateway: Any, claude_code: Path, tmp_path: Path
+) -> None:
+    """The vendor's output stops inside a tool call's arguments (the token limit): the CLI's user learns which
+    call was cut and why, not "Server error mid-response"."""
+    run = claude(gateway, f"{vendor}/tool-max-tokens", marker(), tmp_path)
+    result = run.result
+    assert run.returncode == 1 and result["is_error"], result
+    shown = result["result"]
+    assert shown.startswith("API Error: ") and "tool call " in shown and "(get_weather)" in shown, shown
+    assert "cut off by the token limit" in shown, shown

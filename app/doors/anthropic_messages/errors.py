@@ -11,8 +11,9 @@ from __future__ import annotations
 from typing import Any
 
 from app.doors.errors import BadRequest
-from app.contract.failures import Failure
+from app.contract.failures import ErrorKind, Failure
 from app.core.settled import SettledTurn
+from app.stream.message import CUT_INSIDE_ARGUMENTS
 from app.doors.base import REQUEST_ID
 
 STATUS_TYPES = {
@@ -74,9 +75,21 @@ def refusal_body(error: BadRequest) -> dict[str, Any]:
     return error_body(error_type(error.status), message, REQUEST_ID.get())
 
 
-def turn_error(result: SettledTurn) -> tuple[int, dict[str, Any]]:
-    """Status and body for a turn that ended in error (`failure_error`)."""
-    return failure_error(result.failure, result.status, result.error_message or "error", result.request_id)
+# The error type of a stream's `event: error` for a tool call the vendor cut inside its arguments (the token limit
+# cut them, or the stream ended inside them, `CUT_INSIDE_ARGUMENTS` in the message): Claude Code
+# finalizes an answer that ended with a server error (`api_error`) as "Server error mid-response", without the
+# message; an `invalid_request_error` it shows to its user as `API Error: <message>`, and the message names the
+# call and why it was cut.
+CUT_TOOL_CALL_TYPE = "invalid_request_error"
+
+
+def turn_error(result: SettledTurn, streaming: bool = False) -> tuple[int, dict[str, Any]]:
+    """Status and body for a turn that ended in error (`failure_error`); on a started stream (`streaming`), a
+    tool call cut inside its arguments is an `invalid_request_error` naming the call (`CUT_TOOL_CALL_TYPE`)."""
+    status, body = failure_error(result.failure, result.status, result.error_message or "error", result.request_id)
+    if streaming and (result.kind == ErrorKind.TOOL_ARGUMENTS or CUT_INSIDE_ARGUMENTS in result.error_message):
+        body["error"]["type"] = CUT_TOOL_CALL_TYPE
+    return status, body
 
 
 def failure_error(

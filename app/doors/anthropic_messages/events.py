@@ -211,7 +211,7 @@ class MessagesEncoder:
         message = event.get("errorMessage") or "error"
         if self._turn is None:
             return frame("error", error_body("api_error", message, self.request_id))
-        _, body = turn_error(self._turn.result())
+        _, body = turn_error(self._turn.result(), streaming=True)
         return frame("error", body)
 
 
