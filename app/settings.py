@@ -187,6 +187,13 @@ class Settings(BaseSettings):
 
     log_level: str = Field(default="info", description="one of " + ", ".join(LOG_LEVELS))
     log_content: bool = False
+    # Tracing (OTEL_* variables, docs/operations.md, Traces): a client's W3C `baggage` (its tenant's data) is
+    # sent to vendors with the trace context only when the operator opts in.
+    forward_baggage: bool = Field(
+        default=False,
+        description="with tracing on, send a client's W3C `baggage` to vendors with the trace context "
+        "(off: vendors get `traceparent`/`tracestate` only)",
+    )
 
     @field_validator("base_urls", "gc_threshold", mode="before")
     @classmethod

@@ -331,6 +331,41 @@ def test_a_receiver_that_is_down_never_fails_a_turn(sim):
         proc.stop()
 
 
+TENANT_BAGGAGE = "tenant.id=acme-corp,user.email=alice%40acme.example"
+
+
+def _upstream_baggage(proc: GatewayProcess, sim: Any) -> tuple[str | None, str | None]:
+    """A turn whose client sends a `baggage` header; what the vendor received: its baggage and traceparent."""
+    traceparent, _, _ = _traceparent()
+    prompt = marker()
+    response = httpx.post(
+        f"{proc.url}/v1/stream",
+        json=DOORS[0].body(DONE, prompt),
+        headers={**_headers(traceparent), "baggage": TENANT_BAGGAGE},
+        timeout=30,
+    )
+    assert response.status_code == 200
+    [entry] = sim.seen(prompt)
+    return entry["headers"].get("baggage"), entry["traceparent"]
+
+
+def test_a_clients_baggage_never_reaches_a_vendor_by_default_but_the_trace_context_does(traced, sim):
+    """Issue 39 item 9: the default propagators forwarded the tenant's `baggage` to the vendor."""
+    forwarded, traceparent = _upstream_baggage(traced, sim)
+    assert forwarded is None and traceparent is not None
+
+
+def test_a_clients_baggage_reaches_the_vendor_when_the_operator_opts_in(sim, receiver):
+    proc = GatewayProcess(sim.url, **_env(receiver.url, GATEWAY_FORWARD_BAGGAGE="true"))
+    try:
+        proc.wait_ready()
+        forwarded, traceparent = _upstream_baggage(proc, sim)
+    finally:
+        proc.stop()
+    assert forwarded is not None and traceparent is not None
+    assert {item.strip() for item in forwarded.split(",")} == set(TENANT_BAGGAGE.split(","))
+
+
 def test_message_content_is_exported_in_the_conventions_shape_only_when_asked(sim):
     receiver = OtlpReceiver()
     proc = GatewayProcess(sim.url, **_env(receiver.url, OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT="true"))
