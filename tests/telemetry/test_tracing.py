@@ -303,6 +303,27 @@ def test_no_key_and_no_message_text_in_any_exported_attribute(traced, receiver, 
     )
 
 
+
+def test_a_key_in_the_url_reaches_no_span(traced, receiver):
+    """Issue 39 item 4: a Gemini client's `?key=`, right or wrong, is in no exported attribute (the SERVER
+    span records `url.path`, never the query)."""
+    wrong = "sk-wrong-in-query-0123456789"
+    for key, status in ((CLIENT_KEY, 200), (wrong, 401)):
+        traceparent, trace_id, _ = _traceparent()
+        response = httpx.post(
+            f"{traced.url}/v1beta/models/anthropic/text:generateContent",
+            params={"key": key},
+            json={"contents": [{"parts": [{"text": marker()}]}]},
+            headers={"traceparent": traceparent},
+            timeout=30,
+        )
+        assert response.status_code == status
+        spans = receiver.wait(lambda spans: any(s["trace_id"] == trace_id and s["kind"] == "server" for s in spans))
+        server = next(s for s in spans if s["trace_id"] == trace_id and s["kind"] == "server")
+        assert server["attributes"]["url.path"] == "/v1beta/models/anthropic/text:generateContent"
+    exported = json.dumps([[s["name"], s["attributes"], s["events"], s["status_message"]] for s in receiver.spans])
+    assert CLIENT_KEY not in exported and wrong not in exported
+
 def test_a_receiver_that_does_not_answer_never_holds_a_turn_up(traced, receiver):
     """Exports wait on a receiver that holds them; a turn meanwhile completes as usual."""
     receiver.hold()
