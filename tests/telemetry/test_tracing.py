@@ -303,7 +303,6 @@ def test_no_key_and_no_message_text_in_any_exported_attribute(traced, receiver, 
     )
 
 
-
 def test_a_key_in_the_url_reaches_no_span(traced, receiver):
     """Issue 39 item 4: a Gemini client's `?key=`, right or wrong, is in no exported attribute (the SERVER
     span records `url.path`, never the query)."""
@@ -323,6 +322,7 @@ def test_a_key_in_the_url_reaches_no_span(traced, receiver):
         assert server["attributes"]["url.path"] == "/v1beta/models/anthropic/text:generateContent"
     exported = json.dumps([[s["name"], s["attributes"], s["events"], s["status_message"]] for s in receiver.spans])
     assert CLIENT_KEY not in exported and wrong not in exported
+
 
 def test_a_receiver_that_does_not_answer_never_holds_a_turn_up(traced, receiver):
     """Exports wait on a receiver that holds them; a turn meanwhile completes as usual."""
