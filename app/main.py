@@ -154,7 +154,7 @@ def create_app(
         if tracing is not None:
             from app.telemetry.tracing.turns import TurnTracer
 
-            gw.dispatcher.observers.append(TurnTracer(tracing))
+            gw.dispatcher.observers.append(TurnTracer(tracing, forward_baggage=settings.forward_baggage))
         app.state.gateway = gw
         # Everything imported and built so far lives as long as the process: move it out of the cyclic
         # collector's sight, so that collections during streaming scan only per-request objects.

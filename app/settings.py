@@ -222,6 +222,13 @@ class Settings(BaseSettings):
         description="start even though the environment holds `GATEWAY_*` variables that name no setting "
         "(by default such a variable, most likely a typo, stops the start naming the closest setting)",
     )
+    # Tracing (OTEL_* variables, docs/operations.md, Traces): a client's W3C `baggage` (its tenant's data) is
+    # sent to vendors with the trace context only when the operator opts in.
+    forward_baggage: bool = Field(
+        default=False,
+        description="with tracing on, send a client's W3C `baggage` to vendors with the trace context "
+        "(off: vendors get `traceparent`/`tracestate` only)",
+    )
 
     @field_validator("base_urls", "gc_threshold", mode="before")
     @classmethod

@@ -58,7 +58,7 @@ from simulator.entra import Entra
 from simulator.vertex import Vertex
 from simulator.prompt_cache import PromptCache, wanted as prompt_cache_wanted
 
-RECORDED_HEADERS = ("anthropic-beta", "anthropic-version")  # what a test may check a request carried
+RECORDED_HEADERS = ("anthropic-beta", "anthropic-version", "baggage")  # what a test may check a request carried
 SAMPLES = Path(__file__).resolve().parent.parent / "tests" / "wire_samples"  # the recorded vendor streams
 
 

@@ -218,3 +218,22 @@ def test_a_claude_code_turn_reports_each_vendors_cache_reads_and_writes_exactly(
     assert response.status_code == 200, response.text
     usage = response.json()["usage"]
     assert {k: usage.get(k) or 0 for k in EXPECTED_USAGE[provider]} == EXPECTED_USAGE[provider]
+
+
+def test_one_hour_cache_writes_reach_the_client_broken_down_as_anthropic_reports_them(gateway):
+    """Issue 39 item 7: the vendor's `cache_creation` breakdown (5-minute and 1-hour writes) reaches a Messages
+    client, streamed and not."""
+    body = {
+        "model": "anthropic/text;cache_write=1000;cache_write_1h=600",
+        "max_tokens": 64,
+        "messages": [{"role": "user", "content": marker()}],
+    }
+    breakdown = {"ephemeral_5m_input_tokens": 400, "ephemeral_1h_input_tokens": 600}
+    answer = gateway.http.post("/v1/messages", json=body)
+    assert answer.status_code == 200, answer.text
+    usage = answer.json()["usage"]
+    assert usage["cache_creation_input_tokens"] == 1000 and usage["cache_creation"] == breakdown
+    streamed = gateway.http.post("/v1/messages", json={**body, "stream": True})
+    starts = [json.loads(line[5:]) for line in streamed.text.splitlines() if line.startswith("data:")]
+    assert starts[0]["message"]["usage"]["cache_creation"] == breakdown
+    assert [e for e in starts if e["type"] == "message_delta"][0]["usage"]["cache_creation"] == breakdown

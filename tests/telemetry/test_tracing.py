@@ -303,6 +303,27 @@ def test_no_key_and_no_message_text_in_any_exported_attribute(traced, receiver, 
     )
 
 
+def test_a_key_in_the_url_reaches_no_span(traced, receiver):
+    """Issue 39 item 4: a Gemini client's `?key=`, right or wrong, is in no exported attribute (the SERVER
+    span records `url.path`, never the query)."""
+    wrong = "sk-wrong-in-query-0123456789"
+    for key, status in ((CLIENT_KEY, 200), (wrong, 401)):
+        traceparent, trace_id, _ = _traceparent()
+        response = httpx.post(
+            f"{traced.url}/v1beta/models/anthropic/text:generateContent",
+            params={"key": key},
+            json={"contents": [{"parts": [{"text": marker()}]}]},
+            headers={"traceparent": traceparent},
+            timeout=30,
+        )
+        assert response.status_code == status
+        spans = receiver.wait(lambda spans: any(s["trace_id"] == trace_id and s["kind"] == "server" for s in spans))
+        server = next(s for s in spans if s["trace_id"] == trace_id and s["kind"] == "server")
+        assert server["attributes"]["url.path"] == "/v1beta/models/anthropic/text:generateContent"
+    exported = json.dumps([[s["name"], s["attributes"], s["events"], s["status_message"]] for s in receiver.spans])
+    assert CLIENT_KEY not in exported and wrong not in exported
+
+
 def test_a_receiver_that_does_not_answer_never_holds_a_turn_up(traced, receiver):
     """Exports wait on a receiver that holds them; a turn meanwhile completes as usual."""
     receiver.hold()
@@ -329,6 +350,41 @@ def test_a_receiver_that_is_down_never_fails_a_turn(sim):
             assert response.status_code == 200 and response.headers["content-type"].startswith("text/event-stream")
     finally:
         proc.stop()
+
+
+TENANT_BAGGAGE = "tenant.id=acme-corp,user.email=alice%40acme.example"
+
+
+def _upstream_baggage(proc: GatewayProcess, sim: Any) -> tuple[str | None, str | None]:
+    """A turn whose client sends a `baggage` header; what the vendor received: its baggage and traceparent."""
+    traceparent, _, _ = _traceparent()
+    prompt = marker()
+    response = httpx.post(
+        f"{proc.url}/v1/stream",
+        json=DOORS[0].body(DONE, prompt),
+        headers={**_headers(traceparent), "baggage": TENANT_BAGGAGE},
+        timeout=30,
+    )
+    assert response.status_code == 200
+    [entry] = sim.seen(prompt)
+    return entry["headers"].get("baggage"), entry["traceparent"]
+
+
+def test_a_clients_baggage_never_reaches_a_vendor_by_default_but_the_trace_context_does(traced, sim):
+    """Issue 39 item 9: the default propagators forwarded the tenant's `baggage` to the vendor."""
+    forwarded, traceparent = _upstream_baggage(traced, sim)
+    assert forwarded is None and traceparent is not None
+
+
+def test_a_clients_baggage_reaches_the_vendor_when_the_operator_opts_in(sim, receiver):
+    proc = GatewayProcess(sim.url, **_env(receiver.url, GATEWAY_FORWARD_BAGGAGE="true"))
+    try:
+        proc.wait_ready()
+        forwarded, traceparent = _upstream_baggage(proc, sim)
+    finally:
+        proc.stop()
+    assert forwarded is not None and traceparent is not None
+    assert {item.strip() for item in forwarded.split(",")} == set(TENANT_BAGGAGE.split(","))
 
 
 def test_message_content_is_exported_in_the_conventions_shape_only_when_asked(sim):

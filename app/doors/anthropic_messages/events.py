@@ -51,14 +51,23 @@ def message_id(request_id: str) -> str:
     return f"msg_{request_id}"
 
 
-def anthropic_usage(usage: dict[str, Any] | None) -> dict[str, int]:
+def anthropic_usage(usage: dict[str, Any] | None) -> dict[str, Any]:
+    """Anthropic's usage of a turn's `usage`; where the vendor broke its cache writes down by duration
+    (`cacheWrite1h`), the `cache_creation` breakdown Anthropic's API gives."""
     usage = usage or {}
-    return {
+    written = usage.get("cacheWrite", 0)
+    answer: dict[str, Any] = {
         "input_tokens": usage.get("input", 0),
         "output_tokens": usage.get("output", 0),
         "cache_read_input_tokens": usage.get("cacheRead", 0),
-        "cache_creation_input_tokens": usage.get("cacheWrite", 0),
+        "cache_creation_input_tokens": written,
     }
+    if (one_hour := usage.get("cacheWrite1h")) is not None:
+        answer["cache_creation"] = {
+            "ephemeral_5m_input_tokens": written - one_hour,
+            "ephemeral_1h_input_tokens": one_hour,
+        }
+    return answer
 
 
 def served_model(provider: str | None, model: str | None) -> str:

@@ -8,7 +8,8 @@ the hot path pays nothing. On, `start_tracing` builds an SDK `TracerProvider` fr
 - a SERVER span per HTTP request, around the whole app so that the turn routes' fast path is covered too
   (`app.telemetry.tracing.server`, opened by `app.api.traced`), parented to an incoming W3C `traceparent`;
 - a CLIENT span per upstream attempt, from a turn observer beside metrics, logs and the ledger
-  (`app.telemetry.tracing.turns`), whose trace context every upstream request carries (`traceparent`);
+  (`app.telemetry.tracing.turns`), whose trace context every upstream request carries (`traceparent`; a
+  client's `baggage` only with `GATEWAY_FORWARD_BAGGAGE=true`);
 - message content in the conventions' shape only with `OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true`
   (`app.telemetry.tracing.content`).
 

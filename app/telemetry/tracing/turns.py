@@ -18,7 +18,7 @@ import time
 from typing import Any
 from urllib.parse import urlsplit
 
-from opentelemetry import propagate, trace
+from opentelemetry import baggage, propagate, trace
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode
 
 from app.contract.failures import Attempt, AttemptOutcome, Interrupt
@@ -76,9 +76,12 @@ class TurnTracer(TurnObserver):
     """Turn observer: the CLIENT spans of a turn's upstream attempts, and the turn's outcome on its request's
     SERVER span."""
 
-    def __init__(self, tracing: Tracing) -> None:
+    def __init__(self, tracing: Tracing, *, forward_baggage: bool = False) -> None:
         self.tracer = tracing.tracer
         self.capture_content = tracing.capture_content
+        # A client's `baggage` (its tenant's data) goes to vendors only when the operator opts in
+        # (`GATEWAY_FORWARD_BAGGAGE`); the trace context always does.
+        self.forward_baggage = forward_baggage
         self._turns: dict[TurnJob, _TurnSpans] = {}
         self._servers: dict[str, tuple[str, int] | None] = {}  # provider name → (server.address, server.port)
 
@@ -131,7 +134,10 @@ class TurnTracer(TurnObserver):
         )
         spans.attempts.append((attempt, span))
         carrier: dict[str, str] = {}
-        propagate.inject(carrier, context=trace.set_span_in_context(span))
+        context = trace.set_span_in_context(span)
+        if not self.forward_baggage:
+            context = baggage.clear(context)  # the propagators (`OTEL_PROPAGATORS`) then write no `baggage`
+        propagate.inject(carrier, context=context)
         UPSTREAM_HEADERS.set(carrier)
 
     def turn_finished(self, job: TurnJob, settled: SettledTurn) -> None:

@@ -157,6 +157,7 @@ def vertex_seen(sim, model: str) -> list[dict]:
 
 SONNET = "us.anthropic.claude-sonnet-4-5-20250929-v1:0"  # an inference profile id, as Bedrock names it
 PRICE = {"input": 3.3, "output": 16.5, "cacheRead": 0.33, "cacheWrite": 4.125}
+ONE_HOUR_WRITES = "text;cache_write=1000;cache_write_1h=600"  # of 1000 cache writes, 600 for an hour
 CREDENTIAL_PROCESS = """\
 import json, sys
 from datetime import datetime, timedelta, timezone
@@ -229,6 +230,7 @@ def bedrock(gateway_factory, sim, chain, tmp_path_factory):
                 "maxTokens": 8192,
                 "cost": PRICE,
             },
+            {"provider": "bedrock", "id": ONE_HOUR_WRITES, "cost": PRICE},
         ],
     }
     path = tmp_path_factory.mktemp("catalog") / "catalog.json"

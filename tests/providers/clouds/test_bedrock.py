@@ -16,7 +16,7 @@ import pytest
 from simulator.bedrock import TEST_ACCESS_KEY_ID, TEST_SECRET_ACCESS_KEY, Key
 from simulator.scenarios import token_count
 from tests.conftest import marker, turn
-from tests.providers.clouds.conftest import ROTATED_KEY_ID, ROTATED_SECRET, ROTATED_TOKEN, SONNET
+from tests.providers.clouds.conftest import ONE_HOUR_WRITES, ROTATED_KEY_ID, ROTATED_SECRET, ROTATED_TOKEN, SONNET
 
 
 def test_a_text_turn_is_signed_framed_and_priced(bedrock, sim):
@@ -34,6 +34,15 @@ def test_a_text_turn_is_signed_framed_and_priced(bedrock, sim):
     assert seen["headers"]["aws-access-key-id"] == TEST_ACCESS_KEY_ID
     job = bedrock.job(result.headers["x-request-id"])
     assert [a.outcome for a in job.attempts] == ["done"]
+
+
+def test_one_hour_cache_writes_on_bedrock_are_priced_at_twice_the_input_price(bedrock):
+    """Issue 39 item 7: Bedrock's Claude reports `cache_creation` as Anthropic does; the catalog gives no 1-hour
+    price, so those writes cost 2 x input (6.6 per million), the rest the 5-minute 4.125."""
+    result = bedrock.stream(turn(f"bedrock/{ONE_HOUR_WRITES}", marker()))
+    usage = result.terminal["usage"]
+    assert (usage["cacheWrite"], usage["cacheWrite1h"]) == (1000, 600), result.terminal.get("errorMessage")
+    assert usage["cost"]["cacheWrite"] == pytest.approx(400 * 4.125 / 1e6 + 600 * 6.6 / 1e6)
 
 
 def test_thinking_streams_and_its_signature_goes_back_to_the_same_provider(bedrock, sim):
