@@ -234,8 +234,14 @@ class Limits(TurnObserver):
         return verdict
 
     async def _bounded(self, awaitable: Awaitable[T]) -> T:
+        """One store call, bounded by the timeout. Every call to the store goes through here, admissions on the
+        request path included: a cancellation that a Redis call dropped as it answered (the request went away,
+        the server shuts down: `app.redis_client.raise_dropped_cancellation`) is raised again here, so the
+        caller ends (an admission is then abandoned) instead of going on for nobody."""
         async with asyncio.timeout(self.timeout):
-            return await awaitable
+            result = await awaitable
+        raise_dropped_cancellation()
+        return result
 
     def _abandon(self, key_id: str, request_id: str) -> None:
         """Undo, in the background, whatever an admission the gateway gave up on may have taken (now or when a
@@ -319,7 +325,6 @@ class Limits(TurnObserver):
             try:
                 leases = [(key, request) for request, key in self.leases.items()]
                 await self._bounded(self.store.renew(leases, int(time.time() * 1000), self.lease_ttl_ms))
-                raise_dropped_cancellation()
             except asyncio.CancelledError:
                 raise
             except Exception as exc:
