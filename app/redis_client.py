@@ -44,7 +44,9 @@ def raise_dropped_cancellation() -> None:
     """Raise again a cancellation of the current task that a Redis call dropped. redis-py bounds its socket
     writes with `asyncio.wait_for`, which on Python 3.11 returns the write's result and drops a cancellation
     that arrives as the write completes; the request stays counted on the task (`Task.cancelling()`). A loop
-    that runs until it is cancelled calls this after its Redis calls, so that it still ends."""
+    that runs until it is cancelled calls this after its Redis calls, so that it still ends; the limit store's
+    one call site (`app.policy.limits.Limits._bounded`) calls it after every call, so that a request handler
+    whose client left during its admission ends there instead of starting a turn for nobody."""
     task = asyncio.current_task()
     if task is not None and task.cancelling():
         raise asyncio.CancelledError()

@@ -177,7 +177,9 @@ class Settings(BaseSettings):
         default=0.25, gt=0, description="seconds any Redis call may take before it counts as failed"
     )
     redis_fail_open: bool = Field(
-        default=True, description="Redis down or slow: admit (true) or refuse with 503 (false)"
+        default=True,
+        description="Redis down or slow: admit under each replica's own per-key limits (true; N replicas admit up "
+        "to N times a limit) or refuse with 503 (false)",
     )
     resume_grace: float = Field(default=30.0, ge=0, description="seconds a resumable turn runs on with no reader")
     resume_ttl: float = Field(default=300.0, gt=0, description="seconds the events of a resumable turn are kept")

@@ -28,9 +28,14 @@ Stores (`app.policy.store.LimitStore`): `MemoryLimitStore` (one process) and `Re
   store has no counter for the period (first use, or Redis restarted empty) it is rebuilt from the ledger (the
   records' usage.cost.total for the key since the period began) before admitting.
 
-When the store fails or does not answer within `GATEWAY_REDIS_TIMEOUT`, `GATEWAY_REDIS_FAIL_OPEN` decides:
-admit (default) or refuse with 503 `limits_unavailable`. Either way nothing waits longer than the timeout
-(rebuilding a spend counter from the ledger, once per key and period, is bounded by SEED_TIMEOUT_S). An
+When the store fails or does not answer within `GATEWAY_REDIS_TIMEOUT` (a timeout is asked once more first:
+a stall of this process's event loop is not a store that is down), `GATEWAY_REDIS_FAIL_OPEN` decides: each
+replica enforces the key's limits alone (default: a `MemoryLimitStore` of its own, as a single-process gateway
+does, so N replicas admit at most N times a limit while the store is away; the gauge
+`gateway_limits_local_fallback` is 1 meanwhile), or refuse with 503 `limits_unavailable`. Every settled turn is
+charged to the local store too, so its budgets and tokens per minute are current when it takes over. Nothing
+waits longer than twice the timeout (rebuilding a spend counter from the ledger, once per key and period, is
+bounded by SEED_TIMEOUT_S). An
 admission the gateway gave up on (failed, timed out, or its request went away) leaves no trace: `abandon`
 removes what it took and voids its request id, so a copy of it that Redis runs later (queued on a stalled
 server) takes nothing. `abandon` and `settle` are retried in the background until the store answers or what
@@ -48,7 +53,8 @@ from typing import TYPE_CHECKING, Awaitable, Callable, TypeVar
 
 from app.policy.keys import ClientKeys, KeyPolicy
 from app.contract.limit_kinds import LimitKind, Rejection
-from app.policy.store import WINDOW_MS, LimitStore, Periods, Verdict
+from app.policy.memory_store import MemoryLimitStore
+from app.policy.store import ADMITTED, WINDOW_MS, LimitStore, Periods, Verdict
 from app.redis_client import raise_dropped_cancellation
 from app.contract.refusals import LimitExceeded, LimitsUnavailable, ModelNotAllowed
 from app.core.job import TurnObserver
@@ -101,6 +107,10 @@ class Limits(TurnObserver):
         self.retry_window_ms = max(WINDOW_MS, self.lease_ttl_ms)
         self.metrics = metrics
         self.leases: dict[str, str] = {}  # request id → key name, for the turns holding a hold in the store
+        # Where the limits are enforced while `store` does not answer and the gateway fails open; the leases it
+        # holds (`local_leases`) are settled there.
+        self.local: LimitStore = store if isinstance(store, MemoryLimitStore) else MemoryLimitStore()
+        self.local_leases: set[str] = set()
         self._background: set[asyncio.Future[None]] = set()
         self._renewer: asyncio.Task[None] | None = None
 
@@ -116,17 +126,27 @@ class Limits(TurnObserver):
             policy.requests_per_minute or policy.tokens_per_minute or policy.concurrent_streams or policy.has_budget
         ):
             return
-        try:
-            verdict = await self._admit(key_id, policy, request_id)
-        except asyncio.CancelledError:  # the request went away while the store was being asked
-            self._abandon(key_id, request_id)
-            raise
-        except Exception as exc:  # the store is down, slow or broken
-            self._unavailable(key_id, request_id, exc)
-            return
+        verdict = await self._asked(key_id, policy, request_id)
         self._refuse(verdict, key_id, policy)
         if policy.concurrent_streams or policy.has_budget:
             self.leases[request_id] = key_id
+
+    async def _asked(self, key_id: str, policy: KeyPolicy, lease: str) -> Verdict:
+        """The store's verdict on admitting `lease` under `policy`; a timeout is asked once more (admissions are
+        idempotent per lease), since a stall of this process's loop also ends in one; when the store fails, the
+        local store's verdict (fail-open) or LimitsUnavailable (fail-closed)."""
+        try:
+            try:
+                verdict = await self._admit(self.store, key_id, policy, lease)
+            except TimeoutError:
+                verdict = await self._admit(self.store, key_id, policy, lease)
+        except asyncio.CancelledError:  # the request went away while the store was being asked
+            self._abandon(key_id, lease)
+            raise
+        except Exception as exc:  # the store is down, slow or broken
+            return await self._unavailable(key_id, policy, lease, exc)
+        self._local_fallback(False)
+        return verdict
 
     def _refuse(self, verdict: Verdict, key_id: str, policy: KeyPolicy) -> None:
         """Raise the store's refusal (429 naming the limit, Retry-After), if it refused."""
@@ -139,14 +159,32 @@ class Limits(TurnObserver):
             wait_ms = min(wait_ms, WINDOW_MS)
         raise LimitExceeded(_describe(verdict.kind, key_id, policy), kind, math.ceil(wait_ms / 1000))
 
-    def _unavailable(self, key_id: str, lease: str, exc: BaseException) -> None:
-        """The store could not answer an admission: undo whatever it may have taken, then admit without limits
-        (fail-open: return) or raise LimitsUnavailable (fail-closed)."""
+    async def _unavailable(self, key_id: str, policy: KeyPolicy, lease: str, exc: BaseException) -> Verdict:
+        """The store could not answer an admission: undo whatever it may have taken, then raise
+        LimitsUnavailable (fail-closed) or answer as this replica alone would (fail-open: the local store)."""
         self._abandon(key_id, lease)
         self._store_failed("admit", exc)
         if not self.fail_open:
             self._rejected(Rejection.LIMITS_UNAVAILABLE)
             raise LimitsUnavailable("per-key limits cannot be checked right now (limit store unavailable)") from None
+        if self.local is self.store:
+            return ADMITTED  # the local store itself failed: nothing else to ask
+        self._local_fallback(True)
+        try:
+            verdict = await self._admit(self.local, key_id, policy, lease)
+        except asyncio.CancelledError:
+            await self.local.abandon(key_id, lease, int(time.time() * 1000), 2 * self.retry_window_ms)
+            raise
+        except Exception as local_exc:  # the ledger did not answer the spend seeding in time
+            log.warning("local limits could not be checked (%s): admitted", type(local_exc).__name__)
+            return ADMITTED
+        if verdict.kind is None and (policy.concurrent_streams or policy.has_budget):
+            self.local_leases.add(lease)  # a hold of the local store: released there
+        return verdict
+
+    def _local_fallback(self, in_effect: bool) -> None:
+        if self.metrics is not None:
+            self.metrics.limits_local(in_effect)
 
     def check_models(self, key_id: str | None, refs: list[str]) -> None:
         """Raise ModelNotAllowed (naming the field) when the key's policy does not allow one of `refs` (the
@@ -190,16 +228,7 @@ class Limits(TurnObserver):
     async def _admit_lease(self, key_id: str, policy: KeyPolicy, counted: KeyPolicy, lease: str) -> None:
         """One store admission of `counted` (a part of the key's `policy`) under `lease`; its hold, when it takes
         one, is released by `release_stream`."""
-        try:
-            verdict = await self._bounded(
-                self.store.admit(key_id, counted, lease, Periods.at(time.time()), self.lease_ttl_ms)
-            )
-        except asyncio.CancelledError:
-            self._abandon(key_id, lease)
-            raise
-        except Exception as exc:
-            self._unavailable(key_id, lease, exc)
-            return
+        verdict = await self._asked(key_id, counted, lease)
         self._refuse(verdict, key_id, policy)
         if counted.concurrent_streams:
             self.leases[lease] = key_id
@@ -209,14 +238,25 @@ class Limits(TurnObserver):
         key_id = self.leases.pop(lease, None)
         if key_id is not None:
             now = Periods.at(time.time())
+            if lease in self.local_leases:
+                self._settle_local(key_id, lease, 0, now, 0.0, now)
+                return
             marker_ttl_ms = 2 * self.retry_window_ms
             self._spawn(
                 self._persist("release", lambda: self.store.settle(key_id, lease, 0, now, 0.0, now, marker_ttl_ms))
             )
 
-    async def _admit(self, key_id: str, policy: KeyPolicy, request_id: str) -> Verdict:
+    def _settle_local(
+        self, key_id: str, lease: str, tokens: int, ended: Periods, cost: float, started: Periods
+    ) -> None:
+        """Release a hold of the local store (`lease`, if it has one there) and charge it `tokens` and `cost`."""
+        self.local_leases.discard(lease)
+        marker_ttl_ms = 2 * self.retry_window_ms
+        self._spawn(self.local.settle(key_id, lease, tokens, ended, cost, started, marker_ttl_ms))
+
+    async def _admit(self, store: LimitStore, key_id: str, policy: KeyPolicy, request_id: str) -> Verdict:
         periods = Periods.at(time.time())
-        verdict = await self._bounded(self.store.admit(key_id, policy, request_id, periods, self.lease_ttl_ms))
+        verdict = await self._bounded(store.admit(key_id, policy, request_id, periods, self.lease_ttl_ms))
         if verdict.need_seed:
             async with asyncio.timeout(SEED_TIMEOUT_S):
                 day, month, last = await asyncio.gather(
@@ -224,9 +264,9 @@ class Limits(TurnObserver):
                     self.ledger_spend(key_id, periods.month_start_ms),
                     self.ledger_last_cost(key_id),
                 )
-            await self._bounded(self.store.seed_spend(key_id, periods, day, month, last))
+            await self._bounded(store.seed_spend(key_id, periods, day, month, last))
             log.info("spend of key %s rebuilt from the ledger: %.6f USD today, %.6f this month", key_id, day, month)
-            verdict = await self._bounded(self.store.admit(key_id, policy, request_id, periods, self.lease_ttl_ms))
+            verdict = await self._bounded(store.admit(key_id, policy, request_id, periods, self.lease_ttl_ms))
             if verdict.need_seed:
                 raise RuntimeError("spend counters missing right after seeding")
         if verdict.void:
@@ -234,8 +274,14 @@ class Limits(TurnObserver):
         return verdict
 
     async def _bounded(self, awaitable: Awaitable[T]) -> T:
+        """One store call, bounded by the timeout. Every call to the store goes through here, admissions on the
+        request path included: a cancellation that a Redis call dropped as it answered (the request went away,
+        the server shuts down: `app.redis_client.raise_dropped_cancellation`) is raised again here, so the
+        caller ends (an admission is then abandoned) instead of going on for nobody."""
         async with asyncio.timeout(self.timeout):
-            return await awaitable
+            result = await awaitable
+        raise_dropped_cancellation()
+        return result
 
     def _abandon(self, key_id: str, request_id: str) -> None:
         """Undo, in the background, whatever an admission the gateway gave up on may have taken (now or when a
@@ -285,11 +331,16 @@ class Limits(TurnObserver):
         policy = self.keys.policy(key_id)
         held = self.leases.pop(request_id, None) is not None
         charge = (policy.tokens_per_minute and tokens > 0) or (policy.has_budget and cost > 0)
+        held_locally = request_id in self.local_leases
         if held or charge:
             started = Periods.at(settled.created_at_ms / 1000)
             ended = Periods.at(settled.settled_at_ms / 1000)
             tokens, cost = (tokens, cost) if charge else (0, 0.0)
             marker_ttl_ms = 2 * self.retry_window_ms
+            if self.local is not self.store:  # the local store's counters stay current for when it takes over
+                self._settle_local(key_id, request_id, tokens, ended, cost, started)
+            if held_locally and not charge:
+                return  # the shared store holds nothing of it
 
             def attempt() -> Awaitable[object]:
                 return self.store.settle(key_id, request_id, tokens, ended, cost, started, marker_ttl_ms)
@@ -316,10 +367,12 @@ class Limits(TurnObserver):
             await asyncio.sleep(self.lease_ttl_ms / 3000)
             if not self.leases:
                 continue
+            if self.local_leases:  # the holds taken while the store did not answer
+                local = [(key, lease) for lease, key in self.leases.items() if lease in self.local_leases]
+                await self.local.renew(local, int(time.time() * 1000), self.lease_ttl_ms)
             try:
                 leases = [(key, request) for request, key in self.leases.items()]
                 await self._bounded(self.store.renew(leases, int(time.time() * 1000), self.lease_ttl_ms))
-                raise_dropped_cancellation()
             except asyncio.CancelledError:
                 raise
             except Exception as exc:

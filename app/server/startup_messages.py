@@ -382,7 +382,7 @@ async def log_redis(settings: "Settings") -> None:
         await client.ping()
     except Exception as exc:  # whatever the client raises, the start goes on: said once, with the URL
         meanwhile = (
-            "requests that need it are admitted (GATEWAY_REDIS_FAIL_OPEN=true)"
+            "each replica enforces the per-key limits alone (GATEWAY_REDIS_FAIL_OPEN=true)"
             if settings.redis_fail_open
             else "requests that need it are refused with 503 (GATEWAY_REDIS_FAIL_OPEN=false)"
         )

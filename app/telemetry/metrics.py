@@ -132,6 +132,13 @@ class Metrics(TurnObserver):
             "Calls to the limit store (Redis) that failed or timed out",
             ("operation",),
         )
+        self.limits_local_fallback = Gauge(
+            "gateway_limits_local_fallback",
+            "1 while this replica enforces per-key limits alone because the limit store (Redis) does not answer "
+            "(GATEWAY_REDIS_FAIL_OPEN=true): each replica admits up to the limit, N replicas up to N times it",
+            registry=own,
+            multiprocess_mode="max",
+        )
         self.resumptions = counter("gateway_resumptions_total", "Resumable streams continued with GET /v1/stream/{id}")
         # Pools (docs/pools.md): labels are the catalog's pool (route) and deployment names, a bounded set.
         pd = ("pool", "deployment")
@@ -263,3 +270,6 @@ class Metrics(TurnObserver):
 
     def limit_store_error(self, operation: str) -> None:
         self.limit_store_errors.labels(operation).inc()
+
+    def limits_local(self, in_effect: bool) -> None:
+        self.limits_local_fallback.set(int(in_effect))

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import time
 import uuid
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, example, given, settings
@@ -262,7 +263,9 @@ async def test_an_admission_the_gateway_gave_up_on_leaves_no_trace(store, tmp_pa
         with pytest.raises(LimitsUnavailable):
             await limits.admit("k", ["anthropic/text"], "given-up")
     elif case.startswith("fail-open"):
-        await limits.admit("k", ["anthropic/text"], "given-up")  # served without limits
+        await limits.admit("k", ["anthropic/text"], "given-up")  # served under this replica's own limits
+        assert limits.local_leases == {"given-up"}
+        limits.release_stream("given-up")  # its turn ends: the local hold is released there
     else:
         admission = asyncio.ensure_future(limits.admit("k", ["anthropic/text"], "given-up"))
         while not stalled.late:
@@ -286,3 +289,35 @@ async def test_an_admission_the_gateway_gave_up_on_leaves_no_trace(store, tmp_pa
 
 async def _no_spend(key: str, since_ms: int) -> float:
     return 0.0
+
+
+class OnceSlowStore(MemoryLimitStore):
+    """A store whose first admission answers only after the gateway stopped waiting, as one does when the
+    gateway's own event loop was stalled past the timeout; it answers the next at once."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.asked = 0
+
+    async def admit(self, *args: Any, **kwargs: Any) -> Verdict:
+        self.asked += 1
+        if self.asked == 1:
+            await asyncio.Event().wait()  # never answers: the gateway's timeout ends it
+        return await super().admit(*args, **kwargs)
+
+
+async def test_one_timed_out_admission_is_asked_again_not_taken_for_a_store_that_is_down(tmp_path):
+    from app.policy.keys import ClientKeys
+    from app.policy.limits import Limits
+    from app.contract.refusals import LimitExceeded
+    from tests.policy.test_keys_policy import write_keys
+
+    write_keys(tmp_path / "keys.json", k={"concurrent_streams": 1})
+    store = OnceSlowStore()
+    limits = Limits(ClientKeys([], str(tmp_path / "keys.json")), store, _no_spend, fail_open=True, timeout=0.2)
+    limits.local = MemoryLimitStore()  # as with Redis: a local store of its own besides the shared one
+    await limits.admit("k", ["anthropic/text"], "stalled")
+    assert store.asked == 2 and limits.leases == {"stalled": "k"} and not limits.local_leases  # the shared store's
+    with pytest.raises(LimitExceeded):
+        await limits.admit("k", ["anthropic/text"], "second")  # the shared store holds the key's one slot
+    await limits.aclose()

@@ -1,9 +1,19 @@
-"""Request limits: body size and JSON depth (413), concurrent streams globally and per key (429 + Retry-After)."""
+"""Request limits: body size and JSON depth (413), concurrent streams globally and per key (429 + Retry-After),
+and an admission whose request went away while the store answered."""
 
 from __future__ import annotations
 
+import asyncio
+import time
+from typing import Any
+
 import httpx
 import pytest
+
+from app.policy.keys import ClientKeys, KeyPolicy
+from app.policy.limits import Limits
+from app.policy.memory_store import MemoryLimitStore
+from app.policy.store import Periods, Verdict
 
 from tests.conftest import marker, turn
 
@@ -120,3 +130,43 @@ def test_global_stream_limit(gateway_factory):
             assert refused.json()["error"]["message"] == "too many concurrent streams on this gateway (limit 2)"
     finally:
         _close(gw, client, opened)
+
+
+class DroppingLimitStore(MemoryLimitStore):
+    """A limit store whose `admit` drops a cancellation that arrives as it answers, as redis-py's socket writes
+    do on Python 3.11 (`app.redis_client.raise_dropped_cancellation`)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.asked = asyncio.Event()
+        self.answer: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+
+    async def admit(self, *args: Any, **kwargs: Any) -> Verdict:
+        self.asked.set()
+        try:
+            await self.answer
+        except asyncio.CancelledError:
+            pass
+        return await super().admit(*args, **kwargs)
+
+
+async def _no_spend(key_id: str, since_ms: int) -> float:
+    return 0.0
+
+
+async def test_a_request_cancelled_as_its_admission_drops_the_cancellation_ends_and_takes_nothing():
+    keys = ClientKeys([], None)
+    keys.policy = lambda key_id: KeyPolicy(requests_per_minute=1, concurrent_streams=1)  # type: ignore[method-assign]
+    store = DroppingLimitStore()
+    limits = Limits(keys, store, _no_spend)
+    request = asyncio.create_task(limits.admit("team", ["fake/m"], "req_gone"))
+    await store.asked.wait()
+    store.answer.set_result(None)  # the store answers, and in the same step of the loop the client leaves
+    request.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await request  # before: the admission returned and the handler went on to start a turn for nobody
+    await limits.idle()
+    assert "req_gone" not in limits.leases
+    policy = keys.policy("team")
+    verdict = await MemoryLimitStore.admit(store, "team", policy, "req_next", Periods.at(time.time()), 30_000)
+    assert verdict.kind is None, "the abandoned admission left neither its rpm entry nor its hold"

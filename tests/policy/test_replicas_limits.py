@@ -426,3 +426,27 @@ def test_a_crashed_replicas_leases_expire(cluster, sim):
                 pass
         client.close()
         c.stop()
+
+
+def test_redis_down_and_fail_open_enforces_each_keys_limits_on_this_replica(gateway_factory, tmp_path):
+    """Fail-open while Redis is unreachable means this replica's own limits (N replicas: at most N times a limit),
+    not none: the rpm and concurrency of a key are enforced by the replica alone, and a gauge says so."""
+    keys_file = tmp_path / "keys.json"
+    write_keys(keys_file, {"rpm2": {"requests_per_minute": 2}, "conc1": {"concurrent_streams": 1}})
+    url = f"redis://127.0.0.1:{free_port()}/0"  # nothing listens there
+    gw = gateway_factory(keys_file=str(keys_file), redis_url=url, redis_timeout=0.3, redis_fail_open=True)
+    statuses = [gw.http.post("/v1/complete", json=turn("anthropic/text"), headers=bearer("sk-rpm2")) for _ in range(3)]
+    assert [r.status_code for r in statuses] == [200, 200, 429]  # before: 200 each, every limit skipped
+    assert statuses[2].json()["error"]["type"] == "rate_limit_rpm"
+    assert "gateway_limits_local_fallback 1.0" in gw.http.get("/metrics").text
+    with httpx.Client(base_url=gw.url, timeout=30) as client:
+        with client.stream(
+            "POST", "/v1/stream", json=turn("anthropic/slow;n=2000;delay_ms=20", marker()), headers=bearer("sk-conc1")
+        ) as held:
+            lines = held.iter_lines()
+            while not next(lines).startswith("data:"):
+                pass
+            second = gw.http.post("/v1/complete", json=turn("anthropic/text"), headers=bearer("sk-conc1"))
+            assert second.status_code == 429 and second.json()["error"]["type"] == "concurrency_limit"
+    _wait(lambda: not gw.state.limits.local_leases)  # the stream's end released its local hold
+    assert gw.http.post("/v1/complete", json=turn("anthropic/text"), headers=bearer("sk-conc1")).status_code == 200
