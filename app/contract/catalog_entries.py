@@ -129,3 +129,7 @@ class Pool:
     # When every deployment is cooling or at a quota: wait for the soonest if it is ready within this many ms,
     # else (and by default) answer at once with 429 and Retry-After.
     wait_ms: int = 0
+    # lowest-latency: deployments whose estimate is within this share of the best's, or this many ms of it,
+    # share the traffic by weight (docs/pools.md)
+    tolerance_percent: float = 10.0
+    tolerance_ms: float = 20.0

@@ -157,6 +157,22 @@ def test_order_by_strategy():
     assert order(pool, [x, y, z], Snapshot(states, "z"), T0, rng, {})[-1].name == "z"  # a cooled home is left
 
 
+def test_lowest_latency_shares_turns_by_weight_within_its_tolerance_band():
+    a, b, c = Deployment("a", "p", "m"), Deployment("b", "p", "m", weight=3), Deployment("c", "p", "m")
+    rng = random.Random(5)
+    states = {  # a and b within 10 % of each other, c 50 % slower
+        "a": DeploymentState(ttft=0.200, sampled_at_ms=T0),
+        "b": DeploymentState(ttft=0.215, sampled_at_ms=T0),
+        "c": DeploymentState(ttft=0.300, sampled_at_ms=T0),
+    }
+    pool = Pool("p", (a, b, c), "lowest-latency")
+    firsts = [order(pool, [a, b, c], Snapshot(states, None), T0 + 1, rng, {})[0].name for _ in range(2000)]
+    assert 0.2 <= firsts.count("a") / 2000 <= 0.3 and 0.7 <= firsts.count("b") / 2000 <= 0.8  # by weight, 1:3
+    assert "c" not in firsts
+    narrow = Pool("p", (a, b, c), "lowest-latency", tolerance_percent=0, tolerance_ms=0)
+    assert {order(narrow, [a, b, c], Snapshot(states, None), T0 + 1, rng, {})[0].name for _ in range(200)} == {"a"}
+
+
 def test_lowest_latency_probes_only_stale_estimates():
     fast, slow = Deployment("fast", "p", "m"), Deployment("slow", "p", "m")
     pool = Pool("p", (fast, slow), "lowest-latency")

@@ -49,6 +49,11 @@ def pooled(gateway_factory, deployments, tmp_path_factory) -> Any:
             "strategy": "lowest-latency",
             "deployments": [{"provider": a, "model": "text"}, {"provider": b, "model": "text"}],
         },
+        "evenlatency2": {  # a band wider than this shared machine's noise on a loopback turn (tens of ms)
+            "strategy": "lowest-latency",
+            "toleranceMs": 250,
+            "deployments": [{"provider": a, "model": "text"}, {"provider": b, "model": "text"}],
+        },
         "stall2": {
             "deployments": [
                 {"provider": a, "model": "text", "weight": 1000},
@@ -146,6 +151,10 @@ def _catalog_error(route: dict[str, Any]) -> str:
             {"waitMs": -1, "deployments": [{"provider": "anthropic", "model": "m"}]},
             "pool.waitMs must be a whole number of milliseconds",
         ),
+        (
+            {"toleranceMs": "20", "deployments": [{"provider": "anthropic", "model": "m"}]},
+            "pool.toleranceMs must be a number, 0 or more",
+        ),
         ({"deployments": [{"provider": "antropic", "model": "m"}]}, "names unknown provider 'antropic'"),
     ],
 )
@@ -200,6 +209,12 @@ def test_lowest_latency_moves_new_turns_to_the_fast_deployment(pooled, deploymen
     after = [served_by(pooled, "latency2") for _ in range(40)]
     share = after.count("dep-b/text") / len(after)
     assert share >= 0.9, (moving, after)
+
+
+def test_lowest_latency_shares_turns_between_equally_fast_deployments(pooled, deployments):
+    served = [served_by(pooled, "evenlatency2") for _ in range(40)]
+    # Both answer alike (the same simulator, the same loopback): within the tolerance band, by weight (1:1).
+    assert min(served.count("dep-a/text"), served.count("dep-b/text")) >= 6, served
 
 
 def test_cost_picks_the_cheapest_healthy_deployment(pooled, deployments):
