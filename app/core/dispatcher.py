@@ -198,7 +198,7 @@ class Dispatcher:
                     return last
                 waited = True  # wait once for the soonest, then take what is ready
                 watchdog.between_attempts()
-                await asyncio.sleep(grant.ms / 1000)
+                await asyncio.sleep(self.pools.release_delay_ms(grant.ms) / 1000)  # not all at once
                 continue
             waited = False
             route = remaining.pop(grant.name)

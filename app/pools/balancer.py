@@ -113,6 +113,11 @@ def cooling_reason(attempt: Attempt) -> str | None:
     return None
 
 
+RELEASE_WINDOW_SHARE = 0.25  # waiting turns are released over a quarter of their wait after the cooldown ends,
+RELEASE_WINDOW_MIN_MS = 50  # at least 50 ms,
+RELEASE_WINDOW_MAX_MS = 1_000  # at most a second
+
+
 class Pools:
     def __init__(
         self, store: PoolStore | None = None, *, metrics: PoolMetrics | None = None, rng: random.Random | None = None
@@ -143,6 +148,13 @@ class Pools:
         if isinstance(grant, Acquired) and self.metrics is not None:
             self.metrics.pool_in_flight(pool.name, grant.name, 1)
         return grant
+
+    def release_delay_ms(self, ready_in_ms: int) -> float:
+        """How long a turn waiting for a cooling deployment sleeps: until it is ready, plus a random share of
+        a release window (a quarter of the wait, at least 50 ms, at most a second), so turns that waited
+        together reach the deployment spread over that window, not all at the moment its cooldown ends."""
+        window = min(max(ready_in_ms * RELEASE_WINDOW_SHARE, RELEASE_WINDOW_MIN_MS), RELEASE_WINDOW_MAX_MS)
+        return ready_in_ms + self.rng.random() * window
 
     async def finish(self, pool: Pool, grant: Acquired, result: Finished) -> None:
         if self.metrics is not None:

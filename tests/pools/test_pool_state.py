@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from app.contract.catalog_entries import Deployment, Pool
+from app.pools.balancer import Pools
 from app.pools.choice import order
 from app.pools.state import (
     Acquired,
@@ -126,6 +127,15 @@ def test_leases_latency_and_affinity(kind):
         await store.aclose()
 
     run(main())
+
+
+def test_turns_waiting_on_a_cooldown_are_released_over_a_window_not_at_once():
+    pools = Pools(rng=random.Random(7))
+    delays = [pools.release_delay_ms(1_000) for _ in range(30)]  # 30 turns waiting on a cooldown ending in 1 s
+    assert min(delays) >= 1_000  # none before the deployment is ready
+    assert max(delays) - min(delays) >= 200 and max(delays) <= 1_250  # spread over a quarter of the wait
+    assert max(pools.release_delay_ms(60_000) for _ in range(30)) <= 61_000  # at most a second later
+    assert 50 >= max(pools.release_delay_ms(10) for _ in range(30)) - 10 >= 25  # at least 50 ms of window
 
 
 def test_cool_ms_caps_retry_after_and_backoff():
