@@ -1,15 +1,17 @@
 """Pool state in Redis, shared by every replica: one Lua script per step, which Redis runs atomically.
 
-Keys (under `GATEWAY_REDIS_PREFIX`, default `gw`; `<P>` the pool's name, `<D>` the deployment's):
+Keys (under `GATEWAY_REDIS_PREFIX`, default `gw`; `<D>` a deployment's state id, its provider entry and model
+`<provider>/<model>`, shared by every pool that lists it; `<P>` the pool's name):
 
-- `<p>:pool:<P>:<D>`: hash `cool` (cooled until, epoch ms), `streak` (failures in a row), `reason` (why it was
-  last cooled), `ttft` and `gap`
-  (latency EWMAs, seconds) and `at` (the latest sample's time); expires a day after its last write;
-- `<p>:pool:<P>:<D>:fly`: sorted set of the turns in flight's leases, scored by their expiry;
-- `<p>:pool:<P>:<D>:rpm`: sorted set of the leases of the last 60 s, scored by their time (deployments with rpm);
-- `<p>:pool:<P>:<D>:tpm:<minute>`: tokens settled in that minute (expires after two minutes);
-- `<p>:pool:<P>:aff:<client key name>:<conversation key>`: `<deployment>|<seq>`, where the conversation's
-  latest turn (`seq`: its arrival, epoch ms) was placed (an hour; either part longer than 64 characters as `sha256-<hex>`).
+- `<p>:pool:dep:<D>`: hash `cool` (cooled until, epoch ms), `streak` (failures in a row), `reason` (why it was
+  last cooled), `ttft` and `gap` (latency EWMAs, seconds) and `at` (the latest sample's time); expires a day
+  after its last write;
+- `<p>:pool:dep:<D>:fly`: sorted set of the turns in flight's leases, scored by their expiry;
+- `<p>:pool:dep:<D>:rpm`: sorted set of the leases of the last 60 s, scored by their time (deployments with rpm);
+- `<p>:pool:dep:<D>:tpm:<minute>`: tokens settled in that minute (expires after two minutes);
+- `<p>:pool:<P>:aff:<client key name>:<conversation key>`: `<D>|<seq>`, where the conversation's latest turn
+  (`seq`: its arrival, epoch ms) was placed (an hour; either part longer than 64 characters as
+  `sha256-<hex>`).
 
 Redis down or slow (`GATEWAY_REDIS_TIMEOUT`): the pool falls back to this process's own state
 (`MemoryPoolStore`) for that call and logs it; a pool never refuses a turn because Redis is away. Times come
@@ -178,8 +180,8 @@ class RedisPoolStore:
         self._cool = client.register_script(_COOL)
         self._warned_at = 0.0
 
-    def _keys(self, pool: str, name: str, now_ms: int) -> list[str]:
-        base = f"{self.prefix}:pool:{pool}:{name}"
+    def _keys(self, name: str, now_ms: int) -> list[str]:
+        base = f"{self.prefix}:pool:dep:{name}"
         return [base, f"{base}:fly", f"{base}:rpm", f"{base}:tpm:{now_ms // WINDOW_MS}"]
 
     def _affinity_key(self, pool: str, key: str | None) -> str:
@@ -194,7 +196,7 @@ class RedisPoolStore:
             )
 
     async def snapshot(self, pool: str, names: Sequence[str], affinity: str | None, now_ms: int) -> Snapshot:
-        keys = [key for name in names for key in self._keys(pool, name, now_ms)] + [self._affinity_key(pool, affinity)]
+        keys = [key for name in names for key in self._keys(name, now_ms)] + [self._affinity_key(pool, affinity)]
         try:
             async with asyncio.timeout(self.timeout):
                 raw = await self._snapshot(keys=keys, args=[now_ms, len(names)])
@@ -228,7 +230,7 @@ class RedisPoolStore:
         now_ms: int,
         placement: Placement | None = None,
     ) -> Acquired | Busy:
-        keys = [key for d in ordered for key in self._keys(pool, d.name, now_ms)]
+        keys = [key for d in ordered for key in self._keys(d.name, now_ms)]
         keys.append(self._affinity_key(pool, placement.key if placement is not None else None))
         seq = placement.seq if placement is not None else -1
         args: list[int | str] = [now_ms, lease_ms, lease, next_minute_ms(now_ms), len(ordered), seq, AFFINITY_TTL_MS]
@@ -245,7 +247,7 @@ class RedisPoolStore:
         return Acquired(ordered[int(index) - 1].name, lease)
 
     async def finish(self, pool: str, name: str, lease: str, result: Finished, now_ms: int) -> None:
-        hash_key, fly, _, tpm = self._keys(pool, name, now_ms)
+        hash_key, fly, _, tpm = self._keys(name, now_ms)
         args = [
             lease,
             "1" if result.ok else "0",
@@ -284,7 +286,7 @@ class RedisPoolStore:
         ]
         try:
             async with asyncio.timeout(self.timeout):
-                return int(await self._cool(keys=[self._keys(pool, name, now_ms)[0]], args=args))
+                return int(await self._cool(keys=[self._keys(name, now_ms)[0]], args=args))
         except (RedisError, OSError, TimeoutError) as exc:
             self._down("cool", exc)
             return await self.local.cool(pool, name, retry_after_ms, now_ms, reason, backoff)

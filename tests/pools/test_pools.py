@@ -23,6 +23,7 @@ from tests.pool_rig import (
     Deployment,
     base_urls,
     pool_catalog,
+    state_of_its_own,
 )
 
 
@@ -87,6 +88,16 @@ def pooled(gateway_factory, deployments, tmp_path_factory) -> Any:
             ],
         },
     }
+    shared = {  # two pools listing dep-a's same provider/model: one state
+        name: {
+            "deployments": [
+                {"provider": a, "model": "text;pool=shared", "name": "dep-a/text", "weight": 1000},
+                {"provider": b, "model": "text"},
+            ]
+        }
+        for name in ("sharedx", "sharedy")
+    }
+    pools = {**state_of_its_own(pools), **shared}
     path = pool_catalog(tmp_path_factory.mktemp("pools") / "catalog.json", pools, deployments)
     with pytest.MonkeyPatch.context() as env:
         env.setenv(KEY_ENV, PROVIDER_KEY)
@@ -303,6 +314,16 @@ def test_a_failure_about_the_request_itself_does_not_cool_the_deployment(pooled,
     assert not [x for x in metrics if x.startswith("gateway_pool_cooldowns_total") and f'pool="{pool}"' in x]
 
 
+def test_a_cooldown_in_one_pool_holds_in_every_pool_listing_the_same_provider_and_model(pooled, deployments):
+    deployments[0].set(THROTTLED.format(seconds=30))
+    body = complete(pooled, "sharedx")  # dep-a (weight 1000) answers 429 and is cooled; dep-b serves
+    assert [a.http_status for a in pooled.job(body["requestId"]).attempts] == [429, None]
+    deployments[0].set("")
+    seen = counts(deployments)["dep-a"]
+    assert {served_by(pooled, "sharedy") for _ in range(5)} == {"dep-b/text"}  # the other pool: dep-a cooled too
+    assert counts(deployments)["dep-a"] == seen
+
+
 def test_a_transient_5xx_on_a_pool_of_one_is_retried_and_served(pooled, deployments):
     deployments[2].next(SERVER_ERROR)  # one 500, then healthy
     body = complete(pooled, "alone")
@@ -492,6 +513,6 @@ def test_records_name_the_deployment_and_the_records_api_filters_by_it(pooled):
     body = complete(pooled, "weighted3")
     record = pooled.http.get(f"/v1/requests/{body['requestId']}").json()
     assert record["deployment"] == record["attempts"][-1]["deployment"]
-    assert record["deployment"] == f"{record['provider']}/{record['model']}"
+    assert record["deployment"] == f"{record['provider']}/text" and record["model"] == "text;pool=weighted3"
     listed = pooled.http.get("/v1/requests", params={"model": record["deployment"], "limit": 200}).json()["records"]
     assert body["requestId"] in {r["requestId"] for r in listed}
