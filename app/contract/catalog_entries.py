@@ -133,3 +133,6 @@ class Pool:
     # share the traffic by weight (docs/pools.md)
     tolerance_percent: float = 10.0
     tolerance_ms: float = 20.0
+    # A deployment is cooled after this many failures within `failure_window_ms` (a 429 cools at once)
+    failures_to_cool: int = 1
+    failure_window_ms: int = 60_000

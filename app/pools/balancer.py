@@ -16,6 +16,8 @@ from app.contract.failures import Attempt, ErrorKind, Interrupt
 from app.contract.request import StreamOptions
 from app.pools.choice import order
 from app.pools.state import (
+    AT_ONCE,
+    BACKOFF,
     LONG_BACKOFF,
     Acquired,
     Busy,
@@ -24,6 +26,7 @@ from app.pools.state import (
     Placement,
     PoolStore,
     Snapshot,
+    Threshold,
 )
 
 log = logging.getLogger("gateway.pools")
@@ -170,14 +173,21 @@ class Pools:
                 self.metrics.pool_ttft(pool.name, grant.name, result.ttft)
         await self.store.finish(pool.name, _state_id(pool, grant.name), grant.lease, result, now_ms())
 
-    async def cool(self, pool: Pool, name: str, reason: str, retry_after_ms: int | None) -> int:
-        """Cool `name` down for `reason`: a refused key or a missing model for `LONG_BACKOFF` (30 s doubling
-        up to ten minutes), anything else for the vendor's Retry-After or `BACKOFF` (1 s up to a minute)."""
+    async def cool(self, pool: Pool, name: str, reason: str, retry_after_ms: int | None) -> int | None:
+        """Count a failure of `name` for `reason`, and cool it down once the pool's threshold is reached
+        (`failuresToCool` within `failureWindowMs`; a 429 cools at once): a refused key or a missing model for
+        `LONG_BACKOFF` (30 s doubling up to ten minutes), anything else for the vendor's Retry-After or
+        `BACKOFF` (1 s up to a minute). Returns the cooldown's ms, or None when it was not cooled."""
         state = _state_id(pool, name)
+        threshold = AT_ONCE
+        if reason != "rate_limited" and pool.failures_to_cool > 1:
+            threshold = Threshold(pool.failures_to_cool, pool.failure_window_ms)
         if reason in LONG_COOLING:
-            ms = await self.store.cool(pool.name, state, None, now_ms(), reason, LONG_BACKOFF)
+            ms = await self.store.cool(pool.name, state, None, now_ms(), reason, LONG_BACKOFF, threshold)
         else:
-            ms = await self.store.cool(pool.name, state, retry_after_ms, now_ms(), reason)
+            ms = await self.store.cool(pool.name, state, retry_after_ms, now_ms(), reason, BACKOFF, threshold)
+        if ms is None:
+            return None
         if self.metrics is not None:
             self.metrics.pool_cooldown(pool.name, name, reason)
         log.info("pool %s: deployment %s cooled for %d ms (%s)", pool.name, name, ms, reason)

@@ -44,6 +44,8 @@ from app.pools.state import (
     MemoryPoolStore,
     Placement,
     Snapshot,
+    Threshold,
+    AT_ONCE,
     next_minute_ms,
 )
 
@@ -149,11 +151,25 @@ if redis.call('EXISTS', KEYS[1]) == 1 then redis.call('PEXPIRE', KEYS[1], tonumb
 return 1
 """
 
-# KEYS: hash. ARGV: now, Retry-After ms (-1: none), base ms, cap ms, Retry-After cap ms, state ttl, reason.
+# KEYS: hash. ARGV: now, Retry-After ms (-1: none), base ms, cap ms, Retry-After cap ms, state ttl, reason,
+# failures that cool, their window ms. Returns the cooldown's ms, or -1 (fewer failures in the window: not cooled).
 # The backoff rule is `app.pools.state.cool_ms`.
 _COOL = """
 local now = tonumber(ARGV[1])
 local retry_after = tonumber(ARGV[2])
+local threshold, window = tonumber(ARGV[8]), tonumber(ARGV[9])
+if threshold > 1 then
+  local counted = redis.call('HMGET', KEYS[1], 'fails', 'since')
+  local fails, since = tonumber(counted[1] or '0'), tonumber(counted[2] or '0')
+  if now - since > window then fails, since = 0, now end
+  fails = fails + 1
+  if fails < threshold then
+    redis.call('HSET', KEYS[1], 'fails', fails, 'since', since)
+    redis.call('PEXPIRE', KEYS[1], tonumber(ARGV[6]))
+    return -1
+  end
+  redis.call('HDEL', KEYS[1], 'fails', 'since')
+end
 local streak = redis.call('HINCRBY', KEYS[1], 'streak', 1)
 local ms
 if retry_after >= 0 then
@@ -273,7 +289,8 @@ class RedisPoolStore:
         now_ms: int,
         reason: str | None = None,
         backoff: Backoff = BACKOFF,
-    ) -> int:
+        threshold: Threshold = AT_ONCE,
+    ) -> int | None:
         retry = -1 if retry_after_ms is None else retry_after_ms
         args: list[str | int] = [
             now_ms,
@@ -283,13 +300,16 @@ class RedisPoolStore:
             RETRY_AFTER_CAP_MS,
             STATE_TTL_MS,
             reason or "",
+            threshold.failures,
+            threshold.window_ms,
         ]
         try:
             async with asyncio.timeout(self.timeout):
-                return int(await self._cool(keys=[self._keys(name, now_ms)[0]], args=args))
+                ms = int(await self._cool(keys=[self._keys(name, now_ms)[0]], args=args))
+                return None if ms < 0 else ms
         except (RedisError, OSError, TimeoutError) as exc:
             self._down("cool", exc)
-            return await self.local.cool(pool, name, retry_after_ms, now_ms, reason, backoff)
+            return await self.local.cool(pool, name, retry_after_ms, now_ms, reason, backoff, threshold)
 
     async def aclose(self) -> None:
         await self.redis.aclose()

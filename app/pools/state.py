@@ -117,6 +117,17 @@ class Backoff:
     cap_ms: int
 
 
+@dataclass(frozen=True, slots=True)
+class Threshold:
+    """How many failures within `window_ms` cool a deployment (the pool's `failuresToCool`,
+    `failureWindowMs`): fewer are counted, and cool nothing."""
+
+    failures: int = 1
+    window_ms: int = 60_000
+
+
+AT_ONCE = Threshold()  # the first failure cools (a 429 always does)
+
 BACKOFF = Backoff(COOL_BASE_MS, COOL_CAP_MS)  # throttling, server errors, connect failures, timeouts
 LONG_BACKOFF = Backoff(LONG_COOL_BASE_MS, LONG_COOL_CAP_MS)  # a refused key, a model the deployment lacks
 
@@ -157,9 +168,11 @@ class PoolStore(Protocol):
         now_ms: int,
         reason: str | None = None,
         backoff: Backoff = BACKOFF,
-    ) -> int:
-        """Cool `name` down (`reason`: why, shown by the console; `backoff` without a Retry-After); returns the
-        cooldown's length in ms."""
+        threshold: Threshold = AT_ONCE,
+    ) -> int | None:
+        """Count a failure of `name`, and cool it down once `threshold` is reached (`reason`: why, shown by the
+        console; `backoff` without a Retry-After); returns the cooldown's length in ms, or None when it was
+        not cooled (fewer failures in the window)."""
         ...
 
     async def aclose(self) -> None: ...
@@ -170,6 +183,8 @@ class _Local:
     cooled_until_ms: int = 0
     streak: int = 0
     cool_reason: str | None = None
+    fails: int = 0  # failures counted toward a threshold of more than one, since `fails_since` (epoch ms)
+    fails_since: int = 0
     leases: dict[str, int] = field(default_factory=dict)  # lease -> expiry ms
     requests: list[int] = field(default_factory=list)  # rpm window, epoch ms, oldest first
     tokens: dict[int, int] = field(default_factory=dict)  # minute -> tokens
@@ -281,8 +296,16 @@ class MemoryPoolStore:
         now_ms: int,
         reason: str | None = None,
         backoff: Backoff = BACKOFF,
-    ) -> int:
+        threshold: Threshold = AT_ONCE,
+    ) -> int | None:
         local = self._local(name)
+        if threshold.failures > 1:
+            if now_ms - local.fails_since > threshold.window_ms:
+                local.fails, local.fails_since = 0, now_ms
+            local.fails += 1
+            if local.fails < threshold.failures:
+                return None
+            local.fails = local.fails_since = 0
         local.streak += 1
         local.cool_reason = reason
         ms = cool_ms(local.streak, retry_after_ms, backoff)

@@ -24,6 +24,7 @@ from app.pools.state import (
     MemoryPoolStore,
     Placement,
     Snapshot,
+    Threshold,
     cool_ms,
     next_minute_ms,
 )
@@ -136,6 +137,25 @@ def test_turns_waiting_on_a_cooldown_are_released_over_a_window_not_at_once():
     assert max(delays) - min(delays) >= 200 and max(delays) <= 1_250  # spread over a quarter of the wait
     assert max(pools.release_delay_ms(60_000) for _ in range(30)) <= 61_000  # at most a second later
     assert 50 >= max(pools.release_delay_ms(10) for _ in range(30)) - 10 >= 25  # at least 50 ms of window
+
+
+def test_a_failure_threshold_cools_only_at_n_failures_within_its_window(kind):
+    async def main() -> None:
+        store = await _store(kind)
+        three = Threshold(3, 10_000)
+        assert await store.cool("p", "a", None, T0, "server_error", threshold=three) is None
+        assert await store.cool("p", "a", None, T0 + 1_000, "server_error", threshold=three) is None
+        assert (await store.snapshot("p", ["a"], None, T0 + 1_001)).states["a"].cooled_until_ms == 0  # not cooled
+        assert await store.cool("p", "a", None, T0 + 2_000, "server_error", threshold=three) == 1_000  # the third
+        assert (await store.snapshot("p", ["a"], None, T0 + 2_001)).states["a"].cooled_until_ms == T0 + 3_000
+        # Two more failures, then one after the window: the count starts again, nothing cooled.
+        assert await store.cool("p", "a", None, T0 + 5_000, "server_error", threshold=three) is None
+        assert await store.cool("p", "a", None, T0 + 6_000, "server_error", threshold=three) is None
+        assert await store.cool("p", "a", None, T0 + 16_000, "server_error", threshold=three) is None
+        assert await store.cool("p", "b", None, T0, "rate_limited") == 1_000  # the default: the first failure
+        await store.aclose()
+
+    run(main())
 
 
 def test_cool_ms_caps_retry_after_and_backoff():

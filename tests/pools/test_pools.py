@@ -77,6 +77,13 @@ def pooled(gateway_factory, deployments, tmp_path_factory) -> Any:
         },
         "brief1": {"deployments": [{"provider": c, "model": "text"}]},
         "patient1": {"waitMs": 5000, "deployments": [{"provider": b, "model": "text"}]},
+        "tolerant2": {
+            "failuresToCool": 2,
+            "deployments": [
+                {"provider": a, "model": "text", "weight": 1000},
+                {"provider": b, "model": "text"},
+            ],
+        },
         "flaky2": {"deployments": [{"provider": a, "model": "text"}, {"provider": b, "model": "text"}]},
         "sticky3": {"deployments": [{"provider": d.name, "model": "text"} for d in deployments]},
         "alone": {"deployments": [{"provider": c, "model": "text"}]},
@@ -322,6 +329,19 @@ def test_a_cooldown_in_one_pool_holds_in_every_pool_listing_the_same_provider_an
     seen = counts(deployments)["dep-a"]
     assert {served_by(pooled, "sharedy") for _ in range(5)} == {"dep-b/text"}  # the other pool: dep-a cooled too
     assert counts(deployments)["dep-a"] == seen
+
+
+def test_a_pool_with_failures_to_cool_counts_a_lone_5xx_without_cooling(pooled, deployments):
+    deployments[0].next(SERVER_ERROR)  # one 500 from dep-a (weight 1000 to 1)
+    first = pooled.job(complete(pooled, "tolerant2")["requestId"]).attempts
+    assert [(a.deployment, a.http_status, a.cooled) for a in first] == [
+        ("dep-a/text", 500, None),  # counted, not cooled: the retry goes to dep-a again
+        ("dep-a/text", None, None),
+    ]
+    deployments[0].next(SERVER_ERROR, SERVER_ERROR)  # two within the window: now it cools
+    second = pooled.job(complete(pooled, "tolerant2")["requestId"]).attempts
+    assert [(a.http_status, a.cooled) for a in second][0] == (500, "server_error")
+    assert second[-1].deployment == "dep-b/text"
 
 
 def test_a_transient_5xx_on_a_pool_of_one_is_retried_and_served(pooled, deployments):
