@@ -111,6 +111,21 @@ def pool_catalog(path: Path, pools: dict[str, dict[str, Any]], deployments: list
     return path
 
 
+def state_of_its_own(pools: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """The same pools, each deployment given a state of its own pool's (its model id `text;pool=<pool>`, which
+    the simulator ignores, its name still `<provider>/text`): a deployment's cooldown, quotas and latency are
+    its provider/model's, shared by every pool listing it, so tests that cool or slow one pool's deployments
+    leave the other pools' alone."""
+    out: dict[str, dict[str, Any]] = {}
+    for pool, spec in pools.items():
+        listed = [
+            {"name": f"{d['provider']}/{d['model']}", **d, "model": f"{d['model']};pool={pool}"}
+            for d in spec["deployments"]
+        ]
+        out[pool] = {**spec, "deployments": listed}
+    return out
+
+
 def base_urls(deployments: list[Deployment]) -> dict[str, str]:
     return {d.name: d.base_url for d in deployments}
 

@@ -55,7 +55,15 @@ _KEYS = {
     "webSearch": {"maxUses"},
     "cost": {"input", "output", "cacheRead", "cacheWrite", "cacheWrite1h"},
     "route": {"name", "model", "pool", "fallback", "description", "dropParams"},
-    "pool": {"strategy", "deployments", "waitMs"},
+    "pool": {
+        "strategy",
+        "deployments",
+        "waitMs",
+        "tolerancePercent",
+        "toleranceMs",
+        "failuresToCool",
+        "failureWindowMs",
+    },
     "deployment": {"provider", "model", "name", "weight", "rpm", "tpm", "cost"},
 }
 POOL_STRATEGIES = ("weighted", "least-in-flight", "lowest-latency", "cost")
@@ -367,4 +375,15 @@ def _pool(route: str, entry: Any, where: str) -> Pool:
     wait = entry.get("waitMs", 0)
     if isinstance(wait, bool) or not isinstance(wait, int) or wait < 0:
         raise CatalogError(f"{where}: pool.waitMs must be a whole number of milliseconds, 0 or more, got {wait!r}")
-    return Pool(route, tuple(deployments), strategy, wait_ms=wait)
+    tolerance: dict[str, Any] = {}  # lowest-latency's band, when the entry sets it (else Pool's defaults)
+    for key, keyword in (("tolerancePercent", "tolerance_percent"), ("toleranceMs", "tolerance_ms")):
+        if key in entry:
+            value = entry[key]
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
+                raise CatalogError(f"{where}: pool.{key} must be a number, 0 or more, got {value!r}")
+            tolerance[keyword] = float(value)
+    counting: dict[str, Any] = {}  # how many failures cool a deployment, when the entry sets it
+    for key, keyword in (("failuresToCool", "failures_to_cool"), ("failureWindowMs", "failure_window_ms")):
+        if key in entry:
+            counting[keyword] = _positive(entry[key], f"pool.{key}", where, integer=True)
+    return Pool(route, tuple(deployments), strategy, wait_ms=wait, **tolerance, **counting)

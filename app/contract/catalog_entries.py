@@ -143,3 +143,10 @@ class Pool:
     # When every deployment is cooling or at a quota: wait for the soonest if it is ready within this many ms,
     # else (and by default) answer at once with 429 and Retry-After.
     wait_ms: int = 0
+    # lowest-latency: deployments whose estimate is within this share of the best's, or this many ms of it,
+    # share the traffic by weight (docs/pools.md)
+    tolerance_percent: float = 10.0
+    tolerance_ms: float = 20.0
+    # A deployment is cooled after this many failures within `failure_window_ms` (a 429 cools at once)
+    failures_to_cool: int = 1
+    failure_window_ms: int = 60_000

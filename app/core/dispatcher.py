@@ -203,7 +203,7 @@ class Dispatcher:
                     return last
                 waited = True  # wait once for the soonest, then take what is ready
                 watchdog.between_attempts()
-                await asyncio.sleep(grant.ms / 1000)
+                await asyncio.sleep(self.pools.release_delay_ms(grant.ms) / 1000)  # not all at once
                 continue
             waited = False
             route = remaining.pop(grant.name)
@@ -218,8 +218,8 @@ class Dispatcher:
                 last = outcome
                 reason = cooling_reason(attempt)
                 if reason is not None:
-                    attempt.cooled = reason
-                    await self.pools.cool(pool, grant.name, reason, attempt.retry_after_ms)
+                    if await self.pools.cool(pool, grant.name, reason, attempt.retry_after_ms) is not None:
+                        attempt.cooled = reason  # (a failure below the pool's threshold is counted, cools nothing)
                 if retries > 0 and outcome.error.retryable:
                     retries -= 1
                     remaining[grant.name] = route  # may be tried again, after the others and its cooldown

@@ -8,6 +8,7 @@ import logging
 import random
 import time
 import uuid
+from dataclasses import replace
 from typing import Mapping, Protocol, Sequence
 
 from app.contract.catalog_entries import Deployment, Pool
@@ -15,6 +16,8 @@ from app.contract.failures import Attempt, ErrorKind, Interrupt
 from app.contract.request import StreamOptions
 from app.pools.choice import order
 from app.pools.state import (
+    AT_ONCE,
+    BACKOFF,
     LONG_BACKOFF,
     Acquired,
     Busy,
@@ -23,6 +26,7 @@ from app.pools.state import (
     Placement,
     PoolStore,
     Snapshot,
+    Threshold,
 )
 
 log = logging.getLogger("gateway.pools")
@@ -113,6 +117,11 @@ def cooling_reason(attempt: Attempt) -> str | None:
     return None
 
 
+RELEASE_WINDOW_SHARE = 0.25  # waiting turns are released over a quarter of their wait after the cooldown ends,
+RELEASE_WINDOW_MIN_MS = 50  # at least 50 ms,
+RELEASE_WINDOW_MAX_MS = 1_000  # at most a second
+
+
 class Pools:
     def __init__(
         self, store: PoolStore | None = None, *, metrics: PoolMetrics | None = None, rng: random.Random | None = None
@@ -136,36 +145,75 @@ class Pools:
         at any pace), unless a newer turn of it (a higher `turn_seq`: the turn's arrival, epoch ms) was
         placed already."""
         at = now_ms()
-        snapshot = await self.store.snapshot(pool.name, [d.name for d in candidates], conversation, at)
-        ranked = order(pool, candidates, snapshot, at, self.rng, prices)
+        keyed = [_by_state(d) for d in candidates]  # the store knows a deployment by its provider/model
+        names = {d.ref: d.name for d in candidates}
+        snapshot = await self.store.snapshot(pool.name, [d.name for d in keyed], conversation, at)
+        state_prices = {d.ref: prices.get(d.name, 0.0) for d in candidates}
+        ranked = order(pool, keyed, snapshot, at, self.rng, state_prices)
         placement = Placement(conversation, turn_seq) if conversation is not None else None
         grant = await self.store.acquire(pool.name, ranked, uuid.uuid4().hex, lease_ms, now_ms(), placement)
-        if isinstance(grant, Acquired) and self.metrics is not None:
+        if not isinstance(grant, Acquired):
+            return grant
+        grant = Acquired(names[grant.name], grant.lease)
+        if self.metrics is not None:
             self.metrics.pool_in_flight(pool.name, grant.name, 1)
         return grant
+
+    def release_delay_ms(self, ready_in_ms: int) -> float:
+        """How long a turn waiting for a cooling deployment sleeps: until it is ready, plus a random share of
+        a release window (a quarter of the wait, at least 50 ms, at most a second), so turns that waited
+        together reach the deployment spread over that window, not all at the moment its cooldown ends."""
+        window = min(max(ready_in_ms * RELEASE_WINDOW_SHARE, RELEASE_WINDOW_MIN_MS), RELEASE_WINDOW_MAX_MS)
+        return ready_in_ms + self.rng.random() * window
 
     async def finish(self, pool: Pool, grant: Acquired, result: Finished) -> None:
         if self.metrics is not None:
             self.metrics.pool_in_flight(pool.name, grant.name, -1)
             if result.ttft is not None:
                 self.metrics.pool_ttft(pool.name, grant.name, result.ttft)
-        await self.store.finish(pool.name, grant.name, grant.lease, result, now_ms())
+        await self.store.finish(pool.name, _state_id(pool, grant.name), grant.lease, result, now_ms())
 
-    async def cool(self, pool: Pool, name: str, reason: str, retry_after_ms: int | None) -> int:
-        """Cool `name` down for `reason`: a refused key or a missing model for `LONG_BACKOFF` (30 s doubling
-        up to ten minutes), anything else for the vendor's Retry-After or `BACKOFF` (1 s up to a minute)."""
+    async def cool(self, pool: Pool, name: str, reason: str, retry_after_ms: int | None) -> int | None:
+        """Count a failure of `name` for `reason`, and cool it down once the pool's threshold is reached
+        (`failuresToCool` within `failureWindowMs`; a 429 cools at once): a refused key or a missing model for
+        `LONG_BACKOFF` (30 s doubling up to ten minutes), anything else for the vendor's Retry-After or
+        `BACKOFF` (1 s up to a minute). Returns the cooldown's ms, or None when it was not cooled."""
+        state = _state_id(pool, name)
+        threshold = AT_ONCE
+        if reason != "rate_limited" and pool.failures_to_cool > 1:
+            threshold = Threshold(pool.failures_to_cool, pool.failure_window_ms)
         if reason in LONG_COOLING:
-            ms = await self.store.cool(pool.name, name, None, now_ms(), reason, LONG_BACKOFF)
+            ms = await self.store.cool(pool.name, state, None, now_ms(), reason, LONG_BACKOFF, threshold)
         else:
-            ms = await self.store.cool(pool.name, name, retry_after_ms, now_ms(), reason)
+            ms = await self.store.cool(pool.name, state, retry_after_ms, now_ms(), reason, BACKOFF, threshold)
+        if ms is None:
+            return None
         if self.metrics is not None:
             self.metrics.pool_cooldown(pool.name, name, reason)
         log.info("pool %s: deployment %s cooled for %d ms (%s)", pool.name, name, ms, reason)
         return ms
 
     async def view(self, pool: Pool) -> Snapshot:
-        """The state of every deployment of `pool` now (the console's view; every replica's with Redis)."""
-        return await self.store.snapshot(pool.name, [d.name for d in pool.deployments], None, now_ms())
+        """The state of every deployment of `pool` now, by its name (the console's view; every replica's with
+        Redis)."""
+        snapshot = await self.store.snapshot(pool.name, [d.ref for d in pool.deployments], None, now_ms())
+        states = {d.name: snapshot.states[d.ref] for d in pool.deployments}
+        return Snapshot(states, None, shared=snapshot.shared)
 
     async def aclose(self) -> None:
         await self.store.aclose()
+
+
+def _by_state(deployment: Deployment) -> Deployment:
+    """`deployment` named by its state id, its provider entry and model (`Deployment.ref`): its cooldown,
+    quotas' use, turns in flight and latency are the provider key's and model's, shared by every pool that
+    lists it."""
+    return deployment if deployment.name == deployment.ref else replace(deployment, name=deployment.ref)
+
+
+def _state_id(pool: Pool, name: str) -> str:
+    """The state id (`Deployment.ref`) of `pool`'s deployment `name`."""
+    for deployment in pool.deployments:
+        if deployment.name == name:
+            return deployment.ref
+    return name

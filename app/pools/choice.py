@@ -54,7 +54,11 @@ def order(
             if states[d.name].ttft is not None
         }
         best = min(scores.values(), default=0.0)  # a deployment without samples ties with the best one
-        ranked = sorted(shuffled, key=lambda d: scores.get(d.name, best))
+        # The tolerance band: deployments within `tolerance_percent` of the best estimate, or `tolerance_ms` of
+        # it, are as good as the best and keep their weighted order (they share the traffic by weight: two
+        # equally fast keys each take their share, so one key's rate limit does not take it all).
+        band = best + max(best * pool.tolerance_percent / 100, pool.tolerance_ms / 1000)
+        ranked = sorted(shuffled, key=lambda d: max(scores.get(d.name, best), band))
         stale = [i for i, d in enumerate(ranked) if i and states[d.name].sampled_at_ms < now_ms - PROBE_AFTER_MS]
         if stale and rng.random() < EXPLORE:  # a deployment that recovered is noticed, at little cost to the tail
             ranked.insert(0, ranked.pop(rng.choice(stale)))

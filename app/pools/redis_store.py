@@ -1,15 +1,17 @@
 """Pool state in Redis, shared by every replica: one Lua script per step, which Redis runs atomically.
 
-Keys (under `GATEWAY_REDIS_PREFIX`, default `gw`; `<P>` the pool's name, `<D>` the deployment's):
+Keys (under `GATEWAY_REDIS_PREFIX`, default `gw`; `<D>` a deployment's state id, its provider entry and model
+`<provider>/<model>`, shared by every pool that lists it; `<P>` the pool's name):
 
-- `<p>:pool:<P>:<D>`: hash `cool` (cooled until, epoch ms), `streak` (failures in a row), `reason` (why it was
-  last cooled), `ttft` and `gap`
-  (latency EWMAs, seconds) and `at` (the latest sample's time); expires a day after its last write;
-- `<p>:pool:<P>:<D>:fly`: sorted set of the turns in flight's leases, scored by their expiry;
-- `<p>:pool:<P>:<D>:rpm`: sorted set of the leases of the last 60 s, scored by their time (deployments with rpm);
-- `<p>:pool:<P>:<D>:tpm:<minute>`: tokens settled in that minute (expires after two minutes);
-- `<p>:pool:<P>:aff:<client key name>:<conversation key>`: `<deployment>|<seq>`, where the conversation's
-  latest turn (`seq`: its arrival, epoch ms) was placed (an hour; either part longer than 64 characters as `sha256-<hex>`).
+- `<p>:pool:dep:<D>`: hash `cool` (cooled until, epoch ms), `streak` (failures in a row), `reason` (why it was
+  last cooled), `ttft` and `gap` (latency EWMAs, seconds) and `at` (the latest sample's time); expires a day
+  after its last write;
+- `<p>:pool:dep:<D>:fly`: sorted set of the turns in flight's leases, scored by their expiry;
+- `<p>:pool:dep:<D>:rpm`: sorted set of the leases of the last 60 s, scored by their time (deployments with rpm);
+- `<p>:pool:dep:<D>:tpm:<minute>`: tokens settled in that minute (expires after two minutes);
+- `<p>:pool:<P>:aff:<client key name>:<conversation key>`: `<D>|<seq>`, where the conversation's latest turn
+  (`seq`: its arrival, epoch ms) was placed (an hour; either part longer than 64 characters as
+  `sha256-<hex>`).
 
 Redis down or slow (`GATEWAY_REDIS_TIMEOUT`): the pool falls back to this process's own state
 (`MemoryPoolStore`) for that call and logs it; a pool never refuses a turn because Redis is away. Times come
@@ -42,6 +44,8 @@ from app.pools.state import (
     MemoryPoolStore,
     Placement,
     Snapshot,
+    Threshold,
+    AT_ONCE,
     next_minute_ms,
 )
 
@@ -147,11 +151,25 @@ if redis.call('EXISTS', KEYS[1]) == 1 then redis.call('PEXPIRE', KEYS[1], tonumb
 return 1
 """
 
-# KEYS: hash. ARGV: now, Retry-After ms (-1: none), base ms, cap ms, Retry-After cap ms, state ttl, reason.
+# KEYS: hash. ARGV: now, Retry-After ms (-1: none), base ms, cap ms, Retry-After cap ms, state ttl, reason,
+# failures that cool, their window ms. Returns the cooldown's ms, or -1 (fewer failures in the window: not cooled).
 # The backoff rule is `app.pools.state.cool_ms`.
 _COOL = """
 local now = tonumber(ARGV[1])
 local retry_after = tonumber(ARGV[2])
+local threshold, window = tonumber(ARGV[8]), tonumber(ARGV[9])
+if threshold > 1 then
+  local counted = redis.call('HMGET', KEYS[1], 'fails', 'since')
+  local fails, since = tonumber(counted[1] or '0'), tonumber(counted[2] or '0')
+  if now - since > window then fails, since = 0, now end
+  fails = fails + 1
+  if fails < threshold then
+    redis.call('HSET', KEYS[1], 'fails', fails, 'since', since)
+    redis.call('PEXPIRE', KEYS[1], tonumber(ARGV[6]))
+    return -1
+  end
+  redis.call('HDEL', KEYS[1], 'fails', 'since')
+end
 local streak = redis.call('HINCRBY', KEYS[1], 'streak', 1)
 local ms
 if retry_after >= 0 then
@@ -178,8 +196,8 @@ class RedisPoolStore:
         self._cool = client.register_script(_COOL)
         self._warned_at = 0.0
 
-    def _keys(self, pool: str, name: str, now_ms: int) -> list[str]:
-        base = f"{self.prefix}:pool:{pool}:{name}"
+    def _keys(self, name: str, now_ms: int) -> list[str]:
+        base = f"{self.prefix}:pool:dep:{name}"
         return [base, f"{base}:fly", f"{base}:rpm", f"{base}:tpm:{now_ms // WINDOW_MS}"]
 
     def _affinity_key(self, pool: str, key: str | None) -> str:
@@ -194,7 +212,7 @@ class RedisPoolStore:
             )
 
     async def snapshot(self, pool: str, names: Sequence[str], affinity: str | None, now_ms: int) -> Snapshot:
-        keys = [key for name in names for key in self._keys(pool, name, now_ms)] + [self._affinity_key(pool, affinity)]
+        keys = [key for name in names for key in self._keys(name, now_ms)] + [self._affinity_key(pool, affinity)]
         try:
             async with asyncio.timeout(self.timeout):
                 raw = await self._snapshot(keys=keys, args=[now_ms, len(names)])
@@ -228,7 +246,7 @@ class RedisPoolStore:
         now_ms: int,
         placement: Placement | None = None,
     ) -> Acquired | Busy:
-        keys = [key for d in ordered for key in self._keys(pool, d.name, now_ms)]
+        keys = [key for d in ordered for key in self._keys(d.name, now_ms)]
         keys.append(self._affinity_key(pool, placement.key if placement is not None else None))
         seq = placement.seq if placement is not None else -1
         args: list[int | str] = [now_ms, lease_ms, lease, next_minute_ms(now_ms), len(ordered), seq, AFFINITY_TTL_MS]
@@ -245,7 +263,7 @@ class RedisPoolStore:
         return Acquired(ordered[int(index) - 1].name, lease)
 
     async def finish(self, pool: str, name: str, lease: str, result: Finished, now_ms: int) -> None:
-        hash_key, fly, _, tpm = self._keys(pool, name, now_ms)
+        hash_key, fly, _, tpm = self._keys(name, now_ms)
         args = [
             lease,
             "1" if result.ok else "0",
@@ -271,7 +289,8 @@ class RedisPoolStore:
         now_ms: int,
         reason: str | None = None,
         backoff: Backoff = BACKOFF,
-    ) -> int:
+        threshold: Threshold = AT_ONCE,
+    ) -> int | None:
         retry = -1 if retry_after_ms is None else retry_after_ms
         args: list[str | int] = [
             now_ms,
@@ -281,13 +300,16 @@ class RedisPoolStore:
             RETRY_AFTER_CAP_MS,
             STATE_TTL_MS,
             reason or "",
+            threshold.failures,
+            threshold.window_ms,
         ]
         try:
             async with asyncio.timeout(self.timeout):
-                return int(await self._cool(keys=[self._keys(pool, name, now_ms)[0]], args=args))
+                ms = int(await self._cool(keys=[self._keys(name, now_ms)[0]], args=args))
+                return None if ms < 0 else ms
         except (RedisError, OSError, TimeoutError) as exc:
             self._down("cool", exc)
-            return await self.local.cool(pool, name, retry_after_ms, now_ms, reason, backoff)
+            return await self.local.cool(pool, name, retry_after_ms, now_ms, reason, backoff, threshold)
 
     async def aclose(self) -> None:
         await self.redis.aclose()

@@ -1,7 +1,8 @@
 """What the balancer knows of each deployment, kept in this process (`MemoryPoolStore`) or in Redis, shared by
 every replica (`RedisPoolStore`, `GATEWAY_REDIS_URL`).
 
-Per deployment (a pool's name and the deployment's name identify it):
+Per deployment (its state id identifies it: the provider entry and model, `Deployment.ref`, so every pool
+that lists the same provider key and model shares one state; `app.pools.balancer` names it so):
 
 - its cooldown: until when it is skipped, and the streak of failures that grows the next backoff;
 - its turns in flight: leases that expire on their own (a replica that dies leaks nothing for long);
@@ -116,6 +117,17 @@ class Backoff:
     cap_ms: int
 
 
+@dataclass(frozen=True, slots=True)
+class Threshold:
+    """How many failures within `window_ms` cool a deployment (the pool's `failuresToCool`,
+    `failureWindowMs`): fewer are counted, and cool nothing."""
+
+    failures: int = 1
+    window_ms: int = 60_000
+
+
+AT_ONCE = Threshold()  # the first failure cools (a 429 always does)
+
 BACKOFF = Backoff(COOL_BASE_MS, COOL_CAP_MS)  # throttling, server errors, connect failures, timeouts
 LONG_BACKOFF = Backoff(LONG_COOL_BASE_MS, LONG_COOL_CAP_MS)  # a refused key, a model the deployment lacks
 
@@ -156,9 +168,11 @@ class PoolStore(Protocol):
         now_ms: int,
         reason: str | None = None,
         backoff: Backoff = BACKOFF,
-    ) -> int:
-        """Cool `name` down (`reason`: why, shown by the console; `backoff` without a Retry-After); returns the
-        cooldown's length in ms."""
+        threshold: Threshold = AT_ONCE,
+    ) -> int | None:
+        """Count a failure of `name`, and cool it down once `threshold` is reached (`reason`: why, shown by the
+        console; `backoff` without a Retry-After); returns the cooldown's length in ms, or None when it was
+        not cooled (fewer failures in the window)."""
         ...
 
     async def aclose(self) -> None: ...
@@ -169,6 +183,8 @@ class _Local:
     cooled_until_ms: int = 0
     streak: int = 0
     cool_reason: str | None = None
+    fails: int = 0  # failures counted toward a threshold of more than one, since `fails_since` (epoch ms)
+    fails_since: int = 0
     leases: dict[str, int] = field(default_factory=dict)  # lease -> expiry ms
     requests: list[int] = field(default_factory=list)  # rpm window, epoch ms, oldest first
     tokens: dict[int, int] = field(default_factory=dict)  # minute -> tokens
@@ -207,14 +223,14 @@ class MemoryPoolStore:
     """Per-process state: what a gateway without Redis (or with Redis down) balances on."""
 
     def __init__(self) -> None:
-        self._deployments: dict[tuple[str, str], _Local] = {}
+        self._deployments: dict[str, _Local] = {}  # a deployment's state id (provider/model) -> its state
         # (pool, key) -> (deployment, expiry ms, placement seq)
         self._affinity: dict[tuple[str, str], tuple[str, int, int]] = {}
 
-    def _local(self, pool: str, name: str) -> _Local:
-        local = self._deployments.get((pool, name))
+    def _local(self, name: str) -> _Local:
+        local = self._deployments.get(name)
         if local is None:
-            local = self._deployments[(pool, name)] = _Local()
+            local = self._deployments[name] = _Local()
         return local
 
     async def snapshot(self, pool: str, names: Sequence[str], affinity: str | None, now_ms: int) -> Snapshot:
@@ -223,7 +239,7 @@ class MemoryPoolStore:
             entry = self._affinity.get((pool, affinity))
             if entry is not None and entry[1] > now_ms:
                 stuck = entry[0]
-        return Snapshot({name: self._local(pool, name).state(now_ms) for name in names}, stuck)
+        return Snapshot({name: self._local(name).state(now_ms) for name in names}, stuck)
 
     async def acquire(
         self,
@@ -236,7 +252,7 @@ class MemoryPoolStore:
     ) -> Acquired | Busy:
         soonest: int | None = None
         for deployment in ordered:
-            local = self._local(pool, deployment.name)
+            local = self._local(deployment.name)
             ready = local.state(now_ms).ready_at_ms(deployment, now_ms)
             if ready > now_ms:
                 soonest = ready if soonest is None else min(soonest, ready)
@@ -259,7 +275,7 @@ class MemoryPoolStore:
             self._affinity = live if len(live) < 50_000 else dict(list(live.items())[len(live) // 2 :])
 
     async def finish(self, pool: str, name: str, lease: str, result: Finished, now_ms: int) -> None:
-        local = self._local(pool, name)
+        local = self._local(name)
         local.leases.pop(lease, None)
         if result.ttft is not None:
             local.ttft = ewma(local.ttft, result.ttft)
@@ -280,8 +296,16 @@ class MemoryPoolStore:
         now_ms: int,
         reason: str | None = None,
         backoff: Backoff = BACKOFF,
-    ) -> int:
-        local = self._local(pool, name)
+        threshold: Threshold = AT_ONCE,
+    ) -> int | None:
+        local = self._local(name)
+        if threshold.failures > 1:
+            if now_ms - local.fails_since > threshold.window_ms:
+                local.fails, local.fails_since = 0, now_ms
+            local.fails += 1
+            if local.fails < threshold.failures:
+                return None
+            local.fails = local.fails_since = 0
         local.streak += 1
         local.cool_reason = reason
         ms = cool_ms(local.streak, retry_after_ms, backoff)

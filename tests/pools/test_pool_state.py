@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from app.contract.catalog_entries import Deployment, Pool
+from app.pools.balancer import Pools
 from app.pools.choice import order
 from app.pools.state import (
     Acquired,
@@ -23,6 +24,7 @@ from app.pools.state import (
     MemoryPoolStore,
     Placement,
     Snapshot,
+    Threshold,
     cool_ms,
     next_minute_ms,
 )
@@ -128,6 +130,34 @@ def test_leases_latency_and_affinity(kind):
     run(main())
 
 
+def test_turns_waiting_on_a_cooldown_are_released_over_a_window_not_at_once():
+    pools = Pools(rng=random.Random(7))
+    delays = [pools.release_delay_ms(1_000) for _ in range(30)]  # 30 turns waiting on a cooldown ending in 1 s
+    assert min(delays) >= 1_000  # none before the deployment is ready
+    assert max(delays) - min(delays) >= 200 and max(delays) <= 1_250  # spread over a quarter of the wait
+    assert max(pools.release_delay_ms(60_000) for _ in range(30)) <= 61_000  # at most a second later
+    assert 50 >= max(pools.release_delay_ms(10) for _ in range(30)) - 10 >= 25  # at least 50 ms of window
+
+
+def test_a_failure_threshold_cools_only_at_n_failures_within_its_window(kind):
+    async def main() -> None:
+        store = await _store(kind)
+        three = Threshold(3, 10_000)
+        assert await store.cool("p", "a", None, T0, "server_error", threshold=three) is None
+        assert await store.cool("p", "a", None, T0 + 1_000, "server_error", threshold=three) is None
+        assert (await store.snapshot("p", ["a"], None, T0 + 1_001)).states["a"].cooled_until_ms == 0  # not cooled
+        assert await store.cool("p", "a", None, T0 + 2_000, "server_error", threshold=three) == 1_000  # the third
+        assert (await store.snapshot("p", ["a"], None, T0 + 2_001)).states["a"].cooled_until_ms == T0 + 3_000
+        # Two more failures, then one after the window: the count starts again, nothing cooled.
+        assert await store.cool("p", "a", None, T0 + 5_000, "server_error", threshold=three) is None
+        assert await store.cool("p", "a", None, T0 + 6_000, "server_error", threshold=three) is None
+        assert await store.cool("p", "a", None, T0 + 16_000, "server_error", threshold=three) is None
+        assert await store.cool("p", "b", None, T0, "rate_limited") == 1_000  # the default: the first failure
+        await store.aclose()
+
+    run(main())
+
+
 def test_cool_ms_caps_retry_after_and_backoff():
     assert cool_ms(1, 10_000_000) == 300_000 and cool_ms(20, None) == 60_000 and cool_ms(1, None) == 1_000
 
@@ -155,6 +185,22 @@ def test_order_by_strategy():
     stuck = order(pool, [x, y, z], Snapshot(states, "x"), T0, rng, {})
     assert stuck[0].name == "x"
     assert order(pool, [x, y, z], Snapshot(states, "z"), T0, rng, {})[-1].name == "z"  # a cooled home is left
+
+
+def test_lowest_latency_shares_turns_by_weight_within_its_tolerance_band():
+    a, b, c = Deployment("a", "p", "m"), Deployment("b", "p", "m", weight=3), Deployment("c", "p", "m")
+    rng = random.Random(5)
+    states = {  # a and b within 10 % of each other, c 50 % slower
+        "a": DeploymentState(ttft=0.200, sampled_at_ms=T0),
+        "b": DeploymentState(ttft=0.215, sampled_at_ms=T0),
+        "c": DeploymentState(ttft=0.300, sampled_at_ms=T0),
+    }
+    pool = Pool("p", (a, b, c), "lowest-latency")
+    firsts = [order(pool, [a, b, c], Snapshot(states, None), T0 + 1, rng, {})[0].name for _ in range(2000)]
+    assert 0.2 <= firsts.count("a") / 2000 <= 0.3 and 0.7 <= firsts.count("b") / 2000 <= 0.8  # by weight, 1:3
+    assert "c" not in firsts
+    narrow = Pool("p", (a, b, c), "lowest-latency", tolerance_percent=0, tolerance_ms=0)
+    assert {order(narrow, [a, b, c], Snapshot(states, None), T0 + 1, rng, {})[0].name for _ in range(200)} == {"a"}
 
 
 def test_lowest_latency_probes_only_stale_estimates():

@@ -23,6 +23,7 @@ from tests.pool_rig import (
     Deployment,
     base_urls,
     pool_catalog,
+    state_of_its_own,
 )
 
 
@@ -49,6 +50,11 @@ def pooled(gateway_factory, deployments, tmp_path_factory) -> Any:
             "strategy": "lowest-latency",
             "deployments": [{"provider": a, "model": "text"}, {"provider": b, "model": "text"}],
         },
+        "evenlatency2": {  # a band wider than this shared machine's noise on a loopback turn (tens of ms)
+            "strategy": "lowest-latency",
+            "toleranceMs": 250,
+            "deployments": [{"provider": a, "model": "text"}, {"provider": b, "model": "text"}],
+        },
         "stall2": {
             "deployments": [
                 {"provider": a, "model": "text", "weight": 1000},
@@ -71,6 +77,13 @@ def pooled(gateway_factory, deployments, tmp_path_factory) -> Any:
         },
         "brief1": {"deployments": [{"provider": c, "model": "text"}]},
         "patient1": {"waitMs": 5000, "deployments": [{"provider": b, "model": "text"}]},
+        "tolerant2": {
+            "failuresToCool": 2,
+            "deployments": [
+                {"provider": a, "model": "text", "weight": 1000},
+                {"provider": b, "model": "text"},
+            ],
+        },
         "flaky2": {"deployments": [{"provider": a, "model": "text"}, {"provider": b, "model": "text"}]},
         "sticky3": {"deployments": [{"provider": d.name, "model": "text"} for d in deployments]},
         "alone": {"deployments": [{"provider": c, "model": "text"}]},
@@ -82,6 +95,16 @@ def pooled(gateway_factory, deployments, tmp_path_factory) -> Any:
             ],
         },
     }
+    shared = {  # two pools listing dep-a's same provider/model: one state
+        name: {
+            "deployments": [
+                {"provider": a, "model": "text;pool=shared", "name": "dep-a/text", "weight": 1000},
+                {"provider": b, "model": "text"},
+            ]
+        }
+        for name in ("sharedx", "sharedy")
+    }
+    pools = {**state_of_its_own(pools), **shared}
     path = pool_catalog(tmp_path_factory.mktemp("pools") / "catalog.json", pools, deployments)
     with pytest.MonkeyPatch.context() as env:
         env.setenv(KEY_ENV, PROVIDER_KEY)
@@ -146,6 +169,10 @@ def _catalog_error(route: dict[str, Any]) -> str:
             {"waitMs": -1, "deployments": [{"provider": "anthropic", "model": "m"}]},
             "pool.waitMs must be a whole number of milliseconds",
         ),
+        (
+            {"toleranceMs": "20", "deployments": [{"provider": "anthropic", "model": "m"}]},
+            "pool.toleranceMs must be a number, 0 or more",
+        ),
         ({"deployments": [{"provider": "antropic", "model": "m"}]}, "names unknown provider 'antropic'"),
     ],
 )
@@ -200,6 +227,12 @@ def test_lowest_latency_moves_new_turns_to_the_fast_deployment(pooled, deploymen
     after = [served_by(pooled, "latency2") for _ in range(40)]
     share = after.count("dep-b/text") / len(after)
     assert share >= 0.9, (moving, after)
+
+
+def test_lowest_latency_shares_turns_between_equally_fast_deployments(pooled, deployments):
+    served = [served_by(pooled, "evenlatency2") for _ in range(40)]
+    # Both answer alike (the same simulator, the same loopback): within the tolerance band, by weight (1:1).
+    assert min(served.count("dep-a/text"), served.count("dep-b/text")) >= 6, served
 
 
 def test_cost_picks_the_cheapest_healthy_deployment(pooled, deployments):
@@ -286,6 +319,29 @@ def test_a_failure_about_the_request_itself_does_not_cool_the_deployment(pooled,
     assert served_by(pooled, pool) == "dep-a/text"  # the next tenant's turn goes to dep-a as ever
     metrics = pooled.http.get("/metrics").text.splitlines()
     assert not [x for x in metrics if x.startswith("gateway_pool_cooldowns_total") and f'pool="{pool}"' in x]
+
+
+def test_a_cooldown_in_one_pool_holds_in_every_pool_listing_the_same_provider_and_model(pooled, deployments):
+    deployments[0].set(THROTTLED.format(seconds=30))
+    body = complete(pooled, "sharedx")  # dep-a (weight 1000) answers 429 and is cooled; dep-b serves
+    assert [a.http_status for a in pooled.job(body["requestId"]).attempts] == [429, None]
+    deployments[0].set("")
+    seen = counts(deployments)["dep-a"]
+    assert {served_by(pooled, "sharedy") for _ in range(5)} == {"dep-b/text"}  # the other pool: dep-a cooled too
+    assert counts(deployments)["dep-a"] == seen
+
+
+def test_a_pool_with_failures_to_cool_counts_a_lone_5xx_without_cooling(pooled, deployments):
+    deployments[0].next(SERVER_ERROR)  # one 500 from dep-a (weight 1000 to 1)
+    first = pooled.job(complete(pooled, "tolerant2")["requestId"]).attempts
+    assert [(a.deployment, a.http_status, a.cooled) for a in first] == [
+        ("dep-a/text", 500, None),  # counted, not cooled: the retry goes to dep-a again
+        ("dep-a/text", None, None),
+    ]
+    deployments[0].next(SERVER_ERROR, SERVER_ERROR)  # two within the window: now it cools
+    second = pooled.job(complete(pooled, "tolerant2")["requestId"]).attempts
+    assert [(a.http_status, a.cooled) for a in second][0] == (500, "server_error")
+    assert second[-1].deployment == "dep-b/text"
 
 
 def test_a_transient_5xx_on_a_pool_of_one_is_retried_and_served(pooled, deployments):
@@ -477,6 +533,6 @@ def test_records_name_the_deployment_and_the_records_api_filters_by_it(pooled):
     body = complete(pooled, "weighted3")
     record = pooled.http.get(f"/v1/requests/{body['requestId']}").json()
     assert record["deployment"] == record["attempts"][-1]["deployment"]
-    assert record["deployment"] == f"{record['provider']}/{record['model']}"
+    assert record["deployment"] == f"{record['provider']}/text" and record["model"] == "text;pool=weighted3"
     listed = pooled.http.get("/v1/requests", params={"model": record["deployment"], "limit": 200}).json()["records"]
     assert body["requestId"] in {r["requestId"] for r in listed}

@@ -14,7 +14,7 @@ import httpx
 import pytest
 
 from tests.conftest import marker, turn
-from tests.pool_rig import KEY_ENV, PROVIDER_KEY, THROTTLED, Deployment, base_urls, pool_catalog
+from tests.pool_rig import KEY_ENV, PROVIDER_KEY, THROTTLED, Deployment, base_urls, pool_catalog, state_of_its_own
 from tests.redisproc import two_replicas
 
 
@@ -50,7 +50,7 @@ def cluster(sim, deployments, tmp_path_factory) -> Iterator[dict[str, Any]]:
         "sticky3": {"deployments": [{"provider": d.name, "model": "text"} for d in deployments]},
     }
     tmp = tmp_path_factory.mktemp("pool-replicas")
-    path = pool_catalog(tmp / "catalog.json", pools, deployments)
+    path = pool_catalog(tmp / "catalog.json", state_of_its_own(pools), deployments)
     env = {
         "GATEWAY_CATALOG": str(path),
         "GATEWAY_BASE_URLS": json.dumps(base_urls(deployments)),
@@ -114,7 +114,7 @@ def test_a_429_cools_the_deployment_on_both_replicas(cluster, deployments):
     a_url, b_url, redis = cluster["a"].url, cluster["b"].url, cluster["redis"].client()
     rep_a = deployments[0]
     throttle_until_tried(a_url, "shared2", rep_a, 20)
-    cooled_until = float(redis.hget("gw:pool:shared2:rep-a/text", "cool"))
+    cooled_until = float(redis.hget("gw:pool:dep:rep-a/text;pool=shared2", "cool"))  # the provider/model's
     assert cooled_until > time.time() * 1000
     rep_a.set("")
     sent = rep_a.count
@@ -202,7 +202,12 @@ def test_a_429_on_replica_a_shows_as_cooled_in_replica_b_console(cluster, deploy
     assert view["shared"] is True
     assert cooled["cooldown"]["cooling"] is True and cooled["cooldown"]["reason"] == "rate_limited"
     assert cooled["cooldown"]["streak"] == 1 and cooled["cooldown"]["until"] > time.time() * 1000
-    assert (cooled["provider"], cooled["model"], cooled["weight"], cooled["configured"]) == ("rep-a", "text", 1.0, True)
+    assert (cooled["provider"], cooled["model"], cooled["weight"], cooled["configured"]) == (
+        "rep-a",
+        "text;pool=console2",
+        1.0,
+        True,
+    )
     assert cooled["rpm"] == {"used": 1, "limit": 1000}  # the one request replica a sent it, counted in Redis
     assert healthy["cooldown"]["cooling"] is False and healthy["weight"] == 2.0
     assert healthy["ttftMs"] is not None and healthy["ttftMs"] > 0 and healthy["inFlight"] == 0
