@@ -12,7 +12,8 @@ from typing import Callable, Protocol
 from app.admin.service import Admin
 from app.admin.store import open_admin_store
 from app.catalog import Catalog
-from app.contract.request import StreamRequest
+from app.contract.attribution import Asked, Attribution, attribute
+from app.contract.request import StreamOptions, StreamRequest
 from app.core.counting import count_tokens
 from app.core.dispatcher import Dispatcher
 from app.contract.failures import Interrupt
@@ -138,12 +139,14 @@ class Gateway:
         door: str = "unified",
         session: str | None = None,
         resumable: bool = False,
+        asked: Asked | None = None,
     ) -> TurnJob:
         """Resolve the model and its fallbacks, apply the key's policy, then start the turn's pump. `door`
         names the client wire format the request came through (records and metrics show it). Admission's
         steps (`app.policy.admission`) run in order, with the routes planned between its stream caps and the
         key's policy. `session`: the agent session header the request carried (a pool's conversation key);
-        `resumable`: its events are kept for resumption (`app.resume`)."""
+        `resumable`: its events are kept for resumption (`app.resume`); `asked`: the attribution headers
+        (`app.contract.attribution`)."""
         self.admission.check_capacity(key_id)
         options = request.options
         routes = self._honouring(self.dispatcher.plan(request.model, request.fallback), request)
@@ -162,6 +165,7 @@ class Gateway:
             door=door,
             session=session,
             resumable=resumable,
+            attribution=self._attribution(key_id, asked or Asked(), options),
         )
         job = TurnJob(turn, admitted)
         context = None
@@ -175,6 +179,17 @@ class Gateway:
             self.streams_per_key[key_id] += 1
             task.add_done_callback(lambda _: self._release_key(key_id))
         return job
+
+    def _attribution(self, key_id: str | None, asked: Asked, options: StreamOptions) -> Attribution:
+        policy = self.keys.policy(key_id)
+        user_id = options.metadata.get("userId") if options.metadata else None
+        return attribute(
+            asked,
+            team=policy.team,
+            key_tags=policy.tags,
+            user_id=user_id if isinstance(user_id, str) else None,
+            session_id=options.session_id,
+        )
 
     async def count_tokens(self, request: StreamRequest, key_id: str | None) -> int:
         """The serving vendor's count of `request`'s input tokens (`app.core.counting`): the model it names

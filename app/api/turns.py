@@ -21,6 +21,7 @@ from app.core.job import TurnJob
 from app.doors.base import Door, DoorRoute, EventEncoder, with_dropped_tools
 from app.doors.errors import BadRequest
 from app.gateway import Gateway
+from app.api.attribution import asked
 from app.pools.balancer import session_header
 from app.contract.refusals import Refusal
 from app.core.settled import CLIENT_CLOSED_STATUS
@@ -66,6 +67,7 @@ async def serve(request: Request, door: Door, route: DoorRoute) -> Response:
             door=door.name,
             session=session_header(request.headers),
             resumable=streaming and asked_resumable,
+            asked=asked(request.headers),
         )
     except BadRequest as error:
         return json_response(door.error_body(error), error.status, error.headers)
