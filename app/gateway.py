@@ -24,7 +24,7 @@ from app.redaction import register_secrets
 from app.telemetry.metrics import Metrics
 from app.policy.admission import Admission
 from app.policy.keyring import ClientKey, KeyRing, parse_keys
-from app.policy.keys import ClientKeys, watch_keys
+from app.policy.keys import TEAM_SUBJECT, ClientKeys, watch_keys
 from app.policy.limits import Limits
 from app.policy.memory_store import MemoryLimitStore
 from app.policy.store import LimitStore
@@ -122,8 +122,11 @@ class Gateway:
         )
 
     async def _ledger_spend(self, key_id: str, since_ms: int) -> float:
-        """What the ledger says a key spent since `since_ms` (queued record writes flushed first)."""
+        """What the ledger says a key (or a team: `TEAM_SUBJECT`) spent since `since_ms` (queued record writes
+        flushed first)."""
         await self.recorder.flush(timeout=1.0)
+        if key_id.startswith(TEAM_SUBJECT):
+            return await self.admin.store.team_spend(key_id.removeprefix(TEAM_SUBJECT), since_ms)
         return await self.ledger.spend(key_id, since_ms)
 
     async def _ledger_last_cost(self, key_id: str) -> float:

@@ -101,6 +101,7 @@ class Limits(TurnObserver):
         self.retry_window_ms = max(WINDOW_MS, self.lease_ttl_ms)
         self.metrics = metrics
         self.leases: dict[str, str] = {}  # request id → key name, for the turns holding a hold in the store
+        self.team_leases: dict[str, str] = {}  # request id → team subject, for the turns holding a team's hold
         self._background: set[asyncio.Future[None]] = set()
         self._renewer: asyncio.Task[None] | None = None
 
@@ -115,6 +116,7 @@ class Limits(TurnObserver):
         if not (
             policy.requests_per_minute or policy.tokens_per_minute or policy.concurrent_streams or policy.has_budget
         ):
+            await self._admit_team(key_id, request_id)
             return
         try:
             verdict = await self._admit(key_id, policy, request_id)
@@ -134,6 +136,43 @@ class Limits(TurnObserver):
             raise LimitExceeded(_describe(verdict.kind, key_id, policy), kind, retry_after)
         if policy.concurrent_streams or policy.has_budget:
             self.leases[request_id] = key_id
+        await self._admit_team(key_id, request_id)
+
+    async def _admit_team(self, key_id: str, request_id: str) -> None:
+        """The key's team's shared limits and budgets (`ClientKeys.team_policy`), counted under the team's
+        subject exactly as a key's; a refusal undoes what the key's own admission took."""
+        team = self.keys.team_policy(key_id)
+        if team is None:
+            return
+        subject, policy = team
+        try:
+            verdict = await self._admit(subject, policy, request_id)
+        except asyncio.CancelledError:
+            self._abandon(subject, request_id)
+            self._undo_key(key_id, request_id)
+            raise
+        except Exception as exc:
+            try:
+                self._unavailable(subject, request_id, exc)
+            except LimitsUnavailable:
+                self._undo_key(key_id, request_id)
+                raise
+            return
+        if verdict.kind is not None:
+            self._undo_key(key_id, request_id)
+            kind = verdict.kind.answered_as
+            self._rejected(kind)
+            wait_ms = max(verdict.retry_after_ms, 0)
+            if verdict.kind.per_minute:
+                wait_ms = min(wait_ms, WINDOW_MS)
+            raise LimitExceeded(_describe(verdict.kind, subject, policy), kind, math.ceil(wait_ms / 1000))
+        if policy.concurrent_streams or policy.has_budget:
+            self.team_leases[request_id] = subject
+
+    def _undo_key(self, key_id: str, request_id: str) -> None:
+        """The key's own admission of a turn its team refused: release and void it."""
+        self.leases.pop(request_id, None)
+        self._abandon(key_id, request_id)
 
     def _unavailable(self, key_id: str, lease: str, exc: BaseException) -> None:
         """The store could not answer an admission: undo whatever it may have taken, then admit without limits
@@ -261,17 +300,43 @@ class Limits(TurnObserver):
         cost = float((usage.get("cost") or {}).get("total") or 0)
         if self.metrics is not None and cost > 0:
             self.metrics.key_spend(key_id, cost)
-        policy = self.keys.policy(key_id)
-        held = self.leases.pop(request_id, None) is not None
+        self._settle(key_id, self.keys.policy(key_id), request_id, settled, tokens, cost, self.leases)
+        team = self.keys.team_policy(key_id)
+        subject = self.team_leases.get(request_id) or (team[0] if team is not None else None)
+        if subject is not None:
+            self._settle(
+                subject,
+                team[1] if team is not None else KeyPolicy(),
+                request_id,
+                settled,
+                tokens,
+                cost,
+                self.team_leases,
+            )
+
+    def _settle(
+        self,
+        key_id: str,
+        policy: KeyPolicy,
+        request_id: str,
+        settled: "SettledTurn",
+        tokens: int,
+        cost: float,
+        leases: dict[str, str],
+    ) -> None:
+        """Release what the turn held under `key_id` (a key or a team subject) and charge its tokens and cost."""
+        held = leases.pop(request_id, None) is not None
         charge = (policy.tokens_per_minute and tokens > 0) or (policy.has_budget and cost > 0)
         if held or charge:
             started = Periods.at(settled.created_at_ms / 1000)
             ended = Periods.at(settled.settled_at_ms / 1000)
-            tokens, cost = (tokens, cost) if charge else (0, 0.0)
+            charged_tokens, charged_cost = (tokens, cost) if charge else (0, 0.0)
             marker_ttl_ms = 2 * self.retry_window_ms
 
             def attempt() -> Awaitable[object]:
-                return self.store.settle(key_id, request_id, tokens, ended, cost, started, marker_ttl_ms)
+                return self.store.settle(
+                    key_id, request_id, charged_tokens, ended, charged_cost, started, marker_ttl_ms
+                )
 
             self._spawn(self._persist("charge", attempt))
 
@@ -293,10 +358,10 @@ class Limits(TurnObserver):
     async def _renew_leases(self) -> None:
         while True:
             await asyncio.sleep(self.lease_ttl_ms / 3000)
-            if not self.leases:
+            if not self.leases and not self.team_leases:
                 continue
             try:
-                leases = [(key, request) for request, key in self.leases.items()]
+                leases = [(key, request) for request, key in [*self.leases.items(), *self.team_leases.items()]]
                 await self._bounded(self.store.renew(leases, int(time.time() * 1000), self.lease_ttl_ms))
                 raise_dropped_cancellation()
             except asyncio.CancelledError:
