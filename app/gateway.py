@@ -12,7 +12,8 @@ from typing import Callable, Protocol
 from app.admin.service import Admin
 from app.admin.store import open_admin_store
 from app.catalog import Catalog
-from app.contract.request import StreamRequest
+from app.contract.attribution import Asked, Attribution, attribute
+from app.contract.request import StreamOptions, StreamRequest
 from app.core.counting import count_tokens
 from app.core.dispatcher import Dispatcher
 from app.contract.failures import Interrupt
@@ -23,7 +24,7 @@ from app.redaction import register_secrets
 from app.telemetry.metrics import Metrics
 from app.policy.admission import Admission
 from app.policy.keyring import ClientKey, KeyRing, parse_keys
-from app.policy.keys import ClientKeys, watch_keys
+from app.policy.keys import TEAM_SUBJECT, ClientKeys, watch_keys
 from app.policy.limits import Limits
 from app.policy.memory_store import MemoryLimitStore
 from app.policy.store import LimitStore
@@ -132,8 +133,11 @@ class Gateway:
         await warm_up(self.dispatcher.providers.values())
 
     async def _ledger_spend(self, key_id: str, since_ms: int) -> float:
-        """What the ledger says a key spent since `since_ms` (queued record writes flushed first)."""
+        """What the ledger says a key (or a team: `TEAM_SUBJECT`) spent since `since_ms` (queued record writes
+        flushed first)."""
         await self.recorder.flush(timeout=1.0)
+        if key_id.startswith(TEAM_SUBJECT):
+            return await self.admin.store.team_spend(key_id.removeprefix(TEAM_SUBJECT), since_ms)
         return await self.ledger.spend(key_id, since_ms)
 
     async def _ledger_last_cost(self, key_id: str) -> float:
@@ -150,13 +154,15 @@ class Gateway:
         session: str | None = None,
         resumable: bool = False,
         ahead: "AdmittedAhead | None" = None,
+        asked: Asked | None = None,
     ) -> TurnJob:
         """Resolve the model and its fallbacks, apply the key's policy, then start the turn's pump. `door`
         names the client wire format the request came through (records and metrics show it). Admission's
         steps (`app.policy.admission`) run in order, with the routes planned between its stream caps and the
         key's policy. `session`: the agent session header the request carried (a pool's conversation key);
         `resumable`: its events are kept for resumption (`app.resume`); `ahead`: the turn's admission, done
-        before its request was decoded (`admit_ahead`), taken over when it admitted the same models."""
+        before its request was decoded (`admit_ahead`), taken over when it admitted the same models; `asked`: the
+        attribution headers (`app.contract.attribution`)."""
         requested = [request.model, *request.fallback]
         if ahead is not None and ahead.requested != requested:
             ahead.release()
@@ -186,6 +192,7 @@ class Gateway:
             door=door,
             session=session,
             resumable=resumable,
+            attribution=self._attribution(key_id, asked or Asked(), options),
         )
         job = TurnJob(turn, admitted)
         context = None
@@ -199,6 +206,17 @@ class Gateway:
             self.streams_per_key[key_id] += 1
             task.add_done_callback(lambda _: self._release_key(key_id))
         return job
+
+    def _attribution(self, key_id: str | None, asked: Asked, options: StreamOptions) -> Attribution:
+        policy = self.keys.policy(key_id)
+        user_id = options.metadata.get("userId") if options.metadata else None
+        return attribute(
+            asked,
+            team=policy.team,
+            key_tags=policy.tags,
+            user_id=user_id if isinstance(user_id, str) else None,
+            session_id=options.session_id,
+        )
 
     async def count_tokens(self, request: StreamRequest, key_id: str | None, request_id: str) -> int:
         """The serving vendor's count of `request`'s input tokens (`app.core.counting`): the model it names

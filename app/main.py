@@ -21,6 +21,7 @@ from app.api.console import console_enabled, install_console
 from app.api.error_responses import error_response, json_response, refusal_error
 from app.api.admin import router as admin_router
 from app.api.records import router as records_router
+from app.api.spend import router as spend_router
 from app.api.resume import router as resume_router
 from app.api.openapi import build_openapi
 from app.api.routes import door_routes, install_error_handlers, path_hint, router
@@ -199,6 +200,7 @@ def create_app(
     app.include_router(router)
     app.include_router(records_router)
     app.include_router(admin_router)
+    app.include_router(spend_router)
     app.include_router(resume_router)
     install_console(app, settings)
     install_api_docs(app)

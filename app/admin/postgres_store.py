@@ -60,6 +60,9 @@ class PostgresAdminStore(SqlAdminStore):
             except asyncpg.UniqueViolationError as exc:
                 raise AdminConflict(str(exc)) from None
 
+    def _json_cost(self) -> str:
+        return "((record::jsonb) -> 'usage' -> 'cost' ->> 'total')::float8"
+
     def _json_text(self, field: str) -> str:
         return f"((record::jsonb) ->> '{field}')"
 

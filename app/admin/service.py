@@ -104,7 +104,10 @@ class Admin:
                 return
             stored = await self.store.keys()
             self.teams = {team["name"]: team for team in await self.store.teams()}
-            self.keys.set_managed(tuple(_managed(key) for key in stored))
+            self.keys.set_managed(
+                tuple(_managed(key) for key in stored),
+                {name: _team_policy(team) for name, team in self.teams.items()},
+            )
             self._version = version
 
     async def _sync_forever(self) -> None:
@@ -267,6 +270,12 @@ def _digest(secret: str) -> str:
 
 def _managed(key: StoredKey) -> ManagedKey:
     return ManagedKey(key.name, KeyFields.model_validate(_fields_of(key.document)).policy(), key.digests())
+
+
+def _team_policy(document: dict[str, Any]) -> KeyPolicy:
+    """A team's shared limits and budgets as the limit store counts them."""
+    team = TeamFields.model_validate(_fields_of(document, TeamFields))
+    return KeyPolicy(**team.limits.model_dump(), **team.budgets.model_dump())
 
 
 def _fields_of(document: dict[str, Any], model: type[KeyFields] | type[TeamFields] = KeyFields) -> dict[str, Any]:

@@ -76,6 +76,9 @@ class SqliteAdminStore(SqlAdminStore):
                 await db.execute("ROLLBACK")
                 raise
 
+    def _json_cost(self) -> str:
+        return "json_extract(record, '$.usage.cost.total')"
+
     def _json_text(self, field: str) -> str:
         return f"json_extract(record, '$.{field}')"
 

@@ -123,6 +123,19 @@ class SqlAdminStore(ABC):
     def _json_text(self, field: str) -> str:
         """The SQL expression of the record's top-level text field `field` (its JSON column is `record`)."""
 
+    @abstractmethod
+    def _json_cost(self) -> str:
+        """The SQL expression of the record's `usage.cost.total` as a number."""
+
+    async def team_spend(self, team: str, since_ms: int) -> float:
+        """What the team's keys spent in the turns settled since `since_ms` (rebuilds a team's spend counter)."""
+        rows = await self._fetch(
+            f"SELECT COALESCE(SUM({self._json_cost()}), 0) FROM gateway_requests "
+            f"WHERE created_at >= ? AND outcome IS NOT NULL AND {self._json_text('team')} = ?",
+            (since_ms, team),
+        )
+        return float(rows[0][0] or 0) if rows else 0.0
+
     async def version(self) -> int:
         rows = await self._fetch("SELECT version FROM gateway_admin_state WHERE id = 1")
         return int(rows[0][0]) if rows else 0

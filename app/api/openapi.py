@@ -217,7 +217,9 @@ def build_openapi(app: GatewayApp) -> dict[str, Any]:
             elif path.startswith("/v1/"):
                 responses = operation.setdefault("responses", {})
                 responses.update(errors(["401"]))
-                if path.startswith("/v1/requests"):
+                if path.startswith(("/v1/spend", "/v1/sessions")):  # app/api/spend.py: `from`/`to` unreadable
+                    responses.update(errors(["400"]))
+                if path.startswith(("/v1/requests", "/v1/spend", "/v1/sessions")):
                     responses.update(errors(["503"]))
                     responses["503"]["description"] = "The request ledger is unavailable (see `Retry-After`)"
                 if "{" in path:

@@ -23,6 +23,7 @@ from app.doors.base import (
 )  # fmt: skip
 from app.doors.errors import BadRequest
 from app.gateway import AdmittedAhead, Gateway
+from app.api.attribution import asked
 from app.pools.balancer import session_header
 from app.contract.refusals import Refusal
 from app.core.settled import CLIENT_CLOSED_STATUS
@@ -82,6 +83,7 @@ async def serve(request: Request, door: Door, route: DoorRoute) -> Response:
             session=session_header(request.headers),
             resumable=streaming and asked_resumable,
             ahead=ahead[0] if ahead else None,
+            asked=asked(request.headers),
         )
     except BadRequest as error:
         return json_response(door.error_body(error), error.status, error.headers)

@@ -9,6 +9,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from app.contract.attribution import Attribution
 from app.contract.catalog_entries import Deployment, ModelInfo, Pool
 from app.contract.failures import Attempt, Interrupt
 from app.contract.messages import Context
@@ -44,6 +45,7 @@ class TurnRequest:
     door: str = "unified"  # the client wire format: unified | pi | openai-chat | anthropic-messages | …
     session: str | None = None  # an agent's session header: a pool's conversation key after `options.sessionId`
     resumable: bool = False  # its events are kept for `GET /v1/stream/{id}` (`app.resume`)
+    attribution: Attribution = Attribution()  # team, end user, tags, session (records, spend)
     started_wall: float = field(default_factory=time.time)  # wall clock, epoch seconds: when it was accepted
 
 

@@ -82,6 +82,8 @@ def build_record(
         "createdAt": _ms(request.started_wall) or 0,
         "settledAt": settled.settled_at_ms if settled is not None else None,
         "apiKeyId": request.api_key_id,
+        "key": request.api_key_id,
+        **request.attribution.record(),  # team, user, tags, session (docs/admin.md)
         "door": request.door,
         "requestedModel": request.requested_model,
         "fallback": list(request.fallback),

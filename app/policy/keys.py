@@ -79,6 +79,9 @@ class KeyPolicy(BaseModel):
 
 
 UNLIMITED = KeyPolicy()
+# The limit store's subject of a team's shared counters: no key name starts with it (`#` is in none that the
+# admin API takes; a configured key named so would share the team's counters).
+TEAM_SUBJECT = "#team:"
 
 
 class KeyEntry(KeyPolicy):
@@ -153,6 +156,7 @@ class ClientKeys:
         self.keys_file = keys_file or None
         self.required = required
         self._managed: tuple[ManagedKey, ...] = ()
+        self._teams: dict[str, KeyPolicy] = {}
         self._loaded = self._load()
         self._refused_mtime: tuple[int, int] | None = None  # the last version of the file that did not load
 
@@ -189,9 +193,11 @@ class ClientKeys:
         ring = KeyRing(self.api_keys, file_digests, expiring, required=self.required)
         return _Loaded(ring, policies, mtime, file_digests, file_policies)
 
-    def set_managed(self, keys: tuple[ManagedKey, ...]) -> None:
-        """Swap in the managed keys (`app.admin.sync`), keeping the env and file keys as loaded."""
+    def set_managed(self, keys: tuple[ManagedKey, ...], teams: dict[str, KeyPolicy] | None = None) -> None:
+        """Swap in the managed keys and the teams' shared policies (`app.admin.service`), keeping the env and
+        file keys as loaded."""
         self._managed = keys
+        self._teams = dict(teams or {})
         loaded = self._loaded
         self._loaded = self._with_managed(loaded.file_digests, loaded.file_policies, loaded.mtime)
 
@@ -213,6 +219,19 @@ class ClientKeys:
         if key_id is None:
             return UNLIMITED
         return self._loaded.policies.get(key_id, UNLIMITED)
+
+    def team_policy(self, key_id: str | None) -> tuple[str, KeyPolicy] | None:
+        """The limits and budgets the key's team shares among its keys (`TEAM_SUBJECT` + team name, the team's
+        policy), on top of the key's own; None when the key has no team or the team sets none."""
+        team = self.policy(key_id).team
+        if team is None:
+            return None
+        policy = self._teams.get(team)
+        if policy is None or not (
+            policy.requests_per_minute or policy.tokens_per_minute or policy.concurrent_streams or policy.has_budget
+        ):
+            return None
+        return TEAM_SUBJECT + team, policy
 
     def reload(self) -> bool:
         """Read the keys file again, here (tests, tools). False (and the previous keys kept) when it does not load."""

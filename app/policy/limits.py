@@ -107,6 +107,7 @@ class Limits(TurnObserver):
         self.retry_window_ms = max(WINDOW_MS, self.lease_ttl_ms)
         self.metrics = metrics
         self.leases: dict[str, str] = {}  # request id → key name, for the turns holding a hold in the store
+        self.team_leases: dict[str, str] = {}  # request id → team subject, for the turns holding a team's hold
         # Where the limits are enforced while `store` does not answer and the gateway fails open; the leases it
         # holds (`local_leases`) are settled there.
         self.local: LimitStore = store if isinstance(store, MemoryLimitStore) else MemoryLimitStore()
@@ -125,11 +126,34 @@ class Limits(TurnObserver):
         if not (
             policy.requests_per_minute or policy.tokens_per_minute or policy.concurrent_streams or policy.has_budget
         ):
+            await self._admit_team(key_id, request_id)
             return
         verdict = await self._asked(key_id, policy, request_id)
         self._refuse(verdict, key_id, policy)
         if policy.concurrent_streams or policy.has_budget:
             self.leases[request_id] = key_id
+        await self._admit_team(key_id, request_id)
+
+    async def _admit_team(self, key_id: str, request_id: str) -> None:
+        """The key's team's shared limits and budgets (`ClientKeys.team_policy`), counted under the team's
+        subject exactly as a key's; a refusal (or a cancellation, or a store that cannot answer with fail-open
+        off) undoes what the key's own admission took."""
+        team = self.keys.team_policy(key_id)
+        if team is None:
+            return
+        subject, policy = team
+        try:
+            self._refuse(await self._asked(subject, policy, request_id), subject, policy)
+        except BaseException:
+            self._undo_key(key_id, request_id)
+            raise
+        if policy.concurrent_streams or policy.has_budget:
+            self.team_leases[request_id] = subject
+
+    def _undo_key(self, key_id: str, request_id: str) -> None:
+        """The key's own admission of a turn its team refused: release and void it."""
+        self.leases.pop(request_id, None)
+        self._abandon(key_id, request_id)
 
     async def _asked(self, key_id: str, policy: KeyPolicy, lease: str) -> Verdict:
         """The store's verdict on admitting `lease` under `policy`; a timeout is asked once more (admissions are
@@ -328,22 +352,41 @@ class Limits(TurnObserver):
         cost = float((usage.get("cost") or {}).get("total") or 0)
         if self.metrics is not None and cost > 0:
             self.metrics.key_spend(key_id, cost)
-        policy = self.keys.policy(key_id)
-        held = self.leases.pop(request_id, None) is not None
+        self._settle(key_id, self.keys.policy(key_id), request_id, settled, tokens, cost, self.leases)
+        team = self.keys.team_policy(key_id)
+        subject = self.team_leases.get(request_id) or (team[0] if team is not None else None)
+        if subject is not None:
+            team_policy = team[1] if team is not None else KeyPolicy()
+            self._settle(subject, team_policy, request_id, settled, tokens, cost, self.team_leases)
+
+    def _settle(
+        self,
+        key_id: str,
+        policy: KeyPolicy,
+        request_id: str,
+        settled: "SettledTurn",
+        tokens: int,
+        cost: float,
+        leases: dict[str, str],
+    ) -> None:
+        """Release what the turn held under `key_id` (a key or a team subject) and charge its tokens and cost."""
+        held = leases.pop(request_id, None) is not None
         charge = (policy.tokens_per_minute and tokens > 0) or (policy.has_budget and cost > 0)
         held_locally = request_id in self.local_leases
         if held or charge:
             started = Periods.at(settled.created_at_ms / 1000)
             ended = Periods.at(settled.settled_at_ms / 1000)
-            tokens, cost = (tokens, cost) if charge else (0, 0.0)
+            charged_tokens, charged_cost = (tokens, cost) if charge else (0, 0.0)
             marker_ttl_ms = 2 * self.retry_window_ms
             if self.local is not self.store:  # the local store's counters stay current for when it takes over
-                self._settle_local(key_id, request_id, tokens, ended, cost, started)
+                self._settle_local(key_id, request_id, charged_tokens, ended, charged_cost, started)
             if held_locally and not charge:
                 return  # the shared store holds nothing of it
 
             def attempt() -> Awaitable[object]:
-                return self.store.settle(key_id, request_id, tokens, ended, cost, started, marker_ttl_ms)
+                return self.store.settle(
+                    key_id, request_id, charged_tokens, ended, charged_cost, started, marker_ttl_ms
+                )
 
             self._spawn(self._persist("charge", attempt))
 
@@ -365,13 +408,13 @@ class Limits(TurnObserver):
     async def _renew_leases(self) -> None:
         while True:
             await asyncio.sleep(self.lease_ttl_ms / 3000)
-            if not self.leases:
+            if not self.leases and not self.team_leases:
                 continue
             if self.local_leases:  # the holds taken while the store did not answer
                 local = [(key, lease) for lease, key in self.leases.items() if lease in self.local_leases]
                 await self.local.renew(local, int(time.time() * 1000), self.lease_ttl_ms)
             try:
-                leases = [(key, request) for request, key in self.leases.items()]
+                leases = [(key, request) for request, key in [*self.leases.items(), *self.team_leases.items()]]
                 await self._bounded(self.store.renew(leases, int(time.time() * 1000), self.lease_ttl_ms))
             except asyncio.CancelledError:
                 raise

@@ -37,7 +37,7 @@ FIELDS = {
     "requestId", "createdAt", "settledAt", "apiKeyId", "requestedModel", "fallback", "attempts", "provider", "api",
     "model", "outcome", "stopReason", "errorMessage", "usage", "ttftMs", "durationMs", "upstreamFrames",
     "eventsSent", "lateFramesDropped", "clientDisconnected", "resumable", "resumed", "message", "door", "deployment",
-    "cloud", "region", "droppedParams",
+    "cloud", "region", "droppedParams", "key", "team", "user", "tags", "session",
 }  # fmt: skip
 
 
