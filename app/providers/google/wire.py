@@ -29,6 +29,7 @@ from app.seams.genai import (
     convert_to_dict,
     encode_unserializable_types,
     parameters_to_wire,
+    stream_chunks,
 )
 
 _PATH = "{model}:streamGenerateContent?alt=sse"
@@ -65,13 +66,13 @@ def sdk_request(client: ApiClient, params: dict[str, Any]) -> SdkRequest:
 
 
 async def send(client: ApiClient, request: SdkRequest) -> AsyncGenerator[Any, None]:
-    """Send the request with the SDK's streamed request method; the chunks as decoded JSON."""
-    responses = await client.async_request_streamed("post", request.path, request.body, request.http_options)
+    """Send the request as the SDK's streamed request method does (`stream_chunks`); the chunks as decoded JSON."""
+    responses = await stream_chunks(client, "post", request.path, request.body, request.http_options)
 
     async def chunks() -> AsyncGenerator[Any, None]:
         try:
-            async for response in responses:
-                yield json.loads(response.body) if response.body else {}
+            async for chunk in responses:
+                yield chunk
         finally:
             await responses.aclose()
 
