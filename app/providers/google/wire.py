@@ -7,9 +7,10 @@ costs ~12x the CPU per event of the other adapters. So the adapter does what the
 `AsyncModels._generate_content_stream` does (google-genai 3.x, Gemini Developer API), in two halves:
 - `sdk_request` runs the SDK's own conversion (same functions, same order) and returns the path and body,
   so it can run in a worker thread (`build_off_loop`);
-- `send` hands them to the SDK's `BaseApiClient.async_request_streamed`, which sends them exactly as the SDK
-  would (headers, API key, base URL, error pages → `APIError`, `{"error": …}` chunks → `APIError`), and yields
-  each chunk as the wire JSON dict (camelCase keys, signatures as base64 text) instead of a typed object.
+- `send` hands them to the steps of the SDK's `BaseApiClient.async_request_streamed` (`app.seams.genai.stream_chunks`),
+  which send them exactly as the SDK would (headers, API key, base URL, error pages → `APIError`, `{"error": …}`
+  chunks → `APIError`), and yields each chunk as the wire JSON dict the SDK decoded (camelCase keys, signatures
+  as base64 text) instead of a typed object.
 Automatic function calling and continuation, which the adapter turns off, are the parts of the public
 method left out. The SDK's private names used here are fenced in `app.seams.genai`.
 """
