@@ -193,3 +193,18 @@ def test_history_reads_the_committed_results_not_the_file_a_run_overwrote(tmp_pa
     assert committed_results(root=repo) == {"meta": {"commit": "committed"}}
     assert committed_results(root=plain) == {"meta": {"commit": "committed"}}  # no git: the file on disk
     assert committed_results(root=tmp_path) is None
+
+
+def test_the_cold_start_is_reported_and_compared() -> None:
+    from bench.history import beside
+    from bench.report import markdown
+
+    path = {"firstTurnS": 2.0, "firstTtftMs": 30.0, "warmTtftMs": 2.0, "firstTurnExtraTtftMs": 28.0, "idleRssMiB": 90.0}
+    cold = {"scenario": "s", "rounds": 3, "gateway": path, "direct": dict(path, firstTurnS=1.0), "ratioToBare": 2.0,
+            "firstTurnS": 2.0, "firstTurnExtraTtftMs": 28.0, "idleRssMiB": 90.0}  # fmt: skip
+    history = beside({"coldStart": cold}, {"coldStart": dict(cold, ratioToBare=4.0)})
+    rows = {row["id"]: row for row in history["rows"]}
+    assert (rows["cold_start_ratio"]["change"], rows["cold_start_ratio"]["worse"]) == (0.5, False)
+    text = markdown({"coldStart": cold, "history": history})
+    assert "| gateway | 2.00 s | 30.00 ms | 2.00 ms | 28.00 ms | 90.00 MiB |" in text
+    assert "Gateway ÷ simulator, start to first turn done: 2.00×." in text

@@ -14,12 +14,22 @@ Both SDKs have the same private layout, so one seam serves them:
 
 from __future__ import annotations
 
+import importlib
 from typing import Any
 
-from anthropic._models import FinalRequestOptions as AnthropicRequestOptions
-from openai._models import FinalRequestOptions as OpenAIRequestOptions
+__all__ = ["absolute_url"]  # and, through `__getattr__`, AnthropicRequestOptions and OpenAIRequestOptions
 
-__all__ = ["AnthropicRequestOptions", "OpenAIRequestOptions", "absolute_url"]
+# Each SDK's `FinalRequestOptions`, imported when an adapter first names it (module `__getattr__`, PEP 562): the
+# Anthropic adapter then imports no `openai`, the OpenAI ones no `anthropic` (start-up, docs/performance.md).
+_OPTIONS = {"AnthropicRequestOptions": "anthropic._models", "OpenAIRequestOptions": "openai._models"}
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _OPTIONS:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    options = importlib.import_module(_OPTIONS[name]).FinalRequestOptions
+    globals()[name] = options  # found directly from now on
+    return options
 
 
 def absolute_url(client: Any, path: str) -> str:

@@ -66,6 +66,12 @@ def test_genai_names():
     assert parameters(seam.encode_unserializable_types) == ["data"]
     for method in (seam.ApiClient.async_request_streamed, seam.ApiClient.async_request):
         assert parameters(method) == ["self", "http_method", "path", "request_dict", "http_options"]
+    # `stream_chunks` does what `async_request_streamed` does, through its two private steps.
+    assert parameters(seam.ApiClient._build_request) == ["self", "http_method", "path", "request_dict", "http_options"]
+    assert parameters(seam.ApiClient._async_request) == ["self", "http_request", "http_options", "stream"]
+    streamed = inspect.getsource(seam.ApiClient.async_request_streamed)
+    assert "self._build_request(" in streamed and "self._async_request(" in streamed
+    assert "chunk_dump.startswith('{\"error\":')" in streamed and "raise_error_async(" in streamed
     client = genai.Client(
         api_key="k",
         vertexai=False,

@@ -1,7 +1,8 @@
 """Google Gemini adapter (api `google-generative-ai`) on the official `google-genai` SDK.
 
 The request goes through the SDK's lower-level entry points (`wire.py`): the SDK's own request conversion,
-off the event loop for a long history, then its `async_request_streamed`; chunks are read as the wire JSON.
+off the event loop for a long history, then the steps of its `async_request_streamed`; chunks are read as the
+wire JSON the SDK decoded.
 
 How the SDK is set up (google-genai 3.x):
 - it is given the shared httpx2 client (`http_options.httpx_async_client`), our base URL and api version

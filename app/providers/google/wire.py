@@ -7,9 +7,10 @@ costs ~12x the CPU per event of the other adapters. So the adapter does what the
 `AsyncModels._generate_content_stream` does (google-genai 3.x, Gemini Developer API), in two halves:
 - `sdk_request` runs the SDK's own conversion (same functions, same order) and returns the path and body,
   so it can run in a worker thread (`build_off_loop`);
-- `send` hands them to the SDK's `BaseApiClient.async_request_streamed`, which sends them exactly as the SDK
-  would (headers, API key, base URL, error pages → `APIError`, `{"error": …}` chunks → `APIError`), and yields
-  each chunk as the wire JSON dict (camelCase keys, signatures as base64 text) instead of a typed object.
+- `send` hands them to the steps of the SDK's `BaseApiClient.async_request_streamed` (`app.seams.genai.stream_chunks`),
+  which send them exactly as the SDK would (headers, API key, base URL, error pages → `APIError`, `{"error": …}`
+  chunks → `APIError`), and yields each chunk as the wire JSON dict the SDK decoded (camelCase keys, signatures
+  as base64 text) instead of a typed object.
 Automatic function calling and continuation, which the adapter turns off, are the parts of the public
 method left out. The SDK's private names used here are fenced in `app.seams.genai`.
 """
@@ -29,6 +30,7 @@ from app.seams.genai import (
     convert_to_dict,
     encode_unserializable_types,
     parameters_to_wire,
+    stream_chunks,
 )
 
 _PATH = "{model}:streamGenerateContent?alt=sse"
@@ -65,13 +67,13 @@ def sdk_request(client: ApiClient, params: dict[str, Any]) -> SdkRequest:
 
 
 async def send(client: ApiClient, request: SdkRequest) -> AsyncGenerator[Any, None]:
-    """Send the request with the SDK's streamed request method; the chunks as decoded JSON."""
-    responses = await client.async_request_streamed("post", request.path, request.body, request.http_options)
+    """Send the request as the SDK's streamed request method does (`stream_chunks`); the chunks as decoded JSON."""
+    responses = await stream_chunks(client, "post", request.path, request.body, request.http_options)
 
     async def chunks() -> AsyncGenerator[Any, None]:
         try:
-            async for response in responses:
-                yield json.loads(response.body) if response.body else {}
+            async for chunk in responses:
+                yield chunk
         finally:
             await responses.aclose()
 
