@@ -278,6 +278,17 @@ def unknown_variables_refused(
     )
 
 
+def demo_clouds_refused(providers: list[str]) -> StartupError:
+    """Demo mode with catalog providers on a cloud the simulator does not serve: refused rather than sent to a
+    real cloud while start-up says no vendor is called."""
+    return StartupError(
+        f"demo mode (GATEWAY_DEMO=1) serves every provider from the built-in simulator, but the catalog's cloud "
+        f"provider{'s' if len(providers) > 1 else ''} {', '.join(providers)} would call a real cloud",
+        "remove them from GATEWAY_CATALOG for the demo (its own Bedrock, Vertex AI and Azure entries stay), "
+        "or set GATEWAY_DEMO=0 to call the real services",
+    )
+
+
 def workers_refused(workers: int) -> StartupError:
     """`GATEWAY_WORKERS` > 1 under `python -m app`, which serves one process."""
     return StartupError(
