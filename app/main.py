@@ -136,7 +136,7 @@ def create_app(
 
     @asynccontextmanager
     async def lifespan(app: FastAPI):
-        ensure_configured(settings.log_level)
+        ensure_configured(settings.log_level, settings.log_format)
         # POSTs on the turn routes skip FastAPI's stack from now on (app/api/edge.py); refused if middleware
         # was added that they would skip.
         app.start_fast_path()  # type: ignore[attr-defined]

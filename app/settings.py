@@ -186,6 +186,11 @@ class Settings(BaseSettings):
     )
 
     log_level: str = Field(default="info", description="one of " + ", ".join(LOG_LEVELS))
+    log_format: str | None = Field(
+        default=None,
+        description="`text` (one readable line each) or `json` (one JSON object each); default: text when stderr "
+        "is a terminal, else json",
+    )
     log_content: bool = False
     allow_unknown_variables: bool = Field(
         default=False,
@@ -222,6 +227,15 @@ class Settings(BaseSettings):
         if level not in LOG_LEVELS:
             raise ValueError("not a log level (one of " + ", ".join(LOG_LEVELS) + ")")
         return level
+
+    @field_validator("log_format")
+    @classmethod
+    def _known_log_format(cls, value: str | None) -> str | None:
+        if value is None or not value.strip():
+            return None
+        if value.strip().lower() not in ("text", "json"):
+            raise ValueError("not a log format (text or json)")
+        return value.strip().lower()
 
     def allowed_host_names(self) -> frozenset[str] | None:
         """The Host names (lowercase, without port) requests may carry; None for any."""
