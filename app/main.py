@@ -207,6 +207,7 @@ def create_app(
     app.doors = table = DoorTable(doors)
     if tracing is not None:
         app.tracing = tracing  # type: ignore[attr-defined]
+        app.trace_probes = settings.trace_probes  # type: ignore[attr-defined]
     app.include_router(door_routes(table))
     app.include_router(router)
     app.include_router(records_router)

@@ -185,6 +185,11 @@ class Settings(BaseSettings):
         default=True, description="label gateway_key_spend_usd_total with each client key's name (false: one total)"
     )
 
+    trace_probes: bool = Field(
+        default=False,
+        description="with tracing on, give /healthz, /readyz, /metrics and the demo simulator's routes server "
+        "spans too (default: left out of traces)",
+    )
     log_level: str = Field(default="info", description="one of " + ", ".join(LOG_LEVELS))
     log_format: str | None = Field(
         default=None,
