@@ -234,6 +234,32 @@ def _remove_test_data() -> Iterator[None]:
 # PostgreSQL for the ledger tests; set GATEWAY_TEST_POSTGRES_URL= (empty) to skip the postgres variants.
 POSTGRES_URL = os.environ.get("GATEWAY_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test")
 
+# The shared Redis of the limit, pool-state and resumable-stream tests; GATEWAY_TEST_REDIS_URL points them at
+# another one (a machine whose 6379 is someone else's). Tests that restart Redis start their own
+# (tests/redisproc.py). Pinged once, by the first test that needs it, never at collection.
+REDIS_URL = os.environ.get("GATEWAY_TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
+_REDIS_UP: list[bool] = []
+
+
+def require_redis() -> str:
+    """`REDIS_URL`, or skip the calling test when nothing answers there."""
+    if not _REDIS_UP:
+        import redis
+
+        try:
+            _REDIS_UP.append(bool(redis.Redis.from_url(REDIS_URL, socket_timeout=0.5).ping()))
+        except redis.RedisError:
+            _REDIS_UP.append(False)
+    if not _REDIS_UP[0]:
+        pytest.skip(f"no Redis at {REDIS_URL} (set GATEWAY_TEST_REDIS_URL)")
+    return REDIS_URL
+
+
+@pytest.fixture
+def shared_redis() -> str:
+    """The shared Redis's URL (the test is skipped when it does not answer)."""
+    return require_redis()
+
 
 def run_async(coro: Any) -> Any:
     """Run a coroutine to completion from sync or async test code (in a thread with its own loop)."""
