@@ -254,6 +254,7 @@ def test_reserved_client_and_catalog_variables_are_not_unknown():
         "GATEWAY_AZURE_WEST_BASE_URL": "x",
         "GATEWAY_WEST_KEY": "x",
         "gateway_demo": "1",
+        "GATEWAY_DEMO_AZURE_OPENAI_KEY": "x",  # set by demo mode in its own process, inherited by what it starts
     }
     assert unknown_variables_refused(environ, catalog.providers) is None
     refused = unknown_variables_refused({**environ, "GATEWAY_VLMM_BASE_URL": "x"}, catalog.providers)
