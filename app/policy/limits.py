@@ -131,9 +131,42 @@ class Limits(TurnObserver):
             if verdict.kind.per_minute:  # another replica's clock may run a few ms ahead of ours
                 wait_ms = min(wait_ms, WINDOW_MS)
             retry_after = math.ceil(wait_ms / 1000)
-            raise LimitExceeded(_describe(verdict.kind, key_id, policy), kind, retry_after)
+            message = _describe(verdict.kind, key_id, policy)
+            if verdict.kind is LimitKind.BUDGET_EXCEEDED:
+                message += await self._budget_detail(key_id, policy)
+            raise LimitExceeded(message, kind, retry_after)
         if policy.concurrent_streams or policy.has_budget:
             self.leases[request_id] = key_id
+
+    async def _budget_detail(self, key_id: str, policy: KeyPolicy) -> str:
+        """For a budget refusal: what the key spent in each budget's period and what the next turn is estimated
+        to cost (its latest turn's cost), from the ledger; a budget can stop a key before it is all spent, when
+        what is left would not cover a turn like the latest. Bounded by the store timeout; "" when the ledger
+        does not answer in time (the refusal stands either way)."""
+        periods = Periods.at(time.time())
+        budgets = [
+            (budget, label, since)
+            for budget, label, since in (
+                (policy.budget_usd_per_day, "today (UTC)", periods.day_start_ms),
+                (policy.budget_usd_per_month, "this month (UTC)", periods.month_start_ms),
+            )
+            if budget
+        ]
+        try:
+            async with asyncio.timeout(self.timeout):
+                spent = [await self.ledger_spend(key_id, since) for _, _, since in budgets]
+                estimate = await self.ledger_last_cost(key_id)
+        except asyncio.CancelledError:
+            raise
+        except Exception:  # the ledger is slow or down: the refusal without the figures
+            return ""
+        parts = [f"spent {amount:.4g} of {budget:g} USD {label}" for (budget, label, _), amount in zip(budgets, spent)]
+        if estimate > 0:
+            left = min(budget - amount for (budget, _, _), amount in zip(budgets, spent))
+            parts.append(f"the next turn is estimated at {estimate:.4g} USD (the latest turn's cost)")
+            if left > 0:
+                parts[-1] += f", more than the {left:.4g} USD left"
+        return " (" + "; ".join(parts) + ")" if parts else ""
 
     def _unavailable(self, key_id: str, lease: str, exc: BaseException) -> None:
         """The store could not answer an admission: undo whatever it may have taken, then admit without limits
@@ -349,4 +382,4 @@ def _describe(kind: LimitKind, key_id: str, policy: KeyPolicy) -> str:
             f"API key {key_id}: the rest of the spend budget ({', '.join(budgets)}) is reserved by turns in "
             "flight; retry when they have finished"
         )
-    return f"API key {key_id}: spend budget exhausted ({', '.join(budgets)}) until the period resets"
+    return f"API key {key_id}: spend budget reached ({', '.join(budgets)}) until the period resets"

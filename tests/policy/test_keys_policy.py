@@ -246,6 +246,10 @@ def test_budget_just_above_one_turn(gateway_factory, tmp_path):
     settle(gw)
     refused = post(gw, "sk-spender")
     assert refused.status_code == 429 and refused.json()["error"]["type"] == "budget_exceeded"
+    # Stopped at ~95 % spent: the message says what was spent and what the next turn would cost.
+    message = refused.json()["error"]["message"]
+    assert f"spent {cost:.4g} of {cost * 1.05:g} USD today (UTC)" in message, message
+    assert f"the next turn is estimated at {cost:.4g} USD (the latest turn's cost), more than the" in message
     # Spent 1 turn of 2.5 (from the ledger): a second fits, a third would not.
     served = gw.stream(turn("anthropic/text", "same prompt"), headers=bearer("sk-probe"))
     assert served.status == 200
