@@ -71,6 +71,30 @@ def _tiers(item: pytest.Item) -> list[str]:
     return tiers
 
 
+_CONFIG: list[pytest.Config] = []
+_FILES_STARTED: set[str] = set()
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    _CONFIG.append(config)
+
+
+def pytest_runtest_logstart(nodeid: str, location: tuple[str, int | None, str]) -> None:
+    """Progress that names the file being run: a line when a test file's first test starts (on the controller
+    when pytest-xdist runs workers, which report each test's start to it)."""
+    config = _CONFIG[-1] if _CONFIG else None
+    if config is None or hasattr(config, "workerinput") or config.option.verbose > 0:
+        return  # a worker's output is not shown; -v names every test already
+    path = nodeid.split("::", 1)[0]
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    if path in _FILES_STARTED or reporter is None:
+        return
+    _FILES_STARTED.add(path)
+    if reporter._tw.width_of_current_line:  # after a line of dots
+        reporter.write("\n")
+    reporter.write_line(f"started {path} ({len(_FILES_STARTED)} files so far)")
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         for tier in _tiers(item):
