@@ -4,16 +4,22 @@ VENV := .venv
 UV := $(VENV)/bin/uv
 PY := $(VENV)/bin/python
 
-.PHONY: run check test bench venv clean image-smoke npm-packages
+.PHONY: run check test bench venv venv-runtime clean image-smoke npm-packages
 
 $(UV):
 	$(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/pip install --quiet --disable-pip-version-check uv==0.13.9
 
+# Everything: the runtime dependencies and the development group (pytest, playwright, mypy, ruff, …).
 venv: $(UV)
 	UV_PROJECT_ENVIRONMENT=$(VENV) $(UV) sync --frozen --quiet
 
-run: venv
+# The runtime dependencies only: what `make run` needs. --inexact keeps what is installed besides them (a .venv
+# that `make test` or `make check` filled stays whole).
+venv-runtime: $(UV)
+	UV_PROJECT_ENVIRONMENT=$(VENV) $(UV) sync --frozen --quiet --no-dev --inexact
+
+run: venv-runtime
 	GATEWAY_DEMO=$${GATEWAY_DEMO:-1} $(PY) -m app
 
 # The gate (docs/internals.md, "The gate"): lint, format and types, as configured in pyproject.toml.

@@ -29,7 +29,7 @@ def main() -> None:
         configure_logging("info")
         logging.getLogger("gateway").error("start-up failed: %s", settings_problems(exc))
         sys.exit(STARTUP_FAILURE)
-    log_config = configure_logging(settings.log_level)
+    log_config = configure_logging(settings.log_level, settings.log_format)
     try:  # a bad catalog file stops here, in one readable line, before the port is bound
         Catalog.load(settings.catalog)
     except CatalogError as exc:

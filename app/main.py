@@ -25,7 +25,13 @@ from app.api.spend import router as spend_router
 from app.api.resume import router as resume_router
 from app.api.openapi import build_openapi
 from app.api.routes import door_routes, install_error_handlers, path_hint, router
-from app.catalog.demo_clouds import with_demo_clouds
+from app.catalog import Catalog, CatalogError
+from app.catalog.demo_clouds import (
+    clouds_off_the_simulator,
+    remove_demo_credentials,
+    simulator_base_urls,
+    with_demo_clouds,
+)
 from app.gateway import Gateway
 from app.doors.base import Door
 from app.doors.registry import DOORS, DoorTable
@@ -46,6 +52,7 @@ from app.server.startup_messages import (
     log_client_keys,
     log_providers,
     log_redis,
+    demo_clouds_refused,
     unknown_variables_refused,
 )
 from app.telemetry.tracing import start_tracing
@@ -64,6 +71,10 @@ def demo_settings(settings: Settings) -> Settings:
 
     # Bedrock, Vertex AI and Azure OpenAI providers on the simulator; its scenarios listed as models.
     settings = with_demo_clouds(settings, base, [*SCENARIOS, *AGENT_SCENARIOS])
+    try:
+        catalog = Catalog.load(settings.catalog)
+    except CatalogError:
+        catalog = Catalog.load()  # the lifespan reports the operator's file in one line
     return settings.model_copy(
         update={
             "anthropic_api_key": settings.anthropic_api_key or _secret("demo-anthropic-key"),
@@ -72,8 +83,9 @@ def demo_settings(settings: Settings) -> Settings:
             "anthropic_base_url": f"{base}/anthropic",
             "openai_base_url": f"{base}/openai/v1",
             "google_base_url": f"{base}/google",
-            # `compat`: the simulator's Chat Completions endpoint, served by the openai-completions adapter.
-            "base_urls": {"compat": f"{base}/compat/v1", **settings.base_urls},
+            # Every provider of the catalog (`compat`, a local server, the operator's own) on the simulator's
+            # endpoint for its api, whatever its key, catalog `baseUrl` or GATEWAY_<NAME>_BASE_URL says.
+            "base_urls": {**settings.base_urls, **simulator_base_urls(catalog, base)},
         }
     )
 
@@ -130,7 +142,7 @@ def create_app(
 
     @asynccontextmanager
     async def lifespan(app: FastAPI):
-        ensure_configured(settings.log_level)
+        ensure_configured(settings.log_level, settings.log_format)
         # POSTs on the turn routes skip FastAPI's stack from now on (app/api/edge.py); refused if middleware
         # was added that they would skip.
         app.start_fast_path()  # type: ignore[attr-defined]
@@ -140,6 +152,9 @@ def create_app(
             raise ledger_url_refused(exc, settings.database_url) from exc
         except KeysConfigError as exc:
             raise keys_refused(exc) from exc
+        simulator = settings.simulator_url()
+        if simulator is not None and (clouds := clouds_off_the_simulator(gw.catalog, simulator)):
+            raise demo_clouds_refused(clouds)
         if from_environment and not settings.allow_unknown_variables:
             unknown = unknown_variables_refused(os.environ, gw.catalog.providers)
             if unknown is not None:
@@ -179,6 +194,8 @@ def create_app(
             await close_gateway(gw)  # settle what still runs; close the providers, limits, ledger, metrics
             if tracing is not None:
                 tracing.shutdown()  # export the queued spans (bounded: a receiver that is down holds nothing)
+            if settings.demo:
+                remove_demo_credentials(settings.catalog)
 
     app_class = GatewayApp
     if tracing is not None:  # a SERVER span around every request, the turn routes' fast path included
@@ -196,6 +213,7 @@ def create_app(
     app.doors = table = DoorTable(doors)
     if tracing is not None:
         app.tracing = tracing  # type: ignore[attr-defined]
+        app.trace_probes = settings.trace_probes  # type: ignore[attr-defined]
     app.include_router(door_routes(table))
     app.include_router(router)
     app.include_router(records_router)

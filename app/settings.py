@@ -217,7 +217,17 @@ class Settings(BaseSettings):
         default=True, description="label gateway_key_spend_usd_total with each client key's name (false: one total)"
     )
 
+    trace_probes: bool = Field(
+        default=False,
+        description="with tracing on, give /healthz, /readyz, /metrics and the demo simulator's routes server "
+        "spans too (default: left out of traces)",
+    )
     log_level: str = Field(default="info", description="one of " + ", ".join(LOG_LEVELS))
+    log_format: str | None = Field(
+        default=None,
+        description="`text` (one readable line each) or `json` (one JSON object each); default: text when stderr "
+        "is a terminal, else json",
+    )
     log_content: bool = False
     allow_unknown_variables: bool = Field(
         default=False,
@@ -261,6 +271,15 @@ class Settings(BaseSettings):
         if level not in LOG_LEVELS:
             raise ValueError("not a log level (one of " + ", ".join(LOG_LEVELS) + ")")
         return level
+
+    @field_validator("log_format")
+    @classmethod
+    def _known_log_format(cls, value: str | None) -> str | None:
+        if value is None or not value.strip():
+            return None
+        if value.strip().lower() not in ("text", "json"):
+            raise ValueError("not a log format (text or json)")
+        return value.strip().lower()
 
     def allowed_host_names(self) -> frozenset[str] | None:
         """The Host names (lowercase, without port) requests may carry; None for any."""

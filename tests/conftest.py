@@ -71,6 +71,30 @@ def _tiers(item: pytest.Item) -> list[str]:
     return tiers
 
 
+_CONFIG: list[pytest.Config] = []
+_FILES_STARTED: set[str] = set()
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    _CONFIG.append(config)
+
+
+def pytest_runtest_logstart(nodeid: str, location: tuple[str, int | None, str]) -> None:
+    """Progress that names the file being run: a line when a test file's first test starts (on the controller
+    when pytest-xdist runs workers, which report each test's start to it)."""
+    config = _CONFIG[-1] if _CONFIG else None
+    if config is None or hasattr(config, "workerinput") or config.option.verbose > 0:
+        return  # a worker's output is not shown; -v names every test already
+    path = nodeid.split("::", 1)[0]
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    if path in _FILES_STARTED or reporter is None:
+        return
+    _FILES_STARTED.add(path)
+    if reporter._tw.width_of_current_line:  # after a line of dots
+        reporter.write("\n")
+    reporter.write_line(f"started {path} ({len(_FILES_STARTED)} files so far)")
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         for tier in _tiers(item):
@@ -233,6 +257,32 @@ def _remove_test_data() -> Iterator[None]:
 
 # PostgreSQL for the ledger tests; set GATEWAY_TEST_POSTGRES_URL= (empty) to skip the postgres variants.
 POSTGRES_URL = os.environ.get("GATEWAY_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test")
+
+# The shared Redis of the limit, pool-state and resumable-stream tests; GATEWAY_TEST_REDIS_URL points them at
+# another one (a machine whose 6379 is someone else's). Tests that restart Redis start their own
+# (tests/redisproc.py). Pinged once, by the first test that needs it, never at collection.
+REDIS_URL = os.environ.get("GATEWAY_TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
+_REDIS_UP: list[bool] = []
+
+
+def require_redis() -> str:
+    """`REDIS_URL`, or skip the calling test when nothing answers there."""
+    if not _REDIS_UP:
+        import redis
+
+        try:
+            _REDIS_UP.append(bool(redis.Redis.from_url(REDIS_URL, socket_timeout=0.5).ping()))
+        except redis.RedisError:
+            _REDIS_UP.append(False)
+    if not _REDIS_UP[0]:
+        pytest.skip(f"no Redis at {REDIS_URL} (set GATEWAY_TEST_REDIS_URL)")
+    return REDIS_URL
+
+
+@pytest.fixture
+def shared_redis() -> str:
+    """The shared Redis's URL (the test is skipped when it does not answer)."""
+    return require_redis()
 
 
 def run_async(coro: Any) -> Any:

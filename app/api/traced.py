@@ -22,13 +22,22 @@ log = logging.getLogger("gateway.tracing")
 _CONTEXT_HEADERS = frozenset({b"traceparent", b"tracestate", b"baggage"})
 
 
+# Paths that get no SERVER span unless `GATEWAY_TRACE_PROBES=true`: the probes and the metrics scrape (a trace
+# every few seconds per replica, saying nothing about requests), and the demo simulator mounted in the gateway
+# (the vendor side of the demo's own calls: their CLIENT spans are the turns').
+UNTRACED_PATHS = frozenset({"/healthz", "/readyz", "/metrics"})
+UNTRACED_PREFIXES = ("/_simulator/",)
+
+
 class TracedGatewayApp(GatewayApp):
-    """`GatewayApp` with a SERVER span around every HTTP request (`tracing` is set by `app.main`)."""
+    """`GatewayApp` with a SERVER span around every HTTP request (`tracing` is set by `app.main`), except the
+    probes and the demo simulator's routes unless `trace_probes` (`GATEWAY_TRACE_PROBES`)."""
 
     tracing: Tracing
+    trace_probes: bool = False
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
+        if scope["type"] != "http" or (not self.trace_probes and _untraced(scope["path"])):
             await super().__call__(scope, receive, send)
             return
         method = scope["method"]
@@ -78,3 +87,7 @@ class TracedGatewayApp(GatewayApp):
                 span.set_attribute("error.type", str(status))
                 span.set_status(Status(StatusCode.ERROR))
         request.release()
+
+
+def _untraced(path: str) -> bool:
+    return path in UNTRACED_PATHS or path.startswith(UNTRACED_PREFIXES)

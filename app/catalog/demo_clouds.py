@@ -8,7 +8,9 @@ or beside them, so nothing of a real chain is signed for or sent to the simulato
 
 from __future__ import annotations
 
+import atexit
 import json
+import shutil
 import tempfile
 from pathlib import Path
 from typing import Any, Callable, Collection
@@ -28,6 +30,36 @@ def demo_cloud_catalog(simulator: str) -> dict[str, Any]:
     return catalog
 
 
+# Where the simulator serves each api (below its mount point): every catalog provider of the api is sent there.
+SIMULATOR_PATHS = {
+    "anthropic-messages": "/anthropic",
+    "openai-responses": "/openai/v1",
+    "google-generative-ai": "/google",
+    "openai-completions": "/compat/v1",
+}
+
+
+def simulator_base_urls(catalog: Catalog, simulator: str) -> dict[str, str]:
+    """Every catalog provider that runs at its api's maker (no `cloud`), the built-in ones and the operator's,
+    → the simulator's endpoint for its api: in demo mode no key, base URL or catalog `baseUrl` sends a turn to
+    a vendor."""
+    return {
+        name: simulator + SIMULATOR_PATHS[info.api]
+        for name, info in catalog.providers.items()
+        if info.cloud is None and info.api in SIMULATOR_PATHS
+    }
+
+
+def clouds_off_the_simulator(catalog: Catalog, simulator: str) -> list[str]:
+    """The catalog's cloud providers that the simulator does not serve (the operator's, not the demo's own):
+    demo mode refuses to start with them rather than call a real cloud."""
+    return sorted(
+        name
+        for name, info in catalog.providers.items()
+        if info.cloud is not None and not (info.base_url or "").startswith(simulator)
+    )
+
+
 # The built-in providers the simulator serves in demo mode; they and the demo's cloud providers list its scenarios
 # as models.
 SCENARIO_PROVIDERS = ("anthropic", "openai", "google", "compat")
@@ -42,12 +74,33 @@ def demo_cloud_providers() -> frozenset[str]:
 def demo_serves(catalog: Catalog) -> Callable[[str, str], bool]:
     """Whether demo mode serves `<provider>/<model id>`: only an id the catalog lists (a scenario's parameters
     may follow it after `;`, `slow;n=64`) or a recorded sample (`replay-<name>`); any other id gets the
-    unknown-model error, as a vendor would answer it, instead of a simulated reply."""
+    unknown-model error, as a vendor would answer it, instead of a simulated reply. A provider the catalog
+    lists no model of (a local server: its ids are its own) serves any id."""
+    listing = {provider for provider, _ in catalog.models}
 
     def served(provider: str, model_id: str) -> bool:
-        return model_id.startswith("replay-") or catalog.model(provider, model_id.partition(";")[0]) is not None
+        if provider not in listing or model_id.startswith("replay-"):
+            return True
+        return catalog.model(provider, model_id.partition(";")[0]) is not None
 
     return served
+
+
+_FOLDERS: list[Path] = []  # made by `with_demo_clouds` in this process
+
+
+def remove_demo_credentials(catalog: str | None = None) -> None:
+    """Remove the folder `with_demo_clouds` made for the demo settings whose catalog is `catalog` (None: every
+    one it made): each holds a freshly generated service-account private key (Vertex AI's test credentials).
+    The lifespan calls it when the gateway stops (uvicorn ends a process it stopped on SIGTERM by raising the
+    signal again, so `atexit` would not run then); `atexit` covers a start that failed."""
+    for folder in list(_FOLDERS):
+        if catalog is None or Path(catalog).parent == folder:
+            _FOLDERS.remove(folder)
+            shutil.rmtree(folder, ignore_errors=True)
+
+
+atexit.register(remove_demo_credentials)
 
 
 def with_demo_clouds(settings: Settings, simulator: str, scenarios: Collection[str] = ()) -> Settings:
@@ -67,4 +120,5 @@ def with_demo_clouds(settings: Settings, simulator: str, scenarios: Collection[s
     data["models"] = scenario_models + data["models"]  # a catalog entry of the same id comes later and wins
     catalog = folder / "catalog.json"
     catalog.write_text(json.dumps(data))
+    _FOLDERS.append(folder)
     return settings.model_copy(update={"catalog": str(catalog)})

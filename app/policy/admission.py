@@ -161,10 +161,16 @@ class Admission:
             if served is None:
                 continue
             model = f"{served.provider}/{served.model.id}"
+            if served.pool is not None:  # the operator's fix: the deployment's price
+                fix = f"the operator gives that deployment of route {name} a `cost` in the catalog (docs/pools.md)"
+            else:
+                fix = f"the operator adds `cost` to the catalog entry of {model}"
             self.metrics.rejected_request(Rejection.MODEL_NOT_PRICED)
             raise UnpricedModel(
                 f"API key {key_id} has a budget and the catalog has no price for model {model}: its turns would "
-                "spend nothing against the budget (name a model GET /v1/models lists with its prices)",
+                f"spend nothing against the budget. Fix: {fix}, or allows unpriced models "
+                "(GATEWAY_ALLOW_UNPRICED_MODELS=true, or the key's allow_unpriced_models); meanwhile a client may "
+                "name a model GET /v1/models lists with its prices",
                 model,
                 param="model" if index == 0 else f"fallback.{index - 1}",
             )

@@ -129,7 +129,7 @@ class Limits(TurnObserver):
             await self._admit_team(key_id, request_id)
             return
         verdict = await self._asked(key_id, policy, request_id)
-        self._refuse(verdict, key_id, policy)
+        await self._refuse(verdict, key_id, policy)
         if policy.concurrent_streams or policy.has_budget:
             self.leases[request_id] = key_id
         await self._admit_team(key_id, request_id)
@@ -143,7 +143,7 @@ class Limits(TurnObserver):
             return
         subject, policy = team
         try:
-            self._refuse(await self._asked(subject, policy, request_id), subject, policy)
+            await self._refuse(await self._asked(subject, policy, request_id), subject, policy)
         except BaseException:
             self._undo_key(key_id, request_id)
             raise
@@ -172,8 +172,9 @@ class Limits(TurnObserver):
         self._local_fallback(False)
         return verdict
 
-    def _refuse(self, verdict: Verdict, key_id: str, policy: KeyPolicy) -> None:
-        """Raise the store's refusal (429 naming the limit, Retry-After), if it refused."""
+    async def _refuse(self, verdict: Verdict, key_id: str, policy: KeyPolicy) -> None:
+        """Raise the store's refusal (429 naming the limit, Retry-After; a budget's with what was spent and the
+        next turn's estimate), if it refused."""
         if verdict.kind is None:
             return
         kind = verdict.kind.answered_as
@@ -181,7 +182,40 @@ class Limits(TurnObserver):
         wait_ms = max(verdict.retry_after_ms, 0)
         if verdict.kind.per_minute:  # another replica's clock may run a few ms ahead of ours
             wait_ms = min(wait_ms, WINDOW_MS)
-        raise LimitExceeded(_describe(verdict.kind, key_id, policy), kind, math.ceil(wait_ms / 1000))
+        message = _describe(verdict.kind, key_id, policy)
+        if verdict.kind is LimitKind.BUDGET_EXCEEDED:
+            message += await self._budget_detail(key_id, policy)
+        raise LimitExceeded(message, kind, math.ceil(wait_ms / 1000))
+
+    async def _budget_detail(self, key_id: str, policy: KeyPolicy) -> str:
+        """For a budget refusal: what the key spent in each budget's period and what the next turn is estimated
+        to cost (its latest turn's cost), from the ledger; a budget can stop a key before it is all spent, when
+        what is left would not cover a turn like the latest. Bounded by the store timeout; "" when the ledger
+        does not answer in time (the refusal stands either way)."""
+        periods = Periods.at(time.time())
+        budgets = [
+            (budget, label, since)
+            for budget, label, since in (
+                (policy.budget_usd_per_day, "today (UTC)", periods.day_start_ms),
+                (policy.budget_usd_per_month, "this month (UTC)", periods.month_start_ms),
+            )
+            if budget
+        ]
+        try:
+            async with asyncio.timeout(self.timeout):
+                spent = [await self.ledger_spend(key_id, since) for _, _, since in budgets]
+                estimate = await self.ledger_last_cost(key_id)
+        except asyncio.CancelledError:
+            raise
+        except Exception:  # the ledger is slow or down: the refusal without the figures
+            return ""
+        parts = [f"spent {amount:.4g} of {budget:g} USD {label}" for (budget, label, _), amount in zip(budgets, spent)]
+        if estimate > 0:
+            left = min(budget - amount for (budget, _, _), amount in zip(budgets, spent))
+            parts.append(f"the next turn is estimated at {estimate:.4g} USD (the latest turn's cost)")
+            if left > 0:
+                parts[-1] += f", more than the {left:.4g} USD left"
+        return " (" + "; ".join(parts) + ")" if parts else ""
 
     async def _unavailable(self, key_id: str, policy: KeyPolicy, lease: str, exc: BaseException) -> Verdict:
         """The store could not answer an admission: undo whatever it may have taken, then raise
@@ -253,7 +287,7 @@ class Limits(TurnObserver):
         """One store admission of `counted` (a part of the key's `policy`) under `lease`; its hold, when it takes
         one, is released by `release_stream`."""
         verdict = await self._asked(key_id, counted, lease)
-        self._refuse(verdict, key_id, policy)
+        await self._refuse(verdict, key_id, policy)
         if counted.concurrent_streams:
             self.leases[lease] = key_id
 

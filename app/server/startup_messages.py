@@ -257,11 +257,18 @@ def unknown_variables_refused(
 ) -> StartupError | None:
     """`GATEWAY_*` variables that no setting reads, most likely typos (`GATEWAY_API_KEY` for `GATEWAY_API_KEYS`
     would otherwise start a gateway without auth): each named with the closest known one, never its value.
-    Known besides the settings: each catalog provider's `GATEWAY_<NAME>_BASE_URL` and `keyEnv` variables."""
+    Known besides the settings: each catalog provider's `GATEWAY_<NAME>_BASE_URL` and `keyEnv` variables, and
+    those of the demo's cloud entries."""
     from app.settings import base_url_variable, closest_variable, setting_variables, unknown_variables
+
+    from app.catalog.demo_clouds import demo_cloud_catalog
 
     catalog_names = {base_url_variable(name) for name in providers}
     catalog_names.update(name for info in providers.values() for name in info.key_env)
+    # The demo's own key variables (set by demo mode in its process, so inherited by what that process starts).
+    for demo in demo_cloud_catalog("")["providers"]:
+        key_env = demo.get("keyEnv") or []
+        catalog_names.update([key_env] if isinstance(key_env, str) else key_env)
     unknown = unknown_variables(environ, catalog_names)
     if not unknown:
         return None
@@ -275,6 +282,17 @@ def unknown_variables_refused(
         "rename or unset "
         + ("it" if len(named) == 1 else "them")
         + " (the settings: README.md, Configuration), or set GATEWAY_ALLOW_UNKNOWN_VARIABLES=true to start anyway",
+    )
+
+
+def demo_clouds_refused(providers: list[str]) -> StartupError:
+    """Demo mode with catalog providers on a cloud the simulator does not serve: refused rather than sent to a
+    real cloud while start-up says no vendor is called."""
+    return StartupError(
+        f"demo mode (GATEWAY_DEMO=1) serves every provider from the built-in simulator, but the catalog's cloud "
+        f"provider{'s' if len(providers) > 1 else ''} {', '.join(providers)} would call a real cloud",
+        "remove them from GATEWAY_CATALOG for the demo (its own Bedrock, Vertex AI and Azure entries stay), "
+        "or set GATEWAY_DEMO=0 to call the real services",
     )
 
 

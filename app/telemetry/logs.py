@@ -1,7 +1,9 @@
-"""Structured logs: one JSON object per line on stderr, and one line per settled request.
+"""Logs on stderr, one line each: JSON objects for machines, or text for a person at a terminal
+(`GATEWAY_LOG_FORMAT`: `json`, `text`; by default text when stderr is a terminal, else JSON), and one line per
+settled request.
 
-`configure_logging(level)` installs the JSON formatter on the root logger and returns a `logging.config`
-dict for uvicorn, so its own lines are JSON too. `RequestLog` is a turn observer that writes the per-request
+`configure_logging(level, line_format)` installs the formatter on the root logger and returns a `logging.config`
+dict for uvicorn, so its own lines have the same format. `RequestLog` is a turn observer that writes the per-request
 line (logger `gateway.requests`). Keys never appear: the request line names a key by its id, and the
 formatter replaces any registered secret (provider and client keys, `app.redaction`) that slips into a
 message, and the value of any `key` query parameter (the access log's `?key=`, any key, known or not). Message content is logged only when `GATEWAY_LOG_CONTENT=true`.
@@ -20,7 +22,16 @@ from app.core.job import TurnJob, TurnObserver
 from app.core.settled import SettledTurn
 from app.redaction import redact, register_secrets
 
-__all__ = ["JsonFormatter", "RequestLog", "configure_logging", "redact", "register_secrets", "request_fields"]
+__all__ = [
+    "JsonFormatter",
+    "TextFormatter",
+    "RequestLog",
+    "configure_logging",
+    "log_format",
+    "redact",
+    "register_secrets",
+    "request_fields",
+]
 
 REQUEST_LOGGER = "gateway.requests"
 _STANDARD = set(vars(logging.LogRecord("", 0, "", 0, "", None, None))) | {"message", "asctime", "color_message"}
@@ -44,14 +55,47 @@ class JsonFormatter(logging.Formatter):
         return redact(orjson.dumps(entry, default=str).decode())
 
 
-def logging_config(level: str = "info") -> dict[str, Any]:
-    """A `logging.config.dictConfig` dict: everything (ours and uvicorn's) as JSON on stderr."""
+class TextFormatter(logging.Formatter):
+    """`HH:MM:SS.mmm LEVEL logger: msg key=value …` on one line, for a person reading a terminal: the same
+    fields as the JSON lines, the extra ones after the message."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        ts = datetime.fromtimestamp(record.created).strftime("%H:%M:%S.%f")[:-3]
+        parts = [f"{ts} {record.levelname.lower():<7} {record.name}: {record.getMessage()}"]
+        for key, value in record.__dict__.items():
+            if key not in _STANDARD and not key.startswith("_") and value is not None:
+                shown = (
+                    value if isinstance(value, (str, int, float, bool)) else orjson.dumps(value, default=str).decode()
+                )
+                parts.append(f"{key}={shown}")
+        line = " ".join(parts)
+        if record.exc_info:
+            line += "\n" + self.formatException(record.exc_info)
+        return redact(line) if has_secrets() else line
+
+
+LOG_FORMATS = {"json": JsonFormatter, "text": TextFormatter}
+
+
+def log_format(setting: str | None = None) -> str:
+    """`GATEWAY_LOG_FORMAT`, or when it is not set: `text` when stderr is a terminal, else `json`."""
+    if setting:
+        return setting
+    try:
+        return "text" if sys.stderr.isatty() else "json"
+    except (AttributeError, ValueError):  # a closed or replaced stderr
+        return "json"
+
+
+def logging_config(level: str = "info", line_format: str | None = None) -> dict[str, Any]:
+    """A `logging.config.dictConfig` dict: everything (ours and uvicorn's) on stderr, as JSON or text."""
     level = level.upper()
+    formatter = LOG_FORMATS[log_format(line_format)]
     return {
         "version": 1,
         "disable_existing_loggers": False,
-        "formatters": {"json": {"()": "app.telemetry.logs.JsonFormatter"}},
-        "handlers": {"stderr": {"class": "logging.StreamHandler", "formatter": "json", "stream": "ext://sys.stderr"}},
+        "formatters": {"lines": {"()": f"{formatter.__module__}.{formatter.__qualname__}"}},
+        "handlers": {"stderr": {"class": "logging.StreamHandler", "formatter": "lines", "stream": "ext://sys.stderr"}},
         "loggers": {
             "uvicorn": {"handlers": ["stderr"], "level": level, "propagate": False},
             "uvicorn.error": {"level": level},
@@ -61,19 +105,19 @@ def logging_config(level: str = "info") -> dict[str, Any]:
     }
 
 
-def configure_logging(level: str = "info") -> dict[str, Any]:
+def configure_logging(level: str = "info", line_format: str | None = None) -> dict[str, Any]:
     import logging.config
 
-    config = logging_config(level)
+    config = logging_config(level, line_format)
     logging.config.dictConfig(config)
     return config
 
 
-def ensure_configured(level: str = "info") -> None:
-    """Configure JSON logs unless someone (a test runner, an embedding app) already set up the root logger."""
+def ensure_configured(level: str = "info", line_format: str | None = None) -> None:
+    """Configure the logs unless someone (a test runner, an embedding app) already set up the root logger."""
     if not logging.getLogger().handlers:
         handler = logging.StreamHandler(sys.stderr)
-        handler.setFormatter(JsonFormatter())
+        handler.setFormatter(LOG_FORMATS[log_format(line_format)]())
         root = logging.getLogger()
         root.addHandler(handler)
         root.setLevel(level.upper())

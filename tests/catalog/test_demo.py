@@ -4,6 +4,8 @@ only the tools the request declares (app/catalog/demo_clouds.py, app/catalog/res
 
 from __future__ import annotations
 
+import json
+
 import httpx
 import pytest
 
@@ -59,3 +61,73 @@ def test_the_tools_scenario_calls_only_the_tools_the_request_declares(demo):
     )
     calls = [b["name"] for b in declared.json()["content"] if b["type"] == "toolCall"]
     assert calls == ["get_weather"] and declared.json()["stopReason"] == "toolUse"
+
+
+def test_demo_mode_sends_every_provider_to_the_simulator_and_removes_its_credentials_on_exit(sim, tmp_path):
+    """An operator's provider with its key set and its own base URL, a built-in one with a key in the
+    environment and a local server with GATEWAY_<NAME>_BASE_URL: in demo mode every one is served by the
+    simulator, as start-up says. The folder with the demo's generated service-account key is gone on exit."""
+    catalog = tmp_path / "catalog.json"
+    catalog.write_text(
+        json.dumps(
+            {
+                "providers": [
+                    {
+                        "name": "mine",
+                        "api": "openai-completions",
+                        "keyEnv": "MINE_KEY",
+                        "baseUrl": "http://127.0.0.1:9/v1",
+                    }
+                ],
+                "models": [{"provider": "mine", "id": "mine-1"}],
+            }
+        )
+    )
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    proc = GatewayProcess(
+        sim.url,
+        GATEWAY_DEMO="1",
+        GATEWAY_LOG_LEVEL="info",
+        GATEWAY_CATALOG=str(catalog),
+        MINE_KEY="sk-mine",
+        GROQ_API_KEY="gsk-real",
+        GATEWAY_VLLM_BASE_URL="http://127.0.0.1:9/v1",
+        TMPDIR=str(temp),
+    )
+    try:
+        proc.wait_ready()
+        assert [p.name for p in temp.iterdir() if p.name.startswith("gateway-demo-clouds-")]
+        for model in ("mine/mine-1", "groq/llama-3.3-70b-versatile", "vllm/any-local-model"):
+            assert complete(proc, turn(model)).status_code == 200, model
+    finally:
+        proc.proc.terminate()
+        proc.proc.wait(60)
+    lines = [json.loads(line) for line in proc.proc.stderr.read().decode().splitlines() if line.strip()]
+    served = {line["provider"]: line for line in lines if line["logger"] == "gateway.providers" and "provider" in line}
+    for name in ("mine", "groq", "vllm", "anthropic", "openai", "google", "compat"):
+        assert served[name]["simulator"] is True, served[name]["msg"]
+    assert not [p.name for p in temp.iterdir() if p.name.startswith("gateway-demo-clouds-")]
+
+
+def test_demo_mode_refuses_to_start_with_a_cloud_provider_the_simulator_does_not_serve(sim, tmp_path):
+    catalog = tmp_path / "catalog.json"
+    catalog.write_text(
+        json.dumps(
+            {
+                "providers": [
+                    {
+                        "name": "my-bedrock",
+                        "api": "anthropic-messages",
+                        "cloud": {"kind": "bedrock", "region": "eu-west-1"},
+                    }
+                ]
+            }
+        )
+    )
+    proc = GatewayProcess(sim.url, GATEWAY_DEMO="1", GATEWAY_CATALOG=str(catalog))
+    assert proc.proc.wait(180) == 3
+    lines = [json.loads(line)["msg"] for line in proc.proc.stderr.read().decode().splitlines() if line.strip()]
+    errors = [line for line in lines if line.startswith("start-up failed: ")]
+    assert len(errors) == 1 and "my-bedrock would call a real cloud" in errors[0], errors
+    assert "GATEWAY_DEMO=0" in errors[0]

@@ -246,6 +246,10 @@ def test_budget_just_above_one_turn(gateway_factory, tmp_path):
     settle(gw)
     refused = post(gw, "sk-spender")
     assert refused.status_code == 429 and refused.json()["error"]["type"] == "budget_exceeded"
+    # Stopped at ~95 % spent: the message says what was spent and what the next turn would cost.
+    message = refused.json()["error"]["message"]
+    assert f"spent {cost:.4g} of {cost * 1.05:g} USD today (UTC)" in message, message
+    assert f"the next turn is estimated at {cost:.4g} USD (the latest turn's cost), more than the" in message
     # Spent 1 turn of 2.5 (from the ledger): a second fits, a third would not.
     served = gw.stream(turn("anthropic/text", "same prompt"), headers=bearer("sk-probe"))
     assert served.status == 200
@@ -375,6 +379,7 @@ def test_a_key_with_a_budget_is_never_served_a_model_without_a_price(gateway_fac
         error = refused.json()["error"]
         assert error["type"] == "model_not_priced" and error["param"] == "model"
         assert UNPRICED in error["message"] and "no price" in error["message"] and "budget" in error["message"]
+        assert f"adds `cost` to the catalog entry of {UNPRICED}" in error["message"]  # the operator's fix
         assert not gw.sim.seen(m)
     # A fallback without a price is refused too, naming it; in the Messages door's own shape as well.
     fallback = gw.http.post(
@@ -457,3 +462,23 @@ def test_a_burst_of_sighups_neither_stalls_streams_nor_loses_the_files_last_stat
             proc.proc.wait(30)
     reloads = [line for line in log_path.read_text().splitlines() if "keys file reloaded" in line]
     assert 1 <= len(reloads) <= signals // 4, f"{len(reloads)} reloads for {signals} SIGHUPs: not coalesced"
+
+
+def test_a_pool_deployment_without_a_price_is_refused_naming_its_fix_and_served_once_it_has_a_cost(
+    gateway_factory, tmp_path
+):
+    keys = tmp_path / "keys.json"
+    write_keys(keys, budgeted={"budget_usd_per_day": 5.0})
+    deployment = {"provider": "anthropic", "model": "text-team-a"}  # a model id the catalog does not price
+    routes = [
+        {"name": "unpriced-pool", "pool": {"deployments": [deployment]}},
+        {"name": "priced-pool", "pool": {"deployments": [{**deployment, "cost": {"input": 3, "output": 15}}]}},
+    ]
+    catalog = tmp_path / "catalog.json"
+    catalog.write_text(json.dumps({"routes": routes}))
+    gw = gateway_factory(keys_file=str(keys), catalog=str(catalog))
+    refused = post(gw, "sk-budgeted", "unpriced-pool")
+    assert refused.status_code == 403 and refused.json()["error"]["type"] == "model_not_priced"
+    message = refused.json()["error"]["message"]
+    assert "gives that deployment of route unpriced-pool a `cost`" in message and "docs/pools.md" in message
+    assert post(gw, "sk-budgeted", "priced-pool").status_code == 200

@@ -18,9 +18,8 @@ from hypothesis import strategies as st
 from app.policy.keys import KeyPolicy
 from app.policy.memory_store import MemoryLimitStore
 from app.policy.store import ADMITTED, IN_FLIGHT_RETRY_MS, VOID, Periods, Verdict
-from tests.conftest import examples, run_async
+from tests.conftest import REDIS_URL, examples, require_redis, run_async
 
-REDIS_URL = "redis://127.0.0.1:6379/0"
 START = 1_796_342_400.0  # a UTC midnight, 2026-12-03 … (days and months roll over within a run)
 POLICIES = {
     "a": KeyPolicy(requests_per_minute=3, concurrent_streams=2, tokens_per_minute=50),
@@ -31,15 +30,6 @@ POLICIES = {
 }
 LEASE_TTL_MS = 20_000
 MARKER_TTL_MS = 120_000
-
-
-def _redis_up() -> bool:
-    import redis
-
-    try:
-        return bool(redis.Redis.from_url(REDIS_URL, socket_timeout=0.5).ping())
-    except redis.RedisError:
-        return False
 
 
 admit = st.tuples(st.just("admit"), st.sampled_from(sorted(POLICIES)))
@@ -59,7 +49,6 @@ step = st.one_of(
 )
 
 
-@pytest.mark.skipif(not _redis_up(), reason="no Redis on 127.0.0.1:6379")
 @settings(max_examples=examples(100), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(step, min_size=1, max_size=40))
 @example([("charge", "e", 10, 0), ("admit", "e")])  # tokens exactly at the limit
@@ -71,6 +60,7 @@ step = st.one_of(
 @example([("admit", "a"), ("abandon", 0), ("admit", "a"), ("admit", "a"), ("admit", "a")])  # abandoned: no trace
 @example([("admit", "d"), ("clock", 500), ("admit", "d"), ("admit", "d"), ("clock", 61_000), ("admit", "d")])
 def test_memory_and_redis_stores_agree(steps):
+    require_redis()
     run_async(_compare(steps))
 
 
@@ -142,8 +132,7 @@ async def store(request):
     if request.param == "memory":
         yield MemoryLimitStore()
         return
-    if not _redis_up():
-        pytest.skip("no Redis on 127.0.0.1:6379")
+    require_redis()
     from app.policy.redis_store import RedisLimitStore
     from app.redis_client import redis_client
 

@@ -1,5 +1,5 @@
 """The pool state stores (`app.pools.state.MemoryPoolStore`, `app.pools.redis_store.RedisPoolStore` on the real
-Redis at 127.0.0.1:6379 under a prefix of the test's own) keep the same rules, on explicit clocks: a cooldown
+Redis (tests/conftest.py `REDIS_URL`, `GATEWAY_TEST_REDIS_URL`) under a prefix of the test's own) keep the same rules, on explicit clocks: a cooldown
 lasts the Retry-After or a doubling backoff and ends; an rpm quota frees up as its window slides; a tpm quota
 holds for its minute; leases expire; a conversation is placed when its turn takes a slot, never over a newer
 turn's placement; latency estimates are EWMAs. The choice of order by strategy is checked on snapshots."""
@@ -28,6 +28,7 @@ from app.pools.state import (
     cool_ms,
     next_minute_ms,
 )
+from tests.conftest import require_redis
 
 A = Deployment("a", "pa", "m")
 B = Deployment("b", "pb", "m", rpm=2, tpm=100)
@@ -45,11 +46,7 @@ async def _store(kind: str) -> Any:
 
     from app.pools.redis_store import RedisPoolStore
 
-    client = redis.asyncio.Redis.from_url("redis://127.0.0.1:6379/0", decode_responses=True)
-    try:
-        await client.ping()
-    except Exception:
-        pytest.skip("no Redis at 127.0.0.1:6379")
+    client = redis.asyncio.Redis.from_url(require_redis(), decode_responses=True)
     return RedisPoolStore(client, f"gwtest-{uuid.uuid4().hex[:10]}", timeout=2)
 
 

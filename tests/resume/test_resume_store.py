@@ -25,24 +25,15 @@ from app.resume.hub import ResumeHub
 from app.resume.mirror import Mirror
 from app.resume.redis_store import RedisEvents
 from app.resume.stall import StallRetry, StoreStalled, through_stall
+from tests.conftest import REDIS_URL
 
-REDIS_URL = "redis://127.0.0.1:6379/0"
 KEY = "tenant"
 RIDE_OUT = StallRetry(first_s=0.001, max_s=0.01, give_up_s=30)  # retries quickly and never gives up in a test
 GIVE_UP = StallRetry(first_s=0.001, max_s=0.005, give_up_s=0.05)
 FOREVER = 10**9  # stall every round trip that carries the command
 
 
-def _redis_up() -> bool:
-    import redis
-
-    try:
-        return bool(redis.Redis.from_url(REDIS_URL, socket_timeout=0.5).ping())
-    except redis.RedisError:
-        return False
-
-
-pytestmark = pytest.mark.skipif(not _redis_up(), reason="no Redis on 127.0.0.1:6379")
+pytestmark = pytest.mark.usefixtures("shared_redis")  # skipped when the shared Redis does not answer
 
 
 @dataclass

@@ -546,3 +546,19 @@ def test_dashboard_uses_only_metrics_and_labels_the_app_exports() -> None:
         labels_used.update(re.findall(r"[{,]\s*([a-z_]+)\s*(?:=~|!=|=)", expr))
     unknown = sorted(labels_used - literals - {"le", "instance", "job"})
     assert not unknown, f"the dashboard groups or filters by labels app/telemetry/metrics.py never sets: {unknown}"
+
+
+# ---------------------------------------------------------------------------------------------- Makefile
+
+
+def _make_dry_run(target: str) -> str:
+    done = subprocess.run(["make", "-n", target], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def test_make_run_installs_the_runtime_dependencies_only_and_make_test_the_development_group():
+    run = [line for line in _make_dry_run("run").splitlines() if " sync " in line]
+    assert run and all("--no-dev" in line and "--inexact" in line for line in run), run
+    test = [line for line in _make_dry_run("test").splitlines() if " sync " in line]
+    assert test and not any("--no-dev" in line for line in test), test

@@ -106,3 +106,40 @@ def test_the_access_log_blanks_every_key_query_parameter_known_or_not(gateway_fa
     for key in (known, wrong, encoded):
         assert not [line for line in lines if key in line]
     assert [line.count("ey=[redacted]") for line in lines if "generateContent" in line] == [1, 1, 1]
+
+
+def test_text_lines_for_a_terminal_carry_the_same_fields_without_secrets():
+    from app.redaction import register_secrets
+    from app.telemetry.logs import TextFormatter
+
+    register_secrets("sk-text-format-secret-0123")
+    record = logging.LogRecord(
+        "gateway.providers", logging.INFO, "", 0, "key %s", ("sk-text-format-secret-0123",), None
+    )
+    record.provider = "anthropic"
+    record.simulator = True
+    line = TextFormatter().format(record)
+    assert "\n" not in line and not line.startswith("{")
+    assert "info" in line and "gateway.providers: key " in line and "provider=anthropic simulator=True" in line
+    assert "sk-text-format-secret-0123" not in line
+
+
+def test_the_log_format_is_text_on_a_terminal_json_elsewhere_unless_set(monkeypatch):
+    import io
+
+    from app.settings import Settings
+    from app.telemetry.logs import log_format, logging_config
+
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    monkeypatch.setattr("sys.stderr", Terminal())
+    assert log_format() == "text" and log_format("json") == "json"
+    monkeypatch.setattr("sys.stderr", io.StringIO())
+    assert log_format() == "json" and log_format("text") == "text"
+    formatter = logging_config("info", "text")["formatters"]["lines"]["()"]
+    assert formatter == "app.telemetry.logs.TextFormatter"
+    assert Settings(log_format=" Text ").log_format == "text"
+    with pytest.raises(ValueError, match="not a log format"):
+        Settings(log_format="yaml")

@@ -465,3 +465,13 @@ def test_the_otlp_protocol_variables_pick_the_sdks_exporter(monkeypatch, environ
     for name, value in environ.items():
         monkeypatch.setenv(name, value)
     assert exporter_names() == names
+
+
+def test_probes_metrics_and_the_demo_simulator_routes_are_left_out_of_traces(traced, receiver):
+    probes, probes_trace, _ = _traceparent()
+    for path in ("/healthz", "/readyz", "/metrics", "/_simulator/_sim/requests"):
+        httpx.get(f"{traced.url}{path}", headers=_headers(probes), timeout=30)
+    after, after_trace, _ = _traceparent()
+    assert httpx.get(f"{traced.url}/v1/models", headers=_headers(after), timeout=30).status_code == 200
+    receiver.trace(after_trace, 1)  # exported after anything the probes would have produced
+    assert [s["name"] for s in receiver.spans if s["trace_id"] == probes_trace] == []
