@@ -13,7 +13,9 @@ Every chunk is `data: <GenerateContentResponse>\\r\\n\\r\\n` with `candidates[0]
                                arguments), with the call's `thoughtSignature` when it has one
     done                     → a chunk with `finishReason` (`STOP`, `MAX_TOKENS`) and `usageMetadata`
     error                    → an `{"error": {"code", "message", "status"}}` chunk, which the Google GenAI SDKs
-                               raise; a cut or refused stream never ends with a finishReason
+                               raise, with a candidate whose `finishReason` says why (a safety stop its reason,
+                               a cut tool call `MALFORMED_FUNCTION_CALL`, else `OTHER`) and whose
+                               `finishMessage` is the error's message, which the Gemini CLI reads
 
 Signatures are origin-wrapped (`signatures.py`), so they return to the model that made them only. Usage is in
 Gemini's sense: `promptTokenCount` includes cached tokens (also in `cachedContentTokenCount`);
@@ -31,7 +33,7 @@ import orjson
 from app.contract.events import TERMINAL_TYPES
 from app.core.settled import SettledTurn
 from app.doors.base import TurnView
-from app.doors.gemini.errors import error_body, turn_error
+from app.doors.gemini.errors import error_body, finish_reason, turn_error
 from app.doors.gemini.request import GeminiRequest
 from app.doors.gemini.signatures import wrap_signature
 from app.doors.signatures import Origin, origin_of
@@ -167,7 +169,12 @@ class GeminiEncoder:
         if self._turn is None:
             body = error_body(502, event.get("errorMessage") or "error")
         else:
-            _, body = turn_error(self._turn.result())
+            result = self._turn.result()
+            _, body = turn_error(result)
+            candidate = {"content": {"parts": [{"text": ""}], "role": "model"}, "finishReason": finish_reason(result),
+                         "finishMessage": body["error"]["message"], "index": 0}  # fmt: skip
+            # `error` first: the Python SDK raises a chunk only when its text starts with `{"error":`.
+            body = {**body, "candidates": [candidate], "modelVersion": self.model, "responseId": self.request_id}
         return self.LEAD + orjson.dumps(body) + self.END
 
     # ------------------------------------------------------------------------------------------ one answer
