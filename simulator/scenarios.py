@@ -393,12 +393,32 @@ def _signed_tools(usage: Usage, results: list[str]) -> Scenario:
     return Scenario("", [usage, call, Stop("toolUse", output=8)], signed_calls=True)
 
 
+# `agent-parallel`: two calls of the agent's shell tool in one answer, the first signed on its own as Gemini signs
+# the first of parallel calls (`thoughtSignature` on its functionCall part); the answer to both results names them.
+AGENT_SECOND_COMMAND = "cat proof2.txt"
+
+
+def _agent_parallel(usage: Usage, results: list[str]) -> Scenario:
+    if results:
+        reply = TextBlock(_words("The tools said: " + " ".join(r.strip() for r in results)))
+        return Scenario("", [usage, reply, Stop("stop", output=len(reply.chunks))])
+    calls = [
+        ToolCallBlock(f"toolu_sim_bash_{index}", "Bash",
+                      [json.dumps({"command": command, "description": f"Show proof file {index}"})],
+                      signature=SIGNED_CALL_SIGNATURE if index == 1 else None)
+        for index, command in ((1, AGENT_COMMAND), (2, AGENT_SECOND_COMMAND))
+    ]  # fmt: skip
+    thinking = ThinkingBlock(["Both files ", "at once."])
+    return Scenario("", [usage, thinking, *calls, Stop("toolUse", output=24)])
+
+
 # `agent-shell`: the same round trip with Gemini CLI's shell tool.
 AGENT_SCENARIOS: dict[str, Callable[[Usage, list[str]], Scenario]] = {
     "agent-tool": _agent_tool,
     "agent-exec": _agent_exec,
     "agent-shell": lambda usage, results: _agent_tool(usage, results, "run_shell_command"),
     "signed-tools": _signed_tools,
+    "agent-parallel": _agent_parallel,
 }
 
 
