@@ -156,7 +156,9 @@ def test_claude_code_names_the_tool_call_the_upstream_cut(
 
 
 @pytest.mark.parametrize("vendor", VENDORS)
-def test_claude_code_runs_both_parallel_tool_calls(vendor: str, gateway: Any, claude_code: Path, tmp_path: Path) -> None:
+def test_claude_code_runs_both_parallel_tool_calls(
+    vendor: str, gateway: Any, claude_code: Path, tmp_path: Path
+) -> None:
     """Two calls in one answer (on Gemini the first signed on its own): the CLI runs both and sends both results."""
     first, second = marker(), marker()
     (tmp_path / "proof.txt").write_text(first + "\n")
