@@ -159,6 +159,9 @@ class Scenario:
     # The model signs its calls and wants each signature back on the next turn, as Gemini 3 does (a request that
     # replays a call without it is a 400 on Gemini: `simulator.google.request_error`).
     signed_calls: bool = False
+    # The model thinks with a signature before its calls and wants that signed thinking block back before each
+    # replayed call, as Anthropic does in a tool loop with thinking on (`simulator.anthropic.request_error`).
+    signed_thinking: bool = False
 
 
 def _words(text: str, per_chunk: int = 2) -> list[str]:
@@ -412,6 +415,18 @@ def _agent_parallel(usage: Usage, results: list[str]) -> Scenario:
     return Scenario("", [usage, thinking, *calls, Stop("toolUse", output=24)])
 
 
+def _agent_shell_thinking(usage: Usage, results: list[str]) -> Scenario:
+    """`agent-shell` with signed thinking before the call, which the vendor (Anthropic) wants back before the
+    call when the result comes."""
+    if results:
+        reply = TextBlock(_words("The tool said: " + " ".join(r.strip() for r in results)))
+        return Scenario("", [usage, reply, Stop("stop", output=len(reply.chunks))], signed_thinking=True)
+    whole = json.dumps({"command": AGENT_COMMAND, "description": "Show the proof file"})
+    thinking = ThinkingBlock(["I will read ", "the proof file."], AGENT_EXEC_SIGNATURE)
+    call = ToolCallBlock("toolu_sim_shell", "run_shell_command", [whole])
+    return Scenario("", [usage, thinking, call, Stop("toolUse", output=12)], signed_thinking=True)
+
+
 # `agent-shell`: the same round trip with Gemini CLI's shell tool.
 AGENT_SCENARIOS: dict[str, Callable[[Usage, list[str]], Scenario]] = {
     "agent-tool": _agent_tool,
@@ -419,6 +434,7 @@ AGENT_SCENARIOS: dict[str, Callable[[Usage, list[str]], Scenario]] = {
     "agent-shell": lambda usage, results: _agent_tool(usage, results, "run_shell_command"),
     "signed-tools": _signed_tools,
     "agent-parallel": _agent_parallel,
+    "agent-shell-thinking": _agent_shell_thinking,
 }
 
 

@@ -183,3 +183,19 @@ def test_the_ai_sdks_google_provider_runs_complete_tool_calls(gateway, agents, v
     ]
     cut = ai_sdk_turn(gateway, "gemini", f"models/{vendor}/truncated")
     assert cut["errors"] and "truncated" in cut["errors"][0].lower() and cut["finish"] != ["stop"]
+
+
+def test_gemini_cli_keeps_anthropics_signed_thinking_in_a_tool_loop(gw, agents, tmp_path):
+    """Anthropic thinks (signed) before its call; the CLI keeps the functionCall part and drops thought parts, so
+    the thinking rides on the call's `thoughtSignature` and reaches Anthropic again as the signed block it wants
+    before the call (the simulator refuses the second request without it, as Anthropic does)."""
+    m = marker()
+    (tmp_path / "proof.txt").write_text(f"proof {m}-file\n")
+    model = "anthropic/agent-shell-thinking"
+    status, answer, stderr = run_gemini(gw.url, model, f"show proof {m}", tmp_path, "--approval-mode", "yolo")
+    assert status == 0, stderr
+    assert f"{m}-file" in answer["response"]
+    [second] = [e for e in gw.sim.seen(f"{m}-file") if e["vendor"] == "anthropic"]
+    replayed = [msg for msg in second["body"]["messages"] if msg["role"] == "assistant"][-1]["content"]
+    assert [b["type"] for b in replayed][:2] == ["thinking", "tool_use"]
+    assert replayed[0]["thinking"] == "I will read the proof file."

@@ -10,7 +10,10 @@ Every chunk is `data: <GenerateContentResponse>\\r\\n\\r\\n` with `candidates[0]
     thinking_delta           → a `{"text", "thought": true}` part, only when `thinkingConfig.includeThoughts`
     thinking_end             → with a signature and thoughts shown: `{"text": "", "thought": true, "thoughtSignature"}`
     toolcall_end             → one whole `{"functionCall": {"id", "name", "args"}}` part (Gemini never streams
-                               arguments), with the call's `thoughtSignature` when it has one
+                               arguments), with the call's `thoughtSignature` when it has one; else the first call
+                               after signed thinking carries that thinking in its `thoughtSignature` (a client
+                               such as the Gemini CLI keeps calls and drops thought parts; `conversation.py`
+                               rebuilds the signed thinking blocks from it)
     done                     → a chunk with `finishReason` (`STOP`, `MAX_TOKENS`) and `usageMetadata`
     error                    → an `{"error": {"code", "message", "status"}}` chunk, which the Google GenAI SDKs
                                raise, with a candidate whose `finishReason` says why (a safety stop its reason,
@@ -35,8 +38,8 @@ from app.core.settled import SettledTurn
 from app.doors.base import TurnView
 from app.doors.gemini.errors import error_body, finish_reason, turn_error
 from app.doors.gemini.request import GeminiRequest
-from app.doors.gemini.signatures import wrap_signature
-from app.doors.signatures import Origin, origin_of
+from app.doors.gemini.signatures import wrap_signature, wrap_thinking_signature
+from app.doors.signatures import Origin, SignedThinking, origin_of
 
 FINISH_REASONS = {"stop": "STOP", "toolUse": "STOP", "length": "MAX_TOKENS"}
 END = b"\r\n\r\n"
@@ -78,6 +81,9 @@ class GeminiEncoder:
         self.include_thoughts = request.include_thoughts
         self._turn = turn
         self._origin = Origin("", "", "")
+        # The turn's signed thinking not yet carried on a call: its first call without a signature of its own
+        # carries it (`wrap_thinking_signature`), for a client that keeps calls and drops thought parts.
+        self._thinking: list[SignedThinking] = []
         self._head = b""
         self._tail = b""
         self._frame_ends()
@@ -139,6 +145,10 @@ class GeminiEncoder:
         return self._head + b'{"text":' + orjson.dumps(event["delta"]) + b',"thought":true}' + self._tail
 
     def _thinking_end(self, event: dict[str, Any]) -> bytes:
+        if event.get("contentSignature"):
+            self._thinking.append(
+                SignedThinking(event["content"], event["contentSignature"], bool(event.get("redacted")))
+            )
         if not self.include_thoughts or not event.get("contentSignature") or event.get("redacted"):
             return b""  # redacted thinking (Anthropic's) has no text to show and no Gemini part to return in
         signature = wrap_signature(self._origin, event["contentSignature"])
@@ -153,6 +163,9 @@ class GeminiEncoder:
         }
         if call.get("thoughtSignature"):
             part["thoughtSignature"] = wrap_signature(self._origin, call["thoughtSignature"])
+        elif self._thinking:
+            part["thoughtSignature"] = wrap_thinking_signature(self._origin, self._thinking)
+            self._thinking = []
         return part
 
     def _done(self, event: dict[str, Any]) -> bytes:
@@ -192,6 +205,9 @@ class GeminiEncoder:
                     part["thoughtSignature"] = wrap_signature(self._origin, block["textSignature"])
                 parts.append(part)
             elif kind == "thinking":
+                if block.get("thinkingSignature"):
+                    signed = SignedThinking(block["thinking"], block["thinkingSignature"], bool(block.get("redacted")))
+                    self._thinking.append(signed)
                 if self.include_thoughts and not block.get("redacted"):
                     part = {"text": block["thinking"], "thought": True}
                     if block.get("thinkingSignature"):
