@@ -238,3 +238,22 @@ def encode(scenario: s.Scenario, model: str, steps: list[s.Step] | None = None) 
             yield frame("future_event", {"type": "future_event", "detail": {"anything": [1, 2, 3]}})
         else:
             yield step
+
+
+def request_error(scenario: s.Scenario, body: dict[str, Any]) -> s.HttpError | None:
+    """What Anthropic refuses in the request itself: with a model that thinks before its calls
+    (`Scenario.signed_thinking`), an assistant turn with a tool_use must start with that signed thinking block."""
+    if not scenario.signed_thinking:
+        return None
+    for index, message in enumerate(body.get("messages") or []):
+        content = message.get("content") if isinstance(message, dict) else None
+        if message.get("role") != "assistant" or not isinstance(content, list):
+            continue
+        if not any(isinstance(b, dict) and b.get("type") == "tool_use" for b in content):
+            continue
+        first = content[0] if content and isinstance(content[0], dict) else {}
+        if first.get("type") != "thinking" or first.get("signature") != s.AGENT_EXEC_SIGNATURE:
+            return s.HttpError(400, "invalid_request_error", f"messages.{index}.content.0.type: Expected `thinking` or "
+                               "`redacted_thinking`, but found `" + str(first.get("type")) + "`. When `thinking` is "
+                               "enabled, a final `assistant` message must start with a thinking block")  # fmt: skip
+    return None

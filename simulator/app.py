@@ -355,6 +355,8 @@ def create_simulator(log_guard: LogGuard | None = None, declared_tools_only: boo
             s.only_declared_tools(scenario, s.declared_tools(body))
         if vendor.name == "google" and (refused := google.request_error(scenario, body)) is not None:
             scenario.http_error = refused
+        if vendor.name == "anthropic" and (refused := anthropic.request_error(scenario, body)) is not None:
+            scenario.http_error = refused
         if prompt_cache_wanted(model):
             cache.apply(scenario, body)
         fault = sim_faults.parse(model)

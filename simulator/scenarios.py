@@ -162,6 +162,9 @@ class Scenario:
     # The model signs its calls and wants each signature back on the next turn, as Gemini 3 does (a request that
     # replays a call without it is a 400 on Gemini: `simulator.google.request_error`).
     signed_calls: bool = False
+    # The model thinks with a signature before its calls and wants that signed thinking block back before each
+    # replayed call, as Anthropic does in a tool loop with thinking on (`simulator.anthropic.request_error`).
+    signed_thinking: bool = False
 
 
 def _words(text: str, per_chunk: int = 2) -> list[str]:
@@ -438,6 +441,37 @@ def _signed_tools(usage: Usage, results: list[str]) -> Scenario:
     return Scenario("", [usage, call, Stop("toolUse", output=8)], signed_calls=True)
 
 
+# `agent-parallel`: two calls of the agent's shell tool in one answer, the first signed on its own as Gemini signs
+# the first of parallel calls (`thoughtSignature` on its functionCall part); the answer to both results names them.
+AGENT_SECOND_COMMAND = "cat proof2.txt"
+
+
+def _agent_parallel(usage: Usage, results: list[str]) -> Scenario:
+    if results:
+        reply = TextBlock(_words("The tools said: " + " ".join(r.strip() for r in results)))
+        return Scenario("", [usage, reply, Stop("stop", output=len(reply.chunks))])
+    calls = [
+        ToolCallBlock(f"toolu_sim_bash_{index}", "Bash",
+                      [json.dumps({"command": command, "description": f"Show proof file {index}"})],
+                      signature=SIGNED_CALL_SIGNATURE if index == 1 else None)
+        for index, command in ((1, AGENT_COMMAND), (2, AGENT_SECOND_COMMAND))
+    ]  # fmt: skip
+    thinking = ThinkingBlock(["Both files ", "at once."])
+    return Scenario("", [usage, thinking, *calls, Stop("toolUse", output=24)])
+
+
+def _agent_shell_thinking(usage: Usage, results: list[str]) -> Scenario:
+    """`agent-shell` with signed thinking before the call, which the vendor (Anthropic) wants back before the
+    call when the result comes."""
+    if results:
+        reply = TextBlock(_words("The tool said: " + " ".join(r.strip() for r in results)))
+        return Scenario("", [usage, reply, Stop("stop", output=len(reply.chunks))], signed_thinking=True)
+    whole = json.dumps({"command": AGENT_COMMAND, "description": "Show the proof file"})
+    thinking = ThinkingBlock(["I will read ", "the proof file."], AGENT_EXEC_SIGNATURE)
+    call = ToolCallBlock("toolu_sim_shell", "run_shell_command", [whole])
+    return Scenario("", [usage, thinking, call, Stop("toolUse", output=12)], signed_thinking=True)
+
+
 # `agent-shell`: the same round trip with Gemini CLI's (and Qwen Code's) shell tool; `agent-bash`: with the
 # `bash` tool of pi's coding agent and OpenCode.
 AGENT_SCENARIOS: dict[str, Callable[[Usage, list[str]], Scenario]] = {
@@ -446,6 +480,8 @@ AGENT_SCENARIOS: dict[str, Callable[[Usage, list[str]], Scenario]] = {
     "agent-shell": lambda usage, results: _agent_tool(usage, results, "run_shell_command"),
     "agent-bash": lambda usage, results: _agent_tool(usage, results, "bash"),
     "signed-tools": _signed_tools,
+    "agent-parallel": _agent_parallel,
+    "agent-shell-thinking": _agent_shell_thinking,
 }
 
 

@@ -17,6 +17,11 @@ that call) is marked `gw1c.` instead of `gw1.` (`wrap_call`): a wire with no pla
 Messages door's `tool_use`, the Responses door's `function_call`) hands it out in a block of its own right after
 the call, and on the way back puts it on the call just before (`unwrap_call`, `SignedCall`).
 
+A turn's signed thinking can also ride on its first tool call (`wrap_thinking`, marked `gw1t.`): a client that keeps
+the calls of a turn but drops its thought parts (the Gemini CLI) still sends back what the vendor that thought
+needs (Anthropic wants the signed thinking block before the tool_use in a tool loop with thinking on); the door
+rebuilds the thinking blocks from it (`unwrap_thinking`).
+
 A signature without the `gw1.` prefix (say one a client got from a vendor directly) has no known origin and
 is treated as foreign. The wrapper is provenance, not a security boundary: a forged origin can only make the
 gateway hand a client-supplied string to a vendor as a signature, which the vendor verifies itself.
@@ -35,6 +40,7 @@ from app.contract.messages import ToolCall
 
 PREFIX = "gw1."
 CALL_PREFIX = "gw1c."  # a tool call's own signature, which goes back on the call before it
+THINKING_PREFIX = "gw1t."  # a turn's signed thinking blocks, carried on its first tool call
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,3 +106,37 @@ def unwrap(value: str) -> Unwrapped | None:
     if not (isinstance(fields, list) and len(fields) == 3 and all(isinstance(f, str) and f for f in fields)):
         return None
     return Unwrapped(Origin(*fields), signature)
+
+
+@dataclass(frozen=True, slots=True)
+class SignedThinking:
+    """A thinking block as the vendor signed it: its text, its signature, and whether it was redacted."""
+
+    thinking: str
+    signature: str
+    redacted: bool = False
+
+
+def wrap_thinking(origin: Origin, blocks: list[SignedThinking]) -> str:
+    """A turn's signed thinking blocks, wrapped with their origin, to ride on a tool call (`THINKING_PREFIX`)."""
+    payload = orjson.dumps([[b.thinking, b.signature, b.redacted] for b in blocks])
+    return THINKING_PREFIX + wrap(origin, base64.urlsafe_b64encode(payload).decode())[len(PREFIX) :]
+
+
+def unwrap_thinking(value: str) -> tuple[Origin, list[SignedThinking]] | None:
+    """The origin and thinking blocks a tool call carries (`wrap_thinking`); None for anything else."""
+    if not value.startswith(THINKING_PREFIX):
+        return None
+    unwrapped = unwrap(PREFIX + value[len(THINKING_PREFIX) :])
+    if unwrapped is None:
+        return None
+    try:
+        blocks = orjson.loads(base64.urlsafe_b64decode(unwrapped.signature))
+    except (binascii.Error, ValueError):
+        return None
+    if not isinstance(blocks, list) or not all(
+        isinstance(b, list) and len(b) == 3 and isinstance(b[0], str) and isinstance(b[1], str) and b[1]
+        and isinstance(b[2], bool) for b in blocks
+    ):  # fmt: skip
+        return None
+    return unwrapped.origin, [SignedThinking(*b) for b in blocks]

@@ -153,3 +153,18 @@ def test_claude_code_names_the_tool_call_the_upstream_cut(
     shown = result["result"]
     assert shown.startswith("API Error: ") and "tool call " in shown and "(get_weather)" in shown, shown
     assert "cut off by the token limit" in shown, shown
+
+
+@pytest.mark.parametrize("vendor", VENDORS)
+def test_claude_code_runs_both_parallel_tool_calls(
+    vendor: str, gateway: Any, claude_code: Path, tmp_path: Path
+) -> None:
+    """Two calls in one answer (on Gemini the first signed on its own): the CLI runs both and sends both results."""
+    first, second = marker(), marker()
+    (tmp_path / "proof.txt").write_text(first + "\n")
+    (tmp_path / "proof2.txt").write_text(second + "\n")
+    run = claude(gateway, f"{vendor}/agent-parallel", "Show me both proof files.", tmp_path, "--allowedTools", "Bash")
+    assert run.returncode == 0 and not run.result["is_error"], run.result
+    calls = run.blocks("tool_use")
+    assert [c["input"]["command"] for c in calls] == ["cat proof.txt", "cat proof2.txt"]
+    assert first in run.result["result"] and second in run.result["result"], run.result["result"]

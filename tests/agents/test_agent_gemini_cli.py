@@ -98,6 +98,40 @@ def test_gemini_cli_reports_a_vendor_error(gw, agents, tmp_path):
     assert status != 0 and answer["error"]["code"] == 400
 
 
+def _errors_by_type(answer: dict[str, Any], model: str) -> dict[str, int]:
+    errors: dict[str, int] = answer["stats"]["models"][model]["api"]["errorsByType"]
+    return errors
+
+
+@pytest.mark.parametrize("vendor", ["google", "anthropic"])
+def test_gemini_cli_reads_why_a_safety_stop_ended_the_stream(gw, agents, tmp_path, vendor):
+    """A safety stop after some text: the error end carries `finishReason: SAFETY`, so the CLI ends the turn with
+    the reason (and does not resend the same prompt as a stream that ended without a finish reason)."""
+    model = f"{vendor}/safety"
+    status, answer, stderr = run_gemini(gw.url, model, f"unsafe {marker()}", tmp_path)
+    assert status == 0, stderr
+    assert _errors_by_type(answer, model) == {}  # before: {"NO_FINISH_REASON": 1} and the prompt sent 4 times
+    assert answer["stats"]["models"][model]["api"]["totalRequests"] == 1
+    assert answer["response"] == "Partial "
+
+
+def test_gemini_cli_reads_that_a_tool_call_was_cut(gw, agents, tmp_path):
+    """An Anthropic upstream cut inside a tool call's arguments: the CLI reads `MALFORMED_FUNCTION_CALL`."""
+    model = "anthropic/tool-max-tokens"
+    status, answer, stderr = run_gemini(gw.url, model, f"cut {marker()}", tmp_path)
+    assert _errors_by_type(answer, model) == {"MALFORMED_FUNCTION_CALL": 1}, stderr  # before: NO_FINISH_REASON
+
+
+def test_the_error_end_names_the_cut_call_in_its_finish_message(gw):
+    body = {"contents": [{"role": "user", "parts": [{"text": marker()}]}]}
+    response = gw.http.post("/v1beta/models/anthropic/tool-max-tokens:streamGenerateContent?alt=sse", json=body,
+                            headers={"x-goog-api-key": KEY})  # fmt: skip
+    last = json.loads(response.text.strip().split("\r\n\r\n")[-1].removeprefix("data: "))
+    (candidate,) = last["candidates"]
+    assert candidate["finishReason"] == "MALFORMED_FUNCTION_CALL" and last["error"]["code"] == 502
+    assert "(get_weather)" in candidate["finishMessage"] and "cut off" in candidate["finishMessage"]
+
+
 JS_SDK = """
 import { GoogleGenAI } from "@google/genai";
 const [baseUrl, key, model, prompt] = process.argv.slice(2);
@@ -149,3 +183,19 @@ def test_the_ai_sdks_google_provider_runs_complete_tool_calls(gateway, agents, v
     ]
     cut = ai_sdk_turn(gateway, "gemini", f"models/{vendor}/truncated")
     assert cut["errors"] and "truncated" in cut["errors"][0].lower() and cut["finish"] != ["stop"]
+
+
+def test_gemini_cli_keeps_anthropics_signed_thinking_in_a_tool_loop(gw, agents, tmp_path):
+    """Anthropic thinks (signed) before its call; the CLI keeps the functionCall part and drops thought parts, so
+    the thinking rides on the call's `thoughtSignature` and reaches Anthropic again as the signed block it wants
+    before the call (the simulator refuses the second request without it, as Anthropic does)."""
+    m = marker()
+    (tmp_path / "proof.txt").write_text(f"proof {m}-file\n")
+    model = "anthropic/agent-shell-thinking"
+    status, answer, stderr = run_gemini(gw.url, model, f"show proof {m}", tmp_path, "--approval-mode", "yolo")
+    assert status == 0, stderr
+    assert f"{m}-file" in answer["response"]
+    [second] = [e for e in gw.sim.seen(f"{m}-file") if e["vendor"] == "anthropic"]
+    replayed = [msg for msg in second["body"]["messages"] if msg["role"] == "assistant"][-1]["content"]
+    assert [b["type"] for b in replayed][:2] == ["thinking", "tool_use"]
+    assert replayed[0]["thinking"] == "I will read the proof file."

@@ -29,8 +29,8 @@ from app.contract.messages import (
 )
 from app.doors.fields import fail, list_at, object_at, string_at
 from app.doors.gemini.proto_json import field_names, value_of
-from app.doors.gemini.signatures import unwrap_signature
-from app.doors.signatures import Origin, Unwrapped
+from app.doors.gemini.signatures import unwrap_signature, unwrap_thinking_signature
+from app.doors.signatures import Origin, SignedThinking, Unwrapped
 
 
 def _text_part(part: dict[str, Any], path: str) -> str:
@@ -44,6 +44,15 @@ def _signature(part: dict[str, Any], path: str) -> Unwrapped | None:
     if value is None:
         return None
     return unwrap_signature(string_at(value, f"{path}.thoughtSignature"))
+
+
+def _carried_thinking(part: dict[str, Any], path: str) -> tuple[Origin, list[SignedThinking]] | None:
+    """The signed thinking a functionCall part's `thoughtSignature` carries (the encoder put the turn's thinking
+    on its first call: `wrap_thinking_signature`); None for any other signature."""
+    value = value_of(part, "thoughtSignature")
+    if value is None:
+        return None
+    return unwrap_thinking_signature(string_at(value, f"{path}.thoughtSignature"))
 
 
 def _image(part: dict[str, Any], path: str) -> ImageContent:
@@ -180,6 +189,13 @@ class Conversation:
             call = value_of(part, "functionCall")
             if call is not None:
                 open_block = None
+                if (carried := _carried_thinking(part, where)) is not None:
+                    # The turn's signed thinking, rebuilt before the call unless the client kept its thought parts.
+                    carrier, thoughts = carried
+                    origin = origin or carrier
+                    kept = {b.signed.signature for b in blocks if isinstance(b, _Block) and b.signed is not None}
+                    blocks.extend(_Block(True, [t.thinking], Unwrapped(carrier, t.signature), t.redacted)
+                                  for t in thoughts if t.signature not in kept)  # fmt: skip
                 blocks.append(
                     self._call(
                         object_at(call, f"{where}.functionCall"), signed, f"{where}.functionCall", content_path, index
@@ -246,12 +262,17 @@ class _Block:
     thought: bool
     text: list[str] = field(default_factory=list)
     signed: Unwrapped | None = None
+    redacted: bool = False  # rebuilt from a call's carried thinking: Anthropic's redacted thinking
 
     def block(self, origin: Origin | None) -> TextContent | ThinkingContent | None:
         signed = self.signed
         signature = signed.signature if signed is not None and signed.origin == origin and signed.signature else None
         text = "".join(self.text)
         if self.thought:
+            if self.redacted:
+                return (
+                    ThinkingContent(thinking=text, thinking_signature=signature, redacted=True) if signature else None
+                )
             return ThinkingContent(thinking=text, thinking_signature=signature) if text or signature else None
         return TextContent(text=text, text_signature=signature) if text or signature else None
 

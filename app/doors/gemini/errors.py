@@ -5,15 +5,19 @@ A request refused before its turn starts keeps the gateway's status, its message
 Gemini's terms (`generationConfig.stopSequences`, not `options.stop`). A turn that fails is answered by what
 ended it (`turn_error`): as an HTTP status when nothing was sent yet (not streaming, or streaming before the
 first chunk), as an `{"error": …}` chunk once the stream has started, which the Google GenAI SDKs raise as an
-`APIError` with that code (never a clean end).
+`APIError` with that code (never a clean end); that chunk also has a candidate with the `finishReason` of the
+failure (`finish_reason`) and the message as its `finishMessage`, which a client that reads only candidates
+(the Gemini CLI) reports.
 """
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
-from app.contract.failures import Failure
+from app.contract.failures import ErrorKind, Failure
 from app.core.settled import SettledTurn
+from app.stream.message import CUT_INSIDE_ARGUMENTS
 from app.doors.errors import BadRequest
 
 STATUS_NAMES = {
@@ -95,3 +99,22 @@ def failure_error(failure: Failure | None, status: int, message: str) -> tuple[i
 
 def turn_error(result: SettledTurn) -> tuple[int, dict[str, Any]]:
     return failure_error(result.failure, result.status, result.error_message or "error")
+
+
+# Gemini's finish reasons for a safety stop; a refusal whose message names none of them is `SAFETY`.
+SAFETY_REASONS = ("SAFETY", "RECITATION", "LANGUAGE", "BLOCKLIST", "PROHIBITED_CONTENT", "SPII", "IMAGE_SAFETY")
+_NAMED_REASON = re.compile(r"finishReason=([A-Z_]+)")
+
+
+def finish_reason(result: SettledTurn) -> str:
+    """The `finishReason` a stream's error end carries, for clients that read only the candidate (the Gemini CLI
+    reports "ended without a finish reason" otherwise): a refusal or safety stop its reason (the vendor's own
+    when Gemini named one, else `SAFETY`); a tool call cut inside its arguments `MALFORMED_FUNCTION_CALL`; any
+    other failure `OTHER`."""
+    message = result.error_message
+    if result.failure == Failure.REFUSED:
+        named = _NAMED_REASON.search(message)
+        return named.group(1) if named and named.group(1) in SAFETY_REASONS else "SAFETY"
+    if result.kind == ErrorKind.TOOL_ARGUMENTS or CUT_INSIDE_ARGUMENTS in message:
+        return "MALFORMED_FUNCTION_CALL"
+    return "OTHER"

@@ -10,10 +10,15 @@ Every chunk is `data: <GenerateContentResponse>\\r\\n\\r\\n` with `candidates[0]
     thinking_delta           → a `{"text", "thought": true}` part, only when `thinkingConfig.includeThoughts`
     thinking_end             → with a signature and thoughts shown: `{"text": "", "thought": true, "thoughtSignature"}`
     toolcall_end             → one whole `{"functionCall": {"id", "name", "args"}}` part (Gemini never streams
-                               arguments), with the call's `thoughtSignature` when it has one
+                               arguments), with the call's `thoughtSignature` when it has one; else the first call
+                               after signed thinking carries that thinking in its `thoughtSignature` (a client
+                               such as the Gemini CLI keeps calls and drops thought parts; `conversation.py`
+                               rebuilds the signed thinking blocks from it)
     done                     → a chunk with `finishReason` (`STOP`, `MAX_TOKENS`) and `usageMetadata`
     error                    → an `{"error": {"code", "message", "status"}}` chunk, which the Google GenAI SDKs
-                               raise; a cut or refused stream never ends with a finishReason
+                               raise, with a candidate whose `finishReason` says why (a safety stop its reason,
+                               a cut tool call `MALFORMED_FUNCTION_CALL`, else `OTHER`) and whose
+                               `finishMessage` is the error's message, which the Gemini CLI reads
 
 Signatures are origin-wrapped (`signatures.py`), so they return to the model that made them only. Usage is in
 Gemini's sense: `promptTokenCount` includes cached tokens (also in `cachedContentTokenCount`);
@@ -31,10 +36,10 @@ import orjson
 from app.contract.events import TERMINAL_TYPES
 from app.core.settled import SettledTurn
 from app.doors.base import TurnView
-from app.doors.gemini.errors import error_body, turn_error
+from app.doors.gemini.errors import error_body, finish_reason, turn_error
 from app.doors.gemini.request import GeminiRequest
-from app.doors.gemini.signatures import wrap_signature
-from app.doors.signatures import Origin, origin_of
+from app.doors.gemini.signatures import wrap_signature, wrap_thinking_signature
+from app.doors.signatures import Origin, SignedThinking, origin_of
 
 FINISH_REASONS = {"stop": "STOP", "toolUse": "STOP", "length": "MAX_TOKENS"}
 END = b"\r\n\r\n"
@@ -76,6 +81,9 @@ class GeminiEncoder:
         self.include_thoughts = request.include_thoughts
         self._turn = turn
         self._origin = Origin("", "", "")
+        # The turn's signed thinking not yet carried on a call: its first call without a signature of its own
+        # carries it (`wrap_thinking_signature`), for a client that keeps calls and drops thought parts.
+        self._thinking: list[SignedThinking] = []
         self._head = b""
         self._tail = b""
         self._frame_ends()
@@ -137,6 +145,10 @@ class GeminiEncoder:
         return self._head + b'{"text":' + orjson.dumps(event["delta"]) + b',"thought":true}' + self._tail
 
     def _thinking_end(self, event: dict[str, Any]) -> bytes:
+        if event.get("contentSignature"):
+            self._thinking.append(
+                SignedThinking(event["content"], event["contentSignature"], bool(event.get("redacted")))
+            )
         if not self.include_thoughts or not event.get("contentSignature") or event.get("redacted"):
             return b""  # redacted thinking (Anthropic's) has no text to show and no Gemini part to return in
         signature = wrap_signature(self._origin, event["contentSignature"])
@@ -151,6 +163,9 @@ class GeminiEncoder:
         }
         if call.get("thoughtSignature"):
             part["thoughtSignature"] = wrap_signature(self._origin, call["thoughtSignature"])
+        elif self._thinking:
+            part["thoughtSignature"] = wrap_thinking_signature(self._origin, self._thinking)
+            self._thinking = []
         return part
 
     def _done(self, event: dict[str, Any]) -> bytes:
@@ -167,7 +182,12 @@ class GeminiEncoder:
         if self._turn is None:
             body = error_body(502, event.get("errorMessage") or "error")
         else:
-            _, body = turn_error(self._turn.result())
+            result = self._turn.result()
+            _, body = turn_error(result)
+            candidate = {"content": {"parts": [{"text": ""}], "role": "model"}, "finishReason": finish_reason(result),
+                         "finishMessage": body["error"]["message"], "index": 0}  # fmt: skip
+            # `error` first: the Python SDK raises a chunk only when its text starts with `{"error":`.
+            body = {**body, "candidates": [candidate], "modelVersion": self.model, "responseId": self.request_id}
         return self.LEAD + orjson.dumps(body) + self.END
 
     # ------------------------------------------------------------------------------------------ one answer
@@ -185,6 +205,9 @@ class GeminiEncoder:
                     part["thoughtSignature"] = wrap_signature(self._origin, block["textSignature"])
                 parts.append(part)
             elif kind == "thinking":
+                if block.get("thinkingSignature"):
+                    signed = SignedThinking(block["thinking"], block["thinkingSignature"], bool(block.get("redacted")))
+                    self._thinking.append(signed)
                 if self.include_thoughts and not block.get("redacted"):
                     part = {"text": block["thinking"], "thought": True}
                     if block.get("thinkingSignature"):

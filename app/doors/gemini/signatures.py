@@ -14,23 +14,38 @@ from __future__ import annotations
 import base64
 import binascii
 
-from app.doors.signatures import Origin, Unwrapped, unwrap, wrap
+from app.doors.signatures import Origin, SignedThinking, Unwrapped, unwrap, unwrap_thinking, wrap, wrap_thinking
 
 
 def wrap_signature(origin: Origin, signature: str | None) -> str:
     return base64.b64encode(wrap(origin, signature).encode()).decode("ascii")
 
 
-def unwrap_signature(value: str) -> Unwrapped | None:
-    """The origin and vendor signature of a `thoughtSignature` the door handed out; None for any other."""
+def wrap_thinking_signature(origin: Origin, blocks: list[SignedThinking]) -> str:
+    """A turn's signed thinking as a functionCall part's `thoughtSignature` (`app.doors.signatures.wrap_thinking`)."""
+    return base64.b64encode(wrap_thinking(origin, blocks).encode()).decode("ascii")
+
+
+def _decoded(value: str) -> str | None:
     padded = value + "=" * (-len(value) % 4)
     for decode in (base64.b64decode, base64.urlsafe_b64decode):
         try:
-            text = decode(padded).decode("ascii")
+            return decode(padded).decode("ascii")
         except (binascii.Error, ValueError):
             continue
-        return unwrap(text)
     return None
 
 
-__all__ = ["unwrap_signature", "wrap_signature"]
+def unwrap_signature(value: str) -> Unwrapped | None:
+    """The origin and vendor signature of a `thoughtSignature` the door handed out; None for any other."""
+    text = _decoded(value)
+    return None if text is None else unwrap(text)
+
+
+def unwrap_thinking_signature(value: str) -> tuple[Origin, list[SignedThinking]] | None:
+    """The origin and thinking blocks a functionCall part's `thoughtSignature` carries; None for any other."""
+    text = _decoded(value)
+    return None if text is None else unwrap_thinking(text)
+
+
+__all__ = ["unwrap_signature", "unwrap_thinking_signature", "wrap_signature", "wrap_thinking_signature"]
