@@ -1,6 +1,5 @@
-"""The project's npm folders for the tests (examples/js: the official SDKs; tests/agents: the Claude Code CLI, the
-Codex CLI and the Vercel AI SDK), installed from their lock files, and how a test runs the Claude Code and Codex
-CLIs.
+"""The project's npm folders for the tests (examples/js: the official SDKs; tests/agents: the agent CLIs and the
+Vercel AI SDK), installed from their lock files, and how a test runs the Claude Code and Codex CLIs.
 
 Without node or npm the tests that need them skip; in CI (`GATEWAY_TEST_NODE=required`, set by .ci/run) they
 fail instead, so a machine that lost its install step cannot pass by skipping.
