@@ -38,8 +38,9 @@ test: venv npm-packages
 
 # The npm packages the tests run, each folder pinned by its package-lock.json and installed again only when
 # that lock file changes (skipped without npm): examples/js, the official openai and Anthropic SDKs of the
-# door examples; tests/agents, the Claude Code CLI (its native binary comes in its platform package) and the
-# Vercel AI SDK. A failed install does not stop the suite: the tests then try again and report the failure.
+# door examples; tests/agents, the agent CLIs (Claude Code, Codex, Gemini CLI, pi, OpenCode, Qwen Code, the
+# GitHub Copilot CLI: native binaries come in their platform packages) and the Vercel AI SDK. A failed install
+# does not stop the suite: the tests then try again and report the failure.
 NPM_FOLDERS := examples/js tests/agents
 npm-packages: $(NPM_FOLDERS:%=%/node_modules/.package-lock.json)
 

@@ -1,6 +1,5 @@
-"""The project's npm folders for the tests (examples/js: the official SDKs; tests/agents: the Claude Code CLI, the
-Codex CLI and the Vercel AI SDK), installed from their lock files, and how a test runs the Claude Code and Codex
-CLIs.
+"""The project's npm folders for the tests (examples/js: the official SDKs; tests/agents: the agent CLIs and the
+Vercel AI SDK), installed from their lock files, and how a test runs the Claude Code and Codex CLIs.
 
 Without node or npm the tests that need them skip; in CI (`GATEWAY_TEST_NODE=required`, set by .ci/run) they
 fail instead, so a machine that lost its install step cannot pass by skipping.
@@ -19,6 +18,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
+from tests.agents.recipes import recipe_environment
 
 ROOT = Path(__file__).resolve().parent.parent
 AGENTS = ROOT / "tests" / "agents"
@@ -78,19 +79,14 @@ class ClaudeRun:
 
 def run_claude(gateway_url: str, model: str, prompt: str, cwd: Path, *flags: str) -> ClaudeRun:
     """Run the pinned Claude Code CLI in print mode against `gateway_url` (its Messages door), offline: a HOME
-    of its own under `cwd`, no telemetry, no auto-update, no retries (a vendor error is reported at once)."""
+    of its own under `cwd`, the environment of docs/agents/claude-code.md (no telemetry, no auto-update, no
+    retries: a vendor error is reported at once)."""
     home = cwd / ".home"
     home.mkdir(exist_ok=True)
     env = {
         "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
         "HOME": str(home),
-        "ANTHROPIC_BASE_URL": gateway_url,
-        "ANTHROPIC_API_KEY": "sk-ant-cli-test",
-        "DISABLE_TELEMETRY": "1",
-        "DISABLE_AUTOUPDATER": "1",
-        "DISABLE_ERROR_REPORTING": "1",
-        "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
-        "CLAUDE_CODE_MAX_RETRIES": "0",
+        **recipe_environment("claude-code.md", "environment", gateway_url),
     }
     command = [
         str(AGENTS / "node_modules" / ".bin" / "claude"),

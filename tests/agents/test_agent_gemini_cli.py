@@ -1,6 +1,7 @@
 """The published Gemini CLI (npm `@google/gemini-cli`, pinned in tests/agents), the `@google/genai` JavaScript
 SDK and the AI SDK's `@ai-sdk/google` provider against the gateway's Gemini door, in front of the simulator, on every vendor: the CLI runs offline with
-`GOOGLE_GEMINI_BASE_URL` and `GEMINI_API_KEY`, a home of its own, telemetry and updates off."""
+docs/agents/gemini-cli.md's settings and environment (`GOOGLE_GEMINI_BASE_URL`, `GEMINI_API_KEY`), a home of its
+own, telemetry and updates off."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ import pytest
 
 from tests.agent_clients import AGENTS, NODE, npm_folder
 from tests.conftest import marker
+from tests.agents.recipes import recipe, recipe_environment
 from tests.agents.test_agent_ai_sdk import ai_sdk_turn
 
 VENDORS = ["anthropic", "openai", "google"]
@@ -31,22 +33,16 @@ def gw(gateway_factory):
 
 
 def run_gemini(gateway_url: str, model: str, prompt: str, cwd: Path, *flags: str) -> tuple[int, dict[str, Any], str]:
-    """`gemini -p <prompt> --output-format json` against the gateway: (exit status, its JSON answer, stderr)."""
+    """`gemini -p <prompt> --output-format json` against the gateway, configured by docs/agents/gemini-cli.md:
+    (exit status, its JSON answer, stderr)."""
     home = cwd / ".home"
     (home / ".gemini").mkdir(parents=True, exist_ok=True)
-    (home / ".gemini" / "settings.json").write_text(json.dumps({
-        "security": {"auth": {"selectedType": "gemini-api-key"}},
-        "telemetry": {"enabled": False},
-        "privacy": {"usageStatisticsEnabled": False},
-        "general": {"disableAutoUpdate": True, "disableUpdateNag": True},
-    }))  # fmt: skip
+    (home / ".gemini" / "settings.json").write_text(recipe("gemini-cli.md", "settings.json"))
     env = {
         "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
         "HOME": str(home),
-        "GEMINI_API_KEY": KEY,
-        "GOOGLE_GEMINI_BASE_URL": gateway_url,
-        "GEMINI_CLI_TRUST_WORKSPACE": "true",
-        "GEMINI_CLI_NO_RELAUNCH": "true",
+        **recipe_environment("gemini-cli.md", "environment", gateway_url),
+        "GEMINI_API_KEY": KEY,  # this gateway's key
     }
     command = [
         str(AGENTS / "node_modules" / ".bin" / "gemini"),
