@@ -71,7 +71,7 @@ class TextFormatter(logging.Formatter):
         line = " ".join(parts)
         if record.exc_info:
             line += "\n" + self.formatException(record.exc_info)
-        return redact(line) if has_secrets() else line
+        return redact(line)
 
 
 LOG_FORMATS = {"json": JsonFormatter, "text": TextFormatter}
