@@ -13,6 +13,11 @@ const EXAMPLE_TOOLS = [
       required: ["city"],
     },
   },
+  {
+    name: "get_time",
+    description: "Current time in a time zone",
+    parameters: { type: "object", properties: { timezone: { type: "string" } }, required: ["timezone"] },
+  },
 ];
 const CONTENT_TYPES = new Set(["text_delta", "thinking_delta", "toolcall_delta", "text_start", "thinking_start", "toolcall_start"]);
 const SLOW_GAP_MS = 250;
