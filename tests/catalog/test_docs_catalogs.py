@@ -20,7 +20,8 @@ CATALOG_KEYS = {"providers", "models", "routes"}
 
 def catalog_examples() -> list[Any]:
     found = []
-    for page in [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]:
+    pages = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+    for page in [page for page in pages if "agents" not in page.parts]:  # docs/agents: the agents' own configs
         for number, block in enumerate(re.findall(r"```json\n(.*?)```", page.read_text(), re.S)):
             try:
                 data = json.loads(block)
