@@ -93,18 +93,26 @@ def test_dockerfile_is_multi_stage_non_root_with_healthcheck() -> None:
     assert instructions[0] == ("ARG", "BASE_IMAGE=python:3.12-slim")
     build, final = stages(instructions)[0], stages(instructions)[-1]
     assert len(stages(instructions)) >= 2
-    assert build[0][1].startswith("${BASE_IMAGE}") and final[0][1].startswith("${BASE_IMAGE}")
+    assert build[0][1].startswith("${BASE_IMAGE}")
+    # The final stage is the base image's file system, slimmed in a stage of its own, flattened into one layer.
+    assert final[0][1] == "scratch"
+    root_copies = [args.split()[0].removeprefix("--from=") for word, args in final if word == "COPY" and " / /" in args]
+    assert len(root_copies) == 1 and root_copies[0] != "build"
+    assert ("FROM", f"${{BASE_IMAGE}} AS {root_copies[0]}") in instructions
 
     build_runs = " ".join(args for word, args in build if word == "RUN")
     assert "uv export --frozen --no-dev" in build_runs or "uv sync --frozen --no-dev" in build_runs
     assert "--require-hashes" in build_runs or "uv sync" in build_runs
     assert "python3 -m venv" in build_runs  # works with Debian's python3 as well as the official image
+    # Bytecode compiled at build, after the venv is slimmed (deploy/slim-venv.sh), and for the source.
+    assert "--no-compile" in build_runs and "slim-venv.sh /opt/venv" in build_runs
 
     final_runs = " ".join(args for word, args in final if word == "RUN")
     for build_tool in ("apt-get", "gcc", "build-essential", "pip install", "uv "):
         assert build_tool not in final_runs, f"the final stage runs {build_tool!r}"
     users = [args for word, args in final if word == "USER"]
     assert users and users[-1].split(":")[0] not in ("root", "0"), "the final stage must run as a non-root user"
+    assert "compileall" in final_runs
     env = " ".join(args for word, args in final if word == "ENV")
     assert "GATEWAY_HOST=0.0.0.0" in env
     health = [args for word, args in final if word == "HEALTHCHECK"]
