@@ -39,8 +39,14 @@ COPY deploy/slim-venv.sh ./
 RUN sh slim-venv.sh /opt/venv
 
 FROM ${BASE_IMAGE} AS runtime-root
+# Also gone: apt (nothing is installed into the final image; derive from BASE_IMAGE to add packages), Perl (only
+# dpkg's and apt's scripts use it), glibc's iconv modules (gconv: Python's codecs are its own) and the wheels
+# that only `python3 -m venv` installs. dpkg's database stays, for image scanners.
 RUN rm -rf /usr/share/doc/* /usr/share/man/* /usr/share/info/* /usr/share/locale/* /usr/share/lintian \
-        /var/lib/apt/lists/* /var/cache/apt/* /var/cache/debconf/*-old /var/log/* /root/.cache \
+        /var/lib/apt /var/cache/apt /var/cache/debconf/*-old /var/log/* /root/.cache \
+        /usr/bin/apt* /usr/lib/apt /usr/lib/*-linux-gnu/libapt-* /etc/apt \
+        /usr/bin/perl* /usr/lib/*-linux-gnu/perl-base /usr/share/perl5 \
+        /usr/lib/*-linux-gnu/gconv /usr/share/python-wheels \
     && groupadd --system --gid 10001 gateway \
     && useradd --system --uid 10001 --gid gateway --home-dir /app --no-create-home --shell /usr/sbin/nologin gateway
 

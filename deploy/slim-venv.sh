@@ -8,7 +8,8 @@
 # models that neither the credential chain nor Bedrock load (botocore keeps sts, sso, sso-oidc, signin, bedrock
 # and bedrock-runtime, and every file at the top of botocore/data: endpoints, partitions, retry and default
 # configuration). Strips the debug symbols from the shared libraries (`strip --strip-unneeded`, binutils is in
-# the build stage only), then compiles every module once, so that a read-only container never compiles one.
+# the build stage only), then compiles every module once, so that a read-only container never compiles one, and
+# keeps only the bytecode.
 set -eu
 
 venv="${1:?usage: slim-venv.sh VENV}"
@@ -31,5 +32,7 @@ fi
 
 find "$site" -type f \( -name '*.so' -o -name '*.so.*' \) -exec strip --strip-unneeded {} +
 
-# Timestamp-checked .pyc (Python's default): COPY keeps each source's modification time, so they stay valid.
-"$venv/bin/python" -m compileall -q -j 0 "$site"
+# Each module's bytecode beside it (x.pyc for x.py), and no source: the dependencies are never edited in the
+# image, and a traceback through them still names the file and line (the gateway's own source stays).
+"$venv/bin/python" -m compileall -q -b -j 0 "$site"
+find "$site" -type f -name '*.py' -delete

@@ -154,6 +154,51 @@ def test_everything_the_dockerfile_copies_is_in_the_build_context() -> None:
     assert not dockerignore_allows(".venv/bin/python", patterns)
 
 
+def test_slim_venv_keeps_only_what_imports_reach_compiled_and_stripped(tmp_path: Path) -> None:
+    """deploy/slim-venv.sh (the image's build stage): test suites, stubs and unused AWS models go, every shared
+    library is stripped, and each module is left as bytecode beside where its source was."""
+    venv = tmp_path / "venv"
+    site = venv / "lib" / "python3.11" / "site-packages"
+    (venv / "bin").mkdir(parents=True)
+    (venv / "bin" / "python").symlink_to(sys.executable)
+    files = {
+        "pkg/__init__.py": "VALUE = 42\n",
+        "pkg/__init__.pyi": "VALUE: int\n",
+        "pkg/tests/test_pkg.py": "",
+        "pkg/__pycache__/stale.cpython-311.pyc": "",
+        "pkg/_speedups.cpython-311-x86_64-linux-gnu.so": "",
+        "botocore/data/endpoints.json": "{}",
+        "botocore/data/bedrock-runtime/2023-09-30/service-2.json.gz": "",
+        "botocore/data/sts/2011-06-15/service-2.json.gz": "",
+        "botocore/data/s3/2006-03-01/service-2.json.gz": "",
+    }
+    for name, text in files.items():
+        (site / name).parent.mkdir(parents=True, exist_ok=True)
+        (site / name).write_text(text)
+    fake_bin = tmp_path / "fake-bin"  # a `strip` that records what it was handed
+    fake_bin.mkdir()
+    (fake_bin / "strip").write_text(f'#!/bin/sh\necho "$@" >> {tmp_path / "stripped"}\n')
+    (fake_bin / "strip").chmod(0o755)
+
+    result = run("sh", str(DEPLOY / "slim-venv.sh"), str(venv), env={"PATH": f"{fake_bin}:/usr/bin:/bin"})
+
+    assert result.returncode == 0, result.stdout + result.stderr
+    left = sorted(str(p.relative_to(site)) for p in site.rglob("*") if p.is_file())
+    assert left == [
+        "botocore/data/bedrock-runtime/2023-09-30/service-2.json.gz",
+        "botocore/data/endpoints.json",
+        "botocore/data/sts/2011-06-15/service-2.json.gz",
+        "pkg/__init__.pyc",
+        "pkg/_speedups.cpython-311-x86_64-linux-gnu.so",
+    ]
+    assert (tmp_path / "stripped").read_text().split() == [
+        "--strip-unneeded",
+        str(site / "pkg/_speedups.cpython-311-x86_64-linux-gnu.so"),
+    ]
+    loaded = run(sys.executable, "-c", "import pkg; print(pkg.VALUE, pkg.__file__)", cwd=site)
+    assert loaded.stdout.split() == ["42", str(site / "pkg/__init__.pyc")]
+
+
 # ---------------------------------------------------------------------------------------------- entrypoint
 
 
