@@ -1,6 +1,9 @@
-# The gateway image. Two stages: `build` turns uv.lock into a virtualenv (pip checks every hash the lock
-# records); the final stage is the base image plus that virtualenv and the source, run as an unprivileged
-# user. No compiler, uv or pip in the final image.
+# The gateway image. Three stages: `build` turns uv.lock into a virtualenv of the runtime dependencies only (pip
+# checks every hash the lock records) and slims it (deploy/slim-venv.sh: no tests, stubs or unused AWS models,
+# shared libraries stripped, bytecode compiled); `runtime-root` is the base image less what a running gateway
+# never reads (documentation, manual pages, translations, apt's lists and caches, logs); the final stage is that
+# file system flattened into one layer, plus the virtualenv and the source, run as an unprivileged user. No
+# compiler, binutils, uv or pip in the final image. Sizes: docs/performance.md, "Image".
 #
 #   docker build -t llm-stream-gateway .
 #   docker run -p 8080:8080 -e GATEWAY_DEMO=1 llm-stream-gateway
@@ -17,32 +20,56 @@ ENV PIP_CERT=/etc/ssl/certs/ca-certificates.crt \
     PIP_NO_CACHE_DIR=1 \
     PYTHONDONTWRITEBYTECODE=1
 WORKDIR /build
+# binutils for `strip` (this stage only; the version is the base image's Debian release's).
+# hadolint ignore=DL3008
+RUN apt-get update \
+    && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends binutils \
+    && rm -rf /var/lib/apt/lists/*
 COPY pyproject.toml uv.lock ./
-# uv only exports the lock (no network); pip installs exactly those pins, hashes required.
+# uv only exports the lock (no network); pip installs exactly those pins, hashes required, without compiling
+# (deploy/slim-venv.sh compiles once, after slimming).
 RUN python3 -m venv /opt/uv \
     && /opt/uv/bin/pip install --no-cache-dir --quiet "uv==${UV_VERSION}" \
     && /opt/uv/bin/uv export --frozen --no-dev --extra azure --no-emit-project --format requirements-txt \
         --output-file requirements.txt --quiet \
     && python3 -m venv /opt/venv \
-    && /opt/venv/bin/pip install --no-cache-dir --quiet --no-deps --require-hashes -r requirements.txt \
-    && /opt/venv/bin/pip uninstall --quiet --yes pip
+    && /opt/venv/bin/pip install --no-cache-dir --quiet --no-compile --no-deps --require-hashes -r requirements.txt \
+    && /opt/venv/bin/pip uninstall --quiet --yes pip setuptools
+COPY deploy/slim-venv.sh ./
+RUN sh slim-venv.sh /opt/venv
 
-FROM ${BASE_IMAGE}
-ENV PATH=/opt/venv/bin:$PATH \
+FROM ${BASE_IMAGE} AS runtime-root
+# Also gone: apt (nothing is installed into the final image; derive from BASE_IMAGE to add packages), Perl (only
+# dpkg's and apt's scripts use it), glibc's iconv modules (gconv: Python's codecs are its own) and the wheels
+# that only `python3 -m venv` installs. dpkg's database stays, for image scanners.
+RUN rm -rf /usr/share/doc/* /usr/share/man/* /usr/share/info/* /usr/share/locale/* /usr/share/lintian \
+        /var/lib/apt /var/cache/apt /var/cache/debconf/*-old /var/log/* /root/.cache \
+        /usr/bin/apt* /usr/lib/apt /usr/lib/*-linux-gnu/libapt-* /etc/apt \
+        /usr/bin/perl* /usr/lib/*-linux-gnu/perl-base /usr/share/perl5 \
+        /usr/lib/*-linux-gnu/gconv /usr/share/python-wheels \
+    && groupadd --system --gid 10001 gateway \
+    && useradd --system --uid 10001 --gid gateway --home-dir /app --no-create-home --shell /usr/sbin/nologin gateway
+
+FROM scratch
+# One layer: what runtime-root removed is gone, not hidden under a later layer.
+# hadolint ignore=DL3067
+COPY --from=runtime-root / /
+ENV PATH=/opt/venv/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
+    LANG=C.UTF-8 \
     PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1 \
     GATEWAY_HOST=0.0.0.0 \
     GATEWAY_PORT=8080 \
     GATEWAY_WORKERS=1
-RUN groupadd --system --gid 10001 gateway \
-    && useradd --system --uid 10001 --gid gateway --home-dir /app --no-create-home --shell /usr/sbin/nologin gateway
 WORKDIR /app
 COPY --from=build /opt/venv /opt/venv
 COPY deploy/docker-entrypoint.sh /usr/local/bin/gateway-entrypoint
 COPY app/ ./app/
 COPY simulator/ ./simulator/
-# ./data holds the default SQLite ledger (GATEWAY_DATABASE_URL=sqlite:///./data/gateway.db); mount a volume there.
+# Bytecode compiled here, once (the container's root file system may be read-only). ./data holds the default
+# SQLite ledger (GATEWAY_DATABASE_URL=sqlite:///./data/gateway.db); mount a volume there.
 RUN chmod 0755 /usr/local/bin/gateway-entrypoint \
+    && python -m compileall -q -j 0 /app/app /app/simulator \
     && mkdir -p /app/data && chown gateway:gateway /app/data
 VOLUME ["/app/data"]
 USER 10001:10001

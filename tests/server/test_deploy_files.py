@@ -93,18 +93,26 @@ def test_dockerfile_is_multi_stage_non_root_with_healthcheck() -> None:
     assert instructions[0] == ("ARG", "BASE_IMAGE=python:3.12-slim")
     build, final = stages(instructions)[0], stages(instructions)[-1]
     assert len(stages(instructions)) >= 2
-    assert build[0][1].startswith("${BASE_IMAGE}") and final[0][1].startswith("${BASE_IMAGE}")
+    assert build[0][1].startswith("${BASE_IMAGE}")
+    # The final stage is the base image's file system, slimmed in a stage of its own, flattened into one layer.
+    assert final[0][1] == "scratch"
+    root_copies = [args.split()[0].removeprefix("--from=") for word, args in final if word == "COPY" and " / /" in args]
+    assert len(root_copies) == 1 and root_copies[0] != "build"
+    assert ("FROM", f"${{BASE_IMAGE}} AS {root_copies[0]}") in instructions
 
     build_runs = " ".join(args for word, args in build if word == "RUN")
     assert "uv export --frozen --no-dev" in build_runs or "uv sync --frozen --no-dev" in build_runs
     assert "--require-hashes" in build_runs or "uv sync" in build_runs
     assert "python3 -m venv" in build_runs  # works with Debian's python3 as well as the official image
+    # Bytecode compiled at build, after the venv is slimmed (deploy/slim-venv.sh), and for the source.
+    assert "--no-compile" in build_runs and "slim-venv.sh /opt/venv" in build_runs
 
     final_runs = " ".join(args for word, args in final if word == "RUN")
     for build_tool in ("apt-get", "gcc", "build-essential", "pip install", "uv "):
         assert build_tool not in final_runs, f"the final stage runs {build_tool!r}"
     users = [args for word, args in final if word == "USER"]
     assert users and users[-1].split(":")[0] not in ("root", "0"), "the final stage must run as a non-root user"
+    assert "compileall" in final_runs
     env = " ".join(args for word, args in final if word == "ENV")
     assert "GATEWAY_HOST=0.0.0.0" in env
     health = [args for word, args in final if word == "HEALTHCHECK"]
@@ -144,6 +152,51 @@ def test_everything_the_dockerfile_copies_is_in_the_build_context() -> None:
             assert dockerignore_allows(f, patterns), f".dockerignore leaves {f} out of the build context"
     assert not dockerignore_allows("tests/conftest.py", patterns)
     assert not dockerignore_allows(".venv/bin/python", patterns)
+
+
+def test_slim_venv_keeps_only_what_imports_reach_compiled_and_stripped(tmp_path: Path) -> None:
+    """deploy/slim-venv.sh (the image's build stage): test suites, stubs and unused AWS models go, every shared
+    library is stripped, and each module is left as bytecode beside where its source was."""
+    venv = tmp_path / "venv"
+    site = venv / "lib" / "python3.11" / "site-packages"
+    (venv / "bin").mkdir(parents=True)
+    (venv / "bin" / "python").symlink_to(sys.executable)
+    files = {
+        "pkg/__init__.py": "VALUE = 42\n",
+        "pkg/__init__.pyi": "VALUE: int\n",
+        "pkg/tests/test_pkg.py": "",
+        "pkg/__pycache__/stale.cpython-311.pyc": "",
+        "pkg/_speedups.cpython-311-x86_64-linux-gnu.so": "",
+        "botocore/data/endpoints.json": "{}",
+        "botocore/data/bedrock-runtime/2023-09-30/service-2.json.gz": "",
+        "botocore/data/sts/2011-06-15/service-2.json.gz": "",
+        "botocore/data/s3/2006-03-01/service-2.json.gz": "",
+    }
+    for name, text in files.items():
+        (site / name).parent.mkdir(parents=True, exist_ok=True)
+        (site / name).write_text(text)
+    fake_bin = tmp_path / "fake-bin"  # a `strip` that records what it was handed
+    fake_bin.mkdir()
+    (fake_bin / "strip").write_text(f'#!/bin/sh\necho "$@" >> {tmp_path / "stripped"}\n')
+    (fake_bin / "strip").chmod(0o755)
+
+    result = run("sh", str(DEPLOY / "slim-venv.sh"), str(venv), env={"PATH": f"{fake_bin}:/usr/bin:/bin"})
+
+    assert result.returncode == 0, result.stdout + result.stderr
+    left = sorted(str(p.relative_to(site)) for p in site.rglob("*") if p.is_file())
+    assert left == [
+        "botocore/data/bedrock-runtime/2023-09-30/service-2.json.gz",
+        "botocore/data/endpoints.json",
+        "botocore/data/sts/2011-06-15/service-2.json.gz",
+        "pkg/__init__.pyc",
+        "pkg/_speedups.cpython-311-x86_64-linux-gnu.so",
+    ]
+    assert (tmp_path / "stripped").read_text().split() == [
+        "--strip-unneeded",
+        str(site / "pkg/_speedups.cpython-311-x86_64-linux-gnu.so"),
+    ]
+    loaded = run(sys.executable, "-c", "import pkg; print(pkg.VALUE, pkg.__file__)", cwd=site)
+    assert loaded.stdout.split() == ["42", str(site / "pkg/__init__.pyc")]
 
 
 # ---------------------------------------------------------------------------------------------- entrypoint
