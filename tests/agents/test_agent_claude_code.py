@@ -178,4 +178,5 @@ def test_claude_code_runs_both_parallel_tool_calls_of_every_answer(
         "cat proof4.txt",
     ]
     assert len({c["id"] for c in calls}) == 4, [c["id"] for c in calls]
-    assert run.result["result"] == "The tools said: " + " ".join(proofs[2:]), run.result["result"]
+    shown = run.result["result"]  # the two results of a pair come back in the order the calls finished
+    assert shown.startswith("The tools said: ") and all(p in shown for p in proofs[2:]), shown
