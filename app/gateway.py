@@ -40,6 +40,7 @@ from app.providers.registry import build_providers
 from app.providers.calls import DEMO_CALLER
 from app.contract.refusals import RequestRejected
 from app.settings import Settings
+from app.stream.message import history_call_ids
 from app.stream.turn import Turn
 
 log = logging.getLogger("gateway")
@@ -182,6 +183,7 @@ class Gateway:
         throttle = self.settings.throttle_ms if options.throttle_ms is None else options.throttle_ms
         turn = Turn(request_id, throttle_ms=throttle, max_pending_bytes=self.settings.max_pending_bytes)
         turn.builder.hosted = options.hosted_tools is not None  # the vendor's own searches reach the client
+        turn.builder.taken_call_ids = history_call_ids(request.context)  # ids the vendor must not repeat
         admitted = TurnRequest(
             routes=tuple(routes),
             context=request.context,

@@ -7,8 +7,8 @@ carries `usageMetadata` with the running counts. Rendering of the vendor-neutral
 - TextBlock → one chunk per text piece; its signature rides on the block's last part (base64, as on the wire)
 - ThinkingBlock → one `thought: true` part per piece, the signature on the last one
 - RedactedThinking → an empty `thought: true` part with the data as thoughtSignature (Gemini has no redaction)
-- ToolCallBlock → one `functionCall` part with the parsed args and no id (like Gemini 2.x), its signature (if any)
-  as the part's thoughtSignature; no args key when
+- ToolCallBlock → one `functionCall` part with the parsed args and no id (like Gemini 2.x; the step's id when
+  it says `gemini_id`, like Gemini 3), its signature (if any) as the part's thoughtSignature; no args key when
   there are no fragments; fragments that do not parse cannot be sent on Gemini, so the model "fails" with
   finishReason MALFORMED_FUNCTION_CALL and the stream ends there
 - Stop → finishReason on the last content chunk (or on a chunk of its own when nothing is waiting); a
@@ -205,6 +205,8 @@ def encode(scenario: s.Scenario, model: str, steps: list[s.Step] | None = None) 
             continue  # calls come whole: one the token limit cut is never sent
         elif isinstance(step, s.ToolCallBlock):
             call: dict[str, Any] = {"name": step.name}
+            if step.gemini_id:
+                call["id"] = step.id
             if step.fragments:
                 try:
                     call["args"] = json.loads("".join(step.fragments))

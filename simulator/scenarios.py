@@ -71,6 +71,7 @@ class ToolCallBlock:
     # streams arguments; Gemini sends calls whole, so there the call is never sent).
     cut: bool = False
     signature: str | None = None  # the call's own signature, where the format has one (Gemini's thoughtSignature)
+    gemini_id: bool = False  # Gemini sends the id on the functionCall (Gemini 3); without, no id (Gemini 2.x)
 
 
 @dataclass
@@ -441,23 +442,27 @@ def _signed_tools(usage: Usage, results: list[str]) -> Scenario:
     return Scenario("", [usage, call, Stop("toolUse", output=8)], signed_calls=True)
 
 
-# `agent-parallel`: two calls of the agent's shell tool in one answer, the first signed on its own as Gemini signs
-# the first of parallel calls (`thoughtSignature` on its functionCall part); the answer to both results names them.
-AGENT_SECOND_COMMAND = "cat proof2.txt"
+# `agent-parallel`: two calls of the agent's shell tool in one answer, twice (the second answer after both
+# results; the final one after results that start with `again`, the second pair's files, names those), as
+# Gemini 2.5 sends them: each call in a chunk of its own,
+# the first signed on its own (`thoughtSignature` on its functionCall part), the finish on the second. The
+# vendor numbers its calls per answer, so the second answer repeats the first one's ids (`toolu_sim_bash_1`,
+# `_2`); on Gemini the calls carry no id (Gemini 2.x), in `agent-parallel-ids` they carry these (Gemini 3).
+AGENT_PARALLEL_COMMANDS = (("cat proof.txt", "cat proof2.txt"), ("cat proof3.txt", "cat proof4.txt"))
 
 
-def _agent_parallel(usage: Usage, results: list[str]) -> Scenario:
-    if results:
+def _agent_parallel(usage: Usage, results: list[str], gemini_ids: bool = False) -> Scenario:
+    if any(r.startswith("again") for r in results):
         reply = TextBlock(_words("The tools said: " + " ".join(r.strip() for r in results)))
         return Scenario("", [usage, reply, Stop("stop", output=len(reply.chunks))])
+    commands = AGENT_PARALLEL_COMMANDS[1 if results else 0]
     calls = [
         ToolCallBlock(f"toolu_sim_bash_{index}", "Bash",
                       [json.dumps({"command": command, "description": f"Show proof file {index}"})],
-                      signature=SIGNED_CALL_SIGNATURE if index == 1 else None)
-        for index, command in ((1, AGENT_COMMAND), (2, AGENT_SECOND_COMMAND))
+                      signature=SIGNED_CALL_SIGNATURE if index == 1 else None, gemini_id=gemini_ids)
+        for index, command in enumerate(commands, start=1)
     ]  # fmt: skip
-    thinking = ThinkingBlock(["Both files ", "at once."])
-    return Scenario("", [usage, thinking, *calls, Stop("toolUse", output=24)])
+    return Scenario("", [usage, *calls, Stop("toolUse", output=24)])
 
 
 def _agent_shell_thinking(usage: Usage, results: list[str]) -> Scenario:
@@ -481,6 +486,7 @@ AGENT_SCENARIOS: dict[str, Callable[[Usage, list[str]], Scenario]] = {
     "agent-bash": lambda usage, results: _agent_tool(usage, results, "bash"),
     "signed-tools": _signed_tools,
     "agent-parallel": _agent_parallel,
+    "agent-parallel-ids": lambda usage, results: _agent_parallel(usage, results, gemini_ids=True),
     "agent-shell-thinking": _agent_shell_thinking,
 }
 

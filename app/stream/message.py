@@ -5,6 +5,10 @@ place that
 
 - sends `start` at the first content event, naming the provider and model that serve the turn;
 - assigns `contentIndex` and keeps blocks from interleaving (`ContractViolation` otherwise);
+- keeps tool call ids unique in the conversation: a call whose id the vendor already gave in this turn or in
+  the request's history (`taken_call_ids`: vendors that number their calls per answer, or send none and get a
+  stable one) gets a fresh id, `gw<random>_<vendor id>`; clients key calls by id (Claude Code runs a call
+  whose id it has seen never again, and the Messages door refuses a history with a repeated id);
 - builds the `AssistantMessage` from the events it lets through, so `*_end.content` is by construction the
   concatenation of the block's deltas and a tool call's `arguments` are by construction its parsed deltas
   (`ToolArgumentsError` when they do not parse, or when the token limit cut them off);
@@ -18,6 +22,7 @@ them and bounds what waits for the reader. All mutation happens on the event loo
 
 from __future__ import annotations
 
+import secrets
 import time
 from typing import Any, Callable, Mapping, Protocol
 
@@ -25,6 +30,7 @@ import orjson
 
 from app.contract.catalog_entries import Pricing
 from app.contract.adapter_events import AdapterEvent
+from app.contract.messages import AssistantMessage, Context, ToolCall
 from app.stream.surrogates import SurrogateJoiner, valid_text
 from app.stream.pricing import new_usage, priced_usage
 
@@ -75,6 +81,17 @@ class EventSink(Protocol):
     def close(self, last: dict[str, Any]) -> None: ...
 
 
+def history_call_ids(context: Context) -> set[str]:
+    """The ids of the tool calls in a request's history (a new turn's calls must not repeat them)."""
+    return {
+        block.id
+        for message in context.messages
+        if isinstance(message, AssistantMessage)
+        for block in message.content
+        if isinstance(block, ToolCall)
+    }
+
+
 class MessageBuilder:
     __slots__ = (  # one per open stream
         "request_id",
@@ -96,6 +113,7 @@ class MessageBuilder:
         "created_at",
         "hosted",
         "_searches",
+        "taken_call_ids",
     )
 
     def __init__(self, request_id: str, sink: EventSink, *, clock: Callable[[], float] = time.monotonic) -> None:
@@ -125,6 +143,9 @@ class MessageBuilder:
         # (`options.hostedTools`, set by the gateway), so clients that did not see nothing new.
         self.hosted = False
         self._searches: dict[str, dict[str, Any]] = {}  # search id → its `webSearch` block (with `_index`)
+        # Tool call ids the conversation already has (the request's history, set by the gateway, then this
+        # turn's): a call the vendor gives one of them is renamed (`_call_id`).
+        self.taken_call_ids: set[str] = set()
 
         # Settlement and counters.
         self.started = False
@@ -268,7 +289,7 @@ class MessageBuilder:
         block_type = _BLOCK_KINDS[kind]
         block: dict[str, Any]
         if block_type == "toolCall":
-            call_id, name = valid_text(event["id"]), valid_text(event["toolName"])
+            call_id, name = self._call_id(valid_text(event["id"])), valid_text(event["toolName"])
             block = {"type": "toolCall", "id": call_id, "name": name, "arguments": {}}
             public = {"type": kind, "contentIndex": index, "id": call_id, "toolName": name}
         else:
@@ -283,6 +304,14 @@ class MessageBuilder:
         if self.first_content_at is None:  # every delta and end follows a block start
             self.first_content_at = self._clock()
         self._sink.put(public)
+
+    def _call_id(self, vendor_id: str) -> str:
+        """The vendor's call id, or a fresh one when the conversation already has it (see the module doc)."""
+        call_id = vendor_id
+        while call_id in self.taken_call_ids:
+            call_id = f"gw{secrets.token_hex(4)}_{vendor_id}"
+        self.taken_call_ids.add(call_id)
+        return call_id
 
     def _close_block(self, kind: str, event: Mapping[str, Any]) -> None:
         block = self._require_open(kind)

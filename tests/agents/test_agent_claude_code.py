@@ -155,16 +155,28 @@ def test_claude_code_names_the_tool_call_the_upstream_cut(
     assert "cut off by the token limit" in shown, shown
 
 
-@pytest.mark.parametrize("vendor", VENDORS)
-def test_claude_code_runs_both_parallel_tool_calls(
-    vendor: str, gateway: Any, claude_code: Path, tmp_path: Path
+@pytest.mark.parametrize(
+    "model",
+    [f"{vendor}/agent-parallel" for vendor in VENDORS] + ["google/agent-parallel-ids"],
+)
+def test_claude_code_runs_both_parallel_tool_calls_of_every_answer(
+    model: str, gateway: Any, claude_code: Path, tmp_path: Path
 ) -> None:
-    """Two calls in one answer (on Gemini the first signed on its own): the CLI runs both and sends both results."""
-    first, second = marker(), marker()
-    (tmp_path / "proof.txt").write_text(first + "\n")
-    (tmp_path / "proof2.txt").write_text(second + "\n")
-    run = claude(gateway, f"{vendor}/agent-parallel", "Show me both proof files.", tmp_path, "--allowedTools", "Bash")
+    """Two answers of two parallel calls each, the vendor numbering its calls per answer (the second answer
+    repeats the first one's ids; Gemini 2.5 sends none, each call in a chunk of its own, the first signed): the
+    CLI runs all four and answers the last two, because every call reaches it with an id of its own."""
+    proofs = [marker(), marker(), "again " + marker(), "again " + marker()]  # the second pair ends the loop
+    for name, proof in zip(("proof.txt", "proof2.txt", "proof3.txt", "proof4.txt"), proofs):
+        (tmp_path / name).write_text(proof + "\n")
+    run = claude(gateway, model, "Show me the proof files.", tmp_path, "--allowedTools", "Bash")
     assert run.returncode == 0 and not run.result["is_error"], run.result
     calls = run.blocks("tool_use")
-    assert [c["input"]["command"] for c in calls] == ["cat proof.txt", "cat proof2.txt"]
-    assert first in run.result["result"] and second in run.result["result"], run.result["result"]
+    assert [c["input"]["command"] for c in calls] == [
+        "cat proof.txt",
+        "cat proof2.txt",
+        "cat proof3.txt",
+        "cat proof4.txt",
+    ]
+    assert len({c["id"] for c in calls}) == 4, [c["id"] for c in calls]
+    shown = run.result["result"]  # the two results of a pair come back in the order the calls finished
+    assert shown.startswith("The tools said: ") and all(p in shown for p in proofs[2:]), shown
