@@ -4,7 +4,7 @@ VENV := .venv
 UV := $(VENV)/bin/uv
 PY := $(VENV)/bin/python
 
-.PHONY: run check test bench venv venv-runtime clean image-smoke npm-packages
+.PHONY: run check test bench venv venv-runtime clean image-smoke npm-packages aider-venv
 
 $(UV):
 	$(PYTHON) -m venv $(VENV)
@@ -33,7 +33,7 @@ check: venv
 # timers); 4 keeps both CPUs busy while tests wait. worksteal: a worker that is done takes half of the longest queue,
 # so a slow test does not leave one worker running alone at the end.
 PYTEST_WORKERS ?= 4
-test: venv npm-packages
+test: venv npm-packages aider-venv
 	$(PY) -m pytest -n $(PYTEST_WORKERS) --dist worksteal $(PYTEST_ARGS)
 
 # The npm packages the tests run, each folder pinned by its package-lock.json and installed again only when
@@ -49,6 +49,18 @@ npm-packages: $(NPM_FOLDERS:%=%/node_modules/.package-lock.json)
 	  || echo "npm ci --prefix $* failed: the tests that run its packages will report it"; \
 	else echo "npm not found: $* is not installed (the tests that run its packages skip)"; fi
 
+# Aider (PyPI `aider-chat`, pinned in tests/agents/aider/requirements.txt) in a virtual environment of its own,
+# tests/agents/.aider-venv (it pins its own dependency versions, which must not reach .venv), installed again only
+# when the requirements file changes (the copy in the venv marks the install done). A failed install does not stop
+# the suite: tests/agents/test_agent_aider.py then skips, or fails in CI, and says why.
+AIDER_VENV := tests/agents/.aider-venv
+aider-venv: $(AIDER_VENV)/requirements.txt
+
+$(AIDER_VENV)/requirements.txt: tests/agents/aider/requirements.txt | venv
+	@rm -f $@; ($(PY) -m venv --clear $(AIDER_VENV) \
+	  && $(AIDER_VENV)/bin/pip install --quiet --disable-pip-version-check -r $< && cp $< $@) \
+	  || echo "installing Aider into $(AIDER_VENV) failed: its tests will report it"
+
 bench: venv
 	$(PY) -m bench
 
@@ -57,4 +69,4 @@ image-smoke:
 	bash scripts/image-smoke.sh
 
 clean:
-	rm -rf $(VENV) data .pytest_cache
+	rm -rf $(VENV) $(AIDER_VENV) data .pytest_cache

@@ -279,6 +279,13 @@ def _paced(params: dict[str, str], usage: Usage, text: TextBlock, stop: Stop) ->
     return Scenario("", [usage, TextBlock(chunks), Stop("stop", output=n)], delay_ms=float(params.get("delay_ms", 20)))
 
 
+AGENT_EDIT_FILE = "hello.py"
+AGENT_EDIT_CONTENT = 'print("Hello from the simulator")\n'
+# Aider's `whole` edit format (its default for a model it does not know): the file's path on a line of its own,
+# then the file's whole new content in a fenced block.
+AGENT_EDIT_ANSWER = f"Here is the new file:\n\n{AGENT_EDIT_FILE}\n```python\n{AGENT_EDIT_CONTENT}```\n"
+
+
 SCENARIOS: dict[str, Callable[[dict[str, str], Usage, TextBlock, Stop], Scenario]] = {
     "text": lambda p, u, t, s: Scenario("", [u, t, s]),
     "thinking": lambda p, u, t, s: Scenario(
@@ -387,6 +394,9 @@ SCENARIOS: dict[str, Callable[[dict[str, str], Usage, TextBlock, Stop], Scenario
             Stop("toolUse", output=12),
         ],
     ),
+    # Aider's edit (Aider edits files from its answer's text, it calls no tools): a whole-file edit block that
+    # creates `AGENT_EDIT_FILE`, streamed across frames.
+    "agent-edit": lambda p, u, t, s: Scenario("", [u, TextBlock(_words(AGENT_EDIT_ANSWER)), Stop("stop", output=16)]),
 }
 
 

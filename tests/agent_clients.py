@@ -25,7 +25,7 @@ ROOT = Path(__file__).resolve().parent.parent
 AGENTS = ROOT / "tests" / "agents"
 NODE = shutil.which("node")
 NPM = shutil.which("npm")
-REQUIRED = os.environ.get("GATEWAY_TEST_NODE") == "required"  # CI (.ci/run): a missing node fails, never skips
+REQUIRED = os.environ.get("GATEWAY_TEST_NODE") == "required"  # CI (.ci/run): a missing node or Aider fails
 
 
 def missing(reason: str) -> None:
