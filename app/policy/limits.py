@@ -46,7 +46,7 @@ import math
 import time
 from typing import TYPE_CHECKING, Awaitable, Callable, TypeVar
 
-from app.policy.keys import ClientKeys, KeyPolicy
+from app.policy.keys import TEAM_SUBJECT, ClientKeys, KeyPolicy
 from app.contract.limit_kinds import LimitKind, Rejection
 from app.policy.store import WINDOW_MS, LimitStore, Periods, Verdict
 from app.redis_client import raise_dropped_cancellation
@@ -338,7 +338,41 @@ class Limits(TurnObserver):
                     key_id, request_id, charged_tokens, ended, charged_cost, started, marker_ttl_ms
                 )
 
-            self._spawn(self._persist("charge", attempt))
+            self._spawn(self._charge(key_id, policy, attempt, started if policy.has_budget and cost > 0 else None))
+
+    async def _charge(
+        self, key_id: str, policy: KeyPolicy, attempt: Callable[[], Awaitable[object]], started: Periods | None
+    ) -> None:
+        """Settle with the store; then, for a charged budget (`started`: the periods it was charged to), report
+        how much of it is used."""
+        await self._persist("charge", attempt)
+        if started is not None:
+            await self._report_budget(key_id, policy, started)
+
+    async def _report_budget(self, subject: str, policy: KeyPolicy, periods: Periods) -> None:
+        """Read the subject's spend in `periods` and set `gateway_budget_used_ratio` (teams always; keys only
+        with key labels on; end users never)."""
+        if self.metrics is None:
+            return
+        if subject.startswith(TEAM_SUBJECT):
+            team, key = subject.removeprefix(TEAM_SUBJECT), ""
+        elif subject.startswith("#") or not self.metrics.key_labels:
+            return
+        else:
+            team, key = policy.team or "", subject
+        try:
+            day, month = await self._bounded(self.store.spent(subject, periods))
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            self._store_failed("spent", exc)
+            return
+        for period, spent, budget in (
+            ("day", day, policy.budget_usd_per_day),
+            ("month", month, policy.budget_usd_per_month),
+        ):
+            if budget > 0:
+                self.metrics.budget_used_ratio(team, key, period, spent / budget)
 
     def _spawn(self, coro: Awaitable[None]) -> None:
         task = asyncio.ensure_future(coro)
