@@ -187,6 +187,12 @@ class Settings(BaseSettings):
         default=True, description="label gateway_key_spend_usd_total with each client key's name (false: one total)"
     )
 
+    budget_webhook_url: str | None = Field(
+        default=None,
+        description="POST a JSON alert here once when a team's or key's budget passes 80 % and once at 100 % per period",
+    )
+    budget_webhook_timeout: float = Field(default=2.0, gt=0, description="seconds one budget webhook POST may take")
+
     log_level: str = Field(default="info", description="one of " + ", ".join(LOG_LEVELS))
     log_content: bool = False
 

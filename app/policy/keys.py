@@ -61,6 +61,9 @@ class KeyPolicy(BaseModel):
     concurrent_streams: int = Field(default=0, ge=0)
     budget_usd_per_day: float = Field(default=0.0, ge=0)
     budget_usd_per_month: float = Field(default=0.0, ge=0)
+    # Each end user's (the attribution's `user`) own budget among this key's turns: `USER_SUBJECT` + key + "/" + user
+    user_budget_usd_per_day: float = Field(default=0.0, ge=0)
+    user_budget_usd_per_month: float = Field(default=0.0, ge=0)
     models: tuple[str, ...] = ()
     # With a budget: may this key be served models the catalog does not price (they then spend 0)?
     allow_unpriced_models: bool = False
@@ -79,6 +82,19 @@ UNLIMITED = KeyPolicy()
 # The limit store's subject of a team's shared counters: no key name starts with it (`#` is in none that the
 # admin API takes; a configured key named so would share the team's counters).
 TEAM_SUBJECT = "#team:"
+# An end user's budget among one key's turns: `USER_SUBJECT` + key name + "/" + user (no key name has a "/").
+USER_SUBJECT = "#user:"
+
+
+def user_subject(key_id: str, policy: KeyPolicy, user: str | None) -> tuple[str, KeyPolicy] | None:
+    """The limit store's subject and budgets of the end user `user` of the key, when its policy gives each end
+    user a budget (`user_budget_usd_per_day` / `_per_month`) and the turn names one."""
+    if user is None or not (policy.user_budget_usd_per_day or policy.user_budget_usd_per_month):
+        return None
+    budgets = KeyPolicy(
+        budget_usd_per_day=policy.user_budget_usd_per_day, budget_usd_per_month=policy.user_budget_usd_per_month
+    )
+    return f"{USER_SUBJECT}{key_id}/{user}", budgets
 
 
 class KeyEntry(KeyPolicy):

@@ -46,7 +46,8 @@ import math
 import time
 from typing import TYPE_CHECKING, Awaitable, Callable, TypeVar
 
-from app.policy.keys import TEAM_SUBJECT, ClientKeys, KeyPolicy
+from app.policy.budget_alerts import BudgetAlerts
+from app.policy.keys import TEAM_SUBJECT, ClientKeys, KeyPolicy, user_subject
 from app.contract.limit_kinds import LimitKind, Rejection
 from app.policy.store import WINDOW_MS, LimitStore, Periods, Verdict
 from app.redis_client import raise_dropped_cancellation
@@ -88,6 +89,7 @@ class Limits(TurnObserver):
         timeout: float = 0.25,
         lease_ttl: float = 30.0,
         metrics: "Metrics | None" = None,
+        alerts: BudgetAlerts | None = None,
     ) -> None:
         self.keys = keys
         self.store = store
@@ -100,15 +102,18 @@ class Limits(TurnObserver):
         # holds their TTL): a background settle or abandon stops trying; voids and charge markers outlive it.
         self.retry_window_ms = max(WINDOW_MS, self.lease_ttl_ms)
         self.metrics = metrics
+        self.alerts = alerts  # the budget webhook (`GATEWAY_BUDGET_WEBHOOK_URL`), when set
         self.leases: dict[str, str] = {}  # request id → key name, for the turns holding a hold in the store
         self.team_leases: dict[str, str] = {}  # request id → team subject, for the turns holding a team's hold
+        self.user_leases: dict[str, str] = {}  # request id → end user subject, for the turns holding a user's hold
         self._background: set[asyncio.Future[None]] = set()
         self._renewer: asyncio.Task[None] | None = None
 
     # ------------------------------------------------------------------ admission
 
-    async def admit(self, key_id: str | None, refs: list[str], request_id: str) -> None:
-        """Raise a Refusal when the key may not start this turn now; otherwise count it (and take a hold)."""
+    async def admit(self, key_id: str | None, refs: list[str], request_id: str, user: str | None = None) -> None:
+        """Raise a Refusal when the key may not start this turn now; otherwise count it (and take a hold).
+        `user`: the turn's end user (attribution), counted against the key's per-user budget if it has one."""
         if key_id is None:
             return
         self.check_models(key_id, refs)
@@ -117,6 +122,7 @@ class Limits(TurnObserver):
             policy.requests_per_minute or policy.tokens_per_minute or policy.concurrent_streams or policy.has_budget
         ):
             await self._admit_team(key_id, request_id)
+            await self._admit_user(key_id, policy, user, request_id)
             return
         try:
             verdict = await self._admit(key_id, policy, request_id)
@@ -137,6 +143,43 @@ class Limits(TurnObserver):
         if policy.concurrent_streams or policy.has_budget:
             self.leases[request_id] = key_id
         await self._admit_team(key_id, request_id)
+        await self._admit_user(key_id, policy, user, request_id)
+
+    async def _admit_user(self, key_id: str, policy: KeyPolicy, user: str | None, request_id: str) -> None:
+        """The end user's own budget among the key's turns (`user_subject`), counted like a team's; a refusal
+        undoes what the key's and its team's admissions took."""
+        scoped = user_subject(key_id, policy, user)
+        if scoped is None:
+            return
+        subject, budgets = scoped
+
+        def undo() -> None:
+            self._undo_key(key_id, request_id)
+            team = self.team_leases.pop(request_id, None)
+            if team is not None:
+                self._abandon(team, request_id)
+
+        try:
+            verdict = await self._admit(subject, budgets, request_id)
+        except asyncio.CancelledError:
+            self._abandon(subject, request_id)
+            undo()
+            raise
+        except Exception as exc:
+            try:
+                self._unavailable(subject, request_id, exc)
+            except LimitsUnavailable:
+                undo()
+                raise
+            return
+        if verdict.kind is not None:
+            undo()
+            kind = verdict.kind.answered_as
+            self._rejected(kind)
+            raise LimitExceeded(
+                _describe(verdict.kind, subject, budgets), kind, math.ceil(verdict.retry_after_ms / 1000)
+            )
+        self.user_leases[request_id] = subject
 
     async def _admit_team(self, key_id: str, request_id: str) -> None:
         """The key's team's shared limits and budgets (`ClientKeys.team_policy`), counted under the team's
@@ -313,6 +356,11 @@ class Limits(TurnObserver):
                 cost,
                 self.team_leases,
             )
+        scoped = user_subject(key_id, self.keys.policy(key_id), job.request.attribution.user)
+        user_held = self.user_leases.get(request_id)
+        if user_held is not None or scoped is not None:
+            subject, budgets = scoped if scoped is not None else (user_held or "", KeyPolicy())
+            self._settle(user_held or subject, budgets, request_id, settled, 0, cost, self.user_leases)
 
     def _settle(
         self,
@@ -350,29 +398,38 @@ class Limits(TurnObserver):
             await self._report_budget(key_id, policy, started)
 
     async def _report_budget(self, subject: str, policy: KeyPolicy, periods: Periods) -> None:
-        """Read the subject's spend in `periods` and set `gateway_budget_used_ratio` (teams always; keys only
-        with key labels on; end users never)."""
-        if self.metrics is None:
-            return
+        """Read the subject's spend in `periods`; set `gateway_budget_used_ratio` (teams always; keys only with
+        key labels on) and send the 80 % / 100 % webhook alerts due (teams and keys; end users get neither)."""
         if subject.startswith(TEAM_SUBJECT):
             team, key = subject.removeprefix(TEAM_SUBJECT), ""
-        elif subject.startswith("#") or not self.metrics.key_labels:
+        elif subject.startswith("#"):
             return
         else:
             team, key = policy.team or "", subject
+        gauge = self.metrics is not None and (not key or self.metrics.key_labels)
+        if not gauge and self.alerts is None:
+            return
         try:
             day, month = await self._bounded(self.store.spent(subject, periods))
+            due = []
+            for period, spent, budget in (
+                ("day", day, policy.budget_usd_per_day),
+                ("month", month, policy.budget_usd_per_month),
+            ):
+                if budget <= 0:
+                    continue
+                if gauge and self.metrics is not None:
+                    self.metrics.budget_used_ratio(team, key, period, spent / budget)
+                if self.alerts is not None:
+                    due += await self._bounded(self.alerts.check(subject, team, key, period, periods, spent, budget))
         except asyncio.CancelledError:
             raise
         except Exception as exc:
             self._store_failed("spent", exc)
             return
-        for period, spent, budget in (
-            ("day", day, policy.budget_usd_per_day),
-            ("month", month, policy.budget_usd_per_month),
-        ):
-            if budget > 0:
-                self.metrics.budget_used_ratio(team, key, period, spent / budget)
+        for body in due:
+            if self.alerts is not None:
+                self._spawn(self.alerts.send(body))
 
     def _spawn(self, coro: Awaitable[None]) -> None:
         task = asyncio.ensure_future(coro)
@@ -392,10 +449,11 @@ class Limits(TurnObserver):
     async def _renew_leases(self) -> None:
         while True:
             await asyncio.sleep(self.lease_ttl_ms / 3000)
-            if not self.leases and not self.team_leases:
+            held = [*self.leases.items(), *self.team_leases.items(), *self.user_leases.items()]
+            if not held:
                 continue
             try:
-                leases = [(key, request) for request, key in [*self.leases.items(), *self.team_leases.items()]]
+                leases = [(key, request) for request, key in held]
                 await self._bounded(self.store.renew(leases, int(time.time() * 1000), self.lease_ttl_ms))
                 raise_dropped_cancellation()
             except asyncio.CancelledError:

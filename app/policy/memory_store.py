@@ -32,6 +32,7 @@ class MemoryLimitStore(LimitStore):
         # "<subject> <request id>" charged → until when that is remembered (a turn charges its key, its team and
         # its end user, each once)
         self._settled: dict[str, int] = {}
+        self._claimed: set[str] = set()  # markers of `claim` (a process lives less than a claim's TTL)
 
     async def admit(self, name: str, policy: KeyPolicy, lease: str, periods: Periods, lease_ttl_ms: int) -> Verdict:
         now = periods.now_ms
@@ -113,6 +114,12 @@ class MemoryLimitStore(LimitStore):
 
     async def spent(self, name: str, periods: Periods) -> tuple[float, float]:
         return self._spend.get((name, "d:" + periods.day), 0.0), self._spend.get((name, "m:" + periods.month), 0.0)
+
+    async def claim(self, marker: str, ttl_ms: int) -> bool:
+        if marker in self._claimed:
+            return False
+        self._claimed.add(marker)
+        return True
 
     async def abandon(self, name: str, lease: str, now_ms: int, void_ttl_ms: int) -> None:
         self._void[lease] = now_ms + void_ttl_ms

@@ -256,6 +256,9 @@ class RedisLimitStore(LimitStore):
         day, month = await self.redis.mget(self._spend_keys(name, periods))
         return float(day or 0), float(month or 0)
 
+    async def claim(self, marker: str, ttl_ms: int) -> bool:
+        return bool(await self.redis.set(self._key("claim", marker), 1, nx=True, px=ttl_ms))
+
     async def abandon(self, name: str, lease: str, now_ms: int, void_ttl_ms: int) -> None:
         keys = [self._key("rpm", name), self._key("conc", name), self._key("resv", name), self._key("void", lease)]
         await self._abandon(keys=keys, args=[lease, void_ttl_ms])

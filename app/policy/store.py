@@ -135,5 +135,10 @@ class LimitStore(ABC):
         for the budget gauge and alerts (`app.policy.limits`)."""
         return 0.0, 0.0
 
+    @abstractmethod
+    async def claim(self, marker: str, ttl_ms: int) -> bool:
+        """True for the first call with `marker` (across replicas when the store is shared) within `ttl_ms`:
+        a budget alert is sent once (`app.policy.budget_alerts`)."""
+
     async def aclose(self) -> None:
         return None

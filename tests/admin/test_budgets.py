@@ -1,9 +1,15 @@
 """Budgets users expect (docs/admin.md, Budgets): `gateway_budget_used_ratio` on /metrics for a team's and a key's
-budget, over real loopback HTTP."""
+budget, an end user's own budget, and the 80 % / 100 % webhook, over real loopback HTTP."""
 
 from __future__ import annotations
 
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
 from tests.conftest import turn
+from tests.servers import ServerThread
 from tests.telemetry.test_metrics import scrape, value
 
 ADMIN = {"Authorization": "Bearer adm-SECRET"}
@@ -51,3 +57,55 @@ def test_budget_used_ratio_has_no_key_series_without_key_labels(gateway_factory)
     series = {labels for name, labels in scrape(gw.url) if name == "gateway_budget_used_ratio"}
     assert series == {(("key", ""), ("period", "day"), ("team", "quiet-team"))}
     assert value(scrape(gw.url), "gateway_budget_used_ratio", team="quiet-team", key="", period="day") == spent / 2
+
+
+def _user_turn(gw, headers: dict[str, str], user: str):
+    response = gw.http.post("/v1/complete", json=turn("anthropic/text"), headers={**headers, "X-Gateway-User": user})
+    if response.status_code == 200:
+        gw.job(response.headers["x-request-id"])
+        gw.server.call(gw.state.limits.idle())
+    return response
+
+
+def test_end_user_over_budget_is_refused_while_another_end_user_is_served(gateway_factory, tmp_path):
+    database = f"sqlite:///{tmp_path}/users.db"
+    gw = gateway_factory(admin_keys="root:adm-SECRET", database_url=database)
+    key = _key(gw, "per-user", user_budget_usd_per_day=0.000001)
+    assert _user_turn(gw, key, "ann").status_code == 200  # nothing spent yet: admitted
+    refused = _user_turn(gw, key, "ann")
+    assert refused.status_code == 429 and refused.json()["error"]["type"] == "budget_exceeded"
+    assert _user_turn(gw, key, "bob").status_code == 200  # the key and the other end user are not spent
+    # A replica whose limit store is empty rebuilds each end user's spend from the records' `user`.
+    fresh = gateway_factory(admin_keys="root:adm-SECRET", database_url=database)
+    assert _user_turn(fresh, key, "ann").status_code == 429
+    assert _user_turn(fresh, key, "cid").status_code == 200
+
+
+def test_budget_webhook_posts_once_at_80_and_once_at_100_percent(gateway_factory):
+    received: list[dict] = []
+
+    async def alert(request: Request) -> Response:
+        received.append(await request.json())
+        return Response(status_code=204)
+
+    receiver = ServerThread(Starlette(routes=[Route("/alerts", alert, methods=["POST"])]), "webhook").start()
+    try:
+        gw = gateway_factory(admin_keys="root:adm-SECRET", budget_webhook_url=f"{receiver.url}/alerts")
+        _team(gw, "alerting", budget_usd_per_day=0.0001)
+        created = gw.http.post("/v1/admin/keys", json={"name": "alert-key", "team": "alerting"}, headers=ADMIN)
+        secret = created.json()["secret"]
+        key = {"Authorization": f"Bearer {secret}"}
+        spent = _cost(gw, key)  # the period's first turn is admitted whatever it costs: past 80 % and 100 %
+        assert spent > 0.0001
+        assert sorted(body["threshold"] for body in received) == [0.8, 1.0]
+        for body in received:
+            assert body["team"] == "alerting" and body["key"] is None and body["period"] == "day"
+            assert body["spentUsd"] == spent and body["budgetUsd"] == 0.0001
+        # A higher budget, passed 80 % again in the same day: each threshold is sent once per period.
+        lifted = {"budgets": {"budget_usd_per_day": 2.2 * spent}}
+        assert gw.http.patch("/v1/admin/teams/alerting", json=lifted, headers=ADMIN).status_code == 200
+        assert (spent + _cost(gw, key)) / (2.2 * spent) >= 0.8
+        assert len(received) == 2
+        assert secret not in str(received)
+    finally:
+        receiver.stop()
