@@ -28,6 +28,7 @@ class BudgetAlerts:
         self.url = url
         self.store = store
         self.timeout = timeout
+        self._claimed: set[str] = set()  # markers some replica already claimed: not asked of the store again
 
     async def check(
         self, subject: str, team: str, key: str, period: str, periods: Periods, spent: float, budget: float
@@ -38,7 +39,12 @@ class BudgetAlerts:
         for threshold in THRESHOLDS:
             if spent < threshold * budget:
                 break
-            if await self.store.claim(f"alert:{subject}:{period}:{started}:{threshold:g}", CLAIM_TTL_MS):
+            marker = f"alert:{subject}:{period}:{started}:{threshold:g}"
+            if marker in self._claimed:
+                continue
+            won = await self.store.claim(marker, CLAIM_TTL_MS)
+            self._claimed.add(marker)
+            if won:
                 due.append(
                     {
                         "type": "budget_threshold",

@@ -13,6 +13,7 @@ The file (JSON, or TOML when its name ends in `.toml`) names each client key and
                                     # (absent or 0: GATEWAY_MAX_STREAMS_PER_KEY, per replica)
     budget_usd_per_day = 5.0        # spend (usage.cost.total) of turns started this UTC day
     budget_usd_per_month = 100.0    # ... this UTC month
+    user_budget_usd_per_day = 0.5   # each end user's own day budget among the key's turns (docs/admin.md)
     models = ["anthropic/*", "fast"]   # glob patterns (empty: any); see docs/replicas.md
     allow_unpriced_models = false   # with a budget: serve models the catalog has no price for (at 0)
     team = "platform"               # the key's team (records, spend; a managed team's limits: docs/admin.md)
