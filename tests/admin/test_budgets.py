@@ -3,12 +3,15 @@ budget, an end user's own budget, and the 80 % / 100 % webhook, over real loopba
 
 from __future__ import annotations
 
+import time
+
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
 from tests.conftest import turn
+from tests.redisproc import RedisServer
 from tests.servers import ServerThread
 from tests.telemetry.test_metrics import scrape, value
 
@@ -108,4 +111,43 @@ def test_budget_webhook_posts_once_at_80_and_once_at_100_percent(gateway_factory
         assert len(received) == 2
         assert secret not in str(received)
     finally:
+        receiver.stop()
+
+
+def test_budget_webhook_is_sent_by_one_replica_of_two_sharing_redis(gateway_factory, tmp_path):
+    received: list[dict] = []
+
+    async def alert(request: Request) -> Response:
+        received.append(await request.json())
+        return Response(status_code=204)
+
+    receiver = ServerThread(Starlette(routes=[Route("/alerts", alert, methods=["POST"])]), "webhook").start()
+    redis_server = RedisServer().start()
+    try:
+        shared = dict(
+            admin_keys="root:adm-SECRET",
+            budget_webhook_url=f"{receiver.url}/alerts",
+            database_url=f"sqlite:///{tmp_path}/replicas.db",
+            redis_url=redis_server.url,
+            admin_sync_interval=0.1,
+        )
+        a, b = gateway_factory(**shared), gateway_factory(**shared)
+        _team(a, "shared-alerts", budget_usd_per_day=0.0001)
+        key = _key(a, "shared-alert-key", "shared-alerts")
+        spent = _cost(a, key)  # replica a: past 80 % and 100 %, both sent
+        assert sorted(body["threshold"] for body in received) == [0.8, 1.0]
+        lifted = {"budgets": {"budget_usd_per_day": 2.2 * spent}}
+        assert a.http.patch("/v1/admin/teams/shared-alerts", json=lifted, headers=ADMIN).status_code == 200
+        for _ in range(100):  # replica b learns the key and the lifted budget within its admin sync interval
+            response = b.http.post("/v1/complete", json=turn("anthropic/text"), headers=key)
+            if response.status_code == 200:
+                b.job(response.headers["x-request-id"])
+                b.server.call(b.state.limits.idle())
+                break
+            time.sleep(0.05)
+        else:
+            raise AssertionError("replica b never served the key after the budget was lifted")
+        assert len(received) == 2  # replica b passed 80 % again: already claimed in Redis, not sent twice
+    finally:
+        redis_server.stop()
         receiver.stop()
