@@ -24,7 +24,8 @@ from app.redaction import register_secrets
 from app.telemetry.metrics import Metrics
 from app.policy.admission import Admission
 from app.policy.keyring import ClientKey, KeyRing, parse_keys
-from app.policy.keys import TEAM_SUBJECT, ClientKeys, watch_keys
+from app.policy.budget_alerts import BudgetAlerts
+from app.policy.keys import TEAM_SUBJECT, USER_SUBJECT, ClientKeys, watch_keys
 from app.policy.limits import Limits
 from app.policy.memory_store import MemoryLimitStore
 from app.policy.store import LimitStore
@@ -88,15 +89,19 @@ class Gateway:
         )
         self.dispatcher.observers.append(self.recorder)
         self.dispatcher.observers.append(RequestLog(settings.log_content))
+        limit_store = _limit_store(settings)
         self.limits = Limits(
             self.keys,
-            _limit_store(settings),
+            limit_store,
             self._ledger_spend,
             ledger_last_cost=self._ledger_last_cost,
             fail_open=settings.redis_fail_open,
             timeout=settings.redis_timeout,
             lease_ttl=settings.redis_lease_ttl,
             metrics=self.metrics,
+            alerts=BudgetAlerts(settings.budget_webhook_url, limit_store, timeout=settings.budget_webhook_timeout)
+            if settings.budget_webhook_url
+            else None,
         )
         self.dispatcher.observers.append(self.limits)
         self.admission = Admission(
@@ -139,6 +144,9 @@ class Gateway:
         await self.recorder.flush(timeout=1.0)
         if key_id.startswith(TEAM_SUBJECT):
             return await self.admin.store.team_spend(key_id.removeprefix(TEAM_SUBJECT), since_ms)
+        if key_id.startswith(USER_SUBJECT):  # an end user of a key: the key's records naming that user
+            key, user = key_id.removeprefix(USER_SUBJECT).split("/", 1)
+            return await self.admin.store.user_spend(key, user, since_ms)
         return await self.ledger.spend(key_id, since_ms)
 
     async def _ledger_last_cost(self, key_id: str) -> float:
@@ -175,11 +183,12 @@ class Gateway:
         planned = self.dispatcher.plan(request.model, request.fallback)
         await load_adapters(route.provider for route in planned)  # imported off the loop, the first time only
         routes = self._honouring(planned, request)
+        attribution = self._attribution(key_id, asked or Asked(), options)
         if ahead is not None and ahead.open:
             ahead.taken()
         else:
             names = [self.dispatcher.resolver.policy_name(name) for name in requested]
-            await self.admission.admit_turn(key_id, requested, names, request_id)
+            await self.admission.admit_turn(key_id, requested, names, request_id, attribution.user)
         throttle = self.settings.throttle_ms if options.throttle_ms is None else options.throttle_ms
         turn = Turn(request_id, throttle_ms=throttle, max_pending_bytes=self.settings.max_pending_bytes)
         turn.builder.hosted = options.hosted_tools is not None  # the vendor's own searches reach the client
@@ -194,7 +203,7 @@ class Gateway:
             door=door,
             session=session,
             resumable=resumable,
-            attribution=self._attribution(key_id, asked or Asked(), options),
+            attribution=attribution,
         )
         job = TurnJob(turn, admitted)
         context = None

@@ -222,6 +222,12 @@ class Settings(BaseSettings):
         description="with tracing on, give /healthz, /readyz, /metrics and the demo simulator's routes server "
         "spans too (default: left out of traces)",
     )
+    budget_webhook_url: str | None = Field(
+        default=None,
+        description="POST a JSON alert here once when a team's or key's budget passes 80 % and once at 100 % per period",
+    )
+    budget_webhook_timeout: float = Field(default=2.0, gt=0, description="seconds one budget webhook POST may take")
+
     log_level: str = Field(default="info", description="one of " + ", ".join(LOG_LEVELS))
     log_format: str | None = Field(
         default=None,

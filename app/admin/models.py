@@ -43,6 +43,8 @@ class Budgets(BaseModel):
 
     budget_usd_per_day: float = Field(default=0.0, ge=0, allow_inf_nan=False)
     budget_usd_per_month: float = Field(default=0.0, ge=0, allow_inf_nan=False)
+    user_budget_usd_per_day: float = Field(default=0.0, ge=0, allow_inf_nan=False)
+    user_budget_usd_per_month: float = Field(default=0.0, ge=0, allow_inf_nan=False)
     allow_unpriced_models: bool = False
 
 

@@ -309,6 +309,8 @@ def _configured_view(name: str, source: str, policy: KeyPolicy) -> dict[str, Any
         "budgets": {
             "budget_usd_per_day": policy.budget_usd_per_day,
             "budget_usd_per_month": policy.budget_usd_per_month,
+            "user_budget_usd_per_day": policy.user_budget_usd_per_day,
+            "user_budget_usd_per_month": policy.user_budget_usd_per_month,
             "allow_unpriced_models": policy.allow_unpriced_models,
         },
         "models": list(policy.models),

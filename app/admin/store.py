@@ -136,6 +136,15 @@ class SqlAdminStore(ABC):
         )
         return float(rows[0][0] or 0) if rows else 0.0
 
+    async def user_spend(self, key: str, user: str, since_ms: int) -> float:
+        """What the key's turns for the end user `user` spent since `since_ms` (rebuilds an end user's spend)."""
+        rows = await self._fetch(
+            f"SELECT COALESCE(SUM({self._json_cost()}), 0) FROM gateway_requests "
+            f"WHERE api_key_id = ? AND created_at >= ? AND outcome IS NOT NULL AND {self._json_text('user')} = ?",
+            (key, since_ms, user),
+        )
+        return float(rows[0][0] or 0) if rows else 0.0
+
     async def version(self) -> int:
         rows = await self._fetch("SELECT version FROM gateway_admin_state WHERE id = 1")
         return int(rows[0][0]) if rows else 0

@@ -99,12 +99,17 @@ class Admission:
         self.check_streams(key_id)
 
     async def admit_turn(
-        self, key_id: str | None, requested: list[str], policy_names: list[str], request_id: str
+        self,
+        key_id: str | None,
+        requested: list[str],
+        policy_names: list[str],
+        request_id: str,
+        user: str | None = None,
     ) -> None:
         """Steps 4 and 5, for the turn's model and fallbacks (`requested`, and the names a key's allowed models
         are matched against, `policy_names`). Admitted, the key's limits count the turn (settled by `Limits`)."""
         self.check_priced(key_id, requested, policy_names)
-        await self.limits.admit(key_id, policy_names, request_id)
+        await self.limits.admit(key_id, policy_names, request_id, user)
 
     # ------------------------------------------------------------------ a resumption
 

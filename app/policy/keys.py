@@ -13,6 +13,7 @@ The file (JSON, or TOML when its name ends in `.toml`) names each client key and
                                     # (absent or 0: GATEWAY_MAX_STREAMS_PER_KEY, per replica)
     budget_usd_per_day = 5.0        # spend (usage.cost.total) of turns started this UTC day
     budget_usd_per_month = 100.0    # ... this UTC month
+    user_budget_usd_per_day = 0.5   # each end user's own day budget among the key's turns (docs/admin.md)
     models = ["anthropic/*", "fast"]   # glob patterns (empty: any); see docs/replicas.md
     allow_unpriced_models = false   # with a budget: serve models the catalog has no price for (at 0)
     team = "platform"               # the key's team (records, spend; a managed team's limits: docs/admin.md)
@@ -61,6 +62,9 @@ class KeyPolicy(BaseModel):
     concurrent_streams: int = Field(default=0, ge=0)
     budget_usd_per_day: float = Field(default=0.0, ge=0)
     budget_usd_per_month: float = Field(default=0.0, ge=0)
+    # Each end user's (the attribution's `user`) own budget among this key's turns: `USER_SUBJECT` + key + "/" + user
+    user_budget_usd_per_day: float = Field(default=0.0, ge=0)
+    user_budget_usd_per_month: float = Field(default=0.0, ge=0)
     models: tuple[str, ...] = ()
     # With a budget: may this key be served models the catalog does not price (they then spend 0)?
     allow_unpriced_models: bool = False
@@ -82,6 +86,19 @@ UNLIMITED = KeyPolicy()
 # The limit store's subject of a team's shared counters: no key name starts with it (`#` is in none that the
 # admin API takes; a configured key named so would share the team's counters).
 TEAM_SUBJECT = "#team:"
+# An end user's budget among one key's turns: `USER_SUBJECT` + key name + "/" + user (no key name has a "/").
+USER_SUBJECT = "#user:"
+
+
+def user_subject(key_id: str, policy: KeyPolicy, user: str | None) -> tuple[str, KeyPolicy] | None:
+    """The limit store's subject and budgets of the end user `user` of the key, when its policy gives each end
+    user a budget (`user_budget_usd_per_day` / `_per_month`) and the turn names one."""
+    if user is None or not (policy.user_budget_usd_per_day or policy.user_budget_usd_per_month):
+        return None
+    budgets = KeyPolicy(
+        budget_usd_per_day=policy.user_budget_usd_per_day, budget_usd_per_month=policy.user_budget_usd_per_month
+    )
+    return f"{USER_SUBJECT}{key_id}/{user}", budgets
 
 
 class KeyEntry(KeyPolicy):

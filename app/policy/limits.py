@@ -51,7 +51,8 @@ import math
 import time
 from typing import TYPE_CHECKING, Awaitable, Callable, TypeVar
 
-from app.policy.keys import ClientKeys, KeyPolicy
+from app.policy.budget_alerts import BudgetAlerts
+from app.policy.keys import TEAM_SUBJECT, ClientKeys, KeyPolicy, user_subject
 from app.contract.limit_kinds import LimitKind, Rejection
 from app.policy.memory_store import MemoryLimitStore
 from app.policy.store import ADMITTED, WINDOW_MS, LimitStore, Periods, Verdict
@@ -94,6 +95,7 @@ class Limits(TurnObserver):
         timeout: float = 0.25,
         lease_ttl: float = 30.0,
         metrics: "Metrics | None" = None,
+        alerts: BudgetAlerts | None = None,
     ) -> None:
         self.keys = keys
         self.store = store
@@ -106,19 +108,22 @@ class Limits(TurnObserver):
         # holds their TTL): a background settle or abandon stops trying; voids and charge markers outlive it.
         self.retry_window_ms = max(WINDOW_MS, self.lease_ttl_ms)
         self.metrics = metrics
+        self.alerts = alerts  # the budget webhook (`GATEWAY_BUDGET_WEBHOOK_URL`), when set
         self.leases: dict[str, str] = {}  # request id → key name, for the turns holding a hold in the store
         self.team_leases: dict[str, str] = {}  # request id → team subject, for the turns holding a team's hold
         # Where the limits are enforced while `store` does not answer and the gateway fails open; the leases it
         # holds (`local_leases`) are settled there.
         self.local: LimitStore = store if isinstance(store, MemoryLimitStore) else MemoryLimitStore()
         self.local_leases: set[str] = set()
+        self.user_leases: dict[str, str] = {}  # request id → end user subject, for the turns holding a user's hold
         self._background: set[asyncio.Future[None]] = set()
         self._renewer: asyncio.Task[None] | None = None
 
     # ------------------------------------------------------------------ admission
 
-    async def admit(self, key_id: str | None, refs: list[str], request_id: str) -> None:
-        """Raise a Refusal when the key may not start this turn now; otherwise count it (and take a hold)."""
+    async def admit(self, key_id: str | None, refs: list[str], request_id: str, user: str | None = None) -> None:
+        """Raise a Refusal when the key may not start this turn now; otherwise count it (and take a hold).
+        `user`: the turn's end user (attribution), counted against the key's per-user budget if it has one."""
         if key_id is None:
             return
         self.check_models(key_id, refs)
@@ -127,12 +132,31 @@ class Limits(TurnObserver):
             policy.requests_per_minute or policy.tokens_per_minute or policy.concurrent_streams or policy.has_budget
         ):
             await self._admit_team(key_id, request_id)
+            await self._admit_user(key_id, policy, user, request_id)
             return
         verdict = await self._asked(key_id, policy, request_id)
         await self._refuse(verdict, key_id, policy)
         if policy.concurrent_streams or policy.has_budget:
             self.leases[request_id] = key_id
         await self._admit_team(key_id, request_id)
+        await self._admit_user(key_id, policy, user, request_id)
+
+    async def _admit_user(self, key_id: str, policy: KeyPolicy, user: str | None, request_id: str) -> None:
+        """The end user's own budget among the key's turns (`user_subject`), counted like a team's; a refusal
+        undoes what the key's and its team's admissions took."""
+        scoped = user_subject(key_id, policy, user)
+        if scoped is None:
+            return
+        subject, budgets = scoped
+        try:
+            await self._refuse(await self._asked(subject, budgets, request_id), subject, budgets)
+        except BaseException:  # refused, cancelled, or no store to ask with fail-open off: undo the key's and team's
+            self._undo_key(key_id, request_id)
+            team = self.team_leases.pop(request_id, None)
+            if team is not None:
+                self._abandon(team, request_id)
+            raise
+        self.user_leases[request_id] = subject
 
     async def _admit_team(self, key_id: str, request_id: str) -> None:
         """The key's team's shared limits and budgets (`ClientKeys.team_policy`), counted under the team's
@@ -392,6 +416,11 @@ class Limits(TurnObserver):
         if subject is not None:
             team_policy = team[1] if team is not None else KeyPolicy()
             self._settle(subject, team_policy, request_id, settled, tokens, cost, self.team_leases)
+        scoped = user_subject(key_id, self.keys.policy(key_id), job.request.attribution.user)
+        user_held = self.user_leases.get(request_id)
+        if user_held is not None or scoped is not None:
+            subject, budgets = scoped if scoped is not None else (user_held or "", KeyPolicy())
+            self._settle(user_held or subject, budgets, request_id, settled, 0, cost, self.user_leases)
 
     def _settle(
         self,
@@ -422,7 +451,50 @@ class Limits(TurnObserver):
                     key_id, request_id, charged_tokens, ended, charged_cost, started, marker_ttl_ms
                 )
 
-            self._spawn(self._persist("charge", attempt))
+            self._spawn(self._charge(key_id, policy, attempt, started if policy.has_budget and cost > 0 else None))
+
+    async def _charge(
+        self, key_id: str, policy: KeyPolicy, attempt: Callable[[], Awaitable[object]], started: Periods | None
+    ) -> None:
+        """Settle with the store; then, for a charged budget (`started`: the periods it was charged to), report
+        how much of it is used."""
+        await self._persist("charge", attempt)
+        if started is not None:
+            await self._report_budget(key_id, policy, started)
+
+    async def _report_budget(self, subject: str, policy: KeyPolicy, periods: Periods) -> None:
+        """Read the subject's spend in `periods`; set `gateway_budget_used_ratio` (teams always; keys only with
+        key labels on) and send the 80 % / 100 % webhook alerts due (teams and keys; end users get neither)."""
+        if subject.startswith(TEAM_SUBJECT):
+            team, key = subject.removeprefix(TEAM_SUBJECT), ""
+        elif subject.startswith("#"):
+            return
+        else:
+            team, key = policy.team or "", subject
+        gauge = self.metrics is not None and (not key or self.metrics.key_labels)
+        if not gauge and self.alerts is None:
+            return
+        try:
+            day, month = await self._bounded(self.store.spent(subject, periods))
+            due = []
+            for period, spent, budget in (
+                ("day", day, policy.budget_usd_per_day),
+                ("month", month, policy.budget_usd_per_month),
+            ):
+                if budget <= 0:
+                    continue
+                if gauge and self.metrics is not None:
+                    self.metrics.budget_used_ratio(team, key, period, spent / budget)
+                if self.alerts is not None:
+                    due += await self._bounded(self.alerts.check(subject, team, key, period, periods, spent, budget))
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            self._store_failed("spent", exc)
+            return
+        for body in due:
+            if self.alerts is not None:
+                self._spawn(self.alerts.send(body))
 
     def _spawn(self, coro: Awaitable[None]) -> None:
         task = asyncio.ensure_future(coro)
@@ -442,13 +514,14 @@ class Limits(TurnObserver):
     async def _renew_leases(self) -> None:
         while True:
             await asyncio.sleep(self.lease_ttl_ms / 3000)
-            if not self.leases and not self.team_leases:
+            held = [*self.leases.items(), *self.team_leases.items(), *self.user_leases.items()]
+            if not held:
                 continue
             if self.local_leases:  # the holds taken while the store did not answer
                 local = [(key, lease) for lease, key in self.leases.items() if lease in self.local_leases]
                 await self.local.renew(local, int(time.time() * 1000), self.lease_ttl_ms)
             try:
-                leases = [(key, request) for request, key in [*self.leases.items(), *self.team_leases.items()]]
+                leases = [(key, request) for request, key in held]
                 await self._bounded(self.store.renew(leases, int(time.time() * 1000), self.lease_ttl_ms))
             except asyncio.CancelledError:
                 raise

@@ -29,7 +29,10 @@ class MemoryLimitStore(LimitStore):
         self._spend: dict[tuple[str, str], float] = {}
         self._last_cost: dict[str, float] = {}  # what the key's latest charged turn cost
         self._void: dict[str, int] = {}  # abandoned request id → until when an admission of it is void
-        self._settled: dict[str, int] = {}  # charged request id → until when that is remembered
+        # "<subject> <request id>" charged → until when that is remembered (a turn charges its key, its team and
+        # its end user, each once)
+        self._settled: dict[str, int] = {}
+        self._claimed: set[str] = set()  # markers of `claim` (a process lives less than a claim's TTL)
 
     async def admit(self, name: str, policy: KeyPolicy, lease: str, periods: Periods, lease_ttl_ms: int) -> Verdict:
         now = periods.now_ms
@@ -93,8 +96,9 @@ class MemoryLimitStore(LimitStore):
         self, name: str, lease: str, tokens: int, settled: Periods, cost: float, started: Periods, marker_ttl_ms: int
     ) -> None:
         now = settled.now_ms
-        if (tokens > 0 or cost > 0) and self._settled.get(lease, now) <= now:
-            self._settled[lease] = now + marker_ttl_ms
+        charged = f"{name} {lease}"
+        if (tokens > 0 or cost > 0) and self._settled.get(charged, now) <= now:
+            self._settled[charged] = now + marker_ttl_ms
             _expire(self._settled, now, at_least=1024)
             if tokens > 0:
                 self._tokens[(name, settled.minute)] = self._tokens.get((name, settled.minute), 0) + tokens
@@ -107,6 +111,15 @@ class MemoryLimitStore(LimitStore):
                         self._spend[(name, period)] += cost
         self._leases.get(name, {}).pop(lease, None)
         self._reserved.get(name, {}).pop(lease, None)
+
+    async def spent(self, name: str, periods: Periods) -> tuple[float, float]:
+        return self._spend.get((name, "d:" + periods.day), 0.0), self._spend.get((name, "m:" + periods.month), 0.0)
+
+    async def claim(self, marker: str, ttl_ms: int) -> bool:
+        if marker in self._claimed:
+            return False
+        self._claimed.add(marker)
+        return True
 
     async def abandon(self, name: str, lease: str, now_ms: int, void_ttl_ms: int) -> None:
         self._void[lease] = now_ms + void_ttl_ms

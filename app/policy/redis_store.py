@@ -248,9 +248,16 @@ class RedisLimitStore(LimitStore):
             self._key("lastcost", name),
             self._key("conc", name),
             self._key("resv", name),
-            self._key("settled", lease),
+            self._key("settled", name, lease),  # per subject: a turn charges its key, team and end user once each
         ]
         await self._settle(keys=keys, args=[tokens, _decimal(cost), MONTH_TTL_MS, lease, marker_ttl_ms])
+
+    async def spent(self, name: str, periods: Periods) -> tuple[float, float]:
+        day, month = await self.redis.mget(self._spend_keys(name, periods))
+        return float(day or 0), float(month or 0)
+
+    async def claim(self, marker: str, ttl_ms: int) -> bool:
+        return bool(await self.redis.set(self._key("claim", marker), 1, nx=True, px=ttl_ms))
 
     async def abandon(self, name: str, lease: str, now_ms: int, void_ttl_ms: int) -> None:
         keys = [self._key("rpm", name), self._key("conc", name), self._key("resv", name), self._key("void", lease)]

@@ -130,5 +130,15 @@ class LimitStore(ABC):
     async def renew(self, leases: list[tuple[str, str]], now_ms: int, lease_ttl_ms: int) -> None:
         """Extend the holds (and reservations) of the turns still running."""
 
+    async def spent(self, name: str, periods: Periods) -> tuple[float, float]:
+        """What `name` has spent in the period's day and month (0 for a counter not there yet): a plain read,
+        for the budget gauge and alerts (`app.policy.limits`)."""
+        return 0.0, 0.0
+
+    @abstractmethod
+    async def claim(self, marker: str, ttl_ms: int) -> bool:
+        """True for the first call with `marker` (across replicas when the store is shared) within `ttl_ms`:
+        a budget alert is sent once (`app.policy.budget_alerts`)."""
+
     async def aclose(self) -> None:
         return None

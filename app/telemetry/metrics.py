@@ -6,7 +6,8 @@ not list, so a client cannot grow the series without limit), `outcome` (`done | 
 (a door's name, `DOORS` in app/doors/registry.py, set by the server's routes) and `kind` (a small fixed
 vocabulary per metric). Request ids and keys are never labels; a key's *name* is, on one metric:
 `gateway_key_spend_usd_total{key}` (spend per client key name), unless `GATEWAY_METRICS_KEY_LABELS=false`
-(then one unlabelled total). `/metrics` needs no key unless `GATEWAY_METRICS_KEY` is set (docs/operations.md).
+(then one unlabelled total), and `gateway_budget_used_ratio{team,key,period}` (a budgeted key's series only
+with key labels on; a team's name is the operator's). `/metrics` needs no key unless `GATEWAY_METRICS_KEY` is set (docs/operations.md).
 
 Multi-worker mode: when `PROMETHEUS_MULTIPROC_DIR` is set (before the process starts), prometheus-client
 keeps values in files in that directory, `/metrics` aggregates every worker's files with a
@@ -126,6 +127,15 @@ class Metrics(TurnObserver):
             counter("gateway_key_spend_usd_total", "USD spent by settled turns, by client key name", ("key",))
             if key_labels
             else counter("gateway_key_spend_usd_total", "USD spent by settled turns of client keys (all keys)")
+        )
+        # Budgets (docs/admin.md): a team's name (operator-defined) or, with key labels on, a key's name; the
+        # period is `day` or `month`. End users' budgets have no series (their ids are the clients' to choose).
+        self.budget_used = Gauge(
+            "gateway_budget_used_ratio",
+            "Spend of the current period over the budget (1 = spent), by team and key (empty: the team's own)",
+            ("team", "key", "period"),
+            registry=own,
+            multiprocess_mode="livemax",
         )
         self.limit_store_errors = counter(
             "gateway_limit_store_errors_total",
@@ -267,6 +277,9 @@ class Metrics(TurnObserver):
 
     def key_spend(self, key: str, usd: float) -> None:
         (self.key_spend_usd.labels(key) if self.key_labels else self.key_spend_usd).inc(usd)
+
+    def budget_used_ratio(self, team: str, key: str, period: str, ratio: float) -> None:
+        self.budget_used.labels(team, key, period).set(ratio)
 
     def limit_store_error(self, operation: str) -> None:
         self.limit_store_errors.labels(operation).inc()

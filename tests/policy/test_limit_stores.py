@@ -310,3 +310,17 @@ async def test_one_timed_out_admission_is_asked_again_not_taken_for_a_store_that
     with pytest.raises(LimitExceeded):
         await limits.admit("k", ["anthropic/text"], "second")  # the shared store holds the key's one slot
     await limits.aclose()
+
+
+async def test_one_turn_charges_its_key_team_and_end_user_each_once_and_a_claim_is_won_once(store):
+    """The charge marker is per subject: the same request id settled under a key and under its team charges
+    both (and again under either charges nothing); `claim` (budget alerts) answers True once per marker."""
+    day = Periods.at(START + 3600)
+    for name in ("k", "#team:t"):
+        await store.seed_spend(name, day, 0.0, 0.0, 0.0)
+        await store.admit(name, BUDGET, "r1", day, LEASE_TTL_MS)
+    for name in ("k", "#team:t", "k", "#team:t"):
+        await store.settle(name, "r1", 10, day, 0.25, day, MARKER_TTL_MS)
+    assert await store.spent("k", day) == (0.25, 0.25)
+    assert await store.spent("#team:t", day) == (0.25, 0.25)
+    assert [await store.claim("alert:#team:t:day:0.8", 60_000) for _ in range(2)] == [True, False]
