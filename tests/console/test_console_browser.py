@@ -43,8 +43,8 @@ def _browser_required() -> bool:
 
 
 @contextmanager
-def demo_gateway(catalog: Path) -> Iterator[GatewayProcess]:
-    """`python -m app` in demo mode with client keys and `catalog` as its extra catalog."""
+def demo_gateway(catalog: Path, **env: str) -> Iterator[GatewayProcess]:
+    """`python -m app` in demo mode with client keys and `catalog` as its extra catalog (`env`: more settings)."""
     log = tempfile.NamedTemporaryFile(prefix="gateway-console-", suffix=".log", delete=False)
     gateway = GatewayProcess(
         "http://127.0.0.1:9",  # unused: demo mode points every provider at its own mounted simulator
@@ -52,6 +52,7 @@ def demo_gateway(catalog: Path) -> Iterator[GatewayProcess]:
         GATEWAY_DEMO="1",
         GATEWAY_API_KEYS=f"console:{KEY},other:{OTHER_KEY}",
         GATEWAY_CATALOG=str(catalog),
+        **env,
     )
     try:
         gateway.wait_ready()
