@@ -5,6 +5,7 @@ import { adminJson, getAdminKey, getKey, setAdminKey, setKey } from "/console/ap
 import { $ } from "/console/dom.js";
 import { initHealth, showHealth } from "/console/health.js";
 import { initKeys, showKeys } from "/console/keys.js";
+import { initSessions, showSession, showSessions } from "/console/sessions.js";
 import { initPlayground, loadModels } from "/console/playground.js";
 import { stopPolling } from "/console/poll.js";
 import { showPools } from "/console/pools.js";
@@ -47,6 +48,8 @@ function route() {
   else if (name === "health") showHealth();
   else if (name === "pools") showPools();
   else if (name === "keys") showKeys();
+  else if (name === "sessions") showSessions();
+  else if (name === "session") showSession(decodeURIComponent(id));
 }
 
 $("#key-form").addEventListener("submit", (event) => {
@@ -79,6 +82,7 @@ showKeyState();
 showAdminKeyState();
 initRequests();
 initKeys();
+initSessions();
 initHealth();
 window.addEventListener("hashchange", route);
 showKeyState(await initPlayground());

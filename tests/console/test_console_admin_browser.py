@@ -33,10 +33,12 @@ def admin_page(chromium: Any, gateway: GatewayProcess) -> Iterator[Any]:
         yield page
 
 
-def turn(gateway: GatewayProcess, key: str, text: str, **headers: str) -> httpx.Response:
+def turn(
+    gateway: GatewayProcess, key: str, text: str, model: str = "anthropic/claude-sonnet-4-5", **headers: str
+) -> httpx.Response:
     return httpx.post(
         f"{gateway.url}/v1/complete",
-        json={"model": "anthropic/claude-sonnet-4-5", "context": {"messages": [{"role": "user", "content": text}]}},
+        json={"model": model, "context": {"messages": [{"role": "user", "content": text}]}},
         headers={"Authorization": f"Bearer {key}", **headers},
         timeout=30,
     )
@@ -101,3 +103,37 @@ def test_admin_pages_refuse_a_client_key_as_the_admin_key(browser, admin_demo): 
         page.click("nav a[data-view=keys]")
         page.locator("#keys-state:has-text('enter an admin key')").wait_for()
         assert page.locator("#keys tbody tr").count() == 0
+
+
+def test_sessions_page_lists_a_session_and_draws_its_turns_across_vendors(browser, admin_demo):  # noqa: F811
+    session = f"task-{marker()}"[:60].replace(" ", "-")
+    for model in ["anthropic/claude-sonnet-4-5", "openai/gpt-5", "anthropic/claude-sonnet-4-5"]:
+        response = turn(admin_demo, KEY, f"step {marker()}", model, **{"X-Gateway-Session": session})
+        assert response.status_code == 200, response.text
+    with admin_page(browser, admin_demo) as page:
+        page.click("nav a[data-view=sessions]")
+        row = page.locator(f"#sessions tr[data-session='{session}']")
+        row.wait_for()
+        cells = row.locator("td").all_inner_texts()
+        assert cells[2] == "3" and "anthropic/claude-sonnet-4-5" in cells[3] and "openai/gpt-5" in cells[3]
+        assert cells[4] == "console" and float(cells[5]) > 0 and cells[7] == "0"
+        row.click()
+        page.locator("#session h2").wait_for()
+        assert session in page.locator("#session h2").inner_text()
+        turns = page.locator("#session table.session-turns tbody tr")
+        assert turns.count() == 3
+        assert [turns.nth(i).locator("td").nth(5).inner_text() for i in range(3)] == [
+            "anthropic",
+            "openai",
+            "anthropic",
+        ]
+        assert all(turns.nth(i).locator("td.outcome").inner_text().startswith("done") for i in range(3))
+        bars = page.locator("#session svg.session-timeline g.timeline-turn rect.outcome-fill-done")
+        assert bars.count() == 3
+        xs = bars.evaluate_all("rects => rects.map(r => Number(r.getAttribute('x')))")
+        assert xs == sorted(xs)  # in order on the session's clock
+        total = float(page.locator("#session .session-totals .card-value").first.inner_text())
+        assert total == pytest.approx(float(cells[5]), rel=1e-3)
+        # a turn links to its record page
+        turns.first.locator("a").click()
+        page.locator("#record h2").wait_for()
