@@ -6,6 +6,7 @@ import { $ } from "/console/dom.js";
 import { initHealth, showHealth } from "/console/health.js";
 import { initKeys, showKeys } from "/console/keys.js";
 import { initSessions, showSession, showSessions } from "/console/sessions.js";
+import { initSpend, showSpend } from "/console/spend.js";
 import { initPlayground, loadModels } from "/console/playground.js";
 import { stopPolling } from "/console/poll.js";
 import { showPools } from "/console/pools.js";
@@ -49,6 +50,7 @@ function route() {
   else if (name === "pools") showPools();
   else if (name === "keys") showKeys();
   else if (name === "sessions") showSessions();
+  else if (name === "spend") showSpend();
   else if (name === "session") showSession(decodeURIComponent(id));
 }
 
@@ -83,6 +85,7 @@ showAdminKeyState();
 initRequests();
 initKeys();
 initSessions();
+initSpend();
 initHealth();
 window.addEventListener("hashchange", route);
 showKeyState(await initPlayground());

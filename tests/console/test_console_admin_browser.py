@@ -11,7 +11,7 @@ import httpx
 import pytest
 
 from tests.conftest import marker
-from tests.console.test_console_browser import KEY, browser, console_page, demo_gateway  # noqa: F401 (a fixture)
+from tests.console.test_console_browser import KEY, OTHER_KEY, browser, console_page, demo_gateway  # noqa: F401 (a fixture)
 from tests.procs import ROOT, GatewayProcess
 
 ADMIN_KEY = "adm-console-test-0123456789abcdef"
@@ -137,3 +137,39 @@ def test_sessions_page_lists_a_session_and_draws_its_turns_across_vendors(browse
         # a turn links to its record page
         turns.first.locator("a").click()
         page.locator("#record h2").wait_for()
+
+
+def test_spend_page_charts_by_day_and_by_the_chosen_group_and_offers_the_csv(browser, admin_demo):  # noqa: F811
+    tag = f"t{marker()}"[:40].replace(" ", "-").lower()
+    for key in [KEY, OTHER_KEY]:
+        assert turn(admin_demo, key, f"spend {marker()}", **{"X-Gateway-Tags": tag}).status_code == 200
+    with admin_page(browser, admin_demo) as page:
+        page.click("nav a[data-view=spend]")
+        page.locator("#spend .spend-table").wait_for()
+        headers = {"Authorization": f"Bearer {ADMIN_KEY}"}
+        report = httpx.get(f"{admin_demo.url}/v1/spend", params={"groupBy": "key"}, headers=headers).json()
+        shown = {
+            row.locator("td").first.inner_text(): float(row.locator("td").nth(1).inner_text())
+            for row in page.locator("#spend .spend-table tbody tr").all()
+        }
+        expected = {g["group"]: g["costUsd"] for g in report["groups"]}
+        assert shown.keys() == expected.keys() >= {"console", "other"}
+        assert all(shown[name] == pytest.approx(expected[name], rel=1e-3) for name in shown)
+        assert page.locator("#spend .spend-by-group g.spend-group").count() == len(expected)
+        today = httpx.get(f"{admin_demo.url}/v1/spend", params={"groupBy": "day"}, headers=headers).json()
+        day = today["groups"][0]["group"]
+        bar = page.locator(f"#spend .spend-by-day rect.spend-bar[data-group='{day}']")
+        assert float(bar.get_attribute("data-cost")) == pytest.approx(today["groups"][0]["costUsd"])
+        assert float(bar.get_attribute("height")) > 0
+        # the chosen group: by tag, the two turns' tag
+        page.select_option("#spend-group", "tag")
+        tagged = page.locator(f"#spend .spend-table tbody tr[data-group='{tag}']")
+        tagged.wait_for()
+        assert tagged.locator("td").nth(2).inner_text() == "2"
+        assert page.locator(f"#spend .spend-by-group g.spend-group[data-group='{tag}']").count() == 1
+        # the CSV: the same report, downloaded with the admin key
+        with page.expect_download() as download:
+            page.click("#spend-csv")
+        csv_text = download.value.path().read_text()
+        assert csv_text.splitlines()[0].startswith("tag,costUsd,turns")
+        assert any(line.startswith(f"{tag},") and line.split(",")[2] == "2" for line in csv_text.splitlines())
