@@ -7,6 +7,7 @@ import { initHealth, showHealth } from "/console/health.js";
 import { initKeys, showKeys } from "/console/keys.js";
 import { initSessions, showSession, showSessions } from "/console/sessions.js";
 import { initSpend, showSpend } from "/console/spend.js";
+import { initTeams, showTeams } from "/console/teams.js";
 import { initPlayground, loadModels } from "/console/playground.js";
 import { stopPolling } from "/console/poll.js";
 import { showPools } from "/console/pools.js";
@@ -51,6 +52,7 @@ function route() {
   else if (name === "keys") showKeys();
   else if (name === "sessions") showSessions();
   else if (name === "spend") showSpend();
+  else if (name === "teams") showTeams();
   else if (name === "session") showSession(decodeURIComponent(id));
 }
 
@@ -86,6 +88,7 @@ initRequests();
 initKeys();
 initSessions();
 initSpend();
+initTeams();
 initHealth();
 window.addEventListener("hashchange", route);
 showKeyState(await initPlayground());

@@ -24,9 +24,9 @@ def admin_demo() -> Iterator[GatewayProcess]:
 
 
 @contextmanager
-def admin_page(chromium: Any, gateway: GatewayProcess) -> Iterator[Any]:
+def admin_page(chromium: Any, gateway: GatewayProcess, refused: tuple[int, ...] = (401,)) -> Iterator[Any]:
     """A console tab on `chromium` with the client key and the admin key entered."""
-    with console_page(chromium, gateway) as page:
+    with console_page(chromium, gateway, refused) as page:
         page.fill("#admin-key-input", ADMIN_KEY)
         page.click("#admin-key-form button[type=submit]")
         page.locator("#admin-key-state:has-text('admin key set for this tab')").wait_for()
@@ -173,3 +173,44 @@ def test_spend_page_charts_by_day_and_by_the_chosen_group_and_offers_the_csv(bro
         csv_text = download.value.path().read_text()
         assert csv_text.splitlines()[0].startswith("tag,costUsd,turns")
         assert any(line.startswith(f"{tag},") and line.split(",")[2] == "2" for line in csv_text.splitlines())
+
+
+def test_teams_page_creates_a_team_shows_its_keys_and_spend_and_deletes_it_once_empty(browser, admin_demo):  # noqa: F811
+    team = f"team-{marker()}"[:60].replace(" ", "-")
+    headers = {"Authorization": f"Bearer {ADMIN_KEY}"}
+    with admin_page(browser, admin_demo, refused=(401, 409)) as page:  # 409: deleting a team with keys
+        page.click("nav a[data-view=teams]")
+        page.locator("#teams-state:has-text('teams')").wait_for()
+        page.fill("#new-team-name", team)
+        page.fill("#new-team-day", "2")
+        page.fill("#new-team-rpm", "120")
+        page.click("#team-create button[type=submit]")
+        row = page.locator(f"#teams tr[data-team='{team}']")
+        row.wait_for()
+        stored = httpx.get(f"{admin_demo.url}/v1/admin/teams/{team}", headers=headers).json()
+        assert stored["budgets"]["budget_usd_per_day"] == 2 and stored["limits"]["requests_per_minute"] == 120
+        cells = row.locator("td").all_inner_texts()
+        assert cells[1] == "0" and "of $2" in cells[2] and cells[4] == "120"
+        # a key of the team, one turn: the team's key count and its day budget bar
+        created = httpx.post(
+            f"{admin_demo.url}/v1/admin/keys", json={"name": f"{team}-dev", "team": team}, headers=headers
+        )
+        assert created.status_code == 201, created.text
+        assert turn(admin_demo, created.json()["secret"], "team turn").status_code == 200
+        page.click("nav a[data-view=keys]")
+        page.click("nav a[data-view=teams]")
+        page.wait_for_function(
+            f"() => Number(document.querySelector(\"#teams tr[data-team='{team}'] .budget-day .budget\")?.dataset.ratio) > 0"
+        )
+        assert row.locator("td").nth(1).inner_text() == "1"
+        # a team with keys is not deleted: the gateway says why
+        page.once("dialog", lambda dialog: dialog.accept())
+        row.locator("button.delete").click()
+        page.locator("#teams-state:has-text('still has keys')").wait_for()
+        assert row.count() == 1
+        revoked = httpx.delete(f"{admin_demo.url}/v1/admin/keys/{team}-dev", headers=headers)
+        assert revoked.status_code == 200
+        page.once("dialog", lambda dialog: dialog.accept())
+        row.locator("button.delete").click()
+        row.wait_for(state="detached")
+        assert httpx.get(f"{admin_demo.url}/v1/admin/teams/{team}", headers=headers).status_code == 404
