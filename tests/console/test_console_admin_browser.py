@@ -50,7 +50,7 @@ def test_keys_page_creates_a_key_shows_its_secret_once_rotates_and_revokes_it(br
         page.click("nav a[data-view=keys]")
         console_row = page.locator("#keys tr[data-key='console']")
         console_row.wait_for()
-        assert console_row.locator("td").nth(1).inner_text() != "managed"  # from GATEWAY_API_KEYS: read-only
+        assert console_row.locator("td").nth(1).inner_text() == "env"  # from GATEWAY_API_KEYS: read-only
         assert console_row.locator("button").count() == 0
         page.fill("#new-key-name", name)
         page.fill("#new-key-day", "0.001")
