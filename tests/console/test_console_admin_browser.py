@@ -4,14 +4,16 @@ entered in its own field and every page must log no error (no CSP violation) to 
 
 from __future__ import annotations
 
+import os
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any, Iterator
 
 import httpx
 import pytest
 
 from tests.conftest import marker
-from tests.console.test_console_browser import KEY, OTHER_KEY, browser, console_page, demo_gateway  # noqa: F401 (a fixture)
+from tests.console.test_console_browser import KEY, OTHER_KEY, browser, console_page, demo_gateway, shoot  # noqa: F401 (a fixture)
 from tests.procs import ROOT, GatewayProcess
 
 ADMIN_KEY = "adm-console-test-0123456789abcdef"
@@ -214,3 +216,33 @@ def test_teams_page_creates_a_team_shows_its_keys_and_spend_and_deletes_it_once_
         row.locator("button.delete").click()
         row.wait_for(state="detached")
         assert httpx.get(f"{admin_demo.url}/v1/admin/teams/{team}", headers=headers).status_code == 404
+
+
+def test_admin_screenshots(browser, admin_demo):  # noqa: F811
+    """Screenshots of the admin pages for docs/console/ (written only with GATEWAY_CONSOLE_SCREENSHOTS=<dir>)."""
+    out = os.environ.get("GATEWAY_CONSOLE_SCREENSHOTS")
+    if not out:
+        pytest.skip("set GATEWAY_CONSOLE_SCREENSHOTS=<dir> to write the docs' screenshots")
+    target = Path(out)
+    target.mkdir(parents=True, exist_ok=True)
+    headers = {"Authorization": f"Bearer {ADMIN_KEY}"}
+    httpx.post(f"{admin_demo.url}/v1/admin/teams", json={"name": "platform"}, headers=headers)
+    secrets = {}
+    for name, budget in [("alice", 0.001), ("bob", 0.01)]:
+        body = {"name": name, "team": "platform", "budgets": {"budget_usd_per_day": budget}}
+        secrets[name] = httpx.post(f"{admin_demo.url}/v1/admin/keys", json=body, headers=headers).json()["secret"]
+    steps = ["anthropic/claude-sonnet-4-5", "anthropic/tools", "openai/gpt-5", "google/gemini-2.5-flash"]
+    for model in steps:
+        turn(admin_demo, secrets["alice"], f"fix the build {marker()}", model, **{"X-Gateway-Session": "fix-build-42"})
+    turn(admin_demo, secrets["bob"], "hello", **{"X-Gateway-Tags": "docs"})
+    with admin_page(browser, admin_demo) as page:
+        page.set_viewport_size({"width": 1280, "height": 560})
+        page.click("nav a[data-view=keys]")
+        page.locator("#keys tr[data-key='alice'] .budget-day .budget").wait_for()
+        shoot(page, target / "keys.png")
+        page.click("nav a[data-view=spend]")
+        page.locator("#spend .spend-table").wait_for()
+        shoot(page, target / "spend.png")
+        page.goto(f"{admin_demo.url}/console#/sessions/fix-build-42")
+        page.locator("#session table.session-turns").wait_for()
+        shoot(page, target / "session.png", full_page=True)
