@@ -1,6 +1,8 @@
-// The gateway's HTTP API, with the client key from sessionStorage sent in the Authorization header only.
+// The gateway's HTTP API, with the client key from sessionStorage sent in the Authorization header only; the
+// admin pages (Keys, Teams, Spend, Sessions) send the admin key instead, kept the same way.
 
 const KEY = "gateway-console-key";
+const ADMIN_KEY = "gateway-console-admin-key";
 
 export function getKey() {
   return sessionStorage.getItem(KEY) || "";
@@ -9,6 +11,15 @@ export function getKey() {
 export function setKey(value) {
   if (value) sessionStorage.setItem(KEY, value);
   else sessionStorage.removeItem(KEY);
+}
+
+export function getAdminKey() {
+  return sessionStorage.getItem(ADMIN_KEY) || "";
+}
+
+export function setAdminKey(value) {
+  if (value) sessionStorage.setItem(ADMIN_KEY, value);
+  else sessionStorage.removeItem(ADMIN_KEY);
 }
 
 function headers(extra = {}) {
@@ -39,6 +50,34 @@ export async function getJson(path) {
   const response = await fetch(path, { headers: headers({ Accept: "application/json" }), cache: "no-store" });
   if (!response.ok) throw await failure(response);
   return response.json();
+}
+
+/** A call with the admin key (`/v1/admin/*`, `/v1/spend`, `/v1/sessions`): `body`, when given, is sent as JSON. */
+export async function adminJson(path, { method = "GET", body } = {}) {
+  const key = getAdminKey();
+  const sent = { Accept: "application/json" };
+  if (key) sent.Authorization = `Bearer ${key}`;
+  if (body !== undefined) sent["Content-Type"] = "application/json";
+  const response = await fetch(path, {
+    method,
+    headers: sent,
+    body: body === undefined ? undefined : JSON.stringify(body),
+    cache: "no-store",
+  });
+  if (!response.ok) {
+    const error = await failure(response);
+    if (response.status === 401) error.message = `${error.body?.error?.message || "HTTP 401"} (enter an admin key above)`;
+    throw error;
+  }
+  return response.json();
+}
+
+/** The admin key's text response (the spend report's CSV). */
+export async function adminText(path) {
+  const key = getAdminKey();
+  const response = await fetch(path, { headers: key ? { Authorization: `Bearer ${key}` } : {}, cache: "no-store" });
+  if (!response.ok) throw await failure(response);
+  return response.text();
 }
 
 /** POST a turn to /v1/stream; returns the response once its headers arrived (throws ApiError on 4xx/5xx). */

@@ -43,8 +43,8 @@ def _browser_required() -> bool:
 
 
 @contextmanager
-def demo_gateway(catalog: Path) -> Iterator[GatewayProcess]:
-    """`python -m app` in demo mode with client keys and `catalog` as its extra catalog."""
+def demo_gateway(catalog: Path, **env: str) -> Iterator[GatewayProcess]:
+    """`python -m app` in demo mode with client keys and `catalog` as its extra catalog (`env`: more settings)."""
     log = tempfile.NamedTemporaryFile(prefix="gateway-console-", suffix=".log", delete=False)
     gateway = GatewayProcess(
         "http://127.0.0.1:9",  # unused: demo mode points every provider at its own mounted simulator
@@ -52,6 +52,7 @@ def demo_gateway(catalog: Path) -> Iterator[GatewayProcess]:
         GATEWAY_DEMO="1",
         GATEWAY_API_KEYS=f"console:{KEY},other:{OTHER_KEY}",
         GATEWAY_CATALOG=str(catalog),
+        **env,
     )
     try:
         gateway.wait_ready()
@@ -84,8 +85,9 @@ def browser() -> Iterator[Any]:
 
 
 @contextmanager
-def console_page(browser: Any, gateway: GatewayProcess) -> Iterator[Any]:
-    """A tab on `gateway`'s console with the client key entered; it must log no error to the end."""
+def console_page(browser: Any, gateway: GatewayProcess, refused: tuple[int, ...] = (401,)) -> Iterator[Any]:
+    """A tab on `gateway`'s console with the client key entered; it must log no error to the end but failed
+    fetches with a status in `refused` (those the test provokes)."""
     context = browser.new_context(viewport={"width": 1280, "height": 900})
     context.set_default_timeout(TIMEOUT_MS)
     page = context.new_page()
@@ -94,7 +96,7 @@ def console_page(browser: Any, gateway: GatewayProcess) -> Iterator[Any]:
 
     def console_message(message: Any) -> None:
         # Chromium logs every failed fetch; the first /v1/models, before the key is entered, is a 401.
-        if message.type == "error" and "status of 401" not in message.text:
+        if message.type == "error" and not any(f"status of {status} " in message.text for status in refused):
             problems.append(f"console {message.type}: {message.text}")
 
     page.on("console", console_message)
