@@ -4,10 +4,12 @@ and the event store of resumable streams (`app.resume.redis_store`) both get the
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Awaitable, TypeVar
 
 if TYPE_CHECKING:  # redis-py is imported by `redis_client`: a gateway without Redis never imports it
     from redis.asyncio import Redis
+
+T = TypeVar("T")
 
 
 def redis_client(
@@ -44,9 +46,21 @@ def raise_dropped_cancellation() -> None:
     """Raise again a cancellation of the current task that a Redis call dropped. redis-py bounds its socket
     writes with `asyncio.wait_for`, which on Python 3.11 returns the write's result and drops a cancellation
     that arrives as the write completes; the request stays counted on the task (`Task.cancelling()`). A loop
-    that runs until it is cancelled calls this after its Redis calls, so that it still ends; the limit store's
-    one call site (`app.policy.limits.Limits._bounded`) calls it after every call, so that a request handler
-    whose client left during its admission ends there instead of starting a turn for nobody."""
+    that runs until it is cancelled calls this after its Redis calls, so that it still ends; every other Redis
+    call goes through `bounded`, which calls it."""
     task = asyncio.current_task()
     if task is not None and task.cancelling():
         raise asyncio.CancelledError()
+
+
+async def bounded(call: Awaitable[T], timeout: float) -> T:
+    """One Redis call, given up after `timeout` seconds, and a cancellation it dropped
+    (`raise_dropped_cancellation`) raised again. Every Redis call on a request path goes through here: the
+    limit store's (`app.policy.limits.Limits._bounded`), the event store's (`app.resume.stall.through_stall`,
+    the resume hub's), the pool state's but its lease-taking `acquire` (`app.pools.redis_store` says why); so a
+    request whose client left while Redis answered ends there instead of going on for nobody (an admission
+    taken, a resumption counted and read)."""
+    async with asyncio.timeout(timeout):
+        result = await call
+    raise_dropped_cancellation()
+    return result

@@ -30,6 +30,9 @@ from app.contract.refusals import Refusal
 
 log = logging.getLogger("gateway")
 DAY_MS = 86_400_000
+# Items serialised per orjson call when a stored document is written: orjson holds the interpreter for the whole
+# of one call, so a conversation serialised in one call would hold the event loop even from a worker thread.
+SLICE_ITEMS = 1000
 
 # The writes still running, per gateway: response id → its task (a follow-up on this process waits for it).
 _PENDING: "weakref.WeakKeyDictionary[Gateway, dict[str, asyncio.Task[None]]]" = weakref.WeakKeyDictionary()
@@ -52,6 +55,19 @@ async def _parsed(document: str) -> StoredResponse:
     """A stored document parsed, off the event loop when it is large (`off_loop`)."""
     stored = await off_loop(len(document), lambda: orjson.loads(document))
     return StoredResponse(response=stored["response"], items=stored["items"], size=len(document))
+
+
+def document_of(response: StoredResponse) -> str:
+    """The stored document of `response` (`{"response": …, "items": […]}`), its items serialised `SLICE_ITEMS`
+    at a time: run in a worker thread (`off_loop`), the event loop gets the interpreter back between slices."""
+    parts = ['{"response":', orjson.dumps(response.response).decode(), ',"items":[']
+    items = response.items
+    for start in range(0, len(items), SLICE_ITEMS):
+        if start:
+            parts.append(",")
+        parts.append(orjson.dumps(items[start : start + SLICE_ITEMS])[1:-1].decode())
+    parts.append("]}")
+    return "".join(parts)
 
 
 async def _load(gateway: Gateway, response_id: str, key_id: str | None) -> StoredResponse | None:
@@ -88,12 +104,13 @@ async def decode(
     headers: Mapping[str, str],
     key_id: str | None,
     admit: Callable[[list[str]], Awaitable[object]],
-) -> DoorRequest:
+) -> tuple[DoorRequest, int]:
     """The door's decode of `raw`, with the stored responses the body builds on (a 404 when the one it
-    continues is not there: another key's, expired, deleted, never stored). The store is read only when the
-    body names a stored response, and only once the turn is admitted: `admit(models)` (`Gateway.admit_ahead`)
-    runs first, so a key its limits refuse costs no read, and reading and decoding a large conversation runs
-    off the event loop."""
+    continues is not there: another key's, expired, deleted, never stored), and the bytes of the conversation
+    it carries (the body and those stored documents: about what keeping its response costs, `Keeping`). The
+    store is read only when the body names a stored response, and only once the turn is admitted:
+    `admit(models)` (`Gateway.admit_ahead`) runs first, so a key its limits refuse costs no read, and reading
+    and decoding a large conversation runs off the event loop."""
     body = await parse_off_loop(raw, parse)
     previous, referred = stored.wanted(body)
     found: dict[str, StoredResponse] = {}
@@ -110,14 +127,16 @@ async def decode(
         found[response_id] = await _parsed(document)
     if previous is not None and previous not in found:
         raise stored.not_found("previous_response_id", previous)
-    return await off_loop(size, lambda: stored.decode(body, headers, found))
+    return await off_loop(size, lambda: stored.decode(body, headers, found)), size
 
 
 class Keeping:
     """What the door keeps of one turn, written once, as soon as the turn has settled: before a stream's terminal
     frame goes out (`TurnFrames`' `before_end`) or a non-streamed answer is sent, so that a follow-up on any
     replica finds it; otherwise (a resumable stream) when the turn's task ends. `task` ends once it is written
-    (or nothing was kept); a follow-up on this process waits for it (`_PENDING`)."""
+    (or nothing was kept); a follow-up on this process waits for it (`_PENDING`). `conversation_bytes`: what
+    `decode` said the request carries; a document of a conversation that large is serialised off the event loop
+    (`off_loop`, `document_of`)."""
 
     def __init__(
         self,
@@ -127,6 +146,7 @@ class Keeping:
         encoder: EventEncoder,
         job: TurnJob,
         key_id: str | None,
+        conversation_bytes: int,
     ) -> None:
         self.gateway, self.stored, self.request, self.encoder, self.job, self.key_id = (
             gateway,
@@ -136,6 +156,7 @@ class Keeping:
             job,
             key_id,
         )
+        self.conversation_bytes = conversation_bytes
         self.response_id = stored.response_id(job.turn.request_id)
         self._write: asyncio.Task[None] | None = None
         self.task = asyncio.create_task(self._after_the_turn(), name=f"store-{self.response_id}")
@@ -160,7 +181,7 @@ class Keeping:
             if kept is None:
                 return
             kept_id, response = kept
-            document = orjson.dumps({"response": response.response, "items": response.items}).decode()
+            document = await off_loop(self.conversation_bytes, lambda: document_of(response))
             await self.gateway.ledger.save_response(
                 kept_id,
                 self.key_id,

@@ -58,7 +58,7 @@ async def serve(request: Request, door: Door, route: DoorRoute) -> Response:
                 ),
             )
         else:  # a door that builds on stored responses (app.api.stored_responses)
-            decoded = await stored_responses.decode(
+            decoded, conversation_bytes = await stored_responses.decode(
                 gateway,
                 stored,
                 raw,
@@ -100,7 +100,7 @@ async def serve(request: Request, door: Door, route: DoorRoute) -> Response:
     headers = {"X-Request-Id": request_id, **(decoded.response_headers or {})}
     keeping = None
     if stored is not None:
-        keeping = stored_responses.Keeping(gateway, stored, decoded, encoder, job, key_id)
+        keeping = stored_responses.Keeping(gateway, stored, decoded, encoder, job, key_id, conversation_bytes)
     if not streaming:
         return await _complete(job, encoder, request, headers, keeping)
     first = None

@@ -56,7 +56,7 @@ from app.policy.keys import TEAM_SUBJECT, ClientKeys, KeyPolicy, user_subject
 from app.contract.limit_kinds import LimitKind, Rejection
 from app.policy.memory_store import MemoryLimitStore
 from app.policy.store import ADMITTED, WINDOW_MS, LimitStore, Periods, Verdict
-from app.redis_client import raise_dropped_cancellation
+from app.redis_client import bounded
 from app.contract.refusals import LimitExceeded, LimitsUnavailable, ModelNotAllowed
 from app.core.job import TurnObserver
 
@@ -360,10 +360,7 @@ class Limits(TurnObserver):
         request path included: a cancellation that a Redis call dropped as it answered (the request went away,
         the server shuts down: `app.redis_client.raise_dropped_cancellation`) is raised again here, so the
         caller ends (an admission is then abandoned) instead of going on for nobody."""
-        async with asyncio.timeout(self.timeout):
-            result = await awaitable
-        raise_dropped_cancellation()
-        return result
+        return await bounded(awaitable, self.timeout)
 
     def _abandon(self, key_id: str, request_id: str) -> None:
         """Undo, in the background, whatever an admission the gateway gave up on may have taken (now or when a

@@ -48,6 +48,7 @@ from app.pools.state import (
     AT_ONCE,
     next_minute_ms,
 )
+from app.redis_client import bounded
 
 log = logging.getLogger("gateway.pools")
 
@@ -214,8 +215,7 @@ class RedisPoolStore:
     async def snapshot(self, pool: str, names: Sequence[str], affinity: str | None, now_ms: int) -> Snapshot:
         keys = [key for name in names for key in self._keys(name, now_ms)] + [self._affinity_key(pool, affinity)]
         try:
-            async with asyncio.timeout(self.timeout):
-                raw = await self._snapshot(keys=keys, args=[now_ms, len(names)])
+            raw = await bounded(self._snapshot(keys=keys, args=[now_ms, len(names)]), self.timeout)
         except (RedisError, OSError, TimeoutError) as exc:
             self._down("snapshot", exc)
             return await self.local.snapshot(pool, names, affinity, now_ms)
@@ -253,6 +253,8 @@ class RedisPoolStore:
         for d in ordered:
             args += [d.rpm or 0, d.tpm or 0, d.name]
         try:
+            # Not `bounded`: a cancellation this call dropped is raised where the attempt opens the upstream
+            # (`TurnJob.raise_dropped_interrupt`), inside the dispatcher's `try` whose `finally` frees the lease.
             async with asyncio.timeout(self.timeout):
                 index, wait_ms = await self._acquire(keys=keys, args=args)
         except (RedisError, OSError, TimeoutError) as exc:
@@ -275,8 +277,7 @@ class RedisPoolStore:
             now_ms,
         ]
         try:
-            async with asyncio.timeout(self.timeout):
-                await self._finish(keys=[hash_key, fly, tpm], args=args)
+            await bounded(self._finish(keys=[hash_key, fly, tpm], args=args), self.timeout)
         except (RedisError, OSError, TimeoutError) as exc:
             self._down("finish", exc)
             await self.local.finish(pool, name, lease, result, now_ms)
@@ -304,9 +305,8 @@ class RedisPoolStore:
             threshold.window_ms,
         ]
         try:
-            async with asyncio.timeout(self.timeout):
-                ms = int(await self._cool(keys=[self._keys(name, now_ms)[0]], args=args))
-                return None if ms < 0 else ms
+            ms = int(await bounded(self._cool(keys=[self._keys(name, now_ms)[0]], args=args), self.timeout))
+            return None if ms < 0 else ms
         except (RedisError, OSError, TimeoutError) as exc:
             self._down("cool", exc)
             return await self.local.cool(pool, name, retry_after_ms, now_ms, reason, backoff, threshold)

@@ -15,6 +15,7 @@ from app.contract.failures import Interrupt
 from app.contract.refusals import EventsLost, EventStoreUnavailable
 from app.core.job import TurnJob
 from app.doors.base import EventEncoder
+from app.redis_client import bounded
 from app.resume.frames import Frame, KeptBytes, LocalStream
 from app.resume.mirror import Mirror
 from app.resume.redis_store import RedisEvents
@@ -335,8 +336,7 @@ class ResumeHub:
 
     async def _quietly(self, awaitable) -> None:
         try:
-            async with asyncio.timeout(self.timeout):
-                await awaitable
+            await bounded(awaitable, self.timeout)
         except Exception as exc:
             log.warning("resume store call failed (%s)", type(exc).__name__)
 

@@ -9,6 +9,8 @@ from dataclasses import dataclass
 from typing import Awaitable, Callable, Iterator, TypeVar
 
 
+from app.redis_client import bounded
+
 log = logging.getLogger("gateway.resume")
 
 T = TypeVar("T")
@@ -54,16 +56,16 @@ class StoreStalled(Exception):
 
 
 async def through_stall(call: Callable[[], Awaitable[T]], timeout: float, retry: StallRetry) -> T:
-    """`call()` bounded by `timeout` per try, tried again after each stall as `retry` says. Raises
-    StoreStalled when it gave up; any other failure at once."""
+    """`call()` bounded by `timeout` per try (`app.redis_client.bounded`: a cancellation it dropped is raised
+    again), tried again after each stall as `retry` says. Raises StoreStalled when it gave up; any other
+    failure at once."""
     loop = asyncio.get_running_loop()
     started = loop.time()
     deadline = started + retry.give_up_s
     pauses = retry.pauses()
     while True:
         try:
-            async with asyncio.timeout(timeout):
-                return await call()
+            return await bounded(call(), timeout)
         except stalls() as exc:
             left = deadline - loop.time()
             if left <= 0:

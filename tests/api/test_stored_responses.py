@@ -10,13 +10,18 @@ import asyncio
 import concurrent.futures
 import hashlib
 import json
+import threading
 import time
 from pathlib import Path
 from typing import Any
 
 import openai
+import orjson
 import pytest
 
+from app.api import stored_responses
+from app.api.body import OFF_LOOP_BYTES
+from app.doors.base import StoredResponse
 from tests.conftest import marker
 
 KEY = "sk-team"
@@ -143,3 +148,55 @@ def test_a_keys_stored_responses_are_bounded_by_responses_max_per_key(gateway_fa
         mine.responses.retrieve(kept[0].id)  # the key's oldest, beyond its newest two
     assert [mine.responses.retrieve(r.id).id for r in kept[1:]] == [r.id for r in kept[1:]]
     assert theirs.responses.retrieve(other.id).id == other.id, "another key's are its own"
+
+
+class ThreadOfDumps:
+    """Stands for `orjson` in `app.api.stored_responses` (the gateway runs in this process): records the thread
+    of each `dumps`, which only writing a stored document calls there."""
+
+    def __init__(self) -> None:
+        self.threads: list[int] = []
+
+    def dumps(self, value: Any, *args: Any, **kwargs: Any) -> bytes:
+        self.threads.append(threading.get_ident())
+        return orjson.dumps(value, *args, **kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(orjson, name)
+
+
+async def _loop_thread() -> int:
+    return threading.get_ident()
+
+
+def test_a_large_conversation_is_serialised_for_storage_off_the_event_loop(gateway_factory, monkeypatch):
+    """Keeping a response serialises its whole conversation. Before: in one `orjson.dumps` on the event loop,
+    which held every other request (and their admissions' Redis deadline) for as long as it took; now a
+    conversation of `OFF_LOOP_BYTES` or more is serialised in a worker thread, a slice of items per call, and
+    a small one at once on the loop (no thread hop)."""
+    gw = gateway_factory(throttle_ms=0)
+    client = openai.OpenAI(base_url=f"{gw.url}/v1", api_key="unused", max_retries=0, timeout=10)
+    recorded = ThreadOfDumps()
+    monkeypatch.setattr(stored_responses, "orjson", recorded)
+    loop_thread = gw.server.call(_loop_thread())
+
+    small = client.responses.create(model="anthropic/text", input=f"small {marker()}")
+    assert recorded.threads and set(recorded.threads) == {loop_thread}
+    recorded.threads.clear()
+
+    words = "long words " * (OFF_LOOP_BYTES // 10)
+    large = client.responses.create(model="anthropic/text", previous_response_id=small.id, input=f"{marker()} {words}")
+    assert recorded.threads, "the large response was kept"
+    assert loop_thread not in recorded.threads, "its conversation was serialised on the event loop"
+    kept = client.responses.input_items.list(large.id, order="asc")
+    assert words.strip() in json.dumps(kept.model_dump()), "the document written is the whole conversation"
+
+
+def test_a_stored_document_is_the_same_json_whatever_its_slices():
+    per_slice = stored_responses.SLICE_ITEMS
+    for count in (0, 1, per_slice, per_slice + 1, 2 * per_slice + 7):
+        response = StoredResponse(
+            response={"id": "resp_1", "output": [{"n": -1}]}, items=[{"n": n, "text": "é"} for n in range(count)]
+        )
+        whole = orjson.dumps({"response": response.response, "items": response.items}).decode()
+        assert stored_responses.document_of(response) == whole

@@ -218,3 +218,33 @@ def test_lowest_latency_probes_only_stale_estimates():
     )
     probes = [order(pool, [fast, slow], stale, T0 + 20_000, rng, {})[0].name for _ in range(1000)].count("slow")
     assert 10 <= probes <= 100  # about 5 %
+
+
+def test_a_pool_snapshot_that_drops_the_cancellation_ends_its_caller():
+    """The turn's task is cancelled as Redis answers its pool snapshot, and the call drops the cancellation
+    (redis-py on Python 3.11: `app.redis_client.raise_dropped_cancellation`). Before: the snapshot returned and
+    the turn went on to take a deployment's lease; now the caller ends there."""
+
+    async def main() -> None:
+        store = await _store("redis")
+        asked, answer = asyncio.Event(), asyncio.get_running_loop().create_future()
+        script = store._snapshot
+
+        async def dropping_script(**kwargs: Any) -> Any:
+            asked.set()
+            try:
+                await answer
+            except asyncio.CancelledError:
+                pass  # dropped, as such a write drops it
+            return await script(**kwargs)
+
+        store._snapshot = dropping_script
+        caller = asyncio.create_task(store.snapshot("p", ["a"], None, T0))
+        await asked.wait()
+        answer.set_result(None)  # Redis answers, and in the same step of the loop the turn is cancelled
+        caller.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await caller
+        await store.aclose()
+
+    run(main())

@@ -276,6 +276,34 @@ async def test_closing_the_hub_ends_the_watch_when_its_lease_renewal_drops_the_c
     assert hub.watch._task.cancelled()
 
 
+async def test_a_resumption_cancelled_as_its_owner_lookup_drops_the_cancellation_ends_and_reads_nothing(store):
+    """The client of a resumption on another replica leaves as Redis answers the request's owner, and the call
+    drops the cancellation (redis-py on Python 3.11: `app.redis_client.raise_dropped_cancellation`). Before:
+    the handler went on, counted a resumption for nobody and read the whole stream; now it ends there."""
+    request_id = await _finished_turn(store, 3)
+    hub = store.hub()
+    asked, answer = asyncio.Event(), asyncio.get_running_loop().create_future()
+    owner = hub.redis.owner
+
+    async def dropping_owner(request_id: str) -> str | None:
+        asked.set()
+        try:
+            await answer
+        except asyncio.CancelledError:
+            pass  # dropped, as such a write drops it
+        return await owner(request_id)
+
+    hub.redis.owner = dropping_owner
+    resumption = asyncio.create_task(_resume(hub, request_id))
+    await asked.wait()
+    answer.set_result(None)  # Redis answers, and in the same step of the loop the client leaves
+    resumption.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await resumption
+    assert b"resumes" in (await _kept(store, request_id))[1]
+    assert (await _kept(store, request_id))[1][b"resumes"] == b"0", "no resumption was counted for nobody"
+
+
 # ------------------------------------------------------------------ the mirror (origin side)
 
 
