@@ -63,7 +63,7 @@ _KEYS = {
         "failuresToCool",
         "failureWindowMs",
     },
-    "deployment": {"provider", "model", "name", "weight", "rpm", "tpm", "cost"},
+    "deployment": {"provider", "model", "name", "weight", "rpm", "tpm", "maxInFlight", "cost"},
 }
 POOL_STRATEGIES = ("weighted", "least-in-flight", "lowest-latency", "cost")
 
@@ -349,6 +349,9 @@ def _pool(route: str, entry: Any, where: str) -> Pool:
                 weight=float(_positive(d.get("weight", 1), "weight", at, integer=False)),
                 rpm=_positive(d["rpm"], "rpm", at, integer=True) if "rpm" in d else None,
                 tpm=_positive(d["tpm"], "tpm", at, integer=True) if "tpm" in d else None,
+                max_in_flight=_positive(d["maxInFlight"], "maxInFlight", at, integer=True)
+                if "maxInFlight" in d
+                else None,
                 pricing=_pricing(d["cost"], f"{at}: cost") if "cost" in d else None,
             )
         )

@@ -112,6 +112,7 @@ class Deployment:
     weight: float = 1.0
     rpm: int | None = None  # requests per minute this deployment may be sent (None: no quota)
     tpm: int | None = None  # tokens (input + output) per minute
+    max_in_flight: int | None = None  # attempts it may have in flight at once, across replicas (None: no cap)
     pricing: Pricing | None = None  # None: the catalog's prices of `provider/model`
 
     @property

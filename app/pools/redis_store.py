@@ -32,6 +32,7 @@ from app.contract.catalog_entries import Deployment
 from app.pools.state import (
     AFFINITY_TTL_MS,
     BACKOFF,
+    CAPPED_RETRY_MS,
     EWMA_ALPHA,
     RETRY_AFTER_CAP_MS,
     STATE_TTL_MS,
@@ -78,8 +79,8 @@ return out
 """
 
 # KEYS: per candidate in order (hash, fly, rpm, tpm), then the affinity key (or a dummy). ARGV: now, lease ms,
-# lease, next minute ms, candidates, placement seq (-1: none), affinity ttl, then per candidate its rpm and tpm
-# quota (0: none) and name. Returns {index (1-based; 0: none), ms until the soonest is ready}. A placement is
+# lease, next minute ms, candidates, placement seq (-1: none), affinity ttl, capped retry ms, then per candidate
+# its rpm and tpm quota and its cap on attempts in flight (0: none) and name. Returns {index (1-based; 0: none), ms until the soonest is ready}. A placement is
 # written `<deployment>|<seq>`, and never over one of a higher seq.
 _ACQUIRE = """
 local now = tonumber(ARGV[1])
@@ -92,8 +93,12 @@ local soonest = -1
 local function later(t) if soonest < 0 or t < soonest then soonest = t end end
 for i = 0, n - 1 do
   local h, fly, rpm, tpm = KEYS[i*4+1], KEYS[i*4+2], KEYS[i*4+3], KEYS[i*4+4]
-  local rpm_quota, tpm_quota = tonumber(ARGV[8 + i*3]), tonumber(ARGV[9 + i*3])
+  local rpm_quota, tpm_quota, cap = tonumber(ARGV[9 + i*4]), tonumber(ARGV[10 + i*4]), tonumber(ARGV[11 + i*4])
   local ready = tonumber(redis.call('HGET', h, 'cool') or '0')
+  if cap > 0 then
+    redis.call('ZREMRANGEBYSCORE', fly, '-inf', now)
+    if redis.call('ZCARD', fly) >= cap then ready = math.max(ready, now + tonumber(ARGV[8])) end
+  end
   if rpm_quota > 0 then
     redis.call('ZREMRANGEBYSCORE', rpm, '-inf', now - 60000)
     if redis.call('ZCARD', rpm) >= rpm_quota then
@@ -118,7 +123,7 @@ for i = 0, n - 1 do
       local old = redis.call('GET', aff)
       local old_seq = -1
       if old then old_seq = tonumber(string.match(old, '|(%d+)$') or '-1') end
-      if seq >= old_seq then redis.call('SET', aff, ARGV[10 + i*3] .. '|' .. seq, 'PX', tonumber(ARGV[7])) end
+      if seq >= old_seq then redis.call('SET', aff, ARGV[12 + i*4] .. '|' .. seq, 'PX', tonumber(ARGV[7])) end
     end
     return {i + 1, 0}
   end
@@ -250,8 +255,9 @@ class RedisPoolStore:
         keys.append(self._affinity_key(pool, placement.key if placement is not None else None))
         seq = placement.seq if placement is not None else -1
         args: list[int | str] = [now_ms, lease_ms, lease, next_minute_ms(now_ms), len(ordered), seq, AFFINITY_TTL_MS]
+        args.append(CAPPED_RETRY_MS)
         for d in ordered:
-            args += [d.rpm or 0, d.tpm or 0, d.name]
+            args += [d.rpm or 0, d.tpm or 0, d.max_in_flight or 0, d.name]
         try:
             async with asyncio.timeout(self.timeout):
                 index, wait_ms = await self._acquire(keys=keys, args=args)

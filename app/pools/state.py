@@ -34,6 +34,7 @@ RETRY_AFTER_CAP_MS = 300_000  # a vendor's Retry-After is honoured up to five mi
 STATE_TTL_MS = 86_400_000  # a deployment's state (cooldown streak, latency) forgotten after a day unused
 AFFINITY_TTL_MS = 3_600_000  # a conversation's deployment forgotten after an hour without a turn
 WINDOW_MS = 60_000  # the rpm window
+CAPPED_RETRY_MS = 1_000  # a deployment at its `maxInFlight` is taken as ready in a second (when is unknown)
 
 
 @dataclass(slots=True)
@@ -52,13 +53,15 @@ class DeploymentState:
     cool_reason: str | None = None  # why it was last cooled (`cooling_reason`), None if never
 
     def ready_at_ms(self, deployment: Deployment, now_ms: int) -> int:
-        """When this deployment may be sent a request (`now_ms` or earlier: now): after its cooldown and
-        once its quotas have room."""
+        """When this deployment may be sent a request (`now_ms` or earlier: now): after its cooldown, once its
+        quotas have room and, at its concurrency cap, about a second from now."""
         ready = self.cooled_until_ms
         if deployment.rpm is not None and self.rpm_used >= deployment.rpm:
             ready = max(ready, self.rpm_free_at_ms)
         if deployment.tpm is not None and self.tpm_used >= deployment.tpm:
             ready = max(ready, next_minute_ms(now_ms))
+        if deployment.max_in_flight is not None and self.in_flight >= deployment.max_in_flight:
+            ready = max(ready, now_ms + CAPPED_RETRY_MS)
         return ready
 
 
