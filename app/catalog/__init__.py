@@ -63,7 +63,7 @@ _KEYS = {
         "failuresToCool",
         "failureWindowMs",
     },
-    "deployment": {"provider", "model", "name", "weight", "rpm", "tpm", "maxInFlight", "cost"},
+    "deployment": {"provider", "model", "name", "weight", "rpm", "tpm", "maxInFlight", "firstEventTimeoutMs", "cost"},
 }
 POOL_STRATEGIES = ("weighted", "least-in-flight", "lowest-latency", "cost")
 
@@ -351,6 +351,9 @@ def _pool(route: str, entry: Any, where: str) -> Pool:
                 tpm=_positive(d["tpm"], "tpm", at, integer=True) if "tpm" in d else None,
                 max_in_flight=_positive(d["maxInFlight"], "maxInFlight", at, integer=True)
                 if "maxInFlight" in d
+                else None,
+                first_event_timeout_ms=_positive(d["firstEventTimeoutMs"], "firstEventTimeoutMs", at, integer=True)
+                if "firstEventTimeoutMs" in d
                 else None,
                 pricing=_pricing(d["cost"], f"{at}: cost") if "cost" in d else None,
             )

@@ -113,6 +113,7 @@ class Deployment:
     rpm: int | None = None  # requests per minute this deployment may be sent (None: no quota)
     tpm: int | None = None  # tokens (input + output) per minute
     max_in_flight: int | None = None  # attempts it may have in flight at once, across replicas (None: no cap)
+    first_event_timeout_ms: int | None = None  # its own first-event timeout (None: GATEWAY_FIRST_EVENT_TIMEOUT)
     pricing: Pricing | None = None  # None: the catalog's prices of `provider/model`
 
     @property

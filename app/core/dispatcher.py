@@ -269,7 +269,9 @@ class Dispatcher:
         if request.options.hosted_tools is not None:
             job.hosted_dropped = hosted.dropped(provider.api, model, request.options)
         translator = provider.translator(model)
-        watchdog.attempt_started()
+        deployment = route.deployment
+        own_timeout = deployment.first_event_timeout_ms if deployment is not None else None
+        watchdog.attempt_started(own_timeout / 1000 if own_timeout is not None else None)
         job.first_token_at = None
         upstream = None
         try:
@@ -322,8 +324,13 @@ class Dispatcher:
                     attempt.interrupt = reason
                     job.interrupt_reason = None
                     _uncancel()
+                    detail = (
+                        f" fired after {watchdog.first_event_timeout:g}s"
+                        if reason is Interrupt.FIRST_EVENT
+                        else _timeout_detail(reason, self.settings)
+                    )
                     raise ProviderError(
-                        reason + _timeout_detail(reason, self.settings),
+                        reason + detail,
                         retryable=not turn.started,
                         kind=ErrorKind.TIMEOUT,
                     ) from None
@@ -470,7 +477,7 @@ def _finished(job: TurnJob, attempt: Attempt, watchdog: Watchdog) -> Finished:
         if frames > 0 and watchdog.last_frame is not None:
             gap = max(watchdog.last_frame - job.first_token_at, 0.0) / frames
     elif attempt.interrupt is Interrupt.FIRST_EVENT:
-        ttft = watchdog.settings.first_event_timeout
+        ttft = watchdog.first_event_timeout
     tokens = 0
     if ok:
         usage = job.turn.message.get("usage") or {}
