@@ -37,7 +37,7 @@ from app.contract.failures import Attempt, AttemptOutcome, ErrorKind, Interrupt
 from app.core.job import Route, TurnJob, TurnObserver
 from app.core.settled import settled_turn
 from app.core.watchdog import Watchdog
-from app.pools.balancer import Pools, conversation_key, cooling_reason, fails_over
+from app.pools.balancer import Pools, conversation_key, cooling_reason, fails_over, listed
 from app.pools.state import Acquired, Finished
 from app.providers import hosted
 from app.providers.base import Provider, ProviderError, Upstream
@@ -74,6 +74,9 @@ class Dispatcher:
         self.observers: list[TurnObserver] = []
         self.resolver = ModelResolver(catalog, providers)
         self.pools = pools if pools is not None else Pools()
+        # provider/model -> (the first pool listing it, its deployment there): plain routes' traffic to these
+        # counts in the pool's state (`_try_plain`)
+        self.pooled = listed(route.pool for route in catalog.routes.values() if route.pool is not None)
 
     def plan(self, model: str, fallback: list[str]) -> list[Route]:
         """The routes a request names (its model, then its fallbacks; see `app.catalog.resolve`); raises UnknownModel
@@ -155,14 +158,38 @@ class Dispatcher:
 
     async def _run_route(self, job: TurnJob, route: Route, watchdog: Watchdog) -> Settled | Failed:
         """One entry of the plan, retried on retryable failures: settled, or failed with its last error."""
-        outcome = await self._try(job, route, watchdog, self._new_attempt(job, route))
+        outcome = await self._try_plain(job, route, watchdog, self._new_attempt(job, route))
         for try_number in range(self.settings.retries):
             if isinstance(outcome, Settled):
                 break
             watchdog.between_attempts()
             await asyncio.sleep(self._backoff(try_number, outcome.error))
-            outcome = await self._try(job, route, watchdog, self._new_attempt(job, route))
+            outcome = await self._try_plain(job, route, watchdog, self._new_attempt(job, route))
         return outcome
+
+    async def _try_plain(self, job: TurnJob, route: Route, watchdog: Watchdog, attempt: Attempt) -> Settled | Failed:
+        """A plain route's attempt. When a pool lists its provider/model (`self.pooled`), the attempt counts in
+        that deployment's state, as a pool's would: in flight and against its rpm while it runs, its latency
+        and tokens when it ends, and a failure before content that cools a pool's deployment cools it (by the
+        first listing pool's rules). The plain route itself is never refused by that state. No pool lists it:
+        nothing more (no call to the pool store)."""
+        listed_by = self.pooled.get(f"{route.provider.name}/{route.model.id}")
+        if listed_by is None:
+            return await self._try(job, route, watchdog, attempt)
+        pool, deployment = listed_by
+        lease_ms = int(self.settings.total_timeout * 1000) + 60_000
+        lease = await self.pools.take_direct(deployment.ref, lease_ms)
+        result = Finished(ok=False)
+        try:
+            outcome = await self._try(job, route, watchdog, attempt)
+            result = _finished(job, attempt, watchdog)
+            reason = cooling_reason(attempt) if not attempt.after_content else None
+            if reason is not None:
+                if await self.pools.cool(pool, deployment.name, reason, attempt.retry_after_ms) is not None:
+                    attempt.cooled = reason
+            return outcome
+        finally:
+            await _shielded(self.pools.finish_direct(deployment.ref, lease, result))
 
     async def _run_pool(self, job: TurnJob, routes: list[Route], watchdog: Watchdog) -> Settled | Failed | None:
         """A pool's deployments, in the order `app.pools` picks per attempt (cooled ones and those at a quota

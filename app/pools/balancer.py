@@ -9,7 +9,7 @@ import random
 import time
 import uuid
 from dataclasses import replace
-from typing import Mapping, Protocol, Sequence
+from typing import Iterable, Mapping, Protocol, Sequence
 
 from app.contract.catalog_entries import Deployment, Pool
 from app.contract.failures import Attempt, ErrorKind, Interrupt
@@ -193,6 +193,19 @@ class Pools:
         log.info("pool %s: deployment %s cooled for %d ms (%s)", pool.name, name, ms, reason)
         return ms
 
+    async def take_direct(self, ref: str, lease_ms: int) -> str:
+        """Count a plain route's attempt on the provider/model `ref` that a pool lists (`listed`): a turn in
+        flight and a request of its rpm window in that deployment's state, so the pool sees it. Not refused
+        whatever that state (a plain route never waits on a pool's cooldown or quota). Returns its lease."""
+        lease = uuid.uuid4().hex
+        await self.store.take(ref, lease, lease_ms, now_ms())
+        return lease
+
+    async def finish_direct(self, ref: str, lease: str, result: Finished) -> None:
+        """The end of a plain route's attempt counted by `take_direct`: the slot released, its latency and
+        tokens noted (a success resets the cooldown streak)."""
+        await self.store.finish("", ref, lease, result, now_ms())
+
     async def view(self, pool: Pool) -> Snapshot:
         """The state of every deployment of `pool` now, by its name (the console's view; every replica's with
         Redis)."""
@@ -202,6 +215,18 @@ class Pools:
 
     async def aclose(self) -> None:
         await self.store.aclose()
+
+
+def listed(pools: Iterable[Pool]) -> dict[str, tuple[Pool, Deployment]]:
+    """Each provider/model (`Deployment.ref`) some pool lists, with the first pool listing it and its
+    deployment there: a plain route to it counts its traffic in that state (`Pools.take_direct`), and a failure
+    of it cools the deployment by that pool's rules (`Pools.cool`: its failure threshold, the cooldown metric
+    under its name)."""
+    found: dict[str, tuple[Pool, Deployment]] = {}
+    for pool in pools:
+        for deployment in pool.deployments:
+            found.setdefault(deployment.ref, (pool, deployment))
+    return found
 
 
 def _by_state(deployment: Deployment) -> Deployment:

@@ -7,7 +7,8 @@ Keys (under `GATEWAY_REDIS_PREFIX`, default `gw`; `<D>` a deployment's state id,
   last cooled), `ttft` and `gap` (latency EWMAs, seconds) and `at` (the latest sample's time); expires a day
   after its last write;
 - `<p>:pool:dep:<D>:fly`: sorted set of the turns in flight's leases, scored by their expiry;
-- `<p>:pool:dep:<D>:rpm`: sorted set of the leases of the last 60 s, scored by their time (deployments with rpm);
+- `<p>:pool:dep:<D>:rpm`: sorted set of the leases of the last 60 s, scored by their time (deployments with rpm,
+  and every plain route's request to the provider/model);
 - `<p>:pool:dep:<D>:tpm:<minute>`: tokens settled in that minute (expires after two minutes);
 - `<p>:pool:<P>:aff:<client key name>:<conversation key>`: `<D>|<seq>`, where the conversation's latest turn
   (`seq`: its arrival, epoch ms) was placed (an hour; either part longer than 64 characters as
@@ -132,6 +133,17 @@ if soonest < 0 then soonest = now end
 return {0, soonest - now}
 """
 
+# KEYS: fly, rpm. ARGV: now, lease ms, lease. A request sent outside any pool: in flight and in the rpm window.
+_TAKE = """
+local now, lease_ms = tonumber(ARGV[1]), tonumber(ARGV[2])
+redis.call('ZADD', KEYS[1], now + lease_ms, ARGV[3])
+redis.call('PEXPIRE', KEYS[1], lease_ms * 2)
+redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now - 60000)
+redis.call('ZADD', KEYS[2], now, ARGV[3])
+redis.call('PEXPIRE', KEYS[2], 60000)
+return 1
+"""
+
 # KEYS: hash, fly, tpm (this minute). ARGV: lease, ok, ttft, gap, tokens, alpha, state ttl, now.
 _FINISH = """
 redis.call('ZREM', KEYS[2], ARGV[1])
@@ -197,6 +209,7 @@ class RedisPoolStore:
         self.local = MemoryPoolStore()  # what this replica balances on while Redis is away
         self._snapshot = client.register_script(_SNAPSHOT)
         self._acquire = client.register_script(_ACQUIRE)
+        self._take = client.register_script(_TAKE)
         self._finish = client.register_script(_FINISH)
         self._cool = client.register_script(_COOL)
         self._warned_at = 0.0
@@ -267,6 +280,15 @@ class RedisPoolStore:
         if int(index) == 0:
             return Busy(int(wait_ms))
         return Acquired(ordered[int(index) - 1].name, lease)
+
+    async def take(self, name: str, lease: str, lease_ms: int, now_ms: int) -> None:
+        _, fly, rpm, _ = self._keys(name, now_ms)
+        try:
+            async with asyncio.timeout(self.timeout):
+                await self._take(keys=[fly, rpm], args=[now_ms, lease_ms, lease])
+        except (RedisError, OSError, TimeoutError) as exc:
+            self._down("take", exc)
+            await self.local.take(name, lease, lease_ms, now_ms)
 
     async def finish(self, pool: str, name: str, lease: str, result: Finished, now_ms: int) -> None:
         hash_key, fly, _, tpm = self._keys(name, now_ms)

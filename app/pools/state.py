@@ -10,7 +10,8 @@ that lists the same provider key and model shares one state; `app.pools.balancer
 - its latency: EWMAs of the time to first token and of the gap between frames after it;
 - the deployment each conversation key was last placed on (affinity), expiring after an hour unused.
 
-Three steps touch it per turn: `snapshot` (the pool's state, one read), `acquire` (take a slot on the first
+A plain route to a provider/model some pool lists counts its traffic here too (`take`, `finish`, `cool`:
+one deployment, one state, whichever way the traffic came). Three steps touch it per pooled turn: `snapshot` (the pool's state, one read), `acquire` (take a slot on the first
 deployment of an ordered list that is neither cooled nor at a quota, atomically: two replicas never both
 take the last request of a quota; and place the turn's conversation there, unless a newer turn of it was
 placed already) and `finish` (release the slot; note latency and tokens). A failure that cools a deployment
@@ -161,6 +162,11 @@ class PoolStore(Protocol):
         placement: Placement | None = None,
     ) -> Acquired | Busy: ...
 
+    async def take(self, name: str, lease: str, lease_ms: int, now_ms: int) -> None:
+        """Count a request sent to `name` outside any pool (a plain route to the same provider/model): a turn
+        in flight (`lease`, released by `finish`) and a request of its rpm window, whatever its state."""
+        ...
+
     async def finish(self, pool: str, name: str, lease: str, result: Finished, now_ms: int) -> None: ...
 
     async def cool(
@@ -267,6 +273,12 @@ class MemoryPoolStore:
                 self._place(pool, deployment.name, placement, now_ms)
             return Acquired(deployment.name, lease)
         return Busy(max(0, (soonest or now_ms) - now_ms))
+
+    async def take(self, name: str, lease: str, lease_ms: int, now_ms: int) -> None:
+        local = self._local(name)
+        local.trim(now_ms)
+        local.leases[lease] = now_ms + lease_ms
+        local.requests.append(now_ms)
 
     def _place(self, pool: str, name: str, placement: Placement, now_ms: int) -> None:
         entry = self._affinity.get((pool, placement.key))

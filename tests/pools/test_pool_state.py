@@ -236,3 +236,19 @@ def test_lowest_latency_probes_only_stale_estimates():
     )
     probes = [order(pool, [fast, slow], stale, T0 + 20_000, rng, {})[0].name for _ in range(1000)].count("slow")
     assert 10 <= probes <= 100  # about 5 %
+
+
+def test_a_request_taken_outside_any_pool_counts_in_flight_and_against_rpm_whatever_the_state(kind):
+    async def main() -> None:
+        store = await _store(kind)
+        await store.cool("p", "b", 30_000, T0)  # cooled: a plain route's request is still counted
+        await store.take("b", "d1", 60_000, T0)
+        await store.take("b", "d2", 60_000, T0 + 10)
+        state = (await store.snapshot("p", ["b"], None, T0 + 20)).states["b"]
+        assert (state.in_flight, state.rpm_used) == (2, 2)
+        await store.finish("", "b", "d1", Finished(ok=True, tokens=5), T0 + 30)
+        state = (await store.snapshot("p", ["b"], None, T0 + 40)).states["b"]
+        assert (state.in_flight, state.rpm_used, state.tpm_used) == (1, 2, 5)
+        await store.aclose()
+
+    run(main())
