@@ -62,7 +62,9 @@ _KEYS = {
         "toleranceMs",
         "failuresToCool",
         "failureWindowMs",
+        "healthCheck",
     },
+    "healthCheck": {"intervalMs"},
     "deployment": {"provider", "model", "name", "weight", "rpm", "tpm", "maxInFlight", "firstEventTimeoutMs", "cost"},
 }
 POOL_STRATEGIES = ("weighted", "least-in-flight", "lowest-latency", "cost")
@@ -372,4 +374,10 @@ def _pool(route: str, entry: Any, where: str) -> Pool:
     for key, keyword in (("failuresToCool", "failures_to_cool"), ("failureWindowMs", "failure_window_ms")):
         if key in entry:
             counting[keyword] = _positive(entry[key], f"pool.{key}", where, integer=True)
+    if "healthCheck" in entry:  # active health checks of cooling deployments (off unless set)
+        check = entry["healthCheck"]
+        _check_keys("healthCheck", check, f"{where}: pool.healthCheck")
+        counting["health_check_ms"] = _positive(
+            check.get("intervalMs"), "pool.healthCheck.intervalMs", where, integer=True
+        )
     return Pool(route, tuple(deployments), strategy, wait_ms=wait, **tolerance, **counting)

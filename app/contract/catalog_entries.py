@@ -138,3 +138,6 @@ class Pool:
     # A deployment is cooled after this many failures within `failure_window_ms` (a 429 cools at once)
     failures_to_cool: int = 1
     failure_window_ms: int = 60_000
+    # Probe a cooling deployment every this many ms with a cheap request, ending its cooldown early on success
+    # (`healthCheck.intervalMs`; None: no health checks)
+    health_check_ms: int | None = None

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import functools
 import logging
 from dataclasses import dataclass
 from typing import Any, AsyncIterator, Awaitable, Sequence
@@ -34,6 +35,9 @@ from app.catalog.resolve import ModelResolver
 from app.contract.adapter_events import AdapterEvent
 from app.contract.events import DELTA_TYPES  # the adapter events that carry a token have the same names
 from app.contract.failures import Attempt, AttemptOutcome, ErrorKind, Interrupt
+from app.contract.messages import Context, UserMessage
+from app.contract.refusals import TokensNotCounted
+from app.contract.request import StreamOptions
 from app.core.job import Route, TurnJob, TurnObserver
 from app.core.settled import settled_turn
 from app.core.watchdog import Watchdog
@@ -187,6 +191,7 @@ class Dispatcher:
             if reason is not None:
                 if await self.pools.cool(pool, deployment.name, reason, attempt.retry_after_ms) is not None:
                     attempt.cooled = reason
+                    self.pools.check_health(pool, deployment.name, functools.partial(self._health_probe, route))
             return outcome
         finally:
             await _shielded(self.pools.finish_direct(deployment.ref, lease, result))
@@ -242,12 +247,36 @@ class Dispatcher:
                 if reason is not None:
                     if await self.pools.cool(pool, grant.name, reason, attempt.retry_after_ms) is not None:
                         attempt.cooled = reason  # (a failure below the pool's threshold is counted, cools nothing)
+                        self.pools.check_health(pool, grant.name, functools.partial(self._health_probe, route))
                 if retries > 0 and outcome.error.retryable:
                     retries -= 1
                     remaining[grant.name] = route  # may be tried again, after the others and its cooldown
             finally:
                 await _shielded(self.pools.finish(pool, grant, result))
         return last
+
+    async def _health_probe(self, route: Route) -> bool:
+        """A pool's health check of a cooling deployment (`pool.healthCheck`): the cheapest request its adapter
+        has, a token count of a one-word message, or where its api counts nothing a turn of one output token
+        read to its end; True when it answered within the first-event timeout."""
+        context = Context(messages=[UserMessage(content="ping")])
+        options = StreamOptions(max_tokens=1)
+        try:
+            async with asyncio.timeout(self.settings.first_event_timeout):
+                try:
+                    await route.provider.count_tokens(route.model, context, options)
+                    return True
+                except TokensNotCounted:
+                    pass
+                upstream = await route.provider.open(route.model, context, options)
+                try:
+                    async for _ in upstream:
+                        pass
+                finally:
+                    await upstream.aclose()
+                return True
+        except Exception:  # a vendor error, a timeout: still unwell
+            return False
 
     def _new_attempt(self, job: TurnJob, route: Route) -> Attempt:
         attempt = Attempt(route.provider.name, route.provider.api, route.model.id)

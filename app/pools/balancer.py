@@ -3,13 +3,14 @@
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import logging
 import random
 import time
 import uuid
 from dataclasses import replace
-from typing import Iterable, Mapping, Protocol, Sequence
+from typing import Awaitable, Callable, Iterable, Mapping, Protocol, Sequence
 
 from app.contract.catalog_entries import Deployment, Pool
 from app.contract.failures import Attempt, ErrorKind, Interrupt
@@ -129,6 +130,7 @@ class Pools:
         self.store: PoolStore = store if store is not None else MemoryPoolStore()
         self.metrics = metrics
         self.rng = rng or random.Random()
+        self._checking: dict[str, asyncio.Task[None]] = {}  # state id -> its health check running here
 
     async def acquire(
         self,
@@ -206,6 +208,35 @@ class Pools:
         tokens noted (a success resets the cooldown streak)."""
         await self.store.finish("", ref, lease, result, now_ms())
 
+    def check_health(self, pool: Pool, name: str, probe: Callable[[], Awaitable[bool]]) -> None:
+        """With the pool's `healthCheck` on, probe its cooled deployment `name` every `intervalMs` (`probe`: the
+        adapter's cheapest request, True when it answered) while it is cooling, and end its cooldown at the
+        first success (its streak reset). One check per deployment state in this process at a time."""
+        interval = pool.health_check_ms
+        state = _state_id(pool, name)
+        if interval is None or state in self._checking:
+            return
+        task = asyncio.create_task(self._check(pool, name, state, interval, probe), name=f"health-check-{state}")
+        self._checking[state] = task
+        task.add_done_callback(lambda _: self._checking.pop(state, None))
+
+    async def _check(
+        self, pool: Pool, name: str, state: str, interval_ms: int, probe: Callable[[], Awaitable[bool]]
+    ) -> None:
+        try:
+            while True:
+                await asyncio.sleep(interval_ms / 1000)
+                at = now_ms()
+                snapshot = await self.store.snapshot(pool.name, [state], None, at)
+                if snapshot.states[state].cooled_until_ms <= at:
+                    return  # its cooldown ended (or another replica's check ended it)
+                if await probe():
+                    await self.store.recover(state, now_ms())
+                    log.info("pool %s: deployment %s answered its health check; cooldown ended", pool.name, name)
+                    return
+        except Exception:  # a check never takes the gateway down; the cooldown simply runs its course
+            log.exception("pool %s: health check of %s failed", pool.name, name)
+
     async def view(self, pool: Pool) -> Snapshot:
         """The state of every deployment of `pool` now, by its name (the console's view; every replica's with
         Redis)."""
@@ -214,6 +245,8 @@ class Pools:
         return Snapshot(states, None, shared=snapshot.shared)
 
     async def aclose(self) -> None:
+        for task in list(self._checking.values()):
+            task.cancel()
         await self.store.aclose()
 
 

@@ -200,6 +200,14 @@ redis.call('PEXPIRE', KEYS[1], tonumber(ARGV[6]))
 return ms
 """
 
+# KEYS: hash. ARGV: now. A health check found the deployment well: its cooldown ends now, its streak resets.
+_RECOVER = """
+local cool = tonumber(redis.call('HGET', KEYS[1], 'cool') or '0')
+if cool > tonumber(ARGV[1]) then redis.call('HSET', KEYS[1], 'cool', ARGV[1]) end
+redis.call('HDEL', KEYS[1], 'streak')
+return 1
+"""
+
 
 class RedisPoolStore:
     def __init__(self, client: Redis, prefix: str, timeout: float) -> None:
@@ -212,6 +220,7 @@ class RedisPoolStore:
         self._take = client.register_script(_TAKE)
         self._finish = client.register_script(_FINISH)
         self._cool = client.register_script(_COOL)
+        self._recover = client.register_script(_RECOVER)
         self._warned_at = 0.0
 
     def _keys(self, name: str, now_ms: int) -> list[str]:
@@ -338,6 +347,14 @@ class RedisPoolStore:
         except (RedisError, OSError, TimeoutError) as exc:
             self._down("cool", exc)
             return await self.local.cool(pool, name, retry_after_ms, now_ms, reason, backoff, threshold)
+
+    async def recover(self, name: str, now_ms: int) -> None:
+        try:
+            async with asyncio.timeout(self.timeout):
+                await self._recover(keys=[self._keys(name, now_ms)[0]], args=[now_ms])
+        except (RedisError, OSError, TimeoutError) as exc:
+            self._down("recover", exc)
+            await self.local.recover(name, now_ms)
 
     async def aclose(self) -> None:
         await self.redis.aclose()

@@ -184,6 +184,10 @@ class PoolStore(Protocol):
         not cooled (fewer failures in the window)."""
         ...
 
+    async def recover(self, name: str, now_ms: int) -> None:
+        """End `name`'s cooldown now and reset its failure streak (a health check found it well)."""
+        ...
+
     async def aclose(self) -> None: ...
 
 
@@ -326,6 +330,11 @@ class MemoryPoolStore:
         ms = cool_ms(local.streak, retry_after_ms, backoff)
         local.cooled_until_ms = max(local.cooled_until_ms, now_ms + ms)
         return ms
+
+    async def recover(self, name: str, now_ms: int) -> None:
+        local = self._local(name)
+        local.cooled_until_ms = min(local.cooled_until_ms, now_ms)
+        local.streak = 0
 
     async def aclose(self) -> None:
         pass

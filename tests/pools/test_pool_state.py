@@ -252,3 +252,18 @@ def test_a_request_taken_outside_any_pool_counts_in_flight_and_against_rpm_whate
         await store.aclose()
 
     run(main())
+
+
+def test_recover_ends_a_cooldown_now_and_resets_its_streak(kind):
+    async def main() -> None:
+        store = await _store(kind)
+        await store.cool("p", "a", None, T0)
+        await store.cool("p", "a", 60_000, T0 + 10)
+        await store.recover("a", T0 + 20)
+        state = (await store.snapshot("p", ["a"], None, T0 + 20)).states["a"]
+        assert (state.cooled_until_ms, state.streak) == (T0 + 20, 0)
+        assert await store.acquire("p", [A], "l1", 60_000, T0 + 21) == Acquired("a", "l1")
+        assert await store.cool("p", "a", None, T0 + 30) == 1_000  # the backoff starts again from its first step
+        await store.aclose()
+
+    run(main())

@@ -179,6 +179,14 @@ def _catalog_error(route: dict[str, Any]) -> str:
             {"toleranceMs": "20", "deployments": [{"provider": "anthropic", "model": "m"}]},
             "pool.toleranceMs must be a number, 0 or more",
         ),
+        (
+            {"healthCheck": {"intervalMs": 0}, "deployments": [{"provider": "anthropic", "model": "m"}]},
+            "pool.healthCheck.intervalMs must be a positive integer",
+        ),
+        (
+            {"healthCheck": {"every": 100}, "deployments": [{"provider": "anthropic", "model": "m"}]},
+            "pool.healthCheck: unknown key 'every'",
+        ),
         ({"deployments": [{"provider": "antropic", "model": "m"}]}, "names unknown provider 'antropic'"),
     ],
 )
