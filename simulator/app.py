@@ -371,13 +371,15 @@ def create_simulator(log_guard: LogGuard | None = None, declared_tools_only: boo
     async def count_call(
         request: Request, vendor: Vendor, model: str, answer: Callable[[int], dict[str, Any]]
     ) -> Response:
-        """A vendor's token counting endpoint: the scenario's HTTP error, or `answer(token_count(body))`."""
+        """A vendor's token counting endpoint: the scenario's HTTP error (its `error-<status>` or a fault before
+        headers), or `answer(token_count(body))`."""
         parsed = await read_json(request)
         if isinstance(parsed, Response):
             return parsed
         raw, body = parsed
         model = model or str(body.get("model", ""))
         scenario = s.build(model, "")
+        sim_faults.prepare(sim_faults.parse(model), scenario)  # a status or a hang before headers, as a turn's
         entry = record(request, vendor, model, scenario, body, raw, endpoint="count")
         if scenario.hang_before_headers:  # no answer until the client leaves
             while (await request.receive())["type"] != "http.disconnect":

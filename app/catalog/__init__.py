@@ -63,8 +63,10 @@ _KEYS = {
         "toleranceMs",
         "failuresToCool",
         "failureWindowMs",
+        "healthCheck",
     },
-    "deployment": {"provider", "model", "name", "weight", "rpm", "tpm", "cost"},
+    "healthCheck": {"intervalMs"},
+    "deployment": {"provider", "model", "name", "weight", "rpm", "tpm", "maxInFlight", "firstEventTimeoutMs", "cost"},
 }
 POOL_STRATEGIES = ("weighted", "least-in-flight", "lowest-latency", "cost")
 
@@ -369,6 +371,12 @@ def _pool(route: str, entry: Any, where: str) -> Pool:
                 weight=float(_positive(d.get("weight", 1), "weight", at, integer=False)),
                 rpm=_positive(d["rpm"], "rpm", at, integer=True) if "rpm" in d else None,
                 tpm=_positive(d["tpm"], "tpm", at, integer=True) if "tpm" in d else None,
+                max_in_flight=_positive(d["maxInFlight"], "maxInFlight", at, integer=True)
+                if "maxInFlight" in d
+                else None,
+                first_event_timeout_ms=_positive(d["firstEventTimeoutMs"], "firstEventTimeoutMs", at, integer=True)
+                if "firstEventTimeoutMs" in d
+                else None,
                 pricing=_pricing(d["cost"], f"{at}: cost") if "cost" in d else None,
             )
         )
@@ -386,4 +394,10 @@ def _pool(route: str, entry: Any, where: str) -> Pool:
     for key, keyword in (("failuresToCool", "failures_to_cool"), ("failureWindowMs", "failure_window_ms")):
         if key in entry:
             counting[keyword] = _positive(entry[key], f"pool.{key}", where, integer=True)
+    if "healthCheck" in entry:  # active health checks of cooling deployments (off unless set)
+        check = entry["healthCheck"]
+        _check_keys("healthCheck", check, f"{where}: pool.healthCheck")
+        counting["health_check_ms"] = _positive(
+            check.get("intervalMs"), "pool.healthCheck.intervalMs", where, integer=True
+        )
     return Pool(route, tuple(deployments), strategy, wait_ms=wait, **tolerance, **counting)

@@ -126,6 +126,8 @@ class Deployment:
     weight: float = 1.0
     rpm: int | None = None  # requests per minute this deployment may be sent (None: no quota)
     tpm: int | None = None  # tokens (input + output) per minute
+    max_in_flight: int | None = None  # attempts it may have in flight at once, across replicas (None: no cap)
+    first_event_timeout_ms: int | None = None  # its own first-event timeout (None: GATEWAY_FIRST_EVENT_TIMEOUT)
     pricing: Pricing | None = None  # None: the catalog's prices of `provider/model`
 
     @property
@@ -150,3 +152,6 @@ class Pool:
     # A deployment is cooled after this many failures within `failure_window_ms` (a 429 cools at once)
     failures_to_cool: int = 1
     failure_window_ms: int = 60_000
+    # Probe a cooling deployment every this many ms with a cheap request, ending its cooldown early on success
+    # (`healthCheck.intervalMs`; None: no health checks)
+    health_check_ms: int | None = None

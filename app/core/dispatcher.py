@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import functools
 import logging
 from dataclasses import dataclass
 from typing import Any, AsyncIterator, Awaitable, Sequence
@@ -34,10 +35,13 @@ from app.catalog.resolve import ModelResolver
 from app.contract.adapter_events import AdapterEvent
 from app.contract.events import DELTA_TYPES  # the adapter events that carry a token have the same names
 from app.contract.failures import Attempt, AttemptOutcome, ErrorKind, Interrupt
+from app.contract.messages import Context, UserMessage
+from app.contract.refusals import TokensNotCounted
+from app.contract.request import StreamOptions
 from app.core.job import Route, TurnJob, TurnObserver
 from app.core.settled import settled_turn
 from app.core.watchdog import Watchdog
-from app.pools.balancer import Pools, conversation_key, cooling_reason, fails_over
+from app.pools.balancer import Pools, conversation_key, cooling_reason, fails_over, listed
 from app.pools.state import Acquired, Finished
 from app.providers import hosted, sampling
 from app.providers.base import Provider, ProviderError, Upstream
@@ -79,6 +83,9 @@ class Dispatcher:
         else:
             self.resolver = ModelResolver(catalog, providers)
         self.pools = pools if pools is not None else Pools()
+        # provider/model -> (the first pool listing it, its deployment there): plain routes' traffic to these
+        # counts in the pool's state (`_try_plain`)
+        self.pooled = listed(route.pool for route in catalog.routes.values() if route.pool is not None)
 
     def plan(self, model: str, fallback: list[str]) -> list[Route]:
         """The routes a request names (its model, then its fallbacks; see `app.catalog.resolve`); raises UnknownModel
@@ -160,14 +167,39 @@ class Dispatcher:
 
     async def _run_route(self, job: TurnJob, route: Route, watchdog: Watchdog) -> Settled | Failed:
         """One entry of the plan, retried on retryable failures: settled, or failed with its last error."""
-        outcome = await self._try(job, route, watchdog, self._new_attempt(job, route))
+        outcome = await self._try_plain(job, route, watchdog, self._new_attempt(job, route))
         for try_number in range(self.settings.retries):
             if isinstance(outcome, Settled):
                 break
             watchdog.between_attempts()
             await asyncio.sleep(self._backoff(try_number, outcome.error))
-            outcome = await self._try(job, route, watchdog, self._new_attempt(job, route))
+            outcome = await self._try_plain(job, route, watchdog, self._new_attempt(job, route))
         return outcome
+
+    async def _try_plain(self, job: TurnJob, route: Route, watchdog: Watchdog, attempt: Attempt) -> Settled | Failed:
+        """A plain route's attempt. When a pool lists its provider/model (`self.pooled`), the attempt counts in
+        that deployment's state, as a pool's would: in flight and against its rpm while it runs, its latency
+        and tokens when it ends, and a failure before content that cools a pool's deployment cools it (by the
+        first listing pool's rules). The plain route itself is never refused by that state. No pool lists it:
+        nothing more (no call to the pool store)."""
+        listed_by = self.pooled.get(f"{route.provider.name}/{route.model.id}")
+        if listed_by is None:
+            return await self._try(job, route, watchdog, attempt)
+        pool, deployment = listed_by
+        lease_ms = int(self.settings.total_timeout * 1000) + 60_000
+        lease = await self.pools.take_direct(deployment.ref, lease_ms)
+        result = Finished(ok=False)
+        try:
+            outcome = await self._try(job, route, watchdog, attempt)
+            result = _finished(job, attempt, watchdog)
+            reason = cooling_reason(attempt) if not attempt.after_content else None
+            if reason is not None:
+                if await self.pools.cool(pool, deployment.name, reason, attempt.retry_after_ms) is not None:
+                    attempt.cooled = reason
+                    self.pools.check_health(pool, deployment.name, functools.partial(self._health_probe, route))
+            return outcome
+        finally:
+            await _shielded(self.pools.finish_direct(deployment.ref, lease, result))
 
     async def _run_pool(self, job: TurnJob, routes: list[Route], watchdog: Watchdog) -> Settled | Failed | None:
         """A pool's deployments, in the order `app.pools` picks per attempt (cooled ones and those at a quota
@@ -220,12 +252,36 @@ class Dispatcher:
                 if reason is not None:
                     if await self.pools.cool(pool, grant.name, reason, attempt.retry_after_ms) is not None:
                         attempt.cooled = reason  # (a failure below the pool's threshold is counted, cools nothing)
+                        self.pools.check_health(pool, grant.name, functools.partial(self._health_probe, route))
                 if retries > 0 and outcome.error.retryable:
                     retries -= 1
                     remaining[grant.name] = route  # may be tried again, after the others and its cooldown
             finally:
                 await _shielded(self.pools.finish(pool, grant, result))
         return last
+
+    async def _health_probe(self, route: Route) -> bool:
+        """A pool's health check of a cooling deployment (`pool.healthCheck`): the cheapest request its adapter
+        has, a token count of a one-word message, or where its api counts nothing a turn of one output token
+        read to its end; True when it answered within the first-event timeout."""
+        context = Context(messages=[UserMessage(content="ping")])
+        options = StreamOptions(max_tokens=1)
+        try:
+            async with asyncio.timeout(self.settings.first_event_timeout):
+                try:
+                    await route.provider.count_tokens(route.model, context, options)
+                    return True
+                except TokensNotCounted:
+                    pass
+                upstream = await route.provider.open(route.model, context, options)
+                try:
+                    async for _ in upstream:
+                        pass
+                finally:
+                    await upstream.aclose()
+                return True
+        except Exception:  # a vendor error, a timeout: still unwell
+            return False
 
     def _new_attempt(self, job: TurnJob, route: Route) -> Attempt:
         attempt = Attempt(route.provider.name, route.provider.api, route.model.id)
@@ -276,7 +332,9 @@ class Dispatcher:
         if request.options.drop_params:
             job.params_dropped = sampling.dropped(provider.api, request.options)
         translator = provider.translator(model)
-        watchdog.attempt_started()
+        deployment = route.deployment
+        own_timeout = deployment.first_event_timeout_ms if deployment is not None else None
+        watchdog.attempt_started(own_timeout / 1000 if own_timeout is not None else None)
         job.first_token_at = None
         upstream = None
         try:
@@ -329,8 +387,13 @@ class Dispatcher:
                     attempt.interrupt = reason
                     job.interrupt_reason = None
                     _uncancel()
+                    detail = (
+                        f" fired after {watchdog.first_event_timeout:g}s"
+                        if reason is Interrupt.FIRST_EVENT
+                        else _timeout_detail(reason, self.settings)
+                    )
                     raise ProviderError(
-                        reason + _timeout_detail(reason, self.settings),
+                        reason + detail,
                         retryable=not turn.started,
                         kind=ErrorKind.TIMEOUT,
                     ) from None
@@ -478,7 +541,7 @@ def _finished(job: TurnJob, attempt: Attempt, watchdog: Watchdog) -> Finished:
         if frames > 0 and watchdog.last_frame is not None:
             gap = max(watchdog.last_frame - job.first_token_at, 0.0) / frames
     elif attempt.interrupt is Interrupt.FIRST_EVENT:
-        ttft = watchdog.settings.first_event_timeout
+        ttft = watchdog.first_event_timeout
     tokens = 0
     if ok:
         usage = job.turn.message.get("usage") or {}

@@ -36,7 +36,18 @@ class Watchdog:
     counts (a timer armed for it finds no deadline passed and re-arms for the next).
     """
 
-    __slots__ = ("job", "settings", "loop", "created", "phase", "attempt_start", "last_frame", "settled_at", "_handle")
+    __slots__ = (
+        "job",
+        "settings",
+        "loop",
+        "created",
+        "phase",
+        "attempt_start",
+        "first_event_timeout",
+        "last_frame",
+        "settled_at",
+        "_handle",
+    )
 
     def __init__(self, job: TurnJob, settings: Settings, loop: asyncio.AbstractEventLoop | None = None) -> None:
         self.job = job
@@ -45,6 +56,7 @@ class Watchdog:
         self.created = self.loop.time()
         self.phase = WatchPhase.STARTING
         self.attempt_start = self.created
+        self.first_event_timeout = settings.first_event_timeout  # this attempt's (a pool deployment may set its own)
         self.last_frame: float | None = None
         self.settled_at: float | None = None
         self._handle: asyncio.TimerHandle | None = None
@@ -52,8 +64,11 @@ class Watchdog:
 
     # ----------------------------------------------------------------- transitions
 
-    def attempt_started(self) -> None:
+    def attempt_started(self, first_event_timeout: float | None = None) -> None:
+        """An attempt starts; its first event is due within `first_event_timeout` seconds (default
+        `GATEWAY_FIRST_EVENT_TIMEOUT`)."""
         self.attempt_start = self.loop.time()
+        self.first_event_timeout = first_event_timeout or self.settings.first_event_timeout
         self.last_frame = None
         self._enter(WatchPhase.AWAITING_FIRST_EVENT)
 
@@ -102,7 +117,7 @@ class Watchdog:
         if s.first_content_deadline > 0 and not self.job.turn.started:
             deadlines.append((self.created + s.first_content_deadline, Interrupt.FIRST_CONTENT))
         if phase is WatchPhase.AWAITING_FIRST_EVENT:
-            deadlines.append((self.attempt_start + s.first_event_timeout, Interrupt.FIRST_EVENT))
+            deadlines.append((self.attempt_start + self.first_event_timeout, Interrupt.FIRST_EVENT))
         elif phase is WatchPhase.STREAMING:
             assert self.last_frame is not None
             deadlines.append((self.last_frame + s.idle_timeout, Interrupt.IDLE))

@@ -3,13 +3,14 @@
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import logging
 import random
 import time
 import uuid
 from dataclasses import replace
-from typing import Mapping, Protocol, Sequence
+from typing import Awaitable, Callable, Iterable, Mapping, Protocol, Sequence
 
 from app.contract.catalog_entries import Deployment, Pool
 from app.contract.failures import Attempt, ErrorKind, Interrupt
@@ -129,6 +130,7 @@ class Pools:
         self.store: PoolStore = store if store is not None else MemoryPoolStore()
         self.metrics = metrics
         self.rng = rng or random.Random()
+        self._checking: dict[str, asyncio.Task[None]] = {}  # state id -> its health check running here
 
     async def acquire(
         self,
@@ -193,6 +195,48 @@ class Pools:
         log.info("pool %s: deployment %s cooled for %d ms (%s)", pool.name, name, ms, reason)
         return ms
 
+    async def take_direct(self, ref: str, lease_ms: int) -> str:
+        """Count a plain route's attempt on the provider/model `ref` that a pool lists (`listed`): a turn in
+        flight and a request of its rpm window in that deployment's state, so the pool sees it. Not refused
+        whatever that state (a plain route never waits on a pool's cooldown or quota). Returns its lease."""
+        lease = uuid.uuid4().hex
+        await self.store.take(ref, lease, lease_ms, now_ms())
+        return lease
+
+    async def finish_direct(self, ref: str, lease: str, result: Finished) -> None:
+        """The end of a plain route's attempt counted by `take_direct`: the slot released, its latency and
+        tokens noted (a success resets the cooldown streak)."""
+        await self.store.finish("", ref, lease, result, now_ms())
+
+    def check_health(self, pool: Pool, name: str, probe: Callable[[], Awaitable[bool]]) -> None:
+        """With the pool's `healthCheck` on, probe its cooled deployment `name` every `intervalMs` (`probe`: the
+        adapter's cheapest request, True when it answered) while it is cooling, and end its cooldown at the
+        first success (its streak reset). One check per deployment state in this process at a time."""
+        interval = pool.health_check_ms
+        state = _state_id(pool, name)
+        if interval is None or state in self._checking:
+            return
+        task = asyncio.create_task(self._check(pool, name, state, interval, probe), name=f"health-check-{state}")
+        self._checking[state] = task
+        task.add_done_callback(lambda _: self._checking.pop(state, None))
+
+    async def _check(
+        self, pool: Pool, name: str, state: str, interval_ms: int, probe: Callable[[], Awaitable[bool]]
+    ) -> None:
+        try:
+            while True:
+                await asyncio.sleep(interval_ms / 1000)
+                at = now_ms()
+                snapshot = await self.store.snapshot(pool.name, [state], None, at)
+                if snapshot.states[state].cooled_until_ms <= at:
+                    return  # its cooldown ended (or another replica's check ended it)
+                if await probe():
+                    await self.store.recover(state, now_ms())
+                    log.info("pool %s: deployment %s answered its health check; cooldown ended", pool.name, name)
+                    return
+        except Exception:  # a check never takes the gateway down; the cooldown simply runs its course
+            log.exception("pool %s: health check of %s failed", pool.name, name)
+
     async def view(self, pool: Pool) -> Snapshot:
         """The state of every deployment of `pool` now, by its name (the console's view; every replica's with
         Redis)."""
@@ -201,7 +245,21 @@ class Pools:
         return Snapshot(states, None, shared=snapshot.shared)
 
     async def aclose(self) -> None:
+        for task in list(self._checking.values()):
+            task.cancel()
         await self.store.aclose()
+
+
+def listed(pools: Iterable[Pool]) -> dict[str, tuple[Pool, Deployment]]:
+    """Each provider/model (`Deployment.ref`) some pool lists, with the first pool listing it and its
+    deployment there: a plain route to it counts its traffic in that state (`Pools.take_direct`), and a failure
+    of it cools the deployment by that pool's rules (`Pools.cool`: its failure threshold, the cooldown metric
+    under its name)."""
+    found: dict[str, tuple[Pool, Deployment]] = {}
+    for pool in pools:
+        for deployment in pool.deployments:
+            found.setdefault(deployment.ref, (pool, deployment))
+    return found
 
 
 def _by_state(deployment: Deployment) -> Deployment:

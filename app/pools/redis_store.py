@@ -7,7 +7,8 @@ Keys (under `GATEWAY_REDIS_PREFIX`, default `gw`; `<D>` a deployment's state id,
   last cooled), `ttft` and `gap` (latency EWMAs, seconds) and `at` (the latest sample's time); expires a day
   after its last write;
 - `<p>:pool:dep:<D>:fly`: sorted set of the turns in flight's leases, scored by their expiry;
-- `<p>:pool:dep:<D>:rpm`: sorted set of the leases of the last 60 s, scored by their time (deployments with rpm);
+- `<p>:pool:dep:<D>:rpm`: sorted set of the leases of the last 60 s, scored by their time (deployments with rpm,
+  and every plain route's request to the provider/model);
 - `<p>:pool:dep:<D>:tpm:<minute>`: tokens settled in that minute (expires after two minutes);
 - `<p>:pool:<P>:aff:<client key name>:<conversation key>`: `<D>|<seq>`, where the conversation's latest turn
   (`seq`: its arrival, epoch ms) was placed (an hour; either part longer than 64 characters as
@@ -32,6 +33,7 @@ from app.contract.catalog_entries import Deployment
 from app.pools.state import (
     AFFINITY_TTL_MS,
     BACKOFF,
+    CAPPED_RETRY_MS,
     EWMA_ALPHA,
     RETRY_AFTER_CAP_MS,
     STATE_TTL_MS,
@@ -79,8 +81,8 @@ return out
 """
 
 # KEYS: per candidate in order (hash, fly, rpm, tpm), then the affinity key (or a dummy). ARGV: now, lease ms,
-# lease, next minute ms, candidates, placement seq (-1: none), affinity ttl, then per candidate its rpm and tpm
-# quota (0: none) and name. Returns {index (1-based; 0: none), ms until the soonest is ready}. A placement is
+# lease, next minute ms, candidates, placement seq (-1: none), affinity ttl, capped retry ms, then per candidate
+# its rpm and tpm quota and its cap on attempts in flight (0: none) and name. Returns {index (1-based; 0: none), ms until the soonest is ready}. A placement is
 # written `<deployment>|<seq>`, and never over one of a higher seq.
 _ACQUIRE = """
 local now = tonumber(ARGV[1])
@@ -93,8 +95,12 @@ local soonest = -1
 local function later(t) if soonest < 0 or t < soonest then soonest = t end end
 for i = 0, n - 1 do
   local h, fly, rpm, tpm = KEYS[i*4+1], KEYS[i*4+2], KEYS[i*4+3], KEYS[i*4+4]
-  local rpm_quota, tpm_quota = tonumber(ARGV[8 + i*3]), tonumber(ARGV[9 + i*3])
+  local rpm_quota, tpm_quota, cap = tonumber(ARGV[9 + i*4]), tonumber(ARGV[10 + i*4]), tonumber(ARGV[11 + i*4])
   local ready = tonumber(redis.call('HGET', h, 'cool') or '0')
+  if cap > 0 then
+    redis.call('ZREMRANGEBYSCORE', fly, '-inf', now)
+    if redis.call('ZCARD', fly) >= cap then ready = math.max(ready, now + tonumber(ARGV[8])) end
+  end
   if rpm_quota > 0 then
     redis.call('ZREMRANGEBYSCORE', rpm, '-inf', now - 60000)
     if redis.call('ZCARD', rpm) >= rpm_quota then
@@ -119,13 +125,24 @@ for i = 0, n - 1 do
       local old = redis.call('GET', aff)
       local old_seq = -1
       if old then old_seq = tonumber(string.match(old, '|(%d+)$') or '-1') end
-      if seq >= old_seq then redis.call('SET', aff, ARGV[10 + i*3] .. '|' .. seq, 'PX', tonumber(ARGV[7])) end
+      if seq >= old_seq then redis.call('SET', aff, ARGV[12 + i*4] .. '|' .. seq, 'PX', tonumber(ARGV[7])) end
     end
     return {i + 1, 0}
   end
 end
 if soonest < 0 then soonest = now end
 return {0, soonest - now}
+"""
+
+# KEYS: fly, rpm. ARGV: now, lease ms, lease. A request sent outside any pool: in flight and in the rpm window.
+_TAKE = """
+local now, lease_ms = tonumber(ARGV[1]), tonumber(ARGV[2])
+redis.call('ZADD', KEYS[1], now + lease_ms, ARGV[3])
+redis.call('PEXPIRE', KEYS[1], lease_ms * 2)
+redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now - 60000)
+redis.call('ZADD', KEYS[2], now, ARGV[3])
+redis.call('PEXPIRE', KEYS[2], 60000)
+return 1
 """
 
 # KEYS: hash, fly, tpm (this minute). ARGV: lease, ok, ttft, gap, tokens, alpha, state ttl, now.
@@ -184,6 +201,14 @@ redis.call('PEXPIRE', KEYS[1], tonumber(ARGV[6]))
 return ms
 """
 
+# KEYS: hash. ARGV: now. A health check found the deployment well: its cooldown ends now, its streak resets.
+_RECOVER = """
+local cool = tonumber(redis.call('HGET', KEYS[1], 'cool') or '0')
+if cool > tonumber(ARGV[1]) then redis.call('HSET', KEYS[1], 'cool', ARGV[1]) end
+redis.call('HDEL', KEYS[1], 'streak')
+return 1
+"""
+
 
 class RedisPoolStore:
     def __init__(self, client: Redis, prefix: str, timeout: float) -> None:
@@ -193,8 +218,10 @@ class RedisPoolStore:
         self.local = MemoryPoolStore()  # what this replica balances on while Redis is away
         self._snapshot = client.register_script(_SNAPSHOT)
         self._acquire = client.register_script(_ACQUIRE)
+        self._take = client.register_script(_TAKE)
         self._finish = client.register_script(_FINISH)
         self._cool = client.register_script(_COOL)
+        self._recover = client.register_script(_RECOVER)
         self._warned_at = 0.0
 
     def _keys(self, name: str, now_ms: int) -> list[str]:
@@ -250,8 +277,9 @@ class RedisPoolStore:
         keys.append(self._affinity_key(pool, placement.key if placement is not None else None))
         seq = placement.seq if placement is not None else -1
         args: list[int | str] = [now_ms, lease_ms, lease, next_minute_ms(now_ms), len(ordered), seq, AFFINITY_TTL_MS]
+        args.append(CAPPED_RETRY_MS)
         for d in ordered:
-            args += [d.rpm or 0, d.tpm or 0, d.name]
+            args += [d.rpm or 0, d.tpm or 0, d.max_in_flight or 0, d.name]
         try:
             # Not `bounded`: a cancellation this call dropped is raised where the attempt opens the upstream
             # (`TurnJob.raise_dropped_interrupt`), inside the dispatcher's `try` whose `finally` frees the lease.
@@ -263,6 +291,15 @@ class RedisPoolStore:
         if int(index) == 0:
             return Busy(int(wait_ms))
         return Acquired(ordered[int(index) - 1].name, lease)
+
+    async def take(self, name: str, lease: str, lease_ms: int, now_ms: int) -> None:
+        _, fly, rpm, _ = self._keys(name, now_ms)
+        try:
+            async with asyncio.timeout(self.timeout):
+                await self._take(keys=[fly, rpm], args=[now_ms, lease_ms, lease])
+        except (RedisError, OSError, TimeoutError) as exc:
+            self._down("take", exc)
+            await self.local.take(name, lease, lease_ms, now_ms)
 
     async def finish(self, pool: str, name: str, lease: str, result: Finished, now_ms: int) -> None:
         hash_key, fly, _, tpm = self._keys(name, now_ms)
@@ -310,6 +347,14 @@ class RedisPoolStore:
         except (RedisError, OSError, TimeoutError) as exc:
             self._down("cool", exc)
             return await self.local.cool(pool, name, retry_after_ms, now_ms, reason, backoff, threshold)
+
+    async def recover(self, name: str, now_ms: int) -> None:
+        try:
+            async with asyncio.timeout(self.timeout):
+                await self._recover(keys=[self._keys(name, now_ms)[0]], args=[now_ms])
+        except (RedisError, OSError, TimeoutError) as exc:
+            self._down("recover", exc)
+            await self.local.recover(name, now_ms)
 
     async def aclose(self) -> None:
         await self.redis.aclose()

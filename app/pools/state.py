@@ -10,7 +10,8 @@ that lists the same provider key and model shares one state; `app.pools.balancer
 - its latency: EWMAs of the time to first token and of the gap between frames after it;
 - the deployment each conversation key was last placed on (affinity), expiring after an hour unused.
 
-Three steps touch it per turn: `snapshot` (the pool's state, one read), `acquire` (take a slot on the first
+A plain route to a provider/model some pool lists counts its traffic here too (`take`, `finish`, `cool`:
+one deployment, one state, whichever way the traffic came). Three steps touch it per pooled turn: `snapshot` (the pool's state, one read), `acquire` (take a slot on the first
 deployment of an ordered list that is neither cooled nor at a quota, atomically: two replicas never both
 take the last request of a quota; and place the turn's conversation there, unless a newer turn of it was
 placed already) and `finish` (release the slot; note latency and tokens). A failure that cools a deployment
@@ -34,6 +35,7 @@ RETRY_AFTER_CAP_MS = 300_000  # a vendor's Retry-After is honoured up to five mi
 STATE_TTL_MS = 86_400_000  # a deployment's state (cooldown streak, latency) forgotten after a day unused
 AFFINITY_TTL_MS = 3_600_000  # a conversation's deployment forgotten after an hour without a turn
 WINDOW_MS = 60_000  # the rpm window
+CAPPED_RETRY_MS = 1_000  # a deployment at its `maxInFlight` is taken as ready in a second (when is unknown)
 
 
 @dataclass(slots=True)
@@ -52,13 +54,15 @@ class DeploymentState:
     cool_reason: str | None = None  # why it was last cooled (`cooling_reason`), None if never
 
     def ready_at_ms(self, deployment: Deployment, now_ms: int) -> int:
-        """When this deployment may be sent a request (`now_ms` or earlier: now): after its cooldown and
-        once its quotas have room."""
+        """When this deployment may be sent a request (`now_ms` or earlier: now): after its cooldown, once its
+        quotas have room and, at its concurrency cap, about a second from now."""
         ready = self.cooled_until_ms
         if deployment.rpm is not None and self.rpm_used >= deployment.rpm:
             ready = max(ready, self.rpm_free_at_ms)
         if deployment.tpm is not None and self.tpm_used >= deployment.tpm:
             ready = max(ready, next_minute_ms(now_ms))
+        if deployment.max_in_flight is not None and self.in_flight >= deployment.max_in_flight:
+            ready = max(ready, now_ms + CAPPED_RETRY_MS)
         return ready
 
 
@@ -158,6 +162,11 @@ class PoolStore(Protocol):
         placement: Placement | None = None,
     ) -> Acquired | Busy: ...
 
+    async def take(self, name: str, lease: str, lease_ms: int, now_ms: int) -> None:
+        """Count a request sent to `name` outside any pool (a plain route to the same provider/model): a turn
+        in flight (`lease`, released by `finish`) and a request of its rpm window, whatever its state."""
+        ...
+
     async def finish(self, pool: str, name: str, lease: str, result: Finished, now_ms: int) -> None: ...
 
     async def cool(
@@ -173,6 +182,10 @@ class PoolStore(Protocol):
         """Count a failure of `name`, and cool it down once `threshold` is reached (`reason`: why, shown by the
         console; `backoff` without a Retry-After); returns the cooldown's length in ms, or None when it was
         not cooled (fewer failures in the window)."""
+        ...
+
+    async def recover(self, name: str, now_ms: int) -> None:
+        """End `name`'s cooldown now and reset its failure streak (a health check found it well)."""
         ...
 
     async def aclose(self) -> None: ...
@@ -265,6 +278,12 @@ class MemoryPoolStore:
             return Acquired(deployment.name, lease)
         return Busy(max(0, (soonest or now_ms) - now_ms))
 
+    async def take(self, name: str, lease: str, lease_ms: int, now_ms: int) -> None:
+        local = self._local(name)
+        local.trim(now_ms)
+        local.leases[lease] = now_ms + lease_ms
+        local.requests.append(now_ms)
+
     def _place(self, pool: str, name: str, placement: Placement, now_ms: int) -> None:
         entry = self._affinity.get((pool, placement.key))
         if entry is not None and entry[1] > now_ms and entry[2] > placement.seq:
@@ -311,6 +330,11 @@ class MemoryPoolStore:
         ms = cool_ms(local.streak, retry_after_ms, backoff)
         local.cooled_until_ms = max(local.cooled_until_ms, now_ms + ms)
         return ms
+
+    async def recover(self, name: str, now_ms: int) -> None:
+        local = self._local(name)
+        local.cooled_until_ms = min(local.cooled_until_ms, now_ms)
+        local.streak = 0
 
     async def aclose(self) -> None:
         pass

@@ -113,14 +113,14 @@ def test_leases_latency_and_affinity(kind):
         assert snap.states["a"].in_flight == 2
         await store.finish("p", "a", "l1", Finished(ok=False, ttft=1.0, gap=0.1), T0 + 2)
         await store.finish("p", "a", "l9", Finished(ok=True, ttft=2.0), T0 + 3)
-        await store.acquire("p", [A], "l3", 1, T0 + 3, Placement("conv", T0 + 3))  # a turn of "conv" placed on a
+        await store.acquire("p", [A], "l3", 1_000, T0 + 3, Placement("conv", T0 + 3))  # a turn of "conv" on a
         snap = await store.snapshot("p", ["a"], "conv", T0 + 4)
-        assert snap.states["a"].in_flight == 1 and snap.affinity == "a"
+        assert snap.states["a"].in_flight == 2 and snap.affinity == "a"
         assert snap.states["a"].ttft == pytest.approx(0.3 * 2.0 + 0.7 * 1.0) and snap.states["a"].gap == pytest.approx(
             0.1
         )
         assert snap.states["a"].sampled_at_ms == T0 + 3
-        assert (await store.snapshot("p", ["a"], None, T0 + 1_001)).states["a"].in_flight == 0  # l2's lease expired
+        assert (await store.snapshot("p", ["a"], None, T0 + 1_004)).states["a"].in_flight == 0  # l2's, l3's expired
         assert (await store.snapshot("p", ["a"], "other", T0 + 5)).affinity is None
         await store.aclose()
 
@@ -150,6 +150,21 @@ def test_a_failure_threshold_cools_only_at_n_failures_within_its_window(kind):
         assert await store.cool("p", "a", None, T0 + 6_000, "server_error", threshold=three) is None
         assert await store.cool("p", "a", None, T0 + 16_000, "server_error", threshold=three) is None
         assert await store.cool("p", "b", None, T0, "rate_limited") == 1_000  # the default: the first failure
+        await store.aclose()
+
+    run(main())
+
+
+def test_a_concurrency_cap_holds_a_deployment_to_its_attempts_in_flight(kind):
+    async def main() -> None:
+        store = await _store(kind)
+        capped = Deployment("c", "pc", "m", max_in_flight=2)
+        assert await store.acquire("p", [capped, A], "l1", 60_000, T0) == Acquired("c", "l1")
+        assert await store.acquire("p", [capped, A], "l2", 60_000, T0) == Acquired("c", "l2")
+        assert await store.acquire("p", [capped, A], "l3", 60_000, T0) == Acquired("a", "l3")  # c is full
+        assert await store.acquire("p", [capped], "l4", 60_000, T0) == Busy(1_000)
+        await store.finish("p", "c", "l1", Finished(ok=True), T0 + 5)
+        assert await store.acquire("p", [capped, A], "l5", 60_000, T0 + 6) == Acquired("c", "l5")
         await store.aclose()
 
     run(main())
@@ -245,6 +260,37 @@ def test_a_pool_snapshot_that_drops_the_cancellation_ends_its_caller():
         caller.cancel()
         with pytest.raises(asyncio.CancelledError):
             await caller
+        await store.aclose()
+
+    run(main())
+
+
+def test_a_request_taken_outside_any_pool_counts_in_flight_and_against_rpm_whatever_the_state(kind):
+    async def main() -> None:
+        store = await _store(kind)
+        await store.cool("p", "b", 30_000, T0)  # cooled: a plain route's request is still counted
+        await store.take("b", "d1", 60_000, T0)
+        await store.take("b", "d2", 60_000, T0 + 10)
+        state = (await store.snapshot("p", ["b"], None, T0 + 20)).states["b"]
+        assert (state.in_flight, state.rpm_used) == (2, 2)
+        await store.finish("", "b", "d1", Finished(ok=True, tokens=5), T0 + 30)
+        state = (await store.snapshot("p", ["b"], None, T0 + 40)).states["b"]
+        assert (state.in_flight, state.rpm_used, state.tpm_used) == (1, 2, 5)
+        await store.aclose()
+
+    run(main())
+
+
+def test_recover_ends_a_cooldown_now_and_resets_its_streak(kind):
+    async def main() -> None:
+        store = await _store(kind)
+        await store.cool("p", "a", None, T0)
+        await store.cool("p", "a", 60_000, T0 + 10)
+        await store.recover("a", T0 + 20)
+        state = (await store.snapshot("p", ["a"], None, T0 + 20)).states["a"]
+        assert (state.cooled_until_ms, state.streak) == (T0 + 20, 0)
+        assert await store.acquire("p", [A], "l1", 60_000, T0 + 21) == Acquired("a", "l1")
+        assert await store.cool("p", "a", None, T0 + 30) == 1_000  # the backoff starts again from its first step
         await store.aclose()
 
     run(main())

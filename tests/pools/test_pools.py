@@ -84,6 +84,12 @@ def pooled(gateway_factory, deployments, tmp_path_factory) -> Any:
                 {"provider": b, "model": "text"},
             ],
         },
+        "quick2": {
+            "deployments": [
+                {"provider": a, "model": "text", "weight": 1000, "firstEventTimeoutMs": 300},
+                {"provider": b, "model": "text"},
+            ]
+        },
         "flaky2": {"deployments": [{"provider": a, "model": "text"}, {"provider": b, "model": "text"}]},
         "sticky3": {"deployments": [{"provider": d.name, "model": "text"} for d in deployments]},
         "alone": {"deployments": [{"provider": c, "model": "text"}]},
@@ -172,6 +178,14 @@ def _catalog_error(route: dict[str, Any]) -> str:
         (
             {"toleranceMs": "20", "deployments": [{"provider": "anthropic", "model": "m"}]},
             "pool.toleranceMs must be a number, 0 or more",
+        ),
+        (
+            {"healthCheck": {"intervalMs": 0}, "deployments": [{"provider": "anthropic", "model": "m"}]},
+            "pool.healthCheck.intervalMs must be a positive integer",
+        ),
+        (
+            {"healthCheck": {"every": 100}, "deployments": [{"provider": "anthropic", "model": "m"}]},
+            "pool.healthCheck: unknown key 'every'",
         ),
         ({"deployments": [{"provider": "antropic", "model": "m"}]}, "names unknown provider 'antropic'"),
     ],
@@ -358,6 +372,15 @@ def test_a_pool_of_two_where_each_fails_once_keeps_the_route_retry_budget(pooled
     attempts = pooled.job(body["requestId"]).attempts
     assert [a.http_status for a in attempts] == [500, 500, None]
     assert attempts[2].deployment == attempts[0].deployment
+
+
+def test_a_deployment_with_its_own_first_event_timeout_is_left_after_it(pooled, deployments):
+    deployments[0].set(STALLED)
+    job = pooled.job(complete(pooled, "quick2")["requestId"])  # the gateway's own timeout is 1.5 s
+    [stalled, served] = job.attempts
+    assert (stalled.deployment, stalled.timeout, served.deployment) == ("dep-a/text", "first_event", "dep-b/text")
+    assert stalled.error_message.endswith("first-event timeout fired after 0.3s"), stalled.error_message
+    assert stalled.cooled == "first_event_timeout"
 
 
 def test_every_deployment_cooled_answers_429_with_the_soonest_retry_after(pooled, deployments):

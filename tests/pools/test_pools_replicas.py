@@ -48,6 +48,12 @@ def cluster(sim, deployments, tmp_path_factory) -> Iterator[dict[str, Any]]:
             "deployments": [{"provider": d.name, "model": "text"} for d in deployments],
         },
         "sticky3": {"deployments": [{"provider": d.name, "model": "text"} for d in deployments]},
+        "capped2": {
+            "deployments": [
+                {"provider": a, "model": "text", "weight": 1000, "maxInFlight": 2},
+                {"provider": b, "model": "text"},
+            ]
+        },
     }
     tmp = tmp_path_factory.mktemp("pool-replicas")
     path = pool_catalog(tmp / "catalog.json", state_of_its_own(pools), deployments)
@@ -151,6 +157,17 @@ def test_least_in_flight_evens_50_slow_streams_across_three_deployments(cluster,
     spread = [d.count - before[d.name] for d in deployments]
     assert sum(spread) == 50
     assert max(spread) - min(spread) <= 4, spread  # 16/17/17 when evened exactly
+
+
+def test_a_concurrency_cap_holds_across_both_replicas(cluster, deployments):
+    for d in deployments:
+        d.set(";delay_ms=150")  # each stream lasts about a second: all six are in flight together
+    before = {d.name: d.count for d in deployments}
+    urls = [cluster["a"].url, cluster["b"].url]
+    with ThreadPoolExecutor(6) as workers:
+        got = list(workers.map(lambda i: streamed(urls[i % 2], "capped2"), range(6)))
+    # rep-a weighs 1000 to rep-b's 1, yet it had at most its two attempts in flight, whichever replica sent them
+    assert deployments[0].count - before["rep-a"] == 2 and got.count("rep-b") == 4, got
 
 
 def test_a_conversation_keeps_its_deployment_on_either_replica_and_moves_when_cooled(cluster, deployments):
