@@ -294,7 +294,7 @@ class RedisPoolStore:
 
     async def take(self, name: str, lease: str, lease_ms: int, now_ms: int) -> None:
         _, fly, rpm, _ = self._keys(name, now_ms)
-        try:
+        try:  # not `bounded`, as `acquire`: it takes a lease the caller's `finally` frees
             async with asyncio.timeout(self.timeout):
                 await self._take(keys=[fly, rpm], args=[now_ms, lease_ms, lease])
         except (RedisError, OSError, TimeoutError) as exc:
@@ -350,8 +350,7 @@ class RedisPoolStore:
 
     async def recover(self, name: str, now_ms: int) -> None:
         try:
-            async with asyncio.timeout(self.timeout):
-                await self._recover(keys=[self._keys(name, now_ms)[0]], args=[now_ms])
+            await bounded(self._recover(keys=[self._keys(name, now_ms)[0]], args=[now_ms]), self.timeout)
         except (RedisError, OSError, TimeoutError) as exc:
             self._down("recover", exc)
             await self.local.recover(name, now_ms)
