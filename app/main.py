@@ -99,8 +99,11 @@ def _secret(value: str) -> Any:
 async def _set_up_listening(gateway: Gateway, settings: Settings) -> None:
     """Once the server listens: bound the client connections' send buffers, and mark the records of gateway
     processes that are gone `interrupted` (only a process that serves may change others' records: one that
-    fails with "address already in use" never gets here). Only then is the gateway ready; then the providers'
-    adapters are imported in the background (`Gateway.warm_up`, unless `GATEWAY_WARM_UP=false`)."""
+    fails with "address already in use" never gets here). Then the providers' adapters are imported
+    (`Gateway.warm_up`, unless `GATEWAY_WARM_UP=false`), and only then is the gateway ready: a vendor SDK's import
+    in a worker thread takes the process's CPU for seconds, and a turn served meanwhile would wait for it (a 0.5 s
+    first-event timeout ran out before a Bedrock request was even signed). The server answers `/healthz` (and
+    `/readyz` 503 "starting") from when it listens."""
     if not await wait_listening():
         return
     await bound_send_buffers(settings.send_buffer_bytes)
@@ -111,10 +114,10 @@ async def _set_up_listening(gateway: Gateway, settings: Settings) -> None:
             "ledger: marking the records of stopped gateways failed (%s); retried on the next heartbeat",
             type(exc).__name__,
         )
-    gateway.serving.set()
     if settings.warm_up:  # the served providers' adapters and SDKs, imported now that the server listens
         await gateway.warm_up()
         gc.freeze()  # what they imported lives as long as the process too (see the lifespan's `gc.freeze`)
+    gateway.serving.set()
 
 
 def _simulator_log_guard(app: FastAPI, request: Request) -> "Response | LogScope":

@@ -65,7 +65,8 @@ class LazyProvider:
 
     @property
     def built(self) -> Provider:
-        """The adapter, imported (on this thread, if `load` has not run yet) and built on first use."""
+        """The adapter, imported (on this thread, under the import lock, if `load` has not run yet: the gateway
+        loads every route's provider first) and built on first use."""
         if self._built is None:
             self._built = self.adapter(self._config)
         return self._built
@@ -77,10 +78,15 @@ class LazyProvider:
 
     async def load(self) -> Provider:
         """The adapter, its module imported in a worker thread so that the event loop keeps serving meanwhile (two
-        loads of one module at once: Python's import lock makes the second wait for the first), built here."""
+        loads of one module at once: Python's import lock makes the second wait for the first), built here from
+        the class that thread found. Not through `built`: that takes the import lock (`Adapter.load`) on the event
+        loop's thread, which another thread may hold for seconds importing another SDK (the warm-up, or a turn's
+        first load of another provider); every turn of the gateway would wait that long."""
         if self._built is None:
-            await asyncio.to_thread(self.adapter.load)
-        return self.built
+            adapter_class = await asyncio.to_thread(self.adapter.load)
+            if self._built is None:  # not built by another load while this one imported
+                self._built = cast("Provider", adapter_class(self._config))
+        return self._built
 
     def check_request(self, model: ModelInfo, context: Context, options: StreamOptions) -> None:
         self.built.check_request(model, context, options)

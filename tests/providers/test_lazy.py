@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import threading
+
+import pytest
 
 from app.catalog import Catalog
 from app.main import demo_settings
-from app.providers.lazy import LazyProvider, load_adapters, warm_up
+from app.providers.lazy import Adapter, LazyProvider, load_adapters, warm_up
 from app.providers.registry import build_providers
 from app.settings import Settings
 
@@ -50,3 +53,29 @@ async def test_a_lazy_provider_knows_its_place_at_once_and_builds_its_adapter_wh
     finally:
         for provider in providers.values():
             await provider.aclose()
+
+
+async def test_loading_an_adapter_never_takes_the_import_lock_on_the_event_loops_thread(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """`Adapter.load` holds one process-wide lock while it imports, and another thread may hold it for seconds
+    (the warm-up importing another vendor's SDK): a load that took it on the event loop's thread, even for a
+    module already imported, would stall every turn meanwhile (a Bedrock turn's 0.5 s first-event timeout ran
+    out before its request was sent, tests/providers/clouds/test_bedrock.py)."""
+    threads: list[threading.Thread] = []
+    real_load = Adapter.load
+
+    def load(adapter: Adapter) -> object:
+        threads.append(threading.current_thread())
+        return real_load(adapter)
+
+    monkeypatch.setattr(Adapter, "load", load)
+    settings = demo_settings(Settings(port=8123))
+    provider = build_providers(settings, Catalog.load(settings.catalog).providers, lazy=True)["anthropic"]
+    assert isinstance(provider, LazyProvider)
+    try:
+        built = await provider.load()
+        assert type(built).__name__ == "AnthropicProvider" and provider.loaded
+        assert threads and threading.current_thread() not in threads
+    finally:
+        await provider.aclose()
