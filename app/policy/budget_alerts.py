@@ -13,7 +13,6 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-import aiohttp
 
 from app.policy.store import LimitStore, Periods
 
@@ -62,6 +61,8 @@ class BudgetAlerts:
 
     async def send(self, body: dict[str, Any]) -> None:
         """POST one alert; failures are logged (the alert is not sent again)."""
+        import aiohttp  # when the first alert is sent: start-up imports no HTTP client (docs/performance.md)
+
         try:
             timeout = aiohttp.ClientTimeout(total=self.timeout)
             async with aiohttp.ClientSession(timeout=timeout) as session:
