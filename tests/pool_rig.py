@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 import threading
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 from simulator.app import create_simulator
 from tests.conftest import PROVIDER_KEYS
@@ -91,6 +91,14 @@ class Deployment:
 
     def stop(self) -> None:
         self.server.stop()
+
+
+def running_deployments(*names: str) -> Iterator[list[Deployment]]:
+    """A module fixture's body (`yield from`): fake deployments named `names`, stopped after the module's tests."""
+    made = [Deployment(name) for name in names]
+    yield made
+    for d in made:
+        d.stop()
 
 
 def pool_catalog(path: Path, pools: dict[str, dict[str, Any]], deployments: list[Deployment]) -> Path:

@@ -24,15 +24,13 @@ from tests.pool_rig import (
     base_urls,
     pool_catalog,
     state_of_its_own,
+    running_deployments,
 )
 
 
 @pytest.fixture(scope="module")
 def deployments() -> Iterator[list[Deployment]]:
-    made = [Deployment(name) for name in ("dep-a", "dep-b", "dep-c")]
-    yield made
-    for d in made:
-        d.stop()
+    yield from running_deployments("dep-a", "dep-b", "dep-c")
 
 
 @pytest.fixture(scope="module")

@@ -11,15 +11,12 @@ from typing import Any, Iterator
 import pytest
 
 from tests.conftest import turn
-from tests.pool_rig import KEY_ENV, PROVIDER_KEY, THROTTLED, Deployment, base_urls, pool_catalog
+from tests.pool_rig import KEY_ENV, PROVIDER_KEY, THROTTLED, Deployment, base_urls, pool_catalog, running_deployments
 
 
 @pytest.fixture(scope="module")
 def deployments() -> Iterator[list[Deployment]]:
-    made = [Deployment(name) for name in ("dep-h", "dep-i")]
-    yield made
-    for d in made:
-        d.stop()
+    yield from running_deployments("dep-h", "dep-i")
 
 
 @pytest.fixture(scope="module")

@@ -14,16 +14,22 @@ import httpx
 import pytest
 
 from tests.conftest import marker, turn
-from tests.pool_rig import KEY_ENV, PROVIDER_KEY, THROTTLED, Deployment, base_urls, pool_catalog, state_of_its_own
+from tests.pool_rig import (
+    KEY_ENV,
+    PROVIDER_KEY,
+    THROTTLED,
+    Deployment,
+    base_urls,
+    pool_catalog,
+    state_of_its_own,
+    running_deployments,
+)
 from tests.redisproc import two_replicas
 
 
 @pytest.fixture(scope="module")
 def deployments() -> Iterator[list[Deployment]]:
-    made = [Deployment(name) for name in ("rep-a", "rep-b", "rep-c")]
-    yield made
-    for d in made:
-        d.stop()
+    yield from running_deployments("rep-a", "rep-b", "rep-c")
 
 
 @pytest.fixture(scope="module")
