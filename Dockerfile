@@ -1,9 +1,9 @@
 # The gateway image. Three stages: `build` turns uv.lock into a virtualenv of the runtime dependencies only (pip
 # checks every hash the lock records) and slims it (deploy/slim-venv.sh: no tests, stubs or unused AWS models,
 # shared libraries stripped, bytecode compiled); `runtime-root` is the base image less what a running gateway
-# never reads (documentation, manual pages, translations, apt's lists and caches, logs); the final stage is that
-# file system flattened into one layer, plus the virtualenv and the source, run as an unprivileged user. No
-# compiler, binutils, uv or pip in the final image. Sizes: docs/performance.md, "Image".
+# never reads (deploy/slim-base.sh); the final stage is that file system flattened into one layer, plus the
+# virtualenv and the source, run as an unprivileged user. No compiler, binutils, uv, pip, apt or dpkg in the final
+# image. Sizes: docs/performance.md, "Image".
 #
 #   docker build -t llm-stream-gateway .
 #   docker run -p 8080:8080 -e GATEWAY_DEMO=1 llm-stream-gateway
@@ -39,16 +39,17 @@ COPY deploy/slim-venv.sh ./
 RUN sh slim-venv.sh /opt/venv
 
 FROM ${BASE_IMAGE} AS runtime-root
-# Also gone: apt (nothing is installed into the final image; derive from BASE_IMAGE to add packages), Perl (only
-# dpkg's and apt's scripts use it), glibc's iconv modules (gconv: Python's codecs are its own) and the wheels
-# that only `python3 -m venv` installs. dpkg's database stays, for image scanners.
-RUN rm -rf /usr/share/doc/* /usr/share/man/* /usr/share/info/* /usr/share/locale/* /usr/share/lintian \
-        /var/lib/apt /var/cache/apt /var/cache/debconf/*-old /var/log/* /root/.cache \
-        /usr/bin/apt* /usr/lib/apt /usr/lib/*-linux-gnu/libapt-* /etc/apt \
-        /usr/bin/perl* /usr/lib/*-linux-gnu/perl-base /usr/share/perl5 \
-        /usr/lib/*-linux-gnu/gconv /usr/share/python-wheels \
-    && groupadd --system --gid 10001 gateway \
-    && useradd --system --uid 10001 --gid gateway --home-dir /app --no-create-home --shell /usr/sbin/nologin gateway
+# The base less what a running gateway never reads (deploy/slim-base.sh): documentation, translations, apt, Perl,
+# the standard library's tests and source (bytecode stays), the commands neither the entrypoint nor an operator
+# uses, and every shared library that neither the kept commands nor an extension module (standard library or
+# virtualenv, hence the copy here) links. dpkg's database stays, for image scanners. To add packages, derive from
+# BASE_IMAGE: this stage leaves no apt, dpkg or bash.
+COPY --from=build /opt/venv /opt/venv
+COPY deploy/slim-base.sh /tmp/
+RUN groupadd --system --gid 10001 gateway \
+    && useradd --system --uid 10001 --gid gateway --home-dir /app --no-create-home --shell /usr/sbin/nologin gateway \
+    && sh /tmp/slim-base.sh /opt/venv \
+    && rm -rf /opt/venv /tmp/slim-base.sh
 
 FROM scratch
 # One layer: what runtime-root removed is gone, not hidden under a later layer.

@@ -4,12 +4,16 @@
 #
 #   sh deploy/slim-venv.sh /opt/venv
 #
-# Removes what no import reaches: the packages' own test suites, type stubs (*.pyi), and the AWS service
-# models that neither the credential chain nor Bedrock load (botocore keeps sts, sso, sso-oidc, signin, bedrock
-# and bedrock-runtime, and every file at the top of botocore/data: endpoints, partitions, retry and default
-# configuration). Strips the debug symbols from the shared libraries (`strip --strip-unneeded`, binutils is in
-# the build stage only), then compiles every module once, so that a read-only container never compiles one, and
-# keeps only the bytecode.
+# Removes what no import reaches: the packages' own test suites, type stubs (*.pyi), the sources and headers
+# compiled extensions were built from (Cython's .pyx/.pxd/.pxi, C and C++), protobuf's .proto sources (the
+# generated *_pb2 modules carry their descriptors), each distribution's RECORD (pip's list of installed files, for
+# uninstalling; pip is not in the image, and the list no longer matches once the sources are removed), boto3's
+# resource models (only boto3.resource() reads them; Bedrock and the credential chain use clients), and the AWS
+# service models that neither the credential chain nor Bedrock load (botocore keeps sts, sso, sso-oidc, signin,
+# bedrock and bedrock-runtime, and every file at the top of botocore/data: endpoints, partitions, retry and
+# default configuration). Each distribution's METADATA, entry points, licences and SBOMs stay. Strips the debug
+# symbols from the shared libraries (`strip --strip-unneeded`, binutils is in the build stage only), then
+# compiles every module once, so that a read-only container never compiles one, and keeps only the bytecode.
 set -eu
 
 venv="${1:?usage: slim-venv.sh VENV}"
@@ -18,7 +22,10 @@ site="$(echo "$venv"/lib/python3*/site-packages)"
 
 find "$site" -depth -type d -name __pycache__ -exec rm -rf {} +
 find "$site" -depth -type d \( -name tests -o -name test \) -exec rm -rf {} +
-find "$site" -type f -name '*.pyi' -delete
+find "$site" -type f \( -name '*.pyi' -o -name '*.pyx' -o -name '*.pxd' -o -name '*.pxi' -o -name '*.c' -o -name '*.h' \
+    -o -name '*.cc' -o -name '*.cpp' -o -name '*.proto' \) -delete
+find "$site" -type f -path '*.dist-info/RECORD' -delete
+[ ! -d "$site/boto3/data" ] || find "$site/boto3/data" -mindepth 1 -delete
 
 data="$site/botocore/data"
 if [ -d "$data" ]; then

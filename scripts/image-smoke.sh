@@ -116,6 +116,36 @@ docker build --network host --build-arg "BASE_IMAGE=$base" -t "$IMAGE" . >"$WORK
     || { tail -n 30 "$WORK/build.log"; fail "docker build failed"; }
 say "built: $(docker image inspect --format '{{.Size}}' "$IMAGE" | awk '{printf "%.0f MB", $1 / 1e6}')"
 
+# What the slimmed base and virtualenv must still hold (deploy/slim-base.sh, deploy/slim-venv.sh): every module of
+# the gateway and the simulator, the cloud SDKs' clients and credential chains, both OTLP exporters (resolved by
+# their entry points, as the SDK's configurator does), and the standard library's extension modules with the
+# shared libraries they link (TLS with the CA bundle, SQLite, hashes, compression, ctypes, time zones).
+docker run --rm -i --read-only "$IMAGE" python - >"$WORK/imports.log" 2>&1 <<'PY' || { tail -n 30 "$WORK/imports.log"; fail "the image cannot import or use what the gateway needs"; }
+import bz2, ctypes, hashlib, importlib, importlib.metadata as md, lzma, pkgutil, sqlite3, ssl, uuid, zoneinfo
+import app, simulator
+modules = [m.name for p in (app, simulator) for m in pkgutil.walk_packages(p.__path__, p.__name__ + ".")]
+for name in modules:
+    importlib.import_module(name)
+import anthropic, openai, google.genai, google.auth, google.auth.transport.requests, google.oauth2.service_account
+import azure.identity.aio, boto3, botocore.session, grpc, cryptography.hazmat.primitives.asymmetric.ec as ec
+anthropic.AsyncAnthropicBedrock(aws_region="us-east-1", aws_access_key="a", aws_secret_key="b")
+boto3.Session(region_name="us-east-1").client("bedrock-runtime", aws_access_key_id="a", aws_secret_access_key="b")
+botocore.session.get_session().create_client("sts", region_name="us-east-1", aws_access_key_id="a", aws_secret_access_key="b")
+azure.identity.aio.DefaultAzureCredential()
+ec.generate_private_key(ec.SECP256R1())
+for group in ("opentelemetry_traces_exporter", "opentelemetry_metrics_exporter"):
+    for entry in md.entry_points(group=group):
+        if entry.name in ("otlp_proto_grpc", "otlp_proto_http"):
+            entry.load()().shutdown()
+grpc.insecure_channel("127.0.0.1:1").close()
+assert ssl.create_default_context().cert_store_stats()["x509_ca"] > 0, "no CA certificates"
+sqlite3.connect(":memory:").execute("select 1")
+hashlib.md5(b"", usedforsecurity=False), hashlib.sha3_256(b""), uuid.uuid4(), ctypes.CDLL(None)
+lzma.compress(b"x"), bz2.compress(b"x"), zoneinfo.ZoneInfo("Europe/Paris")
+print(len(modules), "gateway modules imported; SDKs, exporters and the standard library's extensions work")
+PY
+say "imports: $(tail -n 1 "$WORK/imports.log")"
+
 # ---------------------------------------------------------------- 3. run it
 PORT="$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
 URL="http://127.0.0.1:$PORT"
