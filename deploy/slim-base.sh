@@ -6,7 +6,8 @@
 #   sh deploy/slim-base.sh /opt/venv
 #
 # 1. Removes what a running gateway never reads: documentation, manual pages, translations, apt, Perl, glibc's
-#    iconv modules (Python's codecs are its own), apt's keyrings, logs and caches.
+#    iconv modules (Python's codecs are its own), apt's keyrings, debconf, Debian's Python packaging helpers,
+#    logs and caches.
 # 2. The standard library: drops the parts nothing can import here or nothing here imports (the test suite and
 #    the test extension modules, lib2to3, pydoc's topic texts, ensurepip, turtle, curses, dbm.ndbm, nis,
 #    ossaudiodev, crypt), then keeps it as bytecode only, like the dependencies: each module's .pyc beside where
@@ -20,9 +21,11 @@
 #    and OpenSSL load by name at run time (libgcc_s, the NSS modules, OpenSSL's providers and engines); deletes
 #    the rest of the multiarch library directory and rebuilds the loader's cache.
 #
-# dpkg's database (/var/lib/dpkg) stays as Debian wrote it, so image scanners still see every package and its
-# version. A package whose files were removed here is still listed: a scanner may report an advisory for a file
-# that is not in the image, never miss one for a file that is.
+# dpkg's database keeps what image scanners read: the status file (every package and its version), each
+# package's file list and checksums, conffiles and maintainer scripts. Dropped from it: the shared libraries'
+# symbol and shlibs files (only dpkg-shlibdeps reads them, building packages) and debconf's templates, scripts
+# and cache (debconf is Perl, and Perl is gone). A package whose files were removed here is still listed: a
+# scanner may report an advisory for a file that is not in the image, never miss one for a file that is.
 set -eu
 
 venv="${1:?usage: slim-base.sh VENV}"
@@ -38,8 +41,11 @@ keep="$(mktemp)"  # absolute paths (commands, libraries) that stay, one a line
 # ---------------------------------------------------------------------------------- 1. never read
 rm -rf /usr/share/doc/* /usr/share/man/* /usr/share/info/* /usr/share/locale/* /usr/share/lintian \
     /usr/share/bash-completion /usr/share/gcc /usr/share/gdb /usr/share/bug /usr/share/keyrings \
-    /var/lib/apt /var/cache/apt /var/cache/debconf/*-old /var/log/* /root/.cache /etc/apt /usr/lib/apt \
-    /usr/share/perl5 "$libdir/perl-base" "$libdir/gconv" /usr/share/python-wheels
+    /var/lib/apt /var/cache/apt /var/log/* /root/.cache /etc/apt /usr/lib/apt \
+    /usr/share/perl5 "$libdir/perl-base" "$libdir/gconv" /usr/share/python-wheels /usr/share/python3 \
+    /var/cache/debconf /usr/share/debconf
+find /var/lib/dpkg/info -type f \( -name '*.symbols' -o -name '*.shlibs' -o -name '*.templates' -o -name '*.config' \) \
+    -delete
 
 # ---------------------------------------------------------------------------------- 2. the standard library
 (
