@@ -237,14 +237,20 @@ async def level(
                 for entry in per_round
                 if entry[s.name]["ttftP50Ms"] is not None and entry["direct"]["ttftP50Ms"] is not None
             )
-    out["overPortkey"] = {
+    out["overPortkey"] = over_portkey(per_round)
+    return out
+
+
+def over_portkey(per_round: list[dict[str, dict[str, Any]]]) -> dict[str, dict[str, float | None]]:
+    """Each gateway way's CPU ÷ Portkey's in the same round, the median over rounds (the machine's load moves
+    between rounds more than between the subjects of one round)."""
+    return {
         name: {
             key: median(entry[name][key] / entry["portkey"][key] for entry in per_round if entry["portkey"][key])
             for key in ("cpuMsPer1k", "cpuMsPerTurn")
         }
         for name in GATEWAY_SUBJECTS
     }
-    return out
 
 
 # ---------------------------------------------------------------------- cold start, memory per open stream
