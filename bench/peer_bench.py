@@ -25,9 +25,11 @@ Figures, the subjects interleaved round by round (the order turns each round), m
 - added time to first text at c=1 (short turns; subject − direct per round);
 - cold start (fresh processes, alternated): process start to the first 200 of the health route (`/healthz`;
   Portkey's `/`), and to the first streamed turn done (the Chat Completions wire, tried every 5 ms); the
-  resident memory of the process tree once idle (5 turns later and 3 s after them);
+  resident memory of the process tree once idle: once ready (the gateway's `/readyz`, its warm-up done), 5
+  turns later and 3 s after them;
 - peak resident memory of the process tree during the c=50 rounds;
-- memory per open stream: a fresh process each, warmed with 20 short turns, then 1,000 paced streams held open
+- memory per open stream: a fresh process each (the gateway once ready), warmed with 20 short turns, then 1,000
+  paced streams held open
   together (`slow;n=40;delay_ms=250`, starts spread over 2 s); (RSS while ≥ 98 % are open − idle) ÷ 1,000.
 
 Portkey waits 25 ms before forwarding the first chunk of every stream (a `setTimeout(…, 25)` in its stream
@@ -106,7 +108,7 @@ def portkey_headers(sim_url: str) -> tuple[tuple[str, str], ...]:
 
 
 def _spawn_gateway(sim: procs.Server, prefix: list[str]) -> tuple[procs.Server, list[str], int, dict[str, str]]:
-    server = procs.Server("gateway", "app.main:app", env=procs.gateway_env(sim, **NO_COALESCING), health="/healthz")
+    server = procs.Server("gateway", "app.main:app", env=procs.gateway_env(sim, **NO_COALESCING), health="/readyz")
     cmd, port, env = server.uvicorn_command()
     return server, [*prefix, *cmd], port, env
 
@@ -118,6 +120,9 @@ def _spawn_portkey(prefix: list[str]) -> tuple[procs.Server, list[str], int, dic
 
 
 Spawner = Callable[[], tuple[procs.Server, list[str], int, dict[str, str]]]
+# The route that answers 200 once the server listens (the cold start's first figure); `Server.health` is the one
+# that says it is ready (the gateway's `/readyz`: its warm-up has imported the served vendors' SDKs).
+LIVENESS = {"gateway-chat": "/healthz", "portkey": "/"}
 
 
 def _start(spawn: Spawner) -> procs.Server:
@@ -285,19 +290,21 @@ async def _until(what: Callable[[], Awaitable[bool]], server: procs.Server, star
 
 
 async def cold_start_once(name: str, spawn: Spawner, sim: procs.Server) -> dict[str, float]:
-    """One fresh process: to its health route's first 200, to its first short turn done, its idle RSS."""
+    """One fresh process: to its health route's first 200, to its first short turn done; its idle RSS once it is
+    ready (the gateway's warm-up done), 5 turns later and 3 s after them."""
     server, cmd, port, env = spawn()
     short = paced(SHORT_N, 0, SIZE)
     started = time.monotonic()
     server.spawn(cmd, port, env)
     try:
         target = subject_target(name, sim, server)
-        healthy = await _until(lambda: _is(http_status(port, server.health), 200), server, started)
+        healthy = await _until(lambda: _is(http_status(port, LIVENESS[name]), 200), server, started)
 
         async def turn_done() -> bool:
             return (await stream(target, short, _marker(), throttle_ms=0)).completed
 
         first_turn = await _until(turn_done, server, started)
+        await _until(lambda: _is(http_status(port, server.health), 200), server, started)
         for _ in range(5):
             await stream(target, short, _marker(), throttle_ms=0)
         await asyncio.sleep(3.0)
@@ -372,8 +379,8 @@ class Plan:
     @classmethod
     def make(cls, quick: bool) -> "Plan":
         if quick:
-            return cls(rounds=2, long_c1=20, long_c50=2, short_c1=100, short_c20=10, cold_rounds=2)
-        return cls(rounds=3, long_c1=40, long_c50=4, short_c1=200, short_c20=20, cold_rounds=3)
+            return cls(rounds=2, long_c1=40, long_c50=2, short_c1=100, short_c20=10, cold_rounds=2)
+        return cls(rounds=3, long_c1=100, long_c50=4, short_c1=300, short_c20=20, cold_rounds=3)
 
 
 async def run(quick: bool = False) -> dict[str, Any]:
