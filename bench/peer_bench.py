@@ -29,8 +29,8 @@ Figures, the subjects interleaved round by round (the order turns each round), m
   turns later and 3 s after them;
 - peak resident memory of the process tree during the c=50 rounds;
 - memory per open stream: a fresh process each (the gateway once ready), warmed with 20 short turns, then 1,000
-  paced streams held open
-  together (`slow;n=40;delay_ms=250`, starts spread over 2 s); (RSS while ≥ 98 % are open − idle) ÷ 1,000.
+  paced streams held open together (`slow;n=40;delay_ms=250`, starts spread over 2 s); (RSS while ≥ 98 % are
+  open − idle) ÷ 1,000.
 
 Portkey waits 25 ms before forwarding the first chunk of every stream (a `setTimeout(…, 25)` in its stream
 reader): its added time to first text includes that sleep; its CPU does not.

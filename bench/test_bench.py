@@ -265,3 +265,18 @@ def test_peer_ratios_are_the_per_round_medians_and_the_table_marks_process_figur
     result = {"portkeyVersion": "1.15.2", "table": [row]}
     assert "(same process)" in table(result)[2] and table(result)[2].endswith("| 0.50 |")
     assert table({"skipped": "node not found"}) == ["Skipped: node not found."]
+
+
+def test_history_compares_the_gateway_over_portkey_ratios() -> None:
+    from bench.history import beside
+
+    def peers(c1: float, c50: float) -> dict[str, Any]:
+        over = {"gateway-chat": {"cpuMsPer1k": None}}
+        return {"peers": {"long": {"c1": {"overPortkey": {"gateway-chat": {"cpuMsPer1k": c1}}},
+                                   "c50": {"overPortkey": {"gateway-chat": {"cpuMsPer1k": c50}}}},
+                          "short": {"c20": {"overPortkey": over}}}}  # fmt: skip
+
+    rows = {row["id"]: row for row in beside(peers(0.6, 0.9), peers(0.6, 0.7))["rows"]}
+    assert rows["portkey_cpu_c1"]["worse"] is False
+    assert rows["portkey_cpu_c50"]["value"] == 0.9 and rows["portkey_cpu_c50"]["worse"] is True
+    assert "portkey_turn_cpu_c20" not in rows  # no figure this run: no row
