@@ -4,7 +4,7 @@ VENV := .venv
 UV := $(VENV)/bin/uv
 PY := $(VENV)/bin/python
 
-.PHONY: run check test bench venv venv-runtime clean image-smoke npm-packages aider-venv
+.PHONY: run check test bench venv venv-runtime clean image-smoke npm-packages peer-packages aider-venv
 
 $(UV):
 	$(PYTHON) -m venv $(VENV)
@@ -46,8 +46,13 @@ npm-packages: $(NPM_FOLDERS:%=%/node_modules/.package-lock.json)
 
 %/node_modules/.package-lock.json: %/package-lock.json
 	@if command -v npm >/dev/null; then npm ci --prefix $* --no-audit --no-fund --loglevel=error \
-	  || echo "npm ci --prefix $* failed: the tests that run its packages will report it"; \
-	else echo "npm not found: $* is not installed (the tests that run its packages skip)"; fi
+	  || echo "npm ci --prefix $* failed: the tests or bench scenarios that run its packages will report it"; \
+	else echo "npm not found: $* is not installed (the tests or bench scenarios that run its packages skip)"; fi
+
+# The peer gateways the bench runs beside this one (bench/peers: Portkey's, pinned by its package-lock.json; the
+# `peers` scenario of `make bench`, bench/peer_bench.py), installed the same way; without npm the scenario is skipped.
+PEER_FOLDERS := bench/peers
+peer-packages: $(PEER_FOLDERS:%=%/node_modules/.package-lock.json)
 
 # Aider (PyPI `aider-chat`, pinned in tests/agents/aider/requirements.txt) in a virtual environment of its own,
 # tests/agents/.aider-venv (it pins its own dependency versions, which must not reach .venv), installed again only
@@ -61,7 +66,7 @@ $(AIDER_VENV)/requirements.txt: tests/agents/aider/requirements.txt | venv
 	  && $(AIDER_VENV)/bin/pip install --quiet --disable-pip-version-check -r $< && cp $< $@) \
 	  || echo "installing Aider into $(AIDER_VENV) failed: its tests will report it"
 
-bench: venv
+bench: venv peer-packages
 	$(PY) -m bench
 
 # Build the container image and serve a demo turn through it (starts a Docker engine if none is running).

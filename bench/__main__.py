@@ -11,14 +11,13 @@ import asyncio
 import datetime
 import os
 import platform
-import resource
 import sys
 import time
 from typing import Any
 
 import uvloop
 
-from bench import coldstart, history, pools, report, scenarios as sc
+from bench import coldstart, history, peer_bench, pools, procs, report, scenarios as sc
 
 SCENARIOS = (
     "coldstart",
@@ -34,6 +33,7 @@ SCENARIOS = (
     "ledger",
     "workers",
     "pools",
+    "peers",
 )
 EXTRA = ("rss", "idle")  # single scenarios, not part of a full run (`rss` is in `concurrency`)
 KEYS = {"coldstart": "coldStart", "slow-reader": "slowReader", "cpu-apis": "cpuApis", "agent-doors": "agentDoors"}
@@ -62,13 +62,6 @@ def _args(argv: list[str]) -> argparse.Namespace:
     if unknown:
         parser.error(f"unknown scenario {', '.join(unknown)}; choose from {', '.join(SCENARIOS + EXTRA)}")
     return args
-
-
-def _raise_fd_limit() -> None:
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    want = 65536 if hard == resource.RLIM_INFINITY else hard
-    if soft < want:
-        resource.setrlimit(resource.RLIMIT_NOFILE, (want, hard))  # inherited by the two servers
 
 
 async def _run(args: argparse.Namespace, out: str) -> dict[str, Any]:
@@ -124,6 +117,8 @@ async def _run(args: argparse.Namespace, out: str) -> dict[str, Any]:
                 value = await sc.workers(bench)
             elif name == "pools":  # its own simulators and gateway (bench/pools.py)
                 value = await pools.run(args.quick)
+            elif name == "peers":  # its own simulator, gateway and Portkey, pinned (bench/peer_bench.py)
+                value = await peer_bench.run(args.quick)
             elif name == "concurrency":
                 value = await sc.concurrency(bench, args.concurrency)
             elif name == "slow-reader":
@@ -148,7 +143,7 @@ async def _run(args: argparse.Namespace, out: str) -> dict[str, Any]:
 
 def main(argv: list[str] | None = None) -> None:
     args = _args(sys.argv[1:] if argv is None else argv)
-    _raise_fd_limit()
+    procs.raise_fd_limit()
     name = args.out or ("latest" if not args.scenarios else "partial")
     results = uvloop.run(_run(args, name))
     paths = report.write(results, name)

@@ -8,7 +8,9 @@ counts `content_block_delta` frames; `Path.GATEWAY` POSTs `/v1/stream` and count
 with `door="openai-chat"` POSTs `/v1/chat/completions` and counts `chat.completion.chunk` lines with content,
 with `door="anthropic-messages"` POSTs `/v1/messages` and counts `content_block_delta` frames as direct does,
 with `door="openai-responses"` POSTs `/v1/responses` (`store: false`, as Codex CLI sends it) and counts
-`response.output_text.delta` frames.
+`response.output_text.delta` frames. `door="portkey-chat"` is a peer gateway's Chat Completions endpoint
+(bench/peer_bench.py): `/v1/chat/completions` with the bare scenario as the model and the routing headers in
+`headers`, its chunks read as the Chat Completions door's.
 With `agent=True` the gateway paths send a coding agent's (Claude Code's) request size: a 50 KB system prompt
 and 20 tools (`AGENT_SYSTEM`, `AGENT_TOOLS`), in each door's own shape.
 """
@@ -79,10 +81,16 @@ class Target:
     provider: str = "anthropic"  # gateway path: the provider the model ref names (direct is Anthropic's wire)
     door: str = "unified"  # gateway path: `unified` (/v1/stream), `openai-chat`, `anthropic-messages`, `openai-responses`, `gemini`
     agent: bool = False  # gateway path: a coding agent's request size (`AGENT_SYSTEM`, `AGENT_TOOLS`)
+    headers: tuple[tuple[str, str], ...] = ()  # extra request headers (a peer gateway's routing headers)
 
     @property
     def chat(self) -> bool:
-        return self.path is Path.GATEWAY and self.door == "openai-chat"
+        """A Chat Completions stream: this gateway's door or a peer gateway's (`portkey-chat`)."""
+        return self.path is Path.GATEWAY and self.door in ("openai-chat", "portkey-chat")
+
+    @property
+    def peer(self) -> bool:
+        return self.path is Path.GATEWAY and self.door == "portkey-chat"
 
     @property
     def gemini(self) -> bool:
@@ -113,6 +121,8 @@ class Target:
     def delta_prefix(self) -> bytes:
         if self.gemini:
             return b'data: {"candidates":[{"content":{"parts":[{"text":'
+        if self.peer:  # Portkey's chunk ids are `<provider>-<ms>`
+            return b'data: {"id":"'
         if self.chat:
             return b'data: {"id":"chatcmpl-'
         if self.responses:
@@ -145,8 +155,8 @@ class Target:
         if self.chat:  # the Chat Completions door has no per-request coalescing window: the server default
             return orjson.dumps(
                 {
-                    "model": f"{self.provider}/{scenario}",
-                    "max_completion_tokens": 4096,
+                    "model": scenario if self.peer else f"{self.provider}/{scenario}",
+                    "max_tokens" if self.peer else "max_completion_tokens": 4096,
                     "stream": True,
                     "messages": [{"role": "user", "content": prompt}],
                 }
@@ -195,10 +205,11 @@ class Target:
 
     def request(self, scenario: str, prompt: str, throttle_ms: int | None) -> bytes:
         body = self.body(scenario, prompt, throttle_ms)
+        extra = "".join(f"{name}: {value}\r\n" for name, value in self.headers)
         head = (
             f"POST {self.url_path.format(scenario=scenario)} HTTP/1.1\r\nHost: {self.host}:{self.port}\r\n"
             f"Content-Type: application/json\r\nAccept: text/event-stream\r\nx-api-key: bench-key\r\n"
-            f"anthropic-version: 2023-06-01\r\nContent-Length: {len(body)}\r\nConnection: close\r\n\r\n"
+            f"anthropic-version: 2023-06-01\r\n{extra}Content-Length: {len(body)}\r\nConnection: close\r\n\r\n"
         )
         return head.encode() + body
 

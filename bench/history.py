@@ -64,6 +64,13 @@ def _cold_start(results: dict[str, Any], key: str) -> float | None:
     return value if isinstance(value, (int, float)) else None
 
 
+def _over_portkey(results: dict[str, Any], kind: str, level: str, key: str) -> float | None:
+    """The gateway's Chat Completions door ÷ Portkey in the `peers` scenario (bench/peer_bench.py)."""
+    entry = results.get("peers", {}).get(kind, {}).get(level, {}).get("overPortkey", {}).get("gateway-chat", {})
+    value = entry.get(key)
+    return value if isinstance(value, (int, float)) else None
+
+
 def _figure(key: str) -> Extract:
     return lambda results: figures(results).get(key)
 
@@ -91,6 +98,9 @@ HISTORY: list[tuple[str, str, str, Extract, bool]] = [
     ("cold_start_ratio", "cold start to first streamed turn, gateway ÷ simulator", "×", lambda r: _cold_start(r, "ratioToBare"), False),
     ("cold_start_s", "cold start to first streamed turn (absolute)", "s", lambda r: _cold_start(r, "firstTurnS"), False),
     ("idle_rss", "idle RSS after start-up and six turns (absolute)", "MiB", lambda r: _cold_start(r, "idleRssMiB"), False),
+    ("portkey_cpu_c1", "gateway ÷ Portkey CPU per upstream event, c=1", "×", lambda r: _over_portkey(r, "long", "c1", "cpuMsPer1k"), False),
+    ("portkey_cpu_c50", "gateway ÷ Portkey CPU per upstream event, c=50", "×", lambda r: _over_portkey(r, "long", "c50", "cpuMsPer1k"), False),
+    ("portkey_turn_cpu_c20", "gateway ÷ Portkey CPU per short turn, c=20", "×", lambda r: _over_portkey(r, "short", "c20", "cpuMsPerTurn"), False),
 ]  # fmt: skip
 
 

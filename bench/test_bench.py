@@ -10,7 +10,9 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from bench.client import StreamResult, _Chunked
+from bench.client import Path as ClientPath, StreamResult, Target, _Chunked
+from bench.peer_bench import _process_row, over_portkey, portkey_headers, table
+from bench.proctree import ProcStat, parse_stat, tree
 from bench.report import targets
 from bench.scenarios import expected_text, lost_frames, sustained
 from bench.stats import compare
@@ -208,3 +210,73 @@ def test_the_cold_start_is_reported_and_compared() -> None:
     text = markdown({"coldStart": cold, "history": history})
     assert "| gateway | 2.00 s | 30.00 ms | 2.00 ms | 28.00 ms | 90.00 MiB |" in text
     assert "Gateway ÷ simulator, start to first turn done: 2.00×." in text
+
+
+def test_proc_stat_parsing_survives_a_command_name_with_spaces_and_parentheses() -> None:
+    # proc(5): pid (comm) state ppid … utime(14) stime(15) … rss(24) …
+    fields = ["S", "41", *["0"] * 9, "250", "30", *["0"] * 8, "1234", *["0"] * 20]
+    stat = parse_stat(f"4242 (node (worker) 1) {' '.join(fields)}\n")
+    assert stat == ProcStat(pid=4242, ppid=41, cpu_ticks=280, rss_pages=1234)
+
+
+def test_process_tree_sums_the_root_and_every_descendant_only() -> None:
+    stats = [
+        ProcStat(pid=1, ppid=0, cpu_ticks=5, rss_pages=1),
+        ProcStat(pid=10, ppid=1, cpu_ticks=100, rss_pages=10),  # the server
+        ProcStat(pid=11, ppid=10, cpu_ticks=20, rss_pages=2),  # its worker
+        ProcStat(pid=12, ppid=11, cpu_ticks=3, rss_pages=3),  # the worker's child
+        ProcStat(pid=13, ppid=1, cpu_ticks=999, rss_pages=99),  # a sibling: not the server's
+    ]
+    assert sorted(s.pid for s in tree(10, stats)) == [10, 11, 12]
+    assert sum(s.cpu_ticks for s in tree(10, stats)) == 123
+    assert tree(77, stats) == []
+
+
+def test_the_portkey_target_routes_by_headers_and_reads_its_chunks() -> None:
+    target = Target(ClientPath.GATEWAY, 8787, door="portkey-chat", headers=portkey_headers("http://127.0.0.1:9"))
+    head, body = target.request("slow;n=2", "hi", 0).split(b"\r\n\r\n", 1)
+    assert b"POST /v1/chat/completions " in head
+    assert b"\r\nx-portkey-provider: anthropic\r\n" in head
+    assert b"\r\nx-portkey-custom-host: http://127.0.0.1:9/anthropic/v1\r\n" in head
+    assert json.loads(body) == {"model": "slow;n=2", "max_tokens": 4096, "stream": True,
+                                "messages": [{"role": "user", "content": "hi"}]}  # fmt: skip
+    role = b'data: {"id":"anthropic-1","object":"chat.completion.chunk","choices":[{"delta":{"content":"","role":"assistant"}}]}'
+    text = b'data: {"id":"anthropic-1","object":"chat.completion.chunk","choices":[{"delta":{"content":"0000000 "}}]}'
+    assert text.startswith(target.delta_prefix) and role.startswith(target.delta_prefix)
+    assert target.delta_text(role) is None
+    assert target.delta_text(text) == "0000000 "
+    assert target.end_event == b"data: [DONE]"
+    # the gateway's own Chat Completions door keeps its model reference and field
+    ours = json.loads(Target(ClientPath.GATEWAY, 8080, door="openai-chat").body("text", "hi", None))
+    assert ours["model"] == "anthropic/text" and ours["max_completion_tokens"] == 4096
+
+
+def test_peer_ratios_are_the_per_round_medians_and_the_table_marks_process_figures() -> None:
+    def entry(chat: float, stream: float, portkey: float) -> dict[str, Any]:
+        return {name: {"cpuMsPer1k": value, "cpuMsPerTurn": value} for name, value in
+                (("direct", 1.0), ("gateway-chat", chat), ("gateway-stream", stream), ("portkey", portkey))}  # fmt: skip
+
+    per_round = [entry(10, 8, 20), entry(12, 9, 20), entry(30, 20, 30)]
+    over = over_portkey(per_round)  # per round 0.5 / 0.6 / 1.0 and 0.4 / 0.45 / 0.667: not 22/23.3 nor 14/23.3
+    assert over["gateway-chat"] == {"cpuMsPer1k": 0.6, "cpuMsPerTurn": 0.6}
+    assert over["gateway-stream"]["cpuMsPer1k"] == 0.45
+    row = _process_row("idle RSS, process tree (MiB)", 80.0, 160.0)
+    assert row["ratio-chat"] == 0.5 and row["process"]
+    result = {"portkeyVersion": "1.15.2", "table": [row]}
+    assert "(same process)" in table(result)[2] and table(result)[2].endswith("| 0.50 |")
+    assert table({"skipped": "node not found"}) == ["Skipped: node not found."]
+
+
+def test_history_compares_the_gateway_over_portkey_ratios() -> None:
+    from bench.history import beside
+
+    def peers(c1: float, c50: float) -> dict[str, Any]:
+        over = {"gateway-chat": {"cpuMsPer1k": None}}
+        return {"peers": {"long": {"c1": {"overPortkey": {"gateway-chat": {"cpuMsPer1k": c1}}},
+                                   "c50": {"overPortkey": {"gateway-chat": {"cpuMsPer1k": c50}}}},
+                          "short": {"c20": {"overPortkey": over}}}}  # fmt: skip
+
+    rows = {row["id"]: row for row in beside(peers(0.6, 0.9), peers(0.6, 0.7))["rows"]}
+    assert rows["portkey_cpu_c1"]["worse"] is False
+    assert rows["portkey_cpu_c50"]["value"] == 0.9 and rows["portkey_cpu_c50"]["worse"] is True
+    assert "portkey_turn_cpu_c20" not in rows  # no figure this run: no row
