@@ -52,8 +52,12 @@ def workers(sim, tmp_path_factory) -> Iterator[dict[str, Any]]:
         gateway.wait_ready()
         yield {"gateway": gateway, "ledger": ledger, "metrics": tmp / "metrics"}
     finally:
-        gateway.stop()
-        redis_server.stop()
+        gateway.proc.terminate()  # the supervisor stops its workers (a SIGKILL would leave them running)
+        try:
+            gateway.proc.wait(60)
+        finally:
+            gateway.stop()
+            redis_server.stop()
 
 
 def _fresh_client(**kwargs: Any) -> httpx.AsyncClient:
