@@ -1,4 +1,6 @@
-"""`python -m app`: serve the gateway with the settings from the environment."""
+"""`python -m app`: serve the gateway with the settings from the environment: one process, or with
+`GATEWAY_WORKERS=N` (N > 1, which needs `GATEWAY_REDIS_URL`) N worker processes under uvicorn's supervisor
+(app/server/workers.py). Every start-up check runs here, before any worker starts."""
 
 import logging
 import sys
@@ -16,7 +18,7 @@ from app.server.startup_messages import (
     ledger_directory_missing,
     listen_refused,
     settings_problems,
-    workers_refused,
+    workers_need_redis,
 )
 
 STARTUP_FAILURE = 3  # uvicorn's exit status when the server could not start
@@ -36,8 +38,8 @@ def main() -> None:
         logging.getLogger("gateway").error("start-up failed: %s", exc)
         sys.exit(STARTUP_FAILURE)
     try:
-        if settings.workers > 1:
-            raise workers_refused(settings.workers)
+        if settings.workers > 1 and not settings.redis_url:
+            raise workers_need_redis(settings.workers)
         listen_refused(settings.host, settings.port)  # the port taken or the host unknown: said before the app starts
         missing = ledger_directory_missing(settings.database_url, Settings.model_fields["database_url"].default)
         if missing is not None:
@@ -55,7 +57,12 @@ def main() -> None:
         http=BoundedHttpToolsProtocol,  # httptools, with bounds on request headers (GATEWAY_MAX_HEADER_*)
         # Must outlive the drain (GATEWAY_DRAIN_TIMEOUT) plus the SSE responses' margin after it.
         timeout_graceful_shutdown=int(settings.drain_timeout) + 20,
+        workers=settings.workers,
     )
+    if settings.workers > 1:
+        from app.server.workers import serve_workers
+
+        sys.exit(serve_workers(config))
     server = uvicorn.Server(config)  # keeps listening while the app drains (app.server.shutdown.DrainGate)
     server.run()
     if not server.started:

@@ -54,6 +54,7 @@ from app.server.startup_messages import (
     log_redis,
     demo_clouds_refused,
     unknown_variables_refused,
+    workers_need_redis,
 )
 from app.telemetry.tracing import start_tracing
 
@@ -146,6 +147,8 @@ def create_app(
     @asynccontextmanager
     async def lifespan(app: FastAPI):
         ensure_configured(settings.log_level, settings.log_format)
+        if settings.workers > 1 and not settings.redis_url:  # a worker of `uvicorn --workers N` (the entrypoint)
+            raise workers_need_redis(settings.workers)
         # POSTs on the turn routes skip FastAPI's stack from now on (app/api/edge.py); refused if middleware
         # was added that they would skip.
         app.start_fast_path()  # type: ignore[attr-defined]

@@ -28,8 +28,9 @@ class Settings(BaseSettings):
     workers: int = Field(
         default=1,
         ge=1,
-        description="worker processes; the container's entrypoint starts them (deploy/docker-entrypoint.sh), "
-        "`python -m app` serves one and refuses more",
+        description="worker processes accepting on one port (`python -m app` and the container's entrypoint start "
+        "them under uvicorn's supervisor); more than one needs GATEWAY_REDIS_URL, where they share limits, budgets, "
+        "pools and resumable streams (docs/performance.md, Several workers)",
     )
     allowed_hosts: str | None = Field(
         default=None,

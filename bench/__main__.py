@@ -17,7 +17,7 @@ from typing import Any
 
 import uvloop
 
-from bench import coldstart, history, peer_bench, pools, procs, report, scenarios as sc
+from bench import coldstart, history, peer_bench, pools, procs, report, scenarios as sc, workers
 
 SCENARIOS = (
     "coldstart",
@@ -113,8 +113,8 @@ async def _run(args: argparse.Namespace, out: str) -> dict[str, Any]:
                 value = await sc.rss_per_stream(bench, 1000)
             elif name == "idle":
                 value = await sc.idle(bench)
-            elif name == "workers":
-                value = await sc.workers(bench)
+            elif name == "workers":  # its own canned upstream, load generator and gateways (bench/workers.py)
+                value = await workers.run(args.quick)
             elif name == "pools":  # its own simulators and gateway (bench/pools.py)
                 value = await pools.run(args.quick)
             elif name == "peers":  # its own simulator, gateway and Portkey, pinned (bench/peer_bench.py)

@@ -94,7 +94,7 @@ HISTORY: list[tuple[str, str, str, Extract, bool]] = [
     ("rss_per_stream", "RSS per open stream at 1,000 streams (absolute)", "KB", _figure("rss_per_stream"), False),
     ("slow_reader", "RSS growth, slow reader (absolute)", "MB", _figure("slow_reader"), False),
     ("cancel_p99", "cancellation p99 (absolute)", "ms", _figure("cancel_p99"), False),
-    ("workers_ratio", "two workers ÷ one, paced streams sustained", "×", _figure("workers_ratio"), True),
+    ("workers_ratio", "two workers ÷ one, short turns/s (canned upstream)", "×", _figure("workers_ratio"), True),
     ("cold_start_ratio", "cold start to first streamed turn, gateway ÷ simulator", "×", lambda r: _cold_start(r, "ratioToBare"), False),
     ("cold_start_s", "cold start to first streamed turn (absolute)", "s", lambda r: _cold_start(r, "firstTurnS"), False),
     ("idle_rss", "idle RSS after start-up and six turns (absolute)", "MiB", lambda r: _cold_start(r, "idleRssMiB"), False),

@@ -829,25 +829,3 @@ async def _postgres_url() -> str | None:
     finally:
         await conn.close()
     return "postgresql://postgres@127.0.0.1:5432/gateway_bench"
-
-
-# ---------------------------------------------------------------------- 7. one worker against two
-
-
-async def workers(bench: Bench, levels: list[int] | None = None) -> dict[str, Any]:
-    """The gateway with one uvicorn worker and then two (`--workers 2`, metrics in multiprocess mode), in the
-    same run: paced streams sustained (the scenario-3 sweep) and short turns per second at c=50."""
-    levels = levels or ([100, 200, 400, 800] if bench.quick else [50, 100, 200, 300, 400, 600, 800, 1000])
-    out: dict[str, Any] = {"scenario": paced(), "levels": levels, "runs": {}}
-    start_workers = bench.gw.workers
-    for count in (1, 2):
-        await bench.restart_gateway(bench.database_url, count, **bench.gw_env)
-        sweep, best = await sweep_paced(bench, levels)
-        short = await turns(bench, [50])
-        out["runs"][str(count)] = {"workers": count, "levels": sweep, "maxSustained": best, "turns": short["levels"][0]}
-    one, two = out["runs"]["1"], out["runs"]["2"]
-    out["maxSustainedRatio"] = round(two["maxSustained"] / one["maxSustained"], 2) if one["maxSustained"] else None
-    t1, t2 = one["turns"]["gatewayTurnsPerS"], two["turns"]["gatewayTurnsPerS"]
-    out["turnsPerSRatio"] = round(t2 / t1, 2) if t1 and t2 else None
-    await bench.restart_gateway(bench.database_url, start_workers, **bench.gw_env)
-    return out

@@ -60,6 +60,7 @@ def test_issue_targets_read_the_turns_and_workers_scenarios() -> None:
     from bench.report import issue_targets, markdown
 
     level = {"gatewayCpuMsPerTurn": 1.2, "gatewayTurnsPerS": 600.0, "added": {"ttftP50Ms": 0.8}}
+    workers_run = {"gatewayCores": 0.9, "turnsPerGatewayCoreS": 700.0, "otherCores": 0.5, "failedStreams": 0}
     results = {
         "turns": {
             "workers": 1,
@@ -68,20 +69,22 @@ def test_issue_targets_read_the_turns_and_workers_scenarios() -> None:
             "levels": [{**level, "concurrency": 1, "gatewayCpuMsPerTurn": 2.5}, {**level, "concurrency": 50}],
         },
         "workers": {
-            "maxSustainedRatio": 1.5,
-            "turnsPerSRatio": 1.9,
+            "turnsPerSRatio": 1.5,
+            "scenario": "canned",
+            "rounds": [{}, {}],
+            "secondsPerRound": 6.0,
             "runs": {
                 "1": {
                     "workers": 1,
                     "levels": [],
                     "maxSustained": 200,
-                    "turns": {"gatewayTurnsPerS": 610.0, "gatewayCpuMsPerTurn": 1.3},
+                    "turns": {**workers_run, "gatewayTurnsPerS": 610.0, "gatewayCpuMsPerTurn": 1.3},
                 },
                 "2": {
                     "workers": 2,
                     "levels": [],
                     "maxSustained": 300,
-                    "turns": {"gatewayTurnsPerS": 1100.0, "gatewayCpuMsPerTurn": 1.4},
+                    "turns": {**workers_run, "gatewayTurnsPerS": 1100.0, "gatewayCpuMsPerTurn": 1.4},
                 },
             },
         },
@@ -95,6 +98,9 @@ def test_issue_targets_read_the_turns_and_workers_scenarios() -> None:
     assert rows["rss_per_stream"]["met"] is None
     table = markdown({"issueTargets": list(rows.values())})
     assert "| short turns per second, two workers, c=50 | – | 1100 turns/s | ≥ 1000 turns/s | yes |" in table
+    section = markdown({"workers": results["workers"]})
+    assert "| 2 | 1100 | 1.40 ms | 0.90 | 700 | 0.50 | 0 |" in section
+    assert "Two workers ÷ one (median of the rounds' paired ratios): 1.50×." in section
 
 
 def test_timeline_medians_measure_each_point_from_its_own_turns_request() -> None:

@@ -3,9 +3,11 @@
 # bounds on request headers, app.server.hosting.BoundedHttpToolsProtocol).
 #
 #   GATEWAY_HOST, GATEWAY_PORT     bind address (the image sets 0.0.0.0:8080)
-#   GATEWAY_WORKERS                worker processes (default 1). With more than one, Prometheus metrics are
-#                                  kept in PROMETHEUS_MULTIPROC_DIR (default /tmp/gateway-metrics), emptied here
-#                                  at start as prometheus-client requires, and /metrics sums every worker.
+#   GATEWAY_WORKERS                worker processes (default 1). More than one needs GATEWAY_REDIS_URL (the
+#                                  workers share limits, budgets, pools and resumable streams there; refused
+#                                  here without it, exit 3). Prometheus metrics are then kept in
+#                                  PROMETHEUS_MULTIPROC_DIR (default /tmp/gateway-metrics), emptied here at
+#                                  start as prometheus-client requires, and /metrics sums every worker.
 #   GATEWAY_DRAIN_TIMEOUT          seconds in-flight streams get on SIGTERM (the app's setting, default 20);
 #                                  uvicorn's own graceful-shutdown limit is set 10 s above it.
 #   GATEWAY_LOG_LEVEL              uvicorn's log level too (default info)
@@ -25,6 +27,10 @@ esac
 export GATEWAY_WORKERS="$workers"  # the app reads it too (app/settings.py: at least 1)
 
 if [ "$workers" -gt 1 ]; then
+    if [ -z "${GATEWAY_REDIS_URL:-}" ]; then
+        echo "start-up failed: GATEWAY_WORKERS=$workers needs GATEWAY_REDIS_URL: without it each worker process counts key, team and user limits, budget reservations and pool state alone (N workers would allow N times each limit) and resumes only its own streams; set GATEWAY_REDIS_URL (redis://host:6379/0, the Redis replicas share; docs/replicas.md), or set GATEWAY_WORKERS=1" >&2
+        exit 3
+    fi
     PROMETHEUS_MULTIPROC_DIR="${PROMETHEUS_MULTIPROC_DIR:-/tmp/gateway-metrics}"
     export PROMETHEUS_MULTIPROC_DIR
     mkdir -p "$PROMETHEUS_MULTIPROC_DIR"

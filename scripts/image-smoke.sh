@@ -6,7 +6,8 @@
 # 2. Builds the image (--network host). When BASE_IMAGE cannot be pulled (no container registry reachable),
 #    builds `local/python-base` instead: Debian from the mirror apt uses here (debootstrap), with python3,
 #    python3-venv and this machine's CA certificates, imported with `docker import`.
-# 3. Runs the container with --network host, GATEWAY_DEMO=1, two workers and a read-only root file system,
+# 3. Runs the container with --network host, GATEWAY_DEMO=1, two workers (sharing the host's Redis,
+#    IMAGE_SMOKE_REDIS_URL, default redis://127.0.0.1:6379/13) and a read-only root file system,
 #    waits for /readyz, runs the image's own HEALTHCHECK command, streams a demo turn (expects `done`),
 #    checks /metrics, that it runs as a non-root user and ships no build tools, then removes the container.
 set -euo pipefail
@@ -150,8 +151,10 @@ say "imports: $(tail -n 1 "$WORK/imports.log")"
 PORT="$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
 URL="http://127.0.0.1:$PORT"
 CONTAINER="gateway-smoke-$$"
+# Two workers need a shared Redis: the host's (--network host), a db number of the smoke's own.
+REDIS_URL="${IMAGE_SMOKE_REDIS_URL:-redis://127.0.0.1:6379/13}"
 docker run -d --name "$CONTAINER" --network host --read-only --tmpfs /tmp \
-    -e GATEWAY_DEMO=1 -e GATEWAY_PORT="$PORT" -e GATEWAY_WORKERS=2 "$IMAGE" >/dev/null
+    -e GATEWAY_DEMO=1 -e GATEWAY_PORT="$PORT" -e GATEWAY_WORKERS=2 -e GATEWAY_REDIS_URL="$REDIS_URL" "$IMAGE" >/dev/null
 say "container $CONTAINER on $URL"
 
 http() {  # http METHOD PATH [BODY] -> prints "STATUS\n<body>"; never fails on an HTTP status (0: no answer)

@@ -296,13 +296,15 @@ def demo_clouds_refused(providers: list[str]) -> StartupError:
     )
 
 
-def workers_refused(workers: int) -> StartupError:
-    """`GATEWAY_WORKERS` > 1 under `python -m app`, which serves one process."""
+def workers_need_redis(workers: int) -> StartupError:
+    """`GATEWAY_WORKERS` > 1 without `GATEWAY_REDIS_URL`: each worker process would count the per-key limits,
+    budgets' reservations, pools' state and resumable streams alone (N workers: N × each limit)."""
     return StartupError(
-        f"GATEWAY_WORKERS={workers} asks for worker processes, which only the container's entrypoint starts "
-        "(deploy/docker-entrypoint.sh); `python -m app` serves one process",
-        "unset GATEWAY_WORKERS (or set it to 1), or run the container image, or run "
-        "`uvicorn app.main:app --workers N` with PROMETHEUS_MULTIPROC_DIR set (docs/performance.md)",
+        f"GATEWAY_WORKERS={workers} needs GATEWAY_REDIS_URL: without it each worker process counts key, team and "
+        "user limits, budget reservations and pool state alone (N workers would allow N times each limit) and "
+        "resumes only its own streams",
+        "set GATEWAY_REDIS_URL (redis://host:6379/0, the Redis replicas share; docs/replicas.md), "
+        "or set GATEWAY_WORKERS=1",
     )
 
 

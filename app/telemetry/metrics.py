@@ -135,7 +135,9 @@ class Metrics(TurnObserver):
             "Spend of the current period over the budget (1 = spent), by team and key (empty: the team's own)",
             ("team", "key", "period"),
             registry=own,
-            multiprocess_mode="livemax",
+            # Each worker sets it from the shared store's spend when it charges a turn: the latest value set is
+            # the current one (a maximum would keep a worker's ratio from before the period reset).
+            multiprocess_mode="livemostrecent",
         )
         self.limit_store_errors = counter(
             "gateway_limit_store_errors_total",
@@ -147,7 +149,7 @@ class Metrics(TurnObserver):
             "1 while this replica enforces per-key limits alone because the limit store (Redis) does not answer "
             "(GATEWAY_REDIS_FAIL_OPEN=true): each replica admits up to the limit, N replicas up to N times it",
             registry=own,
-            multiprocess_mode="max",
+            multiprocess_mode="livemax",  # 1 while any live worker is on its own (a stopped worker's value goes)
         )
         self.resumptions = counter("gateway_resumptions_total", "Resumable streams continued with GET /v1/stream/{id}")
         # Pools (docs/pools.md): labels are the catalog's pool (route) and deployment names, a bounded set.

@@ -247,13 +247,26 @@ def test_entrypoint_several_workers_share_an_emptied_metrics_dir(tmp_path: Path)
     metrics.mkdir()
     (metrics / "counter_123.db").write_bytes(b"stale")
     code, argv, env = run_entrypoint(
-        tmp_path, GATEWAY_WORKERS="3", PROMETHEUS_MULTIPROC_DIR=str(metrics), GATEWAY_DRAIN_TIMEOUT="12.5"
+        tmp_path,
+        GATEWAY_WORKERS="3",
+        GATEWAY_REDIS_URL="redis://127.0.0.1:6379/5",
+        PROMETHEUS_MULTIPROC_DIR=str(metrics),
+        GATEWAY_DRAIN_TIMEOUT="12.5",
     )
     assert code == 0, argv
     assert option(argv, "--workers") == "3"
     assert env["PROMETHEUS_MULTIPROC_DIR"] == str(metrics)
     assert list(metrics.iterdir()) == [], "stale metric files from an earlier run must be removed"
     assert option(argv, "--timeout-graceful-shutdown") == "22"
+
+
+def test_entrypoint_refuses_several_workers_without_redis_in_one_line(tmp_path: Path) -> None:
+    """Without a shared store each worker would count every limit alone: refused before uvicorn starts."""
+    code, out, _ = run_entrypoint(tmp_path, GATEWAY_WORKERS="2")
+    assert code == 3
+    lines = out[0].splitlines()
+    assert len(lines) == 1 and "GATEWAY_WORKERS=2 needs GATEWAY_REDIS_URL" in lines[0]
+    assert not (tmp_path / "record.json").exists(), "the server must not start"
 
 
 def test_entrypoint_rejects_a_bad_worker_count(tmp_path: Path) -> None:

@@ -207,7 +207,9 @@ def _one_failure_line(proc: GatewayProcess) -> str:
             id="redis-url-without-scheme",
         ),
         pytest.param(
-            {"GATEWAY_WORKERS": "2"}, ["GATEWAY_WORKERS=2", "entrypoint", "unset GATEWAY_WORKERS"], id="workers"
+            {"GATEWAY_WORKERS": "2"},
+            ["GATEWAY_WORKERS=2 needs GATEWAY_REDIS_URL", "N times each limit", "GATEWAY_WORKERS=1"],
+            id="workers-without-redis",
         ),
         pytest.param(
             {"GATEWAY_API_KEY": "sk-typo-s3cret"},
