@@ -155,8 +155,11 @@ def test_everything_the_dockerfile_copies_is_in_the_build_context() -> None:
 
 
 def test_slim_venv_keeps_only_what_imports_reach_compiled_and_stripped(tmp_path: Path) -> None:
-    """deploy/slim-venv.sh (the image's build stage): test suites, stubs and unused AWS models go, every shared
-    library is stripped, and each module is left as bytecode beside where its source was."""
+    """deploy/slim-venv.sh (the image's build stage): test suites, stubs, the sources compiled extensions and
+    protobuf modules were generated from, pip's RECORD, boto3's resource models and unused AWS models go, every
+    shared library is stripped, and each module is left as bytecode beside where its source was; a
+    distribution's METADATA and entry points (what importlib.metadata and the OpenTelemetry configurator read)
+    stay."""
     venv = tmp_path / "venv"
     site = venv / "lib" / "python3.11" / "site-packages"
     (venv / "bin").mkdir(parents=True)
@@ -167,6 +170,14 @@ def test_slim_venv_keeps_only_what_imports_reach_compiled_and_stripped(tmp_path:
         "pkg/tests/test_pkg.py": "",
         "pkg/__pycache__/stale.cpython-311.pyc": "",
         "pkg/_speedups.cpython-311-x86_64-linux-gnu.so": "",
+        "pkg/_speedups.pyx": "",
+        "pkg/_speedups.pxd": "",
+        "pkg/includes/speedups.h": "",
+        "pkg/api.proto": "",
+        "pkg-1.0.dist-info/METADATA": "Name: pkg\nVersion: 1.0\n",
+        "pkg-1.0.dist-info/entry_points.txt": "[pkg.plugins]\nmain = pkg\n",
+        "pkg-1.0.dist-info/RECORD": "pkg/__init__.py,,\n",
+        "boto3/data/ec2/2016-11-15/resources-1.json": "{}",
         "botocore/data/endpoints.json": "{}",
         "botocore/data/bedrock-runtime/2023-09-30/service-2.json.gz": "",
         "botocore/data/sts/2011-06-15/service-2.json.gz": "",
@@ -188,6 +199,8 @@ def test_slim_venv_keeps_only_what_imports_reach_compiled_and_stripped(tmp_path:
         "botocore/data/bedrock-runtime/2023-09-30/service-2.json.gz",
         "botocore/data/endpoints.json",
         "botocore/data/sts/2011-06-15/service-2.json.gz",
+        "pkg-1.0.dist-info/METADATA",
+        "pkg-1.0.dist-info/entry_points.txt",
         "pkg/__init__.pyc",
         "pkg/_speedups.cpython-311-x86_64-linux-gnu.so",
     ]
@@ -197,6 +210,79 @@ def test_slim_venv_keeps_only_what_imports_reach_compiled_and_stripped(tmp_path:
     ]
     loaded = run(sys.executable, "-c", "import pkg; print(pkg.VALUE, pkg.__file__)", cwd=site)
     assert loaded.stdout.split() == ["42", str(site / "pkg/__init__.pyc")]
+    metadata = (
+        "import importlib.metadata as m; print(m.version('pkg'), [e.name for e in m.entry_points(group='pkg.plugins')])"
+    )
+    assert run(sys.executable, "-c", metadata, cwd=site).stdout.strip() == "1.0 ['main']"
+
+
+# A POSIX shell's keywords (a command may follow them) and builtins (the whole command is the shell's own).
+SHELL_KEYWORDS = {"if", "then", "else", "elif", "while", "until", "do", "!", "exec", "command"}
+SHELL_BUILTINS = {
+    "case", "esac", "fi", "for", "done", "set", "export", "unset", "exit", "return", "shift", "local", "read",
+    "cd", ".", ":", "eval", "trap", "wait", "echo", "printf", "test", "[", "true", "false", "kill",
+}  # fmt: skip
+
+
+def commands_run_by(script: str) -> set[str]:
+    """The names of the external commands a shell script runs: the first word of each simple command (at a line's
+    start, after `;`, `&&`, `||`, `|`, `$(` or a keyword), less builtins, assignments and case patterns."""
+    names: set[str] = set()
+    for raw in script.replace("\\\n", " ").splitlines():  # continuation lines joined
+        line = raw.split(" #", 1)[0].strip()
+        if not line or line.startswith("#"):
+            continue
+        for part in re.split(r"\$\(|&&|\|\||[;|]", line):
+            words = part.split()
+            while words and (words[0] in SHELL_KEYWORDS or re.match(r"\w+=", words[0])):
+                words = words[1:]
+            if not words or words[0] in SHELL_BUILTINS or not re.fullmatch(r"\w[\w.-]*", words[0]):
+                continue
+            names.add(words[0])
+    return names
+
+
+def test_commands_run_by_sees_a_pipeline_a_substitution_and_exec() -> None:
+    script = (
+        'set -eu\nx="$(echo a | tr a b)"\n[ -d /x ] || mkdir -p /x\nif true; then find /x; fi\nexec python -m app\n'
+    )
+    assert commands_run_by(script) == {"tr", "mkdir", "find", "python"}
+
+
+def test_the_image_keeps_every_command_the_entrypoint_and_the_final_stage_run() -> None:
+    """deploy/slim-base.sh deletes every command of /usr/bin and /usr/sbin not in its KEEP_COMMANDS: the
+    entrypoint, the Dockerfile's final-stage RUN and HEALTHCHECK, and the image smoke's `docker exec` must only
+    run kept ones (or the shell's builtins)."""
+    slim = (DEPLOY / "slim-base.sh").read_text()
+    match = re.search(r'^KEEP_COMMANDS="(.*?)"$', slim, re.M | re.S)
+    assert match, "slim-base.sh has no KEEP_COMMANDS"
+    kept = set(match.group(1).replace("\\\n", " ").split())
+    assert {"python3", "sh", "dash", "tar", "nologin"} <= kept
+
+    final = stages(dockerfile_instructions((ROOT / "Dockerfile").read_text()))[-1]
+    runs = [args for word, args in final if word == "RUN"]
+    health = [json.loads(args.split("CMD", 1)[1]) for word, args in final if word == "HEALTHCHECK"]
+    smoke = (ROOT / "scripts" / "image-smoke.sh").read_text()
+    needed = commands_run_by(ENTRYPOINT.read_text()) | commands_run_by("\n".join(runs)) | {h[0] for h in health}
+    needed |= set(re.findall(r'docker exec "\$CONTAINER" (?:"\$\{check\[@\]\}"|(\w+))', smoke)) - {""}
+    assert {"python", "mkdir", "find", "tr", "chmod", "chown", "id", "sh"} <= needed
+    # `python` is the virtualenv's (/opt/venv/bin/python -> python3, kept).
+    missing = sorted(needed - kept - {"python"})
+    assert not missing, f"deploy/slim-base.sh removes commands the image runs: {missing} (add them to KEEP_COMMANDS)"
+
+
+def test_the_base_is_slimmed_with_the_virtualenv_in_place() -> None:
+    """slim-base.sh keeps the shared libraries the virtualenv's extension modules link, so it runs where the
+    virtualenv is, and the virtualenv is gone from that stage before the final stage copies its file system."""
+    instructions = dockerfile_instructions((ROOT / "Dockerfile").read_text())
+    final = stages(instructions)[-1]
+    root_stage = next(a.split()[0].removeprefix("--from=") for w, a in final if w == "COPY" and " / /" in a)
+    stage = next(s for s in stages(instructions) if s[0][1].endswith(f"AS {root_stage}"))
+    copies = [args for word, args in stage if word == "COPY"]
+    runs = " ".join(args for word, args in stage if word == "RUN")
+    assert "--from=build /opt/venv /opt/venv" in copies
+    assert "slim-base.sh /opt/venv" in runs and "rm -rf /opt/venv" in runs
+    assert runs.index("useradd") < runs.index("slim-base.sh")  # useradd is among what goes
 
 
 # ---------------------------------------------------------------------------------------------- entrypoint
