@@ -107,27 +107,36 @@ def portkey_headers(sim_url: str) -> tuple[tuple[str, str], ...]:
     )
 
 
-def _spawn_gateway(sim: procs.Server, prefix: list[str]) -> tuple[procs.Server, list[str], int, dict[str, str]]:
+@dataclass
+class Launch:
+    """A server not started yet: its `Server`, its command line (pinned), its port and extra environment."""
+
+    server: procs.Server
+    cmd: list[str]
+    port: int
+    env: dict[str, str]
+
+    def start(self) -> procs.Server:
+        """Run it and wait until its ready route (`Server.health`) answers 200."""
+        return self.server.start_command(self.cmd, self.port, self.env)
+
+
+def gateway_launch(sim: procs.Server, prefix: list[str]) -> Launch:
+    """This gateway under uvicorn (one worker), coalescing off; ready once `/readyz` answers (warm-up done)."""
     server = procs.Server("gateway", "app.main:app", env=procs.gateway_env(sim, **NO_COALESCING), health="/readyz")
     cmd, port, env = server.uvicorn_command()
-    return server, [*prefix, *cmd], port, env
+    return Launch(server, [*prefix, *cmd], port, env)
 
 
-def _spawn_portkey(prefix: list[str]) -> tuple[procs.Server, list[str], int, dict[str, str]]:
+def portkey_launch(prefix: list[str]) -> Launch:
     server = procs.Server("portkey", "", health="/")
     port = procs.free_port()
-    return server, [*prefix, *portkey_command(port)], port, {"NODE_ENV": "production"}
+    return Launch(server, [*prefix, *portkey_command(port)], port, {"NODE_ENV": "production"})
 
 
-Spawner = Callable[[], tuple[procs.Server, list[str], int, dict[str, str]]]
 # The route that answers 200 once the server listens (the cold start's first figure); `Server.health` is the one
 # that says it is ready (the gateway's `/readyz`: its warm-up has imported the served vendors' SDKs).
 LIVENESS = {"gateway-chat": "/healthz", "portkey": "/"}
-
-
-def _start(spawn: Spawner) -> procs.Server:
-    server, cmd, port, env = spawn()
-    return server.start_command(cmd, port, env)
 
 
 @dataclass
@@ -289,13 +298,14 @@ async def _until(what: Callable[[], Awaitable[bool]], server: procs.Server, star
     return time.monotonic() - started
 
 
-async def cold_start_once(name: str, spawn: Spawner, sim: procs.Server) -> dict[str, float]:
+async def cold_start_once(name: str, launch: Callable[[], Launch], sim: procs.Server) -> dict[str, float]:
     """One fresh process: to its health route's first 200, to its first short turn done; its idle RSS once it is
     ready (the gateway's warm-up done), 5 turns later and 3 s after them."""
-    server, cmd, port, env = spawn()
+    fresh = launch()
+    server, port = fresh.server, fresh.port
     short = paced(SHORT_N, 0, SIZE)
     started = time.monotonic()
-    server.spawn(cmd, port, env)
+    server.spawn(fresh.cmd, port, fresh.env)
     try:
         target = subject_target(name, sim, server)
         healthy = await _until(lambda: _is(http_status(port, LIVENESS[name]), 200), server, started)
@@ -398,9 +408,9 @@ async def run(quick: bool = False) -> dict[str, Any]:
     sim = await asyncio.to_thread(_start_simulator, client_pin)
     servers: list[procs.Server] = []
     try:
-        gateway = await asyncio.to_thread(_start, lambda: _spawn_gateway(sim, server_pin))
+        gateway = await asyncio.to_thread(gateway_launch(sim, server_pin).start)
         servers.append(gateway)
-        portkey = await asyncio.to_thread(_start, lambda: _spawn_portkey(server_pin))
+        portkey = await asyncio.to_thread(portkey_launch(server_pin).start)
         servers.append(portkey)
         by_name = {"direct": sim, "gateway-chat": gateway, "gateway-stream": gateway, "portkey": portkey}
         subjects = [Subject(name, subject_target(name, sim, by_name[name]), by_name[name]) for name in SUBJECTS]
@@ -430,22 +440,22 @@ async def run(quick: bool = False) -> dict[str, Any]:
         for server in servers:
             await asyncio.to_thread(server.stop)
         servers.clear()
-        spawners: dict[str, Spawner] = {
-            "gateway-chat": lambda: _spawn_gateway(sim, server_pin),
-            "portkey": lambda: _spawn_portkey(server_pin),
+        launches: dict[str, Callable[[], Launch]] = {
+            "gateway-chat": lambda: gateway_launch(sim, server_pin),
+            "portkey": lambda: portkey_launch(server_pin),
         }
-        cold: dict[str, list[dict[str, float]]] = {name: [] for name in spawners}
+        cold: dict[str, list[dict[str, float]]] = {name: [] for name in launches}
         for r in range(plan.cold_rounds):
-            for name in list(spawners)[r % 2 :] + list(spawners)[: r % 2]:
-                cold[name].append(await cold_start_once(name, spawners[name], sim))
+            for name in list(launches)[r % 2 :] + list(launches)[: r % 2]:
+                cold[name].append(await cold_start_once(name, launches[name], sim))
         result["coldStart"] = {
             name: {key: median(row[key] for row in rows) for key in ("healthS", "firstTurnS", "idleRssMiB")}
             | {"perRound": rows}
             for name, rows in cold.items()
         }
         result["openStreams"] = {}
-        for name, spawner in spawners.items():
-            server = await asyncio.to_thread(_start, spawner)
+        for name, launch in launches.items():
+            server = await asyncio.to_thread(launch().start)
             servers.append(server)
             subject = Subject(name, subject_target(name, sim, server), server)
             result["openStreams"][name] = await open_streams(subject, plan.open_streams, quick)
