@@ -229,6 +229,9 @@ def _pid(server: procs.Server) -> int:
     return server.proc.pid
 
 
+MEDIANS = ("cpuMsPer1k", "cpuMsPerTurn", "ttftP50Ms", "framesPerStream")
+
+
 async def level(
     subjects: list[Subject], sim: procs.Server, n: int, concurrency: int, per_worker: int, rounds: int
 ) -> dict[str, Any]:
@@ -240,11 +243,11 @@ async def level(
     out: dict[str, Any] = {"concurrency": concurrency, "perWorker": per_worker, "rounds": per_round}
     for s in subjects:
         rows = [entry[s.name] for entry in per_round]
-        out[s.name] = {
-            key: median(row[key] for row in rows)
-            for key in ("cpuMsPer1k", "cpuMsPerTurn", "ttftP50Ms", "framesPerStream", "peakRssMiB")
-        } | {"failed": sum(row["failed"] for row in rows), "lostFrames": sum(row["lostFrames"] for row in rows)}
-        out[s.name]["peakRssMiB"] = max(row["peakRssMiB"] for row in rows)
+        out[s.name] = {key: median(row[key] for row in rows) for key in MEDIANS} | {
+            "peakRssMiB": max(row["peakRssMiB"] for row in rows),  # the peak over all rounds
+            "failed": sum(row["failed"] for row in rows),
+            "lostFrames": sum(row["lostFrames"] for row in rows),
+        }
         if s.name != "direct":
             out[s.name]["addedTtftMs"] = median(
                 entry[s.name]["ttftP50Ms"] - entry["direct"]["ttftP50Ms"]
