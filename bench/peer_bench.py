@@ -56,6 +56,7 @@ import uvloop
 
 from bench import procs, proctree
 from bench.client import Path, StreamResult, Target, stream
+from bench.peer_report import GATEWAY_SUBJECTS, SUBJECTS, markdown, rows
 from bench.scenarios import _summarise, expected_text, paced
 from bench.stats import median, ms, pct
 
@@ -69,8 +70,6 @@ SERVER_CPU, CLIENT_CPU = 1, 0
 SIZE = 8
 LONG_N, SHORT_N = 200, 5
 ANTHROPIC_EVENTS_BESIDES_DELTAS = 6  # message_start, block start, ping, block stop, message_delta, message_stop
-SUBJECTS = ("direct", "gateway-chat", "gateway-stream", "portkey")
-GATEWAY_SUBJECTS = ("gateway-chat", "gateway-stream")
 NO_COALESCING = {"GATEWAY_THROTTLE_MS": "0"}
 
 
@@ -107,27 +106,36 @@ def portkey_headers(sim_url: str) -> tuple[tuple[str, str], ...]:
     )
 
 
-def _spawn_gateway(sim: procs.Server, prefix: list[str]) -> tuple[procs.Server, list[str], int, dict[str, str]]:
+@dataclass
+class Launch:
+    """A server not started yet: its `Server`, its command line (pinned), its port and extra environment."""
+
+    server: procs.Server
+    cmd: list[str]
+    port: int
+    env: dict[str, str]
+
+    def start(self) -> procs.Server:
+        """Run it and wait until its ready route (`Server.health`) answers 200."""
+        return self.server.start_command(self.cmd, self.port, self.env)
+
+
+def gateway_launch(sim: procs.Server, prefix: list[str]) -> Launch:
+    """This gateway under uvicorn (one worker), coalescing off; ready once `/readyz` answers (warm-up done)."""
     server = procs.Server("gateway", "app.main:app", env=procs.gateway_env(sim, **NO_COALESCING), health="/readyz")
     cmd, port, env = server.uvicorn_command()
-    return server, [*prefix, *cmd], port, env
+    return Launch(server, [*prefix, *cmd], port, env)
 
 
-def _spawn_portkey(prefix: list[str]) -> tuple[procs.Server, list[str], int, dict[str, str]]:
+def portkey_launch(prefix: list[str]) -> Launch:
     server = procs.Server("portkey", "", health="/")
     port = procs.free_port()
-    return server, [*prefix, *portkey_command(port)], port, {"NODE_ENV": "production"}
+    return Launch(server, [*prefix, *portkey_command(port)], port, {"NODE_ENV": "production"})
 
 
-Spawner = Callable[[], tuple[procs.Server, list[str], int, dict[str, str]]]
 # The route that answers 200 once the server listens (the cold start's first figure); `Server.health` is the one
 # that says it is ready (the gateway's `/readyz`: its warm-up has imported the served vendors' SDKs).
 LIVENESS = {"gateway-chat": "/healthz", "portkey": "/"}
-
-
-def _start(spawn: Spawner) -> procs.Server:
-    server, cmd, port, env = spawn()
-    return server.start_command(cmd, port, env)
 
 
 @dataclass
@@ -220,6 +228,9 @@ def _pid(server: procs.Server) -> int:
     return server.proc.pid
 
 
+MEDIANS = ("cpuMsPer1k", "cpuMsPerTurn", "ttftP50Ms", "framesPerStream")
+
+
 async def level(
     subjects: list[Subject], sim: procs.Server, n: int, concurrency: int, per_worker: int, rounds: int
 ) -> dict[str, Any]:
@@ -231,11 +242,11 @@ async def level(
     out: dict[str, Any] = {"concurrency": concurrency, "perWorker": per_worker, "rounds": per_round}
     for s in subjects:
         rows = [entry[s.name] for entry in per_round]
-        out[s.name] = {
-            key: median(row[key] for row in rows)
-            for key in ("cpuMsPer1k", "cpuMsPerTurn", "ttftP50Ms", "framesPerStream", "peakRssMiB")
-        } | {"failed": sum(row["failed"] for row in rows), "lostFrames": sum(row["lostFrames"] for row in rows)}
-        out[s.name]["peakRssMiB"] = max(row["peakRssMiB"] for row in rows)
+        out[s.name] = {key: median(row[key] for row in rows) for key in MEDIANS} | {
+            "peakRssMiB": max(row["peakRssMiB"] for row in rows),  # the peak over all rounds
+            "failed": sum(row["failed"] for row in rows),
+            "lostFrames": sum(row["lostFrames"] for row in rows),
+        }
         if s.name != "direct":
             out[s.name]["addedTtftMs"] = median(
                 entry[s.name]["ttftP50Ms"] - entry["direct"]["ttftP50Ms"]
@@ -289,13 +300,14 @@ async def _until(what: Callable[[], Awaitable[bool]], server: procs.Server, star
     return time.monotonic() - started
 
 
-async def cold_start_once(name: str, spawn: Spawner, sim: procs.Server) -> dict[str, float]:
+async def cold_start_once(name: str, launch: Callable[[], Launch], sim: procs.Server) -> dict[str, float]:
     """One fresh process: to its health route's first 200, to its first short turn done; its idle RSS once it is
     ready (the gateway's warm-up done), 5 turns later and 3 s after them."""
-    server, cmd, port, env = spawn()
+    fresh = launch()
+    server, port = fresh.server, fresh.port
     short = paced(SHORT_N, 0, SIZE)
     started = time.monotonic()
-    server.spawn(cmd, port, env)
+    server.spawn(fresh.cmd, port, fresh.env)
     try:
         target = subject_target(name, sim, server)
         healthy = await _until(lambda: _is(http_status(port, LIVENESS[name]), 200), server, started)
@@ -398,9 +410,9 @@ async def run(quick: bool = False) -> dict[str, Any]:
     sim = await asyncio.to_thread(_start_simulator, client_pin)
     servers: list[procs.Server] = []
     try:
-        gateway = await asyncio.to_thread(_start, lambda: _spawn_gateway(sim, server_pin))
+        gateway = await asyncio.to_thread(gateway_launch(sim, server_pin).start)
         servers.append(gateway)
-        portkey = await asyncio.to_thread(_start, lambda: _spawn_portkey(server_pin))
+        portkey = await asyncio.to_thread(portkey_launch(server_pin).start)
         servers.append(portkey)
         by_name = {"direct": sim, "gateway-chat": gateway, "gateway-stream": gateway, "portkey": portkey}
         subjects = [Subject(name, subject_target(name, sim, by_name[name]), by_name[name]) for name in SUBJECTS]
@@ -430,22 +442,22 @@ async def run(quick: bool = False) -> dict[str, Any]:
         for server in servers:
             await asyncio.to_thread(server.stop)
         servers.clear()
-        spawners: dict[str, Spawner] = {
-            "gateway-chat": lambda: _spawn_gateway(sim, server_pin),
-            "portkey": lambda: _spawn_portkey(server_pin),
+        launches: dict[str, Callable[[], Launch]] = {
+            "gateway-chat": lambda: gateway_launch(sim, server_pin),
+            "portkey": lambda: portkey_launch(server_pin),
         }
-        cold: dict[str, list[dict[str, float]]] = {name: [] for name in spawners}
+        cold: dict[str, list[dict[str, float]]] = {name: [] for name in launches}
         for r in range(plan.cold_rounds):
-            for name in list(spawners)[r % 2 :] + list(spawners)[: r % 2]:
-                cold[name].append(await cold_start_once(name, spawners[name], sim))
+            for name in list(launches)[r % 2 :] + list(launches)[: r % 2]:
+                cold[name].append(await cold_start_once(name, launches[name], sim))
         result["coldStart"] = {
             name: {key: median(row[key] for row in rows) for key in ("healthS", "firstTurnS", "idleRssMiB")}
             | {"perRound": rows}
             for name, rows in cold.items()
         }
         result["openStreams"] = {}
-        for name, spawner in spawners.items():
-            server = await asyncio.to_thread(_start, spawner)
+        for name, launch in launches.items():
+            server = await asyncio.to_thread(launch().start)
             servers.append(server)
             subject = Subject(name, subject_target(name, sim, server), server)
             result["openStreams"][name] = await open_streams(subject, plan.open_streams, quick)
@@ -468,142 +480,6 @@ def _start_simulator(prefix: list[str]) -> procs.Server:
     server = procs.Server("simulator", "simulator.app:app", health="/_sim/requests?contains=healthcheck")
     cmd, port, env = server.uvicorn_command()
     return server.start_command([*prefix, *cmd], port, env)
-
-
-# ---------------------------------------------------------------------- the table
-
-
-def ratio(a: float | None, b: float | None) -> float | None:
-    return round(a / b, 2) if a is not None and b else None
-
-
-def rows(result: dict[str, Any]) -> list[dict[str, Any]]:
-    """The side-by-side table: one row per figure, each gateway way and Portkey, and gateway ÷ Portkey (the
-    per-round median for CPU, else the ratio of the medians)."""
-    out = []
-    for key, label in (("c1", "c=1"), ("c50", "c=50")):
-        lvl = result["long"][key]
-        out.append(_row(f"CPU per 1,000 upstream events, {label} (ms)", lvl, "cpuMsPer1k"))
-    for key, label in (("c1", "c=1"), ("c20", "c=20")):
-        lvl = result["short"][key]
-        out.append(_row(f"CPU per short turn (5 deltas), {label} (ms)", lvl, "cpuMsPerTurn"))
-    short1 = result["short"]["c1"]
-    out.append(
-        {
-            "figure": "added time to first text, short turn, c=1 (ms)",
-            "gateway-chat": short1["gateway-chat"]["addedTtftMs"],
-            "gateway-stream": short1["gateway-stream"]["addedTtftMs"],
-            "portkey": short1["portkey"]["addedTtftMs"],
-            "ratio-chat": ratio(short1["gateway-chat"]["addedTtftMs"], short1["portkey"]["addedTtftMs"]),
-            "ratio-stream": ratio(short1["gateway-stream"]["addedTtftMs"], short1["portkey"]["addedTtftMs"]),
-        }
-    )
-    cold = result["coldStart"]
-    for key, label in (
-        ("healthS", "cold start to the first 200 of the health route (s)"),
-        ("firstTurnS", "cold start to the first streamed turn done (s)"),
-        ("idleRssMiB", "idle RSS, process tree (MiB)"),
-    ):
-        out.append(_process_row(label, cold["gateway-chat"][key], cold["portkey"][key]))
-    c50 = result["long"]["c50"]
-    out.append(
-        _process_row(
-            "peak RSS during c=50 (MiB)",
-            max(c50["gateway-chat"]["peakRssMiB"], c50["gateway-stream"]["peakRssMiB"]),
-            c50["portkey"]["peakRssMiB"],
-        )
-    )
-    opened = result["openStreams"]
-    out.append(
-        _process_row(
-            f"RSS per open stream, {opened['portkey']['streams']:,} paced streams (KB)",
-            opened["gateway-chat"]["kbPerStream"],
-            opened["portkey"]["kbPerStream"],
-        )
-    )
-    return out
-
-
-def _row(label: str, lvl: dict[str, Any], key: str) -> dict[str, Any]:
-    return {
-        "figure": label,
-        "direct": lvl["direct"][key],
-        "gateway-chat": lvl["gateway-chat"][key],
-        "gateway-stream": lvl["gateway-stream"][key],
-        "portkey": lvl["portkey"][key],
-        "ratio-chat": lvl["overPortkey"]["gateway-chat"][key],
-        "ratio-stream": lvl["overPortkey"]["gateway-stream"][key],
-    }
-
-
-def _process_row(label: str, gateway: float | None, portkey: float | None) -> dict[str, Any]:
-    """A figure of the gateway's process (both of its ways are the same process)."""
-    return {"figure": label, "gateway-chat": gateway, "gateway-stream": None, "portkey": portkey,
-            "ratio-chat": ratio(gateway, portkey), "ratio-stream": None, "process": True}  # fmt: skip
-
-
-def _fmt(value: Any) -> str:
-    if value is None:
-        return "–"
-    return (
-        f"{value:.2f}"
-        if isinstance(value, float) and abs(value) < 100
-        else f"{value:,.0f}"
-        if isinstance(value, float)
-        else str(value)
-    )
-
-
-def table(result: dict[str, Any]) -> list[str]:
-    """The Markdown table of `rows` (also in the summary of a full `make bench` run)."""
-    if "skipped" in result:
-        return [f"Skipped: {result['skipped']}."]
-    lines = [
-        "| figure | gateway, Chat Completions door | gateway, /v1/stream | Portkey "
-        f"{result['portkeyVersion']} | direct (simulator) | gateway ÷ Portkey (door / stream) |",
-        "|---|---|---|---|---|---|",
-    ]
-    for row in result["table"]:
-        stream_cell = "(same process)" if row.get("process") else _fmt(row["gateway-stream"])
-        ratios = _fmt(row["ratio-chat"]) + ("" if row.get("process") else f" / {_fmt(row['ratio-stream'])}")
-        lines.append(
-            f"| {row['figure']} | {_fmt(row['gateway-chat'])} | {stream_cell} | {_fmt(row['portkey'])} | "
-            f"{_fmt(row.get('direct'))} | {ratios} |"
-        )
-    return lines
-
-
-def markdown(result: dict[str, Any]) -> str:
-    load = result["loadAverage1m"]
-    frames = {name: result["long"]["c50"][name]["framesPerStream"] for name in SUBJECTS}
-    failed = {
-        name: sum(result[kind][lvl][name]["failed"] for kind, lvl in
-                  (("long", "c1"), ("long", "c50"), ("short", "c1"), ("short", "c20")))
-        for name in SUBJECTS
-    }  # fmt: skip
-    return "\n".join(
-        [
-            "# This gateway beside Portkey (issue 42)",
-            "",
-            f"`python -m bench peers{' --quick' if result['quick'] else ''}` (bench/peer_bench.py). Portkey "
-            f"{result['portkeyVersion']} on Node {result['node']}; servers pinned `{result['pinned']['servers']}`, "
-            f"simulator and load generator `{result['pinned']['simulatorAndLoadGenerator']}`; gateway coalescing "
-            f"{result['gatewayCoalescing']}. Load average (1 min) {load['start']} at the start, {load['end']} at the "
-            "end. Medians over interleaved rounds; CPU is user + system of the server's process tree.",
-            "",
-            *table(result),
-            "",
-            f"Text frames per {LONG_N}-delta stream at c=50: "
-            + ", ".join(f"{name} {_fmt(value)}" for name, value in frames.items())
-            + ". Failed streams: "
-            + ", ".join(f"{name} {value}" for name, value in failed.items())
-            + ".",
-            "",
-            "Portkey sleeps 25 ms before forwarding the first chunk of a stream: its added time to first text "
-            "includes it.",
-            "",
-        ]
-    )
 
 
 def main() -> None:

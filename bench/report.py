@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from bench import peer_bench
+from bench import peer_report
 from bench.pools import table
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -391,7 +391,7 @@ def markdown(results: dict[str, Any]) -> str:
             "## 9. Beside Portkey (bench/peer_bench.py: the same simulator upstream, each server alone on CPU 1, "
             "coalescing off)",
             "",
-            *peer_bench.table(results["peers"]),
+            *peer_report.table(results["peers"]),
         ]
     lines += _history(results.get("history"))
     if "meta" in results and results["meta"].get("notes"):

@@ -11,7 +11,8 @@ from pathlib import Path
 from typing import Any
 
 from bench.client import Path as ClientPath, StreamResult, Target, _Chunked
-from bench.peer_bench import _process_row, over_portkey, portkey_headers, table
+from bench.peer_bench import over_portkey, portkey_headers
+from bench.peer_report import _process_row, table
 from bench.proctree import ProcStat, parse_stat, tree
 from bench.report import targets
 from bench.scenarios import expected_text, lost_frames, sustained
