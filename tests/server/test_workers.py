@@ -17,7 +17,7 @@ import pytest
 
 from tests.conftest import turn
 from tests.policy.test_keys_policy import bearer, digest
-from tests.procs import GatewayProcess
+from tests.procs import GatewayProcess, free_port
 from tests.redisproc import RedisServer
 from tests.telemetry.test_metrics import scrape
 
@@ -224,3 +224,23 @@ def test_metrics_of_either_worker_count_every_turn_and_every_record_completes(wo
 
     _wait(lambda: turns_counted() == len(records))
     assert [turns_counted() for _ in range(8)] == [len(records)] * 8
+
+
+def test_a_worker_of_uvicorn_workers_without_redis_refuses_to_start_in_one_line(sim):
+    """The container's path (uvicorn run directly, `GATEWAY_WORKERS` exported by the entrypoint): the app's own
+    start-up refuses several workers without Redis, so the server exits with its start-up failure status."""
+    port = free_port()
+    gateway = GatewayProcess(
+        sim.url,
+        port=port,
+        args=["-m", "uvicorn", "app.main:app", "--host", "127.0.0.1", "--port", str(port)],
+        GATEWAY_WORKERS="2",
+    )
+    try:
+        code = gateway.proc.wait(180)
+    finally:
+        gateway.stop()
+    stderr = gateway.proc.stderr.read().decode()
+    assert code == 3, stderr
+    refusals = [line for line in stderr.splitlines() if "GATEWAY_WORKERS=2 needs GATEWAY_REDIS_URL" in line]
+    assert len(refusals) == 1 and "Traceback" not in stderr, stderr
