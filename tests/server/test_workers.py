@@ -244,3 +244,33 @@ def test_a_worker_of_uvicorn_workers_without_redis_refuses_to_start_in_one_line(
     assert code == 3, stderr
     refusals = [line for line in stderr.splitlines() if "GATEWAY_WORKERS=2 needs GATEWAY_REDIS_URL" in line]
     assert len(refusals) == 1 and "Traceback" not in stderr, stderr
+
+
+def test_workers_stop_when_their_supervisor_is_killed(sim, tmp_path):
+    """SIGKILL leaves the supervisor no time to stop its workers: each asked to be sent SIGTERM when its parent
+    dies, and stops (drains) rather than keep serving on the port."""
+    import psutil
+
+    redis_server = RedisServer().start()
+    gateway = GatewayProcess(
+        sim.url,
+        database_url=f"sqlite:///{tmp_path}/gateway.db",
+        GATEWAY_WORKERS="2",
+        GATEWAY_REDIS_URL=redis_server.url,
+        PROMETHEUS_MULTIPROC_DIR=str(tmp_path / "metrics"),
+    )
+    workers: list[psutil.Process] = []
+    try:
+        gateway.wait_ready()
+        children = psutil.Process(gateway.proc.pid).children()
+        workers = [child for child in children if "spawn_main" in " ".join(child.cmdline())]
+        assert len(workers) == 2
+        gateway.stop()  # SIGKILL
+        _, alive = psutil.wait_procs(workers, timeout=60)
+        assert alive == [], alive
+    finally:
+        for worker in workers:  # what a failed check left behind (no longer this test's children)
+            if worker.is_running():
+                worker.kill()
+        gateway.stop()
+        redis_server.stop()
