@@ -15,10 +15,12 @@ from typing import Any, Iterator
 import httpx
 import pytest
 
+from tests.conformance import check_frames, parse_sse
 from tests.conftest import turn
 from tests.policy.test_keys_policy import bearer, digest
 from tests.procs import GatewayProcess, free_port
 from tests.redisproc import RedisServer
+from tests.resume_client import read_some, resume
 from tests.telemetry.test_metrics import scrape
 
 ROUNDS = 6  # bursts tried until the admitted turns were served by both workers
@@ -196,6 +198,25 @@ def test_a_record_read_right_after_its_turn_shows_it_done_whichever_worker_answe
             read = client.get(f"{url}/v1/requests/{turned.headers['x-request-id']}", headers=bearer("sk-plain"))
             outcomes.append((read.status_code, read.json().get("outcome")))
     assert outcomes == [(200, "done")] * 80
+
+
+def test_a_resumable_stream_resumed_on_a_new_connection_gets_exactly_the_rest(workers):
+    """Disconnect after 50 events, resume on a new connection (either worker): the rest without gap or duplicate,
+    one terminal, the record `resumed` once; four streams, so resumptions reach the worker that does not run the
+    turn (its copy of the events is the one in Redis)."""
+    url, plain = workers["gateway"].url, bearer("sk-plain")
+    for _ in range(4):
+        body = turn("anthropic/slow;n=120;delay_ms=5")
+        body["options"]["resumable"] = True
+        request_id, head = read_some(url, body, plain, 50)
+        rest = resume(url, request_id, plain, head[-1].id)
+        assert rest.status_code == 200, rest.text
+        tail = parse_sse(rest.text)
+        assert tail[0].id == "51"
+        events = check_frames(head + tail)  # ids 1 … N without gap or duplicate, one terminal
+        assert [event["type"] for event in events].count("done") == 1 and events[-1]["type"] == "done"
+        record = httpx.get(f"{url}/v1/requests/{request_id}", headers=plain, timeout=30).json()
+        assert (record["outcome"], record["resumed"]) == ("done", 1)
 
 
 def test_metrics_of_either_worker_count_every_turn_and_every_record_completes(workers):
