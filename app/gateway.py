@@ -7,7 +7,7 @@ import contextvars
 import logging
 import uuid
 from collections import Counter
-from typing import Callable, Protocol
+from typing import TYPE_CHECKING, Awaitable, Callable, Protocol
 
 from app.admin.service import Admin
 from app.admin.store import open_admin_store
@@ -43,6 +43,9 @@ from app.contract.refusals import RequestRejected
 from app.settings import Settings
 from app.stream.message import history_call_ids
 from app.stream.turn import Turn
+
+if TYPE_CHECKING:
+    from app.ledger.shared_flush import SharedFlush
 
 log = logging.getLogger("gateway")
 
@@ -88,6 +91,7 @@ class Gateway:
             self.ledger, settings, self.metrics, times_resumed=self.resume.times_resumed
         )
         self.dispatcher.observers.append(self.recorder)
+        self.shared_flush = _shared_flush(settings, self.recorder.flush)
         self.dispatcher.observers.append(RequestLog(settings.log_content))
         limit_store = _limit_store(settings)
         self.limits = Limits(
@@ -128,6 +132,8 @@ class Gateway:
         keys (the admin store: migrated, loaded, then polled for changes)."""
         await self.admin.start()
         await self.limits.start()
+        if self.shared_flush is not None:
+            self.shared_flush.start()
         self._keys_watch = asyncio.create_task(
             watch_keys(self.keys, self.settings.keys_reload_interval), name="gateway-keys-watch"
         )
@@ -148,6 +154,15 @@ class Gateway:
             key, user = key_id.removeprefix(USER_SUBJECT).split("/", 1)
             return await self.admin.store.user_spend(key, user, since_ms)
         return await self.ledger.spend(key_id, since_ms)
+
+    async def flush_records(self, timeout: float) -> None:
+        """Before a records read: the record writes queued so far are written, this process's and, with Redis,
+        every other gateway process's (`app.ledger.shared_flush`), so a client reads its finished turn's record
+        whichever worker or replica ran it. Bounded by `timeout`; the read goes on after it."""
+        if self.shared_flush is not None:
+            await self.shared_flush.everywhere(timeout)
+        else:
+            await self.recorder.flush(timeout)
 
     async def _ledger_last_cost(self, key_id: str) -> float:
         """What the key's latest settled turn cost, by the ledger (queued record writes flushed first)."""
@@ -340,6 +355,8 @@ class Gateway:
             await asyncio.gather(self._keys_watch, return_exceptions=True)
         await self.admin.aclose()
         await self.limits.aclose()
+        if self.shared_flush is not None:
+            await self.shared_flush.aclose()
         await self.resume.aclose()
         await self.pools.aclose()
         for provider in self.dispatcher.providers.values():
@@ -427,6 +444,15 @@ def _pool_store(settings: Settings) -> PoolStore:
 
     client = redis_client(settings.redis_url, settings.redis_timeout, max_connections=64)
     return RedisPoolStore(client, settings.redis_prefix, settings.redis_timeout)
+
+
+def _shared_flush(settings: Settings, flush_local: Callable[[float], Awaitable[bool]]) -> "SharedFlush | None":
+    """With `GATEWAY_REDIS_URL`: records reads wait for every process's queued writes (workers, replicas)."""
+    if not settings.redis_url:
+        return None
+    from app.ledger.shared_flush import SharedFlush
+
+    return SharedFlush(settings.redis_url, settings.redis_prefix, settings.redis_timeout, flush_local)
 
 
 def _resume_hub(settings: Settings, metrics: Metrics) -> ResumeHub:

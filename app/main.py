@@ -147,8 +147,12 @@ def create_app(
     @asynccontextmanager
     async def lifespan(app: FastAPI):
         ensure_configured(settings.log_level, settings.log_format)
-        if settings.workers > 1 and not settings.redis_url:  # a worker of `uvicorn --workers N` (the entrypoint)
-            raise workers_need_redis(settings.workers)
+        if settings.workers > 1:  # a worker of uvicorn's supervisor (`python -m app`, the entrypoint)
+            if not settings.redis_url:
+                raise workers_need_redis(settings.workers)
+            from app.server.workers import exit_with_supervisor
+
+            exit_with_supervisor()
         # POSTs on the turn routes skip FastAPI's stack from now on (app/api/edge.py); refused if middleware
         # was added that they would skip.
         app.start_fast_path()  # type: ignore[attr-defined]

@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
+from typing import Any
 
 import uvloop
 
@@ -15,13 +16,13 @@ DELTAS = 5
 _HEAD_END = b"\r\n\r\n"
 
 
-def _event(name: str, data: dict) -> bytes:
+def _event(name: str, data: dict[str, Any]) -> bytes:
     return f"event: {name}\ndata: {json.dumps(data, separators=(',', ':'))}\n\n".encode()
 
 
 def messages_stream(deltas: int = DELTAS) -> bytes:
     """The whole HTTP response: status, headers and a Messages stream with `deltas` text deltas."""
-    message = {
+    message: dict[str, Any] = {
         "id": "msg_canned",
         "type": "message",
         "role": "assistant",

@@ -2,7 +2,8 @@
 
 Both are scoped to the caller's key: a record of another key is answered exactly like a missing one (404),
 so ids cannot be probed. With authentication off every caller sees every record. Before reading, the
-route waits briefly for this replica's queued record writes, so a client sees its own finished request.
+route waits briefly for the queued record writes of this process and, with Redis, of every other gateway process
+(`Gateway.flush_records`), so a client sees its own finished request whichever worker or replica ran it.
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ def _unavailable(exc: Exception) -> ApiError:
 async def _scope(request: Request) -> tuple[Gateway, str | None]:
     gateway: Gateway = request.app.state.gateway
     key_id = gateway.keys.identify(authorization(request.headers))
-    await gateway.recorder.flush(READ_YOUR_WRITES_WAIT_S)
+    await gateway.flush_records(READ_YOUR_WRITES_WAIT_S)
     return gateway, key_id
 
 

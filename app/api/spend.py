@@ -42,7 +42,7 @@ async def _scope(request: Request) -> tuple[Gateway, str | None]:
             key_id = gateway.keys.identify(credentials)
     else:
         key_id = gateway.keys.identify(credentials)
-    await gateway.recorder.flush(READ_YOUR_WRITES_WAIT_S)
+    await gateway.flush_records(READ_YOUR_WRITES_WAIT_S)
     return gateway, key_id
 
 

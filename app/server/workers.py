@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
+import sys
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -55,3 +57,20 @@ def serve_workers(config: uvicorn.Config) -> int:
             socket.close()
     failed = any(process.exitcode == STARTUP_FAILURE for process in supervisor.processes)
     return STARTUP_FAILURE if failed else 0
+
+
+def exit_with_supervisor() -> None:
+    """In a worker of uvicorn's supervisor (`python -m app` or `uvicorn --workers N`): be sent SIGTERM (and so
+    drain) when the supervisor dies, so that a supervisor killed with SIGKILL does not leave its workers serving
+    on the port (Linux: `PR_SET_PDEATHSIG`; elsewhere nothing). Not a worker (no multiprocessing parent): nothing."""
+    import multiprocessing
+
+    parent = multiprocessing.parent_process()
+    if parent is None or not sys.platform.startswith("linux"):
+        return
+    import ctypes
+
+    pr_set_pdeathsig = 1
+    ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, signal.SIGTERM)
+    if not parent.is_alive():  # it died before the signal was asked for
+        os.kill(os.getpid(), signal.SIGTERM)

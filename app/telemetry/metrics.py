@@ -10,9 +10,12 @@ vocabulary per metric). Request ids and keys are never labels; a key's *name* is
 with key labels on; a team's name is the operator's). `/metrics` needs no key unless `GATEWAY_METRICS_KEY` is set (docs/operations.md).
 
 Multi-worker mode: when `PROMETHEUS_MULTIPROC_DIR` is set (before the process starts), prometheus-client
-keeps values in files in that directory, `/metrics` aggregates every worker's files with a
-`MultiProcessCollector`, and the active-streams gauge sums the live workers (`livesum`). The directory must
-be empty when the gateway starts (the usual prometheus-client rule).
+keeps values in files in that directory and `/metrics` aggregates every worker's files with a
+`MultiProcessCollector`: counters and histograms summed over every worker that ran, each gauge by its
+`multiprocess_mode` (live values summed over the live workers, `livesum`; the budget ratio the latest any live
+worker set; the local-fallback flag the maximum over live workers). The `process_*` metrics describe one process
+and are left out then. The directory must be empty when the gateway starts (the usual prometheus-client rule;
+`python -m app` and the container's entrypoint see to it).
 """
 
 from __future__ import annotations
