@@ -48,22 +48,29 @@ SAFETY_REASONS = frozenset({"SAFETY", "RECITATION", "BLOCKLIST", "PROHIBITED_CON
 
 
 def _get(obj: Any, snake: str, camel: str | None = None) -> Any:
-    """A field of an SDK object (snake_case) or of a wire dict (camelCase, or snake_case)."""
+    """A field of an SDK object (snake_case) or of a wire dict (camelCase, or snake_case). Called a dozen times
+    per chunk: the wire dict (what the adapter reads) is tested first, by its exact type."""
+    if type(obj) is dict or isinstance(obj, dict):
+        if camel is not None:
+            value = obj.get(camel)
+            if value is not None:
+                return value
+        return obj.get(snake)
     if obj is None:
         return None
-    if isinstance(obj, dict):
-        value = obj.get(camel) if camel else None
-        return obj.get(snake) if value is None else value
     return getattr(obj, snake, None)
 
 
-def _items(value: Any, field: str) -> list[Any]:
-    """A list field of a chunk; one of another type is a chunk Gemini would not send (the SDK's typed objects
-    refused such a chunk; the wire dicts the adapter reads are checked here)."""
+_NONE: tuple[Any, ...] = ()
+
+
+def _items(value: Any, field: str) -> list[Any] | tuple[Any, ...]:
+    """A list field of a chunk (not copied: it is only read); one of another type is a chunk Gemini would not
+    send (the SDK's typed objects refused such a chunk; the wire dicts the adapter reads are checked here)."""
     if value is None:
-        return []
+        return _NONE
     if isinstance(value, (list, tuple)):
-        return list(value)
+        return value
     raise ProviderError(f"sent a malformed chunk: {field} is not a list", retryable=True, kind=ErrorKind.MALFORMED)
 
 
