@@ -82,9 +82,11 @@ def serve_traced(port: int, out: str, frames: int = 1) -> None:
     uvicorn.Server(config).run()
 
 
-def serve(port: int, out: str) -> None:
+def serve(port: int, out: str, timer: str = "wall") -> None:
     """Run the gateway (uvicorn, uvloop, httptools, one worker); cProfile runs from SIGUSR1 to SIGUSR2, which
-    writes the stats to `out` (so that start-up and warm-up stay out of the profile)."""
+    writes the stats to `out` (so that start-up and warm-up stay out of the profile). `timer` "thread": the
+    event loop thread's CPU time (`time.thread_time`) instead of wall time, so that a socket write waiting for
+    the GIL (the ledger's thread holds it) or a preempted process counts nothing."""
     import uvicorn
 
     config = uvicorn.Config(
@@ -97,7 +99,7 @@ def serve(port: int, out: str) -> None:
         access_log=False,
         backlog=4096,
     )
-    profiler = cProfile.Profile()
+    profiler = cProfile.Profile(time.thread_time) if timer == "thread" else cProfile.Profile()
 
     def stop(*_: object) -> None:
         profiler.disable()
@@ -318,6 +320,12 @@ def main(argv: list[str] | None = None) -> None:
         default=None,
         help="the turns' coalescing window (default: the server's; 0: one event per upstream delta)",
     )
+    parser.add_argument(
+        "--timer",
+        choices=("wall", "thread"),
+        default="wall",
+        help="cProfile's clock: wall time (default) or the event loop thread's CPU time",
+    )
     parser.add_argument("--out", help="write the text summary here too (e.g. bench/profiles/NAME.txt)")
     args = parser.parse_args(argv)
     sim = procs.simulator()
@@ -348,7 +356,9 @@ def main(argv: list[str] | None = None) -> None:
             Path(args.out).write_text(text)
         print(text)
         return
-    gateway.start_command([sys.executable, "-m", "bench.profile", "serve", str(port), stats_path], port, settings)
+    gateway.start_command(
+        [sys.executable, "-m", "bench.profile", "serve", str(port), stats_path, args.timer], port, settings
+    )
     try:
         uvloop.run(drive(port, 200, 10))  # warm-up: imports, connections, first records
         assert gateway.popen is not None
@@ -371,7 +381,7 @@ def main(argv: list[str] | None = None) -> None:
         sim.stop()
     head = (
         f"# {turns} turns (`{paced(args.deltas, 0, PACED_SIZE)}`, throttleMs {args.throttle_ms}), concurrency "
-        f"{args.concurrency}, {failed} failed, under cProfile: gateway CPU {cpu / turns * 1000:.3f} ms per turn, "
+        f"{args.concurrency}, {failed} failed, under cProfile ({args.timer} clock): gateway CPU {cpu / turns * 1000:.3f} ms per turn, "
         f"{turns / wall:.0f} turns/s\n"
     )
     events = turns * (args.deltas + 6)  # a `slow;n=N` stream is N text deltas and 6 other events
@@ -388,7 +398,7 @@ def main(argv: list[str] | None = None) -> None:
 
 if __name__ == "__main__":
     if sys.argv[1:2] == ["serve"]:
-        serve(int(sys.argv[2]), sys.argv[3])
+        serve(int(sys.argv[2]), sys.argv[3], sys.argv[4] if len(sys.argv) > 4 else "wall")
     elif sys.argv[1:2] == ["serve-traced"]:
         serve_traced(int(sys.argv[2]), sys.argv[3], int(sys.argv[4]) if len(sys.argv) > 4 else 1)
     else:
