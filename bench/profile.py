@@ -160,12 +160,19 @@ def report(stats_path: str, top: int) -> str:
 
 
 async def drive(
-    port: int, turns: int, concurrency: int, pause: float = 0.0, deltas: int = SHORT_N, throttle_ms: int | None = None
+    port: int,
+    turns: int,
+    concurrency: int,
+    pause: float = 0.0,
+    deltas: int = SHORT_N,
+    throttle_ms: int | None = None,
+    provider: str = "anthropic",
 ) -> tuple[int, int]:
     """`turns` turns of `deltas` unpaced text deltas (short turns by default) over `concurrency` clients, each
     idle for `pause` seconds after each of its turns; `throttle_ms` is the request's coalescing window (None:
-    the server's default; 0: one event per upstream delta)."""
-    target = Target(Route.GATEWAY, port)
+    the server's default; 0: one event per upstream delta); `provider` names the built-in vendor the model ref
+    names (anthropic, openai, google: the simulator speaks each one's wire)."""
+    target = Target(Route.GATEWAY, port, provider=provider)
     scenario = paced(deltas, 0, PACED_SIZE)
     left = turns
     failed = 0
@@ -321,6 +328,9 @@ def main(argv: list[str] | None = None) -> None:
         help="the turns' coalescing window (default: the server's; 0: one event per upstream delta)",
     )
     parser.add_argument(
+        "--provider", default="anthropic", help="the vendor the turns go to: anthropic (default), openai, google"
+    )
+    parser.add_argument(
         "--timer",
         choices=("wall", "thread"),
         default="wall",
@@ -366,7 +376,14 @@ def main(argv: list[str] | None = None) -> None:
         time.sleep(0.5)
         cpu0, wall0 = gateway.cpu(), time.monotonic()
         turns, failed = uvloop.run(
-            drive(port, args.turns, args.concurrency, deltas=args.deltas, throttle_ms=args.throttle_ms)
+            drive(
+                port,
+                args.turns,
+                args.concurrency,
+                deltas=args.deltas,
+                throttle_ms=args.throttle_ms,
+                provider=args.provider,
+            )
         )
         cpu = gateway.cpu() - cpu0
         wall = time.monotonic() - wall0
