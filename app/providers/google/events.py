@@ -13,7 +13,8 @@ Mapping (reference: pi-ai's google provider, with its gaps closed):
   as JSON (`{}` when absent) and `toolcall_end` carrying the part's `thoughtSignature`; a call without
   an id (Gemini 2.x), or with one already used in this turn, gets `<name>_<counter>_<random>`
 - `usageMetadata` (every chunk, latest wins): input = prompt − cached (the prompt count includes the
-  cache), cacheRead = cached, output = candidates + thoughts
+  cache), cacheRead = cached, output = candidates + thoughts; a usage event only when the counts changed
+  (each one is priced by the turn: the same counts chunk after chunk would be priced again and again)
 - `finishReason` STOP → stop (the event stream makes it toolUse when a call was made), MAX_TOKENS →
   length; every other reason is a ProviderError naming it, also when a call was made. It is raised at the
   next call (`end()`, as the body ends there), so the parts of the finishing chunk still reach the message
@@ -101,6 +102,7 @@ class GoogleTranslator:
         self._ids: set[str] = set()
         self._failure: ProviderError | None = None  # an error finish, raised once its chunk was delivered
         self._grounding: Any = None  # `groundingMetadata` (a Google Search ran): one search before the finish
+        self._last_usage: UsageEvent | None = None  # the usage event sent last (an equal one adds nothing)
 
     def feed(self, wire: Any) -> list[AdapterEvent]:
         if self._failure is not None:
@@ -116,7 +118,10 @@ class GoogleTranslator:
             events.extend(self._part(part))
         usage = _get(wire, "usage_metadata", "usageMetadata")
         if usage is not None:
-            events.append(self._usage(usage))
+            counts = self._usage(usage)  # read (and checked) on every chunk
+            if counts != self._last_usage:  # Gemini repeats the same counts on chunk after chunk: sent once
+                self._last_usage = counts
+                events.append(counts)
         grounding = _get(candidate, "grounding_metadata", "groundingMetadata")
         if grounding is not None:
             self._grounding = grounding  # the latest wins: Gemini may send it again as it grows
