@@ -234,7 +234,9 @@ async def hold(gateway: procs.Server, port: int, count: int, out: str) -> str:
     )
 
 
-def instructions(sim: procs.Server, turns: int, concurrency: int, deltas: int, throttle_ms: int | None) -> str:
+def instructions(
+    sim: procs.Server, turns: int, concurrency: int, deltas: int, throttle_ms: int | None, provider: str = "anthropic"
+) -> str:
     """The gateway (plain uvicorn, as `procs.gateway`) under callgrind, counting instructions only while
     `turns` short turns run after a warm-up: a figure that load from other processes does not change."""
     work = Path(tempfile.mkdtemp(prefix="bench-callgrind-"))
@@ -278,7 +280,9 @@ def instructions(sim: procs.Server, turns: int, concurrency: int, deltas: int, t
         uvloop.run(drive(port, 100, 10))  # warm-up
         control = ["callgrind_control", "-i"]
         subprocess.run([*control, "on", str(server.pid)], check=True, capture_output=True)
-        turns, failed = uvloop.run(drive(port, turns, concurrency, deltas=deltas, throttle_ms=throttle_ms))
+        turns, failed = uvloop.run(
+            drive(port, turns, concurrency, deltas=deltas, throttle_ms=throttle_ms, provider=provider)
+        )
         subprocess.run([*control, "off", str(server.pid)], check=True, capture_output=True)
     finally:
         server.terminate()
@@ -291,7 +295,7 @@ def instructions(sim: procs.Server, turns: int, concurrency: int, deltas: int, t
     )
     per_event = f", {total / (turns * (deltas + 6)) / 1e3:.1f} k per upstream event" if deltas != SHORT_N else ""
     return (
-        f"# {turns} turns (`{paced(deltas, 0, PACED_SIZE)}`, throttleMs {throttle_ms}), concurrency {concurrency}, "
+        f"# {turns} turns to {provider} (`{paced(deltas, 0, PACED_SIZE)}`, throttleMs {throttle_ms}), concurrency {concurrency}, "
         f"{failed} failed, under callgrind: {total / turns / 1e6:.3f} M instructions per turn{per_event} ({work})\n"
     )
 
@@ -346,7 +350,7 @@ def main(argv: list[str] | None = None) -> None:
     port = procs.free_port()
     if args.callgrind:
         try:
-            text = instructions(sim, args.turns, args.concurrency, args.deltas, args.throttle_ms)
+            text = instructions(sim, args.turns, args.concurrency, args.deltas, args.throttle_ms, args.provider)
         finally:
             sim.stop()
         print(text)
