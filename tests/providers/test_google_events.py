@@ -148,8 +148,8 @@ def test_usage_latest_wins_and_cache_is_not_counted_twice():
 
 
 def test_the_same_counts_chunk_after_chunk_are_one_usage_event_and_still_checked():
-    """Gemini repeats `usageMetadata` on every chunk; the turn prices each usage event, so counts that did not
-    change are not sent again. A repeated count that is malformed still fails the chunk."""
+    """`usageMetadata` comes on every chunk and the turn prices each usage event, so counts equal to the
+    previous chunk's are not sent again. A malformed count still fails the chunk."""
     t = GoogleTranslator()
     usage = {"promptTokenCount": 9, "totalTokenCount": 9}
     events = [t.feed(chunk({"text": piece}, usage=dict(usage))) for piece in ("a", "b", "c")]

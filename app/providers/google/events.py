@@ -14,7 +14,7 @@ Mapping (reference: pi-ai's google provider, with its gaps closed):
   an id (Gemini 2.x), or with one already used in this turn, gets `<name>_<counter>_<random>`
 - `usageMetadata` (every chunk, latest wins): input = prompt − cached (the prompt count includes the
   cache), cacheRead = cached, output = candidates + thoughts; a usage event only when the counts changed
-  (each one is priced by the turn: the same counts chunk after chunk would be priced again and again)
+  (each one is priced by the turn: counts repeated on the next chunk would be priced again for nothing)
 - `finishReason` STOP → stop (the event stream makes it toolUse when a call was made), MAX_TOKENS →
   length; every other reason is a ProviderError naming it, also when a call was made. It is raised at the
   next call (`end()`, as the body ends there), so the parts of the finishing chunk still reach the message
@@ -119,7 +119,7 @@ class GoogleTranslator:
         usage = _get(wire, "usage_metadata", "usageMetadata")
         if usage is not None:
             counts = self._usage(usage)  # read (and checked) on every chunk
-            if counts != self._last_usage:  # Gemini repeats the same counts on chunk after chunk: sent once
+            if counts != self._last_usage:  # the same counts as the previous chunk's: nothing to price again
                 self._last_usage = counts
                 events.append(counts)
         grounding = _get(candidate, "grounding_metadata", "groundingMetadata")
