@@ -8,9 +8,9 @@ writer, the resumable stream's tee, or `/v1/complete`, which reads no events). I
 - `EventQueue` (`app.stream.queue`): delta coalescing and the memory bound for slow readers (TCP
   back-pressure on the upstream).
 
-The producer calls `prepare`, `apply` (or `apply_until_finish`), `set_usage`, `settle_done` / `settle_error`, and waits on
-`wait_drained` when `congested`; the consumer calls `next_event` until None, or `close_reader` when it
-stops reading.
+The producer calls `prepare`, `apply` (or `apply_until_finish`), `set_usage`, `settle_done` /
+`settle_error`, and waits on `wait_drained` when `congested`; the consumer calls `next_event` until None, or
+`close_reader` when it stops reading.
 """
 
 from __future__ import annotations
