@@ -82,9 +82,11 @@ def serve_traced(port: int, out: str, frames: int = 1) -> None:
     uvicorn.Server(config).run()
 
 
-def serve(port: int, out: str) -> None:
+def serve(port: int, out: str, timer: str = "wall") -> None:
     """Run the gateway (uvicorn, uvloop, httptools, one worker); cProfile runs from SIGUSR1 to SIGUSR2, which
-    writes the stats to `out` (so that start-up and warm-up stay out of the profile)."""
+    writes the stats to `out` (so that start-up and warm-up stay out of the profile). `timer` "thread": the
+    event loop thread's CPU time (`time.thread_time`) instead of wall time, so that a socket write waiting for
+    the GIL (the ledger's thread holds it) or a preempted process counts nothing."""
     import uvicorn
 
     config = uvicorn.Config(
@@ -97,7 +99,7 @@ def serve(port: int, out: str) -> None:
         access_log=False,
         backlog=4096,
     )
-    profiler = cProfile.Profile()
+    profiler = cProfile.Profile(time.thread_time) if timer == "thread" else cProfile.Profile()
 
     def stop(*_: object) -> None:
         profiler.disable()
@@ -106,6 +108,46 @@ def serve(port: int, out: str) -> None:
     signal.signal(signal.SIGUSR1, lambda *_: profiler.enable())
     signal.signal(signal.SIGUSR2, stop)
     uvicorn.Server(config).run()
+
+
+# Where a function's own time is counted, by the first of these fragments its file path holds (in order).
+LAYERS = (
+    ("edge, admission, routes (app/api, app/gateway, app/policy)", ("/app/api/", "/app/gateway", "/app/policy/")),
+    ("dispatcher, job, watchdog (app/core)", ("/app/core/",)),
+    ("adapters: request building, translation (app/providers, app/seams)", ("/app/providers/", "/app/seams/")),
+    ("turn: message builder, event queue (app/stream)", ("/app/stream/",)),
+    ("door encoding (app/doors)", ("/app/doors/",)),
+    ("ledger (app/ledger, aiosqlite, sqlite3)", ("/app/ledger/", "aiosqlite", "sqlite3")),
+    ("metrics, logs (app/telemetry, prometheus_client, logging)", ("/app/telemetry/", "prometheus_client", "logging")),
+    ("rest of app/", ("/app/",)),
+    ("uvicorn + httptools (HTTP server)", ("/uvicorn/", "httptools")),
+    ("SDK: anthropic / openai (request building, SSE decoding)", ("/anthropic/", "/openai/")),
+    ("SDK: google-genai", ("/google/",)),
+    ("httpx2 + httpcore2 + h11 (the SDK's HTTP client)", ("/httpx2/", "/httpcore2/", "/h11/", "/httpx/")),
+    ("aiohttp (transport)", ("/aiohttp/", "/multidict/", "/yarl/")),
+    ("FastAPI / Starlette / pydantic", ("/fastapi/", "/starlette/", "/pydantic")),
+    ("json (stdlib)", ("/json/",)),
+    ("asyncio, uvloop, threading, ...", ("asyncio", "uvloop", "threading", "queue.py", "selectors", "socket")),
+)
+
+
+def layers(stats_path: str, units: int, unit: str) -> str:
+    """Own time (cProfile's tottime) summed by layer (`LAYERS`), per `unit` (`units` of them in the run), and
+    each layer's share. Built-in functions (`{method ...}`) count to no file: they are listed apart."""
+    stats = pstats.Stats(stats_path)
+    totals: dict[str, float] = {}
+    for (path, _line, _name), (_cc, _nc, tottime, _ct, _callers) in stats.stats.items():  # type: ignore[attr-defined]
+        if path == "~":
+            layer = "built-in functions and methods (C), called from every layer"
+        else:
+            layer = next((label for label, parts in LAYERS if any(p in path for p in parts)), "other Python")
+        totals[layer] = totals.get(layer, 0.0) + tottime
+    whole = sum(totals.values())
+    lines = [f"own time by layer (cProfile; µs per {unit}, share of the profiled time):"]
+    for layer, seconds in sorted(totals.items(), key=lambda item: -item[1]):
+        lines.append(f"  {seconds / units * 1e6:9.1f} µs  {seconds / whole:6.1%}  {layer}")
+    lines.append(f"  {whole / units * 1e6:9.1f} µs  100.0%  all (profiled)")
+    return "\n".join(lines) + "\n\n"
 
 
 def report(stats_path: str, top: int) -> str:
@@ -117,10 +159,21 @@ def report(stats_path: str, top: int) -> str:
     return buf.getvalue()
 
 
-async def drive(port: int, turns: int, concurrency: int, pause: float = 0.0) -> tuple[int, int]:
-    """`turns` short turns over `concurrency` clients, each idle for `pause` seconds after each of its turns."""
-    target = Target(Route.GATEWAY, port)
-    scenario = paced(SHORT_N, 0, PACED_SIZE)
+async def drive(
+    port: int,
+    turns: int,
+    concurrency: int,
+    pause: float = 0.0,
+    deltas: int = SHORT_N,
+    throttle_ms: int | None = None,
+    provider: str = "anthropic",
+) -> tuple[int, int]:
+    """`turns` turns of `deltas` unpaced text deltas (short turns by default) over `concurrency` clients, each
+    idle for `pause` seconds after each of its turns; `throttle_ms` is the request's coalescing window (None:
+    the server's default; 0: one event per upstream delta); `provider` names the built-in vendor the model ref
+    names (anthropic, openai, google: the simulator speaks each one's wire)."""
+    target = Target(Route.GATEWAY, port, provider=provider)
+    scenario = paced(deltas, 0, PACED_SIZE)
     left = turns
     failed = 0
 
@@ -128,7 +181,7 @@ async def drive(port: int, turns: int, concurrency: int, pause: float = 0.0) -> 
         nonlocal left, failed
         while left > 0:
             left -= 1
-            result = await stream(target, scenario, f"profile-{left}", throttle_ms=None)
+            result = await stream(target, scenario, f"profile-{left}", throttle_ms=throttle_ms)
             failed += not result.completed
             if pause:
                 await asyncio.sleep(pause)
@@ -181,7 +234,9 @@ async def hold(gateway: procs.Server, port: int, count: int, out: str) -> str:
     )
 
 
-def instructions(sim: procs.Server, turns: int, concurrency: int) -> str:
+def instructions(
+    sim: procs.Server, turns: int, concurrency: int, deltas: int, throttle_ms: int | None, provider: str = "anthropic"
+) -> str:
     """The gateway (plain uvicorn, as `procs.gateway`) under callgrind, counting instructions only while
     `turns` short turns run after a warm-up: a figure that load from other processes does not change."""
     work = Path(tempfile.mkdtemp(prefix="bench-callgrind-"))
@@ -225,7 +280,9 @@ def instructions(sim: procs.Server, turns: int, concurrency: int) -> str:
         uvloop.run(drive(port, 100, 10))  # warm-up
         control = ["callgrind_control", "-i"]
         subprocess.run([*control, "on", str(server.pid)], check=True, capture_output=True)
-        turns, failed = uvloop.run(drive(port, turns, concurrency))
+        turns, failed = uvloop.run(
+            drive(port, turns, concurrency, deltas=deltas, throttle_ms=throttle_ms, provider=provider)
+        )
         subprocess.run([*control, "off", str(server.pid)], check=True, capture_output=True)
     finally:
         server.terminate()
@@ -236,9 +293,10 @@ def instructions(sim: procs.Server, turns: int, concurrency: int) -> str:
         for line in out.read_text().splitlines()
         if line.startswith(("summary:", "totals:"))
     )
+    per_event = f", {total / (turns * (deltas + 6)) / 1e3:.1f} k per upstream event" if deltas != SHORT_N else ""
     return (
-        f"# {turns} short turns (`{paced(SHORT_N, 0, PACED_SIZE)}`), concurrency {concurrency}, {failed} failed, "
-        f"under callgrind: {total / turns / 1e6:.3f} M instructions per turn ({work})\n"
+        f"# {turns} turns to {provider} (`{paced(deltas, 0, PACED_SIZE)}`, throttleMs {throttle_ms}), concurrency {concurrency}, "
+        f"{failed} failed, under callgrind: {total / turns / 1e6:.3f} M instructions per turn{per_event} ({work})\n"
     )
 
 
@@ -266,6 +324,22 @@ def main(argv: list[str] | None = None) -> None:
         action="store_true",
         help="instead: instructions per turn of the gateway under valgrind's callgrind (needs valgrind)",
     )
+    parser.add_argument("--deltas", type=int, default=SHORT_N, help="text deltas per turn (default: a short turn's 5)")
+    parser.add_argument(
+        "--throttle-ms",
+        type=int,
+        default=None,
+        help="the turns' coalescing window (default: the server's; 0: one event per upstream delta)",
+    )
+    parser.add_argument(
+        "--provider", default="anthropic", help="the vendor the turns go to: anthropic (default), openai, google"
+    )
+    parser.add_argument(
+        "--timer",
+        choices=("wall", "thread"),
+        default="wall",
+        help="cProfile's clock: wall time (default) or the event loop thread's CPU time",
+    )
     parser.add_argument("--out", help="write the text summary here too (e.g. bench/profiles/NAME.txt)")
     args = parser.parse_args(argv)
     sim = procs.simulator()
@@ -276,7 +350,7 @@ def main(argv: list[str] | None = None) -> None:
     port = procs.free_port()
     if args.callgrind:
         try:
-            text = instructions(sim, args.turns, args.concurrency)
+            text = instructions(sim, args.turns, args.concurrency, args.deltas, args.throttle_ms, args.provider)
         finally:
             sim.stop()
         print(text)
@@ -296,14 +370,25 @@ def main(argv: list[str] | None = None) -> None:
             Path(args.out).write_text(text)
         print(text)
         return
-    gateway.start_command([sys.executable, "-m", "bench.profile", "serve", str(port), stats_path], port, settings)
+    gateway.start_command(
+        [sys.executable, "-m", "bench.profile", "serve", str(port), stats_path, args.timer], port, settings
+    )
     try:
         uvloop.run(drive(port, 200, 10))  # warm-up: imports, connections, first records
         assert gateway.popen is not None
         gateway.popen.send_signal(signal.SIGUSR1)
         time.sleep(0.5)
         cpu0, wall0 = gateway.cpu(), time.monotonic()
-        turns, failed = uvloop.run(drive(port, args.turns, args.concurrency))
+        turns, failed = uvloop.run(
+            drive(
+                port,
+                args.turns,
+                args.concurrency,
+                deltas=args.deltas,
+                throttle_ms=args.throttle_ms,
+                provider=args.provider,
+            )
+        )
         cpu = gateway.cpu() - cpu0
         wall = time.monotonic() - wall0
         gateway.popen.send_signal(signal.SIGUSR2)
@@ -316,11 +401,17 @@ def main(argv: list[str] | None = None) -> None:
         gateway.stop()
         sim.stop()
     head = (
-        f"# {turns} short turns (`{paced(SHORT_N, 0, PACED_SIZE)}`), concurrency {args.concurrency}, "
-        f"{failed} failed, under cProfile: gateway CPU {cpu / turns * 1000:.3f} ms per turn, "
+        f"# {turns} turns (`{paced(args.deltas, 0, PACED_SIZE)}`, throttleMs {args.throttle_ms}), concurrency "
+        f"{args.concurrency}, {failed} failed, under cProfile ({args.timer} clock): gateway CPU {cpu / turns * 1000:.3f} ms per turn, "
         f"{turns / wall:.0f} turns/s\n"
     )
-    text = head + report(stats_path, args.top)
+    events = turns * (args.deltas + 6)  # a `slow;n=N` stream is N text deltas and 6 other events
+    text = (
+        head
+        + layers(stats_path, turns, "turn")
+        + layers(stats_path, events, "upstream event")
+        + report(stats_path, args.top)
+    )
     if args.out:
         Path(args.out).write_text(text)
     print(text)
@@ -328,7 +419,7 @@ def main(argv: list[str] | None = None) -> None:
 
 if __name__ == "__main__":
     if sys.argv[1:2] == ["serve"]:
-        serve(int(sys.argv[2]), sys.argv[3])
+        serve(int(sys.argv[2]), sys.argv[3], sys.argv[4] if len(sys.argv) > 4 else "wall")
     elif sys.argv[1:2] == ["serve-traced"]:
         serve_traced(int(sys.argv[2]), sys.argv[3], int(sys.argv[4]) if len(sys.argv) > 4 else 1)
     else:

@@ -417,12 +417,10 @@ class Dispatcher:
     def _apply(job: TurnJob, events: list[AdapterEvent], watchdog: Watchdog) -> None:
         turn = job.turn
         try:
-            for event in events:
-                if event["type"] == "finish":
-                    turn.settle_done(event["reason"])
-                    watchdog.settled()
-                    return
-                turn.apply(event)
+            reason = turn.apply_until_finish(events)
+            if reason is not None:
+                turn.settle_done(reason)
+                watchdog.settled()
         except ToolArgumentsError as error:
             last = events[-1]
             if last["type"] == "finish" and last["reason"] == "length":

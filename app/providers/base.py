@@ -281,6 +281,8 @@ def token_count(value: Any, name: str) -> int:
     """A vendor's token count (`name` is its wire field, for the error) as the gateway keeps it: absent → 0,
     a whole number clamped to `0 ..= MAX_USAGE_TOKENS`. Any other value (text, a list, a fraction, NaN) is a
     malformed event (`ProviderError`, kind `malformed`). Every adapter reads usage through this."""
+    if type(value) is int and 0 <= value <= MAX_USAGE_TOKENS:
+        return value  # the usual count, read once per chunk by some adapters
     if value is None:
         return 0
     if isinstance(value, float) and value.is_integer():

@@ -2,7 +2,9 @@
 
 The `anthropic` and `openai` SDKs run on their aiohttp transport (`DefaultAioHttpClient`): its C HTTP parser
 costs about a fifth less gateway CPU per streamed event than the default httpx2 one. The `google-genai` SDK is
-given an httpx2 client (`http_client`), whose response hooks its adapter uses.
+given an httpx2 client (`http_client`), whose request and response hooks its adapter uses: the same client on
+the same aiohttp transport (the `openai` SDK's `DefaultAioHttpClient`), so it no longer reads each chunk through
+httpcore2's pure-Python h11 parser (less than half the Gemini adapter's CPU per event, docs/performance.md).
 
 Every SDK reads a vendor's SSE body through its client's transport (`response.aiter_bytes()`), then joins the
 bytes of one event (the Stainless SDKs' `SSEDecoder`) or one line (google-genai's `_SseLineDecoder`) until
@@ -209,8 +211,13 @@ def client_options(settings: TransportSettings) -> dict[str, Any]:
 
 
 def http_client(settings: TransportSettings) -> httpx2.AsyncClient:
-    """An httpx2 client with `client_options`, its event streams bounded (`bound_event_streams`)."""
-    return bound_event_streams(httpx2.AsyncClient(**client_options(settings)), settings.max_event_bytes)
+    """An httpx2 client with `client_options` on aiohttp's transport, its event streams bounded
+    (`bound_event_streams`): what the Stainless adapters get from their SDK (`StainlessProvider`), here from the
+    `openai` SDK's public `DefaultAioHttpClient` (an `httpx2.AsyncClient` whose transports are aiohttp's; imported
+    here, when the first adapter that needs it is built, so that the other adapters do not load `openai`)."""
+    from openai import DefaultAioHttpClient
+
+    return bound_event_streams(DefaultAioHttpClient(**client_options(settings)), settings.max_event_bytes)
 
 
 def transport_error(exc: BaseException) -> ProviderError | None:

@@ -194,7 +194,9 @@ class MessageBuilder:
                 return
             self._commit()
         if event["type"] in ("text_delta", "thinking_delta", "toolcall_delta"):  # narrows `event` to a `Delta`
-            block = self._require_open(kind)
+            block = self._open
+            if block is None or block["type"] != _BLOCK_OF[kind]:
+                block = self._require_open(kind)  # raises
             delta = self._joiner.feed(event["delta"])
             if not delta:
                 return

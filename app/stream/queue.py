@@ -46,7 +46,8 @@ class _PendingDelta:
         self.size += len(text)
 
     def event(self) -> dict[str, Any]:
-        return {"type": self.type, "contentIndex": self.index, "delta": "".join(self.parts)}
+        parts = self.parts
+        return {"type": self.type, "contentIndex": self.index, "delta": parts[0] if len(parts) == 1 else "".join(parts)}
 
 
 def _wake(waiter: asyncio.Future[None] | None) -> None:
@@ -139,7 +140,9 @@ class EventQueue:
             self._window_end = now + self._throttle
         self.pending_bytes += EVENT_OVERHEAD
         self._ready.append(_PendingDelta(type_, index, text))
-        _wake(self._reader)
+        reader = self._reader  # `_wake(self._reader)`, inline: once per token
+        if reader is not None and not reader.done():
+            reader.set_result(None)
 
     def close(self, last: dict[str, Any]) -> None:
         """Queue the terminal event `last` (after anything held) and take nothing more."""
@@ -224,14 +227,15 @@ class EventQueue:
         else:
             ready[head] = None
             self._head = head + 1
-        if isinstance(item, _PendingDelta):
+        if type(item) is _PendingDelta:
             self.pending_bytes -= item.size + EVENT_OVERHEAD
             event = item.event()
         else:
             self.pending_bytes -= EVENT_OVERHEAD
             event = item
-        if self.pending_bytes <= self._max_pending // 2:
-            _wake(self._producer)
+        producer = self._producer  # `_wake(self._producer)` once half the bound is free, inline: once per event
+        if producer is not None and self.pending_bytes <= self._max_pending // 2 and not producer.done():
+            producer.set_result(None)
         self.taken += 1
         return event
 

@@ -8,9 +8,9 @@ writer, the resumable stream's tee, or `/v1/complete`, which reads no events). I
 - `EventQueue` (`app.stream.queue`): delta coalescing and the memory bound for slow readers (TCP
   back-pressure on the upstream).
 
-The producer calls `prepare`, `apply`, `set_usage`, `settle_done` / `settle_error`, and waits on
-`wait_drained` when `congested`; the consumer calls `next_event` until None, or `close_reader` when it
-stops reading.
+The producer calls `prepare`, `apply` (or `apply_until_finish`), `set_usage`, `settle_done` /
+`settle_error`, and waits on `wait_drained` when `congested`; the consumer calls `next_event` until None, or
+`close_reader` when it stops reading.
 """
 
 from __future__ import annotations
@@ -48,6 +48,16 @@ class Turn:
     def apply(self, event: AdapterEvent) -> None:
         """Take one adapter event (`app.contract.adapter_events`) and turn it into public events."""
         self.builder.apply(event)
+
+    def apply_until_finish(self, events: list[AdapterEvent]) -> str | None:
+        """Take one frame's adapter events in order up to a `finish`: its stop reason (the producer settles the
+        turn with it), or None when there is none. One call per frame instead of one `apply` per event."""
+        apply = self.builder.apply
+        for event in events:
+            if event["type"] == "finish":
+                return event["reason"]
+            apply(event)
+        return None
 
     def set_usage(self, tokens: Mapping[str, Any]) -> None:
         self.builder.set_usage(tokens)

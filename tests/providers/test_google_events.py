@@ -147,6 +147,23 @@ def test_usage_latest_wins_and_cache_is_not_counted_twice():
     ]
 
 
+def test_the_same_counts_chunk_after_chunk_are_one_usage_event_and_still_checked():
+    """`usageMetadata` comes on every chunk and the turn prices each usage event, so counts equal to the
+    previous chunk's are not sent again. A malformed count still fails the chunk."""
+    t = GoogleTranslator()
+    usage = {"promptTokenCount": 9, "totalTokenCount": 9}
+    events = [t.feed(chunk({"text": piece}, usage=dict(usage))) for piece in ("a", "b", "c")]
+    assert [e for e in events[0] if e["type"] == "usage"] == [
+        {"type": "usage", "input": 9, "output": 0, "cacheRead": 0, "cacheWrite": 0}
+    ]
+    assert events[1] == [{"type": "text_delta", "delta": "b"}]
+    assert events[2] == [{"type": "text_delta", "delta": "c"}]
+    grown = t.feed(chunk({"text": "d"}, usage={**usage, "candidatesTokenCount": 4}))
+    assert grown[-1] == {"type": "usage", "input": 9, "output": 4, "cacheRead": 0, "cacheWrite": 0}
+    with pytest.raises(ProviderError, match="promptTokenCount"):
+        t.feed(chunk({"text": "e"}, usage={**usage, "promptTokenCount": "nine"}))
+
+
 @pytest.mark.parametrize(
     "reason",
     [

@@ -104,3 +104,21 @@ def test_wire_index_refuses_what_is_not_an_integer_as_malformed(value):
     with pytest.raises(ProviderError) as caught:
         wire_index(value, "a tool call index")
     assert caught.value.kind == "malformed" and "a tool call index that is not an integer" in caught.value.message
+
+
+def test_the_gemini_adapter_reads_through_aiohttp_like_the_stainless_adapters():
+    """The google-genai SDK gets an httpx2 client on aiohttp's transport (the one the Stainless adapters get from
+    their SDK), its event bound over it: not httpcore2's pure-Python h11 parser, which cost more than half the
+    Gemini adapter's CPU per event (docs/performance.md, "CPU per event")."""
+    from openai import DefaultAioHttpClient
+    from openai._vendor.httpx_aiohttp import AiohttpTransport
+
+    from app.providers.config import ProviderConfig
+    from app.providers.google import GoogleProvider
+
+    provider = GoogleProvider(ProviderConfig(name="gemini", api_key="k", base_url="http://127.0.0.1:9/google"))
+    client = provider._http
+    assert isinstance(client, DefaultAioHttpClient)
+    bounding = client._transport
+    assert type(bounding).__name__ == "_BoundingTransport"
+    assert isinstance(bounding._inner, AiohttpTransport)

@@ -75,9 +75,12 @@ class AnthropicTranslator:
         self._search: list[Any] | None = None  # the running web search: [its id, its input's JSON fragments]
 
     def feed(self, wire: Any) -> list[AdapterEvent]:
-        kind = _get(wire, "type")
+        is_dict = type(wire) is dict  # the raw stream's decoded JSON (tests also feed the SDK's typed events)
+        kind = wire.get("type") if is_dict else getattr(wire, "type", None)
         if kind == "content_block_delta":
-            return self._delta(wire)
+            if is_dict:
+                return self._delta(wire.get("index"), wire.get("delta"))
+            return self._delta(getattr(wire, "index", None), getattr(wire, "delta", None))
         if kind == "content_block_start":
             return self._start(wire)
         if kind == "content_block_stop":
@@ -200,12 +203,17 @@ class AnthropicTranslator:
             "sources": [s for s in sources if s["url"]],
         }
 
-    def _delta(self, wire: Any) -> list[AdapterEvent]:
-        block = self._blocks.get(wire_index(_get(wire, "index"), "a content block index"))
-        delta = _get(wire, "delta")
-        delta_type = _get(delta, "type")
+    def _delta(self, index: Any, delta: Any) -> list[AdapterEvent]:
+        """A `content_block_delta`: its `index` and its `delta` (once per token: read without `_get` when the
+        delta is a dict)."""
+        block = self._blocks.get(wire_index(index, "a content block index"))
+        is_dict = type(delta) is dict
+        delta_type = delta.get("type") if is_dict else _get(delta, "type")
         if delta_type == "text_delta" and block == "text":
-            return [{"type": "text_delta", "delta": wire_text(_get(delta, "text"), "a text_delta's text")}]
+            text = delta.get("text") if is_dict else _get(delta, "text")
+            return [
+                {"type": "text_delta", "delta": text if type(text) is str else wire_text(text, "a text_delta's text")}
+            ]
         if delta_type == "input_json_delta" and block == "toolcall":
             return [
                 {
@@ -224,7 +232,7 @@ class AnthropicTranslator:
             self._signature.append(wire_text(_get(delta, "signature"), "a signature_delta's signature"))
             return []
         if block is None:
-            raise ProviderError(f"sent {delta_type} for unknown content block {_get(wire, 'index')}")
+            raise ProviderError(f"sent {delta_type} for unknown content block {index}")
         return []  # citations and deltas of skipped blocks
 
     def _stop(self, wire: Any) -> list[AdapterEvent]:

@@ -13,7 +13,8 @@ Mapping (reference: pi-ai's google provider, with its gaps closed):
   as JSON (`{}` when absent) and `toolcall_end` carrying the part's `thoughtSignature`; a call without
   an id (Gemini 2.x), or with one already used in this turn, gets `<name>_<counter>_<random>`
 - `usageMetadata` (every chunk, latest wins): input = prompt − cached (the prompt count includes the
-  cache), cacheRead = cached, output = candidates + thoughts
+  cache), cacheRead = cached, output = candidates + thoughts; a usage event only when the counts changed
+  (each one is priced by the turn: counts repeated on the next chunk would be priced again for nothing)
 - `finishReason` STOP → stop (the event stream makes it toolUse when a call was made), MAX_TOKENS →
   length; every other reason is a ProviderError naming it, also when a call was made. It is raised at the
   next call (`end()`, as the body ends there), so the parts of the finishing chunk still reach the message
@@ -48,22 +49,29 @@ SAFETY_REASONS = frozenset({"SAFETY", "RECITATION", "BLOCKLIST", "PROHIBITED_CON
 
 
 def _get(obj: Any, snake: str, camel: str | None = None) -> Any:
-    """A field of an SDK object (snake_case) or of a wire dict (camelCase, or snake_case)."""
+    """A field of an SDK object (snake_case) or of a wire dict (camelCase, or snake_case). Called a dozen times
+    per chunk: the wire dict (what the adapter reads) is tested first, by its exact type."""
+    if type(obj) is dict or isinstance(obj, dict):
+        if camel is not None:
+            value = obj.get(camel)
+            if value is not None:
+                return value
+        return obj.get(snake)
     if obj is None:
         return None
-    if isinstance(obj, dict):
-        value = obj.get(camel) if camel else None
-        return obj.get(snake) if value is None else value
     return getattr(obj, snake, None)
 
 
-def _items(value: Any, field: str) -> list[Any]:
-    """A list field of a chunk; one of another type is a chunk Gemini would not send (the SDK's typed objects
-    refused such a chunk; the wire dicts the adapter reads are checked here)."""
+_NONE: tuple[Any, ...] = ()
+
+
+def _items(value: Any, field: str) -> list[Any] | tuple[Any, ...]:
+    """A list field of a chunk (not copied: it is only read); one of another type is a chunk Gemini would not
+    send (the SDK's typed objects refused such a chunk; the wire dicts the adapter reads are checked here)."""
     if value is None:
-        return []
+        return _NONE
     if isinstance(value, (list, tuple)):
-        return list(value)
+        return value
     raise ProviderError(f"sent a malformed chunk: {field} is not a list", retryable=True, kind=ErrorKind.MALFORMED)
 
 
@@ -94,6 +102,7 @@ class GoogleTranslator:
         self._ids: set[str] = set()
         self._failure: ProviderError | None = None  # an error finish, raised once its chunk was delivered
         self._grounding: Any = None  # `groundingMetadata` (a Google Search ran): one search before the finish
+        self._last_usage: UsageEvent | None = None  # the usage event sent last (an equal one adds nothing)
 
     def feed(self, wire: Any) -> list[AdapterEvent]:
         if self._failure is not None:
@@ -109,7 +118,10 @@ class GoogleTranslator:
             events.extend(self._part(part))
         usage = _get(wire, "usage_metadata", "usageMetadata")
         if usage is not None:
-            events.append(self._usage(usage))
+            counts = self._usage(usage)  # read (and checked) on every chunk
+            if counts != self._last_usage:  # the same counts as the previous chunk's: nothing to price again
+                self._last_usage = counts
+                events.append(counts)
         grounding = _get(candidate, "grounding_metadata", "groundingMetadata")
         if grounding is not None:
             self._grounding = grounding  # the latest wins: Gemini may send it again as it grows
