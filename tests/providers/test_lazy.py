@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import asyncio
 import subprocess
 import sys
 import threading
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
 
 import pytest
 
 from app.catalog import Catalog
 from app.main import demo_settings
-from app.providers.lazy import Adapter, LazyProvider, load_adapters, warm_up
+from app.providers.lazy import Adapter, AdapterLoads, LazyProvider, load_adapters, warm_up
 from app.providers.registry import build_providers
 from app.settings import Settings
 
@@ -79,3 +83,76 @@ async def test_loading_an_adapter_never_takes_the_import_lock_on_the_event_loops
         assert threads and threading.current_thread() not in threads
     finally:
         await provider.aclose()
+
+
+_GATED_ADAPTER = """
+import threading
+import lazy_test_gates as gates
+
+gates.imported.append(__name__)
+gates.started[__name__].set()
+gates.release[__name__].wait(30)
+
+
+class Fake:
+    def __init__(self, config):
+        self.config = config
+
+    async def aclose(self):
+        pass
+"""
+
+
+async def test_a_turns_adapter_load_goes_before_the_warm_ups_next_import(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The warm-up is importing vendor A's adapter when a turn needs C's: once A's import ends (it cannot be stopped
+    halfway), C's goes next and the warm-up's next one (B) only after it, not whichever thread takes the import
+    lock first. Each fake adapter module's import waits until the test releases it."""
+    names = ("lazy_test_a", "lazy_test_b", "lazy_test_c")
+    (tmp_path / "lazy_test_gates.py").write_text(
+        "import threading\n"
+        "imported = []\n"
+        f"started = {{name: threading.Event() for name in {names!r}}}\n"
+        f"release = {{name: threading.Event() for name in {names!r}}}\n"
+    )
+    for name in names:
+        (tmp_path / f"{name}.py").write_text(_GATED_ADAPTER)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    for name in ("lazy_test_gates", *names):
+        monkeypatch.delitem(sys.modules, name, raising=False)
+    import lazy_test_gates as gates  # type: ignore[import-not-found]
+
+    called: list[str] = []  # LazyProvider.load, as the event loop calls it
+    loaded = {name: asyncio.Event() for name in names}
+    real_load = LazyProvider.load
+
+    async def load(provider: LazyProvider) -> Any:
+        called.append(provider.name)
+        built = await real_load(provider)
+        loaded[provider.name].set()
+        return built
+
+    monkeypatch.setattr(LazyProvider, "load", load)
+    a, b, c = (
+        LazyProvider(Adapter(name, "Fake"), "test", SimpleNamespace(name=name, placement=None)) for name in names
+    )  # type: ignore[arg-type]
+    loads = AdapterLoads()
+    try:
+        warming = asyncio.create_task(loads.warm_up([a, b]))
+        await asyncio.to_thread(gates.started["lazy_test_a"].wait, 30)
+        turn = asyncio.create_task(loads.for_turn([c]))
+        await asyncio.to_thread(gates.started["lazy_test_c"].wait, 30)  # C's thread waits for the import lock
+        gates.release["lazy_test_a"].set()
+        await loaded["lazy_test_a"].wait()
+        assert called == ["lazy_test_a", "lazy_test_c"]  # the warm-up did not start B's load meanwhile
+        gates.release["lazy_test_c"].set()
+        await turn
+        assert c.loaded and not b.loaded
+        gates.release["lazy_test_b"].set()
+        await warming
+        assert called == ["lazy_test_a", "lazy_test_c", "lazy_test_b"]
+        assert gates.imported == ["lazy_test_a", "lazy_test_c", "lazy_test_b"]
+    finally:
+        for name in names:
+            gates.release[name].set()
