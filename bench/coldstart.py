@@ -76,10 +76,11 @@ async def _until_ok(server: procs.Server, path: str, started: float) -> float:
         await asyncio.sleep(POLL_S)
 
 
-async def _one(path: Path, sim: procs.Server, mode: str, **env: str) -> dict[str, float]:
+async def _one(path: Path, sim: procs.Server, mode: str, provider: str = "anthropic", **env: str) -> dict[str, float]:
     """One fresh process of the path's server, from its start to its idle memory; its first turn sent once
     `/healthz` (mode `healthz`) or `/readyz` (mode `readyz`) answers 200. `env`: the gateway's extra environment
-    (`PYTHONPATH` of an older `app/`, for `--base`; `PYTHONPYCACHEPREFIX`, for `--bytecode`)."""
+    (`PYTHONPATH` of an older `app/`, for `--base`; `PYTHONPYCACHEPREFIX`, for `--bytecode`); `provider`: the one the
+    gateway's turns name (`<provider>/<scenario>` on `/v1/stream`)."""
     if path is Path.GATEWAY:
         server = procs.Server("gateway-cold", "app.main:app", env=procs.gateway_env(sim, **env))
     else:
@@ -88,7 +89,7 @@ async def _one(path: Path, sim: procs.Server, mode: str, **env: str) -> dict[str
     started = time.monotonic()
     server.spawn(cmd, port, spawn_env)
     try:
-        target = Target(path, port)
+        target = Target(path, port, provider=provider)
         healthz_s = await _until_ok(server, "/healthz" if path is Path.GATEWAY else SIMULATOR_HEALTH, started)
         readyz_s = healthz_s
         if mode == "readyz" and path is Path.GATEWAY:
@@ -143,7 +144,12 @@ def _summary(healthz: list[dict[str, float]], readyz: list[dict[str, float]]) ->
 
 
 async def cold_start(
-    sim: procs.Server, rounds: int, base: str | None = None, bytecode: bool = False, env: dict[str, str] | None = None
+    sim: procs.Server,
+    rounds: int,
+    base: str | None = None,
+    bytecode: bool = False,
+    env: dict[str, str] | None = None,
+    provider: str = "anthropic",
 ) -> dict[str, Any]:
     """Both paths (and with `base`, the gateway's `app/` as of that git revision), each gateway in both modes,
     interleaved round by round in an order that turns each round. `env`: extra environment of every gateway."""
@@ -161,7 +167,7 @@ async def cold_start(
         extra = dict(common) if name == "direct" else {**common, **(env or {})}
         if name == "base":
             extra["PYTHONPATH"] = base_path
-        return await _one(path, sim, mode, **extra)
+        return await _one(path, sim, mode, provider, **extra)
 
     if bytecode:  # one unrecorded start of each variant writes the bytecode of what it imports
         for name, mode in variants:
@@ -178,6 +184,7 @@ async def cold_start(
         "rounds": rounds,
         "bytecode": bytecode,
         "env": env or {},
+        "provider": provider,
         **summary,
         "firstTurnS": gateway["firstTurnS"],
         "ratioToBare": round(gateway["firstTurnS"] / direct["firstTurnS"], 3),
@@ -197,6 +204,7 @@ def main() -> None:
     parser.add_argument("--base", help="also start the gateway's app/ as of this git revision (e.g. main)")
     parser.add_argument("--bytecode", action="store_true", help="compiled bytecode in a private cache, as the image")
     parser.add_argument("--env", action="append", default=[], metavar="NAME=VALUE", help="gateway environment")
+    parser.add_argument("--provider", default="anthropic", help="the provider of the gateway's turns")
     parser.add_argument("--per-round", action="store_true", help="print every round's figures too")
     args = parser.parse_args()
     env = dict(item.split("=", 1) for item in args.env)
@@ -204,7 +212,7 @@ def main() -> None:
     async def run() -> dict[str, Any]:
         sim = await asyncio.to_thread(procs.simulator)
         try:
-            return await cold_start(sim, args.rounds, args.base, args.bytecode, env)
+            return await cold_start(sim, args.rounds, args.base, args.bytecode, env, args.provider)
         finally:
             sim.stop()
 
