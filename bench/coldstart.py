@@ -12,7 +12,8 @@ Each gateway variant starts twice per round:
   follows readiness sends.
 
 Reported per variant, medians over rounds: seconds to `/healthz` 200 and to `/readyz` 200, to the first turn done
-in each mode, that turn's time to first delta against the median of the next turns' (what a first turn pays for
+in each mode, the process's CPU seconds (user + system) at each of those moments (what the start cost, whatever
+the machine's load), that turn's time to first delta against the median of the next turns' (what a first turn pays for
 what start-up left to it), the resident memory once idle (after the warm turns and a pause) and the CPU seconds
 the process used until then. The keys of before (`firstTurnS`, `firstTtftMs`, …) are the `healthz` mode's.
 
@@ -91,17 +92,21 @@ async def _one(path: Path, sim: procs.Server, mode: str, provider: str = "anthro
     try:
         target = Target(path, port, provider=provider)
         healthz_s = await _until_ok(server, "/healthz" if path is Path.GATEWAY else SIMULATOR_HEALTH, started)
+        healthz_cpu = readyz_cpu = server.cpu()
         readyz_s = healthz_s
         if mode == "readyz" and path is Path.GATEWAY:
             readyz_s = await _until_ok(server, "/readyz", started)
+            readyz_cpu = server.cpu()
         first = await stream(target, SCENARIO, "cold-start")
         if not first.completed or first.ttft is None:
             raise RuntimeError(f"{server.name}: the first turn failed ({first.status}, {first.error})")
         first_s = time.monotonic() - started
+        first_cpu = server.cpu()
         warm = [await stream(target, SCENARIO, f"warm-{i}") for i in range(WARM_TURNS)]
         warm_ttft = statistics.median(r.ttft for r in warm if r.ttft is not None)
         if mode == "healthz" and path is Path.GATEWAY:  # when the warm-up ended, for the record
             readyz_s = await _until_ok(server, "/readyz", started)
+            readyz_cpu = server.cpu()
         await asyncio.sleep(IDLE_PAUSE_S)
         return {
             "healthzS": round(healthz_s, 3),
@@ -112,6 +117,9 @@ async def _one(path: Path, sim: procs.Server, mode: str, provider: str = "anthro
             "firstTurnExtraTtftMs": round((first.ttft - warm_ttft) * 1000, 2),
             "idleRssMiB": round(server.rss() / 2**20, 1),
             "idleCpuS": round(server.cpu(), 3),
+            "healthzCpuS": round(healthz_cpu, 3),
+            "readyzCpuS": round(readyz_cpu, 3),
+            "firstTurnCpuS": round(first_cpu, 3),
         }
     finally:
         await asyncio.to_thread(server.stop)
@@ -130,6 +138,9 @@ KEYS = (
     "firstTurnExtraTtftMs",
     "idleRssMiB",
     "idleCpuS",
+    "healthzCpuS",
+    "readyzCpuS",
+    "firstTurnCpuS",
 )
 
 
@@ -138,7 +149,8 @@ def _summary(healthz: list[dict[str, float]], readyz: list[dict[str, float]]) ->
     out = {key: _median(healthz, key) for key in KEYS}
     if readyz:
         out["readyzS"] = _median(readyz, "readyzS")
-        for key in ("firstTurnS", "firstTtftMs", "firstTurnExtraTtftMs", "idleRssMiB"):
+        out["readyzCpuS"] = _median(readyz, "readyzCpuS")
+        for key in ("firstTurnS", "firstTtftMs", "firstTurnExtraTtftMs", "idleRssMiB", "firstTurnCpuS"):
             out["ready" + key[0].upper() + key[1:]] = _median(readyz, key)
     return out
 
