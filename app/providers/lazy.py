@@ -17,8 +17,6 @@ import threading
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Iterable, cast
 
-from app.gc_pause import gc_paused
-
 if TYPE_CHECKING:  # at run time nothing of the adapters: the catalog imports the clouds' descriptors
     from app.contract.catalog_entries import ModelInfo
     from app.contract.messages import Context
@@ -42,11 +40,8 @@ class Adapter:
     name: str
 
     def load(self) -> Any:
-        """The adapter class, its module (and the vendor SDK it needs) imported on the calling thread, with the
-        cyclic garbage collector paused: a vendor SDK's import makes thousands of long-lived objects (modules,
-        classes, pydantic schemas) and no garbage to speak of, and the collections it would set off meanwhile,
-        ever fuller as the heap grows, were about a tenth of its CPU (docs/performance.md, "Start-up")."""
-        with _IMPORTS, gc_paused():
+        """The adapter class, its module (and the vendor SDK it needs) imported on the calling thread."""
+        with _IMPORTS:
             return getattr(importlib.import_module(self.module), self.name)
 
     def __call__(self, config: ProviderConfig) -> Provider:

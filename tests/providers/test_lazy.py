@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import gc
 import subprocess
 import sys
 import threading
@@ -157,19 +156,3 @@ async def test_a_turns_adapter_load_goes_before_the_warm_ups_next_import(
     finally:
         for name in names:
             gates.release[name].set()
-
-
-async def test_an_adapters_import_runs_with_the_cyclic_collector_paused(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """A vendor SDK's import makes long-lived objects by the thousand: the collections they would set off
-    were a fifth of the warm-up's CPU (docs/performance.md, "Start-up"). The collector is on again after."""
-    (tmp_path / "lazy_test_collector.py").write_text(
-        "import gc\ncollector_on_during_import = gc.isenabled()\nclass Fake:\n    pass\n"
-    )
-    monkeypatch.syspath_prepend(str(tmp_path))
-    monkeypatch.delitem(sys.modules, "lazy_test_collector", raising=False)
-    assert gc.isenabled()
-    adapter_class = await asyncio.to_thread(Adapter("lazy_test_collector", "Fake").load)
-    assert sys.modules["lazy_test_collector"].collector_on_during_import is False
-    assert adapter_class.__name__ == "Fake" and gc.isenabled()
