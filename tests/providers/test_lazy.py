@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import json
+import os
 import subprocess
 import sys
 import threading
@@ -35,6 +37,35 @@ def test_importing_the_app_and_building_a_gateway_imports_no_vendor_sdk() -> Non
         f"print(','.join(m for m in {VENDOR_MODULES!r} if m in sys.modules))\n"
     )
     found = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True, timeout=120)
+    assert found.stdout.strip() == ""
+
+
+def test_a_catalog_with_clouds_imports_no_cloud_sdk_before_a_turn_needs_it(tmp_path: Path) -> None:
+    """Bedrock, Vertex (Claude and Gemini) and Azure entries in the catalog (the demo's, on an address nothing
+    listens at), outside demo mode: building the app and the gateway imports neither a vendor SDK nor botocore,
+    google-auth or azure-identity (issue 42: ≤ 1.5 s to the first turn with clouds configured)."""
+    from app.catalog.demo_clouds import demo_cloud_catalog
+    from app.providers.clouds.azure import DEMO_KEY_ENV
+
+    catalog = tmp_path / "catalog.json"
+    catalog.write_text(json.dumps(demo_cloud_catalog("http://127.0.0.1:9")))
+    cloud_modules = (*VENDOR_MODULES, "google.auth", "azure.identity")
+    script = (
+        "import sys\n"
+        "from app.gateway import Gateway\n"
+        "from app.main import create_app\n"
+        "from app.settings import Settings\n"
+        "settings = Settings(anthropic_api_key='k', openai_api_key='k', gemini_api_key='k',\n"
+        f"                    database_url='sqlite:///:memory:', catalog={str(catalog)!r})\n"
+        "create_app(settings)\n"
+        "served = Gateway(settings).dispatcher.providers\n"
+        "assert {'bedrock', 'vertex-claude', 'vertex-gemini', 'azure-openai'} <= set(served), sorted(served)\n"
+        f"print(','.join(m for m in {cloud_modules!r} if m in sys.modules))\n"
+    )
+    env = {**os.environ, DEMO_KEY_ENV: "test-key"}
+    found = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, check=True, timeout=120, env=env
+    )
     assert found.stdout.strip() == ""
 
 
