@@ -87,6 +87,8 @@ async def _one(path: Path, sim: procs.Server, mode: str, provider: str = "anthro
     else:
         server = procs.Server("simulator-cold", "simulator.app:app", env=env)
     cmd, port, spawn_env = server.uvicorn_command()
+    if path is Path.GATEWAY:  # its own port, as `python -m app` has it (demo mode's simulator is served there)
+        spawn_env["GATEWAY_PORT"] = str(port)
     started = time.monotonic()
     server.spawn(cmd, port, spawn_env)
     try:
