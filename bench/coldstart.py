@@ -29,6 +29,7 @@ import argparse
 import asyncio
 import json
 import os
+import shutil
 import statistics
 import tempfile
 import time
@@ -183,13 +184,17 @@ async def cold_start(
             extra["PYTHONPATH"] = base_path
         return await _one(path, sim, mode, provider, **extra)
 
-    if bytecode:  # one unrecorded start of each variant writes the bytecode of what it imports
-        for name, mode in variants:
-            if mode == "healthz":
-                await run(name, mode)
-    for index in range(rounds):
-        for name, mode in variants[index % len(variants) :] + variants[: index % len(variants)]:
-            runs[(name, mode)].append(await run(name, mode))
+    try:
+        if bytecode:  # one unrecorded start of each variant writes the bytecode of what it imports
+            for name, mode in variants:
+                if mode == "healthz":
+                    await run(name, mode)
+        for index in range(rounds):
+            for name, mode in variants[index % len(variants) :] + variants[: index % len(variants)]:
+                runs[(name, mode)].append(await run(name, mode))
+    finally:
+        if bytecode:  # tens of MiB of bytecode, this run's only
+            shutil.rmtree(common["PYTHONPYCACHEPREFIX"], ignore_errors=True)
     names = ["direct", "gateway"] + (["base"] if base else [])
     summary = {name: _summary(runs[(name, "healthz")], runs.get((name, "readyz"), [])) for name in names}
     gateway, direct = summary["gateway"], summary["direct"]
