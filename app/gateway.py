@@ -36,7 +36,7 @@ from app.resume.hub import ResumeHub
 from app.resume.redis_store import RedisEvents
 from app.providers import sampling
 from app.providers.base import Provider
-from app.providers.lazy import load_adapters, warm_up
+from app.providers.lazy import AdapterLoads
 from app.providers.registry import build_providers
 from app.providers.calls import DEMO_CALLER
 from app.contract.refusals import RequestRejected
@@ -70,6 +70,7 @@ class Gateway:
             settings,
             self.pools,
         )
+        self.adapter_loads = AdapterLoads()  # the lazy providers' imports: a turn's before the warm-up's next one
         self.ledger = open_ledger(settings.database_url, settings)
         self.jobs: set[TurnJob] = set()
         self.streams = OpenStreams()  # the SSE responses open, turns' and resumptions' (ended by `app.server.shutdown`)
@@ -142,7 +143,7 @@ class Gateway:
         """Import every served provider's adapter and vendor SDK, one after the other and off the event loop
         (`app.providers.lazy`): run once the server listens, so that start-up does not wait for them and the first
         turn through a provider rarely does."""
-        await warm_up(self.dispatcher.providers.values())
+        await self.adapter_loads.warm_up(self.dispatcher.providers.values())
 
     async def _ledger_spend(self, key_id: str, since_ms: int) -> float:
         """What the ledger says a key (or a team: `TEAM_SUBJECT`) spent since `since_ms` (queued record writes
@@ -196,7 +197,8 @@ class Gateway:
             request.options.drop_params = True
         options = request.options
         planned = self.dispatcher.plan(request.model, request.fallback)
-        await load_adapters(route.provider for route in planned)  # imported off the loop, the first time only
+        # imported off the loop, the first time only; before the warm-up's next import
+        await self.adapter_loads.for_turn(route.provider for route in planned)
         routes = self._honouring(planned, request)
         attribution = self._attribution(key_id, asked or Asked(), options)
         if ahead is not None and ahead.open:

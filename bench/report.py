@@ -188,6 +188,13 @@ def markdown(results: dict[str, Any]) -> str:
                 f"{_fmt(x['warmTtftMs'], 'ms')} | {_fmt(x['firstTurnExtraTtftMs'], 'ms')} | {_fmt(x['idleRssMiB'], 'MiB')} |"
             )
         lines.append(f"\nGateway ÷ simulator, start to first turn done: {_fmt(c['ratioToBare'])}×.")
+        g = c["gateway"]
+        if "readyzS" in g:  # the first turn sent once /readyz answers, and what the start cost in CPU
+            lines.append(
+                f"Gateway: `/healthz` at {_fmt(g['healthzS'], 's')} ({_fmt(g['healthzCpuS'], 's')} CPU), `/readyz` at "
+                f"{_fmt(g['readyzS'], 's')} ({_fmt(g['readyzCpuS'], 's')} CPU); a first turn sent once `/readyz` answers "
+                f"is done at {_fmt(g['readyFirstTurnS'], 's')}, its TTFT {_fmt(g['readyFirstTtftMs'], 'ms')}."
+            )
     if "ttft" in results:
         lines += [
             "",

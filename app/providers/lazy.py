@@ -108,20 +108,51 @@ class LazyProvider:
             await self._built.aclose()
 
 
+class AdapterLoads:
+    """The gateway's adapter loads: a turn's (`for_turn`) and the warm-up's (`warm_up`), one import at a time
+    (`Adapter.load`'s lock). The warm-up starts its next import only when no turn is waiting for one of its own:
+    a turn that needs an adapter while the warm-up imports another vendor's SDK waits for that one import to end
+    (an import cannot be stopped halfway), never for the rest of the warm-up. Without this the order between a
+    waiting turn's import thread and the warm-up's next one is the threads' race for the lock."""
+
+    def __init__(self) -> None:
+        self._turns_loading = 0
+        self._no_turn_loading = asyncio.Event()
+        self._no_turn_loading.set()
+
+    async def for_turn(self, providers: Iterable[object]) -> None:
+        """Load every lazy provider among `providers` that is not loaded yet (a turn's routes, before its checks)."""
+        pending = [p for p in providers if isinstance(p, LazyProvider) and not p.loaded]
+        if not pending:
+            return
+        self._turns_loading += 1
+        self._no_turn_loading.clear()
+        try:
+            for provider in pending:
+                await provider.load()
+        finally:
+            self._turns_loading -= 1
+            if not self._turns_loading:
+                self._no_turn_loading.set()
+
+    async def warm_up(self, providers: Iterable[object]) -> None:
+        """Load the adapters of `providers` one after the other, in the background once the server listens, so
+        that the first turn through each rarely waits for its import; before each, the turns' own loads go first.
+        A failure is logged; the turn that needs the adapter will meet it again."""
+        for provider in providers:
+            await self._no_turn_loading.wait()
+            if isinstance(provider, LazyProvider) and not provider.loaded:
+                try:
+                    await provider.load()
+                except Exception:
+                    log.exception("provider %s: loading its adapter failed", provider.name)
+
+
 async def load_adapters(providers: Iterable[object]) -> None:
-    """Load every lazy provider among `providers` that is not loaded yet (a turn's routes, before its checks)."""
-    for provider in providers:
-        if isinstance(provider, LazyProvider) and not provider.loaded:
-            await provider.load()
+    """Load every lazy provider among `providers` that is not loaded yet, with no warm-up to go before."""
+    await AdapterLoads().for_turn(providers)
 
 
 async def warm_up(providers: Iterable[object]) -> None:
-    """Load the adapters of `providers` one after the other, in the background once the server listens, so that the
-    first turn through each rarely waits for its import. A failure is logged; the turn that needs the adapter will
-    meet it again."""
-    for provider in providers:
-        if isinstance(provider, LazyProvider) and not provider.loaded:
-            try:
-                await provider.load()
-            except Exception:
-                log.exception("provider %s: loading its adapter failed", provider.name)
+    """Load the adapters of `providers` one after the other (`AdapterLoads.warm_up`), with no turn to let first."""
+    await AdapterLoads().warm_up(providers)

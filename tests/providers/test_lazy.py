@@ -2,15 +2,21 @@
 
 from __future__ import annotations
 
+import asyncio
+import json
+import os
 import subprocess
 import sys
 import threading
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
 
 import pytest
 
 from app.catalog import Catalog
 from app.main import demo_settings
-from app.providers.lazy import Adapter, LazyProvider, load_adapters, warm_up
+from app.providers.lazy import Adapter, AdapterLoads, LazyProvider, load_adapters, warm_up
 from app.providers.registry import build_providers
 from app.settings import Settings
 
@@ -31,6 +37,35 @@ def test_importing_the_app_and_building_a_gateway_imports_no_vendor_sdk() -> Non
         f"print(','.join(m for m in {VENDOR_MODULES!r} if m in sys.modules))\n"
     )
     found = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True, timeout=120)
+    assert found.stdout.strip() == ""
+
+
+def test_a_catalog_with_clouds_imports_no_cloud_sdk_before_a_turn_needs_it(tmp_path: Path) -> None:
+    """Bedrock, Vertex (Claude and Gemini) and Azure entries in the catalog (the demo's, on an address nothing
+    listens at), outside demo mode: building the app and the gateway imports neither a vendor SDK nor botocore,
+    google-auth or azure-identity (issue 42: ≤ 1.5 s to the first turn with clouds configured)."""
+    from app.catalog.demo_clouds import demo_cloud_catalog
+    from app.providers.clouds.azure import DEMO_KEY_ENV
+
+    catalog = tmp_path / "catalog.json"
+    catalog.write_text(json.dumps(demo_cloud_catalog("http://127.0.0.1:9")))
+    cloud_modules = (*VENDOR_MODULES, "google.auth", "azure.identity")
+    script = (
+        "import sys\n"
+        "from app.gateway import Gateway\n"
+        "from app.main import create_app\n"
+        "from app.settings import Settings\n"
+        "settings = Settings(anthropic_api_key='k', openai_api_key='k', gemini_api_key='k',\n"
+        f"                    database_url='sqlite:///:memory:', catalog={str(catalog)!r})\n"
+        "create_app(settings)\n"
+        "served = Gateway(settings).dispatcher.providers\n"
+        "assert {'bedrock', 'vertex-claude', 'vertex-gemini', 'azure-openai'} <= set(served), sorted(served)\n"
+        f"print(','.join(m for m in {cloud_modules!r} if m in sys.modules))\n"
+    )
+    env = {**os.environ, DEMO_KEY_ENV: "test-key"}
+    found = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, check=True, timeout=120, env=env
+    )
     assert found.stdout.strip() == ""
 
 
@@ -79,3 +114,76 @@ async def test_loading_an_adapter_never_takes_the_import_lock_on_the_event_loops
         assert threads and threading.current_thread() not in threads
     finally:
         await provider.aclose()
+
+
+_GATED_ADAPTER = """
+import threading
+import lazy_test_gates as gates
+
+gates.imported.append(__name__)
+gates.started[__name__].set()
+gates.release[__name__].wait(30)
+
+
+class Fake:
+    def __init__(self, config):
+        self.config = config
+
+    async def aclose(self):
+        pass
+"""
+
+
+async def test_a_turns_adapter_load_goes_before_the_warm_ups_next_import(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The warm-up is importing vendor A's adapter when a turn needs C's: once A's import ends (it cannot be stopped
+    halfway), C's goes next and the warm-up's next one (B) only after it, not whichever thread takes the import
+    lock first. Each fake adapter module's import waits until the test releases it."""
+    names = ("lazy_test_a", "lazy_test_b", "lazy_test_c")
+    (tmp_path / "lazy_test_gates.py").write_text(
+        "import threading\n"
+        "imported = []\n"
+        f"started = {{name: threading.Event() for name in {names!r}}}\n"
+        f"release = {{name: threading.Event() for name in {names!r}}}\n"
+    )
+    for name in names:
+        (tmp_path / f"{name}.py").write_text(_GATED_ADAPTER)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    for name in ("lazy_test_gates", *names):
+        monkeypatch.delitem(sys.modules, name, raising=False)
+    import lazy_test_gates as gates  # type: ignore[import-not-found]
+
+    called: list[str] = []  # LazyProvider.load, as the event loop calls it
+    loaded = {name: asyncio.Event() for name in names}
+    real_load = LazyProvider.load
+
+    async def load(provider: LazyProvider) -> Any:
+        called.append(provider.name)
+        built = await real_load(provider)
+        loaded[provider.name].set()
+        return built
+
+    monkeypatch.setattr(LazyProvider, "load", load)
+    a, b, c = (
+        LazyProvider(Adapter(name, "Fake"), "test", SimpleNamespace(name=name, placement=None)) for name in names
+    )  # type: ignore[arg-type]
+    loads = AdapterLoads()
+    try:
+        warming = asyncio.create_task(loads.warm_up([a, b]))
+        await asyncio.to_thread(gates.started["lazy_test_a"].wait, 30)
+        turn = asyncio.create_task(loads.for_turn([c]))
+        await asyncio.to_thread(gates.started["lazy_test_c"].wait, 30)  # C's thread waits for the import lock
+        gates.release["lazy_test_a"].set()
+        await loaded["lazy_test_a"].wait()
+        assert called == ["lazy_test_a", "lazy_test_c"]  # the warm-up did not start B's load meanwhile
+        gates.release["lazy_test_c"].set()
+        await turn
+        assert c.loaded and not b.loaded
+        gates.release["lazy_test_b"].set()
+        await warming
+        assert called == ["lazy_test_a", "lazy_test_c", "lazy_test_b"]
+        assert gates.imported == ["lazy_test_a", "lazy_test_c", "lazy_test_b"]
+    finally:
+        for name in names:
+            gates.release[name].set()
