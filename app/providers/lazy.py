@@ -146,13 +146,3 @@ class AdapterLoads:
                     await provider.load()
                 except Exception:
                     log.exception("provider %s: loading its adapter failed", provider.name)
-
-
-async def load_adapters(providers: Iterable[object]) -> None:
-    """Load every lazy provider among `providers` that is not loaded yet, with no warm-up to go before."""
-    await AdapterLoads().for_turn(providers)
-
-
-async def warm_up(providers: Iterable[object]) -> None:
-    """Load the adapters of `providers` one after the other (`AdapterLoads.warm_up`), with no turn to let first."""
-    await AdapterLoads().warm_up(providers)

@@ -16,7 +16,7 @@ import pytest
 
 from app.catalog import Catalog
 from app.main import demo_settings
-from app.providers.lazy import Adapter, AdapterLoads, LazyProvider, load_adapters, warm_up
+from app.providers.lazy import Adapter, AdapterLoads, LazyProvider
 from app.providers.registry import build_providers
 from app.settings import Settings
 
@@ -79,11 +79,11 @@ async def test_a_lazy_provider_knows_its_place_at_once_and_builds_its_adapter_wh
     assert bedrock.placement is not None and bedrock.placement.cloud == "bedrock"
     assert not anthropic.loaded
     try:
-        await load_adapters([anthropic])
+        await AdapterLoads().for_turn([anthropic])
         assert anthropic.loaded and not bedrock.loaded
         assert type(anthropic.built).__name__ == "AnthropicProvider"
         assert anthropic.built.base_url == f"{settings.anthropic_base_url}/"  # type: ignore[attr-defined]
-        await warm_up(providers.values())
+        await AdapterLoads().warm_up(providers.values())
         assert all(p.loaded for p in providers.values() if isinstance(p, LazyProvider))
     finally:
         for provider in providers.values():
