@@ -11,7 +11,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import httpx
 
@@ -114,3 +114,14 @@ class GatewayProcess:
         if self.proc.poll() is None:
             self.proc.kill()
         return self.proc.wait(10)
+
+
+def wait_until(condition: Callable[[], bool], timeout: float = 30.0) -> None:
+    """Poll state that another process changes (its records, its metrics) until `condition()` holds; an
+    AssertionError after `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if condition():
+            return
+        time.sleep(0.05)
+    raise AssertionError("condition never held")

@@ -19,7 +19,7 @@ import httpx
 import pytest
 
 from tests.conftest import marker, turn
-from tests.procs import GatewayProcess, free_port
+from tests.procs import GatewayProcess, free_port, wait_until
 from tests.redisproc import two_replicas
 from tests.policy.test_keys_policy import bearer, digest
 
@@ -56,16 +56,6 @@ def cluster(sim, tmp_path_factory) -> Iterator[dict[str, Any]]:
 
 def _post(url: str, key: str, model: str = "anthropic/text", path: str = "/v1/complete") -> httpx.Response:
     return httpx.post(f"{url}{path}", json=turn(model, marker()), headers=bearer(key), timeout=60)
-
-
-def _wait(condition, timeout: float = 20.0) -> None:
-    """Poll a condition (state in another process) until it holds."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if condition():
-            return
-        time.sleep(0.05)
-    raise AssertionError("condition never held")
 
 
 def test_rpm_limit_holds_across_replicas(cluster):
@@ -122,7 +112,7 @@ def test_concurrency_limit_holds_across_replicas_under_a_burst(cluster):
     assert statuses.count(200) == 5 and statuses.count(429) == 95, statuses
     # The closed streams released their leases on both replicas: the key can stream again.
     redis = cluster["redis"].client()
-    _wait(lambda: redis.zcard("gw:conc:conc5") == 0)
+    wait_until(lambda: redis.zcard("gw:conc:conc5") == 0)
     assert _post(cluster["b"].url, "sk-conc5").status_code == 200
 
 
@@ -162,7 +152,7 @@ def test_a_burst_larger_than_the_redis_pool_still_holds_the_concurrency_limit(cl
     assert statuses.count(200) == 2 and statuses.count(429) == 298, sorted(set(statuses))
     assert set(kinds) == {"concurrency_limit"}
     redis = cluster["redis"].client()
-    _wait(lambda: redis.zcard("gw:conc:conc2") == 0)
+    wait_until(lambda: redis.zcard("gw:conc:conc2") == 0)
 
 
 def test_an_admission_given_up_during_a_redis_stall_leaves_no_trace(cluster):
@@ -191,7 +181,7 @@ def test_an_admission_given_up_during_a_redis_stall_leaves_no_trace(cluster):
     assert [r.status_code for r in refused] == [503] * 6
     assert {r.json()["error"]["type"] for r in refused} == {"limits_unavailable"}
     assert redis.ping()  # Redis is awake: the stalled scripts (queued on the replicas' connections) have run
-    _wait(lambda: redis.zcard("gw:conc:stalled") == 0 and redis.zcard("gw:rpm:stalled") == 0, timeout=15)
+    wait_until(lambda: redis.zcard("gw:conc:stalled") == 0 and redis.zcard("gw:rpm:stalled") == 0, timeout=15)
     statuses = asyncio.run(_hold_streams([urls[0], urls[1], urls[0]], "sk-stalled"))
     assert sorted(statuses) == [200, 200, 429], statuses
 
@@ -227,7 +217,7 @@ def test_budget_holds_under_concurrency_across_replicas(cluster):
     assert statuses.count(200) == 1 and statuses.count(429) == 49, statuses
     assert {r.json()["error"]["type"] for r in responses if r.status_code == 429} == {"budget_exceeded"}
     redis = cluster["redis"].client()
-    _wait(lambda: redis.hlen("gw:resv:burst") == 0 and redis.zcard("gw:conc:burst") == 0)
+    wait_until(lambda: redis.hlen("gw:resv:burst") == 0 and redis.zcard("gw:conc:burst") == 0)
     spent = float(redis.get(next(redis.scan_iter("gw:spend:burst:d:*"))))
     assert spent == pytest.approx(cost, rel=1e-6) and spent <= budget
 
@@ -268,7 +258,7 @@ def test_overspend_is_bounded_by_what_the_turns_in_flight_cost_beyond_their_esti
     }
     assert all(r.json()["usage"]["cost"]["total"] == pytest.approx(cost, rel=1e-9) for r in served)
     redis = cluster["redis"].client()
-    _wait(lambda: redis.hlen("gw:resv:rounds") == 0 and redis.zcard("gw:conc:rounds") == 0)
+    wait_until(lambda: redis.hlen("gw:resv:rounds") == 0 and redis.zcard("gw:conc:rounds") == 0)
     spent = float(redis.get(next(redis.scan_iter("gw:spend:rounds:d:*"))))
     assert spent == pytest.approx(len(served) * cost, rel=1e-6) and spent <= budget
 
@@ -278,7 +268,7 @@ def _sighup_both(cluster, probe_name: str) -> None:
     for proc in (cluster["a"], cluster["b"]):
         proc.proc.send_signal(signal.SIGHUP)
     for proc in (cluster["a"], cluster["b"]):
-        _wait(lambda: httpx.get(f"{proc.url}/v1/models", headers=bearer(f"sk-{probe_name}")).status_code == 200)
+        wait_until(lambda: httpx.get(f"{proc.url}/v1/models", headers=bearer(f"sk-{probe_name}")).status_code == 200)
 
 
 def test_budget_shared_and_rebuilt_after_redis_restarts_empty(cluster):
@@ -295,7 +285,7 @@ def test_budget_shared_and_rebuilt_after_redis_restarts_empty(cluster):
     assert day_key is None  # nothing seeded yet
 
     assert _post(a.url, "sk-spender").status_code == 200
-    _wait(lambda: float(redis.get(next(redis.scan_iter("gw:spend:spender:d:*"))) or 0) >= cost * 0.99)
+    wait_until(lambda: float(redis.get(next(redis.scan_iter("gw:spend:spender:d:*"))) or 0) >= cost * 0.99)
     # Replica B served no turn of this key itself; it refuses because A's turn is counted.
     refused = _post(b.url, "sk-spender")
     assert refused.status_code == 429 and refused.json()["error"]["type"] == "budget_exceeded"
@@ -317,7 +307,7 @@ def test_tokens_per_minute_shared(cluster):
     for _ in range(2):  # tokens count per clock minute: a minute that turns in between starts at zero
         minute = int(time.time() // 60)
         assert _post(cluster["a"].url, "sk-tpm").status_code == 200
-        _wait(lambda: int(redis.get(f"gw:tpm:tpm:{minute}") or 0) > 0 or int(time.time() // 60) != minute)
+        wait_until(lambda: int(redis.get(f"gw:tpm:tpm:{minute}") or 0) > 0 or int(time.time() // 60) != minute)
         refused = _post(cluster["b"].url, "sk-tpm")
         if refused.status_code == 200 and int(time.time() // 60) != minute:
             continue
@@ -374,7 +364,7 @@ def test_redis_down_or_silent_fails_open_or_closed(gateway_factory, tmp_path, fa
         charged = open_gw.stream(turn("anthropic/text"), headers=bearer("sk-tpm"))
         assert charged.status == 200 and charged.terminal["type"] == "done"
         open_gw.job(charged.headers["x-request-id"])
-        _wait(lambda: 'gateway_limit_store_errors_total{operation="charge"}' in open_gw.http.get("/metrics").text)
+        wait_until(lambda: 'gateway_limit_store_errors_total{operation="charge"}' in open_gw.http.get("/metrics").text)
         # A resumable stream streams from this replica while its copy to Redis fails.
         body = turn("anthropic/slow;n=20;delay_ms=5")
         body["options"]["resumable"] = True
@@ -393,7 +383,7 @@ def test_a_crashed_replicas_leases_expire(cluster, sim):
     """Replica C holds every concurrency slot of a key and is killed (-9): its leases are not released, so
     the others refuse the key until the leases' TTL runs out, then admit it again."""
     redis = cluster["redis"].client()
-    _wait(lambda: redis.zcard("gw:conc:conc5") == 0)
+    wait_until(lambda: redis.zcard("gw:conc:conc5") == 0)
     env = {
         "GATEWAY_KEYS_FILE": str(cluster["keys_file"]),
         "GATEWAY_REDIS_URL": cluster["redis"].url,
@@ -416,7 +406,7 @@ def test_a_crashed_replicas_leases_expire(cluster, sim):
         killed = time.monotonic()
         refused = _post(cluster["b"].url, "sk-conc5", path="/v1/stream")
         assert refused.status_code == 429 and refused.json()["error"]["type"] == "concurrency_limit"
-        _wait(lambda: _post(cluster["b"].url, "sk-conc5").status_code == 200, timeout=30)
+        wait_until(lambda: _post(cluster["b"].url, "sk-conc5").status_code == 200, timeout=30)
         assert time.monotonic() - killed >= 1.0  # not released: expired (TTL 3 s, renewed every second until the kill)
     finally:
         for cm in opened:
@@ -448,5 +438,5 @@ def test_redis_down_and_fail_open_enforces_each_keys_limits_on_this_replica(gate
                 pass
             second = gw.http.post("/v1/complete", json=turn("anthropic/text"), headers=bearer("sk-conc1"))
             assert second.status_code == 429 and second.json()["error"]["type"] == "concurrency_limit"
-    _wait(lambda: not gw.state.limits.local_leases)  # the stream's end released its local hold
+    wait_until(lambda: not gw.state.limits.local_leases)  # the stream's end released its local hold
     assert gw.http.post("/v1/complete", json=turn("anthropic/text"), headers=bearer("sk-conc1")).status_code == 200

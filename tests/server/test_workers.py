@@ -8,7 +8,6 @@ from __future__ import annotations
 import asyncio
 import json
 import sqlite3
-import time
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -18,7 +17,7 @@ import pytest
 from tests.conformance import check_frames, parse_sse
 from tests.conftest import turn
 from tests.policy.test_keys_policy import bearer, digest
-from tests.procs import GatewayProcess, free_port
+from tests.procs import GatewayProcess, free_port, wait_until
 from tests.redisproc import RedisServer
 from tests.resume_client import read_some, resume
 from tests.telemetry.test_metrics import scrape
@@ -76,16 +75,6 @@ def _records(ledger: Path, key: str | None = None) -> list[tuple[str, str | None
         return db.execute("SELECT instance_id, outcome FROM gateway_requests WHERE api_key_id = ?", (key,)).fetchall()
 
 
-def _wait(condition, timeout: float = 30.0) -> None:
-    """Poll state in other processes until it holds."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if condition():
-            return
-        time.sleep(0.05)
-    raise AssertionError("condition never held")
-
-
 def test_the_supervisor_serves_two_workers_and_their_metrics_share_a_directory(workers):
     served = set()
     for _ in range(ROUNDS):
@@ -105,7 +94,7 @@ def test_the_supervisor_serves_two_workers_and_their_metrics_share_a_directory(w
             assert [r.status_code for r in replies] == [200] * 12
 
         asyncio.run(burst())
-        _wait(
+        wait_until(
             lambda: (
                 len(_records(workers["ledger"], "plain")) % 12 == 0
                 and all(o for _, o in _records(workers["ledger"], "plain"))
@@ -142,7 +131,7 @@ def test_rpm_limit_holds_across_both_workers(workers):
 
         statuses = asyncio.run(burst())
         assert sorted(statuses) == [200] * 4 + [429] * 6, statuses
-        _wait(lambda: len(_records(workers["ledger"], key)) == 4)
+        wait_until(lambda: len(_records(workers["ledger"], key)) == 4)
         if len({instance for instance, _ in _records(workers["ledger"], key)}) == 2:
             return
     pytest.fail(f"in {ROUNDS} rounds the admitted turns never landed on both workers")
@@ -177,7 +166,7 @@ def test_concurrency_limit_holds_across_both_workers(workers):
 
         statuses = asyncio.run(burst())
         assert statuses.count(200) == 3 and statuses.count(429) == 9, statuses
-        _wait(
+        wait_until(
             lambda: len(_records(workers["ledger"], key)) == 3 and all(o for _, o in _records(workers["ledger"], key))
         )
         if len({instance for instance, _ in _records(workers["ledger"], key)}) == 2:
@@ -234,7 +223,7 @@ def test_metrics_of_either_worker_count_every_turn_and_every_record_completes(wo
             )
 
     asyncio.run(burst())
-    _wait(lambda: all(outcome for _, outcome in _records(workers["ledger"])))
+    wait_until(lambda: all(outcome for _, outcome in _records(workers["ledger"])))
     records = _records(workers["ledger"])
     outcomes = {outcome for _, outcome in records}
     assert outcomes <= {"done", "aborted"}, outcomes  # the held streams were closed by their clients
@@ -243,7 +232,7 @@ def test_metrics_of_either_worker_count_every_turn_and_every_record_completes(wo
         """`gateway_requests_total` over every label set, scraped on a new connection (`scrape`: `httpx.get`)."""
         return sum(count for (name, _), count in scrape(url).items() if name == "gateway_requests_total")
 
-    _wait(lambda: turns_counted() == len(records))
+    wait_until(lambda: turns_counted() == len(records))
     assert [turns_counted() for _ in range(8)] == [len(records)] * 8
 
 
