@@ -223,16 +223,20 @@ def test_metrics_of_either_worker_count_every_turn_and_every_record_completes(wo
             )
 
     asyncio.run(burst())
-    wait_until(lambda: all(outcome for _, outcome in _records(workers["ledger"])))
-    records = _records(workers["ledger"])
-    outcomes = {outcome for _, outcome in records}
-    assert outcomes <= {"done", "aborted"}, outcomes  # the held streams were closed by their clients
 
     def turns_counted() -> float:
         """`gateway_requests_total` over every label set, scraped on a new connection (`scrape`: `httpx.get`)."""
         return sum(count for (name, _), count in scrape(url).items() if name == "gateway_requests_total")
 
-    wait_until(lambda: turns_counted() == len(records))
+    def written() -> bool:
+        """Every turn's record written and settled (records are written from each worker's queue, a moment later)."""
+        records = _records(workers["ledger"])
+        return all(outcome for _, outcome in records) and len(records) == turns_counted()
+
+    wait_until(written)
+    records = _records(workers["ledger"])
+    outcomes = {outcome for _, outcome in records}
+    assert outcomes <= {"done", "aborted"}, outcomes  # the held streams were closed by their clients
     assert [turns_counted() for _ in range(8)] == [len(records)] * 8
 
 
