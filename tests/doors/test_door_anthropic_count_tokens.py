@@ -7,11 +7,12 @@ allowed models apply as for turns."""
 from __future__ import annotations
 
 import concurrent.futures
+import contextlib
 import hashlib
 import json
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 import anthropic
 import httpx
@@ -197,15 +198,7 @@ def test_counts_count_against_the_keys_requests_per_minute_on_every_door(gateway
 
 def test_a_key_at_its_concurrency_is_refused_a_count_while_a_count_hangs(gateway_factory, tmp_path: Path):
     gw = gateway_factory(keys_file=_keys_file(tmp_path, concurrent_streams=1), first_event_timeout=5)
-    hanging = marker()
-    with concurrent.futures.ThreadPoolExecutor(1) as pool:
-        held = pool.submit(
-            gw.http.post,
-            "/v1/messages/count_tokens",
-            json={"model": "openai/hang-before-headers", "messages": [{"role": "user", "content": hanging}]},
-            headers=TEAM,
-        )
-        _until_the_vendor_sees(gw, hanging)
+    with _a_count_hanging(gw) as held:
         m = marker()
         refused = _count_on_each_door(gw, m)
         assert [r.status_code for r in refused] == [429, 429, 429]
@@ -219,15 +212,7 @@ def test_a_key_at_its_concurrency_is_refused_a_count_while_a_count_hangs(gateway
 
 def test_counts_without_a_concurrency_of_the_keys_own_are_capped_per_key_by_the_replica(gateway_factory):
     gw = gateway_factory(api_keys="team:sk-team", max_streams_per_key=1, first_event_timeout=5)
-    hanging = marker()
-    with concurrent.futures.ThreadPoolExecutor(1) as pool:
-        held = pool.submit(
-            gw.http.post,
-            "/v1/messages/count_tokens",
-            json={"model": "openai/hang-before-headers", "messages": [{"role": "user", "content": hanging}]},
-            headers=TEAM,
-        )
-        _until_the_vendor_sees(gw, hanging)
+    with _a_count_hanging(gw) as held:
         refused = _count_on_each_door(gw, marker())
         assert [r.status_code for r in refused] == [429, 429, 429]
         assert refused[0].json()["error"]["type"] == "rate_limit_error"
@@ -243,6 +228,22 @@ def test_a_count_body_past_the_body_bound_is_refused_like_a_turns(gateway_factor
     response = gw.http.post("/v1/messages/count_tokens", json=big)
     assert response.status_code == 413 and "2000 bytes" in json.dumps(response.json())
     assert gw.sim.seen(m) == []
+
+
+@contextlib.contextmanager
+def _a_count_hanging(gw: Any) -> Iterator[concurrent.futures.Future[httpx.Response]]:
+    """A count whose vendor hangs before its headers (its key's slot held), sent from a thread; the vendor has
+    seen it when the block starts; yields the count's future (a 504 once `first_event_timeout` runs out)."""
+    hanging = marker()
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        held = pool.submit(
+            gw.http.post,
+            "/v1/messages/count_tokens",
+            json={"model": "openai/hang-before-headers", "messages": [{"role": "user", "content": hanging}]},
+            headers=TEAM,
+        )
+        _until_the_vendor_sees(gw, hanging)
+        yield held
 
 
 def _until_the_vendor_sees(gw: Any, m: str) -> None:
