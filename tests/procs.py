@@ -115,6 +115,19 @@ class GatewayProcess:
             self.proc.kill()
         return self.proc.wait(10)
 
+    def __enter__(self) -> GatewayProcess:
+        """`with GatewayProcess(...) as process`: ready when the block starts (`wait_ready`), stopped after it, even
+        when it never became ready."""
+        try:
+            self.wait_ready()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
 
 def wait_until(condition: Callable[[], bool], timeout: float = 30.0) -> None:
     """Poll state that another process changes (its records, its metrics) until `condition()` holds; an

@@ -15,12 +15,8 @@ from tests.procs import GatewayProcess
 
 @pytest.fixture(scope="module")
 def demo(sim):
-    process = GatewayProcess(sim.url, GATEWAY_DEMO="1")
-    try:
-        process.wait_ready()
+    with GatewayProcess(sim.url, GATEWAY_DEMO="1") as process:
         yield process
-    finally:
-        process.stop()
 
 
 def complete(demo: GatewayProcess, body: dict) -> httpx.Response:
